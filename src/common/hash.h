@@ -1,0 +1,31 @@
+// xxh3 hashing: checksums for file formats and stable partitioning keys.
+// Values are part of on-disk formats; never change the algorithm or seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace loam {
+
+uint64_t Hash64(std::string_view data, uint64_t seed = 0);
+
+// 128-bit hash as 32 lowercase hex digits.
+std::string Hash128Hex(std::string_view data);
+
+// Incremental xxh3-64: Update(a); Update(b) hashes the same as Hash64(a + b).
+class Hasher64 {
+ public:
+  explicit Hasher64(uint64_t seed = 0);
+  ~Hasher64();
+  Hasher64(const Hasher64&) = delete;
+  Hasher64& operator=(const Hasher64&) = delete;
+
+  void Update(std::string_view data);
+  uint64_t Digest() const;
+
+ private:
+  void* state_;  // XXH3_state_t*
+};
+
+}  // namespace loam

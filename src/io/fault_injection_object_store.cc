@@ -1,0 +1,167 @@
+#include "io/fault_injection_object_store.h"
+
+#include <thread>
+
+namespace loam {
+
+OpMask MaskOf(std::initializer_list<ObjectOp> ops) {
+  OpMask m = 0;
+  for (ObjectOp op : ops) m |= 1u << static_cast<int>(op);
+  return m;
+}
+
+OpMask WriteOpMask() {
+  return MaskOf({ObjectOp::kPut, ObjectOp::kPutIfAbsent, ObjectOp::kPutIfMatch, ObjectOp::kDelete});
+}
+
+FaultRule FaultRule::FailNth(std::string name, OpMask ops, uint64_t n, Status status,
+                             std::string key_contains) {
+  FaultRule r;
+  r.name = std::move(name);
+  r.ops = ops;
+  r.key_contains = std::move(key_contains);
+  r.skip = n == 0 ? 0 : n - 1;
+  r.status = std::move(status);
+  return r;
+}
+
+FaultRule FaultRule::CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
+                             std::string key_contains) {
+  FaultRule r = FailNth(std::move(name), ops, n, Status::Unavailable("simulated crash"),
+                        std::move(key_contains));
+  r.action = action;
+  return r;
+}
+
+void FaultInjectionObjectStore::AddRule(FaultRule rule) {
+  std::lock_guard<std::mutex> lock(mu_);
+  rules_.push_back({std::move(rule)});
+}
+
+void FaultInjectionObjectStore::ClearRules() {
+  std::lock_guard<std::mutex> lock(mu_);
+  rules_.clear();
+}
+
+uint64_t FaultInjectionObjectStore::Fired(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& r : rules_) {
+    if (r.rule.name == name) n += r.fired;
+  }
+  return n;
+}
+
+uint64_t FaultInjectionObjectStore::Matched(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  for (const auto& r : rules_) {
+    if (r.rule.name == name) n += r.matched;
+  }
+  return n;
+}
+
+void FaultInjectionObjectStore::SetLatency(OpMask ops, std::chrono::microseconds base,
+                                           std::chrono::microseconds jitter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  latency_ops_ = ops;
+  latency_base_ = base;
+  latency_jitter_ = jitter;
+}
+
+void FaultInjectionObjectStore::Crash() {
+  std::lock_guard<std::mutex> lock(mu_);
+  crashed_ = true;
+}
+
+bool FaultInjectionObjectStore::crashed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return crashed_;
+}
+
+FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp op,
+                                                                      std::string_view key) {
+  std::chrono::microseconds delay{0};
+  Decision d;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const OpMask bit = 1u << static_cast<int>(op);
+    if (latency_ops_ & bit) {
+      delay = latency_base_;
+      if (latency_jitter_.count() > 0) {
+        delay += std::chrono::microseconds(rng_() % (latency_jitter_.count() + 1));
+      }
+    }
+    if (crashed_ && IsWriteOp(op)) {
+      d.drop = true;
+      d.status = Status::Unavailable("simulated crash: " + std::string(ObjectOpName(op)) + " of '" +
+                                     std::string(key) + "' dropped");
+    } else {
+      for (RuleState& r : rules_) {
+        if (!(r.rule.ops & bit)) continue;
+        if (!r.rule.key_contains.empty() && key.find(r.rule.key_contains) == std::string_view::npos) {
+          continue;
+        }
+        ++r.matched;
+        if (r.matched <= r.rule.skip || r.fired >= r.rule.times) continue;
+        if (r.rule.probability < 1.0 &&
+            std::uniform_real_distribution<double>(0, 1)(rng_) >= r.rule.probability) {
+          continue;
+        }
+        ++r.fired;
+        d.status = r.rule.status.WithContext("fault rule '" + r.rule.name + "' on " +
+                                             std::string(ObjectOpName(op)) + " '" +
+                                             std::string(key) + "'");
+        if (r.rule.action == FaultAction::kCrashAfter) {
+          d.crash_after = true;
+        } else {
+          d.drop = true;
+          if (r.rule.action == FaultAction::kCrashBefore) crashed_ = true;
+        }
+        break;
+      }
+    }
+  }
+  if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  return d;
+}
+
+template <typename Call>
+auto FaultInjectionObjectStore::Run(ObjectOp op, std::string_view key, Call&& call)
+    -> decltype(call()) {
+  Decision d = Decide(op, key);
+  if (d.drop) return d.status;
+  auto result = call();
+  if (d.crash_after) {
+    Crash();
+    return d.status;
+  }
+  return result;
+}
+
+Result<ObjectMeta> FaultInjectionObjectStore::Read(std::string_view key,
+                                                   std::optional<ByteRange> range,
+                                                   ByteSink& sink) {
+  return Run(range ? ObjectOp::kGetRange : ObjectOp::kGet, key,
+             [&] { return base_->Read(key, range, sink); });
+}
+
+Result<ObjectMeta> FaultInjectionObjectStore::Head(std::string_view key) {
+  return Run(ObjectOp::kHead, key, [&] { return base_->Head(key); });
+}
+
+Result<ObjectMeta> FaultInjectionObjectStore::Write(std::string_view key, ByteSource& source,
+                                                    const PutOptions& options) {
+  return Run(PutOpOf(options), key, [&] { return base_->Write(key, source, options); });
+}
+
+Result<ListPage> FaultInjectionObjectStore::List(std::string_view prefix,
+                                                 std::string_view start_after, size_t limit) {
+  return Run(ObjectOp::kList, prefix, [&] { return base_->List(prefix, start_after, limit); });
+}
+
+Status FaultInjectionObjectStore::Delete(std::string_view key) {
+  return Run(ObjectOp::kDelete, key, [&] { return base_->Delete(key); });
+}
+
+}  // namespace loam

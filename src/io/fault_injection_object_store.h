@@ -1,0 +1,118 @@
+// FaultInjectionObjectStore: wraps any store and misbehaves on command.
+//
+// Rules match calls by operation and key substring; a rule lets `skip`
+// matching calls through, then fires `times` times (each eligible call firing
+// with `probability`, drawn from a seeded generator, so a run replays exactly
+// given the same seed and call order). Firing either fails the call with the
+// rule's status or "crashes" the store:
+//   kCrashBefore  the call is dropped, as if the process died just before it;
+//   kCrashAfter   the call is applied, then the process "dies" (the caller
+//                 sees Unavailable and cannot know the call landed).
+// Once crashed, every later write is dropped and returns Unavailable; reads
+// still pass through, so a test can inspect what a dead process left behind
+// (or open the base store, as a restarted process would).
+//
+// Modelled on leveldb's fault-injection Env and RocksDB's FaultInjectionTestFS.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/thread_annotations.h"
+#include "loam/object_store.h"
+
+namespace loam {
+
+using OpMask = uint32_t;
+inline constexpr OpMask kAllOps = (1u << kObjectOpCount) - 1;
+OpMask MaskOf(std::initializer_list<ObjectOp> ops);
+OpMask WriteOpMask();  // put variants and delete
+
+enum class FaultAction { kFail, kCrashBefore, kCrashAfter };
+
+struct FaultRule {
+  static constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
+
+  std::string name;          // for Fired() / Matched()
+  OpMask ops = kAllOps;
+  std::string key_contains;  // "" matches every key
+  uint64_t skip = 0;         // matching calls let through before the rule is armed
+  uint64_t times = 1;        // firings before the rule is spent
+  double probability = 1.0;  // chance that an armed rule fires on a matching call
+  FaultAction action = FaultAction::kFail;
+  Status status = Status::Unavailable("injected fault");
+
+  // The Nth (1-based) call matching `ops` and `key_contains` fails with `status`.
+  static FaultRule FailNth(std::string name, OpMask ops, uint64_t n, Status status,
+                           std::string key_contains = "");
+  // The process "dies" at the Nth (1-based) matching call.
+  static FaultRule CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
+                           std::string key_contains = "");
+};
+
+class FaultInjectionObjectStore final : public ObjectStore {
+ public:
+  explicit FaultInjectionObjectStore(std::shared_ptr<ObjectStore> base, uint64_t seed = 0)
+      : base_(std::move(base)), rng_(seed) {}
+
+  void AddRule(FaultRule rule);
+  void ClearRules();
+  uint64_t Fired(std::string_view rule_name) const;
+  uint64_t Matched(std::string_view rule_name) const;
+
+  // Every call of `ops` sleeps base + uniform[0, jitter] first. Simulated
+  // latency only; never used for synchronisation.
+  void SetLatency(OpMask ops, std::chrono::microseconds base, std::chrono::microseconds jitter);
+
+  void Crash();
+  bool crashed() const;
+
+  Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
+                          ByteSink& sink) override;
+  Result<ObjectMeta> Head(std::string_view key) override;
+  Result<ObjectMeta> Write(std::string_view key, ByteSource& source,
+                           const PutOptions& options) override;
+  Result<ListPage> List(std::string_view prefix, std::string_view start_after,
+                        size_t limit) override;
+  Status Delete(std::string_view key) override;
+  std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
+
+  ObjectStore& base() { return *base_; }
+
+ private:
+  struct RuleState {
+    FaultRule rule;
+    uint64_t matched = 0;
+    uint64_t fired = 0;
+  };
+  // What to do with one call, decided before it runs.
+  struct Decision {
+    bool drop = false;          // return `status` without calling the base store
+    bool crash_after = false;   // call the base store, then crash
+    Status status;
+  };
+
+  Decision Decide(ObjectOp op, std::string_view key);
+  // Runs `call` under the decision for (op, key); `call` returns a Status or Result.
+  template <typename Call>
+  auto Run(ObjectOp op, std::string_view key, Call&& call) -> decltype(call());
+
+  std::shared_ptr<ObjectStore> base_;
+  mutable std::mutex mu_;
+  std::vector<RuleState> rules_ LOAM_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ LOAM_GUARDED_BY(mu_);
+  bool crashed_ LOAM_GUARDED_BY(mu_) = false;
+  OpMask latency_ops_ LOAM_GUARDED_BY(mu_) = 0;
+  std::chrono::microseconds latency_base_ LOAM_GUARDED_BY(mu_){0};
+  std::chrono::microseconds latency_jitter_ LOAM_GUARDED_BY(mu_){0};
+};
+
+}  // namespace loam

@@ -1,0 +1,100 @@
+#include "io/fault_injection_object_store.h"
+
+#include <gtest/gtest.h>
+
+#include "io/memory_object_store.h"
+
+namespace loam {
+namespace {
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<MemoryObjectStore> base_ = std::make_shared<MemoryObjectStore>();
+  FaultInjectionObjectStore store_{base_, /*seed=*/1};
+};
+
+TEST_F(FaultInjectionTest, FailsExactlyTheNthMatchingCall) {
+  store_.AddRule(FaultRule::FailNth("third-put", MaskOf({ObjectOp::kPut}), 3,
+                                    Status::Unavailable("disk on fire"), "data/"));
+  EXPECT_TRUE(store_.Put("data/1", "a").ok());
+  EXPECT_TRUE(store_.Put("other/1", "a").ok());  // key does not match
+  EXPECT_TRUE(store_.PutIfAbsent("data/x", "a").ok());  // op does not match
+  EXPECT_TRUE(store_.Put("data/2", "a").ok());
+  Status s = store_.Put("data/3", "a").status();
+  EXPECT_TRUE(s.IsUnavailable());
+  EXPECT_EQ(s.message(), "disk on fire");
+  EXPECT_NE(s.context().find("third-put"), std::string::npos);
+  EXPECT_TRUE(base_->Get("data/3").status().IsNotFound());  // the failed call did nothing
+  EXPECT_TRUE(store_.Put("data/4", "a").ok());  // spent after one firing
+  EXPECT_EQ(store_.Fired("third-put"), 1u);
+  EXPECT_EQ(store_.Matched("third-put"), 4u);
+}
+
+TEST_F(FaultInjectionTest, CrashBeforeDropsTheCallAndEveryLaterWrite) {
+  ASSERT_TRUE(store_.Put("k", "v0").ok());
+  store_.AddRule(FaultRule::CrashAt("die", WriteOpMask(), 2, FaultAction::kCrashBefore));
+  EXPECT_TRUE(store_.Put("a", "1").ok());
+  EXPECT_TRUE(store_.Put("b", "2").status().IsUnavailable());
+  EXPECT_TRUE(store_.crashed());
+  EXPECT_TRUE(store_.Put("c", "3").status().IsUnavailable());
+  EXPECT_TRUE(store_.Delete("k").IsUnavailable());
+  EXPECT_TRUE(store_.PutIfAbsent("d", "4").status().IsUnavailable());
+  EXPECT_EQ(store_.Get("k").value(), "v0");  // reads still work
+  auto left = base_->ListAll("").value();
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].key, "a");
+  EXPECT_EQ(left[1].key, "k");
+}
+
+TEST_F(FaultInjectionTest, CrashAfterAppliesTheCallButReportsFailure) {
+  store_.AddRule(FaultRule::CrashAt("die-after", WriteOpMask(), 1, FaultAction::kCrashAfter));
+  EXPECT_TRUE(store_.PutIfAbsent("commit", "x").status().IsUnavailable());
+  EXPECT_EQ(base_->Get("commit").value(), "x");  // it landed; the caller cannot know
+  EXPECT_TRUE(store_.Put("later", "y").status().IsUnavailable());
+  EXPECT_TRUE(base_->Get("later").status().IsNotFound());
+}
+
+TEST_F(FaultInjectionTest, ProbabilisticFaultsReplayWithTheSameSeed) {
+  auto pattern = [](uint64_t seed) {
+    auto base = std::make_shared<MemoryObjectStore>();
+    FaultInjectionObjectStore store(base, seed);
+    FaultRule flaky;
+    flaky.name = "flaky";
+    flaky.ops = MaskOf({ObjectOp::kGet});
+    flaky.times = FaultRule::kForever;
+    flaky.probability = 0.3;
+    store.AddRule(flaky);
+    EXPECT_TRUE(store.Put("k", "v").ok());
+    std::string bits;
+    for (int i = 0; i < 200; ++i) bits += store.Get("k").ok() ? '1' : '0';
+    return bits;
+  };
+  std::string a = pattern(42);
+  EXPECT_EQ(a, pattern(42));
+  EXPECT_NE(a, pattern(43));
+  const auto failures = std::count(a.begin(), a.end(), '0');
+  EXPECT_GT(failures, 20);  // about 60 expected
+  EXPECT_LT(failures, 110);
+}
+
+TEST_F(FaultInjectionTest, LatencyIsAddedToMatchingOperations) {
+  store_.SetLatency(MaskOf({ObjectOp::kHead}), std::chrono::microseconds(20000),
+                    std::chrono::microseconds(0));
+  ASSERT_TRUE(store_.Put("k", "v").ok());
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(store_.Head("k").ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));
+}
+
+TEST_F(FaultInjectionTest, ClearRulesRestoresNormalService) {
+  FaultRule always;
+  always.name = "always";
+  always.times = FaultRule::kForever;
+  store_.AddRule(always);
+  EXPECT_FALSE(store_.Put("k", "v").ok());
+  store_.ClearRules();
+  EXPECT_TRUE(store_.Put("k", "v").ok());
+}
+
+}  // namespace
+}  // namespace loam

@@ -1,0 +1,413 @@
+#include "io/local_object_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <atomic>
+#include <vector>
+
+#include "common/hash.h"
+#include "common/status_macros.h"
+
+namespace loam {
+namespace {
+
+constexpr size_t kIoChunk = 1 << 20;
+constexpr int kLockStripes = 64;
+constexpr std::string_view kTempPrefix = ".tmp-";
+
+Status ErrnoStatus(std::string_view what, const std::string& path, int err) {
+  std::string msg = std::string(what) + " '" + path + "': " + std::strerror(err);
+  switch (err) {
+    case ENOENT: return Status::NotFound(msg);
+    case EEXIST: return Status::AlreadyExists(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS: return Status::PermissionDenied(msg);
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE: return Status::ResourceExhausted(msg);
+    case ENOTDIR:
+    case EISDIR:
+    case ENAMETOOLONG: return Status::InvalidArgument(msg);
+    default: return Status::Unavailable(msg);
+  }
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// An exclusive flock() held for the object's lifetime.
+class StripeLock {
+ public:
+  static Result<std::unique_ptr<StripeLock>> Acquire(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoStatus("open lock", path, errno);
+    auto lock = std::unique_ptr<StripeLock>(new StripeLock(fd));
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno != EINTR) return ErrnoStatus("flock", path, errno);
+    }
+    return lock;
+  }
+  ~StripeLock() { ::close(fd_); }  // closing releases the flock
+
+ private:
+  explicit StripeLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+Status FsyncPath(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus("open directory", path, errno);
+  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync directory", path, errno);
+  return Status::OK();
+}
+
+std::string ParentDir(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+std::string HexEtag(const struct stat& st) {
+  char buf[64];
+  const unsigned long long ns =
+      static_cast<unsigned long long>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
+  std::snprintf(buf, sizeof(buf), "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
+                ns, static_cast<unsigned long long>(st.st_size));
+  return buf;
+}
+
+ObjectMeta MetaOf(const struct stat& st) {
+  ObjectMeta m;
+  m.size = static_cast<uint64_t>(st.st_size);
+  m.etag = HexEtag(st);
+  m.mtime_micros = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
+  return m;
+}
+
+// Unique among live processes: the pid is read per call, so a forked child
+// never reuses its parent's names even though it inherits the counter.
+std::string TempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%x-%llx", static_cast<unsigned>(::getpid()),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return buf;
+}
+
+Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("write", path, errno);
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string root) {
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  if (root.empty()) return Status::InvalidArgument("empty local store root");
+  if (root.front() != '/') {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof(cwd)) == nullptr) return ErrnoStatus("getcwd", root, errno);
+    root = std::string(cwd) + "/" + root;
+  }
+  // mkdir -p root
+  for (size_t pos = 1; pos <= root.size(); ++pos) {
+    if (pos != root.size() && root[pos] != '/') continue;
+    std::string dir = root.substr(0, pos);
+    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoStatus("create directory", dir, errno);
+    }
+  }
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) return ErrnoStatus("stat", root, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument("'" + root + "' is not a directory");
+  const std::string locks = root + "/.loam/locks";
+  for (const std::string& d : {root + "/.loam", locks}) {
+    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoStatus("create directory", d, errno);
+    }
+  }
+  return std::shared_ptr<LocalObjectStore>(new LocalObjectStore(std::move(root)));
+}
+
+std::string LocalObjectStore::LockPathFor(std::string_view key) const {
+  return root_ + "/.loam/locks/" + std::to_string(Hash64(key) % kLockStripes);
+}
+
+Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
+  for (size_t pos = key.find('/'); pos != std::string_view::npos; pos = key.find('/', pos + 1)) {
+    const std::string dir = PathOf(key.substr(0, pos));
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      RETURN_NOT_OK(FsyncPath(ParentDir(dir)));
+    } else if (errno != EEXIST) {
+      return ErrnoStatus("create directory", dir, errno);
+    } else {
+      struct stat st;
+      if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+        return Status::InvalidArgument("key '" + std::string(key) + "' needs '" +
+                                       std::string(key.substr(0, pos)) +
+                                       "' as a directory, but it is an object");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<ByteRange> range,
+                                          ByteSink& sink) {
+  RETURN_NOT_OK(ValidateObjectKey(key));
+  const std::string path = PathOf(key);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
+    return ErrnoStatus("open", path, errno);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("fstat", path, errno);
+  if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
+  ObjectMeta meta = MetaOf(st);
+  uint64_t offset = 0, remaining = meta.size;
+  if (range) {
+    if (range->offset > meta.size) {
+      return Status::InvalidArgument("range offset " + std::to_string(range->offset) +
+                                     " is beyond the end of '" + std::string(key) + "' (size " +
+                                     std::to_string(meta.size) + ")");
+    }
+    offset = range->offset;
+    remaining = std::min(range->length, meta.size - offset);
+  }
+  std::vector<char> buf(std::min<uint64_t>(std::max<uint64_t>(remaining, 1), kIoChunk));
+  while (remaining > 0) {
+    ssize_t n = ::pread(fd.get(), buf.data(), std::min<uint64_t>(remaining, buf.size()),
+                        static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("read", path, errno);
+    }
+    if (n == 0) return Status::Unavailable("unexpected end of file '" + path + "'");
+    RETURN_NOT_OK(sink.Append(std::string_view(buf.data(), static_cast<size_t>(n))));
+    offset += static_cast<uint64_t>(n);
+    remaining -= static_cast<uint64_t>(n);
+  }
+  return meta;
+}
+
+Result<ObjectMeta> LocalObjectStore::Head(std::string_view key) {
+  RETURN_NOT_OK(ValidateObjectKey(key));
+  const std::string path = PathOf(key);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
+    return ErrnoStatus("stat", path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
+  return MetaOf(st);
+}
+
+// Creates an empty temp file next to `key`'s final path. Retries when a
+// concurrent delete removed the directory between mkdir and open (ENOENT), or
+// when the name is taken (EEXIST); no byte of any source is consumed yet.
+Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* tmp) const {
+  const std::string dir = ParentDir(PathOf(key));
+  for (int attempt = 0;; ++attempt) {
+    RETURN_NOT_OK(MakeParentDirs(key));
+    *tmp = dir + "/" + std::string(kTempPrefix) + TempSuffix();
+    int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if ((errno != ENOENT && errno != EEXIST) || attempt >= 16) {
+      return ErrnoStatus("create", *tmp, errno);
+    }
+  }
+}
+
+// Streams `source` into the open temp file, stamps its mtime (see the etag
+// note in the header), fsyncs it and returns its metadata.
+Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp,
+                                                  ByteSource& source) const {
+  std::vector<char> buf(kIoChunk);
+  while (true) {
+    Result<size_t> n = source.Read(buf.data(), buf.size());
+    if (!n.ok()) return n.status().WithContext("reading put source");
+    if (*n == 0) break;
+    RETURN_NOT_OK(WriteAll(fd, buf.data(), *n, tmp));
+  }
+  struct timespec now[2];
+  ::clock_gettime(CLOCK_REALTIME, &now[0]);
+  now[1] = now[0];
+  if (::futimens(fd, now) != 0) return ErrnoStatus("futimens", tmp, errno);
+  if (::fsync(fd) != 0) return ErrnoStatus("fsync", tmp, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", tmp, errno);
+  return MetaOf(st);
+}
+
+Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& source,
+                                           const PutOptions& options) {
+  RETURN_NOT_OK(ValidateObjectKey(key));
+  const std::string path = PathOf(key);
+  const std::string dir = ParentDir(path);
+  std::string tmp;
+  ASSIGN_OR_RETURN(int raw_fd, CreateTempFile(key, &tmp));
+  Result<ObjectMeta> filled = [&] {
+    Fd fd(raw_fd);
+    return FillTempFile(fd.get(), tmp, source);
+  }();
+  if (!filled.ok()) {
+    ::unlink(tmp.c_str());
+    return filled.status();
+  }
+  const ObjectMeta meta = *filled;
+  auto discard = [&](Status s) {
+    ::unlink(tmp.c_str());
+    return s;
+  };
+  if (options.condition == PutCondition::kIfAbsent) {
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+      const int err = errno;
+      if (err == EEXIST) {
+        return discard(Status::AlreadyExists("object '" + std::string(key) + "' already exists"));
+      }
+      return discard(ErrnoStatus("link", path, err));
+    }
+    ::unlink(tmp.c_str());
+  } else {
+    ASSIGN_OR_RETURN(auto lock, StripeLock::Acquire(LockPathFor(key)));
+    if (options.condition == PutCondition::kIfMatch) {
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) {
+          return discard(Status::NotFound("put-if-match: no object '" + std::string(key) + "'"));
+        }
+        return discard(ErrnoStatus("stat", path, errno));
+      }
+      if (HexEtag(st) != options.if_match_etag) {
+        return discard(Status::Aborted("put-if-match: etag of '" + std::string(key) +
+                                       "' is no longer '" + options.if_match_etag + "'"));
+      }
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return discard(ErrnoStatus("rename", path, errno));
+  }
+  RETURN_NOT_OK(FsyncPath(dir));
+  return meta;
+}
+
+Status LocalObjectStore::Delete(std::string_view key) {
+  RETURN_NOT_OK(ValidateObjectKey(key));
+  const std::string path = PathOf(key);
+  {
+    ASSIGN_OR_RETURN(auto lock, StripeLock::Acquire(LockPathFor(key)));
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return Status::OK();
+      return ErrnoStatus("unlink", path, errno);
+    }
+  }
+  RETURN_NOT_OK(FsyncPath(ParentDir(path)));
+  RemoveEmptyParents(key);
+  return Status::OK();
+}
+
+// Best effort: rmdir fails harmlessly on a non-empty directory, and a writer
+// whose directory vanishes recreates it (see Write).
+void LocalObjectStore::RemoveEmptyParents(std::string_view key) const {
+  for (size_t pos = key.rfind('/'); pos != std::string_view::npos && pos > 0;
+       pos = key.rfind('/', pos - 1)) {
+    if (::rmdir(PathOf(key.substr(0, pos)).c_str()) != 0) return;
+  }
+}
+
+Result<ListPage> LocalObjectStore::List(std::string_view prefix, std::string_view start_after,
+                                        size_t limit) {
+  RETURN_NOT_OK(ValidateListPrefix(prefix));
+  if (limit == 0) limit = 1000;
+  ListPage page;
+  const size_t slash = prefix.rfind('/');
+  const std::string dir_key = slash == std::string_view::npos
+                                  ? std::string()
+                                  : std::string(prefix.substr(0, slash + 1));
+  RETURN_NOT_OK(ListDir(dir_key, prefix, start_after, limit + 1, &page));
+  if (page.objects.size() > limit) {
+    page.objects.resize(limit);
+    page.truncated = true;
+  }
+  return page;
+}
+
+// Appends keys under directory `dir_key` ("" or "a/b/") matching `prefix` and
+// sorting after `start_after`, in key order, until `want` are collected.
+Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view prefix,
+                                 std::string_view start_after, size_t want,
+                                 ListPage* page) const {
+  const std::string dir_path = dir_key.empty() ? root_ : PathOf(dir_key.substr(0, dir_key.size() - 1));
+  DIR* d = ::opendir(dir_path.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status::OK();
+    return ErrnoStatus("opendir", dir_path, errno);
+  }
+  struct Entry {
+    std::string sort_key;  // full key, plus '/' for directories
+    bool is_dir;
+  };
+  std::vector<Entry> entries;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;  // ".", "..", temp files, .loam
+    std::string key = dir_key + e->d_name;
+    bool is_dir = e->d_type == DT_DIR;
+    if (e->d_type == DT_UNKNOWN) {
+      struct stat st;
+      if (::stat(PathOf(key).c_str(), &st) != 0) continue;
+      is_dir = S_ISDIR(st.st_mode);
+    }
+    if (is_dir) key += '/';
+    // Keep entries whose subtree can hold keys under `prefix`.
+    const bool overlaps = std::string_view(key).starts_with(prefix) ||
+                          (is_dir && prefix.starts_with(key));
+    if (!overlaps) continue;
+    // Skip entries whose whole subtree sorts at or before `start_after`.
+    if (is_dir) {
+      if (start_after >= key && !start_after.starts_with(key)) continue;
+    } else if (key <= start_after) {
+      continue;
+    }
+    entries.push_back({std::move(key), is_dir});
+  }
+  ::closedir(d);
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.sort_key < b.sort_key; });
+  for (const Entry& e : entries) {
+    if (page->objects.size() >= want) break;
+    if (e.is_dir) {
+      RETURN_NOT_OK(ListDir(e.sort_key, prefix, start_after, want, page));
+      continue;
+    }
+    struct stat st;
+    if (::stat(PathOf(e.sort_key).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    page->objects.push_back({e.sort_key, MetaOf(st)});
+  }
+  return Status::OK();
+}
+
+}  // namespace loam

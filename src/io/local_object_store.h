@@ -1,0 +1,61 @@
+// LocalObjectStore: objects as files under a root directory.
+//
+// Durability and atomicity (a reader never sees a partial object):
+//   - every write goes to a temp file "<dir>/.tmp-<id>" that is fsynced first;
+//   - put:            rename(temp, final), under the key's lock stripe;
+//   - put-if-absent:  link(temp, final); EEXIST means the race was lost;
+//   - put-if-match:   under the key's lock stripe, compare the etag, rename;
+//   - then the parent directory is fsynced.
+// Lock stripes are flock()ed files in "<root>/.loam/locks/", so conditional
+// writes are atomic across threads and processes sharing the root.
+//
+// Etag: "<inode>-<mtime ns>-<size>" in hex. Every write creates a new inode and
+// stamps it with the current CLOCK_REALTIME nanoseconds, so a replaced object
+// never shows an earlier etag again (an inode number is only reused after its
+// file is deleted, and by then the clock has moved on).
+//
+// Limitation of a real directory tree: a key cannot also be a "directory" of
+// other keys ("a" and "a/b" cannot coexist); Loam's layouts never do that.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "loam/object_store.h"
+
+namespace loam {
+
+class LocalObjectStore final : public ObjectStore {
+ public:
+  // Creates `root` (and parents) if missing.
+  static Result<std::shared_ptr<LocalObjectStore>> Open(std::string root);
+
+  Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
+                          ByteSink& sink) override;
+  Result<ObjectMeta> Head(std::string_view key) override;
+  Result<ObjectMeta> Write(std::string_view key, ByteSource& source,
+                           const PutOptions& options) override;
+  Result<ListPage> List(std::string_view prefix, std::string_view start_after,
+                        size_t limit) override;
+  Status Delete(std::string_view key) override;
+  std::string Describe() const override { return "file://" + root_; }
+
+  const std::string& root() const { return root_; }
+
+ private:
+  explicit LocalObjectStore(std::string root) : root_(std::move(root)) {}
+
+  std::string PathOf(std::string_view key) const { return root_ + "/" + std::string(key); }
+  std::string LockPathFor(std::string_view key) const;
+  // Creates the directories of `key`'s parent path, fsyncing each new entry.
+  Status MakeParentDirs(std::string_view key) const;
+  Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;
+  Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source) const;
+  void RemoveEmptyParents(std::string_view key) const;
+  Status ListDir(const std::string& dir_key, std::string_view prefix,
+                 std::string_view start_after, size_t want, ListPage* page) const;
+
+  std::string root_;  // absolute, no trailing '/'
+};
+
+}  // namespace loam

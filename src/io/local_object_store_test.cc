@@ -1,0 +1,103 @@
+// Local-backend specifics beyond the conformance suite: on-disk layout,
+// durability across reopen, and cleanup of temp files and directories.
+#include "io/local_object_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace loam {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalObjectStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("loam-local-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    store_ = LocalObjectStore::Open(dir_.string()).value();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Every regular file under the root except the lock stripes.
+  std::vector<std::string> FilesOnDisk() const {
+    std::vector<std::string> out;
+    for (auto& e : fs::recursive_directory_iterator(dir_)) {
+      std::string rel = fs::relative(e.path(), dir_).string();
+      if (e.is_regular_file() && rel.rfind(".loam/", 0) != 0) out.push_back(rel);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  fs::path dir_;
+  std::shared_ptr<LocalObjectStore> store_;
+};
+
+TEST_F(LocalObjectStoreTest, ObjectsAreFilesAtTheirKeysAndSurviveReopen) {
+  ObjectMeta meta = store_->Put("a/b/c.json", "{}").value();
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"a/b/c.json"});
+  auto reopened = LocalObjectStore::Open(dir_.string()).value();
+  EXPECT_EQ(reopened->Get("a/b/c.json").value(), "{}");
+  EXPECT_EQ(reopened->Head("a/b/c.json").value().etag, meta.etag);
+}
+
+TEST_F(LocalObjectStoreTest, NoTempFilesRemainAfterSuccessOrFailure) {
+  ASSERT_TRUE(store_->Put("k/x", "1").ok());
+  ASSERT_TRUE(store_->PutIfAbsent("k/y", "1").ok());
+  ASSERT_TRUE(store_->PutIfAbsent("k/y", "2").status().IsAlreadyExists());
+  ASSERT_TRUE(store_->PutIfMatch("k/x", "2", "stale").status().IsAborted());
+  ASSERT_TRUE(store_->PutIfMatch("k/missing", "2", "stale").status().IsNotFound());
+  EXPECT_EQ(FilesOnDisk(), (std::vector<std::string>{"k/x", "k/y"}));
+}
+
+TEST_F(LocalObjectStoreTest, StrayTempFilesAreInvisible) {
+  // A process killed mid-put leaves "<dir>/.tmp-*"; it is never an object.
+  fs::create_directories(dir_ / "t");
+  std::ofstream(dir_ / "t" / ".tmp-deadbeef") << "partial";
+  ASSERT_TRUE(store_->Put("t/real", "x").ok());
+  auto listed = store_->ListAll("").value();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].key, "t/real");
+}
+
+TEST_F(LocalObjectStoreTest, DeleteRemovesEmptyDirectories) {
+  ASSERT_TRUE(store_->Put("x/y/z/obj", "1").ok());
+  ASSERT_TRUE(store_->Put("x/keep", "1").ok());
+  ASSERT_TRUE(store_->Delete("x/y/z/obj").ok());
+  EXPECT_FALSE(fs::exists(dir_ / "x" / "y"));
+  EXPECT_TRUE(fs::exists(dir_ / "x" / "keep"));
+  ASSERT_TRUE(store_->Put("x/y/z/obj", "2").ok());  // directories come back on demand
+  EXPECT_EQ(store_->Get("x/y/z/obj").value(), "2");
+}
+
+TEST_F(LocalObjectStoreTest, KeyUsedAsDirectoryOfAnotherKeyIsAClearError) {
+  ASSERT_TRUE(store_->Put("a", "file").ok());
+  Status s = store_->Put("a/b", "x").status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("'a' as a directory"), std::string::npos) << s;
+  EXPECT_EQ(store_->Get("a").value(), "file");
+}
+
+TEST_F(LocalObjectStoreTest, OpenRejectsAFile) {
+  std::ofstream(dir_.string() + "-file") << "x";
+  Status s = LocalObjectStore::Open(dir_.string() + "-file").status();
+  EXPECT_TRUE(s.IsInvalidArgument() || s.IsNotFound()) << s;
+  fs::remove(dir_.string() + "-file");
+}
+
+TEST_F(LocalObjectStoreTest, RelativeRootIsMadeAbsolute) {
+  fs::path old = fs::current_path();
+  fs::current_path(dir_);
+  auto rel = LocalObjectStore::Open("sub/root").value();
+  fs::current_path(old);
+  EXPECT_EQ(rel->root(), (dir_ / "sub" / "root").string());
+}
+
+}  // namespace
+}  // namespace loam
