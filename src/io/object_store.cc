@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "io/local_object_store.h"
 #include "io/memory_object_store.h"
 
@@ -86,35 +87,6 @@ Result<std::vector<ObjectInfo>> ObjectStore::ListAll(std::string_view prefix) {
 
 namespace {
 
-// Length of the UTF-8 sequence starting at s[i], or 0 if malformed.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t len;
-  uint32_t cp;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    len = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    len = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    len = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
 Status InvalidKey(std::string_view key, std::string_view why) {
   return Status::InvalidArgument("invalid object key '" + std::string(key) + "': " +
                                  std::string(why));
@@ -127,7 +99,7 @@ Status ValidateSegments(std::string_view key, bool allow_trailing_slash) {
   for (size_t i = 0; i < key.size();) {
     const auto c = static_cast<unsigned char>(key[i]);
     if (c < 0x20 || c == 0x7F) return InvalidKey(key, "contains a control character");
-    size_t n = Utf8SequenceLength(key, i);
+    const size_t n = Utf8SequenceLength(key, i);
     if (n == 0) return InvalidKey(key, "is not valid UTF-8");
     i += n;
   }
