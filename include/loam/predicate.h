@@ -1,6 +1,7 @@
 // Simple column predicates used for page pruning and row filtering.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 

@@ -1,0 +1,90 @@
+#include "loam/batch.h"
+
+#include <gtest/gtest.h>
+
+namespace loam {
+namespace {
+
+Schema TwoColumns() {
+  return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String(), true}}};
+}
+
+TEST(DataTypeTest, ParseAndPrintRoundTrip) {
+  for (const char* t : {"bool", "int32", "int64", "float64", "string", "binary", "date",
+                        "timestamp", "json", "decimal(38,10)", "decimal(1,0)"}) {
+    auto parsed = DataType::Parse(t);
+    ASSERT_TRUE(parsed.ok()) << t;
+    EXPECT_EQ(parsed->ToString(), t);
+  }
+  for (const char* bad : {"int", "decimal(39,0)", "decimal(5,6)", "decimal(0,0)", "decimal(5)",
+                          "decimal(5,x)", "Int64"}) {
+    Status s = DataType::Parse(bad).status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad;
+    EXPECT_NE(s.message().find(bad), std::string::npos) << s;
+  }
+}
+
+TEST(SchemaTest, ValidateRejectsDuplicatesAndEmptyNames) {
+  EXPECT_TRUE(TwoColumns().Validate().ok());
+  Schema dup{{{"a", DataType::Int64()}, {"a", DataType::String()}}};
+  EXPECT_NE(dup.Validate().message().find("two columns named 'a'"), std::string::npos);
+  Schema empty{{{"", DataType::Int64()}}};
+  EXPECT_TRUE(empty.Validate().IsInvalidArgument());
+  Schema bad_dec{{{"d", DataType::Decimal(40, 1)}}};
+  EXPECT_EQ(bad_dec.Validate().context(), "column 'd'");
+}
+
+TEST(RecordBatchTest, AppendRowsSliceProjectConcat) {
+  RecordBatch b(TwoColumns());
+  ASSERT_TRUE(b.AppendRow({int64_t{1}, std::string("a")}).ok());
+  ASSERT_TRUE(b.AppendRow({int64_t{2}, std::monostate{}}).ok());
+  ASSERT_TRUE(b.AppendRow({int64_t{3}, std::string("ccc")}).ok());
+  ASSERT_TRUE(b.Validate().ok());
+  EXPECT_EQ(b.num_rows(), 3);
+  EXPECT_EQ(b.columns[1].null_count(), 1);
+  EXPECT_TRUE(b.columns[1].IsNull(1));
+  EXPECT_EQ(b.columns[1].GetBytes(2), "ccc");
+
+  RecordBatch s = b.Slice(1, 2);
+  EXPECT_EQ(s.num_rows(), 2);
+  EXPECT_EQ(s.columns[0].GetInt64(0), 2);
+  EXPECT_TRUE(s.columns[1].IsNull(0));
+  EXPECT_EQ(s.columns[1].GetBytes(1), "ccc");
+
+  auto p = b.Project({"name"});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->schema.fields.size(), 1u);
+  EXPECT_TRUE(b.Project({"nope"}).status().IsInvalidArgument());
+
+  auto c = ConcatenateBatches(b.schema, {b.Slice(0, 1), b.Slice(1, 2)});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, b);
+}
+
+TEST(RecordBatchTest, TypeMismatchesAndNullsInNotNullColumnsAreErrors) {
+  RecordBatch b(TwoColumns());
+  Status s = b.AppendRow({std::string("x"), std::string("y")});
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_EQ(s.context(), "column 'id'");
+  RecordBatch n(TwoColumns());
+  ASSERT_TRUE(n.AppendRow({std::monostate{}, std::string("y")}).ok());
+  EXPECT_NE(n.Validate().message().find("not nullable"), std::string::npos);
+  Column i32(DataType::Int32());
+  EXPECT_TRUE(i32.AppendValue(int64_t{1} << 40).IsInvalidArgument());
+}
+
+TEST(ColumnTest, EqualityIsLogical) {
+  Column a(DataType::Int64()), b(DataType::Int64());
+  a.AppendInt64(1);
+  a.AppendNull();
+  b.AppendInt64(1);
+  b.AppendNull();
+  EXPECT_EQ(a, b);
+  b = Column(DataType::Int64());
+  b.AppendInt64(1);
+  b.AppendInt64(0);
+  EXPECT_FALSE(a == b);  // null vs zero differ
+}
+
+}  // namespace
+}  // namespace loam

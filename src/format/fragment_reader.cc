@@ -1,0 +1,199 @@
+#include "format/fragment_reader.h"
+
+#include <algorithm>
+
+#include "common/hash.h"
+#include "common/status_macros.h"
+
+namespace loam {
+
+Result<std::unique_ptr<FragmentReader>> FragmentReader::Open(ObjectStore* store, std::string key,
+                                                             std::optional<uint64_t> file_size) {
+  uint64_t size;
+  if (file_size) {
+    size = *file_size;
+  } else {
+    ASSIGN_OR_RETURN(ObjectMeta meta, store->Head(key));
+    size = meta.size;
+  }
+  if (size < kFragmentTrailerSize) {
+    return Status::DataLoss("'" + key + "' is too short to be a fragment file (" +
+                            std::to_string(size) + " bytes)");
+  }
+  const uint64_t tail_len = std::min<uint64_t>(size, kSpeculativeTailBytes);
+  ASSIGN_OR_RETURN(std::string tail, store->GetRange(key, size - tail_len, tail_len));
+  if (tail.size() != tail_len) {
+    return Status::DataLoss("'" + key + "' is shorter than its recorded size " +
+                            std::to_string(size));
+  }
+  const std::string_view trailer_bytes = std::string_view(tail).substr(tail_len - kFragmentTrailerSize);
+  ASSIGN_OR_RETURN(Trailer t, DecodeTrailer(trailer_bytes, key));
+  if (t.footer_offset > size || t.footer_size > size - kFragmentTrailerSize) {
+    return Status::DataLoss("fragment footer of '" + key + "' points outside the file");
+  }
+  std::string footer_bytes;
+  const uint64_t footer_end = size - kFragmentTrailerSize;
+  if (t.footer_size <= tail_len - kFragmentTrailerSize) {
+    footer_bytes = tail.substr(tail_len - kFragmentTrailerSize - t.footer_size, t.footer_size);
+  } else {
+    ASSIGN_OR_RETURN(footer_bytes, store->GetRange(key, footer_end - t.footer_size, t.footer_size));
+  }
+  ASSIGN_OR_RETURN(FragmentFooter footer, DecodeFooter(footer_bytes, trailer_bytes, t, size, key));
+  return std::unique_ptr<FragmentReader>(
+      new FragmentReader(store, std::move(key), size, std::move(footer)));
+}
+
+Result<Column> FragmentReader::DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
+                                          std::string_view stored) {
+  const std::string where = "page of column '" + field.name + "' in '" + key_ + "'";
+  if (Hash64(stored) != page.checksum) return Status::DataLoss(where + ": checksum mismatch");
+  std::string raw;
+  RETURN_NOT_OK_CTX(Decompress(page.codec, stored, page.raw_size, &raw), where);
+  auto col = DecodePagePayload(field.type, rows, raw);
+  if (!col.ok()) return col.status().WithContext(where);
+  if (col->null_count() != page.stats.null_count || (!field.nullable && col->null_count() > 0)) {
+    return Status::DataLoss(where + ": null count disagrees with the footer");
+  }
+  return col;
+}
+
+Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::vector<int>& cols,
+                                                             FragmentScanStats* stats) {
+  const RowGroupEntry& group = footer_.groups[g];
+  std::vector<Column> out(cols.size());
+  // Sort requested pages by offset and coalesce runs that are adjacent on disk.
+  std::vector<size_t> order(cols.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return group.pages[cols[a]].offset < group.pages[cols[b]].offset;
+  });
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i + 1;
+    uint64_t begin = group.pages[cols[order[i]]].offset;
+    uint64_t end = begin + group.pages[cols[order[i]]].stored_size;
+    while (j < order.size() && group.pages[cols[order[j]]].offset == end) {
+      end += group.pages[cols[order[j]]].stored_size;
+      ++j;
+    }
+    ASSIGN_OR_RETURN(std::string bytes, store_->GetRange(key_, begin, end - begin));
+    if (bytes.size() != end - begin) return Status::DataLoss("'" + key_ + "' is truncated");
+    for (size_t k = i; k < j; ++k) {
+      const int c = cols[order[k]];
+      const PageEntry& page = group.pages[c];
+      std::string_view stored = std::string_view(bytes).substr(page.offset - begin, page.stored_size);
+      ASSIGN_OR_RETURN(out[order[k]], DecodePage(page, footer_.schema.fields[c], group.rows, stored));
+      if (stats) ++stats->pages_read;
+    }
+    i = j;
+  }
+  return out;
+}
+
+Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions& options,
+                                                      FragmentScanStats* stats) {
+  const Schema& schema = footer_.schema;
+  std::vector<int> projected;
+  if (options.columns.empty()) {
+    for (size_t i = 0; i < schema.fields.size(); ++i) projected.push_back(static_cast<int>(i));
+  } else {
+    for (const std::string& name : options.columns) {
+      const int i = schema.IndexOf(name);
+      if (i < 0) return Status::InvalidArgument("no column '" + name + "' in '" + key_ + "'");
+      projected.push_back(i);
+    }
+  }
+  // Columns to fetch: projected ones, then predicate-only ones.
+  std::vector<int> fetch = projected;
+  std::vector<int> pred_cols;
+  for (const Predicate& p : options.predicates) {
+    RETURN_NOT_OK(p.Validate(schema));
+    const int i = schema.IndexOf(p.column);
+    auto it = std::find(fetch.begin(), fetch.end(), i);
+    pred_cols.push_back(static_cast<int>(it - fetch.begin()));
+    if (it == fetch.end()) fetch.push_back(i);
+  }
+  Schema out_schema;
+  for (int i : projected) out_schema.fields.push_back(schema.fields[i]);
+  if (options.with_row_offsets) out_schema.fields.push_back({kRowOffsetColumn, DataType::Int64(), false});
+
+  FragmentScanStats local;
+  FragmentScanStats* st = stats ? stats : &local;
+  std::vector<RecordBatch> result;
+  uint64_t group_start = 0;
+  for (size_t g = 0; g < footer_.groups.size(); ++g) {
+    const RowGroupEntry& group = footer_.groups[g];
+    ++st->groups_total;
+    bool may_match = true;
+    for (const Predicate& p : options.predicates) {
+      const PageStats& ps = group.pages[schema.IndexOf(p.column)].stats;
+      if (!RangeMayMatch(p, ps.min, ps.max, ps.null_count, group.rows)) {
+        may_match = false;
+        break;
+      }
+    }
+    if (!may_match) {
+      ++st->groups_pruned;
+      group_start += group.rows;
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<Column> cols, ReadGroupColumns(static_cast<int>(g), fetch, st));
+    // Exact row filter.
+    std::vector<int64_t> keep;
+    for (int64_t r = 0; r < group.rows; ++r) {
+      bool ok = true;
+      for (size_t k = 0; k < options.predicates.size() && ok; ++k) {
+        ok = ValueMatches(options.predicates[k], cols[pred_cols[k]].GetValue(r));
+      }
+      if (ok) keep.push_back(r);
+    }
+    if (keep.empty()) {
+      group_start += group.rows;
+      continue;
+    }
+    RecordBatch batch;
+    batch.schema = out_schema;
+    const bool all = static_cast<int64_t>(keep.size()) == group.rows;
+    for (size_t k = 0; k < projected.size(); ++k) {
+      if (all) {
+        batch.columns.push_back(std::move(cols[k]));
+        continue;
+      }
+      Column c(cols[k].type());
+      for (int64_t r : keep) c.AppendFrom(cols[k], r, 1);
+      batch.columns.push_back(std::move(c));
+    }
+    if (options.with_row_offsets) {
+      Column offsets(DataType::Int64());
+      offsets.Reserve(static_cast<int64_t>(keep.size()));
+      for (int64_t r : keep) offsets.AppendInt64(static_cast<int64_t>(group_start) + r);
+      batch.columns.push_back(std::move(offsets));
+    }
+    result.push_back(std::move(batch));
+    group_start += group.rows;
+  }
+  return result;
+}
+
+Result<RecordBatch> FragmentReader::ReadAll(const std::vector<std::string>& columns) {
+  FragmentScanOptions options;
+  options.columns = columns;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> parts, Scan(options));
+  Schema schema;
+  if (columns.empty()) {
+    schema = footer_.schema;
+  } else {
+    for (const auto& n : columns) schema.fields.push_back(footer_.schema.fields[footer_.schema.IndexOf(n)]);
+  }
+  return ConcatenateBatches(schema, parts);
+}
+
+Status FragmentReader::Verify() {
+  std::vector<int> all;
+  for (size_t i = 0; i < footer_.schema.fields.size(); ++i) all.push_back(static_cast<int>(i));
+  for (size_t g = 0; g < footer_.groups.size(); ++g) {
+    RETURN_NOT_OK(ReadGroupColumns(static_cast<int>(g), all, nullptr));
+  }
+  return Status::OK();
+}
+
+}  // namespace loam

@@ -1,0 +1,69 @@
+// Reads fragment files: footer once, then only the requested columns of the
+// row groups that survive pruning, by range requests.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/fragment_footer.h"
+#include "loam/batch.h"
+#include "loam/object_store.h"
+#include "loam/predicate.h"
+
+namespace loam {
+
+struct FragmentScanOptions {
+  std::vector<std::string> columns;     // empty: all, in schema order
+  std::vector<Predicate> predicates;    // ANDed; rows that fail are dropped
+  bool with_row_offsets = false;        // add an int64 "_rowoffset" column (row within file)
+};
+
+struct FragmentScanStats {
+  int groups_total = 0;
+  int groups_pruned = 0;  // skipped by min/max/null statistics
+  int pages_read = 0;
+};
+
+class FragmentReader {
+ public:
+  // Reads the tail of the file (one range request when `file_size` is known
+  // and the footer fits the speculative read, else a HEAD first).
+  static Result<std::unique_ptr<FragmentReader>> Open(ObjectStore* store, std::string key,
+                                                      std::optional<uint64_t> file_size = {});
+
+  const Schema& schema() const { return footer_.schema; }
+  uint64_t num_rows() const { return footer_.num_rows; }
+  const FragmentFooter& footer() const { return footer_; }
+  uint64_t file_size() const { return file_size_; }
+
+  // Matching rows, one batch per surviving row group.
+  Result<std::vector<RecordBatch>> Scan(const FragmentScanOptions& options,
+                                        FragmentScanStats* stats = nullptr);
+  // All rows of the requested columns as one batch.
+  Result<RecordBatch> ReadAll(const std::vector<std::string>& columns = {});
+  // Checks every page checksum and decodes every page.
+  Status Verify();
+
+  static constexpr const char* kRowOffsetColumn = "_rowoffset";
+  static constexpr uint64_t kSpeculativeTailBytes = 64 << 10;
+
+ private:
+  FragmentReader(ObjectStore* store, std::string key, uint64_t size, FragmentFooter footer)
+      : store_(store), key_(std::move(key)), file_size_(size), footer_(std::move(footer)) {}
+
+  // Fetches and decodes the pages of `cols` in group `g` (adjacent pages in
+  // one request).
+  Result<std::vector<Column>> ReadGroupColumns(int g, const std::vector<int>& cols,
+                                               FragmentScanStats* stats);
+  Result<Column> DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
+                            std::string_view stored);
+
+  ObjectStore* store_;
+  std::string key_;
+  uint64_t file_size_;
+  FragmentFooter footer_;
+};
+
+}  // namespace loam

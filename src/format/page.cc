@@ -1,0 +1,231 @@
+#include "format/page.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "common/coding.h"
+#include "common/status_macros.h"
+#include "common/utf8.h"
+#include "loam/predicate.h"
+
+namespace loam {
+namespace {
+
+void PutBitmap(std::string* out, int64_t rows, const auto& bit) {
+  const size_t at = out->size();
+  out->resize(at + (rows + 7) / 8, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    if (bit(i)) (*out)[at + i / 8] |= static_cast<char>(1 << (i % 8));
+  }
+}
+
+bool GetBit(std::string_view bitmap, int64_t i) {
+  return (static_cast<uint8_t>(bitmap[i / 8]) >> (i % 8)) & 1;
+}
+
+// 10^p as a 128-bit magnitude bound for decimal precision checks.
+Int128 PowerOfTen(int p) {
+  __extension__ typedef unsigned __int128 U128;
+  U128 v = 1;
+  for (int i = 0; i < p; ++i) v *= 10;
+  return Int128{static_cast<uint64_t>(v), static_cast<int64_t>(v >> 64)};
+}
+
+Int128 Negate(Int128 v) {
+  uint64_t lo = ~v.lo + 1;
+  int64_t hi = static_cast<int64_t>(~static_cast<uint64_t>(v.hi) + (lo == 0 ? 1 : 0));
+  return {lo, hi};
+}
+
+}  // namespace
+
+PageStats ComputePageStats(const Column& column) {
+  PageStats s;
+  s.null_count = column.null_count();
+  const TypeId id = column.type().id;
+  if (id == TypeId::kJson) return s;
+  for (int64_t i = 0; i < column.length(); ++i) {
+    if (column.IsNull(i)) continue;
+    Value v = column.GetValue(i);
+    if (id == TypeId::kFloat64 && std::isnan(std::get<double>(v))) continue;
+    if (std::holds_alternative<std::monostate>(s.min) || CompareValues(v, s.min).value_or(0) < 0) s.min = v;
+    if (std::holds_alternative<std::monostate>(s.max) || CompareValues(v, s.max).value_or(0) > 0) s.max = v;
+  }
+  if (id == TypeId::kString || id == TypeId::kBinary) {
+    auto too_long = [](const Value& v) {
+      return std::holds_alternative<std::string>(v) &&
+             std::get<std::string>(v).size() > PageStats::kMaxStatBytes;
+    };
+    if (too_long(s.min) || too_long(s.max)) s.min = s.max = std::monostate{};
+  }
+  return s;
+}
+
+void EncodePagePayload(const Column& column, std::string* out) {
+  const int64_t rows = column.length();
+  PutFixed32(out, static_cast<uint32_t>(rows));
+  PutFixed32(out, static_cast<uint32_t>(column.null_count()));
+  if (column.null_count() > 0) PutBitmap(out, rows, [&](int64_t i) { return !column.IsNull(i); });
+  const auto& data = column.data();
+  if (column.type().id == TypeId::kBool) {
+    PutBitmap(out, rows, [&](int64_t i) { return data[i] != 0; });
+  } else if (column.type().IsVariableWidth()) {
+    const auto& offsets = column.offsets();
+    const uint64_t base = offsets[0];
+    for (int64_t i = 0; i <= rows; ++i) PutFixed32(out, static_cast<uint32_t>(offsets[i] - base));
+    out->append(reinterpret_cast<const char*>(data.data()) + base, offsets[rows] - base);
+  } else {
+    out->append(reinterpret_cast<const char*>(data.data()), data.size());
+  }
+}
+
+Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string_view payload) {
+  Decoder d(payload, "page");
+  ASSIGN_OR_RETURN(uint32_t n, d.U32());
+  ASSIGN_OR_RETURN(uint32_t nulls, d.U32());
+  if (n != rows || nulls > n) return d.Corrupt("row or null count disagrees with the footer");
+  std::vector<uint8_t> validity;
+  if (nulls > 0) {
+    ASSIGN_OR_RETURN(std::string_view bits, d.Bytes((rows + 7) / 8));
+    validity.resize(rows);
+    uint32_t seen_nulls = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      validity[i] = GetBit(bits, i) ? 1 : 0;
+      seen_nulls += validity[i] ? 0 : 1;
+    }
+    if (seen_nulls != nulls) return d.Corrupt("validity bitmap disagrees with null count");
+  }
+  std::vector<uint8_t> data;
+  std::vector<uint64_t> offsets;
+  if (type.id == TypeId::kBool) {
+    ASSIGN_OR_RETURN(std::string_view bits, d.Bytes((rows + 7) / 8));
+    data.resize(rows);
+    for (int64_t i = 0; i < rows; ++i) data[i] = GetBit(bits, i) ? 1 : 0;
+  } else if (type.IsVariableWidth()) {
+    ASSIGN_OR_RETURN(std::string_view raw_offsets, d.Bytes(4 * (rows + 1)));
+    offsets.resize(rows + 1);
+    for (int64_t i = 0; i <= rows; ++i) {
+      offsets[i] = DecodeFixed(raw_offsets.data() + 4 * i, 4);
+      if (i > 0 && offsets[i] < offsets[i - 1]) return d.Corrupt("offsets decrease");
+    }
+    if (offsets[0] != 0) return d.Corrupt("first offset is not zero");
+    ASSIGN_OR_RETURN(std::string_view bytes, d.Bytes(offsets[rows]));
+    data.assign(bytes.begin(), bytes.end());
+  } else {
+    ASSIGN_OR_RETURN(std::string_view bytes, d.Bytes(rows * type.FixedWidth()));
+    data.assign(bytes.begin(), bytes.end());
+  }
+  if (!d.done()) return d.Corrupt("trailing bytes after the values");
+  auto col = Column::FromBuffers(type, rows, std::move(validity), std::move(data), std::move(offsets));
+  if (!col.ok()) return d.Corrupt(col.status().message());
+  return col;
+}
+
+std::string EncodeStatValue(const DataType& type, const Value& v) {
+  std::string out;
+  switch (type.id) {
+    case TypeId::kBool: PutFixed8(&out, std::get<bool>(v) ? 1 : 0); break;
+    case TypeId::kInt32:
+    case TypeId::kDate:
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: PutFixed64(&out, static_cast<uint64_t>(std::get<int64_t>(v))); break;
+    case TypeId::kFloat64: {
+      uint64_t bits;
+      const double d = std::get<double>(v);
+      std::memcpy(&bits, &d, 8);
+      PutFixed64(&out, bits);
+      break;
+    }
+    case TypeId::kDecimal:
+      PutFixed64(&out, std::get<Int128>(v).lo);
+      PutFixed64(&out, static_cast<uint64_t>(std::get<Int128>(v).hi));
+      break;
+    case TypeId::kString:
+    case TypeId::kBinary:
+    case TypeId::kJson: out = std::get<std::string>(v); break;
+  }
+  return out;
+}
+
+Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes) {
+  Decoder d(bytes, "page statistic");
+  Value v;
+  switch (type.id) {
+    case TypeId::kBool: {
+      ASSIGN_OR_RETURN(uint8_t b, d.U8());
+      if (b > 1) return d.Corrupt("bool statistic is not 0 or 1");
+      v = b == 1;
+      break;
+    }
+    case TypeId::kInt32:
+    case TypeId::kDate:
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: {
+      ASSIGN_OR_RETURN(uint64_t x, d.U64());
+      v = static_cast<int64_t>(x);
+      break;
+    }
+    case TypeId::kFloat64: {
+      ASSIGN_OR_RETURN(uint64_t bits, d.U64());
+      double x;
+      std::memcpy(&x, &bits, 8);
+      v = x;
+      break;
+    }
+    case TypeId::kDecimal: {
+      ASSIGN_OR_RETURN(uint64_t lo, d.U64());
+      ASSIGN_OR_RETURN(uint64_t hi, d.U64());
+      v = Int128{lo, static_cast<int64_t>(hi)};
+      break;
+    }
+    case TypeId::kString:
+    case TypeId::kBinary:
+    case TypeId::kJson: return Value(std::string(bytes));
+  }
+  if (!d.done()) return d.Corrupt("statistic has trailing bytes");
+  return v;
+}
+
+Status ValidateColumnValues(const Field& field, const Column& column) {
+  auto bad = [&](int64_t row, const std::string& why) {
+    return Status::InvalidArgument("column '" + field.name + "' row " + std::to_string(row) +
+                                   ": " + why);
+  };
+  switch (field.type.id) {
+    case TypeId::kBool:
+      for (int64_t i = 0; i < column.length(); ++i) {
+        if (column.data()[i] > 1) return bad(i, "bool byte is not 0 or 1");
+      }
+      break;
+    case TypeId::kString:
+      for (int64_t i = 0; i < column.length(); ++i) {
+        if (!column.IsNull(i) && !IsValidUtf8(column.GetBytes(i))) return bad(i, "invalid UTF-8");
+      }
+      break;
+    case TypeId::kJson:
+      for (int64_t i = 0; i < column.length(); ++i) {
+        if (!column.IsNull(i) && !nlohmann::json::accept(column.GetBytes(i))) {
+          return bad(i, "not valid JSON");
+        }
+      }
+      break;
+    case TypeId::kDecimal: {
+      const Int128 limit = PowerOfTen(field.type.precision);
+      const Int128 neg_limit = Negate(limit);
+      for (int64_t i = 0; i < column.length(); ++i) {
+        if (column.IsNull(i)) continue;
+        const Int128 v = column.GetInt128(i);
+        if (!(v < limit) || !(neg_limit < v)) {
+          return bad(i, "value does not fit " + field.type.ToString());
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return Status::OK();
+}
+
+}  // namespace loam

@@ -1,0 +1,37 @@
+// One column's values for one row group, as stored in a fragment file.
+// Byte layout: docs/format/fragment.md, "Page payload".
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "format/compression.h"
+#include "loam/batch.h"
+
+namespace loam {
+
+// Min/max over the non-null, non-NaN values of a page; null when unknown
+// (all null, JSON, or a string/binary bound longer than kMaxStatBytes).
+struct PageStats {
+  static constexpr size_t kMaxStatBytes = 64;
+  Value min;
+  Value max;
+  int64_t null_count = 0;
+};
+
+PageStats ComputePageStats(const Column& column);
+
+// Serialises `column` rows into the raw (uncompressed) page payload.
+void EncodePagePayload(const Column& column, std::string* out);
+// Parses a raw payload of `rows` values of `type`; malformed bytes are DataLoss.
+Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string_view payload);
+
+// Statistic values as bytes for the footer.
+std::string EncodeStatValue(const DataType& type, const Value& v);
+Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes);
+
+// Checks the values a column may hold beyond its C++ type: UTF-8 for strings,
+// well-formed JSON, decimal precision, bool 0/1.
+Status ValidateColumnValues(const Field& field, const Column& column);
+
+}  // namespace loam
