@@ -25,6 +25,14 @@ FaultRule FaultRule::FailNth(std::string name, OpMask ops, uint64_t n, Status st
   return r;
 }
 
+FaultRule FaultRule::HookAt(std::string name, OpMask ops, uint64_t n, std::function<void()> hook,
+                            std::string key_contains) {
+  FaultRule r = FailNth(std::move(name), ops, n, Status::OK(), std::move(key_contains));
+  r.action = FaultAction::kRunHook;
+  r.hook = std::move(hook);
+  return r;
+}
+
 FaultRule FaultRule::CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
                              std::string key_contains) {
   FaultRule r = FailNth(std::move(name), ops, n, Status::Unavailable("simulated crash"),
@@ -109,6 +117,10 @@ FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp o
           continue;
         }
         ++r.fired;
+        if (r.rule.action == FaultAction::kRunHook) {
+          d.hook = r.rule.hook;
+          break;
+        }
         d.status = r.rule.status.WithContext("fault rule '" + r.rule.name + "' on " +
                                              std::string(ObjectOpName(op)) + " '" +
                                              std::string(key) + "'");
@@ -130,6 +142,7 @@ template <typename Call>
 auto FaultInjectionObjectStore::Run(ObjectOp op, std::string_view key, Call&& call)
     -> decltype(call()) {
   Decision d = Decide(op, key);
+  if (d.hook) d.hook();
   if (d.drop) return d.status;
   auto result = call();
   if (d.crash_after) {

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -36,7 +37,10 @@ inline constexpr OpMask kAllOps = (1u << kObjectOpCount) - 1;
 OpMask MaskOf(std::initializer_list<ObjectOp> ops);
 OpMask WriteOpMask();  // put variants and delete
 
-enum class FaultAction { kFail, kCrashBefore, kCrashAfter };
+// kRunHook calls the rule's hook just before the matching call, which then
+// proceeds normally: a deterministic way to interleave another writer at an
+// exact point of a protocol (like RocksDB's sync points, at the I/O level).
+enum class FaultAction { kFail, kCrashBefore, kCrashAfter, kRunHook };
 
 struct FaultRule {
   static constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
@@ -49,10 +53,14 @@ struct FaultRule {
   double probability = 1.0;  // chance that an armed rule fires on a matching call
   FaultAction action = FaultAction::kFail;
   Status status = Status::Unavailable("injected fault");
+  std::function<void()> hook;  // with kRunHook; runs without the store's lock held
 
   // The Nth (1-based) call matching `ops` and `key_contains` fails with `status`.
   static FaultRule FailNth(std::string name, OpMask ops, uint64_t n, Status status,
                            std::string key_contains = "");
+  // Runs `hook` before the Nth (1-based) matching call.
+  static FaultRule HookAt(std::string name, OpMask ops, uint64_t n, std::function<void()> hook,
+                          std::string key_contains = "");
   // The process "dies" at the Nth (1-based) matching call.
   static FaultRule CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
                            std::string key_contains = "");
@@ -97,6 +105,7 @@ class FaultInjectionObjectStore final : public ObjectStore {
   struct Decision {
     bool drop = false;          // return `status` without calling the base store
     bool crash_after = false;   // call the base store, then crash
+    std::function<void()> hook;  // run before the call
     Status status;
   };
 

@@ -86,6 +86,22 @@ TEST_F(FaultInjectionTest, LatencyIsAddedToMatchingOperations) {
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(20));
 }
 
+TEST_F(FaultInjectionTest, HookRunsBeforeTheNthMatchingCallWhichThenProceeds) {
+  std::vector<std::string> seen;
+  store_.AddRule(FaultRule::HookAt("interleave", MaskOf({ObjectOp::kPutIfAbsent}), 2, [&] {
+    seen.push_back(base_->Get("a").value());  // the first put already landed
+    ASSERT_TRUE(base_->Put("other", "x").ok());
+  }));
+  ASSERT_TRUE(store_.PutIfAbsent("a", "1").ok());
+  EXPECT_TRUE(seen.empty());
+  ASSERT_TRUE(store_.PutIfAbsent("b", "2").ok());
+  EXPECT_EQ(seen, std::vector<std::string>{"1"});
+  EXPECT_EQ(base_->Get("b").value(), "2");
+  EXPECT_EQ(base_->Get("other").value(), "x");
+  ASSERT_TRUE(store_.PutIfAbsent("c", "3").ok());
+  EXPECT_EQ(seen.size(), 1u);
+}
+
 TEST_F(FaultInjectionTest, ClearRulesRestoresNormalService) {
   FaultRule always;
   always.name = "always";

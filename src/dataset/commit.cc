@@ -1,0 +1,176 @@
+// The commit loop: build a transaction, put-if-absent the next version file,
+// and on a lost race rebase, re-run or abort per the conflict matrix.
+#include <random>
+#include <thread>
+
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "dataset/conflict.h"
+#include "dataset/dataset.h"
+
+namespace loam {
+namespace {
+
+// Jittered exponential backoff between attempts: up to 1 ms * 2^attempt, capped at 50 ms.
+void Backoff(int attempt) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  const int64_t cap_us = std::min<int64_t>(50'000, 1000LL << std::min(attempt, 10));
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
+}
+
+}  // namespace
+
+Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
+                                                     const Transaction& txn) const {
+  DatasetVersion next = base;
+  next.txn = txn;
+  auto add_fragments = [&](const std::vector<Fragment>& added) {
+    for (Fragment f : added) {
+      f.id = next.next_fragment_id++;
+      next.fragments.push_back(std::move(f));
+    }
+  };
+  switch (txn.op) {
+    case OpType::kCreate:
+      return Status::Internal("create is not applied through the commit loop");
+    case OpType::kAppend:
+      add_fragments(txn.added);
+      break;
+    case OpType::kDelete:
+    case OpType::kMergeInsert:
+      for (const FragmentDeletion& fd : txn.deleted) {
+        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
+                               [&](const Fragment& f) { return f.id == fd.fragment_id; });
+        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
+        DeletionVector existing;
+        if (!it->deletion_path.empty()) {
+          ASSIGN_OR_RETURN(existing, ReadDeletionFile(*store_, Key(it->deletion_path)));
+        }
+        const DeletionVector merged = existing.Union(fd.rows);
+        if (merged.size() >= it->physical_rows) {
+          next.fragments.erase(it);  // every row deleted
+          continue;
+        }
+        const std::string rel = BranchDir(branch_) + "_deletions/" + std::to_string(it->id) + "-" +
+                                NewUlidString() + ".ldel";
+        RETURN_NOT_OK(store_->PutIfAbsent(Key(rel), merged.Encode()).status());
+        it->deletion_path = rel;
+        it->deleted_rows = merged.size();
+      }
+      add_fragments(txn.added);
+      break;
+    case OpType::kOverwrite:
+      next.fragments.clear();
+      add_fragments(txn.added);
+      if (txn.schema) next.schema = *txn.schema;
+      break;
+    case OpType::kRestore: {
+      ASSIGN_OR_RETURN(DatasetVersion old, LoadVersion(branch_, txn.restore_version));
+      next.fragments = old.fragments;
+      next.schema = old.schema;
+      next.next_fragment_id = std::max(next.next_fragment_id, old.next_fragment_id);
+      break;
+    }
+    case OpType::kAddColumn: {
+      const Field& f = txn.schema->fields.at(0);
+      if (next.schema.IndexOf(f.name) >= 0) {
+        return Status::AlreadyExists("column '" + f.name + "' already exists");
+      }
+      next.schema.fields.push_back(f);
+      break;
+    }
+    case OpType::kCompact:
+      for (uint64_t id : txn.removed) {
+        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
+                               [&](const Fragment& f) { return f.id == id; });
+        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
+        next.fragments.erase(it);
+      }
+      add_fragments(txn.added);
+      break;
+  }
+  return std::optional<DatasetVersion>(std::move(next));
+}
+
+Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptions& opts) const {
+  if (opts.app_section.size() > kMaxAppSection) {
+    return Status::InvalidArgument("application section of " +
+                                   std::to_string(opts.app_section.size()) +
+                                   " bytes exceeds the limit of " + std::to_string(kMaxAppSection));
+  }
+  const int max_attempts = options_->max_commit_attempts;
+  for (int run = 0; run < max_attempts; ++run) {
+    ASSIGN_OR_RETURN(DatasetVersion base, LoadLatest(branch_));
+    if (opts.expected_version && base.version != *opts.expected_version) {
+      return Status::FailedPrecondition("expected version " + std::to_string(*opts.expected_version) +
+                                        " but the latest is " + std::to_string(base.version));
+    }
+    ASSIGN_OR_RETURN(std::optional<Transaction> txn, build(base));
+    if (!txn) return WithState(std::move(base));  // nothing to commit
+    txn->read_version = base.version;
+    txn->id = NewUlidString();
+
+    DatasetVersion current = std::move(base);
+    bool rerun = false;
+    for (int attempt = 0; attempt < max_attempts && !rerun; ++attempt) {
+      ASSIGN_OR_RETURN(std::optional<DatasetVersion> next, Apply(current, *txn));
+      if (!next) {
+        rerun = true;
+        break;
+      }
+      next->version = current.version + 1;
+      next->timestamp_micros = options_->clock->NowMicros();
+      next->app_section = opts.app_section;
+      next->branch = current.branch;
+      const std::string key =
+          Key(BranchDir(branch_) + "_versions/" + VersionFileName(next->version));
+      Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
+      if (put.ok()) return WithState(*std::move(next));
+      if (!put.status().IsAlreadyExists()) {
+        // Outcome unknown (e.g. a timeout): our transaction id decides.
+        Result<std::string> landed = store_->Get(key);
+        if (landed.ok()) {
+          auto v = DecodeVersionFile(*landed, key);
+          if (v.ok() && v->txn.id == txn->id) return WithState(*std::move(v));
+        }
+        return put.status().WithContext("committing version " + std::to_string(next->version));
+      }
+      if (opts.expected_version) {
+        return Status::Aborted("version " + std::to_string(next->version) +
+                               " was committed concurrently");
+      }
+      // Lost the race: judge every version committed since `current`.
+      ASSIGN_OR_RETURN(DatasetVersion latest, LoadLatest(branch_));
+      for (uint64_t v = current.version + 1; v <= latest.version && !rerun; ++v) {
+        DatasetVersion other;
+        if (v == latest.version) {
+          other = latest;
+        } else {
+          ASSIGN_OR_RETURN(other, LoadVersion(branch_, v));
+        }
+        switch (CheckConflict(*txn, other.txn)) {
+          case ConflictVerdict::kCompatible:
+            break;
+          case ConflictVerdict::kRetry:
+            rerun = true;
+            break;
+          case ConflictVerdict::kAbort:
+            return Status::Aborted(std::string(OpTypeName(txn->op)) + " read version " +
+                                   std::to_string(txn->read_version) + " but a concurrent " +
+                                   std::string(OpTypeName(other.txn.op)) + " committed version " +
+                                   std::to_string(v));
+        }
+      }
+      if (!rerun) current = std::move(latest);
+      Backoff(attempt);
+    }
+    if (!rerun) break;
+    LOAM_LOG_DEBUG("re-running {} after a conflicting commit", OpTypeName(txn->op));
+    Backoff(run);
+  }
+  return Status::Aborted("gave up after " + std::to_string(max_attempts) +
+                         " attempts to commit against concurrent writers");
+}
+
+}  // namespace loam

@@ -1,0 +1,166 @@
+// Dataset: a versioned table of fragments in an object store.
+//
+// A Dataset value is an immutable snapshot of one version on one branch.
+// Reads use the snapshot; writes build a Transaction against the latest
+// version of the branch, commit it with put-if-absent of the next version
+// file, and on a lost race rebase per the conflict matrix (conflict.h) or
+// re-run the operation. Every write returns the snapshot it committed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "dataset/version_file.h"
+#include "format/fragment_writer.h"
+#include "loam/batch.h"
+#include "loam/object_store.h"
+#include "loam/predicate.h"
+
+namespace loam {
+
+struct DatasetOptions {
+  FragmentWriteOptions write;
+  uint64_t max_rows_per_fragment = 1 << 20;
+  int max_commit_attempts = 20;
+  const Clock* clock = Clock::System();
+};
+
+// Which snapshot to open. At most one of version / as_of / tag.
+struct OpenSpec {
+  std::string branch;                    // "" = main
+  std::optional<uint64_t> version;       // exact version
+  std::optional<int64_t> as_of_micros;   // newest version committed at or before
+  std::string tag;                       // a tag (names its own branch)
+};
+
+struct CommitOptions {
+  // Commit only if the branch's latest version is exactly this one (no
+  // rebase): FailedPrecondition when it is not, Aborted when another writer
+  // takes the next version first.
+  std::optional<uint64_t> expected_version;
+  // Opaque bytes stored in the version file's fixed-size section.
+  std::string app_section;
+};
+
+struct ScanSpec {
+  std::vector<std::string> columns;  // empty = all
+  std::vector<Predicate> where;      // ANDed
+  bool with_row_address = false;     // adds int64 "_rowaddr" = fragment id << 32 | row offset
+  std::optional<int64_t> limit;
+};
+
+struct MergeStats {
+  int64_t inserted = 0;
+  int64_t updated = 0;
+};
+
+struct VersionSummary {
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;
+  OpType op = OpType::kCreate;
+  uint64_t live_rows = 0;
+};
+
+class Dataset {
+ public:
+  static constexpr const char* kRowAddressColumn = "_rowaddr";
+
+  // Creates version 1 (empty) at `root`; AlreadyExists when a dataset is there.
+  static Result<Dataset> Create(std::shared_ptr<ObjectStore> store, std::string root,
+                                Schema schema, DatasetOptions options = {});
+  static Result<Dataset> Open(std::shared_ptr<ObjectStore> store, std::string root,
+                              const OpenSpec& spec = {}, DatasetOptions options = {});
+
+  uint64_t version() const { return state_->version; }
+  const Schema& schema() const { return state_->schema; }
+  const DatasetVersion& state() const { return *state_; }
+  const std::string& branch() const { return branch_; }
+  uint64_t CountRows() const { return state_->live_rows(); }
+
+  Result<std::vector<RecordBatch>> Scan(const ScanSpec& spec) const;
+  Result<RecordBatch> ReadAll(const ScanSpec& spec = {}) const;
+  // The latest snapshot of this snapshot's branch.
+  Result<Dataset> Latest() const;
+  Result<Dataset> CheckoutVersion(uint64_t version) const;
+  Result<std::vector<VersionSummary>> ListVersions() const;
+
+  // --- writes -------------------------------------------------------------
+  Result<Dataset> Append(const std::vector<RecordBatch>& batches, const CommitOptions& opts = {}) const;
+  // Deletes rows matching every predicate. No match: returns the latest
+  // snapshot without committing.
+  Result<Dataset> Delete(const std::vector<Predicate>& where, const CommitOptions& opts = {}) const;
+  // Upsert on `keys`: source rows whose key matches a live row replace it;
+  // the others are inserted. Duplicate keys in the source are InvalidArgument.
+  Result<Dataset> MergeInsert(const std::vector<std::string>& keys,
+                              const std::vector<RecordBatch>& source, MergeStats* stats = nullptr,
+                              const CommitOptions& opts = {}) const;
+  // Replaces all rows. The schema changes only when `new_schema` is given.
+  Result<Dataset> Overwrite(const std::vector<RecordBatch>& batches,
+                            std::optional<Schema> new_schema = std::nullopt,
+                            const CommitOptions& opts = {}) const;
+  // Makes an older version's content the new latest version.
+  Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
+  // Adds a nullable column; existing rows read as null.
+  Result<Dataset> AddColumn(const Field& field, const CommitOptions& opts = {}) const;
+
+  // --- tags and branches (refs.cc) ------------------------------------------
+  Status CreateTag(const std::string& name, uint64_t version) const;
+  Status DeleteTag(const std::string& name) const;
+  Result<std::vector<std::pair<std::string, uint64_t>>> ListTags() const;
+  // A branch of this snapshot's branch at this snapshot's version; no data is copied.
+  Result<Dataset> CreateBranch(const std::string& name) const;
+  Status DeleteBranch(const std::string& name) const;
+  Result<std::vector<std::string>> ListBranches() const;
+
+  ObjectStore& store() const { return *store_; }
+  const std::string& root() const { return root_; }
+  // Key of a root-relative path.
+  std::string Key(std::string_view rel) const;
+  // Root-relative directory of a branch ("" or "tree/<name>/").
+  static std::string BranchDir(const std::string& branch);
+
+ private:
+  Dataset(std::shared_ptr<ObjectStore> store, std::string root, std::string branch,
+          std::shared_ptr<const DatasetVersion> state, std::shared_ptr<const DatasetOptions> opts)
+      : store_(std::move(store)),
+        root_(std::move(root)),
+        branch_(std::move(branch)),
+        state_(std::move(state)),
+        options_(std::move(opts)) {}
+  Dataset WithState(DatasetVersion v) const;
+
+  // Version loading (dataset.cc).
+  Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version) const;
+  Result<DatasetVersion> LoadLatest(const std::string& branch) const;
+  Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
+
+  // Commit machinery (commit.cc). `build` produces the transaction against a
+  // base; it is called again when the operation must re-run.
+  using TxnBuilder = std::function<Result<std::optional<Transaction>>(const DatasetVersion& base)>;
+  Result<Dataset> RunOperation(const TxnBuilder& build, const CommitOptions& opts) const;
+  // The version `txn` produces on top of `base`; nullopt when a fragment it
+  // touches is gone and the operation must re-run.
+  Result<std::optional<DatasetVersion>> Apply(const DatasetVersion& base,
+                                              const Transaction& txn) const;
+
+  // Data writing helpers (operations.cc).
+  Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
+                                               const std::vector<RecordBatch>& batches) const;
+  Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string root_;
+  std::string branch_;
+  std::shared_ptr<const DatasetVersion> state_;
+  std::shared_ptr<const DatasetOptions> options_;
+};
+
+// Validates a branch or tag name: 1-64 of [A-Za-z0-9._-], not starting with
+// '.' or '-', and not "main".
+Status ValidateRefName(std::string_view kind, std::string_view name);
+
+}  // namespace loam

@@ -1,0 +1,345 @@
+#include "dataset/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include "dataset/dataset_test_util.h"
+#include "io/counting_object_store.h"
+#include "io/fault_injection_object_store.h"
+#include "io/memory_object_store.h"
+
+namespace loam {
+namespace {
+
+using testing::Contents;
+using testing::People;
+using testing::PeopleSchema;
+
+class DatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.clock = &clock_;
+    ds_ = Dataset::Create(store_, "tables/people", PeopleSchema(), options_).value();
+  }
+  Dataset Reopen(const OpenSpec& spec = {}) {
+    return Dataset::Open(store_, "tables/people", spec, options_).value();
+  }
+
+  ManualClock clock_{1'000'000};
+  DatasetOptions options_;
+  std::shared_ptr<MemoryObjectStore> store_ = std::make_shared<MemoryObjectStore>();
+  Dataset ds_ = Dataset::Create(std::make_shared<MemoryObjectStore>(), "x", PeopleSchema()).value();
+};
+
+TEST_F(DatasetTest, CreateAppendScanAndReopen) {
+  EXPECT_EQ(ds_.version(), 1u);
+  EXPECT_EQ(ds_.CountRows(), 0u);
+  auto v2 = ds_.Append({People({1, 2, 3})});
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->version(), 2u);
+  auto v3 = v2->Append({People({4}), People({5, 6})});
+  ASSERT_TRUE(v3.ok()) << v3.status();
+  EXPECT_EQ(v3->CountRows(), 6u);
+  Dataset reopened = Reopen();
+  EXPECT_EQ(reopened.version(), 3u);
+  EXPECT_EQ(Contents(reopened).size(), 6u);
+  EXPECT_EQ(Contents(reopened)[5], "name-5-v1");
+  // The old snapshot still reads its own version.
+  EXPECT_EQ(Contents(*v2).size(), 3u);
+  EXPECT_TRUE(Dataset::Create(store_, "tables/people", PeopleSchema()).status().IsAlreadyExists());
+  EXPECT_TRUE(Dataset::Open(store_, "tables/none").status().IsNotFound());
+}
+
+TEST_F(DatasetTest, ScanProjectsFiltersAndLimits) {
+  Dataset ds = ds_.Append({People({1, 2, 3, 4, 5})}).value();
+  ScanSpec spec;
+  spec.columns = {"score", "id"};
+  spec.where = {Predicate::Ge("id", int64_t{2}), Predicate::Lt("id", int64_t{5})};
+  RecordBatch got = ds.ReadAll(spec).value();
+  ASSERT_EQ(got.schema.fields.size(), 2u);
+  EXPECT_EQ(got.schema.fields[0].name, "score");
+  ASSERT_EQ(got.num_rows(), 3);
+  EXPECT_EQ(got.columns[1].GetInt64(0), 2);
+  EXPECT_DOUBLE_EQ(got.columns[0].GetFloat64(2), 6.0);
+  spec.limit = 2;
+  EXPECT_EQ(ds.ReadAll(spec).value().num_rows(), 2);
+  ScanSpec bad;
+  bad.columns = {"nope"};
+  EXPECT_TRUE(ds.ReadAll(bad).status().IsInvalidArgument());
+}
+
+TEST_F(DatasetTest, AppendWithWrongSchemaIsRejectedAndChangesNothing) {
+  RecordBatch other(Schema{{{"id", DataType::Int32()}}});
+  Status s = ds_.Append({other}).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("does not match"), std::string::npos);
+  RecordBatch bad_utf8 = People({1});
+  bad_utf8.columns[1] = Column(DataType::String());
+  bad_utf8.columns[1].AppendBytes("\xff");
+  s = ds_.Append({bad_utf8}).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_EQ(Reopen().version(), 1u);
+}
+
+TEST_F(DatasetTest, DeleteUsesDeletionVectorsAndDropsEmptyFragments) {
+  Dataset ds = ds_.Append({People({1, 2, 3, 4})}).value().Append({People({5, 6})}).value();
+  Dataset d1 = ds.Delete({Predicate::In("id", {int64_t{2}, int64_t{5}})}).value();
+  EXPECT_EQ(d1.version(), 4u);
+  auto c = Contents(d1);
+  EXPECT_EQ(c.size(), 4u);
+  EXPECT_FALSE(c.count(2));
+  EXPECT_FALSE(c.count(5));
+  EXPECT_EQ(d1.state().fragments.size(), 2u);
+  EXPECT_EQ(d1.state().fragments[0].deleted_rows, 1u);
+  // Deleting the rest of the second fragment drops it.
+  Dataset d2 = d1.Delete({Predicate::Eq("id", int64_t{6})}).value();
+  EXPECT_EQ(d2.state().fragments.size(), 1u);
+  // No match: nothing is committed.
+  Dataset d3 = d2.Delete({Predicate::Eq("id", int64_t{99})}).value();
+  EXPECT_EQ(d3.version(), d2.version());
+  EXPECT_EQ(Contents(Reopen()), Contents(d2));
+}
+
+TEST_F(DatasetTest, MergeInsertUpdatesAndInserts) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value();
+  MergeStats stats;
+  Dataset merged = ds.MergeInsert({"id"}, {People({2, 3, 4}, "v2")}, &stats).value();
+  EXPECT_EQ(stats.updated, 2);
+  EXPECT_EQ(stats.inserted, 1);
+  auto c = Contents(merged);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[1], "name-1-v1");
+  EXPECT_EQ(c[2], "name-2-v2");
+  EXPECT_EQ(c[4], "name-4-v2");
+  EXPECT_EQ(merged.state().txn.inserted_keys.size(), 1u);
+}
+
+TEST_F(DatasetTest, MergeInsertRejectsDuplicateAndNullSourceKeys) {
+  Dataset ds = ds_.Append({People({1})}).value();
+  Status s = ds.MergeInsert({"id"}, {People({7, 8}), People({7})}).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("duplicate key"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("id=7"), std::string::npos) << s;
+  RecordBatch null_key(PeopleSchema());
+  null_key.AppendRow({int64_t{9}, std::monostate{}, 1.0}).CheckOK();
+  s = ds.MergeInsert({"name"}, {null_key}).status();
+  EXPECT_NE(s.message().find("is null"), std::string::npos) << s;
+  EXPECT_TRUE(ds.MergeInsert({"nope"}, {People({1})}).status().IsInvalidArgument());
+  EXPECT_EQ(Reopen().version(), ds.version());
+  EXPECT_EQ(Contents(Reopen()).size(), 1u);
+}
+
+TEST_F(DatasetTest, OverwriteKeepsOrChangesSchemaExplicitly) {
+  Dataset ds = ds_.Append({People({1, 2})}).value();
+  Dataset o = ds.Overwrite({People({10})}).value();
+  EXPECT_EQ(Contents(o), (std::map<int64_t, std::string>{{10, "name-10-v1"}}));
+  Schema narrow{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}};
+  RecordBatch n(narrow);
+  n.AppendRow({int64_t{20}, std::string("x")}).CheckOK();
+  EXPECT_TRUE(o.Overwrite({n}).status().IsInvalidArgument());  // schema change needs the call
+  Dataset o2 = o.Overwrite({n}, narrow).value();
+  EXPECT_EQ(o2.schema(), narrow);
+  EXPECT_EQ(Contents(o2)[20], "x");
+}
+
+TEST_F(DatasetTest, RestoreMakesAnOldVersionLatest) {
+  Dataset v2 = ds_.Append({People({1})}).value();
+  Dataset v3 = v2.Append({People({2})}).value();
+  Dataset v4 = v3.Delete({Predicate::Eq("id", int64_t{1})}).value();
+  Dataset v5 = v4.Restore(3).value();
+  EXPECT_EQ(v5.version(), 5u);
+  EXPECT_EQ(Contents(v5), Contents(v3));
+  EXPECT_TRUE(v5.Restore(42).status().IsNotFound());
+}
+
+TEST_F(DatasetTest, AddColumnReadsNullForOldRows) {
+  Dataset ds = ds_.Append({People({1})}).value();
+  EXPECT_TRUE(ds.AddColumn({"age", DataType::Int32(), false}).status().IsInvalidArgument());
+  EXPECT_TRUE(ds.AddColumn({"name", DataType::Int32()}).status().IsAlreadyExists());
+  Dataset wide = ds.AddColumn({"age", DataType::Int32()}).value();
+  ASSERT_EQ(wide.schema().fields.size(), 4u);
+  RecordBatch row(wide.schema());
+  row.AppendRow({int64_t{2}, std::string("b"), 1.0, int64_t{42}}).CheckOK();
+  Dataset more = wide.Append({row}).value();
+  RecordBatch all = more.ReadAll().value();
+  ASSERT_EQ(all.num_rows(), 2);
+  EXPECT_TRUE(all.columns[3].IsNull(0));
+  EXPECT_EQ(all.columns[3].GetInt32(1), 42);
+  ScanSpec where_null;
+  where_null.where = {Predicate::IsNull("age")};
+  EXPECT_EQ(more.ReadAll(where_null).value().num_rows(), 1);
+  ScanSpec where_val;
+  where_val.where = {Predicate::Eq("age", int64_t{42})};
+  EXPECT_EQ(more.ReadAll(where_val).value().num_rows(), 1);
+}
+
+TEST_F(DatasetTest, TimeTravelByVersionTimestampAndTag) {
+  clock_.SetMicros(2'000'000);
+  Dataset v2 = ds_.Append({People({1})}).value();
+  clock_.SetMicros(3'000'000);
+  Dataset v3 = v2.Append({People({2})}).value();
+  EXPECT_EQ(Reopen({.version = 2}).CountRows(), 1u);
+  EXPECT_EQ(Reopen({.as_of_micros = 2'500'000}).version(), 2u);
+  EXPECT_EQ(Reopen({.as_of_micros = 3'000'000}).version(), 3u);
+  EXPECT_TRUE(Dataset::Open(store_, "tables/people", {.as_of_micros = 10}).status().IsNotFound());
+  EXPECT_TRUE(Dataset::Open(store_, "tables/people", {.version = 9}).status().IsNotFound());
+
+  ASSERT_TRUE(v3.CreateTag("first", 2).ok());
+  EXPECT_TRUE(v3.CreateTag("first", 3).IsAlreadyExists());
+  EXPECT_TRUE(v3.CreateTag("bad/name", 3).IsInvalidArgument());
+  EXPECT_TRUE(v3.CreateTag("missing", 77).IsNotFound());
+  EXPECT_EQ(Reopen({.tag = "first"}).version(), 2u);
+  auto tags = v3.ListTags().value();
+  ASSERT_EQ(tags.size(), 1u);
+  EXPECT_EQ(tags[0], (std::pair<std::string, uint64_t>{"first", 2}));
+  ASSERT_TRUE(v3.DeleteTag("first").ok());
+  EXPECT_TRUE(v3.DeleteTag("first").IsNotFound());
+  EXPECT_TRUE(Dataset::Open(store_, "tables/people", {.tag = "first"}).status().IsNotFound());
+  auto history = v3.ListVersions().value();
+  ASSERT_EQ(history.size(), 3u);
+  EXPECT_EQ(history[1].op, OpType::kAppend);
+  EXPECT_EQ(history[2].live_rows, 2u);
+}
+
+TEST_F(DatasetTest, BranchesShareFilesAndDivergeIndependently) {
+  Dataset main2 = ds_.Append({People({1, 2})}).value();
+  const size_t keys_before = store_->ListAll("").value().size();
+  Dataset dev = main2.CreateBranch("dev").value();
+  // Creating a branch writes only its ref: no data or version file is copied.
+  EXPECT_EQ(store_->ListAll("").value().size(), keys_before + 1);
+  EXPECT_EQ(dev.branch(), "dev");
+  EXPECT_EQ(dev.version(), 2u);
+  EXPECT_TRUE(main2.CreateBranch("dev").status().IsAlreadyExists());
+  EXPECT_TRUE(main2.CreateBranch("main").status().IsInvalidArgument());
+
+  Dataset dev3 = dev.Append({People({3})}).value();
+  EXPECT_EQ(dev3.version(), 3u);
+  Dataset main3 = main2.Delete({Predicate::Eq("id", int64_t{1})}).value();
+  EXPECT_EQ(Contents(Reopen({.branch = "dev"})).size(), 3u);
+  EXPECT_EQ(Contents(Reopen()).size(), 1u);
+  EXPECT_EQ(Reopen({.branch = "dev", .version = 2}).CountRows(), 2u);
+  // Branch of a branch.
+  Dataset feature = dev3.CreateBranch("feature").value();
+  Dataset feature4 = feature.MergeInsert({"id"}, {People({3, 4}, "f")}).value();
+  EXPECT_EQ(Contents(feature4)[3], "name-3-f");
+  EXPECT_EQ(Contents(Reopen({.branch = "dev"}))[3], "name-3-v1");
+  // Deletion is refused while a child or a tag depends on the branch.
+  Status s = dev3.DeleteBranch("dev");
+  EXPECT_TRUE(s.IsFailedPrecondition()) << s;
+  EXPECT_NE(s.message().find("feature"), std::string::npos);
+  ASSERT_TRUE(feature4.CreateTag("keep", 4).ok());
+  EXPECT_TRUE(dev3.DeleteBranch("feature").IsFailedPrecondition());
+  ASSERT_TRUE(dev3.DeleteTag("keep").ok());
+  ASSERT_TRUE(dev3.DeleteBranch("feature").ok());
+  ASSERT_TRUE(dev3.DeleteBranch("dev").ok());
+  EXPECT_TRUE(Dataset::Open(store_, "tables/people", {.branch = "dev"}).status().IsNotFound());
+  EXPECT_TRUE(store_->ListAll("tables/people/tree/").value().empty());
+  EXPECT_EQ(Contents(Reopen()).size(), 1u);  // main untouched
+  EXPECT_TRUE(dev3.ListBranches().value().empty());
+}
+
+TEST_F(DatasetTest, ExpectedVersionIsACompareAndSwap) {
+  Dataset v2 = ds_.Append({People({1})}).value();
+  Status s = ds_.Append({People({2})}, {.expected_version = 1}).status();
+  EXPECT_TRUE(s.IsFailedPrecondition()) << s;
+  EXPECT_TRUE(v2.Append({People({2})}, {.expected_version = 2}).ok());
+  CommitOptions big;
+  big.app_section = std::string(kMaxAppSection + 1, 'x');
+  EXPECT_TRUE(v2.Append({People({3})}, big).status().IsInvalidArgument());
+}
+
+TEST_F(DatasetTest, AppSectionIsReadableWithOneRangeRequest) {
+  CommitOptions opts;
+  opts.app_section = "heads:abc";
+  Dataset v2 = ds_.Append({People({1})}, opts).value();
+  const std::string key = "tables/people/_versions/" + VersionFileName(2);
+  auto counting = std::make_shared<CountingObjectStore>(store_);
+  std::string prefix = counting->GetRange(key, 0, kHeaderReadBytes).value();
+  VersionHeader h = DecodeVersionHeader(prefix, key).value();
+  EXPECT_EQ(h.app_section, "heads:abc");
+  EXPECT_EQ(h.version, 2u);
+  EXPECT_EQ(h.live_rows, 1u);
+  EXPECT_EQ(counting->Snapshot().total.total_requests(), 1u);
+}
+
+TEST_F(DatasetTest, ConcurrentWritersRebaseOrFailPerTheMatrix) {
+  Dataset base = ds_.Append({People({1, 2, 3, 4})}).value();
+  // Two snapshots of the same version write concurrently (stale handles).
+  Dataset a = base.Append({People({10})}).value();
+  Dataset b = base.Append({People({11})}).value();  // rebased over a
+  EXPECT_EQ(b.version(), 4u);
+  EXPECT_EQ(Contents(b).size(), 6u);
+  // Disjoint deletes from the same stale snapshot merge deletion vectors.
+  Dataset d1 = base.Delete({Predicate::Eq("id", int64_t{1})}).value();
+  Dataset d2 = base.Delete({Predicate::Eq("id", int64_t{2})}).value();
+  auto c = Contents(d2);
+  EXPECT_FALSE(c.count(1));
+  EXPECT_FALSE(c.count(2));
+  EXPECT_EQ(c.size(), 4u);
+  // Same new key from a stale snapshot: the second upsert becomes an update.
+  MergeStats s1, s2;
+  ASSERT_TRUE(base.MergeInsert({"id"}, {People({50}, "first")}, &s1).ok());
+  ASSERT_TRUE(base.MergeInsert({"id"}, {People({50}, "second")}, &s2).ok());
+  EXPECT_EQ(s1.inserted, 1);
+  EXPECT_EQ(s2.updated, 1);
+  auto after = Contents(Reopen());
+  EXPECT_EQ(after[50], "name-50-second");
+}
+
+// Runs `mine` on a snapshot of version `v` whose commit is interleaved with
+// `theirs`: theirs commits just before mine's first version-file write.
+Result<Dataset> Interleave(std::shared_ptr<MemoryObjectStore> store, const std::function<Result<Dataset>(const Dataset&)>& mine,
+                           const std::function<void(const Dataset&)>& theirs) {
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store);
+  Dataset through_hook = Dataset::Open(faulty, "tables/people").value();
+  Dataset direct = Dataset::Open(store, "tables/people").value();
+  faulty->AddRule(FaultRule::HookAt("theirs", MaskOf({ObjectOp::kPutIfAbsent}), 1,
+                                    [&] { theirs(direct); }, "_versions/"));
+  return mine(through_hook);
+}
+
+TEST_F(DatasetTest, AppendAbortsWhenAnOverwriteCommitsFirst) {
+  ASSERT_TRUE(ds_.Append({People({1})}).ok());
+  Result<Dataset> r = Interleave(
+      store_, [](const Dataset& d) { return d.Append({People({2})}); },
+      [](const Dataset& d) { ASSERT_TRUE(d.Overwrite({People({7})}).ok()); });
+  EXPECT_TRUE(r.status().IsAborted()) << r.status();
+  EXPECT_NE(r.status().message().find("overwrite"), std::string::npos) << r.status();
+  EXPECT_EQ(Contents(Reopen()), (std::map<int64_t, std::string>{{7, "name-7-v1"}}));
+}
+
+TEST_F(DatasetTest, OverlappingDeleteReRunsAndDeletesOnce) {
+  ASSERT_TRUE(ds_.Append({People({1, 2, 3})}).ok());
+  Result<Dataset> r = Interleave(
+      store_,
+      [](const Dataset& d) { return d.Delete({Predicate::Le("id", int64_t{2})}); },
+      [](const Dataset& d) { ASSERT_TRUE(d.Delete({Predicate::Eq("id", int64_t{2})}).ok()); });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Contents(*r), (std::map<int64_t, std::string>{{3, "name-3-v1"}}));
+  EXPECT_EQ(r->version(), 4u);
+}
+
+TEST_F(DatasetTest, ConcurrentUpsertsOfTheSameNewKeyLeaveOneRow) {
+  ASSERT_TRUE(ds_.Append({People({1})}).ok());
+  MergeStats stats;
+  Result<Dataset> r = Interleave(
+      store_,
+      [&](const Dataset& d) { return d.MergeInsert({"id"}, {People({5}, "mine")}, &stats); },
+      [](const Dataset& d) { ASSERT_TRUE(d.MergeInsert({"id"}, {People({5}, "theirs")}).ok()); });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(stats.updated, 1);  // re-ran as an update
+  EXPECT_EQ(stats.inserted, 0);
+  auto c = Contents(Reopen());
+  EXPECT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[5], "name-5-mine");
+}
+
+TEST_F(DatasetTest, ConcurrentAddColumnWithTheSameNameAborts) {
+  Result<Dataset> r = Interleave(
+      store_, [](const Dataset& d) { return d.AddColumn({"x", DataType::Int64()}); },
+      [](const Dataset& d) { ASSERT_TRUE(d.AddColumn({"x", DataType::String()}).ok()); });
+  EXPECT_TRUE(r.status().IsAborted()) << r.status();
+  EXPECT_EQ(Reopen().schema().fields.back().type, DataType::String());
+}
+
+}  // namespace
+}  // namespace loam

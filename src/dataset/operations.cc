@@ -1,0 +1,256 @@
+// Dataset write operations: each builds a Transaction against a base version
+// and hands it to the commit loop (commit.cc).
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "common/coding.h"
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "dataset/dataset.h"
+#include "format/page.h"
+
+namespace loam {
+namespace {
+
+Status CheckBatchesMatch(const Schema& schema, const std::vector<RecordBatch>& batches) {
+  for (const RecordBatch& b : batches) {
+    if (!(b.schema == schema)) {
+      return Status::InvalidArgument("batch schema " + b.schema.ToString() +
+                                     " does not match the dataset schema " + schema.ToString());
+    }
+    RETURN_NOT_OK(b.Validate());
+  }
+  return Status::OK();
+}
+
+// A byte string identifying the key columns' values of one row.
+std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
+  std::string key;
+  for (const Column* c : cols) {
+    if (c->IsNull(row)) {
+      PutFixed8(&key, 0);
+      continue;
+    }
+    PutFixed8(&key, 1);
+    PutLengthPrefixed(&key, EncodeStatValue(c->type(), c->GetValue(row)));
+  }
+  return key;
+}
+
+std::string DescribeKey(const std::vector<std::string>& names, const RecordBatch& b,
+                        const std::vector<int>& idx, int64_t row) {
+  std::string out;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    if (i) out += ", ";
+    Value v = b.columns[idx[i]].GetValue(row);
+    out += names[i] + "=";
+    if (auto* s = std::get_if<std::string>(&v)) {
+      out += "'" + *s + "'";
+    } else if (auto* n = std::get_if<int64_t>(&v)) {
+      out += std::to_string(*n);
+    } else {
+      out += "<value>";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<Fragment>> Dataset::WriteFragments(
+    const Schema& schema, const std::vector<RecordBatch>& batches) const {
+  std::vector<Fragment> out;
+  std::vector<RecordBatch> pending;
+  uint64_t pending_rows = 0;
+  auto flush = [&]() -> Status {
+    if (pending_rows == 0) return Status::OK();
+    const std::string rel = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";
+    VectorBatchStream stream(&pending);
+    ASSIGN_OR_RETURN(FragmentFileInfo info,
+                     WriteFragmentFile(*store_, Key(rel), schema, stream, options_->write));
+    Fragment f;
+    f.data_path = rel;
+    f.data_size = info.size;
+    f.physical_rows = info.num_rows;
+    out.push_back(std::move(f));
+    pending.clear();
+    pending_rows = 0;
+    return Status::OK();
+  };
+  const uint64_t cap = options_->max_rows_per_fragment;
+  for (const RecordBatch& b : batches) {
+    int64_t offset = 0;
+    while (offset < b.num_rows()) {
+      const int64_t take = std::min<int64_t>(b.num_rows() - offset, cap - pending_rows);
+      pending.push_back(offset == 0 && take == b.num_rows() ? b : b.Slice(offset, take));
+      pending_rows += take;
+      offset += take;
+      if (pending_rows >= cap) RETURN_NOT_OK(flush());
+    }
+  }
+  RETURN_NOT_OK(flush());
+  return out;
+}
+
+Result<Dataset> Dataset::Append(const std::vector<RecordBatch>& batches,
+                                const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        RETURN_NOT_OK(CheckBatchesMatch(base.schema, batches));
+        ASSIGN_OR_RETURN(std::vector<Fragment> frags, WriteFragments(base.schema, batches));
+        if (frags.empty()) return std::optional<Transaction>();
+        Transaction t;
+        t.op = OpType::kAppend;
+        t.added = std::move(frags);
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::Delete(const std::vector<Predicate>& where,
+                                const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        ScanSpec spec;
+        spec.columns = {base.schema.fields[0].name};
+        spec.where = where;
+        spec.with_row_address = true;
+        ASSIGN_OR_RETURN(std::vector<RecordBatch> hits, ScanVersion(base, spec));
+        std::map<uint64_t, std::vector<uint32_t>> rows;
+        for (const RecordBatch& b : hits) {
+          const Column& addr = b.columns.back();
+          for (int64_t r = 0; r < b.num_rows(); ++r) {
+            const uint64_t a = static_cast<uint64_t>(addr.GetInt64(r));
+            rows[a >> 32].push_back(static_cast<uint32_t>(a));
+          }
+        }
+        if (rows.empty()) return std::optional<Transaction>();
+        Transaction t;
+        t.op = OpType::kDelete;
+        for (auto& [frag, offsets] : rows) t.deleted.push_back({frag, DeletionVector(std::move(offsets))});
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
+                                     const std::vector<RecordBatch>& source, MergeStats* stats,
+                                     const CommitOptions& opts) const {
+  if (keys.empty()) return Status::InvalidArgument("merge-insert needs at least one key column");
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        RETURN_NOT_OK(CheckBatchesMatch(base.schema, source));
+        std::vector<int> key_idx;
+        for (const std::string& k : keys) {
+          const int i = base.schema.IndexOf(k);
+          if (i < 0) return Status::InvalidArgument("key column '" + k + "' is not in the dataset");
+          key_idx.push_back(i);
+        }
+        // Keys of the source: no nulls, no duplicates.
+        std::unordered_set<std::string> source_keys;
+        std::vector<std::string> row_keys;
+        for (const RecordBatch& b : source) {
+          std::vector<const Column*> cols;
+          for (int i : key_idx) cols.push_back(&b.columns[i]);
+          for (int64_t r = 0; r < b.num_rows(); ++r) {
+            for (size_t k = 0; k < cols.size(); ++k) {
+              if (cols[k]->IsNull(r)) {
+                return Status::InvalidArgument("key column '" + keys[k] + "' is null in a source row");
+              }
+            }
+            std::string key = EncodeRowKey(cols, r);
+            if (!source_keys.insert(key).second) {
+              return Status::InvalidArgument("duplicate key in merge-insert source: " +
+                                             DescribeKey(keys, b, key_idx, r));
+            }
+            row_keys.push_back(std::move(key));
+          }
+        }
+        if (row_keys.empty()) return std::optional<Transaction>();
+        // Live rows of the dataset whose key appears in the source.
+        ScanSpec spec;
+        spec.columns = keys;
+        spec.with_row_address = true;
+        ASSIGN_OR_RETURN(std::vector<RecordBatch> existing, ScanVersion(base, spec));
+        // Every live row with a source key is replaced (duplicates left by
+        // blind appends collapse into the one source row).
+        std::map<uint64_t, std::vector<uint32_t>> deleted;
+        std::unordered_map<std::string, bool> matched;
+        for (const RecordBatch& b : existing) {
+          std::vector<const Column*> cols;
+          for (size_t k = 0; k < keys.size(); ++k) cols.push_back(&b.columns[k]);
+          const Column& addr = b.columns.back();
+          for (int64_t r = 0; r < b.num_rows(); ++r) {
+            std::string key = EncodeRowKey(cols, r);
+            if (!source_keys.count(key)) continue;
+            matched[std::move(key)] = true;
+            const uint64_t a = static_cast<uint64_t>(addr.GetInt64(r));
+            deleted[a >> 32].push_back(static_cast<uint32_t>(a));
+          }
+        }
+        Transaction t;
+        t.op = OpType::kMergeInsert;
+        for (const std::string& k : row_keys) {
+          if (!matched.count(k)) t.inserted_keys.push_back(k);
+        }
+        for (auto& [frag, offsets] : deleted) t.deleted.push_back({frag, DeletionVector(std::move(offsets))});
+        ASSIGN_OR_RETURN(t.added, WriteFragments(base.schema, source));
+        if (stats) {
+          stats->updated = static_cast<int64_t>(matched.size());
+          stats->inserted = static_cast<int64_t>(t.inserted_keys.size());
+        }
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::Overwrite(const std::vector<RecordBatch>& batches,
+                                   std::optional<Schema> new_schema,
+                                   const CommitOptions& opts) const {
+  if (new_schema) RETURN_NOT_OK(new_schema->Validate());
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        const Schema& schema = new_schema ? *new_schema : base.schema;
+        RETURN_NOT_OK(CheckBatchesMatch(schema, batches));
+        Transaction t;
+        t.op = OpType::kOverwrite;
+        t.schema = new_schema;
+        ASSIGN_OR_RETURN(t.added, WriteFragments(schema, batches));
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::Restore(uint64_t version, const CommitOptions& opts) const {
+  RETURN_NOT_OK(LoadVersion(branch_, version).status());
+  return RunOperation(
+      [&](const DatasetVersion&) -> Result<std::optional<Transaction>> {
+        Transaction t;
+        t.op = OpType::kRestore;
+        t.restore_version = version;
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::AddColumn(const Field& field, const CommitOptions& opts) const {
+  if (!field.nullable) {
+    return Status::InvalidArgument("added column '" + field.name +
+                                   "' must be nullable: existing rows have no value for it");
+  }
+  RETURN_NOT_OK(Schema{{field}}.Validate());
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        if (base.schema.IndexOf(field.name) >= 0) {
+          return Status::AlreadyExists("column '" + field.name + "' already exists");
+        }
+        Transaction t;
+        t.op = OpType::kAddColumn;
+        t.schema = Schema{{field}};
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+}  // namespace loam

@@ -1,0 +1,165 @@
+#include "dataset/refs.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "dataset/dataset.h"
+
+namespace loam {
+
+std::string BranchRefKey(const std::string& root_prefix, const std::string& name) {
+  return root_prefix + "_refs/branches/" + name + ".json";
+}
+
+std::string TagRefKey(const std::string& root_prefix, const std::string& name) {
+  return root_prefix + "_refs/tags/" + name + ".json";
+}
+
+std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros) {
+  nlohmann::json j = {{"format", 1},
+                      {"parentBranch", b.parent},
+                      {"parentVersion", b.parent_version},
+                      {"createdAtMicros", created_micros}};
+  return j.dump();
+}
+
+Result<BranchInfo> DecodeBranchRef(std::string_view text, const std::string& name) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("parentBranch") ||
+      !j["parentBranch"].is_string() || !j.contains("parentVersion") ||
+      !j["parentVersion"].is_number_unsigned() || j.value("format", 0) != 1) {
+    return Status::DataLoss("branch ref '" + name + "' is malformed");
+  }
+  BranchInfo b;
+  b.name = name;
+  b.parent = j["parentBranch"].get<std::string>();
+  b.parent_version = j["parentVersion"].get<uint64_t>();
+  return b;
+}
+
+std::string EncodeTagRef(const TagRef& t) {
+  nlohmann::json j = {{"format", 1}, {"branch", t.branch}, {"version", t.version}};
+  return j.dump();
+}
+
+Result<TagRef> DecodeTagRef(std::string_view text, const std::string& name) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("branch") || !j["branch"].is_string() ||
+      !j.contains("version") || !j["version"].is_number_unsigned() || j.value("format", 0) != 1) {
+    return Status::DataLoss("tag '" + name + "' is malformed");
+  }
+  return TagRef{j["branch"].get<std::string>(), j["version"].get<uint64_t>()};
+}
+
+Status ValidateRefName(std::string_view kind, std::string_view name) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument("invalid " + std::string(kind) + " name '" + std::string(name) +
+                                   "': " + std::string(why));
+  };
+  if (name.empty() || name.size() > 64) return bad("must be 1 to 64 characters");
+  if (name == "main") return bad("'main' is reserved");
+  if (name[0] == '.' || name[0] == '-') return bad("must not start with '.' or '-'");
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return bad("only letters, digits, '.', '_' and '-' are allowed");
+  }
+  return Status::OK();
+}
+
+// --- Dataset methods for tags and branches ---------------------------------
+
+Status Dataset::CreateTag(const std::string& name, uint64_t version) const {
+  RETURN_NOT_OK(ValidateRefName("tag", name));
+  RETURN_NOT_OK(LoadVersion(branch_, version).status());
+  Result<ObjectMeta> put =
+      store_->PutIfAbsent(TagRefKey(Key(""), name), EncodeTagRef({branch_, version}));
+  if (put.status().IsAlreadyExists()) return Status::AlreadyExists("tag '" + name + "' exists");
+  return put.status();
+}
+
+Status Dataset::DeleteTag(const std::string& name) const {
+  RETURN_NOT_OK(ValidateRefName("tag", name));
+  const std::string key = TagRefKey(Key(""), name);
+  RETURN_NOT_OK(store_->Head(key).status());
+  return store_->Delete(key);
+}
+
+Result<std::vector<std::pair<std::string, uint64_t>>> Dataset::ListTags() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  const std::string prefix = Key("_refs/tags/");
+  ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
+  for (const ObjectInfo& o : objects) {
+    std::string name = o.key.substr(prefix.size());
+    if (!name.ends_with(".json")) continue;
+    name.resize(name.size() - 5);
+    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, name));
+    out.emplace_back(name, t.version);
+  }
+  return out;
+}
+
+Result<Dataset> Dataset::CreateBranch(const std::string& name) const {
+  RETURN_NOT_OK(ValidateRefName("branch", name));
+  BranchInfo b{name, branch_, state_->version};
+  Result<ObjectMeta> put = store_->PutIfAbsent(BranchRefKey(Key(""), name),
+                                               EncodeBranchRef(b, options_->clock->NowMicros()));
+  if (put.status().IsAlreadyExists()) return Status::AlreadyExists("branch '" + name + "' exists");
+  RETURN_NOT_OK(put.status());
+  DatasetVersion v = *state_;
+  v.branch = b;
+  Dataset out = WithState(std::move(v));
+  out.branch_ = name;
+  return out;
+}
+
+Status Dataset::DeleteBranch(const std::string& name) const {
+  RETURN_NOT_OK(ValidateRefName("branch", name));
+  const std::string ref_key = BranchRefKey(Key(""), name);
+  RETURN_NOT_OK_CTX(store_->Head(ref_key).status(), "branch '" + name + "'");
+  // Refuse while a child branch or a tag depends on it.
+  const std::string bprefix = Key("_refs/branches/");
+  ASSIGN_OR_RETURN(auto branches, store_->ListAll(bprefix));
+  for (const ObjectInfo& o : branches) {
+    std::string child = o.key.substr(bprefix.size());
+    child.resize(child.size() - 5);
+    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(text, child));
+    if (info.parent == name) {
+      return Status::FailedPrecondition("branch '" + name + "' has child branch '" + child +
+                                        "'; delete it first");
+    }
+  }
+  const std::string tprefix = Key("_refs/tags/");
+  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
+  for (const ObjectInfo& o : tags) {
+    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, o.key));
+    if (t.branch == name) {
+      return Status::FailedPrecondition("tag '" + o.key.substr(tprefix.size()) +
+                                        "' points at branch '" + name + "'; delete it first");
+    }
+  }
+  // Newest versions first, so a crash part-way leaves an older, complete
+  // version; the ref goes last, so a retried delete finishes the job.
+  const std::string versions = Key(BranchDir(name) + "_versions/");
+  ASSIGN_OR_RETURN(auto version_files, store_->ListAll(versions));
+  for (const ObjectInfo& o : version_files) RETURN_NOT_OK(store_->Delete(o.key));
+  ASSIGN_OR_RETURN(auto files, store_->ListAll(Key(BranchDir(name))));
+  for (const ObjectInfo& o : files) RETURN_NOT_OK(store_->Delete(o.key));
+  return store_->Delete(ref_key);
+}
+
+Result<std::vector<std::string>> Dataset::ListBranches() const {
+  std::vector<std::string> out;
+  const std::string prefix = Key("_refs/branches/");
+  ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
+  for (const ObjectInfo& o : objects) {
+    std::string name = o.key.substr(prefix.size());
+    if (name.ends_with(".json")) out.push_back(name.substr(0, name.size() - 5));
+  }
+  return out;
+}
+
+}  // namespace loam

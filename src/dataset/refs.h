@@ -1,0 +1,26 @@
+// Branch and tag reference files under "<root>/_refs/" (docs/format/dataset.md).
+// A branch ref is the authority that the branch exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dataset/version_file.h"
+#include "loam/object_store.h"
+
+namespace loam {
+
+struct TagRef {
+  std::string branch;  // "" = main
+  uint64_t version = 0;
+};
+
+std::string BranchRefKey(const std::string& root_prefix, const std::string& name);
+std::string TagRefKey(const std::string& root_prefix, const std::string& name);
+
+std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros);
+Result<BranchInfo> DecodeBranchRef(std::string_view json, const std::string& name);
+std::string EncodeTagRef(const TagRef& t);
+Result<TagRef> DecodeTagRef(std::string_view json, const std::string& name);
+
+}  // namespace loam

@@ -1,0 +1,309 @@
+#include "dataset/version_file.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+
+#include "common/coding.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+
+namespace loam {
+namespace {
+
+constexpr std::string_view kMagic = "LOAMVERS";
+constexpr uint16_t kFormatVersion = 1;
+
+void PutSchema(std::string* out, const Schema& s) {
+  PutFixed32(out, static_cast<uint32_t>(s.fields.size()));
+  for (const Field& f : s.fields) {
+    PutLengthPrefixed(out, f.name);
+    PutFixed8(out, static_cast<uint8_t>(f.type.id));
+    PutFixed8(out, f.type.precision);
+    PutFixed8(out, f.type.scale);
+    PutFixed8(out, f.nullable ? 1 : 0);
+  }
+}
+
+Result<Schema> GetSchema(Decoder& d) {
+  Schema s;
+  ASSIGN_OR_RETURN(uint32_t n, d.U32());
+  if (n > d.remaining()) return d.Corrupt("field count too large");
+  for (uint32_t i = 0; i < n; ++i) {
+    Field f;
+    ASSIGN_OR_RETURN(std::string_view name, d.LengthPrefixed());
+    f.name = std::string(name);
+    ASSIGN_OR_RETURN(uint8_t id, d.U8());
+    ASSIGN_OR_RETURN(f.type.precision, d.U8());
+    ASSIGN_OR_RETURN(f.type.scale, d.U8());
+    ASSIGN_OR_RETURN(uint8_t nullable, d.U8());
+    f.type.id = static_cast<TypeId>(id);
+    f.nullable = nullable != 0;
+    s.fields.push_back(std::move(f));
+  }
+  if (Status st = s.Validate(); !st.ok()) return d.Corrupt(st.message());
+  return s;
+}
+
+void PutFragment(std::string* out, const Fragment& f) {
+  PutFixed64(out, f.id);
+  PutLengthPrefixed(out, f.data_path);
+  PutFixed64(out, f.data_size);
+  PutFixed64(out, f.physical_rows);
+  PutLengthPrefixed(out, f.deletion_path);
+  PutFixed64(out, f.deleted_rows);
+}
+
+Result<Fragment> GetFragment(Decoder& d) {
+  Fragment f;
+  ASSIGN_OR_RETURN(f.id, d.U64());
+  ASSIGN_OR_RETURN(std::string_view path, d.LengthPrefixed());
+  f.data_path = std::string(path);
+  ASSIGN_OR_RETURN(f.data_size, d.U64());
+  ASSIGN_OR_RETURN(f.physical_rows, d.U64());
+  ASSIGN_OR_RETURN(std::string_view del, d.LengthPrefixed());
+  f.deletion_path = std::string(del);
+  ASSIGN_OR_RETURN(f.deleted_rows, d.U64());
+  if (f.deleted_rows > f.physical_rows) return d.Corrupt("more deleted rows than rows");
+  return f;
+}
+
+void PutFragments(std::string* out, const std::vector<Fragment>& frags) {
+  PutFixed32(out, static_cast<uint32_t>(frags.size()));
+  for (const Fragment& f : frags) PutFragment(out, f);
+}
+
+Result<std::vector<Fragment>> GetFragments(Decoder& d) {
+  ASSIGN_OR_RETURN(uint32_t n, d.U32());
+  if (n > d.remaining()) return d.Corrupt("fragment count too large");
+  std::vector<Fragment> out;
+  out.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(Fragment f, GetFragment(d));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void PutTransaction(std::string* out, const Transaction& t) {
+  PutFixed8(out, static_cast<uint8_t>(t.op));
+  PutFixed64(out, t.read_version);
+  PutLengthPrefixed(out, t.id);
+  PutFragments(out, t.added);
+  PutFixed32(out, static_cast<uint32_t>(t.deleted.size()));
+  for (const FragmentDeletion& fd : t.deleted) {
+    PutFixed64(out, fd.fragment_id);
+    PutLengthPrefixed(out, fd.rows.Encode());
+  }
+  PutFixed32(out, static_cast<uint32_t>(t.removed.size()));
+  for (uint64_t id : t.removed) PutFixed64(out, id);
+  PutFixed32(out, static_cast<uint32_t>(t.inserted_keys.size()));
+  for (const std::string& k : t.inserted_keys) PutLengthPrefixed(out, k);
+  PutFixed64(out, t.restore_version);
+  PutFixed8(out, t.schema ? 1 : 0);
+  if (t.schema) PutSchema(out, *t.schema);
+}
+
+Result<Transaction> GetTransaction(Decoder& d) {
+  Transaction t;
+  ASSIGN_OR_RETURN(uint8_t op, d.U8());
+  if (op < 1 || op > static_cast<uint8_t>(OpType::kCompact)) return d.Corrupt("unknown operation");
+  t.op = static_cast<OpType>(op);
+  ASSIGN_OR_RETURN(t.read_version, d.U64());
+  ASSIGN_OR_RETURN(std::string_view id, d.LengthPrefixed());
+  t.id = std::string(id);
+  ASSIGN_OR_RETURN(t.added, GetFragments(d));
+  ASSIGN_OR_RETURN(uint32_t ndel, d.U32());
+  if (ndel > d.remaining()) return d.Corrupt("deletion count too large");
+  for (uint32_t i = 0; i < ndel; ++i) {
+    FragmentDeletion fd;
+    ASSIGN_OR_RETURN(fd.fragment_id, d.U64());
+    ASSIGN_OR_RETURN(std::string_view dv, d.LengthPrefixed());
+    ASSIGN_OR_RETURN(fd.rows, DeletionVector::Decode(dv, "transaction deletion vector"));
+    t.deleted.push_back(std::move(fd));
+  }
+  ASSIGN_OR_RETURN(uint32_t nrem, d.U32());
+  if (nrem > d.remaining()) return d.Corrupt("removed count too large");
+  for (uint32_t i = 0; i < nrem; ++i) {
+    ASSIGN_OR_RETURN(uint64_t id2, d.U64());
+    t.removed.push_back(id2);
+  }
+  ASSIGN_OR_RETURN(uint32_t nkeys, d.U32());
+  if (nkeys > d.remaining()) return d.Corrupt("key count too large");
+  for (uint32_t i = 0; i < nkeys; ++i) {
+    ASSIGN_OR_RETURN(std::string_view k, d.LengthPrefixed());
+    t.inserted_keys.emplace_back(k);
+  }
+  ASSIGN_OR_RETURN(t.restore_version, d.U64());
+  ASSIGN_OR_RETURN(uint8_t has_schema, d.U8());
+  if (has_schema) {
+    ASSIGN_OR_RETURN(Schema s, GetSchema(d));
+    t.schema = std::move(s);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string_view OpTypeName(OpType op) {
+  switch (op) {
+    case OpType::kCreate: return "create";
+    case OpType::kAppend: return "append";
+    case OpType::kDelete: return "delete";
+    case OpType::kMergeInsert: return "merge_insert";
+    case OpType::kOverwrite: return "overwrite";
+    case OpType::kRestore: return "restore";
+    case OpType::kAddColumn: return "add_column";
+    case OpType::kCompact: return "compact";
+  }
+  return "unknown";
+}
+
+uint64_t DatasetVersion::live_rows() const {
+  uint64_t n = 0;
+  for (const Fragment& f : fragments) n += f.live_rows();
+  return n;
+}
+
+const Fragment* DatasetVersion::FindFragment(uint64_t id) const {
+  for (const Fragment& f : fragments) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::string EncodeVersionFile(const DatasetVersion& v) {
+  std::string body;
+  PutSchema(&body, v.schema);
+  PutFragments(&body, v.fragments);
+  PutFixed64(&body, v.next_fragment_id);
+  PutLengthPrefixed(&body, v.branch.name);
+  PutLengthPrefixed(&body, v.branch.parent);
+  PutFixed64(&body, v.branch.parent_version);
+  PutTransaction(&body, v.txn);
+  PutFixed32(&body, static_cast<uint32_t>(v.metadata.size()));
+  for (const auto& [k, val] : v.metadata) {
+    PutLengthPrefixed(&body, k);
+    PutLengthPrefixed(&body, val);
+  }
+  std::string out(kMagic);
+  PutFixed16(&out, kFormatVersion);
+  PutFixed16(&out, 0);
+  PutFixed32(&out, static_cast<uint32_t>(v.app_section.size()));
+  PutFixed64(&out, v.version);
+  PutFixed64(&out, static_cast<uint64_t>(v.timestamp_micros));
+  PutFixed64(&out, kVersionHeaderSize + v.app_section.size());
+  PutFixed64(&out, body.size());
+  PutFixed64(&out, v.live_rows());
+  PutFixed64(&out, Hash64(out + v.app_section));
+  out += v.app_section;
+  out += body;
+  PutFixed64(&out, Hash64(body));
+  return out;
+}
+
+namespace {
+
+struct ParsedHeader {
+  VersionHeader header;
+  uint64_t body_offset = 0;
+  uint64_t body_size = 0;
+};
+
+Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what) {
+  if (bytes.size() < kVersionHeaderSize || bytes.substr(0, 8) != kMagic) {
+    return Status::DataLoss(what + " is not a Loam version file");
+  }
+  Decoder d(bytes.substr(8, kVersionHeaderSize - 8), what);
+  ASSIGN_OR_RETURN(uint16_t format, d.U16());
+  ASSIGN_OR_RETURN(uint16_t flags, d.U16());
+  ASSIGN_OR_RETURN(uint32_t app_size, d.U32());
+  ParsedHeader p;
+  ASSIGN_OR_RETURN(p.header.version, d.U64());
+  ASSIGN_OR_RETURN(uint64_t ts, d.U64());
+  p.header.timestamp_micros = static_cast<int64_t>(ts);
+  ASSIGN_OR_RETURN(p.body_offset, d.U64());
+  ASSIGN_OR_RETURN(p.body_size, d.U64());
+  ASSIGN_OR_RETURN(p.header.live_rows, d.U64());
+  ASSIGN_OR_RETURN(uint64_t checksum, d.U64());
+  if (app_size > kMaxAppSection || kVersionHeaderSize + app_size > bytes.size()) {
+    return Status::DataLoss(what + ": application section out of bounds");
+  }
+  const std::string_view app = bytes.substr(kVersionHeaderSize, app_size);
+  Hasher64 h;
+  h.Update(bytes.substr(0, kVersionHeaderSize - 8));
+  h.Update(app);
+  if (h.Digest() != checksum) return Status::DataLoss(what + ": header checksum mismatch");
+  if (format != kFormatVersion || flags != 0) {
+    return Status::FailedPrecondition(what + " has version file format " + std::to_string(format) +
+                                      ", this build reads " + std::to_string(kFormatVersion) +
+                                      "; upgrade Loam to read it");
+  }
+  if (p.body_offset != kVersionHeaderSize + app_size) {
+    return Status::DataLoss(what + ": body offset disagrees with the header");
+  }
+  p.header.app_section = std::string(app);
+  return p;
+}
+
+}  // namespace
+
+Result<VersionHeader> DecodeVersionHeader(std::string_view prefix, const std::string& what) {
+  ASSIGN_OR_RETURN(ParsedHeader p, ParseHeader(prefix, what));
+  return std::move(p.header);
+}
+
+Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::string& what) {
+  ASSIGN_OR_RETURN(ParsedHeader p, ParseHeader(bytes, what));
+  if (p.body_offset + p.body_size + 8 != bytes.size()) {
+    return Status::DataLoss(what + ": size disagrees with the header");
+  }
+  const std::string_view body = bytes.substr(p.body_offset, p.body_size);
+  if (Hash64(body) != DecodeFixed(bytes.data() + p.body_offset + p.body_size, 8)) {
+    return Status::DataLoss(what + ": body checksum mismatch");
+  }
+  Decoder d(body, what);
+  DatasetVersion v;
+  v.version = p.header.version;
+  v.timestamp_micros = p.header.timestamp_micros;
+  v.app_section = std::move(p.header.app_section);
+  ASSIGN_OR_RETURN(v.schema, GetSchema(d));
+  ASSIGN_OR_RETURN(v.fragments, GetFragments(d));
+  ASSIGN_OR_RETURN(v.next_fragment_id, d.U64());
+  ASSIGN_OR_RETURN(std::string_view bname, d.LengthPrefixed());
+  ASSIGN_OR_RETURN(std::string_view bparent, d.LengthPrefixed());
+  v.branch.name = std::string(bname);
+  v.branch.parent = std::string(bparent);
+  ASSIGN_OR_RETURN(v.branch.parent_version, d.U64());
+  ASSIGN_OR_RETURN(v.txn, GetTransaction(d));
+  ASSIGN_OR_RETURN(uint32_t nmeta, d.U32());
+  for (uint32_t i = 0; i < nmeta; ++i) {
+    ASSIGN_OR_RETURN(std::string_view k, d.LengthPrefixed());
+    ASSIGN_OR_RETURN(std::string_view val, d.LengthPrefixed());
+    v.metadata.emplace_back(std::string(k), std::string(val));
+  }
+  if (!d.done()) return d.Corrupt("trailing bytes in body");
+  if (v.live_rows() != p.header.live_rows) return d.Corrupt("row count disagrees with header");
+  return v;
+}
+
+std::string VersionFileName(uint64_t version) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%020" PRIu64 ".lver",
+                std::numeric_limits<uint64_t>::max() - version);
+  return buf;
+}
+
+std::optional<uint64_t> ParseVersionFileName(std::string_view name) {
+  if (name.size() != 25 || !name.ends_with(".lver")) return std::nullopt;
+  uint64_t inv = 0;
+  for (size_t i = 0; i < 20; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    const uint64_t digit = static_cast<uint64_t>(name[i] - '0');
+    if (inv > (std::numeric_limits<uint64_t>::max() - digit) / 10) return std::nullopt;
+    inv = inv * 10 + digit;
+  }
+  return std::numeric_limits<uint64_t>::max() - inv;
+}
+
+}  // namespace loam

@@ -1,0 +1,113 @@
+// A dataset version file: the complete, immutable description of one version
+// (docs/format/dataset.md, "Version file").
+//
+// Layout: a 64-byte fixed header, an application section of at most
+// kMaxAppSection bytes (opaque to this layer; the manifest keeps its head
+// locations there), then the body (schema, fragments, transaction, branch) and
+// its checksum. The header and application section are readable with one
+// range request of kHeaderReadBytes, whatever the size of the body.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dataset/deletion_file.h"
+#include "loam/types.h"
+
+namespace loam {
+
+inline constexpr size_t kVersionHeaderSize = 64;
+inline constexpr size_t kHeaderReadBytes = 8192;
+inline constexpr size_t kMaxAppSection = kHeaderReadBytes - kVersionHeaderSize;
+
+struct Fragment {
+  uint64_t id = 0;
+  std::string data_path;      // relative to the dataset root (shared across branches)
+  uint64_t data_size = 0;     // bytes, so opening needs no HEAD
+  uint64_t physical_rows = 0;
+  std::string deletion_path;  // "" when nothing is deleted
+  uint64_t deleted_rows = 0;
+
+  uint64_t live_rows() const { return physical_rows - deleted_rows; }
+  friend bool operator==(const Fragment&, const Fragment&) = default;
+};
+
+// Values are stored in version files; never renumber.
+enum class OpType : uint8_t {
+  kCreate = 1,
+  kAppend = 2,
+  kDelete = 3,
+  kMergeInsert = 4,
+  kOverwrite = 5,
+  kRestore = 6,
+  kAddColumn = 7,
+  kCompact = 8,
+};
+std::string_view OpTypeName(OpType op);
+
+struct FragmentDeletion {
+  uint64_t fragment_id = 0;
+  DeletionVector rows;  // rows this transaction newly deletes
+  friend bool operator==(const FragmentDeletion&, const FragmentDeletion&) = default;
+};
+
+// What a commit did, kept in its version file so later writers can rebase.
+struct Transaction {
+  OpType op = OpType::kCreate;
+  uint64_t read_version = 0;
+  std::string id;                          // ULID
+  std::vector<Fragment> added;             // ids assigned at commit
+  std::vector<FragmentDeletion> deleted;   // delete / merge-insert
+  std::vector<uint64_t> removed;           // compact: fragments replaced by `added`
+  std::vector<std::string> inserted_keys;  // merge-insert: encoded keys of new rows
+  uint64_t restore_version = 0;            // restore
+  std::optional<Schema> schema;            // create / overwrite / add column
+
+  friend bool operator==(const Transaction&, const Transaction&) = default;
+};
+
+struct BranchInfo {
+  std::string name;    // "" for main
+  std::string parent;  // branch this one was created from ("" = main)
+  uint64_t parent_version = 0;
+  friend bool operator==(const BranchInfo&, const BranchInfo&) = default;
+};
+
+struct DatasetVersion {
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;
+  Schema schema;
+  std::vector<Fragment> fragments;
+  uint64_t next_fragment_id = 0;
+  BranchInfo branch;
+  Transaction txn;
+  std::string app_section;
+  std::vector<std::pair<std::string, std::string>> metadata;
+
+  uint64_t live_rows() const;
+  const Fragment* FindFragment(uint64_t id) const;
+};
+
+// What one range request of the first kHeaderReadBytes gives.
+struct VersionHeader {
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;
+  uint64_t live_rows = 0;
+  std::string app_section;
+};
+
+std::string EncodeVersionFile(const DatasetVersion& v);
+Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::string& what);
+// Parses a prefix of a version file (at least the header and app section).
+Result<VersionHeader> DecodeVersionHeader(std::string_view prefix, const std::string& what);
+
+// "_versions/<20 digits of UINT64_MAX - version>.lver": ascending key order is
+// newest first, so a LIST with limit 1 finds the latest version.
+std::string VersionFileName(uint64_t version);
+std::optional<uint64_t> ParseVersionFileName(std::string_view name);
+
+}  // namespace loam
