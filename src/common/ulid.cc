@@ -1,5 +1,7 @@
 #include "common/ulid.h"
 
+#include <unistd.h>
+
 namespace loam {
 namespace {
 
@@ -70,13 +72,19 @@ Result<Ulid> Ulid::Parse(std::string_view text) {
   return u;
 }
 
-UlidGenerator::UlidGenerator(const Clock* clock) : UlidGenerator(clock, std::random_device{}()) {}
+UlidGenerator::UlidGenerator(const Clock* clock) : clock_(clock), seeded_(false) {}
 
-UlidGenerator::UlidGenerator(const Clock* clock, uint64_t seed) : clock_(clock), rng_(seed) {}
+UlidGenerator::UlidGenerator(const Clock* clock, uint64_t seed)
+    : clock_(clock), seeded_(true), rng_(seed) {}
 
 Result<Ulid> UlidGenerator::Next() {
   const uint64_t now = static_cast<uint64_t>(clock_->NowMillis());
   std::lock_guard<std::mutex> lock(mu_);
+  // A forked child must not continue its parent's sequence.
+  if (!seeded_ && ::getpid() != pid_) {
+    have_last_ = false;
+    pid_ = ::getpid();
+  }
   // A clock that steps backwards keeps the last timestamp, preserving order.
   if (have_last_ && now <= last_millis_) {
     if (!Increment(last_)) {
@@ -84,8 +92,9 @@ Result<Ulid> UlidGenerator::Next() {
     }
     return Ulid::FromParts(last_millis_, last_);
   }
+  std::random_device os_random;
   for (size_t i = 0; i < last_.size(); i += 8) {
-    uint64_t r = rng_();
+    const uint64_t r = seeded_ ? rng_() : (uint64_t{os_random()} << 32) | os_random();
     for (size_t j = 0; j < 8 && i + j < last_.size(); ++j) last_[i + j] = static_cast<uint8_t>(r >> (8 * j));
   }
   last_[0] &= 0x7f;  // leave headroom so increments within one millisecond never overflow in practice

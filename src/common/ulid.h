@@ -36,7 +36,10 @@ class Ulid {
   std::array<uint8_t, 16> bytes_{};  // big-endian: 6 bytes time, 10 bytes random
 };
 
-// Thread-safe monotonic generator.
+// Thread-safe monotonic generator. Unseeded generators draw the random part
+// from the OS (std::random_device) and restart their sequence in a forked
+// child, so ids never repeat across processes; seeded ones are deterministic
+// (tests).
 class UlidGenerator {
  public:
   explicit UlidGenerator(const Clock* clock = Clock::System());
@@ -51,7 +54,9 @@ class UlidGenerator {
  private:
   const Clock* clock_;
   std::mutex mu_;
-  std::mt19937_64 rng_;              // guarded by mu_
+  const bool seeded_;
+  std::mt19937_64 rng_;              // guarded by mu_; used when seeded_
+  int pid_ = 0;                      // guarded by mu_; process that drew last_
   uint64_t last_millis_ = 0;         // guarded by mu_
   std::array<uint8_t, 10> last_{};   // guarded by mu_
   bool have_last_ = false;           // guarded by mu_

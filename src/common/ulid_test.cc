@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <set>
 #include <thread>
 #include <vector>
@@ -75,6 +78,25 @@ TEST(UlidTest, UniqueAcrossThreads) {
     all.insert(v.begin(), v.end());
   }
   EXPECT_EQ(all.size(), 20000u);
+}
+
+TEST(UlidTest, ForkedChildNeverRepeatsItsParentsIds) {
+  UlidGenerator gen;
+  (void)gen.Next().value();  // the parent has a sequence in progress
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string id = gen.Next().value().ToString();
+    (void)!::write(fds[1], id.data(), id.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  const std::string parent_id = gen.Next().value().ToString();
+  char buf[26];
+  ASSERT_EQ(::read(fds[0], buf, 26), 26);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_NE(std::string(buf, 26), parent_id);
 }
 
 TEST(ClockTest, ManualClockMovesOnlyWhenTold) {

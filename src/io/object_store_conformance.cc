@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/hash.h"
+#include "common/subprocess_test_util.h"
 
 namespace loam::testing {
 namespace {
@@ -437,57 +438,10 @@ TEST_P(ObjectStoreConformance, CasIncrementsFromEightThreadsLoseNoUpdate) {
               GetParam().name.c_str(), kThreads * kIncrements, retries.load());
 }
 
-// Runs `work(process_index, out_fd)` in `n` forked processes that all start
-// when the parent releases them, and returns what each wrote to out_fd.
-std::vector<std::string> RunInProcesses(int n, const std::function<void(int, int)>& work) {
-  int start[2];
-  EXPECT_EQ(::pipe(start), 0);
-  std::vector<int> outs;
-  std::vector<pid_t> pids;
-  for (int i = 0; i < n; ++i) {
-    int out[2];
-    EXPECT_EQ(::pipe(out), 0);
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(start[1]);
-      ::close(out[0]);
-      char c;
-      (void)!::read(start[0], &c, 1);  // returns 0 when the parent closes the pipe
-      work(i, out[1]);
-      ::close(out[1]);
-      ::_exit(0);
-    }
-    ::close(out[1]);
-    outs.push_back(out[0]);
-    pids.push_back(pid);
-  }
-  ::close(start[0]);
-  ::close(start[1]);  // release every child at once
-  std::vector<std::string> results;
-  for (int fd : outs) {
-    std::string data;
-    char buf[4096];
-    ssize_t k;
-    while ((k = ::read(fd, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(k));
-    ::close(fd);
-    results.push_back(std::move(data));
-  }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  return results;
-}
-
-void WriteLine(int fd, const std::string& line) {
-  std::string s = line + "\n";
-  (void)!::write(fd, s.data(), s.size());
-}
-
 TEST_P(ObjectStoreCrossProcessConformance, ProcessesRacingPutIfAbsentHaveOneWinnerPerRound) {
   ASSERT_TRUE(backend_->shared_across_processes());
   constexpr int kProcesses = 8, kRounds = 100;
+  std::vector<int> codes;
   auto results = RunInProcesses(kProcesses, [&](int p, int out) {
     auto client = backend_->OpenAnotherClient();
     for (int r = 0; r < kRounds; ++r) {
@@ -498,7 +452,8 @@ TEST_P(ObjectStoreCrossProcessConformance, ProcessesRacingPutIfAbsentHaveOneWinn
         WriteLine(out, "error " + res.status().ToString());
       }
     }
-  });
+  }, &codes);
+  EXPECT_EQ(codes, std::vector<int>(kProcesses, 0));
   std::map<int, std::vector<int>> wins;
   for (int p = 0; p < kProcesses; ++p) {
     std::istringstream in(results[p]);
@@ -519,6 +474,7 @@ TEST_P(ObjectStoreCrossProcessConformance, CasIncrementsFromEightProcessesLoseNo
   ASSERT_TRUE(backend_->shared_across_processes());
   constexpr int kProcesses = 8, kIncrements = 25;
   ASSERT_TRUE(store().Put("pcounter", "0").ok());
+  std::vector<int> codes;
   auto results = RunInProcesses(kProcesses, [&](int, int out) {
     auto client = backend_->OpenAnotherClient();
     int retries = 0;
@@ -526,7 +482,8 @@ TEST_P(ObjectStoreCrossProcessConformance, CasIncrementsFromEightProcessesLoseNo
       Status s = CasIncrement(*client, "pcounter", &retries);
       if (!s.ok()) WriteLine(out, s.ToString());
     }
-  });
+  }, &codes);
+  EXPECT_EQ(codes, std::vector<int>(kProcesses, 0));
   for (const auto& r : results) EXPECT_EQ(r, "");
   EXPECT_EQ(store().Get("pcounter").value(), std::to_string(kProcesses * kIncrements));
 }
