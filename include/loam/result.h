@@ -40,11 +40,12 @@ class [[nodiscard]] Result {
 
   const T& value() const& { return CheckedValue(); }
   T& value() & { return CheckedValue(); }
-  T&& value() && { return std::move(CheckedValue()); }
+  // By value, so `for (auto& x : F().value())` never dangles.
+  T value() && { return std::move(CheckedValue()); }
 
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 

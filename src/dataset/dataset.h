@@ -53,6 +53,32 @@ struct ScanSpec {
   std::optional<int64_t> limit;
 };
 
+struct CompactionOptions {
+  uint64_t target_rows = 1 << 20;
+  double max_deleted_fraction = 0.1;  // rewrite fragments with more deleted rows than this
+};
+
+struct CompactionStats {
+  int fragments_removed = 0;
+  int fragments_added = 0;
+};
+
+struct CleanupOptions {
+  // Versions committed before this time may be removed ...
+  int64_t older_than_micros = 0;
+  // ... but the newest `keep_versions` of each branch always stay.
+  uint64_t keep_versions = 1;
+  // Unreferenced files modified after this time are kept.
+  int64_t grace_cutoff_micros = 0;
+};
+
+struct CleanupStats {
+  int versions_removed = 0;
+  int data_files_removed = 0;
+  int deletion_files_removed = 0;
+  uint64_t bytes_removed = 0;
+};
+
 struct MergeStats {
   int64_t inserted = 0;
   int64_t updated = 0;
@@ -106,6 +132,18 @@ class Dataset {
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
   // Adds a nullable column; existing rows read as null.
   Result<Dataset> AddColumn(const Field& field, const CommitOptions& opts = {}) const;
+
+  // --- maintenance (maintenance.cc) ------------------------------------------
+  // Rewrites small fragments, and fragments with many deleted rows, into
+  // fragments of up to target_rows live rows. No candidates: no commit.
+  Result<Dataset> Compact(const CompactionOptions& options = {}, CompactionStats* stats = nullptr,
+                          const CommitOptions& opts = {}) const;
+  // Removes version files outside the retention policy (never a branch's
+  // latest, a tagged version or a fork point), then the files only removed
+  // versions used. Files no version ever referenced (left by failed writes)
+  // are removed only once older than the grace cutoff: they may belong to a
+  // commit in flight. Covers every branch.
+  Result<CleanupStats> Cleanup(const CleanupOptions& options) const;
 
   // --- tags and branches (refs.cc) ------------------------------------------
   Status CreateTag(const std::string& name, uint64_t version) const;

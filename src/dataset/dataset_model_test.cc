@@ -81,7 +81,7 @@ class Model {
       std::advance(it, rng_() % br.history.size());
       next = it->second;
       r = br.ds.Restore(it->first);
-    } else if (pick < 65 && added_columns_ < 3) {
+    } else if (pick < 65 && added_columns_ < 3 && current_.empty()) {
       what = "add_column";
       r = br.ds.AddColumn({"extra" + std::to_string(step), DataType::Int64()});
       ++added_columns_;
@@ -90,7 +90,7 @@ class Model {
       const std::string name = "b" + std::to_string(step);
       auto created = br.ds.CreateBranch(name);
       ASSERT_TRUE(created.ok()) << created.status();
-      branches_.emplace(name, Branch{*created, br.history});
+      branches_.emplace(name, Branch{*created, br.history, current_, created->version()});
       current_ = name;
       return;
     } else if (pick < 76) {
@@ -98,6 +98,19 @@ class Model {
       auto it = branches_.begin();
       std::advance(it, rng_() % branches_.size());
       current_ = it->first;
+      return;
+    } else if (pick < 79) {
+      what = "compact";
+      r = br.ds.Compact({.target_rows = 1 + rng_() % 12});
+    } else if (pick < 80) {
+      what = "cleanup";
+      CleanupOptions opts;
+      opts.older_than_micros = Clock::System()->NowMicros() + 1;
+      opts.grace_cutoff_micros = opts.older_than_micros;
+      auto st = br.ds.Cleanup(opts);
+      ASSERT_TRUE(st.ok()) << st.status();
+      PruneHistoryAfterCleanup();
+      ++ops_[what];
       return;
     } else if (pick < 86) {
       what = "time_travel";
@@ -111,6 +124,7 @@ class Model {
       what = "tag";
       const std::string name = "t" + std::to_string(step);
       ASSERT_TRUE(br.ds.CreateTag(name, br.ds.version()).ok());
+      tags_.insert(Owner(current_, br.ds.version()));
       auto tagged = Dataset::Open(store_, "m", {.tag = name});
       ASSERT_TRUE(tagged.ok()) << tagged.status();
       ASSERT_EQ(testing::Contents(*tagged), br.history.rbegin()->second);
@@ -136,7 +150,31 @@ class Model {
   struct Branch {
     Dataset ds;
     std::map<uint64_t, Contents_t> history;  // version -> contents
+    std::string parent;
+    uint64_t fork_version = 0;  // versions up to here live in the parent
   };
+  using VersionId = std::pair<std::string, uint64_t>;  // (owning branch, version)
+
+  VersionId Owner(std::string branch, uint64_t version) const {
+    while (!branch.empty() && version <= branches_.at(branch).fork_version) {
+      branch = branches_.at(branch).parent;
+    }
+    return {branch, version};
+  }
+
+  // Cleanup keeps each branch's latest, tagged versions and fork points.
+  void PruneHistoryAfterCleanup() {
+    std::set<VersionId> kept = tags_;
+    for (const auto& [name, b] : branches_) {
+      kept.insert(Owner(name, b.history.rbegin()->first));
+      if (!name.empty()) kept.insert({b.parent, b.fork_version});
+    }
+    for (auto& [name, b] : branches_) {
+      for (auto it = b.history.begin(); it != b.history.end();) {
+        it = kept.count(Owner(name, it->first)) ? std::next(it) : b.history.erase(it);
+      }
+    }
+  }
 
   int64_t RandomId(const Contents_t& c) {
     if (c.empty() || rng_() % 4 == 0) {
@@ -158,6 +196,7 @@ class Model {
   int64_t next_id_ = 0;
   int added_columns_ = 0;
   std::map<std::string, int> ops_;
+  std::set<VersionId> tags_;
 };
 
 TEST(DatasetModelTest, RandomOperationsMatchTheModel) {

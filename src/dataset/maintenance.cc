@@ -1,0 +1,171 @@
+// Compaction and cleanup.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/status_macros.h"
+#include "dataset/dataset.h"
+#include "dataset/refs.h"
+
+namespace loam {
+
+Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionStats* stats,
+                                 const CommitOptions& opts) const {
+  if (options.target_rows == 0) return Status::InvalidArgument("target_rows must be positive");
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        // Bins of consecutive candidates, each up to target_rows live rows.
+        auto candidate = [&](const Fragment& f) {
+          return f.live_rows() < options.target_rows / 2 ||
+                 static_cast<double>(f.deleted_rows) >
+                     options.max_deleted_fraction * static_cast<double>(f.physical_rows);
+        };
+        std::vector<std::vector<const Fragment*>> bins;
+        std::vector<const Fragment*> bin;
+        uint64_t bin_rows = 0;
+        auto close_bin = [&] {
+          // A lone fragment with nothing deleted gains nothing from a rewrite.
+          if (bin.size() > 1 || (bin.size() == 1 && bin[0]->deleted_rows > 0)) bins.push_back(bin);
+          bin.clear();
+          bin_rows = 0;
+        };
+        for (const Fragment& f : base.fragments) {
+          if (!candidate(f)) {
+            close_bin();
+            continue;
+          }
+          if (bin_rows + f.live_rows() > options.target_rows) close_bin();
+          bin.push_back(&f);
+          bin_rows += f.live_rows();
+        }
+        close_bin();
+        if (bins.empty()) return std::optional<Transaction>();
+        Transaction t;
+        t.op = OpType::kCompact;
+        for (const auto& b : bins) {
+          DatasetVersion only = base;
+          only.fragments.clear();
+          for (const Fragment* f : b) {
+            only.fragments.push_back(*f);
+            t.removed.push_back(f->id);
+          }
+          ASSIGN_OR_RETURN(std::vector<RecordBatch> rows, ScanVersion(only, {}));
+          ASSIGN_OR_RETURN(std::vector<Fragment> added, WriteFragments(base.schema, rows));
+          for (Fragment& f : added) t.added.push_back(std::move(f));
+        }
+        if (stats) {
+          stats->fragments_removed = static_cast<int>(t.removed.size());
+          stats->fragments_added = static_cast<int>(t.added.size());
+        }
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+namespace {
+
+struct BranchVersions {
+  std::string name;
+  BranchInfo info;                  // parent and fork point (empty for main)
+  std::vector<std::pair<uint64_t, std::string>> own;  // version -> key, newest first
+};
+
+}  // namespace
+
+Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
+  CleanupStats stats;
+  // Every branch: main and each ref.
+  std::vector<BranchVersions> branches(1);
+  ASSIGN_OR_RETURN(std::vector<std::string> names, ListBranches());
+  for (const std::string& n : names) {
+    ASSIGN_OR_RETURN(std::string text, store_->Get(BranchRefKey(Key(""), n)));
+    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(text, n));
+    branches.push_back({n, info, {}});
+  }
+  // Versions that must stay loadable: tags and fork points.
+  std::set<std::pair<std::string, uint64_t>> pinned;
+  const std::string tprefix = Key("_refs/tags/");
+  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
+  for (const ObjectInfo& o : tags) {
+    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, o.key));
+    pinned.insert({t.branch, t.version});
+  }
+  for (const BranchVersions& b : branches) {
+    if (!b.name.empty()) pinned.insert({b.info.parent, b.info.parent_version});
+  }
+  // A version at or below a branch's fork point lives in an ancestor.
+  std::map<std::string, BranchInfo> info_of;
+  for (const BranchVersions& b : branches) info_of[b.name] = b.info;
+  std::set<std::pair<std::string, uint64_t>> owned_pins;
+  for (auto [branch, version] : pinned) {
+    while (!branch.empty() && info_of.count(branch) && version <= info_of[branch].parent_version) {
+      branch = info_of[branch].parent;
+    }
+    owned_pins.insert({branch, version});
+  }
+
+  std::set<std::string> referenced;    // root-relative paths kept versions use
+  std::set<std::string> dereferenced;  // used by removed versions: never in flight
+  auto files_of = [](const DatasetVersion& v, std::set<std::string>* out) {
+    for (const Fragment& f : v.fragments) {
+      out->insert(f.data_path);
+      if (!f.deletion_path.empty()) out->insert(f.deletion_path);
+    }
+  };
+  auto reference = [&](const DatasetVersion& v) { files_of(v, &referenced); };
+  std::vector<std::string> doomed_versions;
+  for (BranchVersions& b : branches) {
+    const std::string prefix = Key(BranchDir(b.name) + "_versions/");
+    ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
+    uint64_t kept_newest = 0;
+    for (const ObjectInfo& o : objects) {  // newest first
+      auto version = ParseVersionFileName(std::string_view(o.key).substr(prefix.size()));
+      if (!version) continue;
+      ASSIGN_OR_RETURN(std::string bytes, store_->Get(o.key));
+      ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
+      const bool keep = kept_newest < options.keep_versions ||
+                        v.timestamp_micros >= options.older_than_micros ||
+                        owned_pins.count({b.name, *version});
+      ++kept_newest;
+      if (keep) {
+        reference(v);
+      } else {
+        files_of(v, &dereferenced);
+        doomed_versions.push_back(o.key);
+      }
+    }
+    // A branch without versions of its own reads its fork point.
+    if (!b.name.empty() && objects.empty()) {
+      ASSIGN_OR_RETURN(DatasetVersion v, LoadVersion(b.name, b.info.parent_version));
+      reference(v);
+    }
+  }
+  // Version files go before the files only they reference, so a crash
+  // part-way leaves orphans for the next run, never a dangling reference.
+  for (const std::string& key : doomed_versions) {
+    RETURN_NOT_OK(store_->Delete(key));
+    ++stats.versions_removed;
+  }
+  // Files of removed versions, and orphans (never committed, e.g. from a
+  // failed write) once past the grace period.
+  const std::string root_prefix = Key("");
+  ASSIGN_OR_RETURN(auto all, store_->ListAll(root_prefix));
+  for (const ObjectInfo& o : all) {
+    const std::string rel = o.key.substr(root_prefix.size());
+    const bool data = rel.ends_with(".lfrag");
+    const bool deletion = rel.ends_with(".ldel");
+    if ((!data && !deletion) || referenced.count(rel)) continue;
+    if (!dereferenced.count(rel) && o.meta.mtime_micros > options.grace_cutoff_micros) continue;
+    RETURN_NOT_OK(store_->Delete(o.key));
+    stats.bytes_removed += o.meta.size;
+    if (data) {
+      ++stats.data_files_removed;
+    } else {
+      ++stats.deletion_files_removed;
+    }
+  }
+  return stats;
+}
+
+}  // namespace loam

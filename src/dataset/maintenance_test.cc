@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "dataset/dataset_test_util.h"
+#include "io/fault_injection_object_store.h"
+#include "io/memory_object_store.h"
+
+namespace loam {
+namespace {
+
+using testing::Contents;
+using testing::People;
+using testing::PeopleSchema;
+
+std::vector<int64_t> Range(int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  for (int64_t i = lo; i < hi; ++i) v.push_back(i);
+  return v;
+}
+
+class MaintenanceTest : public ::testing::Test {
+ protected:
+  size_t CountKeys(std::string_view suffix) {
+    size_t n = 0;
+    for (const ObjectInfo& o : store_->ListAll("").value()) n += o.key.ends_with(suffix) ? 1 : 0;
+    return n;
+  }
+  std::shared_ptr<MemoryObjectStore> store_ = std::make_shared<MemoryObjectStore>();
+  Dataset ds_ = Dataset::Create(store_, "t", PeopleSchema()).value();
+};
+
+TEST_F(MaintenanceTest, CompactionBinPacksSmallFragmentsAndKeepsRows) {
+  Dataset ds = ds_;
+  for (int i = 0; i < 10; ++i) ds = ds.Append({People(Range(i * 10, i * 10 + 10))}).value();
+  ds = ds.Delete({Predicate::Lt("id", int64_t{5})}).value();
+  const auto before = Contents(ds);
+  ASSERT_EQ(ds.state().fragments.size(), 10u);
+  CompactionStats stats;
+  Dataset compacted = ds.Compact({.target_rows = 40}, &stats).value();
+  EXPECT_EQ(stats.fragments_removed, 10);
+  EXPECT_EQ(compacted.state().fragments.size(), 3u);  // 35 + 40 + 20 live rows
+  for (const Fragment& f : compacted.state().fragments) EXPECT_EQ(f.deleted_rows, 0u);
+  EXPECT_EQ(Contents(compacted), before);
+  // Nothing left to do: no commit.
+  EXPECT_EQ(compacted.Compact({.target_rows = 40}).value().version(), compacted.version());
+}
+
+TEST_F(MaintenanceTest, CompactionMaterialisesHeavyDeletions) {
+  Dataset ds = ds_.Append({People(Range(0, 100))}).value();
+  ds = ds.Delete({Predicate::Lt("id", int64_t{30})}).value();
+  Dataset compacted = ds.Compact({.target_rows = 100, .max_deleted_fraction = 0.2}).value();
+  ASSERT_EQ(compacted.state().fragments.size(), 1u);
+  EXPECT_EQ(compacted.state().fragments[0].physical_rows, 70u);
+  EXPECT_EQ(Contents(compacted), Contents(ds));
+}
+
+TEST_F(MaintenanceTest, DeleteRacingACompactionReRunsOnTheNewFragments) {
+  Dataset ds = ds_.Append({People({1, 2})}).value().Append({People({3, 4})}).value();
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  Dataset through = Dataset::Open(faulty, "t").value();
+  faulty->AddRule(FaultRule::HookAt("compact-first", MaskOf({ObjectOp::kPutIfAbsent}), 1,
+                                    [&] { ASSERT_TRUE(ds.Compact().ok()); }, "_versions/"));
+  Dataset after = through.Delete({Predicate::Eq("id", int64_t{3})}).value();
+  EXPECT_EQ(Contents(after), (std::map<int64_t, std::string>{
+                                 {1, "name-1-v1"}, {2, "name-2-v1"}, {4, "name-4-v1"}}));
+  EXPECT_EQ(after.state().fragments.size(), 1u);
+  EXPECT_EQ(after.state().txn.op, OpType::kDelete);
+}
+
+TEST_F(MaintenanceTest, CleanupKeepsLatestTagsAndBranchesAndRemovesTheRest) {
+  Dataset v2 = ds_.Append({People({1, 2})}).value();
+  Dataset v3 = v2.Overwrite({People({3})}).value();
+  Dataset v4 = v3.Overwrite({People({4})}).value();
+  ASSERT_TRUE(v4.CreateTag("keep3", 3).ok());
+  Dataset dev = Dataset::Open(store_, "t", {.version = 2}).value().CreateBranch("dev").value();
+  Dataset v5 = v4.Overwrite({People({5})}).value();
+  // An orphan from a failed write, not yet past the grace period.
+  ASSERT_TRUE(store_->Put("t/data/orphan.lfrag", "x").ok());
+  const int64_t now = Clock::System()->NowMicros();
+
+  CleanupOptions opts;
+  opts.older_than_micros = now + 1;  // every version is old
+  opts.grace_cutoff_micros = now - 60'000'000;  // the orphan is recent
+  CleanupStats stats = v5.Cleanup(opts).value();
+  // Kept: 5 (latest), 3 (tag), 2 (fork point of dev), 1 is removed.
+  EXPECT_EQ(stats.versions_removed, 2);  // versions 1 and 4
+  EXPECT_EQ(stats.data_files_removed, 1);  // version 4's fragment
+  EXPECT_TRUE(store_->Head("t/data/orphan.lfrag").ok());
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()), Contents(v5));
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t", {.tag = "keep3"}).value()), Contents(v3));
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t", {.branch = "dev"}).value()), Contents(v2));
+  EXPECT_TRUE(Dataset::Open(store_, "t", {.version = 4}).status().IsNotFound());
+
+  // Past the grace period the orphan goes too; a second run is idempotent.
+  opts.grace_cutoff_micros = Clock::System()->NowMicros();
+  CleanupStats again = v5.Cleanup(opts).value();
+  EXPECT_EQ(again.versions_removed, 0);
+  EXPECT_EQ(again.data_files_removed, 1);
+  EXPECT_TRUE(store_->Head("t/data/orphan.lfrag").status().IsNotFound());
+  EXPECT_EQ(CountKeys(".lfrag"), 3u);  // fragments of versions 2, 3 and 5
+}
+
+TEST_F(MaintenanceTest, CleanupHonoursRetentionByTimeAndCount) {
+  Dataset ds = ds_;
+  for (int i = 0; i < 5; ++i) ds = ds.Overwrite({People({i})}).value();
+  CleanupOptions opts;
+  opts.older_than_micros = 0;  // nothing is old enough
+  opts.grace_cutoff_micros = Clock::System()->NowMicros();
+  EXPECT_EQ(ds.Cleanup(opts).value().versions_removed, 0);
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;
+  opts.keep_versions = 3;
+  CleanupStats stats = ds.Cleanup(opts).value();
+  EXPECT_EQ(stats.versions_removed, 3);  // 6 versions, 3 kept
+  EXPECT_EQ(ds.ListVersions().value().size(), 3u);
+  EXPECT_EQ(CountKeys(".lfrag"), 3u);  // one fragment each for versions 4, 5 and 6
+}
+
+}  // namespace
+}  // namespace loam
