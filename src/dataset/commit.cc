@@ -80,6 +80,8 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       next.schema.fields.push_back(f);
       break;
     }
+    case OpType::kCreateIndex:
+      break;
     case OpType::kCompact:
       for (uint64_t id : txn.removed) {
         auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
@@ -88,7 +90,24 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
         next.fragments.erase(it);
       }
       add_fragments(txn.added);
+      // Indices follow the moved rows rather than losing them to the tail.
+      for (IndexMeta& index : next.indices) {
+        const bool touched = std::any_of(txn.removed.begin(), txn.removed.end(),
+                                         [&](uint64_t id) { return index.Covers(id); });
+        if (touched) {
+          ASSIGN_OR_RETURN(index, RemapIndex(base, next, txn, index));
+        }
+      }
       break;
+  }
+  for (const IndexMeta& m : txn.indices) {
+    auto it = std::find_if(next.indices.begin(), next.indices.end(),
+                           [&](const IndexMeta& x) { return x.name == m.name; });
+    if (it == next.indices.end()) {
+      next.indices.push_back(m);
+    } else {
+      *it = m;
+    }
   }
   return std::optional<DatasetVersion>(std::move(next));
 }

@@ -45,6 +45,10 @@ ConflictVerdict CheckConflict(const Transaction& mine, const Transaction& theirs
   switch (mine.op) {
     case OpType::kCreate:
       return ConflictVerdict::kAbort;
+    case OpType::kCreateIndex:
+      // Entries name fragment ids, which are never reused: an index stays
+      // correct whatever committed meanwhile (coverage only shrinks).
+      return ConflictVerdict::kCompatible;
     case OpType::kOverwrite:
     case OpType::kRestore:
       return ConflictVerdict::kCompatible;  // replaces whatever is there

@@ -1,6 +1,7 @@
 #include "dataset/dataset.h"
 
 #include <algorithm>
+#include <map>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -202,98 +203,175 @@ Column NullColumn(const DataType& type, int64_t rows) {
 
 Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
                                                       const ScanSpec& spec) const {
-  std::vector<int> projected;
-  if (spec.columns.empty()) {
-    for (size_t i = 0; i < v.schema.fields.size(); ++i) projected.push_back(static_cast<int>(i));
-  } else {
-    for (const std::string& c : spec.columns) {
-      const int i = v.schema.IndexOf(c);
-      if (i < 0) return Status::InvalidArgument("no column '" + c + "' in the dataset");
-      projected.push_back(i);
-    }
+  for (const std::string& c : spec.columns) {
+    if (v.schema.IndexOf(c) < 0) return Status::InvalidArgument("no column '" + c + "' in the dataset");
   }
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
-  Schema out_schema;
-  for (int i : projected) out_schema.fields.push_back(v.schema.fields[i]);
-  if (spec.with_row_address) out_schema.fields.push_back({kRowAddressColumn, DataType::Int64(), false});
-
+  // An index on a predicate column names the matching rows of the fragments
+  // it covers; the rest (its uncovered tail) is scanned.
+  const IndexMeta* index = nullptr;
+  const Predicate* indexed = nullptr;
+  for (const Predicate& p : spec.where) {
+    if (!spec.use_index || p.op == CompareOp::kIsNull) continue;
+    for (const IndexMeta& m : v.indices) {
+      const int c = v.schema.IndexOf(m.column);
+      if (m.column == p.column && c >= 0 && v.schema.fields[c].type == m.key_type) {
+        index = &m;
+        indexed = &p;
+        break;
+      }
+    }
+    if (index) break;
+  }
+  std::map<uint64_t, std::vector<uint64_t>> hits;  // fragment -> ascending offsets
+  if (index) {
+    IndexLookupStats lookup;
+    const DataType& t = index->key_type;
+    std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> ranges;
+    switch (indexed->op) {
+      case CompareOp::kEq:
+      case CompareOp::kIn:
+        for (const Value& x : indexed->values) {
+          ranges.push_back({EncodeIndexKey(t, x), EncodeIndexKey(t, x)});
+        }
+        break;
+      case CompareOp::kLt:
+      case CompareOp::kLe: ranges.push_back({std::nullopt, EncodeIndexKey(t, indexed->values[0])}); break;
+      case CompareOp::kGt:
+      case CompareOp::kGe: ranges.push_back({EncodeIndexKey(t, indexed->values[0]), std::nullopt}); break;
+      case CompareOp::kIsNull: break;
+    }
+    for (const auto& [lo, hi] : ranges) {
+      ASSIGN_OR_RETURN(std::vector<uint64_t> addrs,
+                       LookupBTreeRange(*store_, Key(index->path), *index, lo, hi, &lookup));
+      for (uint64_t a : addrs) hits[a >> 32].push_back(a & 0xffffffffu);
+    }
+    for (auto& [frag, offsets] : hits) {
+      std::sort(offsets.begin(), offsets.end());
+      offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+    }
+    if (spec.stats) spec.stats->index_pages_read += lookup.pages_read;
+  }
   std::vector<RecordBatch> out;
   int64_t produced = 0;
   for (const Fragment& frag : v.fragments) {
     if (spec.limit && produced >= *spec.limit) break;
-    ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), Key(frag.data_path), frag.data_size));
-    const Schema& fs = reader->schema();
-    if (reader->num_rows() != frag.physical_rows) {
-      return Status::DataLoss("fragment file '" + frag.data_path + "' has " +
-                              std::to_string(reader->num_rows()) + " rows, version says " +
-                              std::to_string(frag.physical_rows));
-    }
-    // A column added after this fragment was written reads as null.
-    FragmentScanOptions fo;
-    fo.with_row_offsets = true;
-    bool skip = false;
-    for (const Predicate& p : spec.where) {
-      if (fs.IndexOf(p.column) >= 0) {
-        fo.predicates.push_back(p);
-      } else if (p.op != CompareOp::kIsNull) {
-        skip = true;  // null never matches
-      }
-    }
-    if (skip) continue;
-    for (int i : projected) {
-      const Field& f = v.schema.fields[i];
-      const int fi = fs.IndexOf(f.name);
-      if (fi < 0) continue;
-      if (!(fs.fields[fi].type == f.type)) {
-        return Status::DataLoss("fragment '" + frag.data_path + "' stores column '" + f.name +
-                                "' as " + fs.fields[fi].type.ToString());
-      }
-      fo.columns.push_back(f.name);
-    }
-    if (fo.columns.empty()) fo.columns.push_back(fs.fields[0].name);
-    DeletionVector dv;
-    if (!frag.deletion_path.empty()) {
-      ASSIGN_OR_RETURN(dv, ReadDeletionFile(*store_, Key(frag.deletion_path)));
-    }
-    ASSIGN_OR_RETURN(std::vector<RecordBatch> parts, reader->Scan(fo));
-    for (RecordBatch& part : parts) {
-      const Column& offsets = part.columns.back();
-      std::vector<int64_t> keep;
-      keep.reserve(part.num_rows());
-      for (int64_t r = 0; r < part.num_rows(); ++r) {
-        if (!dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) keep.push_back(r);
-      }
-      if (spec.limit) {
-        const int64_t room = *spec.limit - produced;
-        if (static_cast<int64_t>(keep.size()) > room) keep.resize(room);
-      }
-      if (keep.empty()) continue;
-      RecordBatch batch;
-      batch.schema = out_schema;
-      const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
-      auto take = [&](const Column& c) {
-        if (all) return c;
-        Column t(c.type());
-        for (int64_t r : keep) t.AppendFrom(c, r, 1);
-        return t;
-      };
-      for (int i : projected) {
-        const int pi = part.schema.IndexOf(v.schema.fields[i].name);
-        batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size())
-                                       : take(part.columns[pi]));
-      }
-      if (spec.with_row_address) {
-        Column addr(DataType::Int64());
-        for (int64_t r : keep) {
-          addr.AppendInt64(static_cast<int64_t>(frag.id << 32) | offsets.GetInt64(r));
-        }
-        batch.columns.push_back(std::move(addr));
-      }
-      produced += static_cast<int64_t>(keep.size());
-      out.push_back(std::move(batch));
+    if (index && index->Covers(frag.id)) {
+      auto it = hits.find(frag.id);
+      if (it == hits.end()) continue;  // the index proves no row matches
+      if (spec.stats) ++spec.stats->fragments_taken;
+      RETURN_NOT_OK(ScanFragment(v, frag, spec, &it->second, &out, &produced));
+    } else {
+      if (spec.stats) ++spec.stats->fragments_scanned;
+      RETURN_NOT_OK(ScanFragment(v, frag, spec, nullptr, &out, &produced));
     }
   }
   return out;
+}
+
+Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
+                             const std::vector<uint64_t>* take, std::vector<RecordBatch>* out,
+                             int64_t* produced) const {
+  std::vector<int> projected;
+  for (size_t i = 0; i < v.schema.fields.size(); ++i) {
+    if (spec.columns.empty()) projected.push_back(static_cast<int>(i));
+  }
+  for (const std::string& c : spec.columns) projected.push_back(v.schema.IndexOf(c));
+  ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), Key(frag.data_path), frag.data_size));
+  const Schema& fs = reader->schema();
+  if (reader->num_rows() != frag.physical_rows) {
+    return Status::DataLoss("fragment file '" + frag.data_path + "' has " +
+                            std::to_string(reader->num_rows()) + " rows, version says " +
+                            std::to_string(frag.physical_rows));
+  }
+  // A column added after this fragment was written reads as null.
+  std::vector<Predicate> file_preds;
+  for (const Predicate& p : spec.where) {
+    if (fs.IndexOf(p.column) >= 0) {
+      file_preds.push_back(p);
+    } else if (p.op != CompareOp::kIsNull) {
+      return Status::OK();  // null never matches
+    }
+  }
+  std::vector<std::string> fetch;
+  auto want = [&](const std::string& name) {
+    if (fs.IndexOf(name) >= 0 && std::find(fetch.begin(), fetch.end(), name) == fetch.end()) {
+      fetch.push_back(name);
+    }
+  };
+  for (int i : projected) {
+    const Field& f = v.schema.fields[i];
+    const int fi = fs.IndexOf(f.name);
+    if (fi >= 0 && !(fs.fields[fi].type == f.type)) {
+      return Status::DataLoss("fragment '" + frag.data_path + "' stores column '" + f.name +
+                              "' as " + fs.fields[fi].type.ToString());
+    }
+    want(f.name);
+  }
+  if (take) {
+    for (const Predicate& p : file_preds) want(p.column);  // filtered here, not in the reader
+  }
+  if (fetch.empty()) fetch.push_back(fs.fields[0].name);
+  DeletionVector dv;
+  if (!frag.deletion_path.empty()) {
+    ASSIGN_OR_RETURN(dv, ReadDeletionFile(*store_, Key(frag.deletion_path)));
+  }
+  std::vector<RecordBatch> parts;
+  if (take) {
+    ASSIGN_OR_RETURN(RecordBatch taken, reader->Take(*take, fetch));
+    parts.push_back(std::move(taken));
+  } else {
+    FragmentScanOptions fo;
+    fo.columns = fetch;
+    fo.predicates = file_preds;
+    fo.with_row_offsets = true;
+    ASSIGN_OR_RETURN(parts, reader->Scan(fo));
+  }
+  Schema out_schema;
+  for (int i : projected) out_schema.fields.push_back(v.schema.fields[i]);
+  if (spec.with_row_address) out_schema.fields.push_back({kRowAddressColumn, DataType::Int64(), false});
+  for (RecordBatch& part : parts) {
+    const Column& offsets = part.columns.back();
+    std::vector<int64_t> keep;
+    keep.reserve(part.num_rows());
+    for (int64_t r = 0; r < part.num_rows(); ++r) {
+      if (dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) continue;
+      bool match = true;
+      if (take) {
+        for (const Predicate& p : file_preds) {
+          match = match && ValueMatches(p, part.columns[part.schema.IndexOf(p.column)].GetValue(r));
+        }
+      }
+      if (match) keep.push_back(r);
+    }
+    if (spec.limit) {
+      const int64_t room = *spec.limit - *produced;
+      if (static_cast<int64_t>(keep.size()) > room) keep.resize(room);
+    }
+    if (keep.empty()) continue;
+    RecordBatch batch;
+    batch.schema = out_schema;
+    const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
+    auto select = [&](const Column& c) {
+      if (all) return c;
+      Column t(c.type());
+      for (int64_t r : keep) t.AppendFrom(c, r, 1);
+      return t;
+    };
+    for (int i : projected) {
+      const int pi = part.schema.IndexOf(v.schema.fields[i].name);
+      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size())
+                                     : select(part.columns[pi]));
+    }
+    if (spec.with_row_address) {
+      Column addr(DataType::Int64());
+      for (int64_t r : keep) addr.AppendInt64(static_cast<int64_t>(frag.id << 32) | offsets.GetInt64(r));
+      batch.columns.push_back(std::move(addr));
+    }
+    *produced += static_cast<int64_t>(keep.size());
+    out->push_back(std::move(batch));
+  }
+  return Status::OK();
 }
 
 }  // namespace loam

@@ -46,11 +46,19 @@ struct CommitOptions {
   std::string app_section;
 };
 
+struct ScanStats {
+  int fragments_scanned = 0;  // read in full (minus pruned row groups)
+  int fragments_taken = 0;    // read only at rows an index named
+  int index_pages_read = 0;
+};
+
 struct ScanSpec {
   std::vector<std::string> columns;  // empty = all
   std::vector<Predicate> where;      // ANDed
   bool with_row_address = false;     // adds int64 "_rowaddr" = fragment id << 32 | row offset
   std::optional<int64_t> limit;
+  bool use_index = true;             // an index on a predicate column narrows covered fragments
+  ScanStats* stats = nullptr;
 };
 
 struct CompactionOptions {
@@ -76,6 +84,7 @@ struct CleanupStats {
   int versions_removed = 0;
   int data_files_removed = 0;
   int deletion_files_removed = 0;
+  int index_files_removed = 0;
   uint64_t bytes_removed = 0;
 };
 
@@ -133,6 +142,14 @@ class Dataset {
   // Adds a nullable column; existing rows read as null.
   Result<Dataset> AddColumn(const Field& field, const CommitOptions& opts = {}) const;
 
+  // --- indices (index_ops.cc) ------------------------------------------------
+  // Builds a B+tree index on `column` covering every current fragment.
+  Result<Dataset> CreateIndex(const std::string& name, const std::string& column,
+                              const CommitOptions& opts = {}) const;
+  // Folds fragments appended since each index was built (its uncovered tail)
+  // into a new index file. Nothing to fold: no commit.
+  Result<Dataset> OptimizeIndices(const CommitOptions& opts = {}) const;
+
   // --- maintenance (maintenance.cc) ------------------------------------------
   // Rewrites small fragments, and fragments with many deleted rows, into
   // fragments of up to target_rows live rows. No candidates: no commit.
@@ -189,6 +206,18 @@ class Dataset {
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
                                                const std::vector<RecordBatch>& batches) const;
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
+  // Live rows of one fragment: all (take == nullptr) or those at `take`.
+  Status ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
+                      const std::vector<uint64_t>* take, std::vector<RecordBatch>* out,
+                      int64_t* produced) const;
+  // Index entries for every live row of `fragments` (index_ops.cc).
+  Result<std::vector<IndexEntry>> CollectIndexEntries(const DatasetVersion& v,
+                                                      const std::vector<Fragment>& fragments,
+                                                      const std::string& column) const;
+  // After a compaction's Apply: `index` with entries of removed fragments
+  // moved to their rows in the new ones (index_ops.cc).
+  Result<IndexMeta> RemapIndex(const DatasetVersion& before, const DatasetVersion& after,
+                               const Transaction& compaction, const IndexMeta& index) const;
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;

@@ -112,6 +112,23 @@ class Model {
       PruneHistoryAfterCleanup();
       ++ops_[what];
       return;
+    } else if (pick < 82) {
+      what = br.ds.state().FindIndex("by_id") ? "optimize_index" : "create_index";
+      r = what == "create_index" ? br.ds.CreateIndex("by_id", "id") : br.ds.OptimizeIndices();
+    } else if (pick < 84) {
+      what = "indexed_lookup";
+      const int64_t id = RandomId(next);
+      ScanSpec spec;
+      spec.where = {rng_() % 2 ? Predicate::Eq("id", id) : Predicate::Le("id", id)};
+      RecordBatch got = br.ds.ReadAll(spec).value();
+      size_t expected = 0;
+      for (const auto& [k, v] : next) expected += (spec.where[0].op == CompareOp::kEq ? k == id : k <= id);
+      ASSERT_EQ(static_cast<size_t>(got.num_rows()), expected) << "lookup of " << id;
+      for (int64_t row = 0; row < got.num_rows(); ++row) {
+        const int64_t k = got.columns[0].GetInt64(row);
+        ASSERT_EQ(next.at(k), got.columns[1].GetBytes(row));
+      }
+      return;
     } else if (pick < 86) {
       what = "time_travel";
       auto it = br.history.begin();

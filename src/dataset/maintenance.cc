@@ -112,6 +112,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       out->insert(f.data_path);
       if (!f.deletion_path.empty()) out->insert(f.deletion_path);
     }
+    for (const IndexMeta& m : v.indices) out->insert(m.path);
   };
   auto reference = [&](const DatasetVersion& v) { files_of(v, &referenced); };
   std::vector<std::string> doomed_versions;
@@ -155,14 +156,17 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
     const std::string rel = o.key.substr(root_prefix.size());
     const bool data = rel.ends_with(".lfrag");
     const bool deletion = rel.ends_with(".ldel");
-    if ((!data && !deletion) || referenced.count(rel)) continue;
+    const bool index = rel.ends_with(".lidx");
+    if ((!data && !deletion && !index) || referenced.count(rel)) continue;
     if (!dereferenced.count(rel) && o.meta.mtime_micros > options.grace_cutoff_micros) continue;
     RETURN_NOT_OK(store_->Delete(o.key));
     stats.bytes_removed += o.meta.size;
     if (data) {
       ++stats.data_files_removed;
-    } else {
+    } else if (deletion) {
       ++stats.deletion_files_removed;
+    } else {
+      ++stats.index_files_removed;
     }
   }
   return stats;

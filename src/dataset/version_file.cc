@@ -85,6 +85,61 @@ Result<std::vector<Fragment>> GetFragments(Decoder& d) {
   return out;
 }
 
+void PutIndices(std::string* out, const std::vector<IndexMeta>& indices) {
+  PutFixed32(out, static_cast<uint32_t>(indices.size()));
+  for (const IndexMeta& m : indices) {
+    PutLengthPrefixed(out, m.name);
+    PutLengthPrefixed(out, m.column);
+    PutFixed8(out, static_cast<uint8_t>(m.key_type.id));
+    PutFixed8(out, m.key_type.precision);
+    PutFixed8(out, m.key_type.scale);
+    PutLengthPrefixed(out, m.path);
+    PutFixed64(out, m.file_size);
+    PutFixed64(out, m.root_offset);
+    PutFixed32(out, m.root_size);
+    PutFixed32(out, m.levels);
+    PutFixed64(out, m.entries);
+    PutFixed32(out, static_cast<uint32_t>(m.fragments.size()));
+    for (uint64_t id : m.fragments) PutFixed64(out, id);
+  }
+}
+
+Result<std::vector<IndexMeta>> GetIndices(Decoder& d) {
+  ASSIGN_OR_RETURN(uint32_t n, d.U32());
+  if (n > d.remaining()) return d.Corrupt("index count too large");
+  std::vector<IndexMeta> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    IndexMeta m;
+    ASSIGN_OR_RETURN(std::string_view name, d.LengthPrefixed());
+    ASSIGN_OR_RETURN(std::string_view column, d.LengthPrefixed());
+    m.name = std::string(name);
+    m.column = std::string(column);
+    ASSIGN_OR_RETURN(uint8_t id, d.U8());
+    ASSIGN_OR_RETURN(m.key_type.precision, d.U8());
+    ASSIGN_OR_RETURN(m.key_type.scale, d.U8());
+    m.key_type.id = static_cast<TypeId>(id);
+    ASSIGN_OR_RETURN(std::string_view path, d.LengthPrefixed());
+    m.path = std::string(path);
+    ASSIGN_OR_RETURN(m.file_size, d.U64());
+    ASSIGN_OR_RETURN(m.root_offset, d.U64());
+    ASSIGN_OR_RETURN(m.root_size, d.U32());
+    ASSIGN_OR_RETURN(m.levels, d.U32());
+    ASSIGN_OR_RETURN(m.entries, d.U64());
+    ASSIGN_OR_RETURN(uint32_t nf, d.U32());
+    if (nf > d.remaining()) return d.Corrupt("coverage too large");
+    for (uint32_t k = 0; k < nf; ++k) {
+      ASSIGN_OR_RETURN(uint64_t f, d.U64());
+      if (!m.fragments.empty() && f <= m.fragments.back()) return d.Corrupt("coverage not ascending");
+      m.fragments.push_back(f);
+    }
+    if (m.levels == 0 || m.root_offset + m.root_size > m.file_size) {
+      return d.Corrupt("index root out of bounds");
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 void PutTransaction(std::string* out, const Transaction& t) {
   PutFixed8(out, static_cast<uint8_t>(t.op));
   PutFixed64(out, t.read_version);
@@ -102,12 +157,13 @@ void PutTransaction(std::string* out, const Transaction& t) {
   PutFixed64(out, t.restore_version);
   PutFixed8(out, t.schema ? 1 : 0);
   if (t.schema) PutSchema(out, *t.schema);
+  PutIndices(out, t.indices);
 }
 
 Result<Transaction> GetTransaction(Decoder& d) {
   Transaction t;
   ASSIGN_OR_RETURN(uint8_t op, d.U8());
-  if (op < 1 || op > static_cast<uint8_t>(OpType::kCompact)) return d.Corrupt("unknown operation");
+  if (op < 1 || op > static_cast<uint8_t>(OpType::kCreateIndex)) return d.Corrupt("unknown operation");
   t.op = static_cast<OpType>(op);
   ASSIGN_OR_RETURN(t.read_version, d.U64());
   ASSIGN_OR_RETURN(std::string_view id, d.LengthPrefixed());
@@ -140,6 +196,7 @@ Result<Transaction> GetTransaction(Decoder& d) {
     ASSIGN_OR_RETURN(Schema s, GetSchema(d));
     t.schema = std::move(s);
   }
+  ASSIGN_OR_RETURN(t.indices, GetIndices(d));
   return t;
 }
 
@@ -155,6 +212,7 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kRestore: return "restore";
     case OpType::kAddColumn: return "add_column";
     case OpType::kCompact: return "compact";
+    case OpType::kCreateIndex: return "create_index";
   }
   return "unknown";
 }
@@ -163,6 +221,13 @@ uint64_t DatasetVersion::live_rows() const {
   uint64_t n = 0;
   for (const Fragment& f : fragments) n += f.live_rows();
   return n;
+}
+
+const IndexMeta* DatasetVersion::FindIndex(std::string_view name) const {
+  for (const IndexMeta& m : indices) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
 }
 
 const Fragment* DatasetVersion::FindFragment(uint64_t id) const {
@@ -181,6 +246,7 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
   PutLengthPrefixed(&body, v.branch.parent);
   PutFixed64(&body, v.branch.parent_version);
   PutTransaction(&body, v.txn);
+  PutIndices(&body, v.indices);
   PutFixed32(&body, static_cast<uint32_t>(v.metadata.size()));
   for (const auto& [k, val] : v.metadata) {
     PutLengthPrefixed(&body, k);
@@ -276,6 +342,7 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
   v.branch.parent = std::string(bparent);
   ASSIGN_OR_RETURN(v.branch.parent_version, d.U64());
   ASSIGN_OR_RETURN(v.txn, GetTransaction(d));
+  ASSIGN_OR_RETURN(v.indices, GetIndices(d));
   ASSIGN_OR_RETURN(uint32_t nmeta, d.U32());
   for (uint32_t i = 0; i < nmeta; ++i) {
     ASSIGN_OR_RETURN(std::string_view k, d.LengthPrefixed());

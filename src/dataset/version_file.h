@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "dataset/btree_index.h"
 #include "dataset/deletion_file.h"
 #include "loam/types.h"
 
@@ -46,6 +47,7 @@ enum class OpType : uint8_t {
   kRestore = 6,
   kAddColumn = 7,
   kCompact = 8,
+  kCreateIndex = 9,
 };
 std::string_view OpTypeName(OpType op);
 
@@ -66,6 +68,7 @@ struct Transaction {
   std::vector<std::string> inserted_keys;  // merge-insert: encoded keys of new rows
   uint64_t restore_version = 0;            // restore
   std::optional<Schema> schema;            // create / overwrite / add column
+  std::vector<IndexMeta> indices;          // create index / compact: indices to (re)place
 
   friend bool operator==(const Transaction&, const Transaction&) = default;
 };
@@ -83,6 +86,7 @@ struct DatasetVersion {
   Schema schema;
   std::vector<Fragment> fragments;
   uint64_t next_fragment_id = 0;
+  std::vector<IndexMeta> indices;
   BranchInfo branch;
   Transaction txn;
   std::string app_section;
@@ -90,6 +94,7 @@ struct DatasetVersion {
 
   uint64_t live_rows() const;
   const Fragment* FindFragment(uint64_t id) const;
+  const IndexMeta* FindIndex(std::string_view name) const;
 };
 
 // What one range request of the first kHeaderReadBytes gives.

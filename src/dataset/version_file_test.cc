@@ -22,6 +22,19 @@ DatasetVersion Sample() {
   v.txn.added = {{0, "tree/b/data/c.lfrag", 2000, 20, "", 0}};
   v.txn.deleted = {{3, DeletionVector({7, 1})}};
   v.txn.inserted_keys = {"k1", std::string("\0\1", 2)};
+  IndexMeta idx;
+  idx.name = "by_id";
+  idx.column = "id";
+  idx.key_type = DataType::Int64();
+  idx.path = "_indices/by_id-x.lidx";
+  idx.file_size = 100;
+  idx.root_offset = 50;
+  idx.root_size = 50;
+  idx.levels = 2;
+  idx.entries = 9;
+  idx.fragments = {3, 4};
+  v.indices = {idx};
+  v.txn.indices = {idx};
   v.app_section = "app";
   v.metadata = {{"k", "v"}};
   return v;
@@ -39,6 +52,7 @@ TEST(VersionFileTest, RoundTrip) {
   EXPECT_EQ(back.branch, v.branch);
   EXPECT_EQ(back.txn, v.txn);
   EXPECT_EQ(back.app_section, "app");
+  EXPECT_EQ(back.indices, v.indices);
   EXPECT_EQ(back.metadata, v.metadata);
   VersionHeader h = DecodeVersionHeader(std::string_view(bytes).substr(0, 80), "t").value();
   EXPECT_EQ(h.version, 42u);

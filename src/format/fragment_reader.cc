@@ -92,16 +92,7 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
 Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions& options,
                                                       FragmentScanStats* stats) {
   const Schema& schema = footer_.schema;
-  std::vector<int> projected;
-  if (options.columns.empty()) {
-    for (size_t i = 0; i < schema.fields.size(); ++i) projected.push_back(static_cast<int>(i));
-  } else {
-    for (const std::string& name : options.columns) {
-      const int i = schema.IndexOf(name);
-      if (i < 0) return Status::InvalidArgument("no column '" + name + "' in '" + key_ + "'");
-      projected.push_back(i);
-    }
-  }
+  ASSIGN_OR_RETURN(std::vector<int> projected, ResolveColumns(options.columns));
   // Columns to fetch: projected ones, then predicate-only ones.
   std::vector<int> fetch = projected;
   std::vector<int> pred_cols;
@@ -172,6 +163,54 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
     group_start += group.rows;
   }
   return result;
+}
+
+Result<std::vector<int>> FragmentReader::ResolveColumns(const std::vector<std::string>& names) const {
+  std::vector<int> out;
+  if (names.empty()) {
+    for (size_t i = 0; i < footer_.schema.fields.size(); ++i) out.push_back(static_cast<int>(i));
+    return out;
+  }
+  for (const std::string& name : names) {
+    const int i = footer_.schema.IndexOf(name);
+    if (i < 0) return Status::InvalidArgument("no column '" + name + "' in '" + key_ + "'");
+    out.push_back(i);
+  }
+  return out;
+}
+
+Result<RecordBatch> FragmentReader::Take(const std::vector<uint64_t>& offsets,
+                                         const std::vector<std::string>& columns,
+                                         FragmentScanStats* stats) {
+  ASSIGN_OR_RETURN(std::vector<int> cols, ResolveColumns(columns));
+  RecordBatch out;
+  for (int c : cols) {
+    out.schema.fields.push_back(footer_.schema.fields[c]);
+    out.columns.emplace_back(footer_.schema.fields[c].type);
+  }
+  out.schema.fields.push_back({kRowOffsetColumn, DataType::Int64(), false});
+  out.columns.emplace_back(DataType::Int64());
+  size_t next = 0;
+  uint64_t group_start = 0;
+  for (size_t g = 0; g < footer_.groups.size() && next < offsets.size(); ++g) {
+    const uint64_t group_end = group_start + footer_.groups[g].rows;
+    if (offsets[next] >= group_end) {
+      group_start = group_end;
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<Column> data, ReadGroupColumns(static_cast<int>(g), cols, stats));
+    for (; next < offsets.size() && offsets[next] < group_end; ++next) {
+      const int64_t r = static_cast<int64_t>(offsets[next] - group_start);
+      for (size_t k = 0; k < cols.size(); ++k) out.columns[k].AppendFrom(data[k], r, 1);
+      out.columns.back().AppendInt64(static_cast<int64_t>(offsets[next]));
+    }
+    group_start = group_end;
+  }
+  if (next < offsets.size()) {
+    return Status::InvalidArgument("row offset " + std::to_string(offsets[next]) +
+                                   " is beyond the end of '" + key_ + "'");
+  }
+  return out;
 }
 
 Result<RecordBatch> FragmentReader::ReadAll(const std::vector<std::string>& columns) {

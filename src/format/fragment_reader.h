@@ -43,6 +43,11 @@ class FragmentReader {
                                         FragmentScanStats* stats = nullptr);
   // All rows of the requested columns as one batch.
   Result<RecordBatch> ReadAll(const std::vector<std::string>& columns = {});
+  // Rows at `offsets` (ascending, within the file) of `columns` (empty =
+  // all), plus the "_rowoffset" column. Reads only the row groups involved.
+  Result<RecordBatch> Take(const std::vector<uint64_t>& offsets,
+                           const std::vector<std::string>& columns,
+                           FragmentScanStats* stats = nullptr);
   // Checks every page checksum and decodes every page.
   Status Verify();
 
@@ -57,6 +62,7 @@ class FragmentReader {
   // one request).
   Result<std::vector<Column>> ReadGroupColumns(int g, const std::vector<int>& cols,
                                                FragmentScanStats* stats);
+  Result<std::vector<int>> ResolveColumns(const std::vector<std::string>& names) const;
   Result<Column> DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
                             std::string_view stored);
 

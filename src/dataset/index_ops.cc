@@ -1,0 +1,166 @@
+// Building, optimising and remapping B+tree indices.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "dataset/dataset.h"
+#include "format/fragment_reader.h"
+
+namespace loam {
+namespace {
+constexpr uint32_t kEntriesPerPage = 256;
+}  // namespace
+
+// Entries for every physical row, deleted or not: deletion vectors are
+// applied at query time, and a restore may bring deleted rows back.
+Result<std::vector<IndexEntry>> Dataset::CollectIndexEntries(
+    const DatasetVersion& v, const std::vector<Fragment>& fragments,
+    const std::string& column) const {
+  const DataType type = v.schema.fields[v.schema.IndexOf(column)].type;
+  std::vector<IndexEntry> entries;
+  for (const Fragment& frag : fragments) {
+    ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), Key(frag.data_path), frag.data_size));
+    if (reader->schema().IndexOf(column) < 0) continue;  // column added later: all null
+    FragmentScanOptions fo;
+    fo.columns = {column};
+    fo.with_row_offsets = true;
+    ASSIGN_OR_RETURN(std::vector<RecordBatch> parts, reader->Scan(fo));
+    for (const RecordBatch& b : parts) {
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        if (b.columns[0].IsNull(r)) continue;  // nulls are not indexed
+        entries.push_back({EncodeIndexKey(type, b.columns[0].GetValue(r)),
+                           (frag.id << 32) | static_cast<uint64_t>(b.columns[1].GetInt64(r))});
+      }
+    }
+  }
+  return entries;
+}
+
+Result<Dataset> Dataset::CreateIndex(const std::string& name, const std::string& column,
+                                     const CommitOptions& opts) const {
+  RETURN_NOT_OK(ValidateRefName("index", name));
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        const int c = base.schema.IndexOf(column);
+        if (c < 0) return Status::InvalidArgument("no column '" + column + "' to index");
+        if (!IsIndexableType(base.schema.fields[c].type)) {
+          return Status::InvalidArgument("column '" + column + "' of type " +
+                                         base.schema.fields[c].type.ToString() +
+                                         " cannot be indexed (integers, dates, timestamps, "
+                                         "strings and binary can)");
+        }
+        ASSIGN_OR_RETURN(std::vector<IndexEntry> entries,
+                         CollectIndexEntries(base, base.fragments, column));
+        IndexMeta meta;
+        meta.name = name;
+        meta.column = column;
+        meta.key_type = base.schema.fields[c].type;
+        meta.path = BranchDir(branch_) + "_indices/" + name + "-" + NewUlidString() + ".lidx";
+        for (const Fragment& f : base.fragments) meta.fragments.push_back(f.id);
+        std::sort(meta.fragments.begin(), meta.fragments.end());
+        RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
+        Transaction t;
+        t.op = OpType::kCreateIndex;
+        t.indices = {std::move(meta)};
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::OptimizeIndices(const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        Transaction t;
+        t.op = OpType::kCreateIndex;
+        for (const IndexMeta& old : base.indices) {
+          std::vector<Fragment> tail;
+          for (const Fragment& f : base.fragments) {
+            if (!old.Covers(f.id)) tail.push_back(f);
+          }
+          if (tail.empty()) continue;
+          const int c = base.schema.IndexOf(old.column);
+          if (c < 0 || !(base.schema.fields[c].type == old.key_type)) continue;  // stale
+          // Old entries of fragments that still exist, plus the tail's.
+          ASSIGN_OR_RETURN(std::vector<IndexEntry> entries,
+                           ReadAllBTreeEntries(*store_, Key(old.path), old));
+          std::erase_if(entries, [&](const IndexEntry& e) {
+            return base.FindFragment(e.row_address >> 32) == nullptr;
+          });
+          ASSIGN_OR_RETURN(std::vector<IndexEntry> more, CollectIndexEntries(base, tail, old.column));
+          entries.insert(entries.end(), more.begin(), more.end());
+          IndexMeta meta = old;
+          meta.path = BranchDir(branch_) + "_indices/" + old.name + "-" + NewUlidString() + ".lidx";
+          meta.fragments.clear();
+          for (const Fragment& f : base.fragments) meta.fragments.push_back(f.id);
+          std::sort(meta.fragments.begin(), meta.fragments.end());
+          RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
+          t.indices.push_back(std::move(meta));
+        }
+        if (t.indices.empty()) return std::optional<Transaction>();
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+// Compaction writes the live rows of the removed fragments, in order, into
+// the added ones; so the k-th live row of the removed fragments is the k-th
+// row of the added fragments.
+Result<IndexMeta> Dataset::RemapIndex(const DatasetVersion& before, const DatasetVersion& after,
+                                      const Transaction& compaction, const IndexMeta& index) const {
+  std::map<uint64_t, uint64_t> moved;  // old address -> new address
+  std::vector<std::pair<uint64_t, uint64_t>> new_slots;  // (fragment id, rows), in order
+  const size_t first_new = after.fragments.size() - compaction.added.size();
+  for (size_t i = first_new; i < after.fragments.size(); ++i) {
+    new_slots.push_back({after.fragments[i].id, after.fragments[i].physical_rows});
+  }
+  size_t slot = 0;
+  uint64_t slot_row = 0;
+  std::map<uint64_t, bool> new_covered;  // new fragment -> all sources covered
+  for (uint64_t old_id : compaction.removed) {
+    const Fragment* f = before.FindFragment(old_id);
+    if (f == nullptr) return Status::Internal("compaction removed an unknown fragment");
+    DeletionVector dv;
+    if (!f->deletion_path.empty()) {
+      ASSIGN_OR_RETURN(dv, ReadDeletionFile(*store_, Key(f->deletion_path)));
+    }
+    for (uint64_t r = 0; r < f->physical_rows; ++r) {
+      if (dv.Contains(static_cast<uint32_t>(r))) continue;
+      while (slot < new_slots.size() && slot_row == new_slots[slot].second) {
+        ++slot;
+        slot_row = 0;
+      }
+      if (slot == new_slots.size()) return Status::Internal("compaction row counts disagree");
+      const uint64_t new_id = new_slots[slot].first;
+      moved[(old_id << 32) | r] = (new_id << 32) | slot_row++;
+      auto [it, fresh] = new_covered.emplace(new_id, true);
+      it->second = it->second && index.Covers(old_id);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, ReadAllBTreeEntries(*store_, Key(index.path), index));
+  std::vector<IndexEntry> remapped;
+  remapped.reserve(entries.size());
+  for (IndexEntry& e : entries) {
+    const uint64_t frag = e.row_address >> 32;
+    if (auto it = moved.find(e.row_address); it != moved.end()) {
+      if (new_covered[it->second >> 32]) remapped.push_back({std::move(e.key), it->second});
+    } else if (after.FindFragment(frag) != nullptr) {
+      remapped.push_back(std::move(e));
+    }
+  }
+  IndexMeta meta = index;
+  meta.path = BranchDir(branch_) + "_indices/" + index.name + "-" + NewUlidString() + ".lidx";
+  meta.fragments.clear();
+  for (uint64_t id : index.fragments) {
+    if (after.FindFragment(id) != nullptr) meta.fragments.push_back(id);
+  }
+  for (const auto& [id, covered] : new_covered) {
+    if (covered) meta.fragments.push_back(id);
+  }
+  std::sort(meta.fragments.begin(), meta.fragments.end());
+  RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(remapped), kEntriesPerPage, &meta));
+  return meta;
+}
+
+}  // namespace loam
