@@ -46,6 +46,8 @@ std::vector<OpCase> Cases() {
       {"restore", "", [=](const Dataset& d) { return s(d.Restore(2)); }},
       {"add_column", "", [=](const Dataset& d) { return s(d.AddColumn({"extra", DataType::Int64()})); }},
       {"branch_merge", "b", [=](const Dataset& d) { return s(d.MergeInsert({"id"}, {People({3, 8}, "b")})); }},
+      {"compact", "", [=](const Dataset& d) { return s(d.Compact({.target_rows = 100})); }},
+      {"create_index", "", [=](const Dataset& d) { return s(d.CreateIndex("by_id", "id")); }},
   };
 }
 
