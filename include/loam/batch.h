@@ -65,6 +65,8 @@ class Column {
   Column Slice(int64_t offset, int64_t count) const;
   // Appends rows [offset, offset + count) of `other` (same type).
   void AppendFrom(const Column& other, int64_t offset, int64_t count);
+  // Appends the rows of `other` at ascending `rows` (runs are copied at once).
+  void AppendRows(const Column& other, const std::vector<int64_t>& rows);
   // Uncompressed size of the buffers.
   int64_t ByteSize() const;
 

@@ -115,7 +115,8 @@ class ObjectStore {
   Result<std::string> Get(std::string_view key);
   // Also returns the object's metadata (etag for a later put-if-match).
   Result<std::string> Get(std::string_view key, ObjectMeta* meta);
-  Result<std::string> GetRange(std::string_view key, uint64_t offset, uint64_t length);
+  // Virtual so a backend can read straight into the result (one copy less).
+  virtual Result<std::string> GetRange(std::string_view key, uint64_t offset, uint64_t length);
   Result<ObjectMeta> Put(std::string_view key, std::string_view data);
   Result<ObjectMeta> PutIfAbsent(std::string_view key, std::string_view data);
   Result<ObjectMeta> PutIfMatch(std::string_view key, std::string_view data,

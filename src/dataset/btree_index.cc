@@ -75,20 +75,31 @@ Result<Page> DecodePage(std::string_view bytes, const std::string& what) {
   return p;
 }
 
-Result<Page> ReadPage(ObjectStore& store, const std::string& key, PageRef ref,
-                      IndexLookupStats* stats) {
+Result<std::shared_ptr<const Page>> ReadPage(ObjectStore& store, const std::string& key,
+                                             PageRef ref, IndexLookupStats* stats,
+                                             LruCache* cache) {
+  const std::string cache_key = "index:" + key + "@" + std::to_string(ref.offset);
+  if (cache) {
+    if (auto hit = cache->Get<Page>(cache_key)) return hit;
+  }
   ASSIGN_OR_RETURN(std::string bytes, store.GetRange(key, ref.offset, ref.size));
   if (bytes.size() != ref.size) return Status::DataLoss("index '" + key + "' is truncated");
   if (stats) ++stats->pages_read;
-  return DecodePage(bytes, "index '" + key + "'");
+  ASSIGN_OR_RETURN(Page page, DecodePage(bytes, "index '" + key + "'"));
+  auto shared = std::make_shared<const Page>(std::move(page));
+  if (cache) cache->Put<Page>(cache_key, shared, ref.size * 2 + 64);
+  return shared;
 }
 
 // Descends from the root to the leftmost leaf that may hold keys >= lo.
-Result<Page> FindLeaf(ObjectStore& store, const std::string& key, const IndexMeta& meta,
-                      const std::optional<std::string>& lo, IndexLookupStats* stats) {
+Result<std::shared_ptr<const Page>> FindLeaf(ObjectStore& store, const std::string& key,
+                                             const IndexMeta& meta,
+                                             const std::optional<std::string>& lo,
+                                             IndexLookupStats* stats, LruCache* cache) {
   PageRef ref{meta.root_offset, meta.root_size};
   for (uint32_t level = meta.levels; level > 1; --level) {
-    ASSIGN_OR_RETURN(Page p, ReadPage(store, key, ref, stats));
+    ASSIGN_OR_RETURN(std::shared_ptr<const Page> page, ReadPage(store, key, ref, stats, cache));
+    const Page& p = *page;
     if (p.kind != kInternal || p.children.empty()) return Status::DataLoss("index '" + key + "': bad internal page");
     size_t child = 0;
     if (lo) {
@@ -99,8 +110,8 @@ Result<Page> FindLeaf(ObjectStore& store, const std::string& key, const IndexMet
     }
     ref = p.children[child];
   }
-  ASSIGN_OR_RETURN(Page leaf, ReadPage(store, key, ref, stats));
-  if (leaf.kind != kLeaf) return Status::DataLoss("index '" + key + "': expected a leaf");
+  ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf, ReadPage(store, key, ref, stats, cache));
+  if (leaf->kind != kLeaf) return Status::DataLoss("index '" + key + "': expected a leaf");
   return leaf;
 }
 
@@ -194,28 +205,32 @@ Result<std::vector<uint64_t>> LookupBTreeRange(ObjectStore& store, const std::st
                                                const IndexMeta& meta,
                                                const std::optional<std::string>& lo,
                                                const std::optional<std::string>& hi,
-                                               IndexLookupStats* stats) {
+                                               IndexLookupStats* stats, LruCache* cache) {
   std::vector<uint64_t> out;
-  ASSIGN_OR_RETURN(Page leaf, FindLeaf(store, key, meta, lo, stats));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf, FindLeaf(store, key, meta, lo, stats, cache));
   while (true) {
-    auto it = lo ? std::lower_bound(leaf.keys.begin(), leaf.keys.end(), *lo) : leaf.keys.begin();
-    for (; it != leaf.keys.end(); ++it) {
+    const auto& keys = leaf->keys;
+    auto it = lo ? std::lower_bound(keys.begin(), keys.end(), *lo) : keys.begin();
+    for (; it != keys.end(); ++it) {
       if (hi && *it > *hi) return out;
-      out.push_back(leaf.row_addresses[it - leaf.keys.begin()]);
+      out.push_back(leaf->row_addresses[it - keys.begin()]);
     }
-    if (leaf.next.size == 0) return out;
-    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf.next, stats));
+    if (leaf->next.size == 0) return out;
+    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf->next, stats, cache));
   }
 }
 
 Result<std::vector<IndexEntry>> ReadAllBTreeEntries(ObjectStore& store, const std::string& key,
                                                     const IndexMeta& meta) {
   std::vector<IndexEntry> out;
-  ASSIGN_OR_RETURN(Page leaf, FindLeaf(store, key, meta, std::nullopt, nullptr));
+  ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf,
+                   FindLeaf(store, key, meta, std::nullopt, nullptr, nullptr));
   while (true) {
-    for (size_t i = 0; i < leaf.keys.size(); ++i) out.push_back({leaf.keys[i], leaf.row_addresses[i]});
-    if (leaf.next.size == 0) return out;
-    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf.next, nullptr));
+    for (size_t i = 0; i < leaf->keys.size(); ++i) {
+      out.push_back({leaf->keys[i], leaf->row_addresses[i]});
+    }
+    if (leaf->next.size == 0) return out;
+    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf->next, nullptr, nullptr));
   }
 }
 

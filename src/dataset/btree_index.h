@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lru_cache.h"
 #include "loam/batch.h"
 #include "loam/object_store.h"
 
@@ -49,7 +50,7 @@ Status WriteBTreeIndex(ObjectStore& store, const std::string& key, std::vector<I
                        uint32_t entries_per_page, IndexMeta* meta);
 
 struct IndexLookupStats {
-  int pages_read = 0;
+  int pages_read = 0;  // fetched from the store (cache hits excluded)
 };
 
 // Row addresses of entries with lo <= key <= hi (either bound may be absent).
@@ -57,7 +58,8 @@ Result<std::vector<uint64_t>> LookupBTreeRange(ObjectStore& store, const std::st
                                                const IndexMeta& meta,
                                                const std::optional<std::string>& lo,
                                                const std::optional<std::string>& hi,
-                                               IndexLookupStats* stats = nullptr);
+                                               IndexLookupStats* stats = nullptr,
+                                               LruCache* cache = nullptr);
 // All entries, in key order (for merging an index with new fragments).
 Result<std::vector<IndexEntry>> ReadAllBTreeEntries(ObjectStore& store, const std::string& key,
                                                     const IndexMeta& meta);

@@ -243,7 +243,8 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
     }
     for (const auto& [lo, hi] : ranges) {
       ASSIGN_OR_RETURN(std::vector<uint64_t> addrs,
-                       LookupBTreeRange(*store_, Key(index->path), *index, lo, hi, &lookup));
+                       LookupBTreeRange(*store_, Key(index->path), *index, lo, hi, &lookup,
+                                        options_->cache.get()));
       for (uint64_t a : addrs) hits[a >> 32].push_back(a & 0xffffffffu);
     }
     for (auto& [frag, offsets] : hits) {
@@ -277,7 +278,9 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     if (spec.columns.empty()) projected.push_back(static_cast<int>(i));
   }
   for (const std::string& c : spec.columns) projected.push_back(v.schema.IndexOf(c));
-  ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), Key(frag.data_path), frag.data_size));
+  LruCache* cache = options_->cache.get();
+  ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenCached(store_.get(), Key(frag.data_path),
+                                                           frag.data_size, cache));
   const Schema& fs = reader->schema();
   if (reader->num_rows() != frag.physical_rows) {
     return Status::DataLoss("fragment file '" + frag.data_path + "' has " +
@@ -312,13 +315,21 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     for (const Predicate& p : file_preds) want(p.column);  // filtered here, not in the reader
   }
   if (fetch.empty()) fetch.push_back(fs.fields[0].name);
-  DeletionVector dv;
+  static const DeletionVector kNoDeletions;
+  std::shared_ptr<const DeletionVector> dv_holder;
   if (!frag.deletion_path.empty()) {
-    ASSIGN_OR_RETURN(dv, ReadDeletionFile(*store_, Key(frag.deletion_path)));
+    const std::string key = Key(frag.deletion_path);
+    if (cache) dv_holder = cache->Get<DeletionVector>("dv:" + key);
+    if (!dv_holder) {
+      ASSIGN_OR_RETURN(DeletionVector loaded, ReadDeletionFile(*store_, key));
+      dv_holder = std::make_shared<const DeletionVector>(std::move(loaded));
+      if (cache) cache->Put<DeletionVector>("dv:" + key, dv_holder, 64 + 4 * dv_holder->size());
+    }
   }
+  const DeletionVector& dv = dv_holder ? *dv_holder : kNoDeletions;
   std::vector<RecordBatch> parts;
   if (take) {
-    ASSIGN_OR_RETURN(RecordBatch taken, reader->Take(*take, fetch));
+    ASSIGN_OR_RETURN(RecordBatch taken, reader->Take(*take, fetch, nullptr, cache));
     parts.push_back(std::move(taken));
   } else {
     FragmentScanOptions fo;
@@ -335,7 +346,7 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     std::vector<int64_t> keep;
     keep.reserve(part.num_rows());
     for (int64_t r = 0; r < part.num_rows(); ++r) {
-      if (dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) continue;
+      if (!dv.empty() && dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) continue;
       bool match = true;
       if (take) {
         for (const Predicate& p : file_preds) {
@@ -352,16 +363,20 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     RecordBatch batch;
     batch.schema = out_schema;
     const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
-    auto select = [&](const Column& c) {
-      if (all) return c;
+    std::vector<bool> moved(part.columns.size(), false);
+    auto select = [&](int pi) {
+      Column& c = part.columns[pi];
+      if (all && !moved[pi]) {  // the common case: hand the decoded column over
+        moved[pi] = true;
+        return std::move(c);
+      }
       Column t(c.type());
-      for (int64_t r : keep) t.AppendFrom(c, r, 1);
+      t.AppendRows(c, keep);
       return t;
     };
     for (int i : projected) {
       const int pi = part.schema.IndexOf(v.schema.fields[i].name);
-      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size())
-                                     : select(part.columns[pi]));
+      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size()) : select(pi));
     }
     if (spec.with_row_address) {
       Column addr(DataType::Int64());

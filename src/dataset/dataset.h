@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/lru_cache.h"
 #include "dataset/version_file.h"
 #include "format/fragment_writer.h"
 #include "loam/batch.h"
@@ -27,6 +28,10 @@ struct DatasetOptions {
   uint64_t max_rows_per_fragment = 1 << 20;
   int max_commit_attempts = 20;
   const Clock* clock = Clock::System();
+  // Decoded fragment footers, pages, deletion vectors and index pages of
+  // immutable files, shared by every snapshot opened with these options.
+  // nullptr: every read goes to the store (what cost tests measure).
+  std::shared_ptr<LruCache> cache;
 };
 
 // Which snapshot to open. At most one of version / as_of / tag.

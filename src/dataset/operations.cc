@@ -58,15 +58,43 @@ std::string DescribeKey(const std::vector<std::string>& names, const RecordBatch
 
 }  // namespace
 
+namespace {
+
+// Streams row ranges of caller-owned batches; whole batches are not copied.
+class RangeStream final : public BatchStream {
+ public:
+  struct Range {
+    const RecordBatch* batch;
+    int64_t offset;
+    int64_t count;
+  };
+  explicit RangeStream(std::vector<Range> ranges) : ranges_(std::move(ranges)) {}
+  Result<std::shared_ptr<const RecordBatch>> Next() override {
+    if (next_ == ranges_.size()) return std::shared_ptr<const RecordBatch>();
+    const Range& r = ranges_[next_++];
+    if (r.offset == 0 && r.count == r.batch->num_rows()) {
+      return std::shared_ptr<const RecordBatch>(std::shared_ptr<void>(), r.batch);
+    }
+    return std::shared_ptr<const RecordBatch>(
+        std::make_shared<RecordBatch>(r.batch->Slice(r.offset, r.count)));
+  }
+
+ private:
+  std::vector<Range> ranges_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
 Result<std::vector<Fragment>> Dataset::WriteFragments(
     const Schema& schema, const std::vector<RecordBatch>& batches) const {
   std::vector<Fragment> out;
-  std::vector<RecordBatch> pending;
+  std::vector<RangeStream::Range> pending;
   uint64_t pending_rows = 0;
   auto flush = [&]() -> Status {
     if (pending_rows == 0) return Status::OK();
     const std::string rel = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";
-    VectorBatchStream stream(&pending);
+    RangeStream stream(std::move(pending));
     ASSIGN_OR_RETURN(FragmentFileInfo info,
                      WriteFragmentFile(*store_, Key(rel), schema, stream, options_->write));
     Fragment f;
@@ -83,7 +111,7 @@ Result<std::vector<Fragment>> Dataset::WriteFragments(
     int64_t offset = 0;
     while (offset < b.num_rows()) {
       const int64_t take = std::min<int64_t>(b.num_rows() - offset, cap - pending_rows);
-      pending.push_back(offset == 0 && take == b.num_rows() ? b : b.Slice(offset, take));
+      pending.push_back({&b, offset, take});
       pending_rows += take;
       offset += take;
       if (pending_rows >= cap) RETURN_NOT_OK(flush());

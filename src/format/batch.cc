@@ -121,6 +121,15 @@ void Column::AppendFrom(const Column& other, int64_t offset, int64_t count) {
   length_ += count;
 }
 
+void Column::AppendRows(const Column& other, const std::vector<int64_t>& rows) {
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    AppendFrom(other, rows[i], static_cast<int64_t>(j - i));
+    i = j;
+  }
+}
+
 Column Column::Slice(int64_t offset, int64_t count) const {
   Column out(type_);
   out.AppendFrom(*this, offset, count);

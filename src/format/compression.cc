@@ -51,7 +51,7 @@ Status Compress(Codec codec, std::string_view raw, int zstd_level, std::string* 
 }
 
 Status Decompress(Codec codec, std::string_view stored, size_t raw_size, std::string* out) {
-  out->resize(raw_size);
+  if (codec != Codec::kNone) out->resize(raw_size);
   switch (codec) {
     case Codec::kNone:
       if (stored.size() != raw_size) return Status::DataLoss("uncompressed page has wrong size");

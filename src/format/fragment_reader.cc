@@ -1,6 +1,8 @@
 #include "format/fragment_reader.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "common/hash.h"
 #include "common/status_macros.h"
@@ -43,8 +45,23 @@ Result<std::unique_ptr<FragmentReader>> FragmentReader::Open(ObjectStore* store,
       new FragmentReader(store, std::move(key), size, std::move(footer)));
 }
 
+Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenCached(ObjectStore* store,
+                                                                   std::string key,
+                                                                   uint64_t file_size,
+                                                                   LruCache* cache) {
+  if (cache == nullptr) return Open(store, std::move(key), file_size);
+  const std::string cache_key = "footer:" + key + "#" + std::to_string(file_size);
+  if (auto footer = cache->Get<FragmentFooter>(cache_key)) {
+    return std::unique_ptr<FragmentReader>(
+        new FragmentReader(store, std::move(key), file_size, std::move(footer)));
+  }
+  ASSIGN_OR_RETURN(auto reader, Open(store, std::move(key), file_size));
+  cache->Put<FragmentFooter>(cache_key, reader->footer_, 4096 + 256 * reader->footer_->groups.size());
+  return reader;
+}
+
 Result<Column> FragmentReader::DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
-                                          std::string_view stored) {
+                                          std::string_view stored) const {
   const std::string where = "page of column '" + field.name + "' in '" + key_ + "'";
   if (Hash64(stored) != page.checksum) return Status::DataLoss(where + ": checksum mismatch");
   std::string raw;
@@ -58,18 +75,20 @@ Result<Column> FragmentReader::DecodePage(const PageEntry& page, const Field& fi
 }
 
 Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::vector<int>& cols,
-                                                             FragmentScanStats* stats) {
-  const RowGroupEntry& group = footer_.groups[g];
-  std::vector<Column> out(cols.size());
+                                                             FragmentScanStats* stats) const {
+  const RowGroupEntry& group = footer_->groups[g];
   // Sort requested pages by offset and coalesce runs that are adjacent on disk.
   std::vector<size_t> order(cols.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return group.pages[cols[a]].offset < group.pages[cols[b]].offset;
   });
+  std::vector<std::string> runs;
+  std::vector<std::string_view> stored(cols.size());
+  uint64_t raw_bytes = 0;
   for (size_t i = 0; i < order.size();) {
     size_t j = i + 1;
-    uint64_t begin = group.pages[cols[order[i]]].offset;
+    const uint64_t begin = group.pages[cols[order[i]]].offset;
     uint64_t end = begin + group.pages[cols[order[i]]].stored_size;
     while (j < order.size() && group.pages[cols[order[j]]].offset == end) {
       end += group.pages[cols[order[j]]].stored_size;
@@ -77,21 +96,66 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
     }
     ASSIGN_OR_RETURN(std::string bytes, store_->GetRange(key_, begin, end - begin));
     if (bytes.size() != end - begin) return Status::DataLoss("'" + key_ + "' is truncated");
+    runs.push_back(std::move(bytes));
     for (size_t k = i; k < j; ++k) {
-      const int c = cols[order[k]];
-      const PageEntry& page = group.pages[c];
-      std::string_view stored = std::string_view(bytes).substr(page.offset - begin, page.stored_size);
-      ASSIGN_OR_RETURN(out[order[k]], DecodePage(page, footer_.schema.fields[c], group.rows, stored));
-      if (stats) ++stats->pages_read;
+      const PageEntry& page = group.pages[cols[order[k]]];
+      stored[order[k]] = std::string_view(runs.back()).substr(page.offset - begin, page.stored_size);
+      raw_bytes += page.raw_size;
     }
     i = j;
+  }
+  // Decode; pages are independent, so large groups use every core.
+  std::vector<Column> out(cols.size());
+  std::vector<Status> results(cols.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < cols.size(); k = next++) {
+      Result<Column> c = DecodePage(group.pages[cols[k]], footer_->schema.fields[cols[k]], group.rows, stored[k]);
+      if (c.ok()) {
+        out[k] = *std::move(c);
+      } else {
+        results[k] = c.status();
+      }
+    }
+  };
+  const size_t threads = raw_bytes < (512u << 10) ? 1 : std::min<size_t>(cols.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+  for (const Status& st : results) RETURN_NOT_OK(st);
+  if (stats) stats->pages_read += static_cast<int>(cols.size());
+  return out;
+}
+
+Result<std::vector<std::shared_ptr<const Column>>> FragmentReader::ReadGroupColumnsCached(
+    int g, const std::vector<int>& cols, FragmentScanStats* stats, LruCache* cache) const {
+  std::vector<std::shared_ptr<const Column>> out(cols.size());
+  std::vector<int> missing;
+  std::vector<size_t> missing_at;
+  auto cache_key = [&](int c) {
+    return "page:" + key_ + "#" + std::to_string(g) + "#" + std::to_string(c);
+  };
+  for (size_t k = 0; k < cols.size(); ++k) {
+    if (cache) out[k] = cache->Get<Column>(cache_key(cols[k]));
+    if (!out[k]) {
+      missing.push_back(cols[k]);
+      missing_at.push_back(k);
+    }
+  }
+  if (missing.empty()) return out;
+  ASSIGN_OR_RETURN(std::vector<Column> decoded, ReadGroupColumns(g, missing, stats));
+  for (size_t m = 0; m < missing.size(); ++m) {
+    auto col = std::make_shared<const Column>(std::move(decoded[m]));
+    if (cache) cache->Put<Column>(cache_key(missing[m]), col, static_cast<uint64_t>(col->ByteSize()) + 64);
+    out[missing_at[m]] = std::move(col);
   }
   return out;
 }
 
 Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions& options,
-                                                      FragmentScanStats* stats) {
-  const Schema& schema = footer_.schema;
+                                                      FragmentScanStats* stats) const {
+  const Schema& schema = footer_->schema;
   ASSIGN_OR_RETURN(std::vector<int> projected, ResolveColumns(options.columns));
   // Columns to fetch: projected ones, then predicate-only ones.
   std::vector<int> fetch = projected;
@@ -111,8 +175,8 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
   FragmentScanStats* st = stats ? stats : &local;
   std::vector<RecordBatch> result;
   uint64_t group_start = 0;
-  for (size_t g = 0; g < footer_.groups.size(); ++g) {
-    const RowGroupEntry& group = footer_.groups[g];
+  for (size_t g = 0; g < footer_->groups.size(); ++g) {
+    const RowGroupEntry& group = footer_->groups[g];
     ++st->groups_total;
     bool may_match = true;
     for (const Predicate& p : options.predicates) {
@@ -130,6 +194,7 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
     ASSIGN_OR_RETURN(std::vector<Column> cols, ReadGroupColumns(static_cast<int>(g), fetch, st));
     // Exact row filter.
     std::vector<int64_t> keep;
+    keep.reserve(group.rows);
     for (int64_t r = 0; r < group.rows; ++r) {
       bool ok = true;
       for (size_t k = 0; k < options.predicates.size() && ok; ++k) {
@@ -150,7 +215,7 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
         continue;
       }
       Column c(cols[k].type());
-      for (int64_t r : keep) c.AppendFrom(cols[k], r, 1);
+      c.AppendRows(cols[k], keep);
       batch.columns.push_back(std::move(c));
     }
     if (options.with_row_offsets) {
@@ -168,11 +233,11 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
 Result<std::vector<int>> FragmentReader::ResolveColumns(const std::vector<std::string>& names) const {
   std::vector<int> out;
   if (names.empty()) {
-    for (size_t i = 0; i < footer_.schema.fields.size(); ++i) out.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < footer_->schema.fields.size(); ++i) out.push_back(static_cast<int>(i));
     return out;
   }
   for (const std::string& name : names) {
-    const int i = footer_.schema.IndexOf(name);
+    const int i = footer_->schema.IndexOf(name);
     if (i < 0) return Status::InvalidArgument("no column '" + name + "' in '" + key_ + "'");
     out.push_back(i);
   }
@@ -181,27 +246,27 @@ Result<std::vector<int>> FragmentReader::ResolveColumns(const std::vector<std::s
 
 Result<RecordBatch> FragmentReader::Take(const std::vector<uint64_t>& offsets,
                                          const std::vector<std::string>& columns,
-                                         FragmentScanStats* stats) {
+                                         FragmentScanStats* stats, LruCache* cache) const {
   ASSIGN_OR_RETURN(std::vector<int> cols, ResolveColumns(columns));
   RecordBatch out;
   for (int c : cols) {
-    out.schema.fields.push_back(footer_.schema.fields[c]);
-    out.columns.emplace_back(footer_.schema.fields[c].type);
+    out.schema.fields.push_back(footer_->schema.fields[c]);
+    out.columns.emplace_back(footer_->schema.fields[c].type);
   }
   out.schema.fields.push_back({kRowOffsetColumn, DataType::Int64(), false});
   out.columns.emplace_back(DataType::Int64());
   size_t next = 0;
   uint64_t group_start = 0;
-  for (size_t g = 0; g < footer_.groups.size() && next < offsets.size(); ++g) {
-    const uint64_t group_end = group_start + footer_.groups[g].rows;
+  for (size_t g = 0; g < footer_->groups.size() && next < offsets.size(); ++g) {
+    const uint64_t group_end = group_start + footer_->groups[g].rows;
     if (offsets[next] >= group_end) {
       group_start = group_end;
       continue;
     }
-    ASSIGN_OR_RETURN(std::vector<Column> data, ReadGroupColumns(static_cast<int>(g), cols, stats));
+    ASSIGN_OR_RETURN(auto data, ReadGroupColumnsCached(static_cast<int>(g), cols, stats, cache));
     for (; next < offsets.size() && offsets[next] < group_end; ++next) {
       const int64_t r = static_cast<int64_t>(offsets[next] - group_start);
-      for (size_t k = 0; k < cols.size(); ++k) out.columns[k].AppendFrom(data[k], r, 1);
+      for (size_t k = 0; k < cols.size(); ++k) out.columns[k].AppendFrom(*data[k], r, 1);
       out.columns.back().AppendInt64(static_cast<int64_t>(offsets[next]));
     }
     group_start = group_end;
@@ -213,23 +278,23 @@ Result<RecordBatch> FragmentReader::Take(const std::vector<uint64_t>& offsets,
   return out;
 }
 
-Result<RecordBatch> FragmentReader::ReadAll(const std::vector<std::string>& columns) {
+Result<RecordBatch> FragmentReader::ReadAll(const std::vector<std::string>& columns) const {
   FragmentScanOptions options;
   options.columns = columns;
   ASSIGN_OR_RETURN(std::vector<RecordBatch> parts, Scan(options));
   Schema schema;
   if (columns.empty()) {
-    schema = footer_.schema;
+    schema = footer_->schema;
   } else {
-    for (const auto& n : columns) schema.fields.push_back(footer_.schema.fields[footer_.schema.IndexOf(n)]);
+    for (const auto& n : columns) schema.fields.push_back(footer_->schema.fields[footer_->schema.IndexOf(n)]);
   }
   return ConcatenateBatches(schema, parts);
 }
 
-Status FragmentReader::Verify() {
+Status FragmentReader::Verify() const {
   std::vector<int> all;
-  for (size_t i = 0; i < footer_.schema.fields.size(); ++i) all.push_back(static_cast<int>(i));
-  for (size_t g = 0; g < footer_.groups.size(); ++g) {
+  for (size_t i = 0; i < footer_->schema.fields.size(); ++i) all.push_back(static_cast<int>(i));
+  for (size_t g = 0; g < footer_->groups.size(); ++g) {
     RETURN_NOT_OK(ReadGroupColumns(static_cast<int>(g), all, nullptr));
   }
   return Status::OK();

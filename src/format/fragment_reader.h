@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/lru_cache.h"
 #include "format/fragment_footer.h"
 #include "loam/batch.h"
 #include "loam/object_store.h"
@@ -32,44 +33,59 @@ class FragmentReader {
   // and the footer fits the speculative read, else a HEAD first).
   static Result<std::unique_ptr<FragmentReader>> Open(ObjectStore* store, std::string key,
                                                       std::optional<uint64_t> file_size = {});
+  // As Open, but with `cache` the decoded footer is looked up there first and
+  // stored after a miss (files are immutable, so a cached footer is valid for
+  // any store holding the file).
+  static Result<std::unique_ptr<FragmentReader>> OpenCached(ObjectStore* store, std::string key,
+                                                            uint64_t file_size, LruCache* cache);
 
-  const Schema& schema() const { return footer_.schema; }
-  uint64_t num_rows() const { return footer_.num_rows; }
-  const FragmentFooter& footer() const { return footer_; }
+  const Schema& schema() const { return footer_->schema; }
+  uint64_t num_rows() const { return footer_->num_rows; }
+  const FragmentFooter& footer() const { return *footer_; }
   uint64_t file_size() const { return file_size_; }
 
   // Matching rows, one batch per surviving row group.
   Result<std::vector<RecordBatch>> Scan(const FragmentScanOptions& options,
-                                        FragmentScanStats* stats = nullptr);
+                                        FragmentScanStats* stats = nullptr) const;
   // All rows of the requested columns as one batch.
-  Result<RecordBatch> ReadAll(const std::vector<std::string>& columns = {});
+  Result<RecordBatch> ReadAll(const std::vector<std::string>& columns = {}) const;
   // Rows at `offsets` (ascending, within the file) of `columns` (empty =
-  // all), plus the "_rowoffset" column. Reads only the row groups involved.
+  // all), plus the "_rowoffset" column. Reads only the row groups involved;
+  // with a cache, decoded pages are kept there for later point reads.
   Result<RecordBatch> Take(const std::vector<uint64_t>& offsets,
                            const std::vector<std::string>& columns,
-                           FragmentScanStats* stats = nullptr);
+                           FragmentScanStats* stats = nullptr, LruCache* cache = nullptr) const;
   // Checks every page checksum and decodes every page.
-  Status Verify();
+  Status Verify() const;
 
   static constexpr const char* kRowOffsetColumn = "_rowoffset";
   static constexpr uint64_t kSpeculativeTailBytes = 64 << 10;
 
  private:
   FragmentReader(ObjectStore* store, std::string key, uint64_t size, FragmentFooter footer)
+      : store_(store),
+        key_(std::move(key)),
+        file_size_(size),
+        footer_(std::make_shared<const FragmentFooter>(std::move(footer))) {}
+  FragmentReader(ObjectStore* store, std::string key, uint64_t size,
+                 std::shared_ptr<const FragmentFooter> footer)
       : store_(store), key_(std::move(key)), file_size_(size), footer_(std::move(footer)) {}
 
   // Fetches and decodes the pages of `cols` in group `g` (adjacent pages in
-  // one request).
+  // one request; large pages decoded in parallel).
   Result<std::vector<Column>> ReadGroupColumns(int g, const std::vector<int>& cols,
-                                               FragmentScanStats* stats);
+                                               FragmentScanStats* stats) const;
+  // As ReadGroupColumns, through `cache`; the columns are shared, read-only.
+  Result<std::vector<std::shared_ptr<const Column>>> ReadGroupColumnsCached(
+      int g, const std::vector<int>& cols, FragmentScanStats* stats, LruCache* cache) const;
   Result<std::vector<int>> ResolveColumns(const std::vector<std::string>& names) const;
   Result<Column> DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
-                            std::string_view stored);
+                            std::string_view stored) const;
 
   ObjectStore* store_;
   std::string key_;
   uint64_t file_size_;
-  FragmentFooter footer_;
+  std::shared_ptr<const FragmentFooter> footer_;
 };
 
 }  // namespace loam

@@ -304,15 +304,16 @@ class GeneratedStream final : public BatchStream {
  public:
   GeneratedStream(Schema schema, int batches, int rows)
       : schema_(std::move(schema)), left_(batches), rows_(rows) {}
-  Result<std::optional<RecordBatch>> Next() override {
-    if (left_-- == 0) return std::optional<RecordBatch>();
-    RecordBatch b(schema_);
+  Result<std::shared_ptr<const RecordBatch>> Next() override {
+    if (left_-- == 0) return std::shared_ptr<const RecordBatch>();
+    auto out = std::make_shared<RecordBatch>(schema_);
+    RecordBatch& b = *out;
     for (int i = 0; i < rows_; ++i) {
       b.columns[0].AppendInt64(next_++);
       b.columns[1].AppendBytes(std::string(48, static_cast<char>('a' + next_ % 26)) +
                                std::to_string(rng_()));
     }
-    return std::optional<RecordBatch>(std::move(b));
+    return std::shared_ptr<const RecordBatch>(std::move(out));
   }
 
  private:

@@ -1,6 +1,8 @@
 #include "format/fragment_writer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <cstring>
 
 #include "common/hash.h"
@@ -8,13 +10,16 @@
 
 namespace loam {
 
-Result<std::optional<RecordBatch>> VectorBatchStream::Next() {
-  if (next_ >= batches_->size()) return std::optional<RecordBatch>();
-  return std::optional<RecordBatch>((*batches_)[next_++]);
+Result<std::shared_ptr<const RecordBatch>> VectorBatchStream::Next() {
+  if (next_ >= batches_->size()) return std::shared_ptr<const RecordBatch>();
+  // Non-owning: the vector outlives the stream.
+  return std::shared_ptr<const RecordBatch>(std::shared_ptr<void>(), &(*batches_)[next_++]);
 }
 
 FragmentEncoder::FragmentEncoder(Schema schema, BatchStream* input, FragmentWriteOptions options)
-    : input_(input), options_(std::move(options)), pending_(schema) {
+    : input_(input),
+      options_(std::move(options)),
+      pending_(std::make_shared<const RecordBatch>(schema)) {
   footer_.schema = std::move(schema);
   footer_.metadata = options_.metadata;
 }
@@ -33,7 +38,7 @@ Result<size_t> FragmentEncoder::Read(char* dst, size_t n) {
 
 // Appends the next input batch to `pending_`, validating it.
 Status FragmentEncoder::PullInput() {
-  ASSIGN_OR_RETURN(std::optional<RecordBatch> batch, input_->Next());
+  ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, input_->Next());
   if (!batch) {
     input_done_ = true;
     return Status::OK();
@@ -47,14 +52,15 @@ Status FragmentEncoder::PullInput() {
   for (size_t c = 0; c < batch->columns.size(); ++c) {
     RETURN_NOT_OK(ValidateColumnValues(footer_.schema.fields[c], batch->columns[c]));
   }
-  const int64_t left = pending_.num_rows() - pending_start_;
+  const int64_t left = pending_->num_rows() - pending_start_;
   if (left == 0) {
-    pending_ = *std::move(batch);
+    pending_ = std::move(batch);
   } else {
-    pending_ = pending_.Slice(pending_start_, left);
+    auto merged = std::make_shared<RecordBatch>(pending_->Slice(pending_start_, left));
     for (size_t c = 0; c < batch->columns.size(); ++c) {
-      pending_.columns[c].AppendFrom(batch->columns[c], 0, batch->num_rows());
+      merged->columns[c].AppendFrom(batch->columns[c], 0, batch->num_rows());
     }
+    pending_ = std::move(merged);
   }
   pending_start_ = 0;
   return Status::OK();
@@ -64,9 +70,9 @@ Status FragmentEncoder::PullInput() {
 Status FragmentEncoder::Refill() {
   while (true) {
     // Rows that fit one group, by the widest column's bytes per row.
-    const int64_t rows = pending_.num_rows() - pending_start_;
+    const int64_t rows = pending_->num_rows() - pending_start_;
     int64_t fit = std::min<int64_t>(rows, options_.max_rows_per_group);
-    for (const Column& c : pending_.columns) {
+    for (const Column& c : pending_->columns) {
       if (rows == 0 || c.ByteSize() == 0) continue;
       const double per_row = static_cast<double>(c.ByteSize()) / c.length();
       fit = std::min<int64_t>(fit, std::max<int64_t>(1, options_.target_page_bytes / per_row));
@@ -82,29 +88,55 @@ Status FragmentEncoder::Refill() {
   return Status::OK();
 }
 
+Status FragmentEncoder::EncodeColumnPage(const Column& column, int64_t offset, int64_t rows,
+                                         std::string* raw, std::string* stored,
+                                         PageEntry* page) const {
+  raw->clear();
+  stored->clear();
+  EncodePagePayload(column, offset, rows, raw);
+  page->raw_size = static_cast<uint32_t>(raw->size());
+  page->codec = options_.codec;
+  RETURN_NOT_OK(Compress(options_.codec, *raw, options_.zstd_level, stored));
+  if (stored->size() >= raw->size() && options_.codec != Codec::kNone) {
+    stored->swap(*raw);  // incompressible: store raw
+    page->codec = Codec::kNone;
+  }
+  page->stored_size = static_cast<uint32_t>(stored->size());
+  page->checksum = Hash64(*stored);
+  page->stats = ComputePageStats(column, offset, rows);
+  return Status::OK();
+}
+
+// Encodes the next `rows` pending rows as one row group, its columns in
+// parallel (pages are independent), then lays them out in column order.
 Status FragmentEncoder::FlushGroup(int64_t rows) {
+  const size_t ncols = pending_->columns.size();
+  raw_.resize(ncols);
+  stored_.resize(ncols);
+  std::vector<PageEntry> pages(ncols);
+  std::vector<Status> results(ncols);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t c = next++; c < ncols; c = next++) {
+      results[c] = EncodeColumnPage(pending_->columns[c], pending_start_, rows, &raw_[c],
+                                    &stored_[c], &pages[c]);
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(ncols, options_.encode_threads > 0
+                                                     ? static_cast<size_t>(options_.encode_threads)
+                                                     : hw);
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
   RowGroupEntry group;
   group.rows = static_cast<uint32_t>(rows);
-  std::string raw;
-  for (const Column& whole : pending_.columns) {
-    Column col = whole.Slice(pending_start_, rows);
-    raw.clear();
-    EncodePagePayload(col, &raw);
-    PageEntry page;
-    page.offset = offset_ + out_.size();
-    page.raw_size = static_cast<uint32_t>(raw.size());
-    page.codec = options_.codec;
-    const size_t start = out_.size();
-    RETURN_NOT_OK(Compress(options_.codec, raw, options_.zstd_level, &out_));
-    if (out_.size() - start >= raw.size() && options_.codec != Codec::kNone) {
-      out_.resize(start);  // incompressible: store raw
-      out_ += raw;
-      page.codec = Codec::kNone;
-    }
-    page.stored_size = static_cast<uint32_t>(out_.size() - start);
-    page.checksum = Hash64(std::string_view(out_).substr(start));
-    page.stats = ComputePageStats(col);
-    group.pages.push_back(std::move(page));
+  for (size_t c = 0; c < ncols; ++c) {
+    RETURN_NOT_OK(results[c]);
+    pages[c].offset = offset_ + out_.size();
+    out_ += stored_[c];
+    group.pages.push_back(std::move(pages[c]));
   }
   pending_start_ += rows;
   footer_.num_rows += rows;

@@ -19,18 +19,20 @@
 
 namespace loam {
 
-// A source of batches of one schema; nullopt at the end.
+// A source of batches of one schema; nullptr at the end. A batch stays valid
+// while the caller holds the pointer.
 class BatchStream {
  public:
   virtual ~BatchStream() = default;
-  virtual Result<std::optional<RecordBatch>> Next() = 0;
+  virtual Result<std::shared_ptr<const RecordBatch>> Next() = 0;
 };
 
-// Streams batches held elsewhere (which must outlive the stream).
+// Streams batches held elsewhere (which must outlive the stream), without
+// copying them.
 class VectorBatchStream final : public BatchStream {
  public:
   explicit VectorBatchStream(const std::vector<RecordBatch>* batches) : batches_(batches) {}
-  Result<std::optional<RecordBatch>> Next() override;
+  Result<std::shared_ptr<const RecordBatch>> Next() override;
 
  private:
   const std::vector<RecordBatch>* batches_;
@@ -43,6 +45,8 @@ struct FragmentWriteOptions {
   // A row group closes when one of its column pages reaches this many bytes.
   size_t target_page_bytes = 1 << 20;
   uint32_t max_rows_per_group = 1 << 20;
+  // Threads encoding the columns of a row group (0 = one per core).
+  int encode_threads = 0;
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 
@@ -61,14 +65,24 @@ class FragmentEncoder final : public ByteSource {
   Status PullInput();
   Status FlushGroup(int64_t rows);
 
+  // Compressed bytes of one column's page of the next group.
+  Status EncodeColumnPage(const Column& column, int64_t offset, int64_t rows, std::string* raw,
+                          std::string* stored, PageEntry* page) const;
+
   FragmentFooter footer_;
   BatchStream* input_;
   FragmentWriteOptions options_;
-  RecordBatch pending_;        // rows [pending_start_, end) are not yet encoded
+  // Rows [pending_start_, end) of pending_ are not yet encoded. pending_ is
+  // the input batch itself when possible; leftovers of small batches are
+  // concatenated with the next one.
+  std::shared_ptr<const RecordBatch> pending_;
   int64_t pending_start_ = 0;
   bool input_done_ = false;
   bool finished_ = false;
   std::string out_;            // encoded bytes not yet handed out
+  // Per-column scratch buffers, reused across groups (fresh large buffers
+  // cost a page fault per 4 KiB).
+  std::vector<std::string> raw_, stored_;
   size_t out_pos_ = 0;
   uint64_t offset_ = 0;        // bytes produced so far, including all of out_
 };

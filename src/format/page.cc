@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "common/coding.h"
 #include "common/status_macros.h"
@@ -40,43 +42,111 @@ Int128 Negate(Int128 v) {
 
 }  // namespace
 
-PageStats ComputePageStats(const Column& column) {
-  PageStats s;
-  s.null_count = column.null_count();
-  const TypeId id = column.type().id;
-  if (id == TypeId::kJson) return s;
-  for (int64_t i = 0; i < column.length(); ++i) {
-    if (column.IsNull(i)) continue;
-    Value v = column.GetValue(i);
-    if (id == TypeId::kFloat64 && std::isnan(std::get<double>(v))) continue;
-    if (std::holds_alternative<std::monostate>(s.min) || CompareValues(v, s.min).value_or(0) < 0) s.min = v;
-    if (std::holds_alternative<std::monostate>(s.max) || CompareValues(v, s.max).value_or(0) > 0) s.max = v;
+namespace {
+
+template <typename T>
+void MinMaxFixed(const Column& c, int64_t offset, int64_t count, PageStats* s) {
+  bool any = false;
+  T lo{}, hi{};
+  const auto* data = c.data().data();
+  for (int64_t i = offset; i < offset + count; ++i) {
+    if (c.IsNull(i)) continue;
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(v)) continue;
+    }
+    if (!any) {
+      lo = hi = v;
+      any = true;
+    } else {
+      if (v < lo) lo = v;
+      if (hi < v) hi = v;
+    }
   }
-  if (id == TypeId::kString || id == TypeId::kBinary) {
-    auto too_long = [](const Value& v) {
-      return std::holds_alternative<std::string>(v) &&
-             std::get<std::string>(v).size() > PageStats::kMaxStatBytes;
-    };
-    if (too_long(s.min) || too_long(s.max)) s.min = s.max = std::monostate{};
+  if (!any) return;
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    s->min = lo != 0;
+    s->max = hi != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    s->min = static_cast<int64_t>(lo);
+    s->max = static_cast<int64_t>(hi);
+  } else {
+    s->min = lo;
+    s->max = hi;
+  }
+}
+
+void MinMaxBytes(const Column& c, int64_t offset, int64_t count, PageStats* s) {
+  bool any = false;
+  std::string_view lo, hi;
+  for (int64_t i = offset; i < offset + count; ++i) {
+    if (c.IsNull(i)) continue;
+    const std::string_view v = c.GetBytes(i);
+    if (!any) {
+      lo = hi = v;
+      any = true;
+    } else {
+      if (v < lo) lo = v;
+      if (hi < v) hi = v;
+    }
+  }
+  if (!any || lo.size() > PageStats::kMaxStatBytes || hi.size() > PageStats::kMaxStatBytes) return;
+  s->min = std::string(lo);
+  s->max = std::string(hi);
+}
+
+int64_t CountNulls(const Column& c, int64_t offset, int64_t count) {
+  if (c.null_count() == 0) return 0;
+  int64_t n = 0;
+  for (int64_t i = offset; i < offset + count; ++i) n += c.IsNull(i) ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+PageStats ComputePageStats(const Column& column, int64_t offset, int64_t count) {
+  PageStats s;
+  s.null_count = CountNulls(column, offset, count);
+  switch (column.type().id) {
+    case TypeId::kBool: MinMaxFixed<uint8_t>(column, offset, count, &s); break;
+    case TypeId::kInt32:
+    case TypeId::kDate: MinMaxFixed<int32_t>(column, offset, count, &s); break;
+    case TypeId::kInt64:
+    case TypeId::kTimestamp: MinMaxFixed<int64_t>(column, offset, count, &s); break;
+    case TypeId::kFloat64: MinMaxFixed<double>(column, offset, count, &s); break;
+    case TypeId::kDecimal: MinMaxFixed<Int128>(column, offset, count, &s); break;
+    case TypeId::kString:
+    case TypeId::kBinary: MinMaxBytes(column, offset, count, &s); break;
+    case TypeId::kJson: break;
   }
   return s;
 }
 
-void EncodePagePayload(const Column& column, std::string* out) {
-  const int64_t rows = column.length();
+void EncodePagePayload(const Column& column, int64_t offset, int64_t rows, std::string* out) {
+  const int64_t nulls = CountNulls(column, offset, rows);
   PutFixed32(out, static_cast<uint32_t>(rows));
-  PutFixed32(out, static_cast<uint32_t>(column.null_count()));
-  if (column.null_count() > 0) PutBitmap(out, rows, [&](int64_t i) { return !column.IsNull(i); });
+  PutFixed32(out, static_cast<uint32_t>(nulls));
+  if (nulls > 0) {
+    PutBitmap(out, rows, [&](int64_t i) { return !column.IsNull(offset + i); });
+  }
   const auto& data = column.data();
   if (column.type().id == TypeId::kBool) {
-    PutBitmap(out, rows, [&](int64_t i) { return data[i] != 0; });
+    PutBitmap(out, rows, [&](int64_t i) { return data[offset + i] != 0; });
   } else if (column.type().IsVariableWidth()) {
     const auto& offsets = column.offsets();
-    const uint64_t base = offsets[0];
-    for (int64_t i = 0; i <= rows; ++i) PutFixed32(out, static_cast<uint32_t>(offsets[i] - base));
-    out->append(reinterpret_cast<const char*>(data.data()) + base, offsets[rows] - base);
+    const uint64_t base = offsets[offset];
+    const size_t at = out->size();
+    out->resize(at + 4 * (rows + 1));
+    char* p = out->data() + at;
+    for (int64_t i = 0; i <= rows; ++i) {
+      const uint32_t v = static_cast<uint32_t>(offsets[offset + i] - base);
+      for (int b = 0; b < 4; ++b) p[4 * i + b] = static_cast<char>(v >> (8 * b));
+    }
+    out->append(reinterpret_cast<const char*>(data.data()) + base, offsets[offset + rows] - base);
   } else {
-    out->append(reinterpret_cast<const char*>(data.data()), data.size());
+    const int w = column.type().FixedWidth();
+    out->append(reinterpret_cast<const char*>(data.data()) + offset * w, rows * w);
   }
 }
 

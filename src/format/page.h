@@ -19,10 +19,12 @@ struct PageStats {
   int64_t null_count = 0;
 };
 
-PageStats ComputePageStats(const Column& column);
+// Statistics of rows [offset, offset + count) of `column`.
+PageStats ComputePageStats(const Column& column, int64_t offset, int64_t count);
 
-// Serialises `column` rows into the raw (uncompressed) page payload.
-void EncodePagePayload(const Column& column, std::string* out);
+// Serialises rows [offset, offset + count) of `column` into the raw
+// (uncompressed) page payload.
+void EncodePagePayload(const Column& column, int64_t offset, int64_t count, std::string* out);
 // Parses a raw payload of `rows` values of `type`; malformed bytes are DataLoss.
 Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string_view payload);
 

@@ -216,6 +216,39 @@ Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<By
   return meta;
 }
 
+Result<std::string> LocalObjectStore::GetRange(std::string_view key, uint64_t offset,
+                                               uint64_t length) {
+  RETURN_NOT_OK(ValidateObjectKey(key));
+  const std::string path = PathOf(key);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
+    return ErrnoStatus("open", path, errno);
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("fstat", path, errno);
+  if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) {
+    return Status::InvalidArgument("range offset " + std::to_string(offset) +
+                                   " is beyond the end of '" + std::string(key) + "' (size " +
+                                   std::to_string(size) + ")");
+  }
+  std::string out(std::min(length, size - offset), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd.get(), out.data() + done, out.size() - done,
+                              static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus("read", path, errno);
+    }
+    if (n == 0) return Status::Unavailable("unexpected end of file '" + path + "'");
+    done += static_cast<size_t>(n);
+  }
+  return out;
+}
+
 Result<ObjectMeta> LocalObjectStore::Head(std::string_view key) {
   RETURN_NOT_OK(ValidateObjectKey(key));
   const std::string path = PathOf(key);

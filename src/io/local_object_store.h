@@ -33,6 +33,7 @@ class LocalObjectStore final : public ObjectStore {
   Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
                           ByteSink& sink) override;
   Result<ObjectMeta> Head(std::string_view key) override;
+  Result<std::string> GetRange(std::string_view key, uint64_t offset, uint64_t length) override;
   Result<ObjectMeta> Write(std::string_view key, ByteSource& source,
                            const PutOptions& options) override;
   Result<ListPage> List(std::string_view prefix, std::string_view start_after,
