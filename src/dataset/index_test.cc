@@ -136,3 +136,27 @@ TEST_F(IndexTest, CorruptIndexIsDataLossNotWrongAnswers) {
 
 }  // namespace
 }  // namespace loam
+
+namespace loam {
+namespace {
+
+TEST(ReadCacheTest, CachedReadsEqualUncachedAndHitTheCache) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  Dataset ds = Dataset::Create(store, "t", PeopleSchema()).value();
+  for (int i = 0; i < 3; ++i) ds = ds.Append({People(Range(i * 100, i * 100 + 100))}).value();
+  ds = ds.Delete({Predicate::Eq("id", int64_t{5})}).value().CreateIndex("by_id", "id").value();
+  DatasetOptions cached_opts;
+  cached_opts.cache = std::make_shared<LruCache>(64 << 20);
+  Dataset cached = Dataset::Open(store, "t", {}, cached_opts).value();
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t id : {int64_t{5}, int64_t{6}, int64_t{150}, int64_t{299}, int64_t{1000}}) {
+      EXPECT_EQ(Rows(cached, {Predicate::Eq("id", id)}, true), Rows(ds, {Predicate::Eq("id", id)}, false));
+    }
+    EXPECT_EQ(Contents(cached), Contents(ds));
+  }
+  EXPECT_GT(cached_opts.cache->hits(), 0u);
+  EXPECT_GT(cached_opts.cache->charge(), 0u);
+}
+
+}  // namespace
+}  // namespace loam
