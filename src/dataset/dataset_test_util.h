@@ -25,6 +25,13 @@ inline RecordBatch People(const std::vector<int64_t>& ids, const std::string& ta
   return b;
 }
 
+// lo, lo + 1, ..., hi - 1.
+inline std::vector<int64_t> Range(int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  for (int64_t i = lo; i < hi; ++i) v.push_back(i);
+  return v;
+}
+
 // id -> name for every live row; fails the test on a duplicate id.
 inline std::map<int64_t, std::string> Contents(const Dataset& ds) {
   std::map<int64_t, std::string> out;

@@ -10,12 +10,7 @@ namespace {
 using testing::Contents;
 using testing::People;
 using testing::PeopleSchema;
-
-std::vector<int64_t> Range(int64_t lo, int64_t hi) {
-  std::vector<int64_t> v;
-  for (int64_t i = lo; i < hi; ++i) v.push_back(i);
-  return v;
-}
+using testing::Range;
 
 // id -> name of the rows a scan returns; fails on duplicates.
 std::map<int64_t, std::string> Rows(const Dataset& ds, std::vector<Predicate> where, bool use_index,

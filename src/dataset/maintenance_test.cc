@@ -10,12 +10,7 @@ namespace {
 using testing::Contents;
 using testing::People;
 using testing::PeopleSchema;
-
-std::vector<int64_t> Range(int64_t lo, int64_t hi) {
-  std::vector<int64_t> v;
-  for (int64_t i = lo; i < hi; ++i) v.push_back(i);
-  return v;
-}
+using testing::Range;
 
 class MaintenanceTest : public ::testing::Test {
  protected:

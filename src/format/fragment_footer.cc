@@ -3,6 +3,7 @@
 #include "common/coding.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "format/schema_codec.h"
 
 namespace loam {
 namespace {
@@ -61,14 +62,7 @@ void EncodeTrailerPrefix(uint64_t footer_offset, uint32_t footer_size, std::stri
 
 std::string EncodeFooterAndTrailer(const FragmentFooter& f, uint64_t footer_offset) {
   std::string out;
-  PutFixed32(&out, static_cast<uint32_t>(f.schema.fields.size()));
-  for (const Field& field : f.schema.fields) {
-    PutLengthPrefixed(&out, field.name);
-    PutFixed8(&out, static_cast<uint8_t>(field.type.id));
-    PutFixed8(&out, field.type.precision);
-    PutFixed8(&out, field.type.scale);
-    PutFixed8(&out, field.nullable ? 1 : 0);
-  }
+  PutSchema(&out, f.schema);
   PutFixed64(&out, f.num_rows);
   PutFixed32(&out, static_cast<uint32_t>(f.groups.size()));
   for (const RowGroupEntry& g : f.groups) {
@@ -125,22 +119,8 @@ Result<FragmentFooter> DecodeFooter(std::string_view footer, std::string_view tr
   }
   Decoder d(footer, what);
   FragmentFooter f;
-  ASSIGN_OR_RETURN(uint32_t ncols, d.U32());
-  if (ncols > d.remaining()) return d.Corrupt("column count too large");
-  for (uint32_t i = 0; i < ncols; ++i) {
-    Field field;
-    ASSIGN_OR_RETURN(std::string_view name, d.LengthPrefixed());
-    field.name = std::string(name);
-    ASSIGN_OR_RETURN(uint8_t id, d.U8());
-    ASSIGN_OR_RETURN(field.type.precision, d.U8());
-    ASSIGN_OR_RETURN(field.type.scale, d.U8());
-    ASSIGN_OR_RETURN(uint8_t nullable, d.U8());
-    field.type.id = static_cast<TypeId>(id);
-    if (nullable > 1) return d.Corrupt("bad nullable flag");
-    field.nullable = nullable == 1;
-    f.schema.fields.push_back(std::move(field));
-  }
-  if (Status s = f.schema.Validate(); !s.ok()) return d.Corrupt(s.message());
+  ASSIGN_OR_RETURN(f.schema, GetSchema(d));
+  const uint32_t ncols = static_cast<uint32_t>(f.schema.fields.size());
   ASSIGN_OR_RETURN(f.num_rows, d.U64());
   ASSIGN_OR_RETURN(uint32_t ngroups, d.U32());
   if (ngroups > d.remaining()) return d.Corrupt("row group count too large");

@@ -323,19 +323,12 @@ class GeneratedStream final : public BatchStream {
   std::mt19937_64 rng_{1};
 };
 
-int64_t PeakRssKib() {
+// A "Vm...:" field of /proc/self/status, in KiB.
+int64_t StatusKib(const std::string& field) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-int64_t RssKib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(field.size()));
   }
   return -1;
 }
@@ -348,10 +341,10 @@ TEST(FragmentStreamingTest, LargeFragmentWritesWithBoundedMemory) {
   Schema schema{{{"id", DataType::Int64(), false}, {"payload", DataType::String()}}};
   GeneratedStream stream(schema, /*batches=*/40, /*rows=*/32768);  // about 90 MB of column data
   std::ofstream("/proc/self/clear_refs") << "5";
-  const int64_t base = RssKib();
+  const int64_t base = StatusKib("VmRSS:");
   auto info = WriteFragmentFile(*store, "big.lfrag", schema, stream);
   ASSERT_TRUE(info.ok()) << info.status();
-  const int64_t growth_mib = (PeakRssKib() - base) / 1024;
+  const int64_t growth_mib = (StatusKib("VmHWM:") - base) / 1024;
   EXPECT_EQ(info->num_rows, 40u * 32768u);
   auto reader = FragmentReader::Open(store.get(), "big.lfrag", info->size).value();
   FragmentScanOptions point;
@@ -365,7 +358,7 @@ TEST(FragmentStreamingTest, LargeFragmentWritesWithBoundedMemory) {
               static_cast<unsigned long long>(info->num_rows),
               static_cast<unsigned long long>(info->size), static_cast<long long>(growth_mib));
 #ifdef LOAM_SANITIZER_BUILD
-  EXPECT_LT(growth_mib, 128);
+  EXPECT_LT(growth_mib, 384);  // plus ASan's 256 MiB quarantine of freed batches
 #else
   EXPECT_LT(growth_mib, 32);  // one input batch (~2.5 MB) plus one row group, never the file
 #endif

@@ -15,6 +15,7 @@
 
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "io/object_store_util.h"
 
 namespace loam {
 namespace {
@@ -177,26 +178,37 @@ Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
   return Status::OK();
 }
 
-Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<ByteRange> range,
-                                          ByteSink& sink) {
+// Opens `key` for reading; NotFound unless it is a regular file.
+Result<int> LocalObjectStore::OpenForRead(std::string_view key, struct stat* st) const {
   RETURN_NOT_OK(ValidateObjectKey(key));
   const std::string path = PathOf(key);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return NoSuchObject(key);
     return ErrnoStatus("open", path, errno);
   }
+  if (::fstat(fd, st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus("fstat", path, err);
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    return NoSuchObject(key);
+  }
+  return fd;
+}
+
+Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<ByteRange> range,
+                                          ByteSink& sink) {
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("fstat", path, errno);
-  if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
+  ASSIGN_OR_RETURN(int raw_fd, OpenForRead(key, &st));
+  Fd fd(raw_fd);
+  const std::string path = PathOf(key);
   ObjectMeta meta = MetaOf(st);
   uint64_t offset = 0, remaining = meta.size;
   if (range) {
-    if (range->offset > meta.size) {
-      return Status::InvalidArgument("range offset " + std::to_string(range->offset) +
-                                     " is beyond the end of '" + std::string(key) + "' (size " +
-                                     std::to_string(meta.size) + ")");
-    }
+    RETURN_NOT_OK(CheckRangeStart(key, range->offset, meta.size));
     offset = range->offset;
     remaining = std::min(range->length, meta.size - offset);
   }
@@ -218,22 +230,12 @@ Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<By
 
 Result<std::string> LocalObjectStore::GetRange(std::string_view key, uint64_t offset,
                                                uint64_t length) {
-  RETURN_NOT_OK(ValidateObjectKey(key));
-  const std::string path = PathOf(key);
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
-    return ErrnoStatus("open", path, errno);
-  }
   struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("fstat", path, errno);
-  if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
+  ASSIGN_OR_RETURN(int raw_fd, OpenForRead(key, &st));
+  Fd fd(raw_fd);
+  const std::string path = PathOf(key);
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (offset > size) {
-    return Status::InvalidArgument("range offset " + std::to_string(offset) +
-                                   " is beyond the end of '" + std::string(key) + "' (size " +
-                                   std::to_string(size) + ")");
-  }
+  RETURN_NOT_OK(CheckRangeStart(key, offset, size));
   std::string out(std::min(length, size - offset), '\0');
   size_t done = 0;
   while (done < out.size()) {

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <memory>
+#include <sys/stat.h>
+
 #include <string>
 
 #include "loam/object_store.h"
@@ -48,6 +50,7 @@ class LocalObjectStore final : public ObjectStore {
 
   std::string PathOf(std::string_view key) const { return root_ + "/" + std::string(key); }
   std::string LockPathFor(std::string_view key) const;
+  Result<int> OpenForRead(std::string_view key, struct stat* st) const;
   // Creates the directories of `key`'s parent path, fsyncing each new entry.
   Status MakeParentDirs(std::string_view key) const;
   Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/status_macros.h"
+#include "io/object_store_util.h"
 
 namespace loam {
 
@@ -31,11 +32,7 @@ Result<ObjectMeta> MemoryObjectStore::Read(std::string_view key, std::optional<B
   }
   std::string_view bytes = *obj.data;
   if (range) {
-    if (range->offset > bytes.size()) {
-      return Status::InvalidArgument("range offset " + std::to_string(range->offset) +
-                                     " is beyond the end of '" + std::string(key) + "' (size " +
-                                     std::to_string(bytes.size()) + ")");
-    }
+    RETURN_NOT_OK(CheckRangeStart(key, range->offset, bytes.size()));
     bytes = bytes.substr(range->offset, range->length);
   }
   constexpr size_t kChunk = 1 << 20;
