@@ -133,6 +133,11 @@ class Dataset {
   // Deletes rows matching every predicate. No match: returns the latest
   // snapshot without committing.
   Result<Dataset> Delete(const std::vector<Predicate>& where, const CommitOptions& opts = {}) const;
+  // Deletes the rows at these row addresses (as returned in "_rowaddr").
+  // An address outside the snapshot's fragments is InvalidArgument; rows
+  // already deleted are ignored.
+  Result<Dataset> DeleteRows(const std::vector<int64_t>& row_addresses,
+                             const CommitOptions& opts = {}) const;
   // Upsert on `keys`: source rows whose key matches a live row replace it;
   // the others are inserted. Duplicate keys in the source are InvalidArgument.
   Result<Dataset> MergeInsert(const std::vector<std::string>& keys,

@@ -48,6 +48,12 @@ std::vector<OpCase> Cases() {
       {"branch_merge", "b", [=](const Dataset& d) { return s(d.MergeInsert({"id"}, {People({3, 8}, "b")})); }},
       {"compact", "", [=](const Dataset& d) { return s(d.Compact({.target_rows = 100})); }},
       {"create_index", "", [=](const Dataset& d) { return s(d.CreateIndex("by_id", "id")); }},
+      {"cleanup", "", [=](const Dataset& d) {
+         CleanupOptions o;
+         o.older_than_micros = Clock::System()->NowMicros() + 1;
+         o.grace_cutoff_micros = o.older_than_micros;
+         return d.Cleanup(o).status();
+       }},
   };
 }
 

@@ -99,6 +99,36 @@ TEST_F(DatasetTest, DeleteUsesDeletionVectorsAndDropsEmptyFragments) {
   EXPECT_EQ(Contents(Reopen()), Contents(d2));
 }
 
+TEST_F(DatasetTest, DeleteRowsByAddress) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value();
+  ScanSpec spec;
+  spec.where = {Predicate::Ge("id", int64_t{2})};
+  spec.with_row_address = true;
+  RecordBatch hits = ds.ReadAll(spec).value();
+  std::vector<int64_t> addrs;
+  for (int64_t r = 0; r < hits.num_rows(); ++r) addrs.push_back(hits.columns.back().GetInt64(r));
+  Dataset d = ds.DeleteRows(addrs).value();
+  EXPECT_EQ(Contents(d), (std::map<int64_t, std::string>{{1, "name-1-v1"}}));
+  // Already deleted: nothing to commit.
+  EXPECT_EQ(d.DeleteRows(addrs).value().version(), d.version());
+  Status s = d.DeleteRows({int64_t{77} << 32}).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_EQ(Reopen().version(), d.version());
+}
+
+TEST_F(DatasetTest, CorruptDeletionFileIsDataLoss) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value().Delete({Predicate::Eq("id", int64_t{2})}).value();
+  const std::string key = "tables/people/" + ds.state().fragments[0].deletion_path;
+  std::string bytes = store_->Get(key).value();
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x10);
+    ASSERT_TRUE(store_->Put(key, bad).ok());
+    Status s = ds.ReadAll().status();
+    ASSERT_TRUE(s.IsDataLoss()) << "byte " << i << ": " << s;
+  }
+}
+
 TEST_F(DatasetTest, MergeInsertUpdatesAndInserts) {
   Dataset ds = ds_.Append({People({1, 2, 3})}).value();
   MergeStats stats;

@@ -162,6 +162,38 @@ Result<Dataset> Dataset::Delete(const std::vector<Predicate>& where,
       opts);
 }
 
+Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
+                                    const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        std::map<uint64_t, std::vector<uint32_t>> rows;
+        for (int64_t a : row_addresses) {
+          const uint64_t frag = static_cast<uint64_t>(a) >> 32;
+          const uint64_t offset = static_cast<uint64_t>(a) & 0xffffffffu;
+          const Fragment* f = base.FindFragment(frag);
+          if (a < 0 || f == nullptr || offset >= f->physical_rows) {
+            return Status::InvalidArgument("row address " + std::to_string(a) +
+                                           " is not in version " + std::to_string(base.version));
+          }
+          rows[frag].push_back(static_cast<uint32_t>(offset));
+        }
+        Transaction t;
+        t.op = OpType::kDelete;
+        for (auto& [frag, offsets] : rows) {
+          DeletionVector wanted(std::move(offsets));
+          const Fragment* f = base.FindFragment(frag);
+          if (!f->deletion_path.empty()) {
+            ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletionFile(*store_, Key(f->deletion_path)));
+            wanted = wanted.Minus(existing);
+          }
+          if (!wanted.empty()) t.deleted.push_back({frag, std::move(wanted)});
+        }
+        if (t.deleted.empty()) return std::optional<Transaction>();
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
 Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
                                      const std::vector<RecordBatch>& source, MergeStats* stats,
                                      const CommitOptions& opts) const {
