@@ -203,8 +203,12 @@ Column NullColumn(const DataType& type, int64_t rows) {
 
 Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
                                                       const ScanSpec& spec) const {
-  for (const std::string& c : spec.columns) {
+  for (size_t i = 0; i < spec.columns.size(); ++i) {
+    const std::string& c = spec.columns[i];
     if (v.schema.IndexOf(c) < 0) return Status::InvalidArgument("no column '" + c + "' in the dataset");
+    if (std::find(spec.columns.begin(), spec.columns.begin() + i, c) != spec.columns.begin() + i) {
+      return Status::InvalidArgument("column '" + c + "' is named twice");
+    }
   }
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
   // An index on a predicate column names the matching rows of the fragments

@@ -169,7 +169,11 @@ class Dataset {
   // latest, a tagged version or a fork point), then the files only removed
   // versions used. Files no version ever referenced (left by failed writes)
   // are removed only once older than the grace cutoff: they may belong to a
-  // commit in flight. Covers every branch.
+  // commit in flight. Covers every branch. Before deleting data it re-reads
+  // each branch's latest version, so a restore that committed meanwhile keeps
+  // its files; a restore, tag or branch of a version being removed that
+  // commits after that re-read is not protected: choose `older_than` well
+  // beyond the longest operation.
   Result<CleanupStats> Cleanup(const CleanupOptions& options) const;
 
   // --- tags and branches (refs.cc) ------------------------------------------

@@ -65,6 +65,8 @@ TEST_F(DatasetTest, ScanProjectsFiltersAndLimits) {
   ScanSpec bad;
   bad.columns = {"nope"};
   EXPECT_TRUE(ds.ReadAll(bad).status().IsInvalidArgument());
+  bad.columns = {"id", "id"};
+  EXPECT_NE(ds.ReadAll(bad).status().message().find("named twice"), std::string::npos);
 }
 
 TEST_F(DatasetTest, AppendWithWrongSchemaIsRejectedAndChangesNothing) {
@@ -154,6 +156,7 @@ TEST_F(DatasetTest, MergeInsertRejectsDuplicateAndNullSourceKeys) {
   s = ds.MergeInsert({"name"}, {null_key}).status();
   EXPECT_NE(s.message().find("is null"), std::string::npos) << s;
   EXPECT_TRUE(ds.MergeInsert({"nope"}, {People({1})}).status().IsInvalidArgument());
+  EXPECT_TRUE(ds.MergeInsert({"id", "id"}, {People({1})}).status().IsInvalidArgument());
   EXPECT_EQ(Reopen().version(), ds.version());
   EXPECT_EQ(Contents(Reopen()).size(), 1u);
 }

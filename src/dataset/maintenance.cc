@@ -1,5 +1,6 @@
 // Compaction and cleanup.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -125,7 +126,9 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       if (!version) continue;
       ASSIGN_OR_RETURN(std::string bytes, store_->Get(o.key));
       ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
-      const bool keep = kept_newest < options.keep_versions ||
+      // The newest version always stays: removing it would let a later
+      // commit reuse its number.
+      const bool keep = kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
                         v.timestamp_micros >= options.older_than_micros ||
                         owned_pins.count({b.name, *version});
       ++kept_newest;
@@ -147,6 +150,14 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
   for (const std::string& key : doomed_versions) {
     RETURN_NOT_OK(store_->Delete(key));
     ++stats.versions_removed;
+  }
+  // Versions committed meanwhile (e.g. a restore of a version being removed)
+  // keep their files: re-read every branch's latest before deleting data.
+  ASSIGN_OR_RETURN(std::vector<std::string> names_now, ListBranches());
+  names_now.push_back("");
+  for (const std::string& n : names_now) {
+    Result<DatasetVersion> latest = LoadLatest(n);
+    if (latest.ok()) reference(*latest);
   }
   // Files of removed versions, and orphans (never committed, e.g. from a
   // failed write) once past the grace period.

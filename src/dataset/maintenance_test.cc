@@ -109,5 +109,37 @@ TEST_F(MaintenanceTest, CleanupHonoursRetentionByTimeAndCount) {
   EXPECT_EQ(CountKeys(".lfrag"), 3u);  // one fragment each for versions 4, 5 and 6
 }
 
+TEST_F(MaintenanceTest, CleanupNeverRemovesTheNewestVersion) {
+  Dataset ds = ds_.Overwrite({People({1})}).value().Overwrite({People({2})}).value();
+  CleanupOptions opts;
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;
+  opts.keep_versions = 0;
+  opts.grace_cutoff_micros = opts.older_than_micros;
+  EXPECT_EQ(ds.Cleanup(opts).value().versions_removed, 2);
+  Dataset latest = Dataset::Open(store_, "t").value();
+  EXPECT_EQ(latest.version(), 3u);
+  EXPECT_EQ(Contents(latest), Contents(ds));
+  EXPECT_EQ(latest.Append({People({3})}).value().version(), 4u);
+}
+
+TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsFiles) {
+  Dataset v2 = ds_.Append({People({1, 2})}).value();
+  Dataset v3 = v2.Overwrite({People({3})}).value();
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  Dataset through = Dataset::Open(faulty, "t").value();
+  // Just before cleanup deletes its first version file, another writer
+  // restores version 2, whose fragment cleanup has marked as unused.
+  faulty->AddRule(FaultRule::HookAt("restore", MaskOf({ObjectOp::kDelete}), 1,
+                                    [&] { ASSERT_TRUE(v3.Restore(2).ok()); }, "_versions/"));
+  CleanupOptions opts;
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;
+  opts.grace_cutoff_micros = opts.older_than_micros;
+  ASSERT_TRUE(through.Cleanup(opts).ok());
+  EXPECT_EQ(faulty->Fired("restore"), 1u);
+  Dataset latest = Dataset::Open(store_, "t").value();
+  EXPECT_EQ(latest.version(), 4u);
+  EXPECT_EQ(Contents(latest), Contents(v2));  // the restored fragment is still there
+}
+
 }  // namespace
 }  // namespace loam

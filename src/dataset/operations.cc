@@ -205,6 +205,9 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
         for (const std::string& k : keys) {
           const int i = base.schema.IndexOf(k);
           if (i < 0) return Status::InvalidArgument("key column '" + k + "' is not in the dataset");
+          if (std::find(key_idx.begin(), key_idx.end(), i) != key_idx.end()) {
+            return Status::InvalidArgument("key column '" + k + "' is named twice");
+          }
           key_idx.push_back(i);
         }
         // Keys of the source: no nulls, no duplicates.

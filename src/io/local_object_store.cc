@@ -159,21 +159,27 @@ std::string LocalObjectStore::LockPathFor(std::string_view key) const {
   return root_ + "/.loam/locks/" + std::to_string(Hash64(key) % kLockStripes);
 }
 
+// Every directory on the path must be durable before an object in it is
+// acknowledged: a directory made by us is fsynced into its parent; one that
+// already existed may have been made by a writer that crashed before its
+// fsync, so it is fsynced too the first time this store sees it.
 Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
   for (size_t pos = key.find('/'); pos != std::string_view::npos; pos = key.find('/', pos + 1)) {
     const std::string dir = PathOf(key.substr(0, pos));
-    if (::mkdir(dir.c_str(), 0755) == 0) {
-      RETURN_NOT_OK(FsyncPath(ParentDir(dir)));
-    } else if (errno != EEXIST) {
-      return ErrnoStatus("create directory", dir, errno);
-    } else {
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      if (errno != EEXIST) return ErrnoStatus("create directory", dir, errno);
       struct stat st;
       if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
         return Status::InvalidArgument("key '" + std::string(key) + "' needs '" +
                                        std::string(key.substr(0, pos)) +
                                        "' as a directory, but it is an object");
       }
+      std::lock_guard<std::mutex> lock(durable_mu_);
+      if (durable_dirs_.count(dir)) continue;
     }
+    RETURN_NOT_OK(FsyncPath(ParentDir(dir)));
+    std::lock_guard<std::mutex> lock(durable_mu_);
+    durable_dirs_.insert(dir);
   }
   return Status::OK();
 }
@@ -269,7 +275,10 @@ Result<ObjectMeta> LocalObjectStore::Head(std::string_view key) {
 Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* tmp) const {
   const std::string dir = ParentDir(PathOf(key));
   for (int attempt = 0;; ++attempt) {
-    RETURN_NOT_OK(MakeParentDirs(key));
+    // A concurrent delete may remove an empty directory we just made: retry.
+    Status made = MakeParentDirs(key);
+    if (made.IsNotFound() && attempt < 16) continue;
+    RETURN_NOT_OK(made);
     *tmp = dir + "/" + std::string(kTempPrefix) + TempSuffix();
     int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
@@ -370,7 +379,10 @@ Status LocalObjectStore::Delete(std::string_view key) {
 void LocalObjectStore::RemoveEmptyParents(std::string_view key) const {
   for (size_t pos = key.rfind('/'); pos != std::string_view::npos && pos > 0;
        pos = key.rfind('/', pos - 1)) {
-    if (::rmdir(PathOf(key.substr(0, pos)).c_str()) != 0) return;
+    const std::string dir = PathOf(key.substr(0, pos));
+    if (::rmdir(dir.c_str()) != 0) return;
+    std::lock_guard<std::mutex> lock(durable_mu_);
+    durable_dirs_.erase(dir);
   }
 }
 

@@ -12,17 +12,23 @@
 // Etag: "<inode>-<mtime ns>-<size>" in hex. Every write creates a new inode and
 // stamps it with the current CLOCK_REALTIME nanoseconds, so a replaced object
 // never shows an earlier etag again (an inode number is only reused after its
-// file is deleted, and by then the clock has moved on).
+// file is deleted, and by then the clock has moved on). This needs a
+// filesystem with nanosecond timestamps (ext4 with 256-byte inodes, xfs,
+// btrfs, tmpfs) and a clock that does not step back: on coarser timestamps an
+// ABA of inode number, second and size within one CAS window is conceivable.
 //
 // Limitation of a real directory tree: a key cannot also be a "directory" of
 // other keys ("a" and "a/b" cannot coexist); Loam's layouts never do that.
 #pragma once
 
-#include <memory>
 #include <sys/stat.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
+#include "common/thread_annotations.h"
 #include "loam/object_store.h"
 
 namespace loam {
@@ -60,6 +66,9 @@ class LocalObjectStore final : public ObjectStore {
                  std::string_view start_after, size_t want, ListPage* page) const;
 
   std::string root_;  // absolute, no trailing '/'
+  mutable std::mutex durable_mu_;
+  // Directories this store has made durable (fsynced into their parent).
+  mutable std::unordered_set<std::string> durable_dirs_ LOAM_GUARDED_BY(durable_mu_);
 };
 
 }  // namespace loam
