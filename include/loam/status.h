@@ -92,7 +92,6 @@ class [[nodiscard]] Status {
   std::unique_ptr<State> state_;
 };
 
-inline bool operator==(const Status& a, StatusCode c) { return a.code() == c; }
 std::ostream& operator<<(std::ostream& os, const Status& s);
 std::ostream& operator<<(std::ostream& os, StatusCode c);
 

@@ -170,25 +170,30 @@ Result<std::vector<RecordBatch>> Dataset::Scan(const ScanSpec& spec) const {
 }
 
 Result<RecordBatch> Dataset::ReadAll(const ScanSpec& spec) const {
+  ASSIGN_OR_RETURN(ScanShape shape, ShapeOf(*state_, spec));
   ASSIGN_OR_RETURN(std::vector<RecordBatch> parts, Scan(spec));
-  Schema schema;
-  if (!parts.empty()) {
-    schema = parts[0].schema;
-  } else {
-    for (const Field& f : state_->schema.fields) {
-      if (spec.columns.empty() ||
-          std::find(spec.columns.begin(), spec.columns.end(), f.name) != spec.columns.end()) {
-        schema.fields.push_back(f);
-      }
-    }
-    if (!spec.columns.empty()) {
-      Schema ordered;
-      for (const auto& c : spec.columns) ordered.fields.push_back(schema.fields[schema.IndexOf(c)]);
-      schema = ordered;
-    }
-    if (spec.with_row_address) schema.fields.push_back({kRowAddressColumn, DataType::Int64(), false});
+  return ConcatenateBatches(shape.out_schema, parts);
+}
+
+Result<Dataset::ScanShape> Dataset::ShapeOf(const DatasetVersion& v, const ScanSpec& spec) {
+  ScanShape shape;
+  if (spec.columns.empty()) {
+    for (size_t i = 0; i < v.schema.fields.size(); ++i) shape.projected.push_back(static_cast<int>(i));
   }
-  return ConcatenateBatches(schema, parts);
+  for (size_t i = 0; i < spec.columns.size(); ++i) {
+    const std::string& c = spec.columns[i];
+    const int idx = v.schema.IndexOf(c);
+    if (idx < 0) return Status::InvalidArgument("no column '" + c + "' in the dataset");
+    if (std::find(spec.columns.begin(), spec.columns.begin() + i, c) != spec.columns.begin() + i) {
+      return Status::InvalidArgument("column '" + c + "' is named twice");
+    }
+    shape.projected.push_back(idx);
+  }
+  for (int i : shape.projected) shape.out_schema.fields.push_back(v.schema.fields[i]);
+  if (spec.with_row_address) {
+    shape.out_schema.fields.push_back({kRowAddressColumn, DataType::Int64(), false});
+  }
+  return shape;
 }
 
 namespace {
@@ -203,13 +208,7 @@ Column NullColumn(const DataType& type, int64_t rows) {
 
 Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
                                                       const ScanSpec& spec) const {
-  for (size_t i = 0; i < spec.columns.size(); ++i) {
-    const std::string& c = spec.columns[i];
-    if (v.schema.IndexOf(c) < 0) return Status::InvalidArgument("no column '" + c + "' in the dataset");
-    if (std::find(spec.columns.begin(), spec.columns.begin() + i, c) != spec.columns.begin() + i) {
-      return Status::InvalidArgument("column '" + c + "' is named twice");
-    }
-  }
+  ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
   // An index on a predicate column names the matching rows of the fragments
   // it covers; the rest (its uncovered tail) is scanned.
@@ -265,23 +264,19 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
       auto it = hits.find(frag.id);
       if (it == hits.end()) continue;  // the index proves no row matches
       if (spec.stats) ++spec.stats->fragments_taken;
-      RETURN_NOT_OK(ScanFragment(v, frag, spec, &it->second, &out, &produced));
+      RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, &it->second, &out, &produced));
     } else {
       if (spec.stats) ++spec.stats->fragments_scanned;
-      RETURN_NOT_OK(ScanFragment(v, frag, spec, nullptr, &out, &produced));
+      RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
     }
   }
   return out;
 }
 
 Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
-                             const std::vector<uint64_t>* take, std::vector<RecordBatch>* out,
-                             int64_t* produced) const {
-  std::vector<int> projected;
-  for (size_t i = 0; i < v.schema.fields.size(); ++i) {
-    if (spec.columns.empty()) projected.push_back(static_cast<int>(i));
-  }
-  for (const std::string& c : spec.columns) projected.push_back(v.schema.IndexOf(c));
+                             const ScanShape& shape, const std::vector<uint64_t>* take,
+                             std::vector<RecordBatch>* out, int64_t* produced) const {
+  const std::vector<int>& projected = shape.projected;
   LruCache* cache = options_->cache.get();
   ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenCached(store_.get(), Key(frag.data_path),
                                                            frag.data_size, cache));
@@ -342,9 +337,6 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     fo.with_row_offsets = true;
     ASSIGN_OR_RETURN(parts, reader->Scan(fo));
   }
-  Schema out_schema;
-  for (int i : projected) out_schema.fields.push_back(v.schema.fields[i]);
-  if (spec.with_row_address) out_schema.fields.push_back({kRowAddressColumn, DataType::Int64(), false});
   for (RecordBatch& part : parts) {
     const Column& offsets = part.columns.back();
     std::vector<int64_t> keep;
@@ -365,7 +357,7 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     }
     if (keep.empty()) continue;
     RecordBatch batch;
-    batch.schema = out_schema;
+    batch.schema = shape.out_schema;
     const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
     std::vector<bool> moved(part.columns.size(), false);
     auto select = [&](int pi) {

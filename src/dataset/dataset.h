@@ -220,10 +220,16 @@ class Dataset {
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
                                                const std::vector<RecordBatch>& batches) const;
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
+  // The dataset columns a scan returns and the schema of its batches.
+  struct ScanShape {
+    std::vector<int> projected;  // indices into the version's schema
+    Schema out_schema;           // projected fields, plus "_rowaddr" if asked
+  };
+  static Result<ScanShape> ShapeOf(const DatasetVersion& v, const ScanSpec& spec);
   // Live rows of one fragment: all (take == nullptr) or those at `take`.
   Status ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
-                      const std::vector<uint64_t>* take, std::vector<RecordBatch>* out,
-                      int64_t* produced) const;
+                      const ScanShape& shape, const std::vector<uint64_t>* take,
+                      std::vector<RecordBatch>* out, int64_t* produced) const;
   // Index entries for every live row of `fragments` (index_ops.cc).
   Result<std::vector<IndexEntry>> CollectIndexEntries(const DatasetVersion& v,
                                                       const std::vector<Fragment>& fragments,

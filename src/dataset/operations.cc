@@ -38,6 +38,26 @@ std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
   return key;
 }
 
+// Row addresses (fragment id << 32 | offset) grouped into one deletion per fragment.
+std::vector<FragmentDeletion> GroupByFragment(const std::vector<uint64_t>& addresses) {
+  std::map<uint64_t, std::vector<uint32_t>> rows;
+  for (uint64_t a : addresses) rows[a >> 32].push_back(static_cast<uint32_t>(a));
+  std::vector<FragmentDeletion> out;
+  for (auto& [frag, offsets] : rows) out.push_back({frag, DeletionVector(std::move(offsets))});
+  return out;
+}
+
+// The "_rowaddr" values of scan results (the last column of each batch).
+std::vector<uint64_t> RowAddresses(const std::vector<RecordBatch>& batches) {
+  std::vector<uint64_t> out;
+  for (const RecordBatch& b : batches) {
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      out.push_back(static_cast<uint64_t>(b.columns.back().GetInt64(r)));
+    }
+  }
+  return out;
+}
+
 std::string DescribeKey(const std::vector<std::string>& names, const RecordBatch& b,
                         const std::vector<int>& idx, int64_t row) {
   std::string out;
@@ -145,18 +165,10 @@ Result<Dataset> Dataset::Delete(const std::vector<Predicate>& where,
         spec.where = where;
         spec.with_row_address = true;
         ASSIGN_OR_RETURN(std::vector<RecordBatch> hits, ScanVersion(base, spec));
-        std::map<uint64_t, std::vector<uint32_t>> rows;
-        for (const RecordBatch& b : hits) {
-          const Column& addr = b.columns.back();
-          for (int64_t r = 0; r < b.num_rows(); ++r) {
-            const uint64_t a = static_cast<uint64_t>(addr.GetInt64(r));
-            rows[a >> 32].push_back(static_cast<uint32_t>(a));
-          }
-        }
-        if (rows.empty()) return std::optional<Transaction>();
         Transaction t;
         t.op = OpType::kDelete;
-        for (auto& [frag, offsets] : rows) t.deleted.push_back({frag, DeletionVector(std::move(offsets))});
+        t.deleted = GroupByFragment(RowAddresses(hits));
+        if (t.deleted.empty()) return std::optional<Transaction>();
         return std::optional<Transaction>(std::move(t));
       },
       opts);
@@ -166,27 +178,24 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
                                     const CommitOptions& opts) const {
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
-        std::map<uint64_t, std::vector<uint32_t>> rows;
         for (int64_t a : row_addresses) {
-          const uint64_t frag = static_cast<uint64_t>(a) >> 32;
-          const uint64_t offset = static_cast<uint64_t>(a) & 0xffffffffu;
-          const Fragment* f = base.FindFragment(frag);
-          if (a < 0 || f == nullptr || offset >= f->physical_rows) {
+          const Fragment* f = base.FindFragment(static_cast<uint64_t>(a) >> 32);
+          if (a < 0 || f == nullptr || (static_cast<uint64_t>(a) & 0xffffffffu) >= f->physical_rows) {
             return Status::InvalidArgument("row address " + std::to_string(a) +
                                            " is not in version " + std::to_string(base.version));
           }
-          rows[frag].push_back(static_cast<uint32_t>(offset));
         }
         Transaction t;
         t.op = OpType::kDelete;
-        for (auto& [frag, offsets] : rows) {
-          DeletionVector wanted(std::move(offsets));
-          const Fragment* f = base.FindFragment(frag);
+        // Rows already deleted are dropped, so the transaction records (and
+        // conflicts on) only what it newly deletes.
+        for (FragmentDeletion& fd : GroupByFragment({row_addresses.begin(), row_addresses.end()})) {
+          const Fragment* f = base.FindFragment(fd.fragment_id);
           if (!f->deletion_path.empty()) {
             ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletionFile(*store_, Key(f->deletion_path)));
-            wanted = wanted.Minus(existing);
+            fd.rows = fd.rows.Minus(existing);
           }
-          if (!wanted.empty()) t.deleted.push_back({frag, std::move(wanted)});
+          if (!fd.rows.empty()) t.deleted.push_back(std::move(fd));
         }
         if (t.deleted.empty()) return std::optional<Transaction>();
         return std::optional<Transaction>(std::move(t));
@@ -238,7 +247,7 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
         ASSIGN_OR_RETURN(std::vector<RecordBatch> existing, ScanVersion(base, spec));
         // Every live row with a source key is replaced (duplicates left by
         // blind appends collapse into the one source row).
-        std::map<uint64_t, std::vector<uint32_t>> deleted;
+        std::vector<uint64_t> replaced;
         std::unordered_map<std::string, bool> matched;
         for (const RecordBatch& b : existing) {
           std::vector<const Column*> cols;
@@ -248,8 +257,7 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
             std::string key = EncodeRowKey(cols, r);
             if (!source_keys.count(key)) continue;
             matched[std::move(key)] = true;
-            const uint64_t a = static_cast<uint64_t>(addr.GetInt64(r));
-            deleted[a >> 32].push_back(static_cast<uint32_t>(a));
+            replaced.push_back(static_cast<uint64_t>(addr.GetInt64(r)));
           }
         }
         Transaction t;
@@ -257,7 +265,7 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
         for (const std::string& k : row_keys) {
           if (!matched.count(k)) t.inserted_keys.push_back(k);
         }
-        for (auto& [frag, offsets] : deleted) t.deleted.push_back({frag, DeletionVector(std::move(offsets))});
+        t.deleted = GroupByFragment(replaced);
         ASSIGN_OR_RETURN(t.added, WriteFragments(base.schema, source));
         if (stats) {
           stats->updated = static_cast<int64_t>(matched.size());

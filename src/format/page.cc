@@ -44,27 +44,40 @@ Int128 Negate(Int128 v) {
 
 namespace {
 
-template <typename T>
-void MinMaxFixed(const Column& c, int64_t offset, int64_t count, PageStats* s) {
+// Min and max of get(i) over the non-null rows of [offset, offset + count)
+// that `skip` does not exclude; false when there are none.
+template <typename T, typename Get, typename Skip>
+bool MinMax(const Column& c, int64_t offset, int64_t count, Get get, Skip skip, T* lo, T* hi) {
   bool any = false;
-  T lo{}, hi{};
-  const auto* data = c.data().data();
   for (int64_t i = offset; i < offset + count; ++i) {
     if (c.IsNull(i)) continue;
-    T v;
-    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(v)) continue;
-    }
+    const T v = get(i);
+    if (skip(v)) continue;
     if (!any) {
-      lo = hi = v;
+      *lo = *hi = v;
       any = true;
     } else {
-      if (v < lo) lo = v;
-      if (hi < v) hi = v;
+      if (v < *lo) *lo = v;
+      if (*hi < v) *hi = v;
     }
   }
-  if (!any) return;
+  return any;
+}
+
+template <typename T>
+void MinMaxFixed(const Column& c, int64_t offset, int64_t count, PageStats* s) {
+  const auto* data = c.data().data();
+  auto get = [&](int64_t i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    return v;
+  };
+  auto skip = [](const T& v) {
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+    return false;
+  };
+  T lo{}, hi{};
+  if (!MinMax<T>(c, offset, count, get, skip, &lo, &hi)) return;
   if constexpr (std::is_same_v<T, uint8_t>) {
     s->min = lo != 0;
     s->max = hi != 0;
@@ -78,20 +91,11 @@ void MinMaxFixed(const Column& c, int64_t offset, int64_t count, PageStats* s) {
 }
 
 void MinMaxBytes(const Column& c, int64_t offset, int64_t count, PageStats* s) {
-  bool any = false;
   std::string_view lo, hi;
-  for (int64_t i = offset; i < offset + count; ++i) {
-    if (c.IsNull(i)) continue;
-    const std::string_view v = c.GetBytes(i);
-    if (!any) {
-      lo = hi = v;
-      any = true;
-    } else {
-      if (v < lo) lo = v;
-      if (hi < v) hi = v;
-    }
-  }
-  if (!any || lo.size() > PageStats::kMaxStatBytes || hi.size() > PageStats::kMaxStatBytes) return;
+  auto get = [&](int64_t i) { return c.GetBytes(i); };
+  auto skip = [](std::string_view) { return false; };
+  if (!MinMax<std::string_view>(c, offset, count, get, skip, &lo, &hi)) return;
+  if (lo.size() > PageStats::kMaxStatBytes || hi.size() > PageStats::kMaxStatBytes) return;
   s->min = std::string(lo);
   s->max = std::string(hi);
 }
