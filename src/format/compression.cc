@@ -4,6 +4,25 @@
 #include <zstd.h>
 
 namespace loam {
+namespace {
+
+// One zstd context per thread, reused across pages: a fresh context per call
+// allocates and zero-fills megabytes of match tables for every page.
+struct ZstdContexts {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  ~ZstdContexts() {
+    ZSTD_freeCCtx(cctx);
+    ZSTD_freeDCtx(dctx);
+  }
+};
+
+ZstdContexts& ThreadZstd() {
+  thread_local ZstdContexts contexts;
+  return contexts;
+}
+
+}  // namespace
 
 std::string_view CodecName(Codec c) {
   switch (c) {
@@ -22,28 +41,32 @@ Result<Codec> ParseCodec(std::string_view name) {
 }
 
 Status Compress(Codec codec, std::string_view raw, int zstd_level, std::string* out) {
-  const size_t at = out->size();
+  // Compress into a per-thread buffer of the worst-case size, then append only
+  // the bytes produced: sizing `out` to the bound would zero-fill (and fault
+  // in) a page-sized buffer per call.
+  thread_local std::string bound;
   switch (codec) {
     case Codec::kNone:
       out->append(raw);
       return Status::OK();
     case Codec::kZstd: {
-      out->resize(at + ZSTD_compressBound(raw.size()));
-      const size_t n = ZSTD_compress(out->data() + at, out->size() - at, raw.data(), raw.size(),
-                                     zstd_level);
+      if (bound.size() < ZSTD_compressBound(raw.size())) bound.resize(ZSTD_compressBound(raw.size()));
+      const size_t n = ZSTD_compressCCtx(ThreadZstd().cctx, bound.data(), bound.size(), raw.data(),
+                                         raw.size(), zstd_level);
       if (ZSTD_isError(n)) return Status::Internal(std::string("zstd: ") + ZSTD_getErrorName(n));
-      out->resize(at + n);
+      out->append(bound.data(), n);
       return Status::OK();
     }
     case Codec::kLz4: {
       if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) {
         return Status::InvalidArgument("page too large for lz4");
       }
-      out->resize(at + LZ4_compressBound(static_cast<int>(raw.size())));
-      const int n = LZ4_compress_default(raw.data(), out->data() + at, static_cast<int>(raw.size()),
-                                         static_cast<int>(out->size() - at));
+      const size_t limit = LZ4_compressBound(static_cast<int>(raw.size()));
+      if (bound.size() < limit) bound.resize(limit);
+      const int n = LZ4_compress_default(raw.data(), bound.data(), static_cast<int>(raw.size()),
+                                         static_cast<int>(limit));
       if (n <= 0) return Status::Internal("lz4 compression failed");
-      out->resize(at + n);
+      out->append(bound.data(), n);
       return Status::OK();
     }
   }
@@ -58,7 +81,8 @@ Status Decompress(Codec codec, std::string_view stored, size_t raw_size, std::st
       out->assign(stored);
       return Status::OK();
     case Codec::kZstd: {
-      const size_t n = ZSTD_decompress(out->data(), raw_size, stored.data(), stored.size());
+      const size_t n =
+          ZSTD_decompressDCtx(ThreadZstd().dctx, out->data(), raw_size, stored.data(), stored.size());
       if (ZSTD_isError(n) || n != raw_size) return Status::DataLoss("zstd page does not decode");
       return Status::OK();
     }

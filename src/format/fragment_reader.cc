@@ -1,11 +1,10 @@
 #include "format/fragment_reader.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "common/thread_pool.h"
 
 namespace loam {
 
@@ -107,22 +106,18 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
   // Decode; pages are independent, so large groups use every core.
   std::vector<Column> out(cols.size());
   std::vector<Status> results(cols.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t k = next++; k < cols.size(); k = next++) {
-      Result<Column> c = DecodePage(group.pages[cols[k]], footer_->schema.fields[cols[k]], group.rows, stored[k]);
-      if (c.ok()) {
-        out[k] = *std::move(c);
-      } else {
-        results[k] = c.status();
-      }
-    }
-  };
-  const size_t threads = raw_bytes < (512u << 10) ? 1 : std::min<size_t>(cols.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (auto& h : helpers) h.join();
+  ThreadPool::Default().ParallelFor(
+      cols.size(),
+      [&](size_t k) {
+        Result<Column> c = DecodePage(group.pages[cols[k]], footer_->schema.fields[cols[k]],
+                                      group.rows, stored[k]);
+        if (c.ok()) {
+          out[k] = *std::move(c);
+        } else {
+          results[k] = c.status();
+        }
+      },
+      raw_bytes < (512u << 10) ? 1 : 0);  // small groups are not worth a hand-off
   for (const Status& st : results) RETURN_NOT_OK(st);
   if (stats) stats->pages_read += static_cast<int>(cols.size());
   return out;

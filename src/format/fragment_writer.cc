@@ -1,12 +1,11 @@
 #include "format/fragment_writer.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <cstring>
 
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "common/thread_pool.h"
 
 namespace loam {
 
@@ -49,9 +48,12 @@ Status FragmentEncoder::PullInput() {
                                    footer_.schema.ToString());
   }
   RETURN_NOT_OK(batch->Validate());
-  for (size_t c = 0; c < batch->columns.size(); ++c) {
-    RETURN_NOT_OK(ValidateColumnValues(footer_.schema.fields[c], batch->columns[c]));
-  }
+  std::vector<Status> checks(batch->columns.size());
+  ThreadPool::Default().ParallelFor(
+      checks.size(),
+      [&](size_t c) { checks[c] = ValidateColumnValues(footer_.schema.fields[c], batch->columns[c]); },
+      EncodeThreads());
+  for (const Status& st : checks) RETURN_NOT_OK(st);
   const int64_t left = pending_->num_rows() - pending_start_;
   if (left == 0) {
     pending_ = std::move(batch);
@@ -66,18 +68,32 @@ Status FragmentEncoder::PullInput() {
   return Status::OK();
 }
 
-// Produces the next chunk of output: one row group, or the footer at the end.
+// Rows in the next group when `rows` are pending: at most max_rows_per_group,
+// and few enough that the widest column's page stays near target_page_bytes.
+int64_t FragmentEncoder::GroupRows(int64_t rows) const {
+  int64_t fit = std::min<int64_t>(rows, options_.max_rows_per_group);
+  for (const Column& c : pending_->columns) {
+    if (rows == 0 || c.ByteSize() == 0) continue;
+    const double per_row = static_cast<double>(c.ByteSize()) / c.length();
+    fit = std::min<int64_t>(fit, std::max<int64_t>(1, options_.target_page_bytes / per_row));
+  }
+  return fit;
+}
+
+// Produces the next chunk of output: up to kGroupsPerFlush row groups, or the
+// footer at the end. A group is cut only when it is full or the input ended.
 Status FragmentEncoder::Refill() {
   while (true) {
-    // Rows that fit one group, by the widest column's bytes per row.
-    const int64_t rows = pending_->num_rows() - pending_start_;
-    int64_t fit = std::min<int64_t>(rows, options_.max_rows_per_group);
-    for (const Column& c : pending_->columns) {
-      if (rows == 0 || c.ByteSize() == 0) continue;
-      const double per_row = static_cast<double>(c.ByteSize()) / c.length();
-      fit = std::min<int64_t>(fit, std::max<int64_t>(1, options_.target_page_bytes / per_row));
+    int64_t rows = pending_->num_rows() - pending_start_;
+    const int64_t fit = GroupRows(rows);
+    if (rows > 0 && (fit < rows || input_done_)) {
+      std::vector<int64_t> groups;
+      while (rows > 0 && groups.size() < kGroupsPerFlush && (fit < rows || input_done_)) {
+        groups.push_back(std::min(fit, rows));
+        rows -= groups.back();
+      }
+      return FlushGroups(groups);
     }
-    if (rows > 0 && (fit < rows || input_done_)) return FlushGroup(fit);
     if (input_done_) break;
     RETURN_NOT_OK(PullInput());
   }
@@ -88,9 +104,16 @@ Status FragmentEncoder::Refill() {
   return Status::OK();
 }
 
+size_t FragmentEncoder::EncodeThreads() const {
+  return options_.encode_threads > 0 ? static_cast<size_t>(options_.encode_threads) : 0;
+}
+
 Status FragmentEncoder::EncodeColumnPage(const Column& column, int64_t offset, int64_t rows,
-                                         std::string* raw, std::string* stored,
-                                         PageEntry* page) const {
+                                         std::string* stored, PageEntry* page) const {
+  // Per-thread scratch for the uncompressed page, reused by every encoder:
+  // fresh megabyte buffers cost a page fault per 4 KiB.
+  thread_local std::string scratch;
+  std::string* raw = &scratch;
   raw->clear();
   stored->clear();
   EncodePagePayload(column, offset, rows, raw);
@@ -107,40 +130,49 @@ Status FragmentEncoder::EncodeColumnPage(const Column& column, int64_t offset, i
   return Status::OK();
 }
 
-// Encodes the next `rows` pending rows as one row group, its columns in
-// parallel (pages are independent), then lays them out in column order.
-Status FragmentEncoder::FlushGroup(int64_t rows) {
+// Encodes the next groups (sizes in `groups`) of pending rows. Every page is
+// independent, so all (group, column) pages are encoded in parallel, largest
+// first to keep the cores evenly busy; they are then laid out group by group
+// in column order.
+Status FragmentEncoder::FlushGroups(const std::vector<int64_t>& groups) {
   const size_t ncols = pending_->columns.size();
-  raw_.resize(ncols);
-  stored_.resize(ncols);
-  std::vector<PageEntry> pages(ncols);
-  std::vector<Status> results(ncols);
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t c = next++; c < ncols; c = next++) {
-      results[c] = EncodeColumnPage(pending_->columns[c], pending_start_, rows, &raw_[c],
-                                    &stored_[c], &pages[c]);
-    }
-  };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min<size_t>(ncols, options_.encode_threads > 0
-                                                     ? static_cast<size_t>(options_.encode_threads)
-                                                     : hw);
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work);
-  work();
-  for (auto& h : helpers) h.join();
-  RowGroupEntry group;
-  group.rows = static_cast<uint32_t>(rows);
-  for (size_t c = 0; c < ncols; ++c) {
-    RETURN_NOT_OK(results[c]);
-    pages[c].offset = offset_ + out_.size();
-    out_ += stored_[c];
-    group.pages.push_back(std::move(pages[c]));
+  const size_t npages = groups.size() * ncols;
+  stored_.resize(std::max(stored_.size(), npages));
+  std::vector<int64_t> starts(groups.size());
+  for (size_t g = 0, at = pending_start_; g < groups.size(); at += groups[g++]) starts[g] = at;
+  std::vector<size_t> order(npages);
+  std::vector<double> weight(npages);
+  for (size_t p = 0; p < npages; ++p) {
+    const Column& c = pending_->columns[p % ncols];
+    order[p] = p;
+    weight[p] = c.length() ? static_cast<double>(c.ByteSize()) / c.length() * groups[p / ncols] : 0;
   }
-  pending_start_ += rows;
-  footer_.num_rows += rows;
-  footer_.groups.push_back(std::move(group));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return weight[a] > weight[b]; });
+  std::vector<PageEntry> pages(npages);
+  std::vector<Status> results(npages);
+  ThreadPool::Default().ParallelFor(
+      npages,
+      [&](size_t i) {
+        const size_t p = order[i], g = p / ncols, c = p % ncols;
+        results[p] =
+            EncodeColumnPage(pending_->columns[c], starts[g], groups[g], &stored_[p], &pages[p]);
+      },
+      EncodeThreads());
+  for (const Status& st : results) RETURN_NOT_OK(st);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    RowGroupEntry group;
+    group.rows = static_cast<uint32_t>(groups[g]);
+    for (size_t c = 0; c < ncols; ++c) {
+      const size_t p = g * ncols + c;
+      pages[p].offset = offset_ + out_.size();
+      out_ += stored_[p];
+      group.pages.push_back(std::move(pages[p]));
+    }
+    pending_start_ += groups[g];
+    footer_.num_rows += groups[g];
+    footer_.groups.push_back(std::move(group));
+  }
   offset_ += out_.size();
   return Status::OK();
 }

@@ -2,8 +2,8 @@
 //
 // FragmentEncoder is a pull-based ByteSource: each Read() encodes just enough
 // row groups to satisfy it, so a fragment of any size streams into
-// ObjectStore::Write holding at most one row group (about target_page_bytes
-// per column) plus one compressed group in memory.
+// ObjectStore::Write holding at most kGroupsPerFlush row groups (each about
+// target_page_bytes per column) plus their compressed pages in memory.
 #pragma once
 
 #include <memory>
@@ -45,7 +45,7 @@ struct FragmentWriteOptions {
   // A row group closes when one of its column pages reaches this many bytes.
   size_t target_page_bytes = 1 << 20;
   uint32_t max_rows_per_group = 1 << 20;
-  // Threads encoding the columns of a row group (0 = one per core).
+  // Threads encoding pages (0 = one per core, from ThreadPool::Default()).
   int encode_threads = 0;
   std::vector<std::pair<std::string, std::string>> metadata;
 };
@@ -63,11 +63,17 @@ class FragmentEncoder final : public ByteSource {
  private:
   Status Refill();
   Status PullInput();
-  Status FlushGroup(int64_t rows);
+  int64_t GroupRows(int64_t rows) const;
+  Status FlushGroups(const std::vector<int64_t>& groups);
 
   // Compressed bytes of one column's page of the next group.
-  Status EncodeColumnPage(const Column& column, int64_t offset, int64_t rows, std::string* raw,
-                          std::string* stored, PageEntry* page) const;
+  Status EncodeColumnPage(const Column& column, int64_t offset, int64_t rows, std::string* stored,
+                          PageEntry* page) const;
+  size_t EncodeThreads() const;  // for ThreadPool::ParallelFor (0 = all)
+
+  // Groups encoded together: enough pages per flush that both cores stay busy
+  // despite uneven page costs, few enough to keep memory bounded.
+  static constexpr size_t kGroupsPerFlush = 4;
 
   FragmentFooter footer_;
   BatchStream* input_;
@@ -80,9 +86,9 @@ class FragmentEncoder final : public ByteSource {
   bool input_done_ = false;
   bool finished_ = false;
   std::string out_;            // encoded bytes not yet handed out
-  // Per-column scratch buffers, reused across groups (fresh large buffers
-  // cost a page fault per 4 KiB).
-  std::vector<std::string> raw_, stored_;
+  // Compressed pages of the groups being flushed, reused across flushes
+  // (fresh large buffers cost a page fault per 4 KiB).
+  std::vector<std::string> stored_;
   size_t out_pos_ = 0;
   uint64_t offset_ = 0;        // bytes produced so far, including all of out_
 };
