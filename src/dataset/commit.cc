@@ -82,6 +82,21 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
     }
     case OpType::kCreateIndex:
       break;
+    case OpType::kRewrite:
+      for (uint64_t id : txn.removed) {
+        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
+                               [&](const Fragment& f) { return f.id == id; });
+        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
+        next.fragments.erase(it);
+      }
+      // An index covering a removed fragment would name rows that are gone:
+      // drop it (lookups fall back to scans until it is rebuilt).
+      std::erase_if(next.indices, [&](const IndexMeta& index) {
+        return std::any_of(txn.removed.begin(), txn.removed.end(),
+                           [&](uint64_t id) { return index.Covers(id); });
+      });
+      add_fragments(txn.added);
+      break;
     case OpType::kCompact:
       for (uint64_t id : txn.removed) {
         auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
@@ -110,6 +125,40 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
     }
   }
   return std::optional<DatasetVersion>(std::move(next));
+}
+
+Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
+                                       std::string app_section) const {
+  if (app_section.size() > kMaxAppSection) {
+    return Status::InvalidArgument("application section of " + std::to_string(app_section.size()) +
+                                   " bytes exceeds the limit of " + std::to_string(kMaxAppSection));
+  }
+  Transaction txn;
+  txn.op = OpType::kRewrite;
+  txn.read_version = state_->version;
+  txn.id = NewUlidString();
+  txn.added = std::move(added);
+  txn.removed = std::move(removed);
+  ASSIGN_OR_RETURN(std::optional<DatasetVersion> next, Apply(*state_, txn));
+  if (!next) return Status::InvalidArgument("rewrite removes a fragment the version does not have");
+  next->version = state_->version + 1;
+  next->timestamp_micros = options_->clock->NowMicros();
+  next->app_section = std::move(app_section);
+  next->branch = state_->branch;
+  const std::string key = Key(BranchDir(branch_) + "_versions/" + VersionFileName(next->version));
+  Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
+  if (put.ok()) return WithState(*std::move(next));
+  if (put.status().IsAlreadyExists()) {
+    return Status::Aborted("version " + std::to_string(next->version) + " was committed concurrently");
+  }
+  // Outcome unknown (e.g. a timeout): our transaction id decides.
+  Result<std::string> landed = store_->Get(key);
+  if (landed.ok()) {
+    auto v = DecodeVersionFile(*landed, key);
+    if (v.ok() && v->txn.id == txn.id) return WithState(*std::move(v));
+    if (v.ok()) return Status::Aborted("version " + std::to_string(next->version) + " was committed concurrently");
+  }
+  return put.status().WithContext("committing version " + std::to_string(next->version));
 }
 
 Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptions& opts) const {

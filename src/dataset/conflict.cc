@@ -6,7 +6,9 @@
 namespace loam {
 namespace {
 
-bool Replaces(OpType op) { return op == OpType::kOverwrite || op == OpType::kRestore; }
+bool Replaces(OpType op) {
+  return op == OpType::kOverwrite || op == OpType::kRestore || op == OpType::kRewrite;
+}
 bool Deletes(OpType op) { return op == OpType::kDelete || op == OpType::kMergeInsert; }
 
 bool Contains(const std::vector<uint64_t>& ids, uint64_t id) {
@@ -44,6 +46,7 @@ bool KeysOverlap(const Transaction& a, const Transaction& b) {
 ConflictVerdict CheckConflict(const Transaction& mine, const Transaction& theirs) {
   switch (mine.op) {
     case OpType::kCreate:
+    case OpType::kRewrite:  // committed only against an expected version
       return ConflictVerdict::kAbort;
     case OpType::kCreateIndex:
       // Entries name fragment ids, which are never reused: an index stays

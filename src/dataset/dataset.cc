@@ -93,6 +93,54 @@ Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& bra
   }
 }
 
+Result<std::string> Dataset::VersionKey(const std::string& branch, uint64_t version) const {
+  if (!branch.empty()) {
+    Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));
+    if (text.status().IsNotFound()) return Status::NotFound("no branch '" + branch + "'");
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, branch));
+    if (version <= info.parent_version) return VersionKey(info.parent, version);
+  }
+  return Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
+}
+
+Result<VersionHeader> Dataset::LoadHeader(const std::string& branch, uint64_t version) const {
+  ASSIGN_OR_RETURN(std::string key, VersionKey(branch, version));
+  Result<std::string> prefix = store_->GetRange(key, 0, kHeaderReadBytes);
+  if (prefix.status().IsNotFound()) {
+    return Status::NotFound("version " + std::to_string(version) + " does not exist (or was cleaned up)");
+  }
+  RETURN_NOT_OK(prefix.status());
+  ASSIGN_OR_RETURN(VersionHeader h, DecodeVersionHeader(*prefix, "version file '" + key + "'"));
+  if (h.version != version) return Status::DataLoss("'" + key + "' holds version " + std::to_string(h.version));
+  return h;
+}
+
+Result<VersionHeader> Dataset::ReadLatestHeader(std::shared_ptr<ObjectStore> store,
+                                                const std::string& root,
+                                                const std::string& branch) {
+  Dataset probe(std::move(store), root, branch, nullptr, std::make_shared<DatasetOptions>());
+  ASSIGN_OR_RETURN(std::optional<uint64_t> own, probe.LatestOwnVersion(branch));
+  if (own) {
+    const std::string key = probe.Key(BranchDir(branch) + "_versions/" + VersionFileName(*own));
+    ASSIGN_OR_RETURN(std::string prefix, probe.store_->GetRange(key, 0, kHeaderReadBytes));
+    return DecodeVersionHeader(prefix, "version file '" + key + "'");
+  }
+  if (branch.empty()) return Status::NotFound("no dataset at '" + root + "'");
+  Result<std::string> text = probe.store_->Get(BranchRefKey(probe.Key(""), branch));
+  if (text.status().IsNotFound()) return Status::NotFound("no branch '" + branch + "'");
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, branch));
+  return probe.LoadHeader(info.parent, info.parent_version);
+}
+
+Result<VersionHeader> Dataset::ReadHeader(std::shared_ptr<ObjectStore> store,
+                                          const std::string& root, const std::string& branch,
+                                          uint64_t version) {
+  Dataset probe(std::move(store), root, branch, nullptr, std::make_shared<DatasetOptions>());
+  return probe.LoadHeader(branch, version);
+}
+
 Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t version) const {
   if (!branch.empty()) {
     Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));

@@ -185,6 +185,30 @@ class Dataset {
   Status DeleteBranch(const std::string& name) const;
   Result<std::vector<std::string>> ListBranches() const;
 
+  // Branch identity: a ULID minted when the branch was created, so a branch
+  // deleted and recreated under the same name is a different branch.
+  Result<std::string> BranchId(const std::string& name) const;
+
+  // --- low-level commits (the manifest layer builds its own transactions) ----
+  // Writes `batch` as one new fragment file that no version references yet.
+  Result<Fragment> WriteFragment(const RecordBatch& batch) const;
+  // Commits the next version on top of this snapshot, which must be the
+  // branch's latest: `removed` fragments leave, `added` ones join (ids
+  // assigned here), `app_section` is stored. Aborted when another writer
+  // committed that version first; nothing is retried or rebased.
+  Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
+                                std::string app_section) const;
+  // The header (and application section) of the latest version of `branch`:
+  // one LIST and one range request, plus the branch ref when the branch has
+  // no versions of its own.
+  static Result<VersionHeader> ReadLatestHeader(std::shared_ptr<ObjectStore> store,
+                                                const std::string& root,
+                                                const std::string& branch);
+  // The header of `version` of `branch` (one range request, plus the branch ref).
+  static Result<VersionHeader> ReadHeader(std::shared_ptr<ObjectStore> store,
+                                          const std::string& root, const std::string& branch,
+                                          uint64_t version);
+
   ObjectStore& store() const { return *store_; }
   const std::string& root() const { return root_; }
   // Key of a root-relative path.
@@ -205,6 +229,9 @@ class Dataset {
   // Version loading (dataset.cc).
   Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version) const;
   Result<DatasetVersion> LoadLatest(const std::string& branch) const;
+  // The key of `version`'s file, following `branch` to its ancestors.
+  Result<std::string> VersionKey(const std::string& branch, uint64_t version) const;
+  Result<VersionHeader> LoadHeader(const std::string& branch, uint64_t version) const;
   Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
 
   // Commit machinery (commit.cc). `build` produces the transaction against a

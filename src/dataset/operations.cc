@@ -106,6 +106,12 @@ class RangeStream final : public BatchStream {
 
 }  // namespace
 
+Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch) const {
+  ASSIGN_OR_RETURN(std::vector<Fragment> frags, WriteFragments(state_->schema, {batch}));
+  if (frags.size() != 1) return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
+  return std::move(frags[0]);
+}
+
 Result<std::vector<Fragment>> Dataset::WriteFragments(
     const Schema& schema, const std::vector<RecordBatch>& batches) const {
   std::vector<Fragment> out;

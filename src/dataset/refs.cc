@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status_macros.h"
+#include "common/ulid.h"
 #include "dataset/dataset.h"
 
 namespace loam {
@@ -15,12 +16,29 @@ std::string TagRefKey(const std::string& root_prefix, const std::string& name) {
   return root_prefix + "_refs/tags/" + name + ".json";
 }
 
-std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros) {
+std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros, const std::string& id) {
   nlohmann::json j = {{"format", 1},
                       {"parentBranch", b.parent},
                       {"parentVersion", b.parent_version},
-                      {"createdAtMicros", created_micros}};
+                      {"createdAtMicros", created_micros},
+                      {"id", id}};
   return j.dump();
+}
+
+Result<std::string> DecodeBranchRefId(std::string_view text, const std::string& name) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j["id"].is_string()) {
+    return Status::DataLoss("branch ref '" + name + "' has no id");
+  }
+  return j["id"].get<std::string>();
+}
+
+Result<std::string> Dataset::BranchId(const std::string& name) const {
+  if (name.empty()) return std::string();
+  Result<std::string> text = store_->Get(BranchRefKey(Key(""), name));
+  if (text.status().IsNotFound()) return Status::NotFound("no branch '" + name + "'");
+  RETURN_NOT_OK(text.status());
+  return DecodeBranchRefId(*text, name);
 }
 
 Result<BranchInfo> DecodeBranchRef(std::string_view text, const std::string& name) {
@@ -104,7 +122,7 @@ Result<Dataset> Dataset::CreateBranch(const std::string& name) const {
   RETURN_NOT_OK(ValidateRefName("branch", name));
   BranchInfo b{name, branch_, state_->version};
   Result<ObjectMeta> put = store_->PutIfAbsent(BranchRefKey(Key(""), name),
-                                               EncodeBranchRef(b, options_->clock->NowMicros()));
+                                               EncodeBranchRef(b, options_->clock->NowMicros(), NewUlidString()));
   if (put.status().IsAlreadyExists()) return Status::AlreadyExists("branch '" + name + "' exists");
   RETURN_NOT_OK(put.status());
   DatasetVersion v = *state_;

@@ -18,8 +18,10 @@ struct TagRef {
 std::string BranchRefKey(const std::string& root_prefix, const std::string& name);
 std::string TagRefKey(const std::string& root_prefix, const std::string& name);
 
-std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros);
+// `id` is the branch's identity (a ULID), distinct for every creation.
+std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros, const std::string& id);
 Result<BranchInfo> DecodeBranchRef(std::string_view json, const std::string& name);
+Result<std::string> DecodeBranchRefId(std::string_view json, const std::string& name);
 std::string EncodeTagRef(const TagRef& t);
 Result<TagRef> DecodeTagRef(std::string_view json, const std::string& name);
 

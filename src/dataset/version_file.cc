@@ -133,7 +133,7 @@ void PutTransaction(std::string* out, const Transaction& t) {
 Result<Transaction> GetTransaction(Decoder& d) {
   Transaction t;
   ASSIGN_OR_RETURN(uint8_t op, d.U8());
-  if (op < 1 || op > static_cast<uint8_t>(OpType::kCreateIndex)) return d.Corrupt("unknown operation");
+  if (op < 1 || op > static_cast<uint8_t>(OpType::kRewrite)) return d.Corrupt("unknown operation");
   t.op = static_cast<OpType>(op);
   ASSIGN_OR_RETURN(t.read_version, d.U64());
   ASSIGN_OR_RETURN(std::string_view id, d.LengthPrefixed());
@@ -183,6 +183,7 @@ std::string_view OpTypeName(OpType op) {
     case OpType::kAddColumn: return "add_column";
     case OpType::kCompact: return "compact";
     case OpType::kCreateIndex: return "create_index";
+    case OpType::kRewrite: return "rewrite";
   }
   return "unknown";
 }

@@ -48,6 +48,7 @@ enum class OpType : uint8_t {
   kAddColumn = 7,
   kCompact = 8,
   kCreateIndex = 9,
+  kRewrite = 10,  // removes and adds whole fragments; only with an expected version
 };
 std::string_view OpTypeName(OpType op);
 
@@ -64,7 +65,7 @@ struct Transaction {
   std::string id;                          // ULID
   std::vector<Fragment> added;             // ids assigned at commit
   std::vector<FragmentDeletion> deleted;   // delete / merge-insert
-  std::vector<uint64_t> removed;           // compact: fragments replaced by `added`
+  std::vector<uint64_t> removed;           // compact / rewrite: fragments replaced by `added`
   std::vector<std::string> inserted_keys;  // merge-insert: encoded keys of new rows
   uint64_t restore_version = 0;            // restore
   std::optional<Schema> schema;            // create / overwrite / add column

@@ -40,8 +40,12 @@ Result<std::unique_ptr<FragmentReader>> FragmentReader::Open(ObjectStore* store,
     ASSIGN_OR_RETURN(footer_bytes, store->GetRange(key, footer_end - t.footer_size, t.footer_size));
   }
   ASSIGN_OR_RETURN(FragmentFooter footer, DecodeFooter(footer_bytes, trailer_bytes, t, size, key));
-  return std::unique_ptr<FragmentReader>(
+  auto reader = std::unique_ptr<FragmentReader>(
       new FragmentReader(store, std::move(key), size, std::move(footer)));
+  // A file no larger than the speculative read is now in memory whole: its
+  // pages are served from it, so a small file costs one request in all.
+  if (tail_len == size) reader->whole_ = std::make_shared<const std::string>(std::move(tail));
+  return reader;
 }
 
 Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenCached(ObjectStore* store,
@@ -93,7 +97,12 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
       end += group.pages[cols[order[j]]].stored_size;
       ++j;
     }
-    ASSIGN_OR_RETURN(std::string bytes, store_->GetRange(key_, begin, end - begin));
+    std::string bytes;
+    if (whole_) {
+      bytes = whole_->substr(begin, end - begin);
+    } else {
+      ASSIGN_OR_RETURN(bytes, store_->GetRange(key_, begin, end - begin));
+    }
     if (bytes.size() != end - begin) return Status::DataLoss("'" + key_ + "' is truncated");
     runs.push_back(std::move(bytes));
     for (size_t k = i; k < j; ++k) {

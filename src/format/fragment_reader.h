@@ -30,7 +30,9 @@ struct FragmentScanStats {
 class FragmentReader {
  public:
   // Reads the tail of the file (one range request when `file_size` is known
-  // and the footer fits the speculative read, else a HEAD first).
+  // and the footer fits the speculative read, else a HEAD first). A file no
+  // larger than kSpeculativeTailBytes is read whole by that request, and its
+  // pages need no further requests.
   static Result<std::unique_ptr<FragmentReader>> Open(ObjectStore* store, std::string key,
                                                       std::optional<uint64_t> file_size = {});
   // As Open, but with `cache` the decoded footer is looked up there first and
@@ -86,6 +88,7 @@ class FragmentReader {
   std::string key_;
   uint64_t file_size_;
   std::shared_ptr<const FragmentFooter> footer_;
+  std::shared_ptr<const std::string> whole_;  // the file, when one read fetched all of it
 };
 
 }  // namespace loam
