@@ -162,9 +162,9 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
 }
 
 Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptions& opts) const {
-  if (opts.app_section.size() > kMaxAppSection) {
+  if (opts.app_section && opts.app_section->size() > kMaxAppSection) {
     return Status::InvalidArgument("application section of " +
-                                   std::to_string(opts.app_section.size()) +
+                                   std::to_string(opts.app_section->size()) +
                                    " bytes exceeds the limit of " + std::to_string(kMaxAppSection));
   }
   const int max_attempts = options_->max_commit_attempts;
@@ -189,7 +189,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       }
       next->version = current.version + 1;
       next->timestamp_micros = options_->clock->NowMicros();
-      next->app_section = opts.app_section;
+      next->app_section = opts.app_section.value_or(current.app_section);
       next->branch = current.branch;
       const std::string key =
           Key(BranchDir(branch_) + "_versions/" + VersionFileName(next->version));

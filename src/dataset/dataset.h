@@ -47,8 +47,10 @@ struct CommitOptions {
   // rebase): FailedPrecondition when it is not, Aborted when another writer
   // takes the next version first.
   std::optional<uint64_t> expected_version;
-  // Opaque bytes stored in the version file's fixed-size section.
-  std::string app_section;
+  // Opaque bytes stored in the version file's fixed-size section. nullopt
+  // carries forward the section of the version committed on top of, so a
+  // dataset operation never drops what the application keeps there.
+  std::optional<std::string> app_section;
 };
 
 struct ScanStats {

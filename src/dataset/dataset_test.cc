@@ -292,6 +292,39 @@ TEST_F(DatasetTest, AppSectionIsReadableWithOneRangeRequest) {
   EXPECT_EQ(h.version, 2u);
   EXPECT_EQ(h.live_rows, 1u);
   EXPECT_EQ(counting->Snapshot().total.total_requests(), 1u);
+  // Later operations carry the section forward unless they set their own.
+  Dataset v3 = v2.Append({People({2})}).value();
+  EXPECT_EQ(v3.state().app_section, "heads:abc");
+  // The latest header: one LIST and one range GET.
+  counting->Reset();
+  VersionHeader latest = Dataset::ReadLatestHeader(counting, "tables/people", "").value();
+  EXPECT_EQ(latest.version, 3u);
+  EXPECT_EQ(latest.app_section, "heads:abc");
+  EXPECT_EQ(counting->Snapshot().total.count(ObjectOp::kList), 1u);
+  EXPECT_EQ(counting->Snapshot().total.count(ObjectOp::kGetRange), 1u);
+  EXPECT_EQ(counting->Snapshot().total.total_requests(), 2u);
+  // A branch without versions of its own answers with its fork point's header.
+  Dataset feature = v2.CreateBranch("feature").value();
+  VersionHeader fork = Dataset::ReadLatestHeader(store_, "tables/people", "feature").value();
+  EXPECT_EQ(fork.version, 2u);
+  EXPECT_EQ(Dataset::ReadHeader(store_, "tables/people", "feature", 1).value().version, 1u);
+  EXPECT_FALSE(feature.BranchId("feature").value().empty());
+}
+
+TEST_F(DatasetTest, RewriteCommitsExactlyOnTopOfItsSnapshot) {
+  Dataset v2 = ds_.Append({People({1, 2})}).value();
+  Fragment f = v2.WriteFragment(People({7})).value();
+  Dataset v3 = v2.CommitRewrite({f}, {v2.state().fragments[0].id}, "dir").value();
+  EXPECT_EQ(v3.version(), 3u);
+  EXPECT_EQ(Contents(v3).size(), 1u);
+  EXPECT_EQ(Contents(v3).count(7), 1u);
+  EXPECT_EQ(v3.state().app_section, "dir");
+  // A stale snapshot loses: Aborted, and nothing changes.
+  Fragment g = v2.WriteFragment(People({8})).value();
+  EXPECT_TRUE(v2.CommitRewrite({g}, {}, "x").status().IsAborted());
+  EXPECT_EQ(Contents(v3.Latest().value()).size(), 1u);
+  // Removing a fragment the version lacks is refused.
+  EXPECT_TRUE(v3.CommitRewrite({}, {12345}, "").status().IsInvalidArgument());
 }
 
 TEST_F(DatasetTest, ConcurrentWritersRebaseOrFailPerTheMatrix) {
