@@ -1,0 +1,60 @@
+// Table definitions and grants: the workspace catalog, kept as mutable rows
+// (`table_def:<sid>`, `grant:<sid>:<principal>`) in the manifest's catalog
+// partition, and the identity counter that mints stable ids.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loam/object_store.h"
+#include "loam/types.h"
+#include "manifest/rows.h"
+
+namespace loam {
+
+enum class Role { kReader = 1, kWriter = 2, kAdmin = 3 };
+std::string_view RoleName(Role r);
+Result<Role> ParseRole(std::string_view name);
+
+struct TableDef {
+  int64_t sid = 0;  // the public Table node id: stable across renames and writes
+  int64_t inc = 0;  // incarnation: new when a dropped name is created again
+  std::string name;
+  Schema schema;
+  std::vector<std::string> keys;  // upsert key columns; may be empty
+  int64_t schema_version = 1;
+  int64_t renames = 0;            // renames so far (sequence of table_rename rows)
+
+  std::string SchemaHash() const;
+  std::string Location() const { return TableLocation(sid, inc); }
+  friend bool operator==(const TableDef&, const TableDef&) = default;
+};
+
+// Table names: 1-128 of [A-Za-z0-9_], starting with a letter or '_'.
+Status ValidateTableName(std::string_view name);
+// Name, schema and keys (keys exist, are unique and not nullable).
+Status ValidateTableDef(const TableDef& def);
+
+std::string SchemaToJson(const Schema& schema);
+Result<Schema> SchemaFromJson(std::string_view text);
+
+ManifestRow TableDefRow(const TableDef& def);
+Result<TableDef> ParseTableDef(const ManifestRow& row);
+
+struct Grant {
+  int64_t sid = 0;
+  std::string principal;
+  Role role = Role::kReader;
+  friend bool operator==(const Grant&, const Grant&) = default;
+};
+ManifestRow GrantRow(const Grant& g);
+Result<Grant> ParseGrant(const ManifestRow& row);
+
+// Mints the next identity (stable ids and incarnations share one counter)
+// from "<workspace>/_control/identity_counter.json" by compare-and-swap.
+// Never returns a value twice, even across branches and crashes.
+Result<int64_t> MintIdentity(ObjectStore& store, const std::string& workspace);
+
+}  // namespace loam

@@ -1,0 +1,79 @@
+#include "engine/sidecar.h"
+
+#include <nlohmann/json.hpp>
+
+namespace loam {
+namespace {
+using json = nlohmann::json;
+constexpr int kSidecarFormat = 1;
+}  // namespace
+
+std::string SidecarPrefix(const std::string& workspace) {
+  return (workspace.empty() ? std::string() : workspace + "/") + "_recovery/";
+}
+
+std::string SidecarKey(const std::string& workspace, const std::string& operation_id) {
+  return SidecarPrefix(workspace) + operation_id + ".json";
+}
+
+std::string EncodeSidecar(const Sidecar& s) {
+  json j = {{"format", kSidecarFormat},
+            {"operation_id", s.operation_id},
+            {"branch", s.branch},
+            {"commit_id", s.commit_id},
+            {"rollback_commit_id", s.rollback_commit_id},
+            {"run_id", s.run_id},
+            {"actor", s.actor},
+            {"created_micros", s.created_micros},
+            {"sid", s.sid},
+            {"inc", s.inc},
+            {"fork", s.fork},
+            {"owner_branch", s.owner_branch},
+            {"expected_version", s.expected_version},
+            {"expected_owner_ref", s.expected_owner_ref},
+            {"new_table_def", s.new_table_def}};
+  if (s.confirmed_version) {
+    j["confirmed"] = {{"version", *s.confirmed_version},
+                      {"txn", s.confirmed_txn},
+                      {"rows", s.confirmed_rows}};
+  }
+  return j.dump(2);
+}
+
+Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("format")) {
+    return Status::DataLoss("sidecar '" + key + "' is not valid JSON");
+  }
+  if (j["format"] != kSidecarFormat) {
+    return Status::FailedPrecondition("sidecar '" + key + "' has format " + j["format"].dump() +
+                                      "; this build reads format 1");
+  }
+  try {
+    Sidecar s;
+    s.operation_id = j.at("operation_id").get<std::string>();
+    s.branch = j.at("branch").get<std::string>();
+    s.commit_id = j.at("commit_id").get<std::string>();
+    s.rollback_commit_id = j.at("rollback_commit_id").get<std::string>();
+    s.run_id = j.at("run_id").get<std::string>();
+    s.actor = j.at("actor").get<std::string>();
+    s.created_micros = j.at("created_micros").get<int64_t>();
+    s.sid = j.at("sid").get<int64_t>();
+    s.inc = j.at("inc").get<int64_t>();
+    s.fork = j.at("fork").get<std::string>();
+    s.owner_branch = j.at("owner_branch").get<std::string>();
+    s.expected_version = j.at("expected_version").get<int64_t>();
+    s.expected_owner_ref = j.at("expected_owner_ref").get<std::string>();
+    s.new_table_def = j.at("new_table_def").get<std::string>();
+    if (j.contains("confirmed")) {
+      s.confirmed_version = j["confirmed"].at("version").get<int64_t>();
+      s.confirmed_txn = j["confirmed"].at("txn").get<std::string>();
+      s.confirmed_rows = j["confirmed"].at("rows").get<int64_t>();
+    }
+    return s;
+  } catch (const json::exception& e) {  // nlohmann's typed getters throw; contained here
+    return Status::DataLoss("sidecar '" + key + "' is malformed: " + e.what());
+  }
+}
+
+}  // namespace loam

@@ -1,0 +1,45 @@
+// Write sidecars: `_recovery/<operation_id>.json`, written before a write's
+// first durable effect and deleted after its manifest publish. A sidecar left
+// behind tells recovery what the write intended (docs/format/manifest.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "loam/result.h"
+
+namespace loam {
+
+struct Sidecar {
+  std::string operation_id;
+  std::string branch;             // manifest branch ("" = main)
+  std::string commit_id;          // graph commit of the write
+  std::string rollback_commit_id; // graph commit of its rollback
+  std::string run_id;
+  std::string actor;
+  int64_t created_micros = 0;
+  // The one table the write changes.
+  int64_t sid = 0;
+  int64_t inc = 0;
+  std::string fork;               // the table dataset's branch written ("" = its main)
+  std::string owner_branch;       // manifest branch named in the new head
+  int64_t expected_version = 0;   // head version before the write
+  std::string expected_owner_ref; // head owner before the write
+  // Filled after the table commit (phase B): what landed.
+  std::optional<int64_t> confirmed_version;
+  std::string confirmed_txn;
+  int64_t confirmed_rows = 0;
+  // Schema change carried by the write (add column): the new definition row's metadata.
+  std::string new_table_def;      // "" when the schema is unchanged
+
+  friend bool operator==(const Sidecar&, const Sidecar&) = default;
+};
+
+std::string SidecarKey(const std::string& workspace, const std::string& operation_id);
+std::string SidecarPrefix(const std::string& workspace);
+std::string EncodeSidecar(const Sidecar& s);
+// DataLoss for malformed JSON; FailedPrecondition for a newer format.
+Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key);
+
+}  // namespace loam

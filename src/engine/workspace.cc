@@ -1,0 +1,551 @@
+#include "engine/workspace.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+
+Status Conflict(const std::string& what) { return Status::FailedPrecondition("conflict: " + what); }
+
+// The catalog definition of the live table named `name`, from a publish view.
+Result<TableDef> DefByName(PublishView& view, const std::string& name) {
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(kCatalogPartition));
+  for (const ManifestRow& r : rows) {
+    if (r.object_type == object_type::kTableDef && r.table_key == name) return ParseTableDef(r);
+  }
+  return Status::NotFound("table '" + name + "' does not exist");
+}
+
+Status NameIsFree(PublishView& view, const std::string& name) {
+  Result<TableDef> existing = DefByName(view, name);
+  if (existing.ok()) return Status::AlreadyExists("table '" + name + "' already exists");
+  return existing.status().IsNotFound() ? Status::OK() : existing.status();
+}
+
+ManifestRow JournalRow(std::string_view type, std::string id, const TableHead& h) {
+  ManifestRow r;
+  r.object_id = std::move(id);
+  r.object_type = std::string(type);
+  r.table_key = h.table_key;
+  r.location = h.location;
+  r.stable_table_id = h.sid;
+  r.incarnation_id = h.inc;
+  return r;
+}
+
+ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
+  ManifestRow r = JournalRow(object_type::kTableSchema,
+                             TableSchemaId(def.sid, def.inc, def.schema_version), h);
+  r.metadata = json{{"schema_version", def.schema_version},
+                    {"schema_hash", def.SchemaHash()},
+                    {"columns", json::parse(SchemaToJson(def.schema))},
+                    {"keys", def.keys}}
+                   .dump();
+  return r;
+}
+
+}  // namespace
+
+// --- opening -------------------------------------------------------------------------
+
+Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> store,
+                                                   std::string root, WorkspaceOptions options) {
+  ASSIGN_OR_RETURN(auto manifest, Manifest::Create(store, root, options.manifest));
+  return std::shared_ptr<Workspace>(
+      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+}
+
+Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
+                                                   std::string root, WorkspaceOptions options) {
+  ASSIGN_OR_RETURN(auto manifest, Manifest::Open(store, root, options.manifest));
+  std::shared_ptr<Workspace> ws(
+      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+  RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
+  return ws;
+}
+
+std::string Workspace::TableRoot(const std::string& location) const {
+  return root_.empty() ? location : root_ + "/" + location;
+}
+
+Status Workspace::Fail(std::string_view point) const {
+  return options_.failpoint ? options_.failpoint(point) : Status::OK();
+}
+
+// --- reads ------------------------------------------------------------------------------
+
+Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* stats) const {
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
+  return ReadSnapshot(*manifest_, v, stats);
+}
+
+Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
+  return ReadSnapshot(*manifest_, v);
+}
+
+Result<Dataset> Workspace::OpenTableAt(const TableHead& head) const {
+  OpenSpec spec;
+  spec.branch = head.owner_ref;
+  spec.version = static_cast<uint64_t>(head.table_version);
+  return Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
+}
+
+Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string& name) const {
+  const TableState* t = snapshot.Find(name);
+  if (t == nullptr) {
+    return Status::NotFound("table '" + name + "' does not exist on branch '" +
+                            (snapshot.branch.empty() ? "main" : snapshot.branch) + "'");
+  }
+  return OpenTableAt(t->head);
+}
+
+// The latest version of `fork` of the head's table, holding the head's
+// content: created from the head when missing, and reset to it when a failed
+// write left an unpublished version there.
+Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork) const {
+  OpenSpec spec;
+  spec.branch = fork;
+  Result<Dataset> latest =
+      Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
+  if (latest.status().IsNotFound() && !fork.empty()) {
+    ASSIGN_OR_RETURN(Dataset at_head, OpenTableAt(head));
+    Result<Dataset> created = at_head.CreateBranch(fork);
+    if (!created.status().IsAlreadyExists()) return created;
+    latest = Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
+  }
+  RETURN_NOT_OK(latest.status());
+  if (static_cast<int64_t>(latest->version()) == head.table_version) return latest;
+  if (head.owner_ref == fork) {
+    return Conflict("table '" + head.table_key + "' has version " +
+                    std::to_string(latest->version()) + " beyond its published head " +
+                    std::to_string(head.table_version) +
+                    " (a write in progress or awaiting recovery); retry later");
+  }
+  // An unpublished fork: nothing references its versions.
+  return latest->Restore(static_cast<uint64_t>(head.table_version),
+                         {.expected_version = latest->version()});
+}
+
+// --- publishing a table change -------------------------------------------------------
+
+Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableHead& expected,
+                                                  int64_t new_version, int64_t row_count,
+                                                  const std::string& commit_id,
+                                                  const std::string& actor,
+                                                  const std::string& run_id,
+                                                  const std::string& recovery) {
+  WriteResult result;
+  PublishSpec spec;
+  spec.branch = s.branch;
+  spec.commit_id = commit_id;
+  spec.actor = actor;
+  spec.run_id = run_id;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    ASSIGN_OR_RETURN(std::optional<TableHead> cur, view.TableHeadOf(s.sid));
+    if (!cur || cur->state != HeadState::kLive || cur->inc != expected.inc) {
+      return Conflict("table '" + expected.table_key + "' was dropped meanwhile");
+    }
+    if (cur->table_version != expected.table_version || cur->owner_ref != expected.owner_ref) {
+      return Conflict("table '" + cur->table_key + "' moved from version " +
+                      std::to_string(expected.table_version) + " to " +
+                      std::to_string(cur->table_version) + " meanwhile");
+    }
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> def_row,
+                     view.Find(TableDefId(s.sid), kCatalogPartition));
+    if (!def_row) return Conflict("table '" + cur->table_key + "' left the catalog meanwhile");
+    ASSIGN_OR_RETURN(TableDef def, ParseTableDef(*def_row));
+    PublishPlan plan;
+    TableHead next = *cur;
+    if (!s.new_table_def.empty()) {
+      ASSIGN_OR_RETURN(def.schema, SchemaFromJson(s.new_table_def));
+      def.schema_version++;
+      plan.upserts.push_back(TableDefRow(def));
+    }
+    next.table_version = new_version;
+    next.owner_branch = s.owner_branch;
+    next.owner_ref = s.fork;
+    next.row_count = row_count;
+    next.head_commit = view.commit_id();
+    next.schema_hash = def.SchemaHash();
+    std::string id = TableVersionId(s.sid, s.inc, new_version);
+    if (new_version == cur->table_version) id += "@" + (s.fork.empty() ? "main" : s.fork);  // handoff
+    ManifestRow version = JournalRow(object_type::kTableVersion, std::move(id), next);
+    version.table_version = new_version;
+    if (!s.owner_branch.empty()) version.table_branch = s.owner_branch;
+    version.row_count = row_count;
+    json meta = {{"owner_ref", s.fork}, {"operation_id", s.operation_id}};
+    if (!recovery.empty()) meta["recovery"] = {{"kind", recovery}, {"for_actor", s.actor}};
+    version.metadata = meta.dump();
+    if (!s.new_table_def.empty()) plan.journal.push_back(TableSchemaRow(def, next));
+    plan.journal.push_back(std::move(version));
+    plan.upserts.push_back(TableHeadRow(next));
+    result.sid = s.sid;
+    result.table_version = new_version;
+    result.row_count = row_count;
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
+  result.manifest_version = p.manifest_version;
+  result.commit_id = p.commit_id;
+  return result;
+}
+
+// --- schema operations --------------------------------------------------------------
+
+Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema& schema,
+                                           const std::vector<std::string>& keys,
+                                           const std::string& branch) {
+  TableDef def;
+  def.name = name;
+  def.schema = schema;
+  def.keys = keys;
+  RETURN_NOT_OK(ValidateTableDef(def));
+  ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
+  if (snap.Find(name)) return Status::AlreadyExists("table '" + name + "' already exists");
+  ASSIGN_OR_RETURN(def.sid, MintIdentity(*store_, root_));
+  ASSIGN_OR_RETURN(def.inc, MintIdentity(*store_, root_));
+  // The dataset first: a crash before the publish leaves only an unreferenced
+  // directory, whose ids are never minted again.
+  RETURN_NOT_OK(Dataset::Create(store_, TableRoot(def.Location()), schema, options_.manifest.dataset)
+                    .status());
+  WriteResult result;
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = options_.actor;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    RETURN_NOT_OK(NameIsFree(view, name));
+    TableHead h;
+    h.sid = def.sid;
+    h.inc = def.inc;
+    h.schema_hash = def.SchemaHash();
+    h.head_commit = view.commit_id();
+    h.table_key = name;
+    h.location = def.Location();
+    h.table_version = 1;
+    h.row_count = 0;
+    PublishPlan plan;
+    ManifestRow inc = JournalRow(object_type::kIncarnation, IncarnationId(def.sid, def.inc), h);
+    inc.metadata = json{{"schema_hash", h.schema_hash}}.dump();
+    ManifestRow version = JournalRow(object_type::kTableVersion,
+                                     TableVersionId(def.sid, def.inc, 1), h);
+    version.table_version = 1;
+    version.row_count = 0;
+    version.metadata = json{{"owner_ref", ""}}.dump();
+    plan.journal = {inc, TableSchemaRow(def, h), version};
+    plan.upserts = {TableDefRow(def), TableHeadRow(h)};
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
+  result.manifest_version = p.manifest_version;
+  result.commit_id = p.commit_id;
+  result.sid = def.sid;
+  result.table_version = 1;
+  return result;
+}
+
+Result<WriteResult> Workspace::RenameTable(const std::string& from, const std::string& to,
+                                           const std::string& branch) {
+  RETURN_NOT_OK(ValidateTableName(to));
+  WriteResult result;
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = options_.actor;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    ASSIGN_OR_RETURN(TableDef def, DefByName(view, from));
+    RETURN_NOT_OK(NameIsFree(view, to));
+    ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
+    if (!head) return Status::DataLoss("table '" + from + "' has no head");
+    def.name = to;
+    def.renames++;
+    head->table_key = to;
+    head->head_commit = view.commit_id();
+    PublishPlan plan;
+    ManifestRow rename = JournalRow(object_type::kTableRename,
+                                    TableRenameId(def.sid, def.inc, def.renames), *head);
+    rename.metadata = json{{"old", from}, {"new", to}}.dump();
+    plan.journal = {rename};
+    plan.upserts = {TableDefRow(def), TableHeadRow(*head)};
+    result.sid = def.sid;
+    result.table_version = head->table_version;
+    result.row_count = head->row_count.value_or(0);
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
+  result.manifest_version = p.manifest_version;
+  result.commit_id = p.commit_id;
+  return result;
+}
+
+Result<WriteResult> Workspace::DropTable(const std::string& name, const std::string& branch) {
+  WriteResult result;
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = options_.actor;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    ASSIGN_OR_RETURN(TableDef def, DefByName(view, name));
+    ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
+    if (!head) return Status::DataLoss("table '" + name + "' has no head");
+    head->state = HeadState::kTombstoned;
+    head->table_version += 1;
+    head->row_count.reset();
+    head->head_commit = view.commit_id();
+    PublishPlan plan;
+    ManifestRow tomb = JournalRow(object_type::kTableTombstone,
+                                  TableTombstoneId(def.sid, def.inc, head->table_version), *head);
+    tomb.table_version = head->table_version;
+    plan.journal = {tomb};
+    plan.upserts = {TableHeadRow(*head)};
+    plan.removes = {TableDefRow(def)};
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
+    for (const ManifestRow& r : catalog) {
+      if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid) plan.removes.push_back(r);
+    }
+    result.sid = def.sid;
+    result.table_version = head->table_version;
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
+  result.manifest_version = p.manifest_version;
+  result.commit_id = p.commit_id;
+  return result;
+}
+
+Status Workspace::SetGrant(const std::string& table, const std::string& principal,
+                           std::optional<Role> role, const std::string& branch) {
+  if (principal.empty()) return Status::InvalidArgument("a grant needs a principal");
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = options_.actor;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    ASSIGN_OR_RETURN(TableDef def, DefByName(view, table));
+    PublishPlan plan;
+    plan.graph_commit = false;
+    const ManifestRow row = GrantRow({def.sid, principal, role.value_or(Role::kReader)});
+    if (role) {
+      plan.upserts = {row};
+    } else {
+      plan.removes = {row};
+    }
+    return plan;
+  };
+  return manifest_->Publish(spec).status();
+}
+
+// --- data -----------------------------------------------------------------------------------
+
+Result<WriteResult> Workspace::Write(const WriteRequest& req) {
+  RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
+  ASSIGN_OR_RETURN(Snapshot snap, Current(req.branch));
+  const TableState* t = snap.Find(req.table);
+  if (t == nullptr) {
+    return Status::NotFound("table '" + req.table + "' does not exist on branch '" +
+                            (req.branch.empty() ? "main" : req.branch) + "'");
+  }
+  const TableHead head = t->head;
+  if (req.expected_version && *req.expected_version != head.table_version) {
+    return Conflict("table '" + req.table + "' is at version " +
+                    std::to_string(head.table_version) + ", not the expected " +
+                    std::to_string(*req.expected_version));
+  }
+  if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
+    return Status::FailedPrecondition(
+        "schema_conflict: table '" + req.table + "' changed from schema version " +
+        std::to_string(*req.expected_schema_version) + " to " +
+        std::to_string(t->def.schema_version) + " since validation");
+  }
+  if (!req.run_id.empty()) {
+    ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
+    if (done) return Status::AlreadyExists("run " + req.run_id + " already committed");
+  }
+  ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
+  Sidecar s;
+  s.operation_id = NewUlidString();
+  s.branch = req.branch;
+  s.commit_id = NewUlidString();
+  s.rollback_commit_id = NewUlidString();
+  s.run_id = req.run_id;
+  s.actor = options_.actor;
+  s.created_micros = options_.manifest.dataset.clock->NowMicros();
+  s.sid = head.sid;
+  s.inc = head.inc;
+  s.fork = branch_id;
+  s.owner_branch = req.branch;
+  s.expected_version = head.table_version;
+  s.expected_owner_ref = head.owner_ref;
+  if (req.mode == WriteMode::kAddColumn) {
+    if (!req.new_column) return Status::InvalidArgument("add column needs a column");
+    Schema next = t->def.schema;
+    next.fields.push_back(*req.new_column);
+    next.fields.back().nullable = true;
+    s.new_table_def = SchemaToJson(next);
+  }
+  const std::string key = SidecarKey(root_, s.operation_id);
+  RETURN_NOT_OK(store_->PutIfAbsent(key, EncodeSidecar(s)).status());
+  RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
+
+  WriteResult result;
+  auto commit = [&]() -> Result<Dataset> {
+    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork));
+    const CommitOptions opts{.expected_version = base.version()};
+    switch (req.mode) {
+      case WriteMode::kAppend: return base.Append(req.rows, opts);
+      case WriteMode::kUpsert: {
+        const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
+        if (keys.empty()) {
+          return Status::InvalidArgument("upsert into '" + req.table +
+                                         "' needs key columns: declare them on the table or pass keys");
+        }
+        return base.MergeInsert(keys, req.rows, &result.merge, opts);
+      }
+      case WriteMode::kReplace: return base.Overwrite(req.rows, std::nullopt, opts);
+      case WriteMode::kDelete: return base.Delete(req.where, opts);
+      case WriteMode::kAddColumn: {
+        Field f = *req.new_column;
+        f.nullable = true;
+        return base.AddColumn(f, opts);
+      }
+    }
+    return Status::InvalidArgument("unknown write mode");
+  };
+  Result<Dataset> committed = commit();
+  if (!committed.ok() ||
+      static_cast<int64_t>(committed->version()) <= head.table_version) {
+    // No table effect: the sidecar has nothing to recover.
+    RETURN_NOT_OK(store_->Delete(key));
+    if (!committed.ok()) return committed.status();
+    result.changed = false;
+    result.sid = head.sid;
+    result.table_version = head.table_version;
+    result.row_count = head.row_count.value_or(0);
+    result.manifest_version = snap.manifest_version;
+    return result;
+  }
+  RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
+  s.confirmed_version = static_cast<int64_t>(committed->version());
+  s.confirmed_txn = committed->state().txn.id;
+  s.confirmed_rows = static_cast<int64_t>(committed->CountRows());
+  RETURN_NOT_OK(store_->Put(key, EncodeSidecar(s)).status());
+  RETURN_NOT_OK(Fail(failpoint::kAfterConfirm));
+  Result<WriteResult> published =
+      PublishTableChange(s, head, *s.confirmed_version, s.confirmed_rows, s.commit_id,
+                         options_.actor, req.run_id, "");
+  if (!published.ok()) {
+    // The table moved but the manifest refused it: undo now.
+    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
+    ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
+    if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed));
+    RETURN_NOT_OK(store_->Delete(key));
+    return published.status();
+  }
+  RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
+  RETURN_NOT_OK(store_->Delete(key));
+  published->merge = result.merge;
+  return published;
+}
+
+Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::string& branch) {
+  ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
+  const TableState* t = snap.Find(name);
+  if (t == nullptr) return Status::NotFound("table '" + name + "' does not exist");
+  ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(branch));
+  WriteResult result;
+  result.sid = t->head.sid;
+  result.table_version = t->head.table_version;
+  result.manifest_version = snap.manifest_version;
+  if (t->head.owner_ref == branch_id) {
+    result.changed = false;
+    return result;
+  }
+  ASSIGN_OR_RETURN(Dataset fork, OpenFork(t->head, branch_id));
+  Sidecar s;
+  s.operation_id = NewUlidString();
+  s.branch = branch;
+  s.actor = options_.actor;
+  s.sid = t->head.sid;
+  s.inc = t->head.inc;
+  s.fork = branch_id;
+  s.owner_branch = branch;
+  return PublishTableChange(s, t->head, static_cast<int64_t>(fork.version()),
+                            t->head.row_count.value_or(0), NewUlidString(), options_.actor, "", "");
+}
+
+// --- branches ------------------------------------------------------------------------------
+
+Status Workspace::CreateBranch(const std::string& name, const std::string& from,
+                               std::optional<uint64_t> version) {
+  RETURN_NOT_OK(ValidateRefName("branch", name));
+  uint64_t at = 0;
+  if (version) {
+    at = *version;
+  } else {
+    ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(from));
+    at = v.version;
+  }
+  return manifest_->CreateBranch(name, from, at);
+}
+
+Status Workspace::DeleteBranch(const std::string& name) { return manifest_->DeleteBranch(name); }
+
+Result<std::vector<std::string>> Workspace::ListBranches() const { return manifest_->ListBranches(); }
+
+// --- history -----------------------------------------------------------------------------------
+
+Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) const {
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
+  std::vector<GraphCommitInfo> out;
+  for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
+    if (it->object_type != object_type::kGraphCommit) continue;
+    json meta = json::parse(it->metadata, nullptr, /*allow_exceptions=*/false);
+    GraphCommitInfo c;
+    c.id = it->object_id.substr(GraphCommitId("").size());
+    c.branch = it->table_branch.value_or("");
+    c.manifest_version = it->table_version.value_or(0);
+    if (meta.is_object()) {
+      for (const json& p : meta.value("parents", json::array())) c.parents.push_back(p.get<std::string>());
+      c.actor = meta.value("actor", "");
+      c.run_id = meta.value("run_id", "");
+      c.created_micros = meta.value("created_at", int64_t{0});
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& table,
+                                                          const std::string& branch) const {
+  ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
+  const TableState* t = snap.Find(table);
+  if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
+  std::vector<TableHistoryEntry> out;
+  for (const ManifestRow& r : journal) {
+    if (r.stable_table_id != t->def.sid || r.incarnation_id != t->def.inc) continue;
+    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    TableHistoryEntry e;
+    e.event = r.object_type;
+    e.object_id = r.object_id;
+    e.table_key = r.table_key;
+    e.table_version = r.table_version.value_or(0);
+    e.owner_branch = r.table_branch.value_or("");
+    e.row_count = r.row_count;
+    e.commit_id = meta.is_object() ? meta.value("commit", "") : "";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
+  return loam::VerifyHeads(*manifest_, branch);
+}
+
+Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
+  return loam::RepairHeads(*manifest_, branch);
+}
+
+}  // namespace loam

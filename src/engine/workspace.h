@@ -1,0 +1,176 @@
+// Workspace: the tables of one root, their catalog, branches and history.
+//
+// Every mutation follows the write protocol (DESIGN.md): sidecar, table
+// commit, one manifest publish (journal + heads + graph commit), sidecar
+// delete. Current-state reads come from heads at flat cost; history from the
+// journal.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/snapshot.h"
+#include "catalog/table_def.h"
+#include "dataset/dataset.h"
+#include "engine/sidecar.h"
+#include "manifest/fold.h"
+#include "manifest/manifest.h"
+
+namespace loam {
+
+// Named failpoints of the write protocol, in order.
+namespace failpoint {
+inline constexpr std::string_view kAfterSidecar = "write.after_sidecar";
+inline constexpr std::string_view kAfterTableCommit = "write.after_table_commit";
+inline constexpr std::string_view kAfterConfirm = "write.after_confirm";
+inline constexpr std::string_view kAfterPublish = "write.after_publish";
+inline constexpr std::string_view kRecoveryAfterRestore = "recovery.after_restore";
+}  // namespace failpoint
+
+struct WorkspaceOptions {
+  ManifestOptions manifest;
+  // Called at each named failpoint; a non-OK status stops the operation
+  // there, leaving its durable effects as a crash would.
+  std::function<Status(std::string_view)> failpoint;
+  std::string actor = "loam";
+  // Sidecars younger than this may belong to a live writer: recovery leaves
+  // them alone (a write that meets one is refused as a conflict).
+  int64_t recovery_grace_micros = 60'000'000;
+};
+
+enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn };
+
+struct WriteRequest {
+  std::string table;
+  std::string branch;  // "" = main
+  WriteMode mode = WriteMode::kAppend;
+  std::vector<RecordBatch> rows;      // append / upsert / replace
+  std::vector<std::string> keys;      // upsert keys; empty = the table's declared keys
+  std::vector<Predicate> where;       // delete
+  std::optional<Field> new_column;    // add column (nullable)
+  std::optional<int64_t> expected_version;         // the head's table version
+  std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
+  std::string run_id;                 // recorded as run_commit:<run_id>, at most once
+};
+
+struct WriteResult {
+  uint64_t manifest_version = 0;
+  std::string commit_id;
+  int64_t sid = 0;
+  int64_t table_version = 0;
+  int64_t row_count = 0;
+  MergeStats merge;
+  bool changed = true;  // false: nothing to commit (e.g. a delete that matched no row)
+};
+
+struct GraphCommitInfo {
+  std::string id;
+  std::vector<std::string> parents;
+  std::string branch;
+  std::string actor;
+  std::string run_id;
+  int64_t manifest_version = 0;
+  int64_t created_micros = 0;
+};
+
+struct TableHistoryEntry {
+  std::string event;  // table_version, table_rename, table_tombstone, ...
+  std::string object_id;
+  std::string table_key;
+  int64_t table_version = 0;
+  std::string owner_branch;
+  std::optional<int64_t> row_count;
+  std::string commit_id;
+};
+
+struct RecoveryReport {
+  int rolled_forward = 0;
+  int rolled_back = 0;
+  int already_published = 0;
+  int without_effect = 0;
+  int left_to_live_writers = 0;  // younger than the grace period
+};
+
+class Workspace {
+ public:
+  // Creates the workspace (its __manifest) at `root` ("" = the store's root).
+  static Result<std::shared_ptr<Workspace>> Init(std::shared_ptr<ObjectStore> store,
+                                                 std::string root, WorkspaceOptions options = {});
+  // Opens it and recovers sidecars older than the grace period.
+  static Result<std::shared_ptr<Workspace>> Open(std::shared_ptr<ObjectStore> store,
+                                                 std::string root, WorkspaceOptions options = {});
+
+  // --- current state and time travel --------------------------------------------
+  Result<Snapshot> Current(const std::string& branch = "", SnapshotStats* stats = nullptr) const;
+  Result<Snapshot> SnapshotAt(const std::string& branch, uint64_t manifest_version) const;
+  // The table's dataset at the snapshot's head version (read-only use).
+  Result<Dataset> OpenTable(const Snapshot& snapshot, const std::string& name) const;
+
+  // --- schema operations ----------------------------------------------------------
+  Result<WriteResult> CreateTable(const std::string& name, const Schema& schema,
+                                  const std::vector<std::string>& keys,
+                                  const std::string& branch = "");
+  Result<WriteResult> RenameTable(const std::string& from, const std::string& to,
+                                  const std::string& branch = "");
+  Result<WriteResult> DropTable(const std::string& name, const std::string& branch = "");
+  // Sets (or with nullopt removes) a principal's role: a metadata-only commit.
+  Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
+                  const std::string& branch = "");
+
+  // --- data -------------------------------------------------------------------------
+  Result<WriteResult> Write(const WriteRequest& request);
+  // Forks the table onto `branch` at its current version without writing:
+  // the head's owner changes at an equal version.
+  Result<WriteResult> ForkTable(const std::string& name, const std::string& branch);
+
+  // --- branches -------------------------------------------------------------------------
+  Status CreateBranch(const std::string& name, const std::string& from = "",
+                      std::optional<uint64_t> version = std::nullopt);
+  Status DeleteBranch(const std::string& name);
+  Result<std::vector<std::string>> ListBranches() const;
+
+  // --- history, verification, recovery ------------------------------------------------
+  Result<std::vector<GraphCommitInfo>> Log(const std::string& branch = "") const;  // newest first
+  Result<std::vector<TableHistoryEntry>> History(const std::string& table,
+                                                 const std::string& branch = "") const;
+  Result<HeadsReport> VerifyHeads(const std::string& branch = "") const;
+  Result<HeadsReport> RepairHeads(const std::string& branch = "");
+  // Classifies every sidecar older than `grace_micros` and rolls it forward
+  // or back (see Recover in recovery.cc).
+  Result<RecoveryReport> Recover(int64_t grace_micros);
+
+  Manifest& manifest() const { return *manifest_; }
+  const std::shared_ptr<ObjectStore>& store() const { return store_; }
+  const std::string& root() const { return root_; }
+
+ private:
+  Workspace(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
+            std::shared_ptr<Manifest> manifest)
+      : store_(std::move(store)),
+        root_(std::move(root)),
+        options_(std::move(options)),
+        manifest_(std::move(manifest)) {}
+
+  std::string TableRoot(const std::string& location) const;
+  Status Fail(std::string_view point) const;
+  Result<Dataset> OpenTableAt(const TableHead& head) const;
+  Result<Dataset> OpenFork(const TableHead& head, const std::string& fork) const;
+  Result<WriteResult> PublishTableChange(const Sidecar& sidecar, const TableHead& expected,
+                                         int64_t new_version, int64_t row_count,
+                                         const std::string& commit_id, const std::string& actor,
+                                         const std::string& run_id, const std::string& recovery);
+  // Recovers the sidecar at `key`; counts the outcome in `report`.
+  Status RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report);
+  Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork);
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string root_;
+  WorkspaceOptions options_;
+  std::shared_ptr<Manifest> manifest_;
+};
+
+}  // namespace loam

@@ -1,0 +1,208 @@
+#include "manifest/fold.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+
+json Meta(const ManifestRow& r) {
+  json j = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
+}
+
+std::string Str(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+}
+
+std::string Describe(const TableHead& h) {
+  return std::string(h.state == HeadState::kLive ? "live" : "tombstoned") + " inc " +
+         std::to_string(h.inc) + " '" + h.table_key + "' v" + std::to_string(h.table_version) +
+         " owner '" + h.owner_branch + "' rows " +
+         (h.row_count ? std::to_string(*h.row_count) : "null") + " commit " + h.head_commit +
+         " schema " + h.schema_hash;
+}
+
+}  // namespace
+
+Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
+  FoldedHeads out;
+  for (const ManifestRow& r : journal) {
+    const json meta = Meta(r);
+    if (r.object_type == object_type::kGraphCommit) {
+      GraphHead g;
+      g.branch = r.table_branch.value_or("");
+      g.head_commit = r.object_id.substr(GraphCommitId("").size());
+      if (meta.contains("parents") && meta["parents"].is_array() && !meta["parents"].empty()) {
+        g.parent_commit = meta["parents"][0].get<std::string>();
+      }
+      g.manifest_version = r.table_version.value_or(0);
+      out.graphs[g.branch] = g;
+      continue;
+    }
+    if (!r.stable_table_id || !r.incarnation_id) continue;  // run_commit
+    const int64_t sid = *r.stable_table_id;
+    if (r.object_type == object_type::kIncarnation) {
+      if (out.tables.count(sid)) {
+        return Status::DataLoss("journal incarnates stable id " + std::to_string(sid) + " twice");
+      }
+      TableHead h;
+      h.sid = sid;
+      h.inc = *r.incarnation_id;
+      h.table_key = r.table_key;
+      h.location = r.location;
+      h.schema_hash = Str(meta, "schema_hash");
+      h.head_commit = Str(meta, "commit");
+      out.tables[sid] = h;
+      continue;
+    }
+    auto it = out.tables.find(sid);
+    if (it == out.tables.end() || it->second.inc != *r.incarnation_id) {
+      return Status::DataLoss("journal row '" + r.object_id + "' names an identity never incarnated");
+    }
+    TableHead& h = it->second;
+    if (h.state == HeadState::kTombstoned) {
+      return Status::DataLoss("journal row '" + r.object_id + "' follows the table's tombstone");
+    }
+    if (r.object_type == object_type::kTableSchema) {
+      h.schema_hash = Str(meta, "schema_hash");
+    } else if (r.object_type == object_type::kTableVersion) {
+      h.table_version = r.table_version.value_or(0);
+      h.owner_branch = r.table_branch.value_or("");
+      h.owner_ref = Str(meta, "owner_ref");
+      h.row_count = r.row_count;
+    } else if (r.object_type == object_type::kTableRename) {
+      h.table_key = r.table_key;
+    } else if (r.object_type == object_type::kTableTombstone) {
+      h.state = HeadState::kTombstoned;
+      h.table_version = r.table_version.value_or(0);
+      h.row_count.reset();
+    }
+    h.head_commit = Str(meta, "commit");
+  }
+  return out;
+}
+
+Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion& v) {
+  FoldedHeads out;
+  for (uint32_t p = 0; p < kTableHeadPartitions; ++p) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest.ReadPartition(v, p));
+    for (const ManifestRow& r : rows) {
+      ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
+      out.tables[h.sid] = h;
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> graphs, manifest.ReadPartition(v, kGraphPartition));
+  for (const ManifestRow& r : graphs) {
+    ASSIGN_OR_RETURN(GraphHead g, ParseGraphHead(r));
+    out.graphs[g.branch] = g;
+  }
+  return out;
+}
+
+namespace {
+
+// Differences between folded and stored heads, and the rows that fix them.
+HeadsReport Compare(const FoldedHeads& folded, const FoldedHeads& stored, PublishPlan* fix) {
+  HeadsReport report;
+  for (const auto& [sid, want] : folded.tables) {
+    report.tables_checked++;
+    auto it = stored.tables.find(sid);
+    if (it == stored.tables.end()) {
+      report.problems.push_back("table " + std::to_string(sid) + ": head missing; journal says " +
+                                Describe(want));
+    } else if (!(it->second == want)) {
+      report.problems.push_back("table " + std::to_string(sid) + ": head says " +
+                                Describe(it->second) + "; journal says " + Describe(want));
+    } else {
+      continue;
+    }
+    if (fix) fix->upserts.push_back(TableHeadRow(want));
+  }
+  for (const auto& [sid, have] : stored.tables) {
+    if (folded.tables.count(sid)) continue;
+    report.problems.push_back("table " + std::to_string(sid) + ": head " + Describe(have) +
+                              " has no journal history");
+    if (fix) fix->removes.push_back(TableHeadRow(have));
+  }
+  for (const auto& [branch, want] : folded.graphs) {
+    auto it = stored.graphs.find(branch);
+    if (it == stored.graphs.end() || !(it->second == want)) {
+      report.problems.push_back("graph head of '" + (branch.empty() ? "main" : branch) +
+                                "' disagrees with the journal (expected commit " + want.head_commit +
+                                ")");
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+Result<HeadsReport> VerifyHeads(const Manifest& manifest, const std::string& branch) {
+  ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(branch, ds.version()));
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest.Journal(branch, ds.version()));
+  ASSIGN_OR_RETURN(FoldedHeads folded, FoldJournal(journal));
+  ASSIGN_OR_RETURN(FoldedHeads stored, StoredHeads(manifest, v));
+  HeadsReport report = Compare(folded, stored, nullptr);
+  report.manifest_version = v.version;
+  return report;
+}
+
+Result<HeadsReport> RepairHeads(Manifest& manifest, const std::string& branch) {
+  // Read what is stored leniently: unreadable partitions and rows are problems
+  // to fix, not reasons to stop.
+  ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(branch, ds.version()));
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest.Journal(branch, ds.version()));
+  ASSIGN_OR_RETURN(FoldedHeads folded, FoldJournal(journal));
+  HeadsReport unreadable;
+  FoldedHeads stored;
+  for (uint32_t p = 0; p <= kGraphPartition; ++p) {
+    Result<std::vector<ManifestRow>> rows = manifest.ReadPartition(v, p);
+    if (!rows.ok()) {
+      unreadable.problems.push_back(rows.status().message());
+      continue;
+    }
+    for (const ManifestRow& r : *rows) {
+      if (p == kGraphPartition) {
+        Result<GraphHead> g = ParseGraphHead(r);
+        if (g.ok()) stored.graphs[g->branch] = *g;
+        if (!g.ok()) unreadable.problems.push_back(g.status().message());
+      } else {
+        Result<TableHead> h = ParseTableHead(r);
+        if (h.ok()) stored.tables[h->sid] = *h;
+        if (!h.ok()) unreadable.problems.push_back(h.status().message());
+      }
+    }
+  }
+  HeadsReport report = Compare(folded, stored, nullptr);
+  report.problems.insert(report.problems.begin(), unreadable.problems.begin(),
+                         unreadable.problems.end());
+  report.manifest_version = v.version;
+  if (report.ok()) return report;
+  // Rewrite every head partition from the fold, as one audited commit.
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = "loam:repair";
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    if (view.base().version != v.version) {
+      return Status::Aborted("the manifest changed during repair; run it offline");
+    }
+    PublishPlan plan;
+    for (uint32_t p = 0; p <= kGraphPartition; ++p) plan.rebuild.insert(p);
+    for (const auto& [sid, h] : folded.tables) plan.upserts.push_back(TableHeadRow(h));
+    for (const auto& [b, g] : folded.graphs) {
+      if (b != branch) plan.upserts.push_back(GraphHeadRow(g));
+    }
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult r, manifest.Publish(spec));
+  report.manifest_version = r.manifest_version;
+  return report;
+}
+
+}  // namespace loam

@@ -1,0 +1,114 @@
+#include "manifest/heads.h"
+
+#include <nlohmann/json.hpp>
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+
+Status Malformed(const ManifestRow& row, const std::string& why) {
+  return Status::DataLoss("head row '" + row.object_id + "' is malformed: " + why);
+}
+
+Result<json> ParseObject(const ManifestRow& row) {
+  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Malformed(row, "metadata is not a JSON object");
+  return j;
+}
+
+bool HasString(const json& j, const char* k) { return j.contains(k) && j[k].is_string(); }
+bool HasInt(const json& j, const char* k) { return j.contains(k) && j[k].is_number_integer(); }
+
+}  // namespace
+
+ManifestRow TableHeadRow(const TableHead& h) {
+  ManifestRow r;
+  r.object_id = TableHeadId(h.sid);
+  r.object_type = std::string(object_type::kTableHead);
+  r.table_key = h.table_key;
+  r.location = h.location;
+  r.table_version = h.table_version;
+  if (!h.owner_branch.empty()) r.table_branch = h.owner_branch;
+  r.row_count = h.state == HeadState::kLive ? h.row_count : std::nullopt;
+  r.stable_table_id = h.sid;
+  r.incarnation_id = h.inc;
+  r.metadata = json{{"state", h.state == HeadState::kLive ? "live" : "tombstoned"},
+                    {"stable_table_id", h.sid},
+                    {"incarnation_id", h.inc},
+                    {"schema_hash", h.schema_hash},
+                    {"head_commit", h.head_commit},
+                    {"owner_ref", h.owner_ref}}
+                   .dump();
+  return r;
+}
+
+Result<TableHead> ParseTableHead(const ManifestRow& row) {
+  if (row.object_type != object_type::kTableHead) return Malformed(row, "not a table head");
+  auto parsed = ParseObject(row);
+  if (!parsed.ok()) return parsed.status();
+  const json& j = *parsed;
+  if (!HasString(j, "state") || !HasInt(j, "stable_table_id") || !HasInt(j, "incarnation_id") ||
+      !HasString(j, "schema_hash") || !HasString(j, "head_commit") || !HasString(j, "owner_ref")) {
+    return Malformed(row, "metadata lacks state, ids, schema_hash, head_commit or owner_ref");
+  }
+  TableHead h;
+  const std::string state = j["state"].get<std::string>();
+  if (state == "live") {
+    h.state = HeadState::kLive;
+  } else if (state == "tombstoned") {
+    h.state = HeadState::kTombstoned;
+  } else {
+    return Malformed(row, "unknown state '" + state + "'");
+  }
+  h.sid = j["stable_table_id"].get<int64_t>();
+  h.inc = j["incarnation_id"].get<int64_t>();
+  h.schema_hash = j["schema_hash"].get<std::string>();
+  h.head_commit = j["head_commit"].get<std::string>();
+  h.owner_ref = j["owner_ref"].get<std::string>();
+  if (row.object_id != TableHeadId(h.sid) || row.stable_table_id != h.sid ||
+      row.incarnation_id != h.inc) {
+    return Malformed(row, "identity columns disagree with the payload");
+  }
+  if (!row.table_version || *row.table_version < 1) return Malformed(row, "no table version");
+  if (h.state == HeadState::kLive && !row.row_count) return Malformed(row, "live head without row count");
+  if (h.state == HeadState::kTombstoned && row.row_count) {
+    return Malformed(row, "tombstoned head with a row count");
+  }
+  if (row.table_key.empty() || row.location.empty()) return Malformed(row, "no table key or location");
+  h.table_key = row.table_key;
+  h.location = row.location;
+  h.table_version = *row.table_version;
+  h.owner_branch = row.table_branch.value_or("");
+  h.row_count = row.row_count;
+  return h;
+}
+
+ManifestRow GraphHeadRow(const GraphHead& g) {
+  ManifestRow r;
+  r.object_id = GraphHeadId(g.branch);
+  r.object_type = std::string(object_type::kGraphHead);
+  r.table_version = g.manifest_version;
+  if (!g.branch.empty()) r.table_branch = g.branch;
+  r.metadata = json{{"head_commit", g.head_commit}, {"parent_commit", g.parent_commit}}.dump();
+  return r;
+}
+
+Result<GraphHead> ParseGraphHead(const ManifestRow& row) {
+  if (row.object_type != object_type::kGraphHead) return Malformed(row, "not a graph head");
+  auto parsed = ParseObject(row);
+  if (!parsed.ok()) return parsed.status();
+  const json& j = *parsed;
+  if (!HasString(j, "head_commit") || !HasString(j, "parent_commit") || !row.table_version) {
+    return Malformed(row, "lacks head_commit, parent_commit or manifest version");
+  }
+  GraphHead g;
+  g.branch = row.table_branch.value_or("");
+  if (row.object_id != GraphHeadId(g.branch)) return Malformed(row, "id disagrees with its branch");
+  g.head_commit = j["head_commit"].get<std::string>();
+  g.parent_commit = j["parent_commit"].get<std::string>();
+  g.manifest_version = *row.table_version;
+  return g;
+}
+
+}  // namespace loam

@@ -1,0 +1,505 @@
+#include "manifest/manifest.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "format/fragment_reader.h"
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+
+// Jittered backoff between publish attempts: up to 1 ms * 2^attempt, capped at 20 ms.
+void Backoff(int attempt) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  const int64_t cap_us = std::min<int64_t>(20'000, 1000LL << std::min(attempt, 10));
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
+}
+
+Result<HeadDirectory> DirectoryOf(std::string_view app_section) {
+  if (app_section.empty()) return HeadDirectory{};  // version 1: nothing published yet
+  return DecodeHeadDirectory(app_section);
+}
+
+}  // namespace
+
+std::string WithCommit(const std::string& metadata, const std::string& commit_id) {
+  json j = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) j = json::object();
+  j["commit"] = commit_id;
+  return j.dump();
+}
+
+// --- PublishView -------------------------------------------------------------
+
+Result<std::vector<ManifestRow>> PublishView::Partition(uint32_t p) {
+  auto it = partitions_.find(p);
+  if (it == partitions_.end()) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest_->ReadPartition(base_, p));
+    it = partitions_.emplace(p, std::move(rows)).first;
+  }
+  return it->second;
+}
+
+Result<std::optional<ManifestRow>> PublishView::Find(const std::string& object_id,
+                                                     uint32_t partition) {
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, Partition(partition));
+  for (ManifestRow& r : rows) {
+    if (r.object_id == object_id) return std::optional<ManifestRow>(std::move(r));
+  }
+  return std::optional<ManifestRow>();
+}
+
+Result<std::optional<TableHead>> PublishView::TableHeadOf(int64_t sid) {
+  ASSIGN_OR_RETURN(auto row, Find(TableHeadId(sid), sid % kTableHeadPartitions));
+  if (!row) return std::optional<TableHead>();
+  ASSIGN_OR_RETURN(TableHead h, ParseTableHead(*row));
+  return std::optional<TableHead>(std::move(h));
+}
+
+Result<std::optional<GraphHead>> PublishView::GraphHeadOf(const std::string& branch) {
+  ASSIGN_OR_RETURN(auto row, Find(GraphHeadId(branch), kGraphPartition));
+  if (!row) return std::optional<GraphHead>();
+  ASSIGN_OR_RETURN(GraphHead g, ParseGraphHead(*row));
+  return std::optional<GraphHead>(std::move(g));
+}
+
+// --- Manifest: opening and reading ---------------------------------------------
+
+Manifest::Manifest(std::shared_ptr<ObjectStore> store, std::string workspace,
+                   ManifestOptions options)
+    : store_(std::move(store)), workspace_(std::move(workspace)), options_(std::move(options)) {
+  while (!workspace_.empty() && workspace_.back() == '/') workspace_.pop_back();
+  if (options_.cache_bytes > 0) cache_ = std::make_shared<LruCache>(options_.cache_bytes);
+}
+
+std::string Manifest::Root() const {
+  return workspace_.empty() ? "__manifest" : workspace_ + "/__manifest";
+}
+
+Result<std::shared_ptr<Manifest>> Manifest::Create(std::shared_ptr<ObjectStore> store,
+                                                   std::string workspace,
+                                                   ManifestOptions options) {
+  std::shared_ptr<Manifest> m(new Manifest(std::move(store), std::move(workspace), options));
+  RETURN_NOT_OK(Dataset::Create(m->store_, m->Root(), ManifestSchema(), m->options_.dataset).status());
+  return m;
+}
+
+Result<std::shared_ptr<Manifest>> Manifest::Open(std::shared_ptr<ObjectStore> store,
+                                                 std::string workspace, ManifestOptions options) {
+  std::shared_ptr<Manifest> m(new Manifest(std::move(store), std::move(workspace), options));
+  Result<VersionHeader> h = Dataset::ReadLatestHeader(m->store_, m->Root(), "");
+  if (h.status().IsNotFound()) {
+    return Status::NotFound("no Loam workspace at '" + m->workspace_ + "' (no __manifest); run init");
+  }
+  RETURN_NOT_OK(h.status());
+  RETURN_NOT_OK(DirectoryOf(h->app_section).status());
+  return m;
+}
+
+Result<ManifestVersion> Manifest::FromHeader(const std::string& branch,
+                                             const VersionHeader& h) const {
+  ManifestVersion v;
+  v.branch = branch;
+  v.version = h.version;
+  v.timestamp_micros = h.timestamp_micros;
+  ASSIGN_OR_RETURN(v.dir, DirectoryOf(h.app_section));
+  return v;
+}
+
+Result<ManifestVersion> Manifest::Current(const std::string& branch) const {
+  ASSIGN_OR_RETURN(VersionHeader h, Dataset::ReadLatestHeader(store_, Root(), branch));
+  return FromHeader(branch, h);
+}
+
+Result<ManifestVersion> Manifest::At(const std::string& branch, uint64_t version) const {
+  ASSIGN_OR_RETURN(VersionHeader h, Dataset::ReadHeader(store_, Root(), branch, version));
+  return FromHeader(branch, h);
+}
+
+Result<std::shared_ptr<const RecordBatch>> Manifest::ReadFile(const HeadDirectory::File& f,
+                                                              ManifestReadStats* stats) const {
+  const std::string key = Root() + "/" + f.path;
+  const std::string cache_key = "manifest-file:" + key;
+  if (cache_) {
+    if (auto hit = cache_->Get<RecordBatch>(cache_key)) return hit;
+  }
+  ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), key, f.size));
+  ASSIGN_OR_RETURN(RecordBatch batch, reader->ReadAll());
+  if (stats) stats->partition_files_read++;
+  auto shared = std::make_shared<const RecordBatch>(std::move(batch));
+  if (cache_) cache_->Put<RecordBatch>(cache_key, shared, f.size * 4 + 1024);
+  return shared;
+}
+
+Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& v,
+                                                         uint32_t partition,
+                                                         ManifestReadStats* stats) const {
+  if (partition >= kNumPartitions) return Status::InvalidArgument("no such partition");
+  const HeadDirectory::Slot& slot = v.dir.slots[partition];
+  if (slot.file < 0) return std::vector<ManifestRow>();
+  const HeadDirectory::File& file = v.dir.files[slot.file];
+  ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(file, stats));
+  Result<std::vector<ManifestRow>> rows = BatchToRows(*batch, slot.offset, slot.count);
+  if (!rows.ok()) return rows.status().WithContext("manifest partition " + std::to_string(partition));
+  if (stats) stats->rows_decoded += static_cast<int>(rows->size());
+  std::set<std::string> seen;
+  for (const ManifestRow& r : *rows) {
+    Result<uint32_t> p = PartitionOf(r);
+    if (!p.ok() || *p != partition) {
+      return Status::DataLoss("manifest row '" + r.object_id + "' is in partition " +
+                              std::to_string(partition) + ", where it does not belong");
+    }
+    if (!seen.insert(r.object_id).second) {
+      return Status::DataLoss("manifest row '" + r.object_id + "' appears twice in partition " +
+                              std::to_string(partition) + " (duplicate head)");
+    }
+  }
+  return rows;
+}
+
+Result<std::optional<TableHead>> Manifest::ReadTableHead(const ManifestVersion& v, int64_t sid,
+                                                         ManifestReadStats* stats) const {
+  ASSIGN_OR_RETURN(auto rows, ReadPartition(v, sid % kTableHeadPartitions, stats));
+  for (const ManifestRow& r : rows) {
+    if (r.object_id != TableHeadId(sid)) continue;
+    ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
+    return std::optional<TableHead>(std::move(h));
+  }
+  return std::optional<TableHead>();
+}
+
+Result<std::optional<GraphHead>> Manifest::ReadGraphHead(const ManifestVersion& v,
+                                                         ManifestReadStats* stats) const {
+  ASSIGN_OR_RETURN(auto rows, ReadPartition(v, kGraphPartition, stats));
+  for (const ManifestRow& r : rows) {
+    if (r.object_id != GraphHeadId(v.branch)) continue;
+    ASSIGN_OR_RETURN(GraphHead g, ParseGraphHead(r));
+    return std::optional<GraphHead>(std::move(g));
+  }
+  return std::optional<GraphHead>();
+}
+
+Result<Dataset> Manifest::OpenDataset(const std::string& branch,
+                                      std::optional<uint64_t> version) const {
+  OpenSpec spec;
+  spec.branch = branch;
+  spec.version = version;
+  return Dataset::Open(store_, Root(), spec, options_.dataset);
+}
+
+// --- publishing -----------------------------------------------------------------
+
+Result<Dataset> Manifest::WriterBase(const std::string& branch, bool reload) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = writer_base_.find(branch);
+    // Only main's snapshot is reused: a branch deleted and recreated under the
+    // same name restarts its version numbers.
+    if (!reload && branch.empty() && it != writer_base_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
+  std::lock_guard<std::mutex> lock(mu_);
+  writer_base_.insert_or_assign(branch, base);
+  return base;
+}
+
+Result<PublishResult> Manifest::Publish(const PublishSpec& spec) {
+  const std::string commit_id = spec.commit_id.empty() ? NewUlidString() : spec.commit_id;
+  bool reload = false;
+  for (int attempt = 0; attempt < options_.max_publish_attempts; ++attempt) {
+    ASSIGN_OR_RETURN(Dataset base, WriterBase(spec.branch, reload));
+    Result<PublishResult> r = PublishOnce(spec, base, commit_id);
+    if (r.ok()) {
+      r->attempts = attempt + 1;
+      return r;
+    }
+    if (!r.status().IsAborted()) return r.status();
+    // Lost the compare-and-swap on the next version: re-read heads and the
+    // graph parent, then try again.
+    if (reload) Backoff(attempt);
+    reload = true;
+  }
+  return Status::Aborted("gave up publishing to the manifest after " +
+                         std::to_string(options_.max_publish_attempts) +
+                         " attempts against concurrent writers");
+}
+
+Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Dataset& base,
+                                            const std::string& commit_id) {
+  ManifestVersion v;
+  v.branch = spec.branch;
+  v.version = base.version();
+  v.timestamp_micros = base.state().timestamp_micros;
+  ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
+  PublishView view(this, v, commit_id);
+  if (!spec.run_id.empty()) {
+    ASSIGN_OR_RETURN(auto done, FindJournalRow(spec.branch, RunCommitId(spec.run_id)));
+    if (done) {
+      return Status::AlreadyExists("run " + spec.run_id + " already committed (" +
+                                   done->metadata + ")");
+    }
+  }
+  ASSIGN_OR_RETURN(PublishPlan plan, spec.build(view));
+
+  // Every journal row about a table comes with that table's head.
+  std::set<int64_t> headed;
+  for (const ManifestRow& r : plan.upserts) {
+    if (!IsMutableType(r.object_type)) {
+      return Status::InvalidArgument("'" + r.object_id + "' is not a mutable row");
+    }
+    if (r.object_type == object_type::kTableHead) headed.insert(r.stable_table_id.value_or(0));
+  }
+  for (ManifestRow& r : plan.journal) {
+    if (!IsJournalType(r.object_type)) {
+      return Status::InvalidArgument("'" + r.object_id + "' is not a journal row");
+    }
+    if (r.stable_table_id && !headed.count(*r.stable_table_id)) {
+      return Status::InvalidArgument("journal row '" + r.object_id +
+                                     "' has no head row for its table in the same commit");
+    }
+    r.metadata = WithCommit(r.metadata, commit_id);
+  }
+  const uint64_t next_version = base.version() + 1;
+  if (plan.graph_commit) {
+    ASSIGN_OR_RETURN(auto head, view.GraphHeadOf(spec.branch));
+    std::string parent = head ? head->head_commit : "";
+    if (!head && !spec.branch.empty()) {
+      // A branch's first commit continues its parent branch's line.
+      const BranchInfo& b = base.state().branch;
+      ASSIGN_OR_RETURN(auto inherited, view.GraphHeadOf(b.parent));
+      if (inherited) parent = inherited->head_commit;
+    }
+    ManifestRow commit;
+    commit.object_id = GraphCommitId(commit_id);
+    commit.object_type = std::string(object_type::kGraphCommit);
+    commit.table_version = static_cast<int64_t>(next_version);
+    if (!spec.branch.empty()) commit.table_branch = spec.branch;
+    json parents = json::array();
+    if (!parent.empty()) parents.push_back(parent);
+    commit.metadata = json{{"parents", parents},
+                           {"actor", spec.actor},
+                           {"run_id", spec.run_id},
+                           {"created_at", options_.dataset.clock->NowMicros()},
+                           {"commit", commit_id}}
+                          .dump();
+    plan.journal.push_back(std::move(commit));
+    if (!spec.run_id.empty()) {
+      ManifestRow run;
+      run.object_id = RunCommitId(spec.run_id);
+      run.object_type = std::string(object_type::kRunCommit);
+      run.table_version = static_cast<int64_t>(next_version);
+      run.metadata = json{{"commit", commit_id}, {"run_id", spec.run_id}}.dump();
+      plan.journal.push_back(std::move(run));
+    }
+    plan.upserts.push_back(GraphHeadRow({spec.branch, commit_id, parent,
+                                         static_cast<int64_t>(next_version)}));
+  } else if (!plan.journal.empty()) {
+    return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
+  }
+
+  // New contents of every touched partition.
+  std::map<uint32_t, std::vector<ManifestRow>> touched;
+  auto partition_rows = [&](const ManifestRow& r) -> Result<std::vector<ManifestRow>*> {
+    ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
+    auto it = touched.find(p);
+    if (it == touched.end() && plan.rebuild.count(p)) it = touched.emplace(p, std::vector<ManifestRow>()).first;
+    if (it == touched.end()) {
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
+      it = touched.emplace(p, std::move(rows)).first;
+    }
+    return &it->second;
+  };
+  for (uint32_t p : plan.rebuild) touched.emplace(p, std::vector<ManifestRow>());
+  for (const ManifestRow& r : plan.removes) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow>* rows, partition_rows(r));
+    std::erase_if(*rows, [&](const ManifestRow& x) { return x.object_id == r.object_id; });
+  }
+  for (const ManifestRow& r : plan.upserts) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow>* rows, partition_rows(r));
+    auto it = std::find_if(rows->begin(), rows->end(),
+                           [&](const ManifestRow& x) { return x.object_id == r.object_id; });
+    if (it == rows->end()) {
+      rows->push_back(r);
+    } else {
+      *it = r;
+    }
+  }
+  std::vector<ManifestRow> all = plan.journal;
+  std::vector<std::pair<uint32_t, std::pair<uint32_t, uint32_t>>> ranges;
+  for (auto& [p, rows] : touched) {
+    std::sort(rows.begin(), rows.end(),
+              [](const ManifestRow& a, const ManifestRow& b) { return a.object_id < b.object_id; });
+    ranges.push_back({p, {static_cast<uint32_t>(all.size()), static_cast<uint32_t>(rows.size())}});
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  if (all.empty()) return Status::InvalidArgument("nothing to publish");
+  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(RowsToBatch(all)));
+  HeadDirectory dir = v.dir;
+  const HeadDirectory::File file{frag.data_path, frag.data_size};
+  for (const auto& [p, range] : ranges) {
+    if (range.second == 0) {
+      dir.slots[p] = HeadDirectory::Slot{};
+    } else {
+      dir.Set(p, file, range.first, range.second);
+    }
+  }
+  dir.Prune();
+  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite({frag}, {}, EncodeHeadDirectory(dir)));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writer_base_.insert_or_assign(spec.branch, committed);
+  }
+  return PublishResult{committed.version(), commit_id, 0};
+}
+
+// --- history ----------------------------------------------------------------------
+
+Result<std::vector<ManifestRow>> Manifest::Journal(const std::string& branch,
+                                                   std::optional<uint64_t> version) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch, version));
+  std::vector<ManifestRow> out;
+  ScanSpec spec;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
+  for (const RecordBatch& b : batches) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+    for (ManifestRow& r : rows) {
+      if (IsJournalType(r.object_type)) out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<ManifestRow>> Manifest::CommitRows(const std::string& branch,
+                                                      uint64_t version) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch, version));
+  std::vector<ManifestRow> out;
+  for (const Fragment& f : ds.state().txn.added) {
+    // Added fragments carry their ids in the committed version.
+    const Fragment* live = nullptr;
+    for (const Fragment& g : ds.state().fragments) {
+      if (g.data_path == f.data_path) live = &g;
+    }
+    if (live == nullptr) continue;
+    ASSIGN_OR_RETURN(auto reader,
+                     FragmentReader::Open(store_.get(), Root() + "/" + live->data_path, live->data_size));
+    ASSIGN_OR_RETURN(RecordBatch b, reader->ReadAll());
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+Result<std::optional<ManifestRow>> Manifest::FindJournalRow(const std::string& branch,
+                                                            const std::string& object_id,
+                                                            JournalLookupStats* stats) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  ScanStats scan_stats;
+  ScanSpec spec;
+  spec.where = {Predicate::Eq("object_id", object_id)};
+  spec.stats = &scan_stats;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
+  if (stats) {
+    stats->index_used = ds.state().FindIndex("object_id") != nullptr;
+    stats->index_pages_read = scan_stats.index_pages_read;
+    stats->fragments_scanned = scan_stats.fragments_scanned;
+  }
+  for (const RecordBatch& b : batches) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+    for (ManifestRow& r : rows) {
+      if (IsJournalType(r.object_type)) return std::optional<ManifestRow>(std::move(r));
+    }
+  }
+  return std::optional<ManifestRow>();
+}
+
+Status Manifest::Reconcile(const std::string& branch) {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  if (ds.state().FindIndex("object_id") == nullptr) {
+    return ds.CreateIndex("object_id", "object_id").status();
+  }
+  return ds.OptimizeIndices().status();
+}
+
+Status Manifest::Compact(const std::string& branch) {
+  for (int attempt = 0; attempt < options_.max_publish_attempts; ++attempt) {
+    ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
+    ManifestVersion v;
+    v.branch = branch;
+    v.version = base.version();
+    ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, Journal(branch, base.version()));
+    std::vector<ManifestRow> heads;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges(kNumPartitions);
+    for (uint32_t p = 0; p < kNumPartitions; ++p) {
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, ReadPartition(v, p));
+      ranges[p] = {static_cast<uint32_t>(heads.size()), static_cast<uint32_t>(rows.size())};
+      heads.insert(heads.end(), rows.begin(), rows.end());
+    }
+    std::vector<Fragment> added;
+    if (!journal.empty()) {
+      ASSIGN_OR_RETURN(Fragment j, base.WriteFragment(RowsToBatch(journal)));
+      added.push_back(std::move(j));
+    }
+    HeadDirectory dir;
+    if (!heads.empty()) {
+      ASSIGN_OR_RETURN(Fragment h, base.WriteFragment(RowsToBatch(heads)));
+      const HeadDirectory::File file{h.data_path, h.data_size};
+      for (uint32_t p = 0; p < kNumPartitions; ++p) {
+        if (ranges[p].second > 0) dir.Set(p, file, ranges[p].first, ranges[p].second);
+      }
+      added.push_back(std::move(h));
+    }
+    std::vector<uint64_t> removed;
+    for (const Fragment& f : base.state().fragments) removed.push_back(f.id);
+    Result<Dataset> done = base.CommitRewrite(std::move(added), removed, EncodeHeadDirectory(dir));
+    if (done.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      writer_base_.insert_or_assign(branch, *done);
+      return Status::OK();
+    }
+    if (!done.status().IsAborted()) return done.status();
+    Backoff(attempt);
+  }
+  return Status::Aborted("manifest compaction kept losing to concurrent writers");
+}
+
+// --- branches ------------------------------------------------------------------------
+
+Status Manifest::CreateBranch(const std::string& name, const std::string& from, uint64_t version) {
+  ASSIGN_OR_RETURN(Dataset src, OpenDataset(from, version));
+  return src.CreateBranch(name).status();
+}
+
+Status Manifest::DeleteBranch(const std::string& name) {
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  RETURN_NOT_OK(main.DeleteBranch(name));
+  std::lock_guard<std::mutex> lock(mu_);
+  writer_base_.erase(name);
+  return Status::OK();
+}
+
+Result<std::vector<std::string>> Manifest::ListBranches() const {
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  return main.ListBranches();
+}
+
+Result<std::string> Manifest::BranchId(const std::string& name) const {
+  if (name.empty()) return std::string();
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  return main.BranchId(name);
+}
+
+Result<BranchInfo> Manifest::BranchParent(const std::string& name) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(name));
+  return ds.state().branch;
+}
+
+}  // namespace loam

@@ -1,0 +1,182 @@
+// The __manifest dataset of a workspace: an immutable journal plus the
+// current mutable rows (table heads, graph heads, catalog), published together
+// in one atomic commit (docs/format/manifest.md).
+//
+// Every version's application section holds a HeadDirectory, so the current
+// state of a branch costs one LIST, one range GET, and one GET per partition
+// file read, whatever the length of the history.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/lru_cache.h"
+#include "common/thread_annotations.h"
+#include "dataset/dataset.h"
+#include "manifest/directory.h"
+#include "manifest/heads.h"
+#include "manifest/rows.h"
+
+namespace loam {
+
+struct ManifestOptions {
+  DatasetOptions dataset;
+  int max_publish_attempts = 64;
+  // Decoded partition files (immutable), shared by every read; 0 = no cache.
+  size_t cache_bytes = 32 << 20;
+};
+
+// One version of one branch's manifest, as its header describes it.
+struct ManifestVersion {
+  std::string branch;  // "" = main
+  uint64_t version = 0;
+  int64_t timestamp_micros = 0;
+  HeadDirectory dir;
+};
+
+struct ManifestReadStats {
+  int partition_files_read = 0;  // fetched from the store (not the cache)
+  int rows_decoded = 0;          // mutable rows turned into ManifestRow values
+};
+
+class Manifest;
+
+// What one publish attempt sees: the latest version's mutable rows, read
+// lazily, partition by partition.
+class PublishView {
+ public:
+  const ManifestVersion& base() const { return base_; }
+  const std::string& commit_id() const { return commit_id_; }
+  Result<std::vector<ManifestRow>> Partition(uint32_t p);
+  Result<std::optional<ManifestRow>> Find(const std::string& object_id, uint32_t partition);
+  Result<std::optional<TableHead>> TableHeadOf(int64_t sid);
+  Result<std::optional<GraphHead>> GraphHeadOf(const std::string& branch);
+
+ private:
+  friend class Manifest;
+  PublishView(Manifest* m, ManifestVersion base, std::string commit_id)
+      : manifest_(m), base_(std::move(base)), commit_id_(std::move(commit_id)) {}
+  Manifest* manifest_;
+  ManifestVersion base_;
+  std::string commit_id_;
+  std::map<uint32_t, std::vector<ManifestRow>> partitions_;
+};
+
+// The rows one commit adds and changes.
+struct PublishPlan {
+  std::vector<ManifestRow> journal;  // immutable rows
+  std::vector<ManifestRow> upserts;  // mutable rows, replacing any with the same id
+  std::vector<ManifestRow> removes;  // mutable rows (id and type) to delete
+  // A metadata-only commit (grants) creates no graph commit.
+  bool graph_commit = true;
+  // Partitions rewritten from `upserts` alone, ignoring what they hold now
+  // (heads repair).
+  std::set<uint32_t> rebuild;
+};
+
+struct PublishSpec {
+  std::string branch;  // "" = main
+  // Called on every attempt against the latest version; errors end the
+  // publish (a stale expectation is FailedPrecondition, a typed conflict).
+  std::function<Result<PublishPlan>(PublishView&)> build;
+  std::string commit_id;  // graph commit id; minted when empty
+  std::string actor = "loam";
+  std::string run_id;     // adds run_commit:<run_id>; AlreadyExists if that run committed
+};
+
+struct PublishResult {
+  uint64_t manifest_version = 0;
+  std::string commit_id;
+  int attempts = 0;
+};
+
+struct JournalLookupStats {
+  bool index_used = false;
+  int index_pages_read = 0;
+  int fragments_scanned = 0;  // the index's uncovered tail (all fragments without an index)
+};
+
+class Manifest {
+ public:
+  // The manifest of the workspace whose root key prefix is `workspace`
+  // ("" = the store's root); it lives under "<workspace>/__manifest".
+  static Result<std::shared_ptr<Manifest>> Create(std::shared_ptr<ObjectStore> store,
+                                                  std::string workspace,
+                                                  ManifestOptions options = {});
+  static Result<std::shared_ptr<Manifest>> Open(std::shared_ptr<ObjectStore> store,
+                                                std::string workspace,
+                                                ManifestOptions options = {});
+
+  // --- current state (flat cost) ------------------------------------------
+  Result<ManifestVersion> Current(const std::string& branch) const;
+  Result<ManifestVersion> At(const std::string& branch, uint64_t version) const;
+  // The mutable rows of one partition, checked: unique ids, each in its
+  // partition. DataLoss on anything else.
+  Result<std::vector<ManifestRow>> ReadPartition(const ManifestVersion& v, uint32_t partition,
+                                                 ManifestReadStats* stats = nullptr) const;
+  Result<std::optional<TableHead>> ReadTableHead(const ManifestVersion& v, int64_t sid,
+                                                 ManifestReadStats* stats = nullptr) const;
+  Result<std::optional<GraphHead>> ReadGraphHead(const ManifestVersion& v,
+                                                 ManifestReadStats* stats = nullptr) const;
+
+  // --- writes ---------------------------------------------------------------
+  Result<PublishResult> Publish(const PublishSpec& spec);
+  // Rewrites the journal into one fragment and the partitions into another.
+  Status Compact(const std::string& branch);
+  // Builds or folds forward the object_id index (outside the write path).
+  Status Reconcile(const std::string& branch);
+
+  // --- history (cost grows with history) -------------------------------------
+  // Journal rows of a version in commit order (the latest when nullopt).
+  Result<std::vector<ManifestRow>> Journal(const std::string& branch,
+                                           std::optional<uint64_t> version = {}) const;
+  // Exact look-up of a journal row by id, through the index when present.
+  Result<std::optional<ManifestRow>> FindJournalRow(const std::string& branch,
+                                                    const std::string& object_id,
+                                                    JournalLookupStats* stats = nullptr) const;
+  // The rows a version's commit added (for tests that inspect every commit).
+  Result<std::vector<ManifestRow>> CommitRows(const std::string& branch, uint64_t version) const;
+
+  // --- branches of the manifest ------------------------------------------------
+  Status CreateBranch(const std::string& name, const std::string& from, uint64_t version);
+  Status DeleteBranch(const std::string& name);
+  Result<std::vector<std::string>> ListBranches() const;
+  // The branch's identity (its fork name for tables); "" for main.
+  Result<std::string> BranchId(const std::string& name) const;
+  Result<BranchInfo> BranchParent(const std::string& name) const;
+
+  Result<Dataset> OpenDataset(const std::string& branch, std::optional<uint64_t> version = {}) const;
+  const std::shared_ptr<ObjectStore>& store() const { return store_; }
+  const std::string& workspace() const { return workspace_; }
+  const ManifestOptions& options() const { return options_; }
+
+ private:
+  Manifest(std::shared_ptr<ObjectStore> store, std::string workspace, ManifestOptions options);
+  std::string Root() const;
+  Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
+  Result<std::shared_ptr<const RecordBatch>> ReadFile(const HeadDirectory::File& f,
+                                                      ManifestReadStats* stats) const;
+  // The latest snapshot of `branch`, reusing the last one this process
+  // committed (a lost race shows it stale and it is reloaded).
+  Result<Dataset> WriterBase(const std::string& branch, bool reload);
+  Result<PublishResult> PublishOnce(const PublishSpec& spec, const Dataset& base,
+                                    const std::string& commit_id);
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string workspace_;
+  ManifestOptions options_;
+  std::shared_ptr<LruCache> cache_;
+  std::mutex mu_;
+  std::map<std::string, Dataset> writer_base_ LOAM_GUARDED_BY(mu_);
+};
+
+// Adds "commit": <commit_id> to a row's JSON metadata.
+std::string WithCommit(const std::string& metadata, const std::string& commit_id);
+
+}  // namespace loam
