@@ -414,6 +414,10 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     return Status::InvalidArgument("unknown write mode");
   };
   Result<Dataset> committed = commit();
+  if (committed.status().IsAborted()) {
+    committed = Conflict("another writer committed to table '" + req.table + "' first (" +
+                         committed.status().message() + ")");
+  }
   if (!committed.ok() ||
       static_cast<int64_t>(committed->version()) <= head.table_version) {
     // No table effect: the sidecar has nothing to recover.

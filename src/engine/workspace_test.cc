@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "engine/workspace_test_util.h"
 
@@ -170,6 +171,222 @@ TEST_F(WorkspaceTest, TimeTravelAndHistory) {
   EXPECT_EQ(log[0].parents, std::vector<std::string>{log[1].id});
   EXPECT_EQ(log[1].parents, std::vector<std::string>{log[2].id});
   EXPECT_TRUE(log[2].parents.empty());
+}
+
+// Replaces partition `p` of main's latest manifest version with `rows`, as a
+// corrupt or buggy writer could: a raw commit that bypasses the publisher.
+void CorruptPartition(Workspace& ws, uint32_t p, const std::vector<ManifestRow>& rows) {
+  Dataset base = ws.manifest().OpenDataset("").value();
+  HeadDirectory dir = DecodeHeadDirectory(base.state().app_section).value();
+  if (rows.empty()) {
+    dir.slots[p] = HeadDirectory::Slot{};
+  } else {
+    Fragment f = base.WriteFragment(RowsToBatch(rows)).value();
+    dir.Set(p, {f.data_path, f.data_size}, 0, static_cast<uint32_t>(rows.size()));
+    ASSERT_TRUE(base.CommitRewrite({f}, {}, EncodeHeadDirectory(dir)).ok());
+    return;
+  }
+  ASSERT_TRUE(base.CommitRewrite({}, {}, EncodeHeadDirectory(dir)).ok());
+}
+
+TEST_F(WorkspaceTest, MissingDuplicateOrMalformedHeadsFailLoudlyAndRepairFixesThem) {
+  const int64_t sid = ws_->CreateTable("t", EventSchema(), {}).value().sid;
+  ASSERT_TRUE(ws_->Write(Append("t", {1, 2})).ok());
+  const uint32_t p = static_cast<uint32_t>(sid % kTableHeadPartitions);
+  ManifestVersion v = ws_->manifest().Current("").value();
+  const ManifestRow good = ws_->manifest().ReadPartition(v, p).value().at(0);
+
+  struct Case {
+    std::string name;
+    std::vector<ManifestRow> rows;
+    std::string expect;
+  };
+  ManifestRow malformed = good;
+  malformed.metadata = "{\"state\":\"live\"}";
+  ManifestRow mismatched = good;
+  mismatched.metadata = good.metadata;
+  TableHead h = ParseTableHead(good).value();
+  h.schema_hash = "0123";
+  mismatched = TableHeadRow(h);
+  TableHead tomb = ParseTableHead(good).value();
+  tomb.state = HeadState::kTombstoned;
+  tomb.row_count.reset();
+  for (const Case& c : std::vector<Case>{{"missing", {}, "no head row"},
+                                         {"duplicate", {good, good}, "appears twice"},
+                                         {"malformed", {malformed}, "malformed"},
+                                         {"mismatched schema", {mismatched}, "disagrees"},
+                                         {"tombstoned", {TableHeadRow(tomb)}, "tombstoned"}}) {
+    SCOPED_TRACE(c.name);
+    CorruptPartition(*ws_, p, c.rows);
+    Status st = ws_->Current().status();
+    EXPECT_TRUE(st.IsDataLoss()) << st;
+    EXPECT_NE(st.ToString().find(c.expect), std::string::npos) << st;
+    // Writers refuse too: no hot path folds the journal instead.
+    EXPECT_TRUE(ws_->Write(Append("t", {3})).status().IsDataLoss());
+    HeadsReport before = ws_->VerifyHeads().value_or(HeadsReport{0, 0, {"unreadable"}});
+    EXPECT_FALSE(before.ok());
+    HeadsReport repaired = ws_->RepairHeads().value();
+    EXPECT_FALSE(repaired.problems.empty());
+    ExpectHeadsMatchFold(*ws_);
+    EXPECT_EQ(RowsOf(*ws_, "t"), 2);
+    EXPECT_EQ(ws_->Log().value().front().actor, "loam:repair");
+  }
+  // The table keeps working after repair.
+  ASSERT_TRUE(ws_->Write(Append("t", {3})).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t"), 3);
+}
+
+TEST_F(WorkspaceTest, DisjointWritersFormOneLinearChain) {
+  constexpr int kWriters = 8, kCommits = 6;
+  for (int i = 0; i < kWriters; ++i) {
+    ASSERT_TRUE(ws_->CreateTable("t" + std::to_string(i), EventSchema(), {}).ok());
+  }
+  std::vector<std::thread> threads;
+  std::vector<Status> failures(kWriters);
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      // Each writer is its own process in spirit: its own Workspace handle,
+      // leaving the others' in-flight sidecars alone.
+      WorkspaceOptions o = testing::TestOptions();
+      o.recovery_grace_micros = 60'000'000;
+      auto ws = Workspace::Open(store_, "ws", o).value();
+      for (int c = 0; c < kCommits; ++c) {
+        Status st = ws->Write(Append("t" + std::to_string(i), {c})).status();
+        if (!st.ok()) failures[i] = st;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& st : failures) EXPECT_TRUE(st.ok()) << st;
+  Snapshot snap = ws_->Current().value();
+  for (int i = 0; i < kWriters; ++i) {
+    const TableState* t = snap.Find("t" + std::to_string(i));
+    EXPECT_EQ(t->head.table_version, 1 + kCommits);
+    EXPECT_EQ(t->head.row_count, kCommits);
+  }
+  // One chain: every commit's only parent is the one before it.
+  std::vector<GraphCommitInfo> log = ws_->Log().value();
+  ASSERT_EQ(log.size(), static_cast<size_t>(kWriters + kWriters * kCommits));
+  for (size_t i = 0; i + 1 < log.size(); ++i) {
+    EXPECT_EQ(log[i].parents, std::vector<std::string>{log[i + 1].id}) << i;
+    EXPECT_EQ(log[i].manifest_version, log[i + 1].manifest_version + 1) << i;
+  }
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(WorkspaceTest, SameTableWritersWithOneExpectationHaveExactlyOneWinner) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  for (int round = 0; round < 10; ++round) {
+    const int64_t expected = ws_->Current().value().Find("t")->head.table_version;
+    std::vector<Status> results(2);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 2; ++i) {
+      threads.emplace_back([&, i] {
+        auto ws = Workspace::Open(store_, "ws", [] {
+          WorkspaceOptions o = testing::TestOptions();
+          o.recovery_grace_micros = 60'000'000;  // the other writer is alive
+          return o;
+        }()).value();
+        WriteRequest w = Append("t", {round * 2 + i});
+        w.expected_version = expected;
+        results[i] = ws->Write(w).status();
+      });
+    }
+    for (auto& t : threads) t.join();
+    const int wins = results[0].ok() + results[1].ok();
+    EXPECT_EQ(wins, 1) << results[0] << " / " << results[1];
+    for (const Status& st : results) {
+      if (!st.ok()) {
+        EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+      }
+    }
+    EXPECT_EQ(ws_->Current().value().Find("t")->head.table_version, expected + 1);
+    EXPECT_EQ(RowsOf(*ws_, "t"), round + 1);
+  }
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(WorkspaceTest, BranchesForkTablesLazilyAndNeverConfuseARecreatedName) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws_->Write(Append("t", {1})).ok());
+  const uint64_t fork_point = ws_->manifest().Current("").value().version;
+  ASSERT_TRUE(ws_->CreateBranch("dev").ok());
+  // Nothing is copied: the branch reads main's table version.
+  Snapshot dev = ws_->Current("dev").value();
+  EXPECT_EQ(dev.Find("t")->head.owner_branch, "");
+  EXPECT_EQ(dev.manifest_version, fork_point);
+  // The first write on the branch forks the table; main does not see it.
+  ASSERT_TRUE(ws_->Write(Append("t", {2, 3}, "dev")).ok());
+  dev = ws_->Current("dev").value();
+  EXPECT_EQ(dev.Find("t")->head.owner_branch, "dev");
+  EXPECT_EQ(dev.Find("t")->head.table_version, 3);
+  EXPECT_EQ(RowsOf(*ws_, "t", "dev"), 3);
+  EXPECT_EQ(RowsOf(*ws_, "t"), 1);
+  ASSERT_TRUE(ws_->Write(Append("t", {9})).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t"), 2);
+  EXPECT_EQ(RowsOf(*ws_, "t", "dev"), 3);
+  // The branch's first commit continues main's line.
+  std::vector<GraphCommitInfo> dev_log = ws_->Log("dev").value();
+  EXPECT_EQ(dev_log[0].branch, "dev");
+  EXPECT_EQ(dev_log[1].manifest_version, static_cast<int64_t>(fork_point));
+  // A branch of a branch, and delete refused while the child exists.
+  ASSERT_TRUE(ws_->CreateBranch("feature", "dev").ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "feature"), 3);
+  EXPECT_TRUE(ws_->DeleteBranch("dev").IsFailedPrecondition());
+  ASSERT_TRUE(ws_->Write(Append("t", {4}, "feature")).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "feature"), 4);
+  EXPECT_EQ(RowsOf(*ws_, "t", "dev"), 3);
+  ASSERT_TRUE(ws_->DeleteBranch("feature").ok());
+  // Recreated under the same name: a new branch, blind to the old fork.
+  ASSERT_TRUE(ws_->CreateBranch("feature", "").ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "feature"), 2);
+  ASSERT_TRUE(ws_->Write(Append("t", {5}, "feature")).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "feature"), 3);
+  // A handoff at an equal version still updates the head's owner.
+  ASSERT_TRUE(ws_->CreateBranch("handoff", "").ok());
+  WriteResult fork = ws_->ForkTable("t", "handoff").value();
+  Snapshot handed = ws_->Current("handoff").value();
+  EXPECT_EQ(handed.Find("t")->head.table_version, ws_->Current().value().Find("t")->head.table_version);
+  EXPECT_EQ(handed.Find("t")->head.owner_branch, "handoff");
+  EXPECT_EQ(handed.Find("t")->head.head_commit, fork.commit_id);
+  for (const char* b : {"", "dev", "feature", "handoff"}) ExpectHeadsMatchFold(*ws_, b);
+  std::vector<std::string> branches = ws_->ListBranches().value();
+  EXPECT_EQ(std::set<std::string>(branches.begin(), branches.end()),
+            (std::set<std::string>{"dev", "feature", "handoff"}));
+}
+
+TEST_F(WorkspaceTest, JournalLookupByIdUsesTheIndexWithABoundedTail) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  for (int i = 0; i < 12; ++i) {
+    WriteRequest w = Append("t", {i});
+    w.run_id = "run-" + std::to_string(i);
+    ASSERT_TRUE(ws_->Write(w).ok());
+  }
+  // No index yet: correct, at the cost of scanning every fragment.
+  JournalLookupStats none;
+  auto found = ws_->manifest().FindJournalRow("", RunCommitId("run-3"), &none).value();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_FALSE(none.index_used);
+  EXPECT_EQ(none.fragments_scanned, 13);  // one per commit: create + 12 writes
+  ASSERT_TRUE(ws_->manifest().Reconcile("").ok());
+  JournalLookupStats indexed;
+  found = ws_->manifest().FindJournalRow("", RunCommitId("run-3"), &indexed).value();
+  ASSERT_TRUE(found.has_value());
+  EXPECT_TRUE(indexed.index_used);
+  EXPECT_GE(indexed.index_pages_read, 1);
+  EXPECT_EQ(indexed.fragments_scanned, 0);
+  // Two more commits form an uncovered tail of exactly two fragments...
+  ASSERT_TRUE(ws_->Write(Append("t", {100})).ok());
+  ASSERT_TRUE(ws_->Write(Append("t", {101})).ok());
+  JournalLookupStats tail;
+  EXPECT_FALSE(ws_->manifest().FindJournalRow("", RunCommitId("nope"), &tail).value().has_value());
+  EXPECT_EQ(tail.fragments_scanned, 2);
+  // ...which reconciliation folds in.
+  ASSERT_TRUE(ws_->manifest().Reconcile("").ok());
+  JournalLookupStats folded;
+  ASSERT_TRUE(ws_->manifest().FindJournalRow("", RunCommitId("run-11"), &folded).value());
+  EXPECT_EQ(folded.fragments_scanned, 0);
+  ExpectHeadsMatchFold(*ws_);
 }
 
 }  // namespace
