@@ -1,0 +1,184 @@
+// Crash at every named failpoint of the write protocol, reopen, and check
+// that recovery leaves table, journal, heads and graph head consistent.
+#include <gtest/gtest.h>
+
+#include "engine/workspace.h"
+#include "engine/workspace_test_util.h"
+
+namespace loam {
+namespace {
+
+using testing::Append;
+using testing::EventSchema;
+using testing::ExpectHeadsMatchFold;
+using testing::RowsOf;
+
+struct Outcome {
+  std::string_view failpoint;
+  int rolled_forward, rolled_back, already_published, without_effect;
+  int64_t version_delta;  // head version after recovery minus before the write
+  int64_t rows;           // live rows after recovery (2 before, 3 after the write)
+  std::string actor;      // actor of the newest graph commit
+};
+
+class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
+ protected:
+  // A workspace with table t holding 2 rows on `branch`, and a handle whose
+  // write stops at `point`.
+  void SetUpCrash(const std::string& branch, std::string_view point) {
+    store_ = std::make_shared<MemoryObjectStore>();
+    auto ws = Workspace::Init(store_, "ws", testing::TestOptions()).value();
+    ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {"id"}).ok());
+    ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
+    if (!branch.empty()) {
+      ASSERT_TRUE(ws->CreateBranch(branch).ok());
+    }
+    WorkspaceOptions crashing = testing::TestOptions();
+    crashing.failpoint = [point](std::string_view at) {
+      return at == point ? Status::Unavailable("crash at " + std::string(at)) : Status::OK();
+    };
+    crashing_ = Workspace::Open(store_, "ws", crashing).value();
+  }
+  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<Workspace> crashing_;
+};
+
+void ExpectConsistent(const Workspace& ws, const std::string& branch) {
+  Snapshot snap = ws.Current(branch).value();
+  const TableHead& head = snap.Find("t")->head;
+  // The physical table: the owner fork's latest version is the head's.
+  OpenSpec spec;
+  spec.branch = head.owner_ref;
+  Dataset latest = Dataset::Open(ws.store(), "ws/" + head.location, spec).value();
+  EXPECT_EQ(static_cast<int64_t>(latest.version()), head.table_version);
+  EXPECT_EQ(static_cast<int64_t>(latest.CountRows()), head.row_count.value());
+  ExpectHeadsMatchFold(ws, branch);
+  // The graph head is the newest commit, and the table head names one.
+  std::vector<GraphCommitInfo> log = ws.Log(branch).value();
+  if (snap.graph_head) {
+    EXPECT_EQ(snap.graph_head->head_commit, log.front().id);
+  } else {
+    EXPECT_NE(log.front().branch, branch);  // no commit of its own yet: the parent's line
+  }
+  EXPECT_TRUE(ws.store()->ListAll("ws/_recovery/").value().empty());
+}
+
+TEST_P(WorkspaceCrashTest, RecoveryConvergesOnMain) {
+  const Outcome& o = GetParam();
+  SetUpCrash("", o.failpoint);
+  const TableHead before = crashing_->Current().value().Find("t")->head;
+  Status crashed = crashing_->Write(Append("t", {3})).status();
+  ASSERT_TRUE(crashed.IsUnavailable()) << crashed;
+  // Reopen: recovery runs.
+  auto ws = Workspace::Open(store_, "ws", testing::TestOptions()).value();
+  RecoveryReport again = ws->Recover(0).value();  // idempotent: nothing left
+  EXPECT_EQ(again.rolled_back + again.rolled_forward + again.already_published, 0);
+  const TableHead after = ws->Current().value().Find("t")->head;
+  EXPECT_EQ(after.table_version, before.table_version + o.version_delta);
+  EXPECT_EQ(after.row_count, o.rows);
+  EXPECT_EQ(RowsOf(*ws, "t"), o.rows);
+  EXPECT_EQ(after.sid, before.sid);
+  EXPECT_EQ(after.inc, before.inc);
+  EXPECT_EQ(after.schema_hash, before.schema_hash);
+  EXPECT_EQ(after.owner_ref, before.owner_ref);
+  EXPECT_EQ(ws->Log().value().front().actor, o.actor);
+  if (o.version_delta == 0) {
+    EXPECT_EQ(after, before);
+  } else {
+    EXPECT_EQ(after.head_commit, ws->Log().value().front().id);
+  }
+  ExpectConsistent(*ws, "");
+  // And the table takes writes again.
+  ASSERT_TRUE(ws->Write(Append("t", {10})).ok());
+  EXPECT_EQ(RowsOf(*ws, "t"), o.rows + 1);
+}
+
+TEST_P(WorkspaceCrashTest, RecoveryConvergesOnABranchFork) {
+  const Outcome& o = GetParam();
+  SetUpCrash("dev", o.failpoint);
+  Status crashed = crashing_->Write(Append("t", {3}, "dev")).status();
+  ASSERT_TRUE(crashed.IsUnavailable()) << crashed;
+  auto ws = Workspace::Open(store_, "ws", testing::TestOptions()).value();
+  // A rolled-back first write on a branch publishes nothing: the head still
+  // names main's version, and the unpublished fork is reset on the next write.
+  const bool published = o.rolled_forward + o.already_published > 0;
+  const TableHead head = ws->Current("dev").value().Find("t")->head;
+  EXPECT_EQ(head.owner_branch, published ? "dev" : "");
+  EXPECT_EQ(RowsOf(*ws, "t", "dev"), published ? 3 : 2);
+  EXPECT_EQ(RowsOf(*ws, "t"), 2);
+  ExpectConsistent(*ws, "dev");
+  ExpectConsistent(*ws, "");
+  ASSERT_TRUE(ws->Write(Append("t", {10}, "dev")).ok());
+  EXPECT_EQ(RowsOf(*ws, "t", "dev"), published ? 4 : 3);
+  ExpectConsistent(*ws, "dev");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Failpoints, WorkspaceCrashTest,
+    ::testing::Values(Outcome{failpoint::kAfterSidecar, 0, 0, 0, 1, 0, 2, "loam"},
+                      Outcome{failpoint::kAfterTableCommit, 0, 1, 0, 0, 2, 2, "loam:recovery"},
+                      Outcome{failpoint::kAfterConfirm, 1, 0, 0, 0, 1, 3, "loam:recovery"},
+                      Outcome{failpoint::kAfterPublish, 0, 0, 1, 0, 1, 3, "loam"}),
+    [](const auto& param_info) {
+      std::string name(param_info.param.failpoint);
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(WorkspaceRecoveryTest, ACrashDuringRollbackConvergesOnTheNextRecovery) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
+  WorkspaceOptions crash_write = testing::TestOptions();
+  crash_write.failpoint = [](std::string_view at) {
+    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
+  };
+  auto writer = Workspace::Open(store, "ws", crash_write).value();
+  ASSERT_TRUE(writer->Write(Append("t", {3})).status().IsUnavailable());
+  WorkspaceOptions crash_recovery = testing::TestOptions();
+  crash_recovery.failpoint = [](std::string_view at) {
+    return at == failpoint::kRecoveryAfterRestore ? Status::Unavailable("crash") : Status::OK();
+  };
+  EXPECT_TRUE(Workspace::Open(store, "ws", crash_recovery).status().IsUnavailable());
+  // The restore landed but was not published; the next recovery publishes it
+  // without restoring twice.
+  auto healed = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  const TableHead head = healed->Current().value().Find("t")->head;
+  EXPECT_EQ(head.table_version, 4);  // 2, the unpublished 3, its restore 4
+  EXPECT_EQ(RowsOf(*healed, "t"), 2);
+  ExpectConsistent(*healed, "");
+}
+
+TEST(WorkspaceRecoveryTest, YoungSidecarsAreLeftToTheirLiveWriters) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  ManualClock clock(1'000'000'000);
+  WorkspaceOptions opts = testing::TestOptions();
+  opts.manifest.dataset.clock = &clock;
+  opts.recovery_grace_micros = 10'000'000;
+  auto ws = Workspace::Init(store, "ws", opts).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  WorkspaceOptions crash = opts;
+  crash.failpoint = [](std::string_view at) {
+    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
+  };
+  auto writer = Workspace::Open(store, "ws", crash).value();
+  ASSERT_TRUE(writer->Write(Append("t", {1})).status().IsUnavailable());
+  RecoveryReport young = ws->Recover(opts.recovery_grace_micros).value();
+  EXPECT_EQ(young.left_to_live_writers, 1);
+  // Another writer meets the unpublished version: a conflict, not a wrong commit.
+  Status st = ws->Write(Append("t", {2})).status();
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  EXPECT_EQ(RowsOf(*ws, "t"), 0);
+  clock.AdvanceMicros(11'000'000);
+  RecoveryReport old = ws->Recover(opts.recovery_grace_micros).value();
+  EXPECT_EQ(old.rolled_back, 1);
+  ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
+  EXPECT_EQ(RowsOf(*ws, "t"), 1);
+  ExpectConsistent(*ws, "");
+}
+
+}  // namespace
+}  // namespace loam
