@@ -223,17 +223,23 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
     PutLengthPrefixed(&body, k);
     PutLengthPrefixed(&body, val);
   }
+  // A file with an application section pads it to kHeaderReadBytes, so the
+  // range request that reads the section returns the same bytes whatever the
+  // size of the body.
+  const uint64_t body_offset =
+      v.app_section.empty() ? kVersionHeaderSize : kHeaderReadBytes;
   std::string out(kMagic);
   PutFixed16(&out, kFormatVersion);
   PutFixed16(&out, 0);
   PutFixed32(&out, static_cast<uint32_t>(v.app_section.size()));
   PutFixed64(&out, v.version);
   PutFixed64(&out, static_cast<uint64_t>(v.timestamp_micros));
-  PutFixed64(&out, kVersionHeaderSize + v.app_section.size());
+  PutFixed64(&out, body_offset);
   PutFixed64(&out, body.size());
   PutFixed64(&out, v.live_rows());
   PutFixed64(&out, Hash64(out + v.app_section));
   out += v.app_section;
+  out.resize(body_offset, '\0');
   out += body;
   PutFixed64(&out, Hash64(body));
   return out;
@@ -276,7 +282,10 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
                                       ", this build reads " + std::to_string(kFormatVersion) +
                                       "; upgrade Loam to read it");
   }
-  if (p.body_offset != kVersionHeaderSize + app_size) {
+  // Unpadded (app_size 0, or files written before padding) or padded.
+  const bool unpadded = p.body_offset == kVersionHeaderSize + app_size;
+  const bool padded = app_size > 0 && p.body_offset == kHeaderReadBytes;
+  if (!unpadded && !padded) {
     return Status::DataLoss(what + ": body offset disagrees with the header");
   }
   p.header.app_section = std::string(app);
@@ -294,6 +303,11 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
   ASSIGN_OR_RETURN(ParsedHeader p, ParseHeader(bytes, what));
   if (p.body_offset + p.body_size + 8 != bytes.size()) {
     return Status::DataLoss(what + ": size disagrees with the header");
+  }
+  const size_t pad_from = kVersionHeaderSize + p.header.app_section.size();
+  if (bytes.substr(pad_from, p.body_offset - pad_from).find_first_not_of('\0') !=
+      std::string_view::npos) {
+    return Status::DataLoss(what + ": padding after the application section is not zero");
   }
   const std::string_view body = bytes.substr(p.body_offset, p.body_size);
   if (Hash64(body) != DecodeFixed(bytes.data() + p.body_offset + p.body_size, 8)) {

@@ -341,7 +341,14 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     all.insert(all.end(), rows.begin(), rows.end());
   }
   if (all.empty()) return Status::InvalidArgument("nothing to publish");
-  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(RowsToBatch(all)));
+  RecordBatch batch = RowsToBatch(all);
+  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(batch));
+  if (cache_) {
+    // The writer's next commit reads these partitions back: keep them.
+    cache_->Put<RecordBatch>("manifest-file:" + Root() + "/" + frag.data_path,
+                             std::make_shared<const RecordBatch>(std::move(batch)),
+                             frag.data_size * 4 + 1024);
+  }
   HeadDirectory dir = v.dir;
   const HeadDirectory::File file{frag.data_path, frag.data_size};
   for (const auto& [p, range] : ranges) {
