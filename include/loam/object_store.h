@@ -64,6 +64,10 @@ enum class PutCondition { kNone, kIfAbsent, kIfMatch };
 struct PutOptions {
   PutCondition condition = PutCondition::kNone;
   std::string if_match_etag;  // with kIfMatch
+  // false: visible to every reader at once, but may be lost in a machine
+  // crash (no fsync on local disk). For hints whose loss is recoverable,
+  // such as write sidecars; never for data or commits.
+  bool durable = true;
 };
 
 // The kinds of request a store serves; used by the counting and fault wrappers.

@@ -89,12 +89,8 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
         if (it == next.fragments.end()) return std::optional<DatasetVersion>();
         next.fragments.erase(it);
       }
-      // An index covering a removed fragment would name rows that are gone:
-      // drop it (lookups fall back to scans until it is rebuilt).
-      std::erase_if(next.indices, [&](const IndexMeta& index) {
-        return std::any_of(txn.removed.begin(), txn.removed.end(),
-                           [&](uint64_t id) { return index.Covers(id); });
-      });
+      // Indices stay: entries naming removed fragments are never used (ids
+      // are not reused), and the added fragments are their uncovered tail.
       add_fragments(txn.added);
       break;
     case OpType::kCompact:
@@ -177,7 +173,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
     ASSIGN_OR_RETURN(std::optional<Transaction> txn, build(base));
     if (!txn) return WithState(std::move(base));  // nothing to commit
     txn->read_version = base.version;
-    txn->id = NewUlidString();
+    txn->id = opts.txn_id.empty() ? NewUlidString() : opts.txn_id;
 
     DatasetVersion current = std::move(base);
     bool rerun = false;

@@ -51,6 +51,9 @@ struct CommitOptions {
   // carries forward the section of the version committed on top of, so a
   // dataset operation never drops what the application keeps there.
   std::optional<std::string> app_section;
+  // The transaction id to commit under (a ULID), when the caller must know it
+  // before the commit lands (write sidecars name their planned effect).
+  std::string txn_id;
 };
 
 struct ScanStats {

@@ -52,10 +52,10 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
                                cur->table_version == s.expected_version &&
                                cur->owner_ref == s.expected_owner_ref;
   const int64_t latest = static_cast<int64_t>(fork->version());
-  if (head_expects_us && s.confirmed_version && latest == *s.confirmed_version &&
-      fork->state().txn.id == s.confirmed_txn) {
-    Result<WriteResult> r = PublishTableChange(s, *cur, latest, s.confirmed_rows, s.commit_id,
-                                               "loam:recovery", s.run_id, "rolled_forward");
+  if (head_expects_us && latest == s.expected_version + 1 && fork->state().txn.id == s.planned_txn) {
+    Result<WriteResult> r =
+        PublishTableChange(s, *cur, latest, static_cast<int64_t>(fork->CountRows()), s.commit_id,
+                           "loam:recovery", s.run_id, "rolled_forward");
     if (r.ok()) {
       report->rolled_forward++;
       return store_->Delete(key);

@@ -31,12 +31,8 @@ std::string EncodeSidecar(const Sidecar& s) {
             {"owner_branch", s.owner_branch},
             {"expected_version", s.expected_version},
             {"expected_owner_ref", s.expected_owner_ref},
-            {"new_table_def", s.new_table_def}};
-  if (s.confirmed_version) {
-    j["confirmed"] = {{"version", *s.confirmed_version},
-                      {"txn", s.confirmed_txn},
-                      {"rows", s.confirmed_rows}};
-  }
+            {"new_table_def", s.new_table_def},
+            {"planned_txn", s.planned_txn}};
   return j.dump(2);
 }
 
@@ -65,11 +61,7 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     s.expected_version = j.at("expected_version").get<int64_t>();
     s.expected_owner_ref = j.at("expected_owner_ref").get<std::string>();
     s.new_table_def = j.at("new_table_def").get<std::string>();
-    if (j.contains("confirmed")) {
-      s.confirmed_version = j["confirmed"].at("version").get<int64_t>();
-      s.confirmed_txn = j["confirmed"].at("txn").get<std::string>();
-      s.confirmed_rows = j["confirmed"].at("rows").get<int64_t>();
-    }
+    s.planned_txn = j.at("planned_txn").get<std::string>();
     return s;
   } catch (const json::exception& e) {  // nlohmann's typed getters throw; contained here
     return Status::DataLoss("sidecar '" + key + "' is malformed: " + e.what());

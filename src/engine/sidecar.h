@@ -26,10 +26,9 @@ struct Sidecar {
   std::string owner_branch;       // manifest branch named in the new head
   int64_t expected_version = 0;   // head version before the write
   std::string expected_owner_ref; // head owner before the write
-  // Filled after the table commit (phase B): what landed.
-  std::optional<int64_t> confirmed_version;
-  std::string confirmed_txn;
-  int64_t confirmed_rows = 0;
+  // The transaction id the table commit is made under, chosen before it, so
+  // recovery can tell this write's effect from any other.
+  std::string planned_txn;
   // Schema change carried by the write (add column): the new definition row's metadata.
   std::string new_table_def;      // "" when the schema is unchanged
 

@@ -107,7 +107,9 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 
 // The latest version of `fork` of the head's table, holding the head's
 // content: created from the head when missing, and reset to it when a failed
-// write left an unpublished version there.
+// write left an unpublished version there. On the head's own fork such a
+// version may belong to a live writer: it is reset only once older than the
+// recovery grace period (its sidecar, if any, was handled by Recover).
 Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork) const {
   OpenSpec spec;
   spec.branch = fork;
@@ -121,13 +123,14 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
   }
   RETURN_NOT_OK(latest.status());
   if (static_cast<int64_t>(latest->version()) == head.table_version) return latest;
-  if (head.owner_ref == fork) {
+  const int64_t age = options_.manifest.dataset.clock->NowMicros() - latest->state().timestamp_micros;
+  if (head.owner_ref == fork && age < options_.recovery_grace_micros) {
     return Conflict("table '" + head.table_key + "' has version " +
                     std::to_string(latest->version()) + " beyond its published head " +
                     std::to_string(head.table_version) +
                     " (a write in progress or awaiting recovery); retry later");
   }
-  // An unpublished fork: nothing references its versions.
+  // Unpublished versions: no head references them.
   return latest->Restore(static_cast<uint64_t>(head.table_version),
                          {.expected_version = latest->version()});
 }
@@ -385,14 +388,24 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     next.fields.back().nullable = true;
     s.new_table_def = SchemaToJson(next);
   }
+  s.planned_txn = NewUlidString();
   const std::string key = SidecarKey(root_, s.operation_id);
-  RETURN_NOT_OK(store_->PutIfAbsent(key, EncodeSidecar(s)).status());
+  {
+    // Not fsynced: a sidecar lost with the machine only turns a roll-forward
+    // into a rollback of an effect no reader ever saw (see OpenFork).
+    const std::string text = EncodeSidecar(s);
+    StringSource src(text);
+    PutOptions opts{PutCondition::kIfAbsent, {}, /*durable=*/false};
+    RETURN_NOT_OK(store_->Write(key, src, opts).status());
+  }
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
 
   WriteResult result;
   auto commit = [&]() -> Result<Dataset> {
     ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork));
-    const CommitOptions opts{.expected_version = base.version()};
+    CommitOptions opts;
+    opts.expected_version = base.version();
+    opts.txn_id = s.planned_txn;
     switch (req.mode) {
       case WriteMode::kAppend: return base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
@@ -431,13 +444,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     return result;
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
-  s.confirmed_version = static_cast<int64_t>(committed->version());
-  s.confirmed_txn = committed->state().txn.id;
-  s.confirmed_rows = static_cast<int64_t>(committed->CountRows());
-  RETURN_NOT_OK(store_->Put(key, EncodeSidecar(s)).status());
-  RETURN_NOT_OK(Fail(failpoint::kAfterConfirm));
   Result<WriteResult> published =
-      PublishTableChange(s, head, *s.confirmed_version, s.confirmed_rows, s.commit_id,
+      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
+                         static_cast<int64_t>(committed->CountRows()), s.commit_id,
                          options_.actor, req.run_id, "");
   if (!published.ok()) {
     // The table moved but the manifest refused it: undo now.

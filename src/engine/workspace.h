@@ -26,7 +26,6 @@ namespace loam {
 namespace failpoint {
 inline constexpr std::string_view kAfterSidecar = "write.after_sidecar";
 inline constexpr std::string_view kAfterTableCommit = "write.after_table_commit";
-inline constexpr std::string_view kAfterConfirm = "write.after_confirm";
 inline constexpr std::string_view kAfterPublish = "write.after_publish";
 inline constexpr std::string_view kRecoveryAfterRestore = "recovery.after_restore";
 }  // namespace failpoint

@@ -291,7 +291,7 @@ Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* 
 // Streams `source` into the open temp file, stamps its mtime (see the etag
 // note in the header), fsyncs it and returns its metadata.
 Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp,
-                                                  ByteSource& source) const {
+                                                  ByteSource& source, bool durable) const {
   std::vector<char> buf(kIoChunk);
   while (true) {
     Result<size_t> n = source.Read(buf.data(), buf.size());
@@ -303,7 +303,7 @@ Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp
   ::clock_gettime(CLOCK_REALTIME, &now[0]);
   now[1] = now[0];
   if (::futimens(fd, now) != 0) return ErrnoStatus("futimens", tmp, errno);
-  if (::fsync(fd) != 0) return ErrnoStatus("fsync", tmp, errno);
+  if (durable && ::fsync(fd) != 0) return ErrnoStatus("fsync", tmp, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", tmp, errno);
   return MetaOf(st);
@@ -318,7 +318,7 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
   ASSIGN_OR_RETURN(int raw_fd, CreateTempFile(key, &tmp));
   Result<ObjectMeta> filled = [&] {
     Fd fd(raw_fd);
-    return FillTempFile(fd.get(), tmp, source);
+    return FillTempFile(fd.get(), tmp, source, options.durable);
   }();
   if (!filled.ok()) {
     ::unlink(tmp.c_str());
@@ -355,7 +355,7 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
     }
     if (::rename(tmp.c_str(), path.c_str()) != 0) return discard(ErrnoStatus("rename", path, errno));
   }
-  RETURN_NOT_OK(FsyncPath(dir));
+  if (options.durable) RETURN_NOT_OK(FsyncPath(dir));
   return meta;
 }
 

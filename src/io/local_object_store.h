@@ -60,7 +60,7 @@ class LocalObjectStore final : public ObjectStore {
   // Creates the directories of `key`'s parent path, fsyncing each new entry.
   Status MakeParentDirs(std::string_view key) const;
   Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;
-  Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source) const;
+  Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source, bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
   Status ListDir(const std::string& dir_key, std::string_view prefix,
                  std::string_view start_after, size_t want, ListPage* page) const;

@@ -283,6 +283,17 @@ TEST_P(ObjectStoreConformance, PutIfAbsent) {
   EXPECT_EQ(store().Head("once").value().etag, first->etag);
 }
 
+TEST_P(ObjectStoreConformance, NonDurablePutsAreVisibleAndConditional) {
+  StringSource a("hint");
+  PutOptions relaxed{PutCondition::kIfAbsent, {}, /*durable=*/false};
+  ASSERT_TRUE(store().Write("hint", a, relaxed).ok());
+  EXPECT_EQ(store().Get("hint").value(), "hint");
+  StringSource b("again");
+  EXPECT_TRUE(store().Write("hint", b, relaxed).status().IsAlreadyExists());
+  EXPECT_TRUE(store().Delete("hint").ok());
+  EXPECT_TRUE(store().Get("hint").status().IsNotFound());
+}
+
 TEST_P(ObjectStoreConformance, PutIfMatch) {
   EXPECT_TRUE(store().PutIfMatch("cas", "x", "whatever").status().IsNotFound());
   ObjectMeta v1 = store().Put("cas", "v1").value();

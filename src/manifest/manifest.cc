@@ -30,11 +30,20 @@ Result<HeadDirectory> DirectoryOf(std::string_view app_section) {
 
 }  // namespace
 
-std::string WithCommit(const std::string& metadata, const std::string& commit_id) {
+std::string WithCommit(const std::string& metadata, const std::string& commit_id,
+                       uint64_t manifest_version) {
   json j = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) j = json::object();
   j["commit"] = commit_id;
+  j["manifest_version"] = manifest_version;
   return j.dump();
+}
+
+uint64_t ManifestVersionOf(const ManifestRow& row) {
+  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("manifest_version") && j["manifest_version"].is_number_unsigned()
+             ? j["manifest_version"].get<uint64_t>()
+             : 0;
 }
 
 // --- PublishView -------------------------------------------------------------
@@ -265,9 +274,9 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
       return Status::InvalidArgument("journal row '" + r.object_id +
                                      "' has no head row for its table in the same commit");
     }
-    r.metadata = WithCommit(r.metadata, commit_id);
   }
   const uint64_t next_version = base.version() + 1;
+  for (ManifestRow& r : plan.journal) r.metadata = WithCommit(r.metadata, commit_id, next_version);
   if (plan.graph_commit) {
     ASSIGN_OR_RETURN(auto head, view.GraphHeadOf(spec.branch));
     std::string parent = head ? head->head_commit : "";
@@ -288,7 +297,8 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
                            {"actor", spec.actor},
                            {"run_id", spec.run_id},
                            {"created_at", options_.dataset.clock->NowMicros()},
-                           {"commit", commit_id}}
+                           {"commit", commit_id},
+                           {"manifest_version", next_version}}
                           .dump();
     plan.journal.push_back(std::move(commit));
     if (!spec.run_id.empty()) {
@@ -296,7 +306,10 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
       run.object_id = RunCommitId(spec.run_id);
       run.object_type = std::string(object_type::kRunCommit);
       run.table_version = static_cast<int64_t>(next_version);
-      run.metadata = json{{"commit", commit_id}, {"run_id", spec.run_id}}.dump();
+      run.metadata = json{{"commit", commit_id},
+                          {"run_id", spec.run_id},
+                          {"manifest_version", next_version}}
+                         .dump();
       plan.journal.push_back(std::move(run));
     }
     plan.upserts.push_back(GraphHeadRow({spec.branch, commit_id, parent,
@@ -360,11 +373,71 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   }
   dir.Prune();
   ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite({frag}, {}, EncodeHeadDirectory(dir)));
+  const uint64_t published = committed.version();
+  if (options_.merge_fanout > 0) {
+    // Best effort: a lost race or an error leaves the merge to a later publish.
+    Result<Dataset> merged = MergeTier(committed, options_.merge_fanout);
+    if (merged.ok()) committed = *std::move(merged);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     writer_base_.insert_or_assign(spec.branch, committed);
   }
-  return PublishResult{committed.version(), commit_id, 0};
+  return PublishResult{published, commit_id, 0};
+}
+
+// --- merging ----------------------------------------------------------------------
+
+namespace {
+
+// Size tier of a fragment by rows: tier k holds fewer than 64 * 16^k rows.
+int TierOf(uint64_t rows) {
+  int tier = 0;
+  for (uint64_t limit = 64; rows >= limit && tier < 12; limit *= 16) ++tier;
+  return tier;
+}
+
+}  // namespace
+
+Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
+  ASSIGN_OR_RETURN(HeadDirectory dir, DirectoryOf(base.state().app_section));
+  std::set<std::string> live;
+  for (const HeadDirectory::File& f : dir.files) live.insert(f.path);
+  std::map<int, std::vector<const Fragment*>> tiers;
+  for (const Fragment& f : base.state().fragments) {
+    if (!live.count(f.data_path)) tiers[TierOf(f.physical_rows)].push_back(&f);
+  }
+  for (const auto& [tier, victims] : tiers) {
+    if (victims.size() < std::max<size_t>(min_count, 2)) continue;
+    std::vector<ManifestRow> journal;
+    std::vector<uint64_t> removed;
+    for (const Fragment* f : victims) {
+      ASSIGN_OR_RETURN(auto batch, ReadFile({f->data_path, f->data_size}, nullptr));
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
+      for (ManifestRow& r : rows) {
+        if (IsJournalType(r.object_type)) journal.push_back(std::move(r));
+      }
+      removed.push_back(f->id);
+    }
+    std::vector<Fragment> added;
+    if (!journal.empty()) {
+      ASSIGN_OR_RETURN(Fragment merged, base.WriteFragment(RowsToBatch(journal)));
+      added.push_back(std::move(merged));
+    }
+    return base.CommitRewrite(std::move(added), std::move(removed), base.state().app_section);
+  }
+  return base;
+}
+
+Status Manifest::Maintain(const std::string& branch) {
+  for (int round = 0; round < 64; ++round) {
+    ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
+    ASSIGN_OR_RETURN(Dataset merged, MergeTier(base, 2));
+    if (merged.version() == base.version()) break;
+    std::lock_guard<std::mutex> lock(mu_);
+    writer_base_.insert_or_assign(branch, merged);
+  }
+  return Status::OK();
 }
 
 // --- history ----------------------------------------------------------------------
@@ -381,7 +454,15 @@ Result<std::vector<ManifestRow>> Manifest::Journal(const std::string& branch,
       if (IsJournalType(r.object_type)) out.push_back(std::move(r));
     }
   }
-  return out;
+  // Merged fragments hold older rows than the fragments before them: commit
+  // order is the manifest version each row was published at.
+  std::vector<std::pair<uint64_t, size_t>> order;
+  for (size_t i = 0; i < out.size(); ++i) order.push_back({ManifestVersionOf(out[i]), i});
+  std::stable_sort(order.begin(), order.end());
+  std::vector<ManifestRow> sorted;
+  sorted.reserve(out.size());
+  for (const auto& [v, i] : order) sorted.push_back(std::move(out[i]));
+  return sorted;
 }
 
 Result<std::vector<ManifestRow>> Manifest::CommitRows(const std::string& branch,

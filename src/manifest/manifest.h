@@ -30,6 +30,10 @@ struct ManifestOptions {
   int max_publish_attempts = 64;
   // Decoded partition files (immutable), shared by every read; 0 = no cache.
   size_t cache_bytes = 32 << 20;
+  // After a publish, once `merge_fanout` fragments of one size tier hold no
+  // current partition, their journal rows are merged into one fragment, so a
+  // version lists a bounded number of fragments at any depth. 0 = never.
+  size_t merge_fanout = 16;
 };
 
 // One version of one branch's manifest, as its header describes it.
@@ -129,6 +133,9 @@ class Manifest {
   Result<PublishResult> Publish(const PublishSpec& spec);
   // Rewrites the journal into one fragment and the partitions into another.
   Status Compact(const std::string& branch);
+  // Merges every size tier's fragments that hold no current partition (the
+  // automatic merge, without waiting for `merge_fanout` of them).
+  Status Maintain(const std::string& branch);
   // Builds or folds forward the object_id index (outside the write path).
   Status Reconcile(const std::string& branch);
 
@@ -167,6 +174,10 @@ class Manifest {
   Result<Dataset> WriterBase(const std::string& branch, bool reload);
   Result<PublishResult> PublishOnce(const PublishSpec& spec, const Dataset& base,
                                     const std::string& commit_id);
+  // Merges the fragments of one tier that no partition uses, when at least
+  // `min_count` of them exist (the smallest such tier). Returns the new
+  // snapshot, or `base` when there was nothing to merge.
+  Result<Dataset> MergeTier(const Dataset& base, size_t min_count);
 
   std::shared_ptr<ObjectStore> store_;
   std::string workspace_;
@@ -176,7 +187,10 @@ class Manifest {
   std::map<std::string, Dataset> writer_base_ LOAM_GUARDED_BY(mu_);
 };
 
-// Adds "commit": <commit_id> to a row's JSON metadata.
-std::string WithCommit(const std::string& metadata, const std::string& commit_id);
+// Adds "commit" and "manifest_version" to a journal row's JSON metadata.
+std::string WithCommit(const std::string& metadata, const std::string& commit_id,
+                       uint64_t manifest_version);
+// The manifest version a journal row was published at (0 when absent).
+uint64_t ManifestVersionOf(const ManifestRow& row);
 
 }  // namespace loam

@@ -1,0 +1,125 @@
+// Commit-rate benchmarks for the manifest (issue 4); run by scripts/bench,
+// never by ctest. Every commit is durable: local disk, fsync'd.
+//   BM_SingleTableWrite/<depth>       one writer, one-row appends (full write protocol)
+//   BM_ManifestPublish/<depth>        one writer, manifest publish only
+//   BM_DisjointWriters/8              8 writers on 8 tables; history stays linear
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "engine/workspace.h"
+#include "io/local_object_store.h"
+
+namespace loam {
+namespace {
+
+Schema OneColumn() { return Schema{{{"id", DataType::Int64(), false}}}; }
+
+WriteRequest OneRow(const std::string& table, int64_t id) {
+  WriteRequest w;
+  w.table = table;
+  RecordBatch b(OneColumn());
+  b.AppendRow({id}).CheckOK();
+  w.rows = {std::move(b)};
+  return w;
+}
+
+// One single-table manifest commit: the table's head moves to a new commit
+// with a journal row (an owner handoff at an equal version: no table data).
+Status PublishOne(Manifest& manifest, int64_t sid) {
+  PublishSpec spec;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    auto found = view.TableHeadOf(sid);
+    if (!found.ok()) return found.status();
+    TableHead head = found->value();
+    head.head_commit = view.commit_id();
+    ManifestRow row;
+    row.object_id = TableVersionId(sid, head.inc, head.table_version) + "@" + view.commit_id();
+    row.object_type = std::string(object_type::kTableVersion);
+    row.table_key = head.table_key;
+    row.location = head.location;
+    row.table_version = head.table_version;
+    row.row_count = head.row_count;
+    row.stable_table_id = sid;
+    row.incarnation_id = head.inc;
+    PublishPlan plan;
+    plan.journal = {row};
+    plan.upserts = {TableHeadRow(head)};
+    return plan;
+  };
+  return manifest.Publish(spec).status();
+}
+
+struct Fixture {
+  std::string dir;
+  std::shared_ptr<ObjectStore> store;
+  std::shared_ptr<Workspace> ws;
+  explicit Fixture(const std::string& name, int tables, int64_t depth) {
+    dir = (std::filesystem::temp_directory_path() /
+           ("loam-bench-" + name + "-" + std::to_string(::getpid())))
+              .string();
+    std::filesystem::remove_all(dir);
+    store = LocalObjectStore::Open(dir).value();
+    ws = Workspace::Init(store, "").value();
+    for (int t = 0; t < tables; ++t) ws->CreateTable("t" + std::to_string(t), OneColumn(), {}).value();
+    // History: `depth` single-table manifest commits, published directly
+    // (faster than full writes) so that deep histories are affordable.
+    const int64_t sid = ws->Current().value().Find("t0")->def.sid;
+    for (int64_t c = 0; c < depth; ++c) PublishOne(ws->manifest(), sid).CheckOK();
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+};
+
+void BM_SingleTableWrite(benchmark::State& state) {
+  Fixture f("write", 1, state.range(0));
+  int64_t id = 0;
+  for (auto _ : state) {
+    auto r = f.ws->Write(OneRow("t0", id++));
+    if (!r.ok()) state.SkipWithError(r.status().ToString().c_str());
+  }
+  state.counters["commits_per_s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SingleTableWrite)->Arg(10)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
+
+void BM_ManifestPublish(benchmark::State& state) {
+  Fixture f("publish", 1, state.range(0));
+  const int64_t sid = f.ws->Current().value().Find("t0")->def.sid;
+  for (auto _ : state) {
+    Status st = PublishOne(f.ws->manifest(), sid);
+    if (!st.ok()) state.SkipWithError(st.ToString().c_str());
+  }
+  state.counters["commits_per_s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ManifestPublish)->Arg(10)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
+
+void BM_DisjointWriters(benchmark::State& state) {
+  const int writers = static_cast<int>(state.range(0));
+  Fixture f("writers", writers, 10);
+  constexpr int kCommitsEach = 40;
+  int64_t total = 0;
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int w = 0; w < writers; ++w) {
+      threads.emplace_back([&, w] {
+        auto ws = Workspace::Open(f.store, "").value();
+        for (int c = 0; c < kCommitsEach; ++c) ws->Write(OneRow("t" + std::to_string(w), c)).value();
+      });
+    }
+    for (auto& t : threads) t.join();
+    total += writers * kCommitsEach;
+  }
+  // The history is one chain: every commit has exactly the one before as parent.
+  auto log = f.ws->Log().value();
+  for (size_t i = 0; i + 1 < log.size(); ++i) {
+    if (log[i].parents != std::vector<std::string>{log[i + 1].id}) state.SkipWithError("history is not linear");
+  }
+  state.counters["commits_per_s"] = benchmark::Counter(static_cast<double>(total), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DisjointWriters)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+}  // namespace
+}  // namespace loam
+
+BENCHMARK_MAIN();
