@@ -442,10 +442,18 @@ Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view pr
     entries.push_back({std::move(key), is_dir});
   }
   ::closedir(d);
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.sort_key < b.sort_key; });
-  for (const Entry& e : entries) {
+  // Order only as many entries as the page can use (a LIST with limit 1 in
+  // a directory of 10,000 versions sorts one), the rest only if needed.
+  auto by_key = [](const Entry& a, const Entry& b) { return a.sort_key < b.sort_key; };
+  size_t sorted = std::min(entries.size(), want);
+  std::partial_sort(entries.begin(), entries.begin() + sorted, entries.end(), by_key);
+  for (size_t i = 0; i < entries.size(); ++i) {
     if (page->objects.size() >= want) break;
+    if (i == sorted) {
+      std::sort(entries.begin() + sorted, entries.end(), by_key);
+      sorted = entries.size();
+    }
+    const Entry& e = entries[i];
     if (e.is_dir) {
       RETURN_NOT_OK(ListDir(e.sort_key, prefix, start_after, want, page));
       continue;
