@@ -27,6 +27,9 @@ Result<Schema> SchemaFromJsonValue(const json& cols) {
       return Status::InvalidArgument("each column needs a string name and type");
     }
     ASSIGN_OR_RETURN(DataType t, DataType::Parse(c["type"].get<std::string>()));
+    if (c.contains("nullable") && !c["nullable"].is_boolean()) {
+      return Status::InvalidArgument("column 'nullable' must be true or false");
+    }
     const bool nullable = c.contains("nullable") ? c["nullable"].get<bool>() : true;
     s.fields.push_back({c["name"].get<std::string>(), t, nullable});
   }
@@ -128,7 +131,8 @@ Result<TableDef> ParseTableDef(const ManifestRow& row) {
   if (j.is_discarded() || !j.is_object() || !j.contains("columns") || !j.contains("keys") ||
       !j["keys"].is_array() || !j.contains("schema_version") ||
       !j["schema_version"].is_number_integer() || !j.contains("schema_hash") ||
-      !j["schema_hash"].is_string() || !j.contains("renames")) {
+      !j["schema_hash"].is_string() || !j.contains("renames") ||
+      !j["renames"].is_number_integer()) {
     return Malformed(row, "metadata lacks columns, keys, schema_version, schema_hash or renames");
   }
   if (!row.stable_table_id || !row.incarnation_id) return Malformed(row, "no identity");

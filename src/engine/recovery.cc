@@ -2,6 +2,7 @@
 // a crashed write is rolled forward when its table effect is confirmed and
 // the head still expects it, otherwise rolled back; both publish as actor
 // "loam:recovery", and both are idempotent.
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
 
@@ -14,61 +15,78 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
   for (const ObjectInfo& o : sidecars) {
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;  // finished meanwhile
-    RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(Sidecar s, DecodeSidecar(*text, o.key));
-    if (now - s.created_micros < grace_micros) {
-      report.left_to_live_writers++;
-      continue;
+    Status st = text.status();
+    if (st.ok()) {
+      Result<Sidecar> s = DecodeSidecar(*text, o.key);
+      st = s.status();
+      if (s.ok() && now - s->created_micros < grace_micros) {
+        report.left_to_live_writers++;
+        continue;
+      }
+      if (s.ok()) st = RecoverOne(o.key, *s, &report);
     }
-    RETURN_NOT_OK_CTX(RecoverOne(o.key, s, &report), "recovering '" + o.key + "'");
+    // One sidecar that cannot be recovered must not stop the workspace: it
+    // is reported (and its table's writers meet a conflict until it is).
+    if (!st.ok()) {
+      LOAM_LOG_WARN("recovery of '{}' failed: {}", o.key, st.ToString());
+      report.failures.push_back(o.key + ": " + st.ToString());
+    }
   }
   return report;
 }
 
 Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report) {
-  Result<ManifestVersion> v = manifest_->Current(s.branch);
-  if (v.status().IsNotFound()) {  // the branch is gone, and its heads with it
-    report->without_effect++;
+  auto finish = [&](int* counter) {
+    (*counter)++;
     return store_->Delete(key);
+  };
+  // The branch must still be the one the write began on (same id).
+  if (!s.branch.empty()) {
+    Result<std::string> id = manifest_->BranchId(s.branch);
+    if (id.status().IsNotFound() || (id.ok() && *id != s.fork)) return finish(&report->without_effect);
+    RETURN_NOT_OK(id.status());
   }
-  RETURN_NOT_OK(v.status());
-  ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(*v, s.sid));
-  if (cur && (cur->head_commit == s.commit_id || cur->head_commit == s.rollback_commit_id)) {
-    report->already_published++;  // a stale sidecar: converge by deleting it
-    return store_->Delete(key);
-  }
-  if (!cur) return Status::DataLoss("table id " + std::to_string(s.sid) + " has no head");
+  auto head_now = [&]() -> Result<std::optional<TableHead>> {
+    ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(s.branch));
+    return manifest_->ReadTableHead(v, s.sid);
+  };
+  auto published = [&](const std::optional<TableHead>& h) {
+    return h && (h->head_commit == s.commit_id || h->head_commit == s.rollback_commit_id);
+  };
+  ASSIGN_OR_RETURN(std::optional<TableHead> cur, head_now());
+  if (published(cur)) return finish(&report->already_published);  // a stale sidecar converges
+  if (!cur) return finish(&report->without_effect);
   OpenSpec spec;
   spec.branch = s.fork;
   Result<Dataset> fork = Dataset::Open(store_, TableRoot(cur->location), spec,
                                        options_.manifest.dataset);
   if (fork.status().IsNotFound() ||
       (fork.ok() && static_cast<int64_t>(fork->version()) == s.expected_version)) {
-    report->without_effect++;
-    return store_->Delete(key);
+    return finish(&report->without_effect);
   }
   RETURN_NOT_OK(fork.status());
   const bool head_expects_us = cur->state == HeadState::kLive && cur->inc == s.inc &&
                                cur->table_version == s.expected_version &&
                                cur->owner_ref == s.expected_owner_ref;
-  const int64_t latest = static_cast<int64_t>(fork->version());
-  if (head_expects_us && latest == s.expected_version + 1 && fork->state().txn.id == s.planned_txn) {
-    Result<WriteResult> r =
-        PublishTableChange(s, *cur, latest, static_cast<int64_t>(fork->CountRows()), s.commit_id,
-                           "loam:recovery", s.run_id, "rolled_forward");
-    if (r.ok()) {
-      report->rolled_forward++;
-      return store_->Delete(key);
-    }
-    // The run committed elsewhere, or the head moved: this effect must go.
+  if (head_expects_us && fork->state().txn.id == s.planned_txn) {
+    Result<WriteResult> r = PublishTableChange(
+        s, *cur, static_cast<int64_t>(fork->version()), static_cast<int64_t>(fork->CountRows()),
+        s.commit_id, "loam:recovery", s.run_id, "rolled_forward");
+    if (r.ok()) return finish(&report->rolled_forward);
+    // The run committed elsewhere, the head moved, or another recoverer won.
     if (!r.status().IsAlreadyExists() && !r.status().IsFailedPrecondition()) return r.status();
-    ASSIGN_OR_RETURN(v, manifest_->Current(s.branch));
-    ASSIGN_OR_RETURN(cur, manifest_->ReadTableHead(*v, s.sid));
-    if (!cur) return Status::DataLoss("table id " + std::to_string(s.sid) + " lost its head");
+    ASSIGN_OR_RETURN(cur, head_now());
+    if (published(cur)) return finish(&report->already_published);
+    if (!cur) return finish(&report->without_effect);
+  }
+  // A head that moved on along this fork is newer than anything this write
+  // did: restoring would pull the fork away from it.
+  if (cur->state == HeadState::kLive && cur->owner_ref == s.fork &&
+      cur->table_version > s.expected_version) {
+    return finish(&report->without_effect);
   }
   RETURN_NOT_OK(RollBack(s, *cur, *fork));
-  report->rolled_back++;
-  return store_->Delete(key);
+  return finish(&report->rolled_back);
 }
 
 // Restores the fork to the expected content and, when the head still names

@@ -123,8 +123,12 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
   }
   RETURN_NOT_OK(latest.status());
   if (static_cast<int64_t>(latest->version()) == head.table_version) return latest;
+  const Transaction& last = latest->state().txn;
+  if (last.op == OpType::kRestore && static_cast<int64_t>(last.restore_version) == head.table_version) {
+    return latest;  // a rollback already brought back the head's content
+  }
   const int64_t age = options_.manifest.dataset.clock->NowMicros() - latest->state().timestamp_micros;
-  if (head.owner_ref == fork && age < options_.recovery_grace_micros) {
+  if (age < options_.recovery_grace_micros) {
     return Conflict("table '" + head.table_key + "' has version " +
                     std::to_string(latest->version()) + " beyond its published head " +
                     std::to_string(head.table_version) +
@@ -401,8 +405,10 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
 
   WriteResult result;
+  int64_t base_version = head.table_version;
   auto commit = [&]() -> Result<Dataset> {
     ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork));
+    base_version = static_cast<int64_t>(base.version());
     CommitOptions opts;
     opts.expected_version = base.version();
     opts.txn_id = s.planned_txn;
@@ -431,8 +437,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     committed = Conflict("another writer committed to table '" + req.table + "' first (" +
                          committed.status().message() + ")");
   }
-  if (!committed.ok() ||
-      static_cast<int64_t>(committed->version()) <= head.table_version) {
+  if (!committed.ok() || static_cast<int64_t>(committed->version()) <= base_version) {
     // No table effect: the sidecar has nothing to recover.
     RETURN_NOT_OK(store_->Delete(key));
     if (!committed.ok()) return committed.status();
@@ -449,9 +454,21 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
                          static_cast<int64_t>(committed->CountRows()), s.commit_id,
                          options_.actor, req.run_id, "");
   if (!published.ok()) {
-    // The table moved but the manifest refused it: undo now.
     ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
+    if (cur && cur->head_commit == s.commit_id) {
+      // The publish landed although its answer was lost.
+      RETURN_NOT_OK(store_->Delete(key));
+      WriteResult landed;
+      landed.manifest_version = now.version;
+      landed.commit_id = s.commit_id;
+      landed.sid = s.sid;
+      landed.table_version = cur->table_version;
+      landed.row_count = cur->row_count.value_or(0);
+      landed.merge = result.merge;
+      return landed;
+    }
+    // The manifest refused the table's new version: undo it now.
     if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed));
     RETURN_NOT_OK(store_->Delete(key));
     return published.status();
@@ -520,10 +537,15 @@ Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) c
     c.branch = it->table_branch.value_or("");
     c.manifest_version = it->table_version.value_or(0);
     if (meta.is_object()) {
-      for (const json& p : meta.value("parents", json::array())) c.parents.push_back(p.get<std::string>());
-      c.actor = meta.value("actor", "");
-      c.run_id = meta.value("run_id", "");
-      c.created_micros = meta.value("created_at", int64_t{0});
+      const json parents = meta.value("parents", json::array());
+      for (const json& p : parents) {
+        if (p.is_string()) c.parents.push_back(p.get<std::string>());
+      }
+      if (meta.contains("actor") && meta["actor"].is_string()) c.actor = meta["actor"];
+      if (meta.contains("run_id") && meta["run_id"].is_string()) c.run_id = meta["run_id"];
+      if (meta.contains("created_at") && meta["created_at"].is_number_integer()) {
+        c.created_micros = meta["created_at"];
+      }
     }
     out.push_back(std::move(c));
   }
@@ -547,7 +569,9 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
     e.table_version = r.table_version.value_or(0);
     e.owner_branch = r.table_branch.value_or("");
     e.row_count = r.row_count;
-    e.commit_id = meta.is_object() ? meta.value("commit", "") : "";
+    if (meta.is_object() && meta.contains("commit") && meta["commit"].is_string()) {
+      e.commit_id = meta["commit"];
+    }
     out.push_back(std::move(e));
   }
   return out;

@@ -92,6 +92,7 @@ struct RecoveryReport {
   int already_published = 0;
   int without_effect = 0;
   int left_to_live_writers = 0;  // younger than the grace period
+  std::vector<std::string> failures;  // sidecars that could not be recovered, with why
 };
 
 class Workspace {

@@ -43,8 +43,10 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
   std::shared_ptr<Workspace> crashing_;
 };
 
+// Table "t" of `branch` is consistent with its head, the journal and the log.
 void ExpectConsistent(const Workspace& ws, const std::string& branch) {
   Snapshot snap = ws.Current(branch).value();
+  ASSERT_NE(snap.Find("t"), nullptr);
   const TableHead& head = snap.Find("t")->head;
   // The physical table: the owner fork's latest version is the head's.
   OpenSpec spec;
@@ -245,6 +247,76 @@ TEST(WorkspaceRecoveryTest, AnUnpublishedVersionWithoutSidecarIsResetOnceOld) {
   ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
   EXPECT_EQ(RowsOf(*ws, "t"), 1);  // the lost write's row never became visible
   ExpectConsistent(*ws, "");
+}
+
+TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  WorkspaceOptions live = testing::TestOptions();
+  live.recovery_grace_micros = 60'000'000;
+  live.manifest.cache_bytes = 1 << 20;
+  auto a = Workspace::Init(store, "ws", live).value();
+  ASSERT_TRUE(a->CreateTable("t", EventSchema(), {}).ok());
+  auto b = Workspace::Open(store, "ws", live).value();
+  ASSERT_TRUE(a->Write(Append("t", {1})).ok());
+  ASSERT_TRUE(b->Write(Append("t", {2})).ok());
+  ASSERT_TRUE(a->Write(Append("t", {3})).ok());  // a's cached last commit is stale
+  ASSERT_TRUE(a->RenameTable("t", "u").ok());
+  ASSERT_TRUE(b->RenameTable("u", "v").ok());
+  ASSERT_TRUE(a->Write(Append("v", {4})).ok());
+  EXPECT_EQ(RowsOf(*b, "v"), 4);
+  ExpectHeadsMatchFold(*b);
+}
+
+TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws->Write(Append("t", {1})).ok());
+  ASSERT_TRUE(ws->CreateBranch("dev").ok());
+  WorkspaceOptions crash = testing::TestOptions();
+  crash.failpoint = [](std::string_view at) {
+    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
+  };
+  ASSERT_TRUE(
+      Workspace::Open(store, "ws", crash).value()->Write(Append("t", {2}, "dev")).status().IsUnavailable());
+  WorkspaceOptions live = testing::TestOptions();
+  live.recovery_grace_micros = 60'000'000;
+  auto keeper = Workspace::Open(store, "ws", live).value();
+  ASSERT_TRUE(keeper->DeleteBranch("dev").ok());
+  ASSERT_TRUE(keeper->CreateBranch("dev").ok());
+  RecoveryReport r = keeper->Recover(0).value();
+  EXPECT_EQ(r.without_effect, 1);
+  EXPECT_EQ(r.rolled_forward, 0);
+  EXPECT_EQ(RowsOf(*keeper, "t", "dev"), 1);  // the old branch's write never shows
+  ASSERT_TRUE(keeper->Write(Append("t", {3}, "dev")).ok());
+  EXPECT_EQ(RowsOf(*keeper, "t", "dev"), 2);
+  ExpectConsistent(*keeper, "dev");
+}
+
+TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsReportedAndBlocksNothing) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(store->Put("ws/_recovery/garbage.json", "{not json").ok());
+  auto reopened = Workspace::Open(store, "ws", testing::TestOptions());
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  RecoveryReport r = (*reopened)->Recover(0).value();
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_NE(r.failures[0].find("garbage.json"), std::string::npos) << r.failures[0];
+  ASSERT_TRUE((*reopened)->Write(Append("t", {1})).ok());
+  EXPECT_EQ(RowsOf(**reopened, "t"), 1);
+}
+
+TEST(WorkspaceRecoveryTest, AGrandchildBranchsFirstCommitContinuesTheNearestLine) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  const std::string main_head = ws->Log().value().front().id;
+  ASSERT_TRUE(ws->CreateBranch("a").ok());
+  ASSERT_TRUE(ws->CreateBranch("b", "a").ok());  // "a" has no commit of its own
+  ASSERT_TRUE(ws->Write(Append("t", {1}, "b")).ok());
+  std::vector<GraphCommitInfo> log = ws->Log("b").value();
+  EXPECT_EQ(log.front().parents, std::vector<std::string>{main_head});
 }
 
 }  // namespace

@@ -154,6 +154,69 @@ TEST_F(WorkspaceTest, RunsCommitAtMostOnce) {
   ExpectHeadsMatchFold(*ws_);
 }
 
+TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {"id"}).ok());
+  ASSERT_TRUE(ws_->Write(Append("t", {1})).ok());
+  const TableState before = *ws_->Current().value().Find("t");
+  EXPECT_EQ(before.def.schema_version, 1);
+  WriteRequest add;
+  add.table = "t";
+  add.mode = WriteMode::kAddColumn;
+  add.new_column = Field{"score", DataType::Float64(), false};
+  WriteResult r = ws_->Write(add).value();
+  const TableState after = *ws_->Current().value().Find("t");
+  EXPECT_EQ(after.def.schema_version, 2);
+  EXPECT_EQ(after.def.schema.fields.size(), 3u);
+  EXPECT_TRUE(after.def.schema.fields[2].nullable);  // added columns are nullable
+  EXPECT_NE(after.head.schema_hash, before.head.schema_hash);
+  EXPECT_EQ(after.head.schema_hash, after.def.SchemaHash());
+  EXPECT_EQ(after.head.table_version, r.table_version);
+  EXPECT_EQ(ws_->OpenTable(ws_->Current().value(), "t").value().schema().fields.size(), 3u);
+  // A writer validated against schema version 1 now meets a schema_conflict.
+  WriteRequest stale = Append("t", {2});
+  stale.expected_schema_version = 1;
+  Status st = ws_->Write(stale).status();
+  EXPECT_NE(st.message().find("schema_conflict"), std::string::npos) << st;
+  bool schema_row = false;
+  for (const ManifestRow& row : ws_->manifest().CommitRows("", ws_->Current().value().manifest_version).value()) {
+    schema_row |= row.object_id == TableSchemaId(after.def.sid, after.def.inc, 2);
+  }
+  EXPECT_TRUE(schema_row);
+  // Grants: set, change, remove; a metadata-only commit creates no graph commit.
+  const size_t commits = ws_->Log().value().size();
+  ASSERT_TRUE(ws_->SetGrant("t", "alice", Role::kWriter).ok());
+  ASSERT_TRUE(ws_->SetGrant("t", "bob", Role::kReader).ok());
+  ASSERT_TRUE(ws_->SetGrant("t", "alice", Role::kAdmin).ok());
+  Snapshot snap = ws_->Current().value();
+  EXPECT_EQ(snap.RoleOf(after.def.sid, "alice"), Role::kAdmin);
+  EXPECT_EQ(snap.RoleOf(after.def.sid, "bob"), Role::kReader);
+  EXPECT_EQ(snap.RoleOf(after.def.sid, "carol"), std::nullopt);
+  ASSERT_TRUE(ws_->SetGrant("t", "bob", std::nullopt).ok());
+  EXPECT_EQ(ws_->Current().value().RoleOf(after.def.sid, "bob"), std::nullopt);
+  EXPECT_EQ(ws_->Log().value().size(), commits);
+  EXPECT_TRUE(ws_->SetGrant("missing", "alice", Role::kReader).IsNotFound());
+  // Dropping the table drops its grants; the recreated name starts with none.
+  ASSERT_TRUE(ws_->DropTable("t").ok());
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  EXPECT_TRUE(ws_->Current().value().grants.empty());
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(WorkspaceTest, ABranchCanStartAtAnOlderManifestVersion) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws_->Write(Append("t", {1})).ok());
+  const uint64_t at = ws_->manifest().Current("").value().version;
+  ASSERT_TRUE(ws_->Write(Append("t", {2, 3})).ok());
+  ASSERT_TRUE(ws_->CreateBranch("past", "", at).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "past"), 1);
+  ASSERT_TRUE(ws_->Write(Append("t", {4}, "past")).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "past"), 2);
+  EXPECT_EQ(RowsOf(*ws_, "t"), 3);
+  EXPECT_TRUE(ws_->CreateBranch("past").IsAlreadyExists());
+  EXPECT_TRUE(ws_->CreateBranch("bad name").IsInvalidArgument());
+  ExpectHeadsMatchFold(*ws_, "past");
+}
+
 TEST_F(WorkspaceTest, TimeTravelAndHistory) {
   ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
   const uint64_t v1 = ws_->manifest().Current("").value().version;

@@ -36,7 +36,8 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
       GraphHead g;
       g.branch = r.table_branch.value_or("");
       g.head_commit = r.object_id.substr(GraphCommitId("").size());
-      if (meta.contains("parents") && meta["parents"].is_array() && !meta["parents"].empty()) {
+      if (meta.contains("parents") && meta["parents"].is_array() && !meta["parents"].empty() &&
+          meta["parents"][0].is_string()) {
         g.parent_commit = meta["parents"][0].get<std::string>();
       }
       g.manifest_version = r.table_version.value_or(0);
@@ -190,7 +191,7 @@ Result<HeadsReport> RepairHeads(Manifest& manifest, const std::string& branch) {
   spec.actor = "loam:repair";
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     if (view.base().version != v.version) {
-      return Status::Aborted("the manifest changed during repair; run it offline");
+      return Status::FailedPrecondition("the manifest changed during repair; run it offline");
     }
     PublishPlan plan;
     for (uint32_t p = 0; p <= kGraphPartition; ++p) plan.rebuild.insert(p);

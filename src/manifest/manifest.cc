@@ -206,31 +206,47 @@ Result<Dataset> Manifest::OpenDataset(const std::string& branch,
 
 // --- publishing -----------------------------------------------------------------
 
-Result<Dataset> Manifest::WriterBase(const std::string& branch, bool reload) {
+Result<Dataset> Manifest::WriterBase(const std::string& branch, bool reload, bool* cached) {
+  *cached = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = writer_base_.find(branch);
     // Only main's snapshot is reused: a branch deleted and recreated under the
     // same name restarts its version numbers.
-    if (!reload && branch.empty() && it != writer_base_.end()) return it->second;
+    if (!reload && branch.empty() && it != writer_base_.end()) {
+      *cached = true;
+      return it->second;
+    }
   }
   ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
-  std::lock_guard<std::mutex> lock(mu_);
-  writer_base_.insert_or_assign(branch, base);
+  RememberBase(branch, base);
   return base;
+}
+
+void Manifest::RememberBase(const std::string& branch, const Dataset& ds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = writer_base_.find(branch);
+  if (it == writer_base_.end()) {
+    writer_base_.emplace(branch, ds);
+  } else if (it->second.version() < ds.version()) {
+    it->second = ds;
+  }
 }
 
 Result<PublishResult> Manifest::Publish(const PublishSpec& spec) {
   const std::string commit_id = spec.commit_id.empty() ? NewUlidString() : spec.commit_id;
   bool reload = false;
   for (int attempt = 0; attempt < options_.max_publish_attempts; ++attempt) {
-    ASSIGN_OR_RETURN(Dataset base, WriterBase(spec.branch, reload));
+    bool cached = false;
+    ASSIGN_OR_RETURN(Dataset base, WriterBase(spec.branch, reload, &cached));
     Result<PublishResult> r = PublishOnce(spec, base, commit_id);
     if (r.ok()) {
       r->attempts = attempt + 1;
       return r;
     }
-    if (!r.status().IsAborted()) return r.status();
+    // A plan judged against this process's last commit may have met a stale
+    // state (another process committed since): judge it again on the latest.
+    if (!r.status().IsAborted() && !cached) return r.status();
     // Lost the compare-and-swap on the next version: re-read heads and the
     // graph parent, then try again.
     if (reload) Backoff(attempt);
@@ -278,14 +294,17 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   const uint64_t next_version = base.version() + 1;
   for (ManifestRow& r : plan.journal) r.metadata = WithCommit(r.metadata, commit_id, next_version);
   if (plan.graph_commit) {
-    ASSIGN_OR_RETURN(auto head, view.GraphHeadOf(spec.branch));
-    std::string parent = head ? head->head_commit : "";
-    if (!head && !spec.branch.empty()) {
-      // A branch's first commit continues its parent branch's line.
-      const BranchInfo& b = base.state().branch;
-      ASSIGN_OR_RETURN(auto inherited, view.GraphHeadOf(b.parent));
-      if (inherited) parent = inherited->head_commit;
+    ASSIGN_OR_RETURN(std::optional<GraphHead> head, view.GraphHeadOf(spec.branch));
+    std::string parent;
+    // A branch's first commit continues the line of its nearest ancestor
+    // branch with a commit (graph heads of ancestors are inherited rows).
+    BranchInfo b = base.state().branch;
+    for (int hop = 0; !head && !spec.branch.empty() && hop < 64; ++hop) {
+      ASSIGN_OR_RETURN(head, view.GraphHeadOf(b.parent));
+      if (head || b.parent.empty()) break;
+      ASSIGN_OR_RETURN(b, BranchParent(b.parent));
     }
+    if (head) parent = head->head_commit;
     ManifestRow commit;
     commit.object_id = GraphCommitId(commit_id);
     commit.object_type = std::string(object_type::kGraphCommit);
@@ -379,10 +398,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     Result<Dataset> merged = MergeTier(committed, options_.merge_fanout);
     if (merged.ok()) committed = *std::move(merged);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    writer_base_.insert_or_assign(spec.branch, committed);
-  }
+  RememberBase(spec.branch, committed);
   return PublishResult{published, commit_id, 0};
 }
 
@@ -411,7 +427,14 @@ Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
     if (victims.size() < std::max<size_t>(min_count, 2)) continue;
     std::vector<ManifestRow> journal;
     std::vector<uint64_t> removed;
+    uint64_t merged_rows = 0;
     for (const Fragment* f : victims) {
+      // One output fragment: stop at the fragment row limit.
+      if (merged_rows + f->physical_rows > options_.dataset.max_rows_per_fragment &&
+          removed.size() >= 2) {
+        break;
+      }
+      merged_rows += f->physical_rows;
       ASSIGN_OR_RETURN(auto batch, ReadFile({f->data_path, f->data_size}, nullptr));
       ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
       for (ManifestRow& r : rows) {
@@ -434,8 +457,7 @@ Status Manifest::Maintain(const std::string& branch) {
     ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
     ASSIGN_OR_RETURN(Dataset merged, MergeTier(base, 2));
     if (merged.version() == base.version()) break;
-    std::lock_guard<std::mutex> lock(mu_);
-    writer_base_.insert_or_assign(branch, merged);
+    RememberBase(branch, merged);
   }
   return Status::OK();
 }
@@ -532,8 +554,11 @@ Status Manifest::Compact(const std::string& branch) {
       heads.insert(heads.end(), rows.begin(), rows.end());
     }
     std::vector<Fragment> added;
-    if (!journal.empty()) {
-      ASSIGN_OR_RETURN(Fragment j, base.WriteFragment(RowsToBatch(journal)));
+    const size_t cap = options_.dataset.max_rows_per_fragment;
+    for (size_t at = 0; at < journal.size(); at += cap) {
+      const size_t end = std::min(journal.size(), at + cap);
+      ASSIGN_OR_RETURN(Fragment j, base.WriteFragment(RowsToBatch(std::vector<ManifestRow>(
+                                       journal.begin() + at, journal.begin() + end))));
       added.push_back(std::move(j));
     }
     HeadDirectory dir;
@@ -549,8 +574,7 @@ Status Manifest::Compact(const std::string& branch) {
     for (const Fragment& f : base.state().fragments) removed.push_back(f.id);
     Result<Dataset> done = base.CommitRewrite(std::move(added), removed, EncodeHeadDirectory(dir));
     if (done.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      writer_base_.insert_or_assign(branch, *done);
+      RememberBase(branch, *done);
       return Status::OK();
     }
     if (!done.status().IsAborted()) return done.status();

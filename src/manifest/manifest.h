@@ -171,7 +171,9 @@ class Manifest {
                                                       ManifestReadStats* stats) const;
   // The latest snapshot of `branch`, reusing the last one this process
   // committed (a lost race shows it stale and it is reloaded).
-  Result<Dataset> WriterBase(const std::string& branch, bool reload);
+  Result<Dataset> WriterBase(const std::string& branch, bool reload, bool* cached);
+  // Keeps `ds` as the branch's writer snapshot unless a newer one is kept.
+  void RememberBase(const std::string& branch, const Dataset& ds);
   Result<PublishResult> PublishOnce(const PublishSpec& spec, const Dataset& base,
                                     const std::string& commit_id);
   // Merges the fragments of one tier that no partition uses, when at least
