@@ -165,7 +165,15 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
   }
   const int max_attempts = options_->max_commit_attempts;
   for (int run = 0; run < max_attempts; ++run) {
-    ASSIGN_OR_RETURN(DatasetVersion base, LoadLatest(branch_));
+    // A trusted snapshot at the expected version is its own base: if it is
+    // no longer the latest, the put-if-absent below fails (Aborted).
+    DatasetVersion base;
+    if (run == 0 && opts.trust_snapshot && opts.expected_version && state_ &&
+        state_->version == *opts.expected_version) {
+      base = *state_;
+    } else {
+      ASSIGN_OR_RETURN(base, LoadLatest(branch_));
+    }
     if (opts.expected_version && base.version != *opts.expected_version) {
       return Status::FailedPrecondition("expected version " + std::to_string(*opts.expected_version) +
                                         " but the latest is " + std::to_string(base.version));

@@ -54,6 +54,10 @@ struct CommitOptions {
   // The transaction id to commit under (a ULID), when the caller must know it
   // before the commit lands (write sidecars name their planned effect).
   std::string txn_id;
+  // With expected_version equal to this snapshot's version: commit on top of
+  // the snapshot without re-reading the latest version (one LIST and GET
+  // fewer). A stale snapshot then fails with Aborted, not FailedPrecondition.
+  bool trust_snapshot = false;
 };
 
 struct ScanStats {

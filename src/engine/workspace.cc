@@ -348,7 +348,8 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
 
 Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
-  ASSIGN_OR_RETURN(Snapshot snap, Current(req.branch));
+  ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
+  ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*manifest_, latest));
   const TableState* t = snap.Find(req.table);
   if (t == nullptr) {
     return Status::NotFound("table '" + req.table + "' does not exist on branch '" +
@@ -412,6 +413,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     CommitOptions opts;
     opts.expected_version = base.version();
     opts.txn_id = s.planned_txn;
+    opts.trust_snapshot = true;  // just opened at its latest version
     switch (req.mode) {
       case WriteMode::kAppend: return base.Append(req.rows, opts);
       case WriteMode::kUpsert: {

@@ -128,6 +128,29 @@ Result<ManifestVersion> Manifest::Current(const std::string& branch) const {
   return FromHeader(branch, h);
 }
 
+Result<ManifestVersion> Manifest::CurrentForWriter(const std::string& branch) {
+  std::optional<Dataset> cached;
+  if (branch.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = writer_base_.find(branch);
+    if (it != writer_base_.end()) cached = it->second;
+  }
+  if (cached) {
+    const std::string next = Root() + "/_versions/" + VersionFileName(cached->version() + 1);
+    Result<ObjectMeta> probe = store_->Head(next);
+    if (probe.status().IsNotFound()) {
+      ManifestVersion v;
+      v.branch = branch;
+      v.version = cached->version();
+      v.timestamp_micros = cached->state().timestamp_micros;
+      ASSIGN_OR_RETURN(v.dir, DirectoryOf(cached->state().app_section));
+      return v;
+    }
+    RETURN_NOT_OK(probe.status().ok() ? Status::OK() : probe.status());
+  }
+  return Current(branch);
+}
+
 Result<ManifestVersion> Manifest::At(const std::string& branch, uint64_t version) const {
   ASSIGN_OR_RETURN(VersionHeader h, Dataset::ReadHeader(store_, Root(), branch, version));
   return FromHeader(branch, h);

@@ -119,6 +119,10 @@ class Manifest {
 
   // --- current state (flat cost) ------------------------------------------
   Result<ManifestVersion> Current(const std::string& branch) const;
+  // As Current, for a writer: when this process committed main's latest
+  // known version V, one HEAD of version V + 1 confirms it is still the
+  // latest (a LIST reads a whole directory on local disk).
+  Result<ManifestVersion> CurrentForWriter(const std::string& branch);
   Result<ManifestVersion> At(const std::string& branch, uint64_t version) const;
   // The mutable rows of one partition, checked: unique ids, each in its
   // partition. DataLoss on anything else.
