@@ -387,6 +387,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
       *it = r;
     }
   }
+  RETURN_NOT_OK(FitDirectory(spec.branch, v.dir, view, &touched));
   std::vector<ManifestRow> all = plan.journal;
   std::vector<std::pair<uint32_t, std::pair<uint32_t, uint32_t>>> ranges;
   for (auto& [p, rows] : touched) {
@@ -483,6 +484,36 @@ Status Manifest::Maintain(const std::string& branch) {
     RememberBase(branch, merged);
   }
   return Status::OK();
+}
+
+// The directory must fit the version header. With long branch paths and
+// many files holding partitions it may not: then the partitions of the
+// least-used files are carried into this commit too, until it fits.
+Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& dir,
+                              PublishView& view,
+                              std::map<uint32_t, std::vector<ManifestRow>>* touched) {
+  // The new file's path has a fixed length: data/<26-character ULID>.lfrag.
+  const HeadDirectory::File next{Dataset::BranchDir(branch) + "data/" + std::string(26, '0') + ".lfrag",
+                                 0};
+  while (true) {
+    HeadDirectory projected = dir;
+    for (const auto& [p, rows] : *touched) projected.Set(p, next, 0, static_cast<uint32_t>(rows.size()));
+    projected.Prune();
+    if (EncodeHeadDirectory(projected).size() <= kMaxAppSection) return Status::OK();
+    std::map<int32_t, int> uses;
+    for (const HeadDirectory::Slot& s : projected.slots) {
+      if (s.file >= 0 && !(projected.files[s.file] == next)) uses[s.file]++;
+    }
+    if (uses.empty()) return Status::Internal("the head directory cannot fit a version header");
+    const int32_t victim = std::min_element(uses.begin(), uses.end(), [](const auto& a, const auto& b) {
+                             return a.second < b.second;
+                           })->first;
+    for (uint32_t p = 0; p < kNumPartitions; ++p) {
+      if (projected.slots[p].file != victim) continue;
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
+      touched->emplace(p, std::move(rows));
+    }
+  }
 }
 
 // --- history ----------------------------------------------------------------------

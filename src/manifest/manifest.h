@@ -180,6 +180,8 @@ class Manifest {
   void RememberBase(const std::string& branch, const Dataset& ds);
   Result<PublishResult> PublishOnce(const PublishSpec& spec, const Dataset& base,
                                     const std::string& commit_id);
+  Status FitDirectory(const std::string& branch, const HeadDirectory& dir, PublishView& view,
+                      std::map<uint32_t, std::vector<ManifestRow>>* touched);
   // Merges the fragments of one tier that no partition uses, when at least
   // `min_count` of them exist (the smallest such tier). Returns the new
   // snapshot, or `base` when there was nothing to merge.

@@ -1,0 +1,71 @@
+#include "manifest/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "common/coding.h"
+#include "common/hash.h"
+#include "io/memory_object_store.h"
+
+namespace loam {
+namespace {
+
+// A synthetic live head for stable id `sid` (the manifest layer does not
+// interpret heads when publishing).
+ManifestRow Head(int64_t sid, const std::string& commit) {
+  TableHead h;
+  h.sid = sid;
+  h.inc = sid + 1000;
+  h.schema_hash = "h";
+  h.head_commit = commit;
+  h.table_key = "t" + std::to_string(sid);
+  h.location = TableLocation(sid, h.inc);
+  h.table_version = 1;
+  h.row_count = 0;
+  return TableHeadRow(h);
+}
+
+TEST(ManifestTest, TheHeadDirectoryFitsTheHeaderWithLongBranchPathsAndEveryPartitionUsed) {
+  auto store = std::make_shared<MemoryObjectStore>();
+  auto m = Manifest::Create(store, "ws").value();
+  const std::string branch(64, 'b');  // the longest branch name: the longest paths
+  ASSERT_TRUE(m->CreateBranch(branch, "", 1).ok());
+  // One publish per partition, so every partition lives in a different file.
+  for (int64_t sid = 1; sid <= kTableHeadPartitions; ++sid) {
+    PublishSpec spec;
+    spec.branch = branch;
+    spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+      PublishPlan plan;
+      plan.upserts = {Head(sid, view.commit_id())};
+      return plan;
+    };
+    ASSERT_TRUE(m->Publish(spec).ok()) << "sid " << sid;
+  }
+  ManifestVersion v = m->Current(branch).value();
+  EXPECT_LE(EncodeHeadDirectory(v.dir).size(), kMaxAppSection);
+  EXPECT_LT(v.dir.files.size(), kNumPartitions);  // some partitions were carried along
+  for (int64_t sid = 1; sid <= kTableHeadPartitions; ++sid) {
+    auto head = m->ReadTableHead(v, sid).value();
+    ASSERT_TRUE(head.has_value()) << sid;
+    EXPECT_EQ(head->table_key, "t" + std::to_string(sid));
+  }
+}
+
+TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
+  HeadDirectory d;
+  std::string bytes = EncodeHeadDirectory(d);
+  EXPECT_TRUE(DecodeHeadDirectory(bytes).ok());
+  bytes[4] = 6;  // format_version 6: the checksum no longer matches
+  Status st = DecodeHeadDirectory(bytes).status();
+  EXPECT_TRUE(st.IsDataLoss()) << st;
+  // With a valid checksum, a newer format asks for an upgrade.
+  std::string body = bytes.substr(0, bytes.size() - 8);
+  std::string resealed = body;
+  PutFixed64(&resealed, Hash64(body));
+  st = DecodeHeadDirectory(resealed).status();
+  EXPECT_TRUE(st.IsFailedPrecondition()) << st;
+  EXPECT_NE(st.message().find("upgrade"), std::string::npos) << st;
+  EXPECT_TRUE(DecodeHeadDirectory("LMH4....").status().IsDataLoss());
+}
+
+}  // namespace
+}  // namespace loam
