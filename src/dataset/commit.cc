@@ -19,6 +19,17 @@ void Backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
 }
 
+// Removes the fragments with these ids; false when one is missing.
+bool RemoveFragments(const std::vector<uint64_t>& ids, DatasetVersion* v) {
+  for (uint64_t id : ids) {
+    auto it = std::find_if(v->fragments.begin(), v->fragments.end(),
+                           [&](const Fragment& f) { return f.id == id; });
+    if (it == v->fragments.end()) return false;
+    v->fragments.erase(it);
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
@@ -83,23 +94,13 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
     case OpType::kCreateIndex:
       break;
     case OpType::kRewrite:
-      for (uint64_t id : txn.removed) {
-        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
-                               [&](const Fragment& f) { return f.id == id; });
-        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
-        next.fragments.erase(it);
-      }
+      if (!RemoveFragments(txn.removed, &next)) return std::optional<DatasetVersion>();
       // Indices stay: entries naming removed fragments are never used (ids
       // are not reused), and the added fragments are their uncovered tail.
       add_fragments(txn.added);
       break;
     case OpType::kCompact:
-      for (uint64_t id : txn.removed) {
-        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
-                               [&](const Fragment& f) { return f.id == id; });
-        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
-        next.fragments.erase(it);
-      }
+      if (!RemoveFragments(txn.removed, &next)) return std::optional<DatasetVersion>();
       add_fragments(txn.added);
       // Indices follow the moved rows rather than losing them to the tail.
       for (IndexMeta& index : next.indices) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "engine/manifest_commit_util.h"
 #include "engine/workspace.h"
 #include "io/local_object_store.h"
 
@@ -26,32 +27,6 @@ WriteRequest OneRow(const std::string& table, int64_t id) {
   return w;
 }
 
-// One single-table manifest commit: the table's head moves to a new commit
-// with a journal row (an owner handoff at an equal version: no table data).
-Status PublishOne(Manifest& manifest, int64_t sid) {
-  PublishSpec spec;
-  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
-    auto found = view.TableHeadOf(sid);
-    if (!found.ok()) return found.status();
-    TableHead head = found->value();
-    head.head_commit = view.commit_id();
-    ManifestRow row;
-    row.object_id = TableVersionId(sid, head.inc, head.table_version) + "@" + view.commit_id();
-    row.object_type = std::string(object_type::kTableVersion);
-    row.table_key = head.table_key;
-    row.location = head.location;
-    row.table_version = head.table_version;
-    row.row_count = head.row_count;
-    row.stable_table_id = sid;
-    row.incarnation_id = head.inc;
-    PublishPlan plan;
-    plan.journal = {row};
-    plan.upserts = {TableHeadRow(head)};
-    return plan;
-  };
-  return manifest.Publish(spec).status();
-}
-
 struct Fixture {
   std::string dir;
   std::shared_ptr<ObjectStore> store;
@@ -67,7 +42,7 @@ struct Fixture {
     // History: `depth` single-table manifest commits, published directly
     // (faster than full writes) so that deep histories are affordable.
     const int64_t sid = ws->Current().value().Find("t0")->def.sid;
-    for (int64_t c = 0; c < depth; ++c) PublishOne(ws->manifest(), sid).CheckOK();
+    for (int64_t c = 0; c < depth; ++c) testing::PublishHeadOnly(ws->manifest(), sid).CheckOK();
   }
   ~Fixture() { std::filesystem::remove_all(dir); }
 };
@@ -87,7 +62,7 @@ void BM_ManifestPublish(benchmark::State& state) {
   Fixture f("publish", 1, state.range(0));
   const int64_t sid = f.ws->Current().value().Find("t0")->def.sid;
   for (auto _ : state) {
-    Status st = PublishOne(f.ws->manifest(), sid);
+    Status st = testing::PublishHeadOnly(f.ws->manifest(), sid);
     if (!st.ok()) state.SkipWithError(st.ToString().c_str());
   }
   state.counters["commits_per_s"] = benchmark::Counter(state.iterations(), benchmark::Counter::kIsRate);

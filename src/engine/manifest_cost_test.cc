@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "engine/manifest_commit_util.h"
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
 #include "io/counting_object_store.h"
@@ -49,29 +50,10 @@ Figures ReadHeads(const Workspace& ws, CountingObjectStore& counting) {
   return {c.total_requests(), c.bytes_read, stats.partition_files_read, stats.head_rows_decoded};
 }
 
-// A single-table manifest commit: one table's head moves (owner handoff at an
-// equal version, so no table data is involved), through `manifest`.
+// A single-table manifest commit through `manifest`, counted.
 uint64_t PublishOne(Manifest& manifest, CountingObjectStore& counting, int64_t sid) {
   counting.Reset();
-  PublishSpec spec;
-  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
-    TableHead head = view.TableHeadOf(sid).value().value();
-    head.head_commit = view.commit_id();
-    ManifestRow row;
-    row.object_id = TableVersionId(sid, head.inc, head.table_version) + "@" + view.commit_id();
-    row.object_type = std::string(object_type::kTableVersion);
-    row.table_key = head.table_key;
-    row.location = head.location;
-    row.table_version = head.table_version;
-    row.row_count = head.row_count;
-    row.stable_table_id = sid;
-    row.incarnation_id = head.inc;
-    PublishPlan plan;
-    plan.journal = {row};
-    plan.upserts = {TableHeadRow(head)};
-    return plan;
-  };
-  EXPECT_TRUE(manifest.Publish(spec).ok());
+  EXPECT_TRUE(testing::PublishHeadOnly(manifest, sid).ok());
   return counting.Snapshot().total.total_requests();
 }
 

@@ -13,6 +13,13 @@ using testing::EventSchema;
 using testing::ExpectHeadsMatchFold;
 using testing::RowsOf;
 
+// A failpoint hook that "crashes" (stops the operation) at `point`.
+std::function<Status(std::string_view)> CrashAt(std::string_view point) {
+  return [point](std::string_view at) {
+    return at == point ? Status::Unavailable("crash at " + std::string(at)) : Status::OK();
+  };
+}
+
 struct Outcome {
   std::string_view failpoint;
   int rolled_forward, rolled_back, already_published, without_effect;
@@ -34,9 +41,7 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
       ASSERT_TRUE(ws->CreateBranch(branch).ok());
     }
     WorkspaceOptions crashing = testing::TestOptions();
-    crashing.failpoint = [point](std::string_view at) {
-      return at == point ? Status::Unavailable("crash at " + std::string(at)) : Status::OK();
-    };
+    crashing.failpoint = CrashAt(point);
     crashing_ = Workspace::Open(store_, "ws", crashing).value();
   }
   std::shared_ptr<MemoryObjectStore> store_;
@@ -182,9 +187,7 @@ TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPubli
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   WorkspaceOptions crash = testing::TestOptions();
-  crash.failpoint = [](std::string_view at) {
-    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
-  };
+  crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
   auto writer = Workspace::Open(store, "ws", crash).value();
   ASSERT_TRUE(writer->Write(Append("t", {1})).status().IsUnavailable());
   WorkspaceOptions live = testing::TestOptions();
@@ -198,20 +201,30 @@ TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPubli
   ExpectHeadsMatchFold(*ws);
 }
 
+// A workspace on a manual clock with a 10 s grace period and table "t", in
+// which a writer crashed right after committing one row to the table.
+struct CrashedWrite {
+  std::shared_ptr<MemoryObjectStore> store = std::make_shared<MemoryObjectStore>();
+  ManualClock clock{1'000'000'000};
+  WorkspaceOptions opts;
+  std::shared_ptr<Workspace> ws;
+  CrashedWrite() {
+    opts = testing::TestOptions();
+    opts.manifest.dataset.clock = &clock;
+    opts.recovery_grace_micros = 10'000'000;
+    ws = Workspace::Init(store, "ws", opts).value();
+    EXPECT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+    WorkspaceOptions crash = opts;
+    crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
+    EXPECT_TRUE(Workspace::Open(store, "ws", crash).value()->Write(Append("t", {1})).status().IsUnavailable());
+  }
+};
+
 TEST(WorkspaceRecoveryTest, YoungSidecarsAreLeftToTheirLiveWriters) {
-  auto store = std::make_shared<MemoryObjectStore>();
-  ManualClock clock(1'000'000'000);
-  WorkspaceOptions opts = testing::TestOptions();
-  opts.manifest.dataset.clock = &clock;
-  opts.recovery_grace_micros = 10'000'000;
-  auto ws = Workspace::Init(store, "ws", opts).value();
-  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
-  WorkspaceOptions crash = opts;
-  crash.failpoint = [](std::string_view at) {
-    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
-  };
-  auto writer = Workspace::Open(store, "ws", crash).value();
-  ASSERT_TRUE(writer->Write(Append("t", {1})).status().IsUnavailable());
+  CrashedWrite c;
+  auto& clock = c.clock;
+  auto& opts = c.opts;
+  auto& ws = c.ws;
   RecoveryReport young = ws->Recover(opts.recovery_grace_micros).value();
   EXPECT_EQ(young.left_to_live_writers, 1);
   // Another writer meets the unpublished version: a conflict, not a wrong commit.
@@ -229,18 +242,10 @@ TEST(WorkspaceRecoveryTest, YoungSidecarsAreLeftToTheirLiveWriters) {
 TEST(WorkspaceRecoveryTest, AnUnpublishedVersionWithoutSidecarIsResetOnceOld) {
   // A machine crash may lose a sidecar (it is not fsynced) and keep the table
   // commit: the next writer resets the unpublished version once it is old.
-  auto store = std::make_shared<MemoryObjectStore>();
-  ManualClock clock(1'000'000'000);
-  WorkspaceOptions opts = testing::TestOptions();
-  opts.manifest.dataset.clock = &clock;
-  opts.recovery_grace_micros = 10'000'000;
-  auto ws = Workspace::Init(store, "ws", opts).value();
-  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
-  WorkspaceOptions crash = opts;
-  crash.failpoint = [](std::string_view at) {
-    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
-  };
-  ASSERT_TRUE(Workspace::Open(store, "ws", crash).value()->Write(Append("t", {1})).status().IsUnavailable());
+  CrashedWrite c;
+  auto& store = c.store;
+  auto& clock = c.clock;
+  auto& ws = c.ws;
   for (const ObjectInfo& o : store->ListAll("ws/_recovery/").value()) ASSERT_TRUE(store->Delete(o.key).ok());
   EXPECT_TRUE(ws->Write(Append("t", {2})).status().IsFailedPrecondition());  // may be live
   clock.AdvanceMicros(11'000'000);
@@ -274,9 +279,7 @@ TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
   ASSERT_TRUE(ws->Write(Append("t", {1})).ok());
   ASSERT_TRUE(ws->CreateBranch("dev").ok());
   WorkspaceOptions crash = testing::TestOptions();
-  crash.failpoint = [](std::string_view at) {
-    return at == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
-  };
+  crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
   ASSERT_TRUE(
       Workspace::Open(store, "ws", crash).value()->Write(Append("t", {2}, "dev")).status().IsUnavailable());
   WorkspaceOptions live = testing::TestOptions();
