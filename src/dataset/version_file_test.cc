@@ -4,6 +4,9 @@
 
 #include <limits>
 
+#include "common/coding.h"
+#include "common/hash.h"
+
 namespace loam {
 namespace {
 
@@ -68,6 +71,35 @@ TEST(VersionFileTest, EveryCorruptedByteIsDataLoss) {
     ASSERT_TRUE(s.IsDataLoss()) << "byte " << i << ": " << s;
   }
   EXPECT_TRUE(DecodeVersionFile(good.substr(0, good.size() - 1), "t").status().IsDataLoss());
+}
+
+TEST(VersionFileTest, AnApplicationSectionIsPaddedAndTheUnpaddedLayoutStillReads) {
+  const DatasetVersion v = Sample();
+  const std::string padded = EncodeVersionFile(v);
+  // The header request returns the same bytes whatever the body's size.
+  EXPECT_GE(padded.size(), kHeaderReadBytes + 8);
+  EXPECT_EQ(padded.substr(kVersionHeaderSize + v.app_section.size(),
+                          kHeaderReadBytes - kVersionHeaderSize - v.app_section.size()),
+            std::string(kHeaderReadBytes - kVersionHeaderSize - v.app_section.size(), '\0'));
+  // The layout written before padding: body right after the section.
+  std::string unpadded = padded.substr(0, kVersionHeaderSize + v.app_section.size()) +
+                         padded.substr(kHeaderReadBytes);
+  std::string offset;
+  PutFixed64(&offset, kVersionHeaderSize + v.app_section.size());
+  unpadded.replace(32, 8, offset);
+  Hasher64 h;
+  h.Update(std::string_view(unpadded).substr(0, kVersionHeaderSize - 8));
+  h.Update(v.app_section);
+  std::string checksum;
+  PutFixed64(&checksum, h.Digest());
+  unpadded.replace(kVersionHeaderSize - 8, 8, checksum);
+  DatasetVersion back = DecodeVersionFile(unpadded, "old").value();
+  EXPECT_EQ(back.app_section, v.app_section);
+  EXPECT_EQ(back.fragments, v.fragments);
+  // Without an application section nothing is padded.
+  DatasetVersion plain = v;
+  plain.app_section.clear();
+  EXPECT_EQ(EncodeVersionFile(plain).size(), padded.size() - kHeaderReadBytes + kVersionHeaderSize);
 }
 
 TEST(VersionFileTest, NamesSortNewestFirst) {
