@@ -110,6 +110,10 @@ class ObjectStore {
 
   // Removes the object. Deleting a missing key succeeds.
   virtual Status Delete(std::string_view key) = 0;
+  // As Delete, visible to every reader at once, but the object may come back
+  // after a machine crash (local disk skips the directory fsync and keeps the
+  // directory). For hints such as finished write sidecars, never for data.
+  virtual Status DeleteRelaxed(std::string_view key) { return Delete(key); }
 
   // A short description for messages ("file:///data/ws", "mem://t").
   virtual std::string Describe() const = 0;

@@ -38,7 +38,7 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
 Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report) {
   auto finish = [&](int* counter) {
     (*counter)++;
-    return store_->Delete(key);
+    return store_->DeleteRelaxed(key);
   };
   // The branch must still be the one the write began on (same id).
   if (!s.branch.empty()) {

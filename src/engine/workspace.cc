@@ -441,7 +441,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   }
   if (!committed.ok() || static_cast<int64_t>(committed->version()) <= base_version) {
     // No table effect: the sidecar has nothing to recover.
-    RETURN_NOT_OK(store_->Delete(key));
+    RETURN_NOT_OK(store_->DeleteRelaxed(key));
     if (!committed.ok()) return committed.status();
     result.changed = false;
     result.sid = head.sid;
@@ -460,7 +460,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
     if (cur && cur->head_commit == s.commit_id) {
       // The publish landed although its answer was lost.
-      RETURN_NOT_OK(store_->Delete(key));
+      RETURN_NOT_OK(store_->DeleteRelaxed(key));
       WriteResult landed;
       landed.manifest_version = now.version;
       landed.commit_id = s.commit_id;
@@ -472,11 +472,11 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     }
     // The manifest refused the table's new version: undo it now.
     if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed));
-    RETURN_NOT_OK(store_->Delete(key));
+    RETURN_NOT_OK(store_->DeleteRelaxed(key));
     return published.status();
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
-  RETURN_NOT_OK(store_->Delete(key));
+  RETURN_NOT_OK(store_->DeleteRelaxed(key));
   published->merge = result.merge;
   return published;
 }

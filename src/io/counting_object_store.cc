@@ -134,4 +134,10 @@ Status CountingObjectStore::Delete(std::string_view key) {
   return s;
 }
 
+Status CountingObjectStore::DeleteRelaxed(std::string_view key) {
+  Status s = base_->DeleteRelaxed(key);
+  Record(key, ObjectOp::kDelete, s.ok(), 0, 0);
+  return s;
+}
+
 }  // namespace loam

@@ -177,4 +177,8 @@ Status FaultInjectionObjectStore::Delete(std::string_view key) {
   return Run(ObjectOp::kDelete, key, [&] { return base_->Delete(key); });
 }
 
+Status FaultInjectionObjectStore::DeleteRelaxed(std::string_view key) {
+  return Run(ObjectOp::kDelete, key, [&] { return base_->DeleteRelaxed(key); });
+}
+
 }  // namespace loam

@@ -91,6 +91,7 @@ class FaultInjectionObjectStore final : public ObjectStore {
   Result<ListPage> List(std::string_view prefix, std::string_view start_after,
                         size_t limit) override;
   Status Delete(std::string_view key) override;
+  Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
 
   ObjectStore& base() { return *base_; }

@@ -359,7 +359,11 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
   return meta;
 }
 
-Status LocalObjectStore::Delete(std::string_view key) {
+Status LocalObjectStore::Delete(std::string_view key) { return Unlink(key, /*durable=*/true); }
+
+Status LocalObjectStore::DeleteRelaxed(std::string_view key) { return Unlink(key, /*durable=*/false); }
+
+Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
   RETURN_NOT_OK(ValidateObjectKey(key));
   const std::string path = PathOf(key);
   {
@@ -369,6 +373,9 @@ Status LocalObjectStore::Delete(std::string_view key) {
       return ErrnoStatus("unlink", path, errno);
     }
   }
+  // A relaxed delete also keeps the directory: the next object there would
+  // otherwise pay for making it durable again.
+  if (!durable) return Status::OK();
   RETURN_NOT_OK(FsyncPath(ParentDir(path)));
   RemoveEmptyParents(key);
   return Status::OK();

@@ -47,6 +47,7 @@ class LocalObjectStore final : public ObjectStore {
   Result<ListPage> List(std::string_view prefix, std::string_view start_after,
                         size_t limit) override;
   Status Delete(std::string_view key) override;
+  Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "file://" + root_; }
 
   const std::string& root() const { return root_; }
@@ -62,6 +63,7 @@ class LocalObjectStore final : public ObjectStore {
   Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;
   Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source, bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
+  Status Unlink(std::string_view key, bool durable);
   Status ListDir(const std::string& dir_key, std::string_view prefix,
                  std::string_view start_after, size_t want, ListPage* page) const;
 

@@ -290,8 +290,10 @@ TEST_P(ObjectStoreConformance, NonDurablePutsAreVisibleAndConditional) {
   EXPECT_EQ(store().Get("hint").value(), "hint");
   StringSource b("again");
   EXPECT_TRUE(store().Write("hint", b, relaxed).status().IsAlreadyExists());
-  EXPECT_TRUE(store().Delete("hint").ok());
+  EXPECT_TRUE(store().DeleteRelaxed("hint").ok());
   EXPECT_TRUE(store().Get("hint").status().IsNotFound());
+  EXPECT_TRUE(store().DeleteRelaxed("hint").ok());  // idempotent, like Delete
+  EXPECT_TRUE(store().List("hint", "", 10).value().objects.empty());
 }
 
 TEST_P(ObjectStoreConformance, PutIfMatch) {
