@@ -141,6 +141,13 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
 
 // --- publishing a table change -------------------------------------------------------
 
+Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
+  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
+  result->manifest_version = p.manifest_version;
+  result->commit_id = p.commit_id;
+  return Status::OK();
+}
+
 Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableHead& expected,
                                                   int64_t new_version, int64_t row_count,
                                                   const std::string& commit_id,
@@ -197,9 +204,7 @@ Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableH
     result.row_count = row_count;
     return plan;
   };
-  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
-  result.manifest_version = p.manifest_version;
-  result.commit_id = p.commit_id;
+  RETURN_NOT_OK(PublishInto(spec, &result));
   return result;
 }
 
@@ -248,9 +253,7 @@ Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema
     plan.upserts = {TableDefRow(def), TableHeadRow(h)};
     return plan;
   };
-  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
-  result.manifest_version = p.manifest_version;
-  result.commit_id = p.commit_id;
+  RETURN_NOT_OK(PublishInto(spec, &result));
   result.sid = def.sid;
   result.table_version = 1;
   return result;
@@ -283,9 +286,7 @@ Result<WriteResult> Workspace::RenameTable(const std::string& from, const std::s
     result.row_count = head->row_count.value_or(0);
     return plan;
   };
-  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
-  result.manifest_version = p.manifest_version;
-  result.commit_id = p.commit_id;
+  RETURN_NOT_OK(PublishInto(spec, &result));
   return result;
 }
 
@@ -317,9 +318,7 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
     result.table_version = head->table_version;
     return plan;
   };
-  ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
-  result.manifest_version = p.manifest_version;
-  result.commit_id = p.commit_id;
+  RETURN_NOT_OK(PublishInto(spec, &result));
   return result;
 }
 

@@ -157,6 +157,8 @@ class Workspace {
 
   std::string TableRoot(const std::string& location) const;
   Status Fail(std::string_view point) const;
+  // Publishes `spec`; records the manifest version and commit id in `result`.
+  Status PublishInto(const PublishSpec& spec, WriteResult* result);
   Result<Dataset> OpenTableAt(const TableHead& head) const;
   Result<Dataset> OpenFork(const TableHead& head, const std::string& fork) const;
   Result<WriteResult> PublishTableChange(const Sidecar& sidecar, const TableHead& expected,

@@ -289,7 +289,8 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
   PublishView view(this, v, commit_id);
   if (!spec.run_id.empty()) {
-    ASSIGN_OR_RETURN(auto done, FindJournalRow(spec.branch, RunCommitId(spec.run_id)));
+    // Looked up in the version this attempt commits on: no second open.
+    ASSIGN_OR_RETURN(auto done, FindJournalRowIn(base, RunCommitId(spec.run_id), nullptr));
     if (done) {
       return Status::AlreadyExists("run " + spec.run_id + " already committed (" +
                                    done->metadata + ")");
@@ -565,6 +566,12 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRow(const std::string& b
                                                             const std::string& object_id,
                                                             JournalLookupStats* stats) const {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  return FindJournalRowIn(ds, object_id, stats);
+}
+
+Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
+                                                              const std::string& object_id,
+                                                              JournalLookupStats* stats) {
   ScanStats scan_stats;
   ScanSpec spec;
   spec.where = {Predicate::Eq("object_id", object_id)};

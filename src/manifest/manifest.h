@@ -170,6 +170,9 @@ class Manifest {
  private:
   Manifest(std::shared_ptr<ObjectStore> store, std::string workspace, ManifestOptions options);
   std::string Root() const;
+  static Result<std::optional<ManifestRow>> FindJournalRowIn(const Dataset& ds,
+                                                             const std::string& object_id,
+                                                             JournalLookupStats* stats);
   Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
   Result<std::shared_ptr<const RecordBatch>> ReadFile(const HeadDirectory::File& f,
                                                       ManifestReadStats* stats) const;
