@@ -143,6 +143,7 @@ Status ValidateListPrefix(std::string_view prefix);
 // Opens a store from a URI:
 //   /abs/path, rel/path, file:///abs/path  local directory (created if missing)
 //   mem://name                            process-wide in-memory store `name`
+//   s3://bucket[/prefix][?options]        S3-compatible bucket (io/s3_object_store.h)
 // Unknown schemes are InvalidArgument.
 Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view uri);
 

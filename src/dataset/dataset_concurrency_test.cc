@@ -15,6 +15,7 @@
 #include "dataset/dataset_test_util.h"
 #include "io/local_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -68,7 +69,7 @@ void CheckAgainstAcks(const Dataset& ds, const std::vector<Ack>& acks) {
 }
 
 TEST(DatasetConcurrencyTest, EightThreadsOfOverlappingUpserts) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   DatasetOptions options;
   options.max_commit_attempts = 200;
   Dataset ds = Dataset::Create(store, "t", PeopleSchema(), options).value();

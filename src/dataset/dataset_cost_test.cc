@@ -5,12 +5,13 @@
 #include "dataset/dataset_test_util.h"
 #include "io/counting_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
 
 IoCounters OpenLatestCost(uint64_t versions) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   Dataset ds = Dataset::Create(store, "t", testing::PeopleSchema()).value();
   ds = ds.Append({testing::People({1, 2, 3})}).value();
   // Each restore commits a new version with the same content.

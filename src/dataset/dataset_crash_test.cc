@@ -9,6 +9,7 @@
 #include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -20,8 +21,8 @@ using testing::PeopleSchema;
 using Op = std::function<Status(const Dataset&)>;
 
 // Builds the starting state: two appends and a delete, plus a branch.
-std::shared_ptr<MemoryObjectStore> BuildStartingState() {
-  auto store = std::make_shared<MemoryObjectStore>();
+std::shared_ptr<ObjectStore> BuildStartingState() {
+  auto store = testing::NewTestStore();
   Dataset ds = Dataset::Create(store, "t", PeopleSchema()).value();
   ds = ds.Append({People({1, 2, 3})}).value();
   ds = ds.Append({People({4, 5})}).value();

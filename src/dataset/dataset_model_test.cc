@@ -11,6 +11,7 @@
 
 #include "dataset/dataset_test_util.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -37,7 +38,7 @@ RecordBatch MakeBatch(const Schema& schema, const std::vector<int64_t>& ids, con
 class Model {
  public:
   explicit Model(uint64_t seed) : rng_(seed) {
-    store_ = std::make_shared<MemoryObjectStore>();
+    store_ = testing::NewTestStore();
     Dataset ds = Dataset::Create(store_, "m", testing::PeopleSchema()).value();
     branches_.emplace("", Branch{ds, {{1, {}}}});
   }
@@ -207,7 +208,7 @@ class Model {
   }
 
   std::mt19937_64 rng_;
-  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<ObjectStore> store_;
   std::map<std::string, Branch> branches_;
   std::string current_;
   int64_t next_id_ = 0;

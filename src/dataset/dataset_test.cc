@@ -6,6 +6,7 @@
 #include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -26,8 +27,8 @@ class DatasetTest : public ::testing::Test {
 
   ManualClock clock_{1'000'000};
   DatasetOptions options_;
-  std::shared_ptr<MemoryObjectStore> store_ = std::make_shared<MemoryObjectStore>();
-  Dataset ds_ = Dataset::Create(std::make_shared<MemoryObjectStore>(), "x", PeopleSchema()).value();
+  std::shared_ptr<ObjectStore> store_ = testing::NewTestStore();
+  Dataset ds_ = Dataset::Create(testing::NewTestStore(), "x", PeopleSchema()).value();
 };
 
 TEST_F(DatasetTest, CreateAppendScanAndReopen) {
@@ -353,7 +354,7 @@ TEST_F(DatasetTest, ConcurrentWritersRebaseOrFailPerTheMatrix) {
 
 // Runs `mine` on a snapshot of version `v` whose commit is interleaved with
 // `theirs`: theirs commits just before mine's first version-file write.
-Result<Dataset> Interleave(std::shared_ptr<MemoryObjectStore> store, const std::function<Result<Dataset>(const Dataset&)>& mine,
+Result<Dataset> Interleave(std::shared_ptr<ObjectStore> store, const std::function<Result<Dataset>(const Dataset&)>& mine,
                            const std::function<void(const Dataset&)>& theirs) {
   auto faulty = std::make_shared<FaultInjectionObjectStore>(store);
   Dataset through_hook = Dataset::Open(faulty, "tables/people").value();

@@ -4,12 +4,13 @@
 #include "dataset/dataset_test_util.h"
 #include "io/counting_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
 
 TEST(IndexCostTest, PointLookupOnAMillionKeysReadsOnePagePerLevel) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   Schema schema{{{"id", DataType::Int64(), false}}};
   Dataset ds = Dataset::Create(store, "t", schema).value();
   RecordBatch b(schema);
@@ -39,7 +40,7 @@ TEST(IndexCostTest, PointLookupOnAMillionKeysReadsOnePagePerLevel) {
 }
 
 TEST(IndexCostTest, UncoveredTailOfKFragmentsCostsExactlyKScans) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   Dataset ds = Dataset::Create(store, "t", testing::PeopleSchema()).value();
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 1000; ++i) ids.push_back(i);

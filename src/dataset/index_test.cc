@@ -3,6 +3,7 @@
 #include "dataset/dataset_test_util.h"
 #include "io/counting_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -35,7 +36,7 @@ class IndexTest : public ::testing::Test {
   void ExpectSameAsFullScan(const Dataset& ds, const std::vector<Predicate>& where) {
     EXPECT_EQ(Rows(ds, where, true), Rows(ds, where, false));
   }
-  std::shared_ptr<MemoryObjectStore> store_ = std::make_shared<MemoryObjectStore>();
+  std::shared_ptr<ObjectStore> store_ = testing::NewTestStore();
   Dataset ds_ = Dataset::Create(store_, "t", PeopleSchema()).value();
 };
 
@@ -136,7 +137,7 @@ namespace loam {
 namespace {
 
 TEST(ReadCacheTest, CachedReadsEqualUncachedAndHitTheCache) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   Dataset ds = Dataset::Create(store, "t", PeopleSchema()).value();
   for (int i = 0; i < 3; ++i) ds = ds.Append({People(Range(i * 100, i * 100 + 100))}).value();
   ds = ds.Delete({Predicate::Eq("id", int64_t{5})}).value().CreateIndex("by_id", "id").value();

@@ -3,6 +3,7 @@
 #include "dataset/dataset_test_util.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -19,7 +20,7 @@ class MaintenanceTest : public ::testing::Test {
     for (const ObjectInfo& o : store_->ListAll("").value()) n += o.key.ends_with(suffix) ? 1 : 0;
     return n;
   }
-  std::shared_ptr<MemoryObjectStore> store_ = std::make_shared<MemoryObjectStore>();
+  std::shared_ptr<ObjectStore> store_ = testing::NewTestStore();
   Dataset ds_ = Dataset::Create(store_, "t", PeopleSchema()).value();
 };
 

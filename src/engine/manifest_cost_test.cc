@@ -13,6 +13,7 @@
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
 #include "io/counting_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -60,7 +61,7 @@ uint64_t PublishOne(Manifest& manifest, CountingObjectStore& counting, int64_t s
 DepthFigures Measure(int depth) {
   DepthFigures f;
   f.depth = depth;
-  auto counting = std::make_shared<CountingObjectStore>(std::make_shared<MemoryObjectStore>());
+  auto counting = std::make_shared<CountingObjectStore>(testing::NewTestStore());
   {
     auto ws = Workspace::Init(counting, "", CostOptions(false)).value();
     for (int t = 0; t < kTables; ++t) {

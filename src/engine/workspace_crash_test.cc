@@ -4,6 +4,7 @@
 
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -33,7 +34,7 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
   // A workspace with table t holding 2 rows on `branch`, and a handle whose
   // write stops at `point`.
   void SetUpCrash(const std::string& branch, std::string_view point) {
-    store_ = std::make_shared<MemoryObjectStore>();
+    store_ = testing::NewTestStore();
     auto ws = Workspace::Init(store_, "ws", testing::TestOptions()).value();
     ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {"id"}).ok());
     ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
@@ -44,7 +45,7 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
     crashing.failpoint = CrashAt(point);
     crashing_ = Workspace::Open(store_, "ws", crashing).value();
   }
-  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<ObjectStore> store_;
   std::shared_ptr<Workspace> crashing_;
 };
 
@@ -137,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
 // A's publish is refused and A rolls its table back (restore + publish).
 // `crash_in_rollback` stops A after the restore; the next recovery finishes.
 void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->CreateTable("u", EventSchema(), {}).ok());
@@ -183,7 +184,7 @@ TEST(WorkspaceRecoveryTest, ACrashDuringRollbackConvergesOnTheNextRecovery) {
 }
 
 TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPublishing) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   WorkspaceOptions crash = testing::TestOptions();
@@ -204,7 +205,7 @@ TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPubli
 // A workspace on a manual clock with a 10 s grace period and table "t", in
 // which a writer crashed right after committing one row to the table.
 struct CrashedWrite {
-  std::shared_ptr<MemoryObjectStore> store = std::make_shared<MemoryObjectStore>();
+  std::shared_ptr<ObjectStore> store = testing::NewTestStore();
   ManualClock clock{1'000'000'000};
   WorkspaceOptions opts;
   std::shared_ptr<Workspace> ws;
@@ -255,7 +256,7 @@ TEST(WorkspaceRecoveryTest, AnUnpublishedVersionWithoutSidecarIsResetOnceOld) {
 }
 
 TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;
   live.manifest.cache_bytes = 1 << 20;
@@ -273,7 +274,7 @@ TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
 }
 
 TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->Write(Append("t", {1})).ok());
@@ -297,7 +298,7 @@ TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
 }
 
 TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsReportedAndBlocksNothing) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(store->Put("ws/_recovery/garbage.json", "{not json").ok());
@@ -311,7 +312,7 @@ TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsReportedAndBlocksNothing) {
 }
 
 TEST(WorkspaceRecoveryTest, AGrandchildBranchsFirstCommitContinuesTheNearestLine) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   const std::string main_head = ws->Log().value().front().id;

@@ -12,6 +12,7 @@
 
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -45,7 +46,7 @@ TEST(WorkspaceModelTest, HeadsEqualTheJournalFoldAfterEveryStep) {
               static_cast<long long>(steps));
   std::mt19937_64 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   std::map<std::string, BranchModel> model{{"", {}}};
   std::set<int64_t> tombstoned;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/workspace_test_util.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -19,10 +20,10 @@ using testing::RowsOf;
 class WorkspaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = std::make_shared<MemoryObjectStore>();
+    store_ = testing::NewTestStore();
     ws_ = Workspace::Init(store_, "ws", testing::TestOptions()).value();
   }
-  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<ObjectStore> store_;
   std::shared_ptr<Workspace> ws_;
 };
 

@@ -7,6 +7,7 @@
 #include "common/utf8.h"
 #include "io/local_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/s3_object_store.h"
 
 namespace loam {
 
@@ -140,6 +141,11 @@ Status ValidateListPrefix(std::string_view prefix) {
 Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view uri) {
   constexpr std::string_view kFile = "file://";
   constexpr std::string_view kMem = "mem://";
+  if (uri.starts_with("s3://")) {
+    ASSIGN_OR_RETURN(S3Options options, S3Options::FromUri(uri));
+    ASSIGN_OR_RETURN(auto store, S3ObjectStore::Open(std::move(options)));
+    return std::shared_ptr<ObjectStore>(std::move(store));
+  }
   if (uri.starts_with(kMem)) {
     std::string_view name = uri.substr(kMem.size());
     if (name.empty()) return Status::InvalidArgument("mem:// URI needs a name, e.g. mem://test");
@@ -155,7 +161,7 @@ Result<std::shared_ptr<ObjectStore>> OpenObjectStore(std::string_view uri) {
   } else if (auto colon = uri.find("://"); colon != std::string_view::npos) {
     return Status::InvalidArgument("unsupported object store scheme '" +
                                    std::string(uri.substr(0, colon)) +
-                                   "://'; use a path, file:// or mem://");
+                                   "://'; use a path, file://, mem:// or s3://");
   }
   if (path.empty()) return Status::InvalidArgument("empty object store location");
   ASSIGN_OR_RETURN(auto store, LocalObjectStore::Open(std::string(path)));

@@ -383,7 +383,7 @@ TEST_P(ObjectStoreConformance, ReadersNeverSeePartialObjects) {
 }
 
 TEST_P(ObjectStoreConformance, ThreadsRacingPutIfAbsentHaveOneWinnerPerRound) {
-  constexpr int kThreads = 8, kRounds = 100;
+  constexpr int kThreads = 16, kRounds = 40;
   std::vector<std::vector<int>> wins(kRounds);
   std::mutex mu;
   std::atomic<int> unexpected{0};
@@ -426,8 +426,8 @@ Status CasIncrement(ObjectStore& store, const std::string& key, int* retries) {
   }
 }
 
-TEST_P(ObjectStoreConformance, CasIncrementsFromEightThreadsLoseNoUpdate) {
-  constexpr int kThreads = 8, kIncrements = 50;
+TEST_P(ObjectStoreConformance, CasIncrementsFromSixteenThreadsLoseNoUpdate) {
+  constexpr int kThreads = 16, kIncrements = 25;
   ASSERT_TRUE(store().Put("counter", "0").ok());
   std::atomic<int> failures{0}, retries{0};
   std::vector<std::thread> threads;

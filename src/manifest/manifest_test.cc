@@ -5,6 +5,7 @@
 #include "common/coding.h"
 #include "common/hash.h"
 #include "io/memory_object_store.h"
+#include "io/test_store.h"
 
 namespace loam {
 namespace {
@@ -25,7 +26,7 @@ ManifestRow Head(int64_t sid, const std::string& commit) {
 }
 
 TEST(ManifestTest, TheHeadDirectoryFitsTheHeaderWithLongBranchPathsAndEveryPartitionUsed) {
-  auto store = std::make_shared<MemoryObjectStore>();
+  auto store = testing::NewTestStore();
   auto m = Manifest::Create(store, "ws").value();
   const std::string branch(64, 'b');  // the longest branch name: the longest paths
   ASSERT_TRUE(m->CreateBranch(branch, "", 1).ok());

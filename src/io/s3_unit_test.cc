@@ -1,0 +1,98 @@
+// S3 backend pieces that need no server: URI options, XML, dates, errors.
+// The backend itself is tested against Ceph RGW (s3_conformance_test.cc).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "io/s3_object_store.h"
+#include "io/s3_xml.h"
+
+namespace loam {
+namespace {
+
+TEST(S3Options, FromUriWithOptionsAndEnvironment) {
+  ::setenv("AWS_ACCESS_KEY_ID", "ak", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "sk", 1);
+  ::setenv("AWS_REGION", "eu-west-1", 1);
+  ::unsetenv("AWS_ENDPOINT_URL");
+  S3Options aws = S3Options::FromUri("s3://bucket/some/prefix/").value();
+  EXPECT_EQ(aws.bucket, "bucket");
+  EXPECT_EQ(aws.prefix, "some/prefix");
+  EXPECT_EQ(aws.region, "eu-west-1");
+  EXPECT_EQ(aws.credentials.access_key_id, "ak");
+  EXPECT_FALSE(aws.path_style);  // AWS itself: virtual-host addressing
+  EXPECT_EQ(aws.if_match, IfMatchForm::kDetect);
+
+  S3Options rgw =
+      S3Options::FromUri("s3://b?endpoint=http://127.0.0.1:7480&if_match=unquoted&region=x")
+          .value();
+  EXPECT_EQ(rgw.prefix, "");
+  EXPECT_EQ(rgw.endpoint, "http://127.0.0.1:7480");
+  EXPECT_TRUE(rgw.path_style);  // explicit endpoints default to path-style
+  EXPECT_EQ(rgw.if_match, IfMatchForm::kUnquoted);
+  EXPECT_EQ(rgw.region, "x");
+  EXPECT_FALSE(S3Options::FromUri("s3://b?endpoint=http://h&addressing=virtual").value().path_style);
+
+  Status bad = S3Options::FromUri("s3://b?colour=blue").status();
+  EXPECT_TRUE(bad.IsInvalidArgument());
+  EXPECT_NE(bad.message().find("unknown option 'colour=blue'"), std::string::npos) << bad;
+  EXPECT_TRUE(S3Options::FromUri("s3:///nobucket").status().IsInvalidArgument());
+  EXPECT_TRUE(S3Options::FromUri("s3://b/a//b").status().IsInvalidArgument());
+  ::unsetenv("AWS_ACCESS_KEY_ID");
+  Status no_creds = OpenObjectStore("s3://b").status();
+  EXPECT_NE(no_creds.message().find("AWS_ACCESS_KEY_ID"), std::string::npos) << no_creds;
+  ::unsetenv("AWS_SECRET_ACCESS_KEY");
+  ::unsetenv("AWS_REGION");
+}
+
+TEST(S3Xml, ListResultAndErrors) {
+  const std::string list =
+      "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
+      "<Contents><Key>a&amp;b/&lt;c&gt;</Key><Size>5</Size><ETag>&quot;abc&quot;</ETag>"
+      "<LastModified>2026-11-30T04:10:00.250Z</LastModified></Contents>"
+      "<Contents><Key>caf&#233;/&#x1F642;</Key><Size>0</Size></Contents>"
+      "<Contents/></ListBucketResult>";
+  auto entries = s3::XmlElements(list, "Contents");
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(s3::XmlText(entries[0], "Key"), "a&b/<c>");
+  EXPECT_EQ(s3::XmlText(entries[0], "ETag"), "\"abc\"");
+  EXPECT_EQ(s3::XmlText(entries[1], "Key"), "café/🙂");
+  EXPECT_EQ(s3::XmlText(entries[2], "Key"), "");
+  EXPECT_EQ(s3::XmlText(list, "IsTruncated"), "true");
+  EXPECT_EQ(s3::ParseIso8601Micros("2026-11-30T04:10:00.250Z"), 1796011800250000);
+  EXPECT_EQ(s3::ParseHttpDateMicros("Mon, 30 Nov 2026 04:10:00 GMT"), 1796011800000000);
+  EXPECT_EQ(s3::ParseHttpDateMicros("garbage"), 0);
+  EXPECT_EQ(s3::XmlEscape("\"a\"&<b>"), "&quot;a&quot;&amp;&lt;b&gt;");
+}
+
+TEST(S3ObjectStore, UnreachableEndpointIsUnavailableAfterRetries) {
+  S3Options o;
+  o.endpoint = "http://127.0.0.1:1";  // nothing listens on port 1
+  o.bucket = "b";
+  o.credentials = {"ak", "sk", ""};
+  o.max_attempts = 2;
+  o.backoff_base_ms = 1;
+  auto store = S3ObjectStore::Open(o).value();
+  Status s = store->Head("k").status();
+  EXPECT_TRUE(s.IsUnavailable()) << s;
+  EXPECT_NE(s.message().find("127.0.0.1:1"), std::string::npos) << s;
+  EXPECT_TRUE(store->Put("a//b", "x").status().IsInvalidArgument());  // checked before any I/O
+}
+
+TEST(S3ObjectStore, PresignedUrlShape) {
+  S3Options o;
+  o.endpoint = "http://127.0.0.1:7480";
+  o.bucket = "bkt";
+  o.prefix = "ws";
+  o.credentials = {"ak", "sk", ""};
+  auto store = S3ObjectStore::Open(o).value();
+  const std::string url = store->PresignUrl("PUT", "a b/c", 60, "md5==", 1369353600).value();
+  EXPECT_EQ(url.rfind("http://127.0.0.1:7480/bkt/ws/a%20b/c?X-Amz-Algorithm=AWS4-HMAC-SHA256", 0), 0u)
+      << url;
+  EXPECT_NE(url.find("X-Amz-Expires=60"), std::string::npos);
+  EXPECT_NE(url.find("X-Amz-SignedHeaders=content-md5%3Bhost"), std::string::npos) << url;
+  EXPECT_TRUE(store->PresignUrl("DELETE", "k", 60).status().IsInvalidArgument());
+  EXPECT_TRUE(store->PresignUrl("GET", "k", 0).status().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace loam
