@@ -3,6 +3,8 @@
 // server from scripts/s3-test-server (scripts/test starts it).
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "io/http_client.h"
 #include "io/object_store_conformance.h"
 #include "io/s3_test_util.h"
@@ -110,6 +112,52 @@ TEST_F(S3Only, PresignedPutAcceptsExactlyItsObjectUntilExpiry) {
   EXPECT_EQ(got.body, body);
   HttpResponse unsigned_get = Send("GET", url.substr(0, url.find('?')));
   EXPECT_EQ(unsigned_get.status, 403);
+}
+
+// A 5xx answer to a conditional PUT leaves its outcome unknown: the store
+// reads the object back and decides by its writer nonce, never by guessing.
+TEST_F(S3Only, ConditionalPutWithUnknownOutcomeResolvesByNonce) {
+  std::atomic<int> puts{0};
+  S3Fault first_put = S3Fault::kNone;
+  S3Options o = store_->options();
+  o.backoff_base_ms = 1;
+  o.fault = [&](std::string_view method, std::string_view) {
+    if (method != "PUT") return S3Fault::kNone;
+    return puts.fetch_add(1) == 0 ? first_put : S3Fault::kNone;
+  };
+  auto faulty = S3ObjectStore::Open(o).value();
+  auto attempt = [&](S3Fault fault, auto&& op) {
+    puts = 0;
+    first_put = fault;
+    return op();
+  };
+  // Applied, answer lost: success, with no second PUT.
+  auto landed = attempt(S3Fault::kLoseResponse, [&] { return faulty->PutIfAbsent("u/a", "mine"); });
+  ASSERT_TRUE(landed.ok()) << landed.status();
+  EXPECT_EQ(puts.load(), 1);
+  EXPECT_EQ(store_->Get("u/a").value(), "mine");
+  EXPECT_EQ(store_->Head("u/a").value().etag, landed->etag);
+  // Never applied: retried and succeeds.
+  auto dropped = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfAbsent("u/b", "mine"); });
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(puts.load(), 2);
+  EXPECT_EQ(store_->Get("u/b").value(), "mine");
+  // Another writer's object is there: a lost race, not our success.
+  auto taken = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfAbsent("u/a", "theirs"); });
+  EXPECT_TRUE(taken.status().IsAlreadyExists()) << taken.status();
+  EXPECT_EQ(store_->Get("u/a").value(), "mine");
+  // The same for compare-and-swap.
+  const ObjectMeta a = store_->Head("u/a").value();
+  auto swapped = attempt(S3Fault::kLoseResponse, [&] { return faulty->PutIfMatch("u/a", "v2", a.etag); });
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_EQ(store_->Get("u/a").value(), "v2");
+  const ObjectMeta b = store_->Head("u/a").value();
+  auto retried = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v3", b.etag); });
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(store_->Get("u/a").value(), "v3");
+  auto stale = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v4", b.etag); });
+  EXPECT_TRUE(stale.status().IsAborted()) << stale.status();
+  EXPECT_EQ(store_->Get("u/a").value(), "v3");
 }
 
 }  // namespace

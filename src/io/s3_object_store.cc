@@ -214,7 +214,13 @@ Result<HttpResponse> S3ObjectStore::ExecuteOnce(const Call& call) {
   for (auto& h : signer_.Sign(r, NowSeconds())) http.headers.push_back(std::move(h));
   http.body = call.body;
   http.sink = call.sink;
-  return http_.Send(http);
+  const S3Fault fault = options_.fault ? options_.fault(call.method, call.full_key) : S3Fault::kNone;
+  if (fault == S3Fault::kNone) return http_.Send(http);
+  if (fault == S3Fault::kLoseResponse) RETURN_NOT_OK(http_.Send(http).status());
+  HttpResponse injected;
+  injected.status = 500;
+  injected.body = "<Error><Code>InternalError</Code><Message>injected fault</Message></Error>";
+  return injected;
 }
 
 Result<HttpResponse> S3ObjectStore::Execute(const Call& call) {

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,13 @@
 #include "loam/object_store.h"
 
 namespace loam {
+
+// A transport failpoint for tests: what happens to one request.
+enum class S3Fault {
+  kNone,
+  kDropRequest,   // never sent; the client sees a 500
+  kLoseResponse,  // sent and applied by the server; the client sees a 500
+};
 
 // How an endpoint wants the etag in `If-Match`. AWS documents the quoted
 // form; Ceph RGW 16 honours only the unquoted one. kDetect starts quoted and
@@ -45,6 +53,8 @@ struct S3Options {
   // Unconditional puts larger than this go up as multipart uploads of this
   // part size (S3's minimum part is 5 MiB); memory per put is one part.
   uint64_t part_size = 8ull << 20;
+  // Tests only: decides the fate of each request ("PUT", full key).
+  std::function<S3Fault(std::string_view method, std::string_view full_key)> fault;
 
   // s3://bucket[/prefix][?endpoint=URL&region=R&addressing=path|virtual&if_match=quoted|unquoted|detect]
   // Unset fields come from AWS_ENDPOINT_URL, AWS_REGION (or AWS_DEFAULT_REGION),
