@@ -1,0 +1,248 @@
+#include "ingest/csv_reader.h"
+
+#include <set>
+
+#include "common/status_macros.h"
+
+namespace loam::ingest {
+
+CsvReader::CsvReader(ByteSource& input, CsvOptions options)
+    : input_(input), options_(options) {}
+
+Status CsvReader::Error(int64_t line, size_t column, std::string_view what,
+                        std::string_view fix) const {
+  return Status::InvalidArgument("CSV line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + std::string(what) + "; " +
+                                 std::string(fix));
+}
+
+Result<bool> CsvReader::Refill() {
+  if (eof_) return false;
+  chunk_.resize(options_.chunk_bytes);
+  ASSIGN_OR_RETURN(size_t n, input_.Read(chunk_.data(), chunk_.size()));
+  chunk_.resize(n);
+  pos_ = 0;
+  bytes_read_ += n;
+  if (n == 0) eof_ = true;
+  return n > 0;
+}
+
+// Drops a leading UTF-8 byte-order mark, however the input is split.
+Status CsvReader::SkipByteOrderMark() {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  std::string head;
+  while (head.size() < kBom.size()) {
+    char buf[3];
+    ASSIGN_OR_RETURN(size_t n, input_.Read(buf, kBom.size() - head.size()));
+    if (n == 0) break;
+    head.append(buf, n);
+  }
+  bytes_read_ += head.size();
+  chunk_ = head == kBom ? std::string() : head;
+  pos_ = 0;
+  return Status::OK();
+}
+
+Status CsvReader::FieldTooLong(int64_t line) const {
+  return Error(line, ends_.size() + 1,
+               "field is longer than the limit of " + std::to_string(options_.max_field_bytes) +
+                   " bytes",
+               "shorten it or raise the field-size limit");
+}
+
+Status CsvReader::EndField(int64_t line) {
+  if (field_bytes_.size() - field_start_ > options_.max_field_bytes) return FieldTooLong(line);
+  ends_.push_back(field_bytes_.size());
+  quoted_.push_back(field_quoted_ ? 1 : 0);
+  field_quoted_ = false;
+  field_start_ = field_bytes_.size();
+  if (ends_.size() > options_.max_columns) {
+    return Error(line, ends_.size(),
+                 "record has more than the limit of " + std::to_string(options_.max_columns) +
+                     " columns",
+                 "split the table or raise the column limit");
+  }
+  return Status::OK();
+}
+
+// One record, RFC 4180. States: at the start of a field, inside an unquoted
+// field, inside a quoted field, just after a quote inside a quoted field.
+Result<bool> CsvReader::ParseRecord() {
+  enum class State { kFieldStart, kUnquoted, kQuoted, kQuoteInQuoted };
+  field_bytes_.clear();
+  ends_.clear();
+  quoted_.clear();
+  field_quoted_ = false;
+  field_start_ = 0;
+  record_line_ = line_;
+  State state = State::kFieldStart;
+  int64_t quote_line = 0;
+  bool any = false;  // consumed at least one byte of this record
+  const char delim = options_.delimiter;
+  while (true) {
+    if (pos_ >= chunk_.size()) {
+      ASSIGN_OR_RETURN(bool more, Refill());
+      if (!more) break;
+    }
+    const char* p = chunk_.data() + pos_;
+    const char* end = chunk_.data() + chunk_.size();
+    while (p < end) {
+      const char c = *p;
+      switch (state) {
+        case State::kFieldStart:
+          any = true;
+          if (c == '"') {
+            state = State::kQuoted;
+            field_quoted_ = true;
+            quote_line = line_;
+            ++p;
+            continue;
+          }
+          state = State::kUnquoted;
+          [[fallthrough]];
+        case State::kUnquoted: {
+          // Fast path: copy the run of ordinary bytes at once.
+          const char* q = p;
+          while (q < end && *q != delim && *q != '\n' && *q != '\r' && *q != '"') ++q;
+          field_bytes_.append(p, q);
+          if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
+            return FieldTooLong(line_);
+          }
+          p = q;
+          if (p == end) continue;
+          if (*p == '"') {
+            return Error(line_, ends_.size() + 1, "a quote inside an unquoted field",
+                         "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
+          }
+          if (*p == delim) {
+            ++p;
+            RETURN_NOT_OK(EndField(line_));
+            state = State::kFieldStart;
+            continue;
+          }
+          // '\r' or '\n': the record ends.
+          if (*p == '\r') {
+            ++p;
+            if (p == end) {
+              pos_ = chunk_.size();
+              ASSIGN_OR_RETURN(bool more, Refill());
+              if (more && chunk_[pos_] == '\n') ++pos_;
+              RETURN_NOT_OK(EndField(line_));
+              ++line_;
+              return true;
+            }
+            if (*p == '\n') ++p;
+          } else {
+            ++p;
+          }
+          pos_ = static_cast<size_t>(p - chunk_.data());
+          RETURN_NOT_OK(EndField(line_));
+          ++line_;
+          return true;
+        }
+        case State::kQuoted: {
+          const char* q = p;
+          while (q < end && *q != '"') {
+            if (*q == '\n') ++line_;
+            ++q;
+          }
+          field_bytes_.append(p, q);
+          if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
+            return FieldTooLong(quote_line);
+          }
+          p = q;
+          if (p < end) {
+            state = State::kQuoteInQuoted;
+            ++p;
+          }
+          continue;
+        }
+        case State::kQuoteInQuoted:
+          if (c == '"') {  // a doubled quote stands for one
+            field_bytes_.push_back('"');
+            state = State::kQuoted;
+            ++p;
+            continue;
+          }
+          if (c == delim) {
+            ++p;
+            RETURN_NOT_OK(EndField(line_));
+            state = State::kFieldStart;
+            continue;
+          }
+          if (c == '\r' || c == '\n') {
+            state = State::kUnquoted;  // ends the record on the next pass
+            continue;
+          }
+          return Error(line_, ends_.size() + 1,
+                       std::string("unexpected '") + c + "' after the closing quote",
+                       "put the delimiter right after the closing quote, or double the quote "
+                       "if it belongs to the text");
+      }
+    }
+    pos_ = chunk_.size();
+  }
+  // End of input.
+  if (state == State::kQuoted) {
+    return Error(quote_line, ends_.size() + 1,
+                 "a quoted field is never closed (the input ends inside it)",
+                 "close the quote, and double any quote that belongs to the text");
+  }
+  if (!any) return false;
+  RETURN_NOT_OK(EndField(line_));
+  return true;
+}
+
+Result<std::vector<std::string>> CsvReader::ReadHeader() {
+  if (records_ >= 0) return Status::FailedPrecondition("the CSV header was already read");
+  RETURN_NOT_OK(SkipByteOrderMark());
+  ASSIGN_OR_RETURN(bool found, ParseRecord());
+  if (!found) {
+    return Status::InvalidArgument(
+        "CSV input is empty; a header row naming the columns is required");
+  }
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  size_t start = 0;
+  for (size_t i = 0; i < ends_.size(); ++i) {
+    std::string name = field_bytes_.substr(start, ends_[i] - start);
+    start = ends_[i];
+    if (name.empty()) {
+      return Error(record_line_, i + 1, "empty column name in the header",
+                   "name every column in the first row");
+    }
+    if (!seen.insert(name).second) {
+      return Error(record_line_, i + 1, "column '" + name + "' appears twice in the header",
+                   "give every column a distinct name");
+    }
+    names.push_back(std::move(name));
+  }
+  header_columns_ = names.size();
+  records_ = 0;
+  return names;
+}
+
+Result<bool> CsvReader::Next(CsvRecord* out) {
+  if (records_ < 0) return Status::FailedPrecondition("read the CSV header first");
+  ASSIGN_OR_RETURN(bool found, ParseRecord());
+  if (!found) return false;
+  if (ends_.size() != header_columns_) {
+    return Error(record_line_, std::min(ends_.size(), header_columns_) + 1,
+                 "record has " + std::to_string(ends_.size()) + " fields but the header has " +
+                     std::to_string(header_columns_),
+                 "give every row one field per header column (quote fields that contain '" +
+                     std::string(1, options_.delimiter) + "')");
+  }
+  out->fields.clear();
+  size_t start = 0;
+  for (size_t e : ends_) {
+    out->fields.emplace_back(field_bytes_.data() + start, e - start);
+    start = e;
+  }
+  out->quoted = quoted_;
+  out->number = ++records_;
+  out->line = record_line_;
+  return true;
+}
+
+}  // namespace loam::ingest

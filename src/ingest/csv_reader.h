@@ -1,0 +1,78 @@
+// A streaming RFC 4180 CSV reader with hard limits and positioned errors.
+//
+// Reads records from a ByteSource in fixed-size chunks, so memory is bounded
+// by the largest record, never by the input. Accepts what RFC 4180 allows
+// (quoted fields, doubled quotes, embedded delimiters and newlines, CRLF or
+// LF line ends) plus a leading UTF-8 byte-order mark and a configurable
+// delimiter. Everything else is an InvalidArgument error that names the line
+// and column (1-based field number) and says how to fix the input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loam/object_store.h"
+#include "loam/result.h"
+
+namespace loam::ingest {
+
+struct CsvOptions {
+  char delimiter = ',';
+  size_t max_columns = 1024;          // fields per record
+  size_t max_field_bytes = 1 << 20;   // bytes in one field, after unquoting
+  size_t chunk_bytes = 1 << 16;       // read size
+};
+
+struct CsvRecord {
+  std::vector<std::string_view> fields;  // valid until the next Next() call
+  // 1 where the field was quoted: "" is an empty string, an empty unquoted
+  // field is a missing value.
+  std::vector<uint8_t> quoted;
+  int64_t number = 0;                    // 1 = the first record after the header
+  int64_t line = 0;                      // line on which the record starts
+};
+
+class CsvReader {
+ public:
+  CsvReader(ByteSource& input, CsvOptions options);
+
+  // The header record. Required: an empty input is an error. Names must be
+  // non-empty and distinct.
+  Result<std::vector<std::string>> ReadHeader();
+
+  // The next data record into `out`; false at the end of the input. Each
+  // record must have exactly as many fields as the header.
+  Result<bool> Next(CsvRecord* out);
+
+  // Bytes consumed from the input so far.
+  uint64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  // Parses one record into fields_/ends_; false at end of input.
+  Result<bool> ParseRecord();
+  Result<bool> Refill();  // false at end of input
+  Status SkipByteOrderMark();
+  Status Error(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
+  Status EndField(int64_t line);
+  Status FieldTooLong(int64_t line) const;
+
+  ByteSource& input_;
+  const CsvOptions options_;
+  std::string chunk_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  uint64_t bytes_read_ = 0;
+  int64_t line_ = 1;           // current line
+  int64_t record_line_ = 1;    // line the current record started on
+  int64_t records_ = -1;       // records returned, -1 before the header
+  size_t header_columns_ = 0;
+  std::string field_bytes_;    // all fields of the current record, unquoted
+  std::vector<size_t> ends_;   // end offset of each field in field_bytes_
+  std::vector<uint8_t> quoted_;  // per field: was it quoted
+  bool field_quoted_ = false;
+  size_t field_start_ = 0;
+};
+
+}  // namespace loam::ingest
