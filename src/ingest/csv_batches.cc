@@ -1,0 +1,77 @@
+#include "ingest/csv_batches.h"
+
+#include "common/status_macros.h"
+#include "ingest/text_value.h"
+
+namespace loam::ingest {
+namespace {
+
+std::string ColumnList(const Schema& s) {
+  std::string out;
+  for (const Field& f : s.fields) out += (out.empty() ? "" : ", ") + f.name;
+  return out;
+}
+
+Status Prefixed(const std::string& source, const Status& s) {
+  return Status(s.code(), source + ": " + s.message());
+}
+
+}  // namespace
+
+Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std::string source,
+                                    CsvOptions options) {
+  auto reader = std::make_unique<CsvReader>(input, options);
+  Result<std::vector<std::string>> header = reader->ReadHeader();
+  if (!header.ok()) return Prefixed(source, header.status());
+  CsvBatches out(std::move(reader), table, std::move(source));
+  out.source_of_.assign(table.fields.size(), -1);
+  for (size_t i = 0; i < header->size(); ++i) {
+    const int at = table.IndexOf((*header)[i]);
+    if (at < 0) {
+      return Status::InvalidArgument(out.source_ + ": line 1, column " + std::to_string(i + 1) +
+                                     ": column '" + (*header)[i] + "' is not in the table (" +
+                                     ColumnList(table) +
+                                     "); remove it from the file or add it to the table");
+    }
+    out.source_of_[at] = static_cast<int>(i);
+  }
+  for (size_t c = 0; c < table.fields.size(); ++c) {
+    const Field& f = table.fields[c];
+    if (out.source_of_[c] < 0 && !f.nullable) {
+      return Status::InvalidArgument(out.source_ + ": line 1: column '" + f.name + "' (" +
+                                     f.type.ToString() +
+                                     ", not null) is missing from the header; add it to the file");
+    }
+  }
+  return out;
+}
+
+Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
+  RecordBatch batch(table_);
+  CsvRecord rec;
+  while (static_cast<size_t>(batch.num_rows()) < max_rows) {
+    Result<bool> more = reader_->Next(&rec);
+    if (!more.ok()) return Prefixed(source_, more.status());
+    if (!*more) break;
+    for (size_t c = 0; c < table_.fields.size(); ++c) {
+      const Field& f = table_.fields[c];
+      Column& col = batch.columns[c];
+      const int at = source_of_[c];
+      if (at < 0) {
+        col.AppendNull();
+        continue;
+      }
+      Status s = AppendCanonical(f, rec.fields[at], rec.quoted[at] != 0, &col);
+      if (!s.ok()) {
+        return Status::InvalidArgument(source_ + ": line " + std::to_string(rec.line) +
+                                       ", column " + std::to_string(at + 1) + " ('" + f.name +
+                                       "', " + f.type.ToString() + "): " + s.message());
+      }
+    }
+    ++rows_;
+  }
+  if (batch.num_rows() == 0) return std::optional<RecordBatch>();
+  return std::optional<RecordBatch>(std::move(batch));
+}
+
+}  // namespace loam::ingest

@@ -1,0 +1,42 @@
+// Typed record batches from a CSV input under the strict schema policy:
+// source columns map to declared columns by name; an unknown source column
+// fails, a missing non-nullable column fails, a missing nullable column is
+// null. Every value must be in its canonical text form (text_value.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ingest/csv_reader.h"
+#include "loam/batch.h"
+#include "loam/types.h"
+
+namespace loam::ingest {
+
+class CsvBatches {
+ public:
+  // Reads the header of `input` and maps it onto `table`. `source` names the
+  // input in messages (a file name).
+  static Result<CsvBatches> Open(ByteSource& input, const Schema& table, std::string source,
+                                 CsvOptions options = {});
+
+  // Up to `max_rows` more rows; nullopt at the end of the input. The first
+  // bad value ends the read with an error naming source, line and column.
+  Result<std::optional<RecordBatch>> Next(size_t max_rows);
+
+  int64_t rows_read() const { return rows_; }
+  uint64_t bytes_read() const { return reader_->bytes_read(); }
+
+ private:
+  CsvBatches(std::unique_ptr<CsvReader> reader, Schema table, std::string source)
+      : reader_(std::move(reader)), table_(std::move(table)), source_(std::move(source)) {}
+
+  std::unique_ptr<CsvReader> reader_;
+  Schema table_;
+  std::string source_;
+  std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
+  int64_t rows_ = 0;
+};
+
+}  // namespace loam::ingest

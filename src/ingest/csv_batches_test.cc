@@ -1,0 +1,73 @@
+#include "ingest/csv_batches.h"
+
+#include <gtest/gtest.h>
+
+namespace loam::ingest {
+namespace {
+
+class TextSource final : public ByteSource {
+ public:
+  explicit TextSource(std::string text) : text_(std::move(text)) {}
+  Result<size_t> Read(char* dst, size_t n) override {
+    const size_t k = std::min(n, text_.size() - pos_);
+    std::copy_n(text_.data() + pos_, k, dst);
+    pos_ += k;
+    return k;
+  }
+
+ private:
+  std::string text_;
+  size_t pos_ = 0;
+};
+
+Schema Events() {
+  return Schema{{{"id", DataType::Int64(), false},
+                 {"name", DataType::String()},
+                 {"at", DataType::Timestamp()}}};
+}
+
+TEST(CsvBatches, MapsColumnsByNameInBatches) {
+  TextSource src("at,id\n2026-11-30T00:00:00Z,1\n,2\n1970-01-01T00:00:00Z,3\n");
+  CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
+  std::optional<RecordBatch> first = in.Next(2).value();
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(first->num_rows(), 2);
+  EXPECT_EQ(first->columns[0].GetInt64(1), 2);
+  EXPECT_TRUE(first->columns[1].IsNull(0));  // not in the file: null
+  EXPECT_TRUE(first->columns[2].IsNull(1));  // empty: null
+  std::optional<RecordBatch> second = in.Next(2).value();
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->num_rows(), 1);
+  EXPECT_EQ(second->columns[2].GetInt64(0), 0);
+  EXPECT_FALSE(in.Next(2).value().has_value());
+  EXPECT_EQ(in.rows_read(), 3);
+}
+
+void ExpectOpenFails(const std::string& text, const std::string& message) {
+  TextSource src(text);
+  Status s = CsvBatches::Open(src, Events(), "events.csv").status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find(message), std::string::npos) << s;
+}
+
+TEST(CsvBatches, StrictSchemaPolicy) {
+  ExpectOpenFails("id,colour\n", "events.csv: line 1, column 2: column 'colour' is not in the table (id, name, at)");
+  ExpectOpenFails("name\n", "events.csv: line 1: column 'id' (int64, not null) is missing");
+  ExpectOpenFails("", "events.csv: CSV input is empty");
+}
+
+TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
+  TextSource src("id,name\n1,a\n2,b\nx3,c\n");
+  CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
+  Status s = in.Next(100).status();
+  EXPECT_TRUE(s.IsInvalidArgument()) << s;
+  EXPECT_NE(s.message().find("events.csv: line 4, column 1 ('id', int64): expected an integer"),
+            std::string::npos)
+      << s;
+  TextSource quoted("id,name\n1,\"open\n");
+  CsvBatches again = CsvBatches::Open(quoted, Events(), "q.csv").value();
+  EXPECT_NE(again.Next(10).status().message().find("q.csv: CSV line 2, column 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loam::ingest

@@ -1,0 +1,267 @@
+#include "ingest/text_value.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "common/status_macros.h"
+#include "common/utf8.h"
+
+namespace loam::ingest {
+namespace {
+
+__extension__ using U128 = unsigned __int128;
+__extension__ using I128 = __int128;
+
+Status Expected(std::string_view form) {
+  return Status::InvalidArgument("expected " + std::string(form));
+}
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// -?(0|[1-9][0-9]*): no '+', no leading zeros, no spaces.
+bool IsCanonicalInteger(std::string_view s) {
+  if (!s.empty() && s.front() == '-') s.remove_prefix(1);
+  return AllDigits(s) && (s.size() == 1 || s.front() != '0');
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool Number(std::string_view s, size_t at, size_t len, unsigned* out) {
+  if (at + len > s.size() || !AllDigits(s.substr(at, len))) return false;
+  *out = 0;
+  for (char c : s.substr(at, len)) *out = *out * 10 + static_cast<unsigned>(c - '0');
+  return true;
+}
+
+bool ValidDate(unsigned y, unsigned m, unsigned d) {
+  static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
+}
+
+// "YYYY-MM-DD" at the start of `s` into days.
+bool DatePart(std::string_view s, int64_t* days) {
+  unsigned y, m, d;
+  if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Number(s, 0, 4, &y) ||
+      !Number(s, 5, 2, &m) || !Number(s, 8, 2, &d) || !ValidDate(y, m, d)) {
+    return false;
+  }
+  *days = DaysFromCivil(y, m, d);
+  return true;
+}
+
+constexpr char kDateForm[] = "a date as YYYY-MM-DD (e.g. 2026-11-30)";
+constexpr char kTimestampForm[] =
+    "a UTC timestamp as YYYY-MM-DDTHH:MM:SS[.ffffff]Z (e.g. 2026-11-30T04:10:00Z); "
+    "for other offsets declare the iso8601ToTimestamp coercion";
+
+bool Base64Decode(std::string_view in, std::string* out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (in.size() % 4 != 0) return false;
+  out->clear();
+  for (size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = in[i + k];
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else if (pad > 0 || (v[k] = value(c)) < 0) {
+        return false;
+      }
+    }
+    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out->push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out->push_back(static_cast<char>((n >> 8) & 0xFF));
+    if (pad < 1) out->push_back(static_cast<char>(n & 0xFF));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t max) {
+  const std::string form = "an integer from " + std::to_string(min) + " to " +
+                           std::to_string(max) + " written as plain digits (e.g. -42)";
+  if (!IsCanonicalInteger(text)) return Expected(form);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
+    return Status::InvalidArgument("out of range: expected " + form);
+  }
+  return v;
+}
+
+Result<int32_t> ParseCanonicalDate(std::string_view text) {
+  int64_t days = 0;
+  if (text.size() != 10 || !DatePart(text, &days)) return Expected(kDateForm);
+  return static_cast<int32_t>(days);
+}
+
+Result<int64_t> ParseCanonicalTimestamp(std::string_view text) {
+  int64_t days = 0;
+  unsigned h, mi, sec;
+  if (text.size() < 20 || !DatePart(text, &days) || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || !Number(text, 11, 2, &h) || !Number(text, 14, 2, &mi) ||
+      !Number(text, 17, 2, &sec) || h > 23 || mi > 59 || sec > 59 || text.back() != 'Z') {
+    return Expected(kTimestampForm);
+  }
+  int64_t micros = 0;
+  std::string_view frac = text.substr(19, text.size() - 20);
+  if (!frac.empty()) {
+    if (frac.front() != '.' || frac.size() < 2 || frac.size() > 7 || !AllDigits(frac.substr(1))) {
+      return Expected(kTimestampForm);
+    }
+    frac.remove_prefix(1);
+    for (size_t i = 0; i < 6; ++i) micros = micros * 10 + (i < frac.size() ? frac[i] - '0' : 0);
+  }
+  return ((days * 24 + h) * 60 + mi) * 60'000'000LL + sec * 1'000'000LL + micros;
+}
+
+Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int scale) {
+  const std::string form = "a decimal with at most " + std::to_string(precision - scale) +
+                           " integer and " + std::to_string(scale) +
+                           " fraction digits, as -123.45 (no exponent, no '+')";
+  bool negative = false;
+  if (!text.empty() && text.front() == '-') {
+    negative = true;
+    text.remove_prefix(1);
+  }
+  const size_t dot = text.find('.');
+  std::string_view whole = text.substr(0, dot);
+  std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  if (!AllDigits(whole) || (whole.size() > 1 && whole.front() == '0') ||
+      (dot != std::string_view::npos && !AllDigits(frac))) {
+    return Expected(form);
+  }
+  const size_t int_digits = whole == "0" ? 0 : whole.size();
+  if (frac.size() > static_cast<size_t>(scale) ||
+      int_digits > static_cast<size_t>(precision - scale)) {
+    return Status::InvalidArgument("does not fit: expected " + form);
+  }
+  // precision <= 38 digits fits in 128 bits.
+  U128 v = 0;
+  for (char c : whole) v = v * 10 + static_cast<unsigned>(c - '0');
+  for (int i = 0; i < scale; ++i) {
+    v = v * 10 + (static_cast<size_t>(i) < frac.size() ? static_cast<unsigned>(frac[i] - '0') : 0);
+  }
+  const I128 s = negative ? -static_cast<I128>(v) : static_cast<I128>(v);
+  Int128 out;
+  out.lo = static_cast<uint64_t>(s);
+  out.hi = static_cast<int64_t>(s >> 64);
+  return out;
+}
+
+Status AppendCanonical(const Field& field, std::string_view text, bool quoted, Column* out) {
+  if (text.empty() && !quoted) {
+    if (!field.nullable) {
+      return Status::InvalidArgument("missing value for non-nullable column '" + field.name +
+                                     "'; give a value in every row");
+    }
+    out->AppendNull();
+    return Status::OK();
+  }
+  switch (field.type.id) {
+    case TypeId::kBool:
+      if (text == "true" || text == "false") {
+        out->AppendBool(text == "true");
+        return Status::OK();
+      }
+      return Expected("true or false");
+    case TypeId::kInt32: {
+      ASSIGN_OR_RETURN(int64_t v, ParseCanonicalInt(text, std::numeric_limits<int32_t>::min(),
+                                                    std::numeric_limits<int32_t>::max()));
+      out->AppendInt32(static_cast<int32_t>(v));
+      return Status::OK();
+    }
+    case TypeId::kInt64: {
+      ASSIGN_OR_RETURN(int64_t v, ParseCanonicalInt(text, std::numeric_limits<int64_t>::min(),
+                                                    std::numeric_limits<int64_t>::max()));
+      out->AppendInt64(v);
+      return Status::OK();
+    }
+    case TypeId::kFloat64: {
+      // The JSON number grammar with a fraction or an exponent; integers need intToFloat.
+      constexpr char kForm[] =
+          "a finite number with a fraction or exponent (e.g. 3.25, -1e-3); for integers declare "
+          "the intToFloat coercion";
+      std::string_view digits = text;
+      if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
+      const size_t stop = digits.find_first_of(".eE");
+      if (stop == std::string_view::npos || !IsCanonicalInteger(digits.substr(0, stop))) {
+        return Expected(kForm);
+      }
+      double v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+        return Expected(kForm);
+      }
+      out->AppendFloat64(v);
+      return Status::OK();
+    }
+    case TypeId::kString:
+      if (!IsValidUtf8(text)) {
+        return Status::InvalidArgument("invalid UTF-8 at byte " +
+                                       std::to_string(FindInvalidUtf8(text)) +
+                                       " of the field; re-encode the file as UTF-8");
+      }
+      out->AppendBytes(text);
+      return Status::OK();
+    case TypeId::kBinary: {
+      std::string bytes;
+      if (!Base64Decode(text, &bytes)) return Expected("base64 (RFC 4648, with '=' padding)");
+      out->AppendBytes(bytes);
+      return Status::OK();
+    }
+    case TypeId::kDate: {
+      ASSIGN_OR_RETURN(int32_t days, ParseCanonicalDate(text));
+      out->AppendInt32(days);
+      return Status::OK();
+    }
+    case TypeId::kTimestamp: {
+      ASSIGN_OR_RETURN(int64_t micros, ParseCanonicalTimestamp(text));
+      out->AppendInt64(micros);
+      return Status::OK();
+    }
+    case TypeId::kDecimal: {
+      ASSIGN_OR_RETURN(Int128 v, ParseCanonicalDecimal(text, field.type.precision, field.type.scale));
+      out->AppendInt128(v);
+      return Status::OK();
+    }
+    case TypeId::kJson:
+      if (!IsValidUtf8(text) || !nlohmann::json::accept(text)) {
+        return Expected("a JSON document (RFC 8259) in UTF-8");
+      }
+      out->AppendBytes(text);
+      return Status::OK();
+  }
+  return Status::Internal("unknown column type");
+}
+
+}  // namespace loam::ingest
