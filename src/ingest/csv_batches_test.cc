@@ -5,20 +5,6 @@
 namespace loam::ingest {
 namespace {
 
-class TextSource final : public ByteSource {
- public:
-  explicit TextSource(std::string text) : text_(std::move(text)) {}
-  Result<size_t> Read(char* dst, size_t n) override {
-    const size_t k = std::min(n, text_.size() - pos_);
-    std::copy_n(text_.data() + pos_, k, dst);
-    pos_ += k;
-    return k;
-  }
-
- private:
-  std::string text_;
-  size_t pos_ = 0;
-};
 
 Schema Events() {
   return Schema{{{"id", DataType::Int64(), false},
@@ -27,7 +13,8 @@ Schema Events() {
 }
 
 TEST(CsvBatches, MapsColumnsByNameInBatches) {
-  TextSource src("at,id\n2026-11-30T00:00:00Z,1\n,2\n1970-01-01T00:00:00Z,3\n");
+  const std::string src_text = "at,id\n2026-11-30T00:00:00Z,1\n,2\n1970-01-01T00:00:00Z,3\n";
+  StringSource src(src_text);
   CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
   std::optional<RecordBatch> first = in.Next(2).value();
   ASSERT_TRUE(first.has_value());
@@ -44,7 +31,7 @@ TEST(CsvBatches, MapsColumnsByNameInBatches) {
 }
 
 void ExpectOpenFails(const std::string& text, const std::string& message) {
-  TextSource src(text);
+  StringSource src(text);
   Status s = CsvBatches::Open(src, Events(), "events.csv").status();
   EXPECT_TRUE(s.IsInvalidArgument()) << s;
   EXPECT_NE(s.message().find(message), std::string::npos) << s;
@@ -57,14 +44,16 @@ TEST(CsvBatches, StrictSchemaPolicy) {
 }
 
 TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
-  TextSource src("id,name\n1,a\n2,b\nx3,c\n");
+  const std::string src_text = "id,name\n1,a\n2,b\nx3,c\n";
+  StringSource src(src_text);
   CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
   Status s = in.Next(100).status();
   EXPECT_TRUE(s.IsInvalidArgument()) << s;
   EXPECT_NE(s.message().find("events.csv: line 4, column 1 ('id', int64): expected an integer"),
             std::string::npos)
       << s;
-  TextSource quoted("id,name\n1,\"open\n");
+  const std::string quoted_text = "id,name\n1,\"open\n";
+  StringSource quoted(quoted_text);
   CsvBatches again = CsvBatches::Open(quoted, Events(), "q.csv").value();
   EXPECT_NE(again.Next(10).status().message().find("q.csv: CSV line 2, column 2"), std::string::npos);
 }

@@ -4,8 +4,6 @@
 // string), 1,000,000 rows held in memory so only parsing is measured.
 #include <benchmark/benchmark.h>
 
-#include <cstring>
-
 #include "ingest/csv_batches.h"
 
 namespace loam::ingest {
@@ -25,25 +23,11 @@ const std::string& Input() {
   return text;
 }
 
-class MemorySource final : public ByteSource {
- public:
-  explicit MemorySource(const std::string& data) : data_(data) {}
-  Result<size_t> Read(char* dst, size_t n) override {
-    const size_t k = std::min(n, data_.size() - pos_);
-    std::memcpy(dst, data_.data() + pos_, k);
-    pos_ += k;
-    return k;
-  }
-
- private:
-  const std::string& data_;
-  size_t pos_ = 0;
-};
 
 void BM_CsvReader(benchmark::State& state) {
   const std::string& text = Input();
   for (auto _ : state) {
-    MemorySource src(text);
+    StringSource src(text);
     CsvReader reader(src, {});
     (void)reader.ReadHeader().value();
     CsvRecord rec;
@@ -66,7 +50,7 @@ void BM_CsvToTypedBatches(benchmark::State& state) {
                        {"at", DataType::Timestamp()},
                        {"note", DataType::String()}}};
   for (auto _ : state) {
-    MemorySource src(text);
+    StringSource src(text);
     CsvBatches in = CsvBatches::Open(src, schema, "bench.csv").value();
     while (in.Next(65536).value().has_value()) {
     }
