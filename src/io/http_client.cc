@@ -82,8 +82,9 @@ void* HttpClient::Acquire() {
     idle_.pop_back();
     return h;
   }
-  ++open_;
-  return curl_easy_init();
+  CURL* handle = curl_easy_init();
+  if (handle != nullptr) ++open_;
+  return handle;
 }
 
 void HttpClient::Release(void* handle) {
@@ -139,8 +140,15 @@ Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   Release(curl);
   if (!response.sink_status.ok()) return response;
   if (rc != CURLE_OK) {
-    return Status::Unavailable(request.method + " " + request.url + ": " +
-                               (error[0] ? error : curl_easy_strerror(rc)));
+    Status broken = Status::Unavailable(request.method + " " + request.url + ": " +
+                                        (error[0] ? error : curl_easy_strerror(rc)));
+    // Part of the body already reached the sink: the caller must not retry
+    // into the same sink, so the failure travels with the response.
+    if (response.streamed_bytes > 0) {
+      response.sink_status = std::move(broken);
+      return response;
+    }
+    return broken;
   }
   return response;
 }

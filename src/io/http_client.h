@@ -41,7 +41,8 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   std::string body;  // the whole body unless it streamed to a sink
   uint64_t streamed_bytes = 0;
-  // Set when the sink refused data; the transfer was cut short.
+  // Set when the transfer stopped after body bytes reached the sink (the
+  // sink refused data, or the connection broke): never retry into that sink.
   Status sink_status;
 
   // The first header with this lower-case name, or "".

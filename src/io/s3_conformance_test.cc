@@ -155,6 +155,7 @@ TEST_F(S3Only, ConditionalPutWithUnknownOutcomeResolvesByNonce) {
   auto retried = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v3", b.etag); });
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(store_->Get("u/a").value(), "v3");
+  // A stale etag after a server failure: the object moved on without us, a lost race.
   auto stale = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v4", b.etag); });
   EXPECT_TRUE(stale.status().IsAborted()) << stale.status();
   EXPECT_EQ(store_->Get("u/a").value(), "v3");

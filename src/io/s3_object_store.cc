@@ -161,6 +161,13 @@ S3ObjectStore::S3ObjectStore(S3Options options)
   scheme_ = sep == std::string::npos ? "https" : endpoint.substr(0, sep);
   hostport_ = sep == std::string::npos ? endpoint : endpoint.substr(sep + 3);
   while (!hostport_.empty() && hostport_.back() == '/') hostport_.pop_back();
+  // curl sends no port in Host for the scheme's default, so none may be signed.
+  const std::string default_port = scheme_ == "http" ? ":80" : ":443";
+  if (hostport_.size() > default_port.size() &&
+      hostport_.compare(hostport_.size() - default_port.size(), default_port.size(),
+                        default_port) == 0) {
+    hostport_.resize(hostport_.size() - default_port.size());
+  }
 }
 
 Result<std::shared_ptr<S3ObjectStore>> S3ObjectStore::Open(S3Options options) {
@@ -286,8 +293,11 @@ Result<ObjectMeta> S3ObjectStore::Read(std::string_view key, std::optional<ByteR
   call.sink = &sink;
   call.what = "get '" + std::string(key) + "'";
   if (range) {
-    call.headers.emplace_back("Range", "bytes=" + std::to_string(range->offset) + "-" +
-                                           std::to_string(range->offset + range->length - 1));
+    // "bytes=N-" reads to the end; it also avoids overflowing offset + length.
+    const bool to_end = range->length > UINT64_MAX - range->offset;
+    call.headers.emplace_back(
+        "Range", "bytes=" + std::to_string(range->offset) + "-" +
+                     (to_end ? std::string() : std::to_string(range->offset + range->length - 1)));
   }
   ASSIGN_OR_RETURN(HttpResponse r, Execute(call));
   RETURN_NOT_OK(r.sink_status);
@@ -358,8 +368,11 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
       meta.mtime_micros = NowSeconds() * 1000000;
       return meta;
     }
-    const bool unknown = r.ok() ? Retryable(r->status) : r.status().IsUnavailable();
-    const bool lost = r.ok() && (r->status == 412 || r->status == 409);
+    // 409 (ConditionalRequestConflict: a conflicting operation in flight) is
+    // retryable on AWS and proves nothing about the object: resolve it by reading.
+    const bool unknown =
+        r.ok() ? Retryable(r->status) || r->status == 409 : r.status().IsUnavailable();
+    const bool lost = r.ok() && r->status == 412;
     if (!unknown && !lost && !(r.ok() && r->status == 404)) return r.ok() ? ErrorOf(*r, call) : r.status();
     if (r.ok() && r->status == 404 && !if_absent) return NoSuchObject(full_key);
     maybe_landed = maybe_landed || unknown;
@@ -369,9 +382,16 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
     if (!now.ok() && !now.status().IsNotFound()) return now.status();
     if (now.ok() && maybe_landed && now->nonce == nonce) return now->meta;
     if (!now.ok() && !if_absent) return NoSuchObject(full_key);
+    // Someone else's object. Loam never overwrites put-if-absent keys, so
+    // even after an unknown outcome a foreign object means we lost.
     if (now.ok() && if_absent) return exists();
     const bool unchanged = !if_absent && Unquoted(now->meta.etag) == Unquoted(options.if_match_etag);
     if (!if_absent && !unchanged) {
+      // After an unknown outcome this is still taken as lost. Ceph RGW answers
+      // some lost CAS races with 500 instead of 412, so anything else would
+      // fail ordinary contention. The residual case, our write landing and being
+      // replaced by another CAS before this HEAD, reports a win as a loss; the
+      // caller retries on the newer state, which never loses another's update.
       return Status::Aborted("s3 put-if-match '" + full_key + "' in " + Describe() +
                              ": the object changed (etag " + now->meta.etag + ", expected " +
                              options.if_match_etag + ")");
@@ -430,7 +450,16 @@ Result<ObjectMeta> S3ObjectStore::PutMultipart(const std::string& full_key, std:
     Call complete{"POST", full_key, {{"uploadId", upload_id}}};
     complete.body = manifest;
     complete.what = "complete multipart upload '" + full_key + "'";
-    ASSIGN_OR_RETURN(HttpResponse done, Execute(complete));
+    // Not retried: a retry after a lost answer finds the upload gone
+    // (NoSuchUpload) although the object was written.
+    complete.idempotent = false;
+    Result<HttpResponse> answered = Execute(complete);
+    if (!answered.ok() || Retryable(answered->status)) {
+      return Status::Unavailable("s3 " + complete.what + " in " + Describe() +
+                                 ": outcome unknown (the server failed); the object may or may "
+                                 "not have been replaced, write it again");
+    }
+    HttpResponse done = std::move(*answered);
     // S3 may answer 200 with an <Error> body when completion fails late.
     if (done.status != 200 || !s3::XmlElements(done.body, "Error").empty()) {
       return ErrorOf(done, complete);
@@ -455,28 +484,36 @@ Result<ListPage> S3ObjectStore::List(std::string_view prefix, std::string_view s
   RETURN_NOT_OK(ValidateListPrefix(prefix));
   const std::string base = options_.prefix.empty() ? "" : options_.prefix + "/";
   const size_t max_keys = limit == 0 ? 1000 : std::min<size_t>(limit, 1000);
-  Call call{"GET", ""};
-  call.query = {{"list-type", "2"},
-                {"prefix", base + std::string(prefix)},
-                {"max-keys", std::to_string(max_keys)}};
-  if (!start_after.empty()) call.query.emplace_back("start-after", base + std::string(start_after));
-  call.what = "list '" + std::string(prefix) + "'";
-  ASSIGN_OR_RETURN(HttpResponse r, Execute(call));
-  if (r.status != 200) return ErrorOf(r, call);
+  std::string after = start_after.empty() ? "" : base + std::string(start_after);
   ListPage page;
-  for (std::string_view entry : s3::XmlElements(r.body, "Contents")) {
-    std::string key = s3::XmlText(entry, "Key");
-    if (key.compare(0, base.size(), base) != 0) continue;
-    key.erase(0, base.size());
-    if (!ValidateObjectKey(key).ok()) continue;  // not ours (e.g. written by another tool)
-    ObjectInfo info;
-    info.key = std::move(key);
-    info.meta.size = std::strtoull(s3::XmlText(entry, "Size").c_str(), nullptr, 10);
-    info.meta.etag = Quoted(s3::XmlText(entry, "ETag"));
-    info.meta.mtime_micros = s3::ParseIso8601Micros(s3::XmlText(entry, "LastModified"));
-    page.objects.push_back(std::move(info));
-  }
-  page.truncated = s3::XmlText(r.body, "IsTruncated") == "true";
+  // Keys that are not valid object keys (written by other tools) are skipped;
+  // a page of nothing but those must not look like the end, so list on.
+  do {
+    Call call{"GET", ""};
+    call.query = {{"list-type", "2"},
+                  {"prefix", base + std::string(prefix)},
+                  {"max-keys", std::to_string(max_keys)}};
+    if (!after.empty()) call.query.emplace_back("start-after", after);
+    call.what = "list '" + std::string(prefix) + "'";
+    ASSIGN_OR_RETURN(HttpResponse r, Execute(call));
+    if (r.status != 200) return ErrorOf(r, call);
+    const std::vector<std::string_view> entries = s3::XmlElements(r.body, "Contents");
+    for (std::string_view entry : entries) {
+      std::string key = s3::XmlText(entry, "Key");
+      after = key;
+      if (key.compare(0, base.size(), base) != 0) continue;
+      key.erase(0, base.size());
+      if (!ValidateObjectKey(key).ok()) continue;
+      ObjectInfo info;
+      info.key = std::move(key);
+      info.meta.size = std::strtoull(s3::XmlText(entry, "Size").c_str(), nullptr, 10);
+      info.meta.etag = Quoted(s3::XmlText(entry, "ETag"));
+      info.meta.mtime_micros = s3::ParseIso8601Micros(s3::XmlText(entry, "LastModified"));
+      page.objects.push_back(std::move(info));
+    }
+    page.truncated = s3::XmlText(r.body, "IsTruncated") == "true";
+    if (entries.empty()) break;  // nothing to continue after
+  } while (page.objects.empty() && page.truncated);
   return page;
 }
 

@@ -96,7 +96,8 @@ std::string AwsUriEncode(std::string_view s, bool encode_slash) {
   std::string out;
   out.reserve(s.size());
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+    const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (alnum || c == '-' || c == '_' || c == '.' || c == '~' ||
         (c == '/' && !encode_slash)) {
       out.push_back(static_cast<char>(c));
     } else {
