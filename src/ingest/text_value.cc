@@ -107,13 +107,16 @@ bool Base64Decode(std::string_view in, std::string* out) {
 }  // namespace
 
 Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t max) {
-  const std::string form = "an integer from " + std::to_string(min) + " to " +
-                           std::to_string(max) + " written as plain digits (e.g. -42)";
-  if (!IsCanonicalInteger(text)) return Expected(form);
+  // The message is built only on failure: this runs once per value.
+  auto form = [&] {
+    return "an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+           " written as plain digits (e.g. -42)";
+  };
+  if (!IsCanonicalInteger(text)) return Expected(form());
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
-    return Status::InvalidArgument("out of range: expected " + form);
+    return Status::InvalidArgument("out of range: expected " + form());
   }
   return v;
 }
@@ -145,9 +148,10 @@ Result<int64_t> ParseCanonicalTimestamp(std::string_view text) {
 }
 
 Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int scale) {
-  const std::string form = "a decimal with at most " + std::to_string(precision - scale) +
-                           " integer and " + std::to_string(scale) +
-                           " fraction digits, as -123.45 (no exponent, no '+')";
+  auto form = [&] {
+    return "a decimal with at most " + std::to_string(precision - scale) + " integer and " +
+           std::to_string(scale) + " fraction digits, as -123.45 (no exponent, no '+')";
+  };
   bool negative = false;
   if (!text.empty() && text.front() == '-') {
     negative = true;
@@ -158,12 +162,12 @@ Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int s
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
   if (!AllDigits(whole) || (whole.size() > 1 && whole.front() == '0') ||
       (dot != std::string_view::npos && !AllDigits(frac))) {
-    return Expected(form);
+    return Expected(form());
   }
   const size_t int_digits = whole == "0" ? 0 : whole.size();
   if (frac.size() > static_cast<size_t>(scale) ||
       int_digits > static_cast<size_t>(precision - scale)) {
-    return Status::InvalidArgument("does not fit: expected " + form);
+    return Status::InvalidArgument("does not fit: expected " + form());
   }
   // precision <= 38 digits fits in 128 bits.
   U128 v = 0;

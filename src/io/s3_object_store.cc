@@ -81,6 +81,15 @@ ObjectMeta MetaOf(const HttpResponse& r, uint64_t size) {
   return m;
 }
 
+// A PUT answer has an etag but no Last-Modified: the write time is now.
+ObjectMeta WrittenMeta(std::string_view etag, uint64_t size) {
+  ObjectMeta m;
+  m.size = size;
+  m.etag = Quoted(etag);
+  m.mtime_micros = NowSeconds() * 1000000;
+  return m;
+}
+
 uint64_t ContentLength(const HttpResponse& r) {
   return std::strtoull(std::string(r.Header("content-length")).c_str(), nullptr, 10);
 }
@@ -321,20 +330,17 @@ Result<ObjectMeta> S3ObjectStore::Write(std::string_view key, ByteSource& source
   }
   body.reserve(options_.part_size + 1);  // one allocation: memory stays one part
   ASSIGN_OR_RETURN(bool ended, Fill(source, options_.part_size + 1, &body));
-  if (ended) return PutSingle(full, body, options);
+  if (ended) return PutSingle(full, body);
   return PutMultipart(full, std::move(body), source);
 }
 
-Result<ObjectMeta> S3ObjectStore::PutSingle(const std::string& full_key, const std::string& body,
-                                            const PutOptions&) {
+Result<ObjectMeta> S3ObjectStore::PutSingle(const std::string& full_key, const std::string& body) {
   Call call{"PUT", full_key};
   call.body = body;
   call.what = "put '" + full_key + "'";
   ASSIGN_OR_RETURN(HttpResponse r, Execute(call));
   if (r.status != 200) return ErrorOf(r, call);
-  ObjectMeta meta = MetaOf(r, body.size());
-  meta.mtime_micros = NowSeconds() * 1000000;
-  return meta;
+  return WrittenMeta(r.Header("etag"), body.size());
 }
 
 // Outcome-unknown handling: see the header comment.
@@ -364,9 +370,7 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
     }
     Result<HttpResponse> r = ExecuteOnce(call);
     if (r.ok() && r->status == 200) {
-      ObjectMeta meta = MetaOf(*r, body.size());
-      meta.mtime_micros = NowSeconds() * 1000000;
-      return meta;
+      return WrittenMeta(r->Header("etag"), body.size());
     }
     // 409 (ConditionalRequestConflict: a conflicting operation in flight) is
     // retryable on AWS and proves nothing about the object: resolve it by reading.
@@ -464,11 +468,7 @@ Result<ObjectMeta> S3ObjectStore::PutMultipart(const std::string& full_key, std:
     if (done.status != 200 || !s3::XmlElements(done.body, "Error").empty()) {
       return ErrorOf(done, complete);
     }
-    ObjectMeta meta;
-    meta.size = total;
-    meta.etag = Quoted(s3::XmlText(done.body, "ETag"));
-    meta.mtime_micros = NowSeconds() * 1000000;
-    return meta;
+    return WrittenMeta(s3::XmlText(done.body, "ETag"), total);
   };
   Result<ObjectMeta> result = upload();
   if (!result.ok()) {

@@ -107,8 +107,7 @@ class S3ObjectStore final : public ObjectStore {
     std::string nonce;
   };
   Result<Found> HeadFull(const std::string& full_key);
-  Result<ObjectMeta> PutSingle(const std::string& full_key, const std::string& body,
-                               const PutOptions& options);
+  Result<ObjectMeta> PutSingle(const std::string& full_key, const std::string& body);
   Result<ObjectMeta> PutConditional(const std::string& full_key, const std::string& body,
                                     const PutOptions& options);
   Result<ObjectMeta> PutMultipart(const std::string& full_key, std::string buffer,
