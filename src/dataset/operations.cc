@@ -24,20 +24,6 @@ Status CheckBatchesMatch(const Schema& schema, const std::vector<RecordBatch>& b
   return Status::OK();
 }
 
-// A byte string identifying the key columns' values of one row.
-std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
-  std::string key;
-  for (const Column* c : cols) {
-    if (c->IsNull(row)) {
-      PutFixed8(&key, 0);
-      continue;
-    }
-    PutFixed8(&key, 1);
-    PutLengthPrefixed(&key, EncodeStatValue(c->type(), c->GetValue(row)));
-  }
-  return key;
-}
-
 // Row addresses (fragment id << 32 | offset) grouped into one deletion per fragment.
 std::vector<FragmentDeletion> GroupByFragment(const std::vector<uint64_t>& addresses) {
   std::map<uint64_t, std::vector<uint32_t>> rows;

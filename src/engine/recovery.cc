@@ -9,9 +9,17 @@
 namespace loam {
 
 Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
+  const int64_t now = options_.manifest.dataset.clock->NowMicros();
+  return RecoverWhere([&](const Sidecar& s) { return now - s.created_micros >= grace_micros; });
+}
+
+Result<RecoveryReport> Workspace::RecoverRun(const std::string& run_id) {
+  return RecoverWhere([&](const Sidecar& s) { return s.run_id == run_id; });
+}
+
+Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due) {
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
-  const int64_t now = options_.manifest.dataset.clock->NowMicros();
   for (const ObjectInfo& o : sidecars) {
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;  // finished meanwhile
@@ -19,7 +27,7 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
     if (st.ok()) {
       Result<Sidecar> s = DecodeSidecar(*text, o.key);
       st = s.status();
-      if (s.ok() && now - s->created_micros < grace_micros) {
+      if (s.ok() && !due(*s)) {
         report.left_to_live_writers++;
         continue;
       }
@@ -43,7 +51,8 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
   // The branch must still be the one the write began on (same id).
   if (!s.branch.empty()) {
     Result<std::string> id = manifest_->BranchId(s.branch);
-    if (id.status().IsNotFound() || (id.ok() && *id != s.fork)) return finish(&report->without_effect);
+    if (id.status().IsNotFound() || (id.ok() && *id != s.fork))
+      return finish(&report->without_effect);
     RETURN_NOT_OK(id.status());
   }
   auto head_now = [&]() -> Result<std::optional<TableHead>> {
@@ -58,8 +67,8 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
   if (!cur) return finish(&report->without_effect);
   OpenSpec spec;
   spec.branch = s.fork;
-  Result<Dataset> fork = Dataset::Open(store_, TableRoot(cur->location), spec,
-                                       options_.manifest.dataset);
+  Result<Dataset> fork =
+      Dataset::Open(store_, TableRoot(cur->location), spec, options_.manifest.dataset);
   if (fork.status().IsNotFound() ||
       (fork.ok() && static_cast<int64_t>(fork->version()) == s.expected_version)) {
     return finish(&report->without_effect);
@@ -69,9 +78,9 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
                                cur->table_version == s.expected_version &&
                                cur->owner_ref == s.expected_owner_ref;
   if (head_expects_us && fork->state().txn.id == s.planned_txn) {
-    Result<WriteResult> r = PublishTableChange(
-        s, *cur, static_cast<int64_t>(fork->version()), static_cast<int64_t>(fork->CountRows()),
-        s.commit_id, "loam:recovery", s.run_id, "rolled_forward");
+    Result<WriteResult> r = PublishTableChange(s, *cur, static_cast<int64_t>(fork->version()),
+                                               static_cast<int64_t>(fork->CountRows()), s.commit_id,
+                                               "loam:recovery", s.run_id, "rolled_forward");
     if (r.ok()) return finish(&report->rolled_forward);
     // The run committed elsewhere, the head moved, or another recoverer won.
     if (!r.status().IsAlreadyExists() && !r.status().IsFailedPrecondition()) return r.status();

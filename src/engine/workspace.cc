@@ -39,14 +39,31 @@ ManifestRow JournalRow(std::string_view type, std::string id, const TableHead& h
 }
 
 ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
-  ManifestRow r = JournalRow(object_type::kTableSchema,
-                             TableSchemaId(def.sid, def.inc, def.schema_version), h);
-  r.metadata = json{{"schema_version", def.schema_version},
-                    {"schema_hash", def.SchemaHash()},
-                    {"columns", json::parse(SchemaToJson(def.schema))},
-                    {"keys", def.keys}}
-                   .dump();
+  ManifestRow r =
+      JournalRow(object_type::kTableSchema, TableSchemaId(def.sid, def.inc, def.schema_version), h);
+  r.metadata = json{
+      {"schema_version", def.schema_version},
+      {"schema_hash", def.SchemaHash()},
+      {"columns", json::parse(SchemaToJson(def.schema))},
+      {"keys",
+       def.keys}}.dump();
   return r;
+}
+
+// "<root>/_control/workspace.json": facts fixed when the workspace is made.
+std::string WorkspaceInfoKey(const std::string& root) {
+  return (root.empty() ? "" : root + "/") + "_control/workspace.json";
+}
+
+Result<std::string> ReadOwner(ObjectStore& store, const std::string& root) {
+  Result<std::string> text = store.Get(WorkspaceInfoKey(root));
+  if (text.status().IsNotFound()) return std::string();  // made before owners existed
+  RETURN_NOT_OK(text.status());
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("owner") || !j["owner"].is_string()) {
+    return Status::DataLoss("malformed " + WorkspaceInfoKey(root));
+  }
+  return j["owner"].get<std::string>();
 }
 
 }  // namespace
@@ -56,15 +73,22 @@ ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
 Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> store,
                                                    std::string root, WorkspaceOptions options) {
   ASSIGN_OR_RETURN(auto manifest, Manifest::Create(store, root, options.manifest));
-  return std::shared_ptr<Workspace>(
+  const std::string info = json{{"format", 1}, {"owner", options.owner}}.dump();
+  StringSource src(info);
+  RETURN_NOT_OK(store->Write(WorkspaceInfoKey(root), src, {PutCondition::kIfAbsent}).status());
+  std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+  ws->owner_ = ws->options_.owner;
+  return ws;
 }
 
 Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
                                                    std::string root, WorkspaceOptions options) {
   ASSIGN_OR_RETURN(auto manifest, Manifest::Open(store, root, options.manifest));
+  ASSIGN_OR_RETURN(std::string owner, ReadOwner(*store, root));
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+  ws->owner_ = std::move(owner);
   RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
   return ws;
 }
@@ -124,10 +148,12 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
   RETURN_NOT_OK(latest.status());
   if (static_cast<int64_t>(latest->version()) == head.table_version) return latest;
   const Transaction& last = latest->state().txn;
-  if (last.op == OpType::kRestore && static_cast<int64_t>(last.restore_version) == head.table_version) {
+  if (last.op == OpType::kRestore &&
+      static_cast<int64_t>(last.restore_version) == head.table_version) {
     return latest;  // a rollback already brought back the head's content
   }
-  const int64_t age = options_.manifest.dataset.clock->NowMicros() - latest->state().timestamp_micros;
+  const int64_t age =
+      options_.manifest.dataset.clock->NowMicros() - latest->state().timestamp_micros;
   if (age < options_.recovery_grace_micros) {
     return Conflict("table '" + head.table_key + "' has version " +
                     std::to_string(latest->version()) + " beyond its published head " +
@@ -188,7 +214,8 @@ Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableH
     next.head_commit = view.commit_id();
     next.schema_hash = def.SchemaHash();
     std::string id = TableVersionId(s.sid, s.inc, new_version);
-    if (new_version == cur->table_version) id += "@" + (s.fork.empty() ? "main" : s.fork);  // handoff
+    if (new_version == cur->table_version)
+      id += "@" + (s.fork.empty() ? "main" : s.fork);  // handoff
     ManifestRow version = JournalRow(object_type::kTableVersion, std::move(id), next);
     version.table_version = new_version;
     if (!s.owner_branch.empty()) version.table_branch = s.owner_branch;
@@ -224,8 +251,9 @@ Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema
   ASSIGN_OR_RETURN(def.inc, MintIdentity(*store_, root_));
   // The dataset first: a crash before the publish leaves only an unreferenced
   // directory, whose ids are never minted again.
-  RETURN_NOT_OK(Dataset::Create(store_, TableRoot(def.Location()), schema, options_.manifest.dataset)
-                    .status());
+  RETURN_NOT_OK(
+      Dataset::Create(store_, TableRoot(def.Location()), schema, options_.manifest.dataset)
+          .status());
   WriteResult result;
   PublishSpec spec;
   spec.branch = branch;
@@ -244,8 +272,8 @@ Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema
     PublishPlan plan;
     ManifestRow inc = JournalRow(object_type::kIncarnation, IncarnationId(def.sid, def.inc), h);
     inc.metadata = json{{"schema_hash", h.schema_hash}}.dump();
-    ManifestRow version = JournalRow(object_type::kTableVersion,
-                                     TableVersionId(def.sid, def.inc, 1), h);
+    ManifestRow version =
+        JournalRow(object_type::kTableVersion, TableVersionId(def.sid, def.inc, 1), h);
     version.table_version = 1;
     version.row_count = 0;
     version.metadata = json{{"owner_ref", ""}}.dump();
@@ -276,8 +304,8 @@ Result<WriteResult> Workspace::RenameTable(const std::string& from, const std::s
     head->table_key = to;
     head->head_commit = view.commit_id();
     PublishPlan plan;
-    ManifestRow rename = JournalRow(object_type::kTableRename,
-                                    TableRenameId(def.sid, def.inc, def.renames), *head);
+    ManifestRow rename =
+        JournalRow(object_type::kTableRename, TableRenameId(def.sid, def.inc, def.renames), *head);
     rename.metadata = json{{"old", from}, {"new", to}}.dump();
     plan.journal = {rename};
     plan.upserts = {TableDefRow(def), TableHeadRow(*head)};
@@ -312,7 +340,8 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
     plan.removes = {TableDefRow(def)};
     ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
     for (const ManifestRow& r : catalog) {
-      if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid) plan.removes.push_back(r);
+      if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid)
+        plan.removes.push_back(r);
     }
     result.sid = def.sid;
     result.table_version = head->table_version;
@@ -345,15 +374,39 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
 
 // --- data -----------------------------------------------------------------------------------
 
+Status Workspace::Authorize(const Snapshot& snapshot, const TableState& table,
+                            const std::string& principal, WriteMode mode) const {
+  if (!owner_.empty() && principal == owner_) return Status::OK();
+  const Role needed =
+      mode == WriteMode::kReplace || mode == WriteMode::kAddColumn ? Role::kAdmin : Role::kWriter;
+  std::optional<Role> held = snapshot.RoleOf(table.def.sid, principal);
+  if (held && *held >= needed) return Status::OK();
+  return Status::PermissionDenied("principal '" + principal + "' needs the " +
+                                  std::string(RoleName(needed)) + " grant on table '" +
+                                  table.def.name + "' (holds " +
+                                  (held ? std::string(RoleName(*held)) : std::string("none")) +
+                                  "); an admin can grant it with 'loam table grant'");
+}
+
 Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*manifest_, latest));
-  const TableState* t = snap.Find(req.table);
+  const TableState* t = nullptr;
+  if (req.table_sid) {
+    for (const auto& [name, state] : snap.tables) {
+      if (state.def.sid == *req.table_sid) t = &state;
+    }
+  } else {
+    t = snap.Find(req.table);
+  }
   if (t == nullptr) {
-    return Status::NotFound("table '" + req.table + "' does not exist on branch '" +
+    return Status::NotFound("table '" + req.table + "'" +
+                            (req.table_sid ? " (id " + std::to_string(*req.table_sid) + ")" : "") +
+                            " does not exist on branch '" +
                             (req.branch.empty() ? "main" : req.branch) + "'");
   }
+  if (!req.principal.empty()) RETURN_NOT_OK(Authorize(snap, *t, req.principal, req.mode));
   const TableHead head = t->head;
   if (req.expected_version && *req.expected_version != head.table_version) {
     return Conflict("table '" + req.table + "' is at version " +
@@ -361,10 +414,10 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
                     std::to_string(*req.expected_version));
   }
   if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
-    return Status::FailedPrecondition(
-        "schema_conflict: table '" + req.table + "' changed from schema version " +
-        std::to_string(*req.expected_schema_version) + " to " +
-        std::to_string(t->def.schema_version) + " since validation");
+    return Status::FailedPrecondition("schema_conflict: table '" + req.table +
+                                      "' changed from schema version " +
+                                      std::to_string(*req.expected_schema_version) + " to " +
+                                      std::to_string(t->def.schema_version) + " since validation");
   }
   if (!req.run_id.empty()) {
     ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
@@ -414,17 +467,23 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     opts.txn_id = s.planned_txn;
     opts.trust_snapshot = true;  // just opened at its latest version
     switch (req.mode) {
-      case WriteMode::kAppend: return base.Append(req.rows, opts);
+      case WriteMode::kAppend:
+        return base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
         const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
         if (keys.empty()) {
-          return Status::InvalidArgument("upsert into '" + req.table +
-                                         "' needs key columns: declare them on the table or pass keys");
+          return Status::InvalidArgument(
+              "upsert into '" + req.table +
+              "' needs key columns: declare them on the table or pass keys");
         }
         return base.MergeInsert(keys, req.rows, &result.merge, opts);
       }
-      case WriteMode::kReplace: return base.Overwrite(req.rows, std::nullopt, opts);
-      case WriteMode::kDelete: return base.Delete(req.where, opts);
+      case WriteMode::kReplace:
+        return base.Overwrite(req.rows, std::nullopt, opts);
+      case WriteMode::kDelete:
+        return base.Delete(req.where, opts);
+      case WriteMode::kCompact:
+        return base.Compact({}, nullptr, opts);
       case WriteMode::kAddColumn: {
         Field f = *req.new_column;
         f.nullable = true;
@@ -450,10 +509,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     return result;
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
-  Result<WriteResult> published =
-      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
-                         static_cast<int64_t>(committed->CountRows()), s.commit_id,
-                         options_.actor, req.run_id, "");
+  Result<WriteResult> published = PublishTableChange(
+      s, head, static_cast<int64_t>(committed->version()),
+      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, req.run_id, "");
   if (!published.ok()) {
     ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
@@ -523,7 +581,9 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
 
 Status Workspace::DeleteBranch(const std::string& name) { return manifest_->DeleteBranch(name); }
 
-Result<std::vector<std::string>> Workspace::ListBranches() const { return manifest_->ListBranches(); }
+Result<std::vector<std::string>> Workspace::ListBranches() const {
+  return manifest_->ListBranches();
+}
 
 // --- history -----------------------------------------------------------------------------------
 

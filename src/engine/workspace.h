@@ -36,24 +36,34 @@ struct WorkspaceOptions {
   // there, leaving its durable effects as a crash would.
   std::function<Status(std::string_view)> failpoint;
   std::string actor = "loam";
+  // Init only: the principal recorded as the workspace's owner, who holds
+  // every role on every table ("" = no owner; only grants authorise).
+  std::string owner;
   // Sidecars younger than this may belong to a live writer: recovery leaves
   // them alone (a write that meets one is refused as a conflict).
   int64_t recovery_grace_micros = 60'000'000;
 };
 
-enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn };
+enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn, kCompact };
 
 struct WriteRequest {
   std::string table;
+  // When set, the table is resolved by its Table node id (a rename since the
+  // caller looked it up is fine; a drop is NotFound) and `table` only names
+  // it in messages.
+  std::optional<int64_t> table_sid;
   std::string branch;  // "" = main
+  // When set, checked against the grants read at commit: writer for append,
+  // upsert and delete; admin for replace and add column. The owner passes.
+  std::string principal;
   WriteMode mode = WriteMode::kAppend;
-  std::vector<RecordBatch> rows;      // append / upsert / replace
-  std::vector<std::string> keys;      // upsert keys; empty = the table's declared keys
-  std::vector<Predicate> where;       // delete
-  std::optional<Field> new_column;    // add column (nullable)
+  std::vector<RecordBatch> rows;                   // append / upsert / replace
+  std::vector<std::string> keys;                   // upsert keys; empty = the table's declared keys
+  std::vector<Predicate> where;                    // delete
+  std::optional<Field> new_column;                 // add column (nullable)
   std::optional<int64_t> expected_version;         // the head's table version
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
-  std::string run_id;                 // recorded as run_commit:<run_id>, at most once
+  std::string run_id;                              // recorded as run_commit:<run_id>, at most once
 };
 
 struct WriteResult {
@@ -91,7 +101,7 @@ struct RecoveryReport {
   int rolled_back = 0;
   int already_published = 0;
   int without_effect = 0;
-  int left_to_live_writers = 0;  // younger than the grace period
+  int left_to_live_writers = 0;       // younger than the grace period
   std::vector<std::string> failures;  // sidecars that could not be recovered, with why
 };
 
@@ -142,6 +152,16 @@ class Workspace {
   // Classifies every sidecar older than `grace_micros` and rolls it forward
   // or back (see Recover in recovery.cc).
   Result<RecoveryReport> Recover(int64_t grace_micros);
+  // Recovers the sidecars of run `run_id` whatever their age: the caller
+  // knows their writer is gone (its run lease expired).
+  Result<RecoveryReport> RecoverRun(const std::string& run_id);
+
+  // The principal that holds every role ("" = none; see WorkspaceOptions).
+  const std::string& owner() const { return owner_; }
+  // OK when `principal` may perform `mode` on `table`; PermissionDenied names
+  // the role it lacks.
+  Status Authorize(const Snapshot& snapshot, const TableState& table, const std::string& principal,
+                   WriteMode mode) const;
 
   Manifest& manifest() const { return *manifest_; }
   const std::shared_ptr<ObjectStore>& store() const { return store_; }
@@ -168,11 +188,13 @@ class Workspace {
   // Recovers the sidecar at `key`; counts the outcome in `report`.
   Status RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report);
   Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork);
+  Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due);
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
   WorkspaceOptions options_;
   std::shared_ptr<Manifest> manifest_;
+  std::string owner_;
 };
 
 }  // namespace loam

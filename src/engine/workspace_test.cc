@@ -12,8 +12,8 @@ namespace loam {
 namespace {
 
 using testing::Append;
-using testing::EventSchema;
 using testing::Events;
+using testing::EventSchema;
 using testing::ExpectHeadsMatchFold;
 using testing::RowsOf;
 
@@ -101,7 +101,8 @@ TEST_F(WorkspaceTest, EveryJournalRowShipsWithItsHeadInTheSameCommit) {
     std::set<int64_t> journal_sids, head_sids;
     int graph_commits = 0, graph_heads = 0;
     for (const ManifestRow& r : rows) {
-      if (IsJournalType(r.object_type) && r.stable_table_id) journal_sids.insert(*r.stable_table_id);
+      if (IsJournalType(r.object_type) && r.stable_table_id)
+        journal_sids.insert(*r.stable_table_id);
       if (r.object_type == object_type::kTableHead) head_sids.insert(*r.stable_table_id);
       graph_commits += r.object_type == object_type::kGraphCommit;
       graph_heads += r.object_type == object_type::kGraphHead && r.object_id == "graph_head:main";
@@ -179,7 +180,8 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
   Status st = ws_->Write(stale).status();
   EXPECT_NE(st.message().find("schema_conflict"), std::string::npos) << st;
   bool schema_row = false;
-  for (const ManifestRow& row : ws_->manifest().CommitRows("", ws_->Current().value().manifest_version).value()) {
+  for (const ManifestRow& row :
+       ws_->manifest().CommitRows("", ws_->Current().value().manifest_version).value()) {
     schema_row |= row.object_id == TableSchemaId(after.def.sid, after.def.inc, 2);
   }
   EXPECT_TRUE(schema_row);
@@ -200,6 +202,54 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
   ASSERT_TRUE(ws_->DropTable("t").ok());
   ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
   EXPECT_TRUE(ws_->Current().value().grants.empty());
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(WorkspaceTest, WritesByTableIdAndPrincipalGrants) {
+  WorkspaceOptions o = testing::TestOptions();
+  o.owner = "ada";
+  auto owned = Workspace::Init(store_, "owned", o).value();
+  EXPECT_EQ(Workspace::Open(store_, "owned", testing::TestOptions()).value()->owner(), "ada");
+  const int64_t sid = owned->CreateTable("events", EventSchema(), {"id"}).value().sid;
+  ASSERT_TRUE(owned->RenameTable("events", "happenings").ok());
+  WriteRequest w = Append("events", {1});  // the old name: resolved by id instead
+  w.table_sid = sid;
+  w.principal = "ada";  // the owner holds every role
+  EXPECT_EQ(owned->Write(w).value().row_count, 1);
+  w.principal = "bob";
+  Status denied = owned->Write(w).status();
+  EXPECT_TRUE(denied.IsPermissionDenied()) << denied;
+  EXPECT_NE(
+      denied.message().find("'bob' needs the writer grant on table 'happenings' (holds none)"),
+      std::string::npos);
+  ASSERT_TRUE(owned->SetGrant("happenings", "bob", Role::kWriter).ok());
+  EXPECT_EQ(owned->Write(w).value().row_count, 2);
+  w.mode = WriteMode::kReplace;
+  EXPECT_TRUE(owned->Write(w).status().IsPermissionDenied());
+  w.mode = WriteMode::kCompact;
+  EXPECT_TRUE(owned->Write(w).ok());
+  EXPECT_EQ(RowsOf(*owned, "happenings"), 2);
+  ASSERT_TRUE(owned->DropTable("happenings").ok());
+  w.mode = WriteMode::kAppend;
+  EXPECT_TRUE(owned->Write(w).status().IsNotFound());
+}
+
+TEST_F(WorkspaceTest, RecoverRunSettlesThatRunsSidecarsWhateverTheirAge) {
+  ASSERT_TRUE(ws_->CreateTable("events", EventSchema(), {"id"}).ok());
+  WorkspaceOptions crash = testing::TestOptions();
+  crash.recovery_grace_micros = 3'600'000'000;  // nothing is old enough for Recover
+  crash.failpoint = [](std::string_view p) {
+    return p == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
+  };
+  auto crashing = Workspace::Open(store_, "ws", crash).value();
+  WriteRequest w = Append("events", {1, 2});
+  w.run_id = "run-a";
+  EXPECT_FALSE(crashing->Write(w).ok());
+  EXPECT_EQ(crashing->Recover(crash.recovery_grace_micros).value().left_to_live_writers, 1);
+  EXPECT_EQ(crashing->RecoverRun("another-run").value().rolled_forward, 0);
+  RecoveryReport r = crashing->RecoverRun("run-a").value();
+  EXPECT_EQ(r.rolled_forward + r.rolled_back, 1);
+  EXPECT_EQ(RowsOf(*ws_, "events"), r.rolled_forward == 1 ? 2 : 0);
   ExpectHeadsMatchFold(*ws_);
 }
 
@@ -347,11 +397,14 @@ TEST_F(WorkspaceTest, SameTableWritersWithOneExpectationHaveExactlyOneWinner) {
     std::vector<std::thread> threads;
     for (int i = 0; i < 2; ++i) {
       threads.emplace_back([&, i] {
-        auto ws = Workspace::Open(store_, "ws", [] {
-          WorkspaceOptions o = testing::TestOptions();
-          o.recovery_grace_micros = 60'000'000;  // the other writer is alive
-          return o;
-        }()).value();
+        auto ws = Workspace::Open(store_, "ws",
+                                  [] {
+                                    WorkspaceOptions o = testing::TestOptions();
+                                    o.recovery_grace_micros =
+                                        60'000'000;  // the other writer is alive
+                                    return o;
+                                  }())
+                      .value();
         WriteRequest w = Append("t", {round * 2 + i});
         w.expected_version = expected;
         results[i] = ws->Write(w).status();
@@ -411,7 +464,8 @@ TEST_F(WorkspaceTest, BranchesForkTablesLazilyAndNeverConfuseARecreatedName) {
   ASSERT_TRUE(ws_->CreateBranch("handoff", "").ok());
   WriteResult fork = ws_->ForkTable("t", "handoff").value();
   Snapshot handed = ws_->Current("handoff").value();
-  EXPECT_EQ(handed.Find("t")->head.table_version, ws_->Current().value().Find("t")->head.table_version);
+  EXPECT_EQ(handed.Find("t")->head.table_version,
+            ws_->Current().value().Find("t")->head.table_version);
   EXPECT_EQ(handed.Find("t")->head.owner_branch, "handoff");
   EXPECT_EQ(handed.Find("t")->head.head_commit, fork.commit_id);
   for (const char* b : {"", "dev", "feature", "handoff"}) ExpectHeadsMatchFold(*ws_, b);

@@ -1,9 +1,8 @@
 #include "format/page.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "common/coding.h"
@@ -113,16 +112,29 @@ PageStats ComputePageStats(const Column& column, int64_t offset, int64_t count) 
   PageStats s;
   s.null_count = CountNulls(column, offset, count);
   switch (column.type().id) {
-    case TypeId::kBool: MinMaxFixed<uint8_t>(column, offset, count, &s); break;
+    case TypeId::kBool:
+      MinMaxFixed<uint8_t>(column, offset, count, &s);
+      break;
     case TypeId::kInt32:
-    case TypeId::kDate: MinMaxFixed<int32_t>(column, offset, count, &s); break;
+    case TypeId::kDate:
+      MinMaxFixed<int32_t>(column, offset, count, &s);
+      break;
     case TypeId::kInt64:
-    case TypeId::kTimestamp: MinMaxFixed<int64_t>(column, offset, count, &s); break;
-    case TypeId::kFloat64: MinMaxFixed<double>(column, offset, count, &s); break;
-    case TypeId::kDecimal: MinMaxFixed<Int128>(column, offset, count, &s); break;
+    case TypeId::kTimestamp:
+      MinMaxFixed<int64_t>(column, offset, count, &s);
+      break;
+    case TypeId::kFloat64:
+      MinMaxFixed<double>(column, offset, count, &s);
+      break;
+    case TypeId::kDecimal:
+      MinMaxFixed<Int128>(column, offset, count, &s);
+      break;
     case TypeId::kString:
-    case TypeId::kBinary: MinMaxBytes(column, offset, count, &s); break;
-    case TypeId::kJson: break;
+    case TypeId::kBinary:
+      MinMaxBytes(column, offset, count, &s);
+      break;
+    case TypeId::kJson:
+      break;
   }
   return s;
 }
@@ -191,19 +203,37 @@ Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string
     data.assign(bytes.begin(), bytes.end());
   }
   if (!d.done()) return d.Corrupt("trailing bytes after the values");
-  auto col = Column::FromBuffers(type, rows, std::move(validity), std::move(data), std::move(offsets));
+  auto col =
+      Column::FromBuffers(type, rows, std::move(validity), std::move(data), std::move(offsets));
   if (!col.ok()) return d.Corrupt(col.status().message());
   return col;
+}
+
+std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
+  std::string key;
+  for (const Column* c : cols) {
+    if (c->IsNull(row)) {
+      PutFixed8(&key, 0);
+      continue;
+    }
+    PutFixed8(&key, 1);
+    PutLengthPrefixed(&key, EncodeStatValue(c->type(), c->GetValue(row)));
+  }
+  return key;
 }
 
 std::string EncodeStatValue(const DataType& type, const Value& v) {
   std::string out;
   switch (type.id) {
-    case TypeId::kBool: PutFixed8(&out, std::get<bool>(v) ? 1 : 0); break;
+    case TypeId::kBool:
+      PutFixed8(&out, std::get<bool>(v) ? 1 : 0);
+      break;
     case TypeId::kInt32:
     case TypeId::kDate:
     case TypeId::kInt64:
-    case TypeId::kTimestamp: PutFixed64(&out, static_cast<uint64_t>(std::get<int64_t>(v))); break;
+    case TypeId::kTimestamp:
+      PutFixed64(&out, static_cast<uint64_t>(std::get<int64_t>(v)));
+      break;
     case TypeId::kFloat64: {
       uint64_t bits;
       const double d = std::get<double>(v);
@@ -217,7 +247,9 @@ std::string EncodeStatValue(const DataType& type, const Value& v) {
       break;
     case TypeId::kString:
     case TypeId::kBinary:
-    case TypeId::kJson: out = std::get<std::string>(v); break;
+    case TypeId::kJson:
+      out = std::get<std::string>(v);
+      break;
   }
   return out;
 }
@@ -255,7 +287,8 @@ Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes) {
     }
     case TypeId::kString:
     case TypeId::kBinary:
-    case TypeId::kJson: return Value(std::string(bytes));
+    case TypeId::kJson:
+      return Value(std::string(bytes));
   }
   if (!d.done()) return d.Corrupt("statistic has trailing bytes");
   return v;
@@ -263,8 +296,8 @@ Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes) {
 
 Status ValidateColumnValues(const Field& field, const Column& column) {
   auto bad = [&](int64_t row, const std::string& why) {
-    return Status::InvalidArgument("column '" + field.name + "' row " + std::to_string(row) +
-                                   ": " + why);
+    return Status::InvalidArgument("column '" + field.name + "' row " + std::to_string(row) + ": " +
+                                   why);
   };
   switch (field.type.id) {
     case TypeId::kBool:

@@ -32,6 +32,10 @@ Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string
 std::string EncodeStatValue(const DataType& type, const Value& v);
 Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes);
 
+// A byte string identifying the values of `cols` at `row` (nulls included):
+// equal strings exactly when the values are equal. Key of merges and plans.
+std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row);
+
 // Checks the values a column may hold beyond its C++ type: UTF-8 for strings,
 // well-formed JSON, decimal precision, bool 0/1.
 Status ValidateColumnValues(const Field& field, const Column& column);

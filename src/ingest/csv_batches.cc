@@ -1,7 +1,6 @@
 #include "ingest/csv_batches.h"
 
 #include "common/status_macros.h"
-#include "ingest/text_value.h"
 
 namespace loam::ingest {
 namespace {
@@ -19,12 +18,17 @@ Status Prefixed(const std::string& source, const Status& s) {
 }  // namespace
 
 Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std::string source,
-                                    CsvOptions options) {
+                                    CsvOptions options, const SchemaPolicy& policy) {
+  RETURN_NOT_OK(policy.CheckAgainst(table));
   auto reader = std::make_unique<CsvReader>(input, options);
   Result<std::vector<std::string>> header = reader->ReadHeader();
   if (!header.ok()) return Prefixed(source, header.status());
   CsvBatches out(std::move(reader), table, std::move(source));
   out.source_of_.assign(table.fields.size(), -1);
+  for (const Field& f : table.fields) {
+    const Coercion* c = policy.For(f.name);
+    out.coercion_of_.push_back(c ? std::optional<Coercion>(*c) : std::nullopt);
+  }
   for (size_t i = 0; i < header->size(); ++i) {
     const int at = table.IndexOf((*header)[i]);
     if (at < 0) {
@@ -61,7 +65,10 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
         col.AppendNull();
         continue;
       }
-      Status s = AppendCanonical(f, rec.fields[at], rec.quoted[at] != 0, &col);
+      const std::optional<Coercion>& coercion = coercion_of_[c];
+      Status s =
+          AppendValue(f, coercion ? &*coercion : nullptr, rec.fields[at],
+                      rec.quoted[at] ? ValueForm::kCsvQuotedField : ValueForm::kCsvField, &col);
       if (!s.ok()) {
         return Status::InvalidArgument(source_ + ": line " + std::to_string(rec.line) +
                                        ", column " + std::to_string(at + 1) + " ('" + f.name +

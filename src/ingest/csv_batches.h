@@ -1,13 +1,15 @@
 // Typed record batches from a CSV input under the strict schema policy:
 // source columns map to declared columns by name; an unknown source column
 // fails, a missing non-nullable column fails, a missing nullable column is
-// null. Every value must be in its canonical text form (text_value.h).
+// null. Every value must be in its canonical text form (text_value.h) unless
+// the policy declares a coercion for its column.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ingest/coercion.h"
 #include "ingest/csv_reader.h"
 #include "loam/batch.h"
 #include "loam/types.h"
@@ -19,7 +21,7 @@ class CsvBatches {
   // Reads the header of `input` and maps it onto `table`. `source` names the
   // input in messages (a file name).
   static Result<CsvBatches> Open(ByteSource& input, const Schema& table, std::string source,
-                                 CsvOptions options = {});
+                                 CsvOptions options = {}, const SchemaPolicy& policy = {});
 
   // Up to `max_rows` more rows; nullopt at the end of the input. The first
   // bad value ends the read with an error naming source, line and column.
@@ -36,6 +38,7 @@ class CsvBatches {
   Schema table_;
   std::string source_;
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
+  std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;
 };
 

@@ -1,10 +1,9 @@
 #include "ingest/text_value.h"
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -60,8 +59,8 @@ bool ValidDate(unsigned y, unsigned m, unsigned d) {
 // "YYYY-MM-DD" at the start of `s` into days.
 bool DatePart(std::string_view s, int64_t* days) {
   unsigned y, m, d;
-  if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Number(s, 0, 4, &y) ||
-      !Number(s, 5, 2, &m) || !Number(s, 8, 2, &d) || !ValidDate(y, m, d)) {
+  if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Number(s, 0, 4, &y) || !Number(s, 5, 2, &m) ||
+      !Number(s, 8, 2, &d) || !ValidDate(y, m, d)) {
     return false;
   }
   *days = DaysFromCivil(y, m, d);
@@ -104,7 +103,156 @@ bool Base64Decode(std::string_view in, std::string* out) {
   return true;
 }
 
+// The inverse of DaysFromCivil.
+void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = static_cast<int64_t>(yoe) + era * 400 + (*m <= 2);
+}
+
+void AppendPadded(std::string* out, int64_t v, int width) {
+  std::string digits = std::to_string(v);
+  if (static_cast<int>(digits.size()) < width) out->append(width - digits.size(), '0');
+  *out += digits;
+}
+
+void AppendDate(std::string* out, int64_t days) {
+  int64_t y;
+  unsigned m, d;
+  CivilFromDays(days, &y, &m, &d);
+  AppendPadded(out, y, 4);
+  *out += '-';
+  AppendPadded(out, m, 2);
+  *out += '-';
+  AppendPadded(out, d, 2);
+}
+
+void AppendTimestamp(std::string* out, int64_t micros) {
+  int64_t days = micros / 86'400'000'000LL;
+  int64_t rem = micros % 86'400'000'000LL;
+  if (rem < 0) {
+    rem += 86'400'000'000LL;
+    --days;
+  }
+  AppendDate(out, days);
+  const int64_t secs = rem / 1'000'000, frac = rem % 1'000'000;
+  *out += 'T';
+  AppendPadded(out, secs / 3600, 2);
+  *out += ':';
+  AppendPadded(out, secs / 60 % 60, 2);
+  *out += ':';
+  AppendPadded(out, secs % 60, 2);
+  if (frac != 0) {
+    std::string f;
+    AppendPadded(&f, frac, 6);
+    while (f.back() == '0') f.pop_back();
+    *out += '.' + f;
+  }
+  *out += 'Z';
+}
+
+void AppendDecimal(std::string* out, Int128 v, int scale) {
+  const I128 s = (static_cast<I128>(v.hi) << 64) | static_cast<I128>(v.lo);
+  U128 mag = s < 0 ? -static_cast<U128>(s) : static_cast<U128>(s);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(mag % 10)));
+    mag /= 10;
+  } while (mag != 0);
+  if (static_cast<int>(digits.size()) <= scale) digits.insert(0, scale - digits.size() + 1, '0');
+  if (s < 0) *out += '-';
+  *out += digits.substr(0, digits.size() - scale);
+  if (scale > 0) *out += '.' + digits.substr(digits.size() - scale);
+}
+
+void AppendBase64(std::string* out, std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    const uint32_t n = (static_cast<uint8_t>(in[i]) << 16) |
+                       (static_cast<uint8_t>(in[i + 1]) << 8) | static_cast<uint8_t>(in[i + 2]);
+    for (int k = 3; k >= 0; --k) *out += kAlphabet[(n >> (6 * k)) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t n = static_cast<uint8_t>(in[i]) << 16;
+    if (i + 1 < in.size()) n |= static_cast<uint8_t>(in[i + 1]) << 8;
+    *out += kAlphabet[(n >> 18) & 63];
+    *out += kAlphabet[(n >> 12) & 63];
+    *out += i + 1 < in.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    *out += '=';
+  }
+}
+
 }  // namespace
+
+void FormatCanonical(const Column& c, int64_t row, std::string* out) {
+  if (c.IsNull(row)) return;
+  switch (c.type().id) {
+    case TypeId::kBool:
+      *out += c.GetBool(row) ? "true" : "false";
+      return;
+    case TypeId::kInt32:
+      *out += std::to_string(c.GetInt32(row));
+      return;
+    case TypeId::kInt64:
+      *out += std::to_string(c.GetInt64(row));
+      return;
+    case TypeId::kFloat64: {
+      char buf[32];
+      const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), c.GetFloat64(row));
+      std::string_view text(buf, static_cast<size_t>(end - buf));
+      *out += text;
+      if (text.find_first_of(".e") == std::string_view::npos) *out += ".0";
+      return;
+    }
+    case TypeId::kString:
+    case TypeId::kJson:
+      *out += c.GetBytes(row);
+      return;
+    case TypeId::kBinary:
+      AppendBase64(out, c.GetBytes(row));
+      return;
+    case TypeId::kDate:
+      AppendDate(out, c.GetInt32(row));
+      return;
+    case TypeId::kTimestamp:
+      AppendTimestamp(out, c.GetInt64(row));
+      return;
+    case TypeId::kDecimal:
+      AppendDecimal(out, c.GetInt128(row), c.type().scale);
+      return;
+  }
+}
+
+void FormatJsonValue(const Column& c, int64_t row, std::string* out) {
+  if (c.IsNull(row)) {
+    *out += "null";
+    return;
+  }
+  switch (c.type().id) {
+    case TypeId::kBool:
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+    case TypeId::kFloat64:
+    case TypeId::kDecimal:
+    case TypeId::kJson:
+      FormatCanonical(c, row, out);
+      return;
+    default: {
+      std::string text;
+      FormatCanonical(c, row, &text);
+      *out += nlohmann::json(text).dump();
+      return;
+    }
+  }
+}
 
 Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t max) {
   // The message is built only on failure: this runs once per value.
@@ -254,7 +402,8 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
       return Status::OK();
     }
     case TypeId::kDecimal: {
-      ASSIGN_OR_RETURN(Int128 v, ParseCanonicalDecimal(text, field.type.precision, field.type.scale));
+      ASSIGN_OR_RETURN(Int128 v,
+                       ParseCanonicalDecimal(text, field.type.precision, field.type.scale));
       out->AppendInt128(v);
       return Status::OK();
     }

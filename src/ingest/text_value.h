@@ -3,6 +3,7 @@
 // says what the column expects; nothing is guessed.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "loam/batch.h"
@@ -16,6 +17,13 @@ namespace loam::ingest {
 // field. On error nothing is appended and the message says what was
 // expected, without repeating the offending value (runs never keep it).
 Status AppendCanonical(const Field& field, std::string_view text, bool quoted, Column* out);
+
+// The inverse: appends the canonical text of row `row` of `column` to `out`
+// (nothing for null). Parsing the text back yields the same value.
+void FormatCanonical(const Column& column, int64_t row, std::string* out);
+// The value's JSON representation (docs/ingest.md): numbers for integers,
+// floats and decimals, strings for text-like types, the document for json.
+void FormatJsonValue(const Column& column, int64_t row, std::string* out);
 
 // Exposed for tests and coercions.
 Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t max);

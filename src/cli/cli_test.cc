@@ -1,0 +1,330 @@
+// End-to-end tests of the `loam` command: every command, exit codes, and the
+// malformed-input corpus (each fails with its message, tables unchanged).
+#include <gtest/gtest.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+#include "common/ulid.h"
+
+namespace loam::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("loam-cli-" + NewUlidString())).string();
+    std::filesystem::create_directories(dir_);
+    Ok({"init"});
+    Ok({"table", "create", "events", "--column", "id:int64:not-null", "--column", "name:string",
+        "--column", "amount:decimal(10,2)", "--column", "at:timestamp", "--column", "tags:json",
+        "--key", "id"});
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CliResult Run(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env = {}) {
+    return RunLoam(dir_, args, env);
+  }
+  CliResult Ok(const std::vector<std::string>& args,
+               const std::map<std::string, std::string>& env = {}) {
+    CliResult r = Run(args, env);
+    EXPECT_EQ(r.code, 0) << "loam " << ::testing::PrintToString(args) << "\n" << r.all();
+    return r;
+  }
+  void File(const std::string& name, const std::string& data) {
+    WriteFile(dir_ + "/" + name, data);
+  }
+  std::string ws() const { return dir_ + "/loam-data"; }
+
+  std::string dir_;
+};
+
+TEST_F(CliTest, LoadScanAndEveryReadCommand) {
+  File("a.csv",
+       "id,name,amount,at,tags\n"
+       "1,ann,1.50,2026-11-30T00:00:00Z,\"[\"\"x\"\"]\"\n"
+       "2,\"b,ob\",2.00,,\n"
+       "3,\"\",,2026-11-30T01:02:03.5Z,{}\n");
+  CliResult load = Ok({"load", "events", "a.csv"});
+  EXPECT_NE(load.out.find("succeeded"), std::string::npos) << load.out;
+  EXPECT_NE(load.out.find("inserted 3"), std::string::npos) << load.out;
+
+  File("u.jsonl",
+       "{\"id\":2,\"name\":\"b,ob\",\"amount\":2.00}\n{\"id\":3,\"name\":\"cy\"}\n{\"id\":4,"
+       "\"name\":\"dee\",\"tags\":[1,{\"k\":null}]}\n");
+  CliResult up = Ok({"load", "events", "u.jsonl", "--mode", "upsert", "--json"});
+  json run = json::parse(up.out);
+  EXPECT_EQ(run["state"], "succeeded");
+  EXPECT_EQ(run["counters"]["inserted"], 1);
+  EXPECT_EQ(run["counters"]["updated"], 1);
+  EXPECT_EQ(run["counters"]["unchanged"], 1);
+  const std::string run_id = run["id"];
+
+  EXPECT_EQ(Ok({"count", "events"}).out, "4\n");
+  CliResult scan = Ok({"scan", "events", "--where", "id >= 3", "--columns", "id,name"});
+  EXPECT_NE(scan.out.find("id  name"), std::string::npos) << scan.out;
+  EXPECT_NE(scan.out.find("(2 rows)"), std::string::npos) << scan.out;
+  EXPECT_EQ(
+      Ok({"scan", "events", "--where", "name = 'b,ob'", "--format", "csv", "--columns", "id"}).out,
+      "id\n2\n");
+  EXPECT_EQ(Ok({"scan", "events", "--limit", "1", "--format", "jsonl", "--columns", "id,tags"}).out,
+            "{\"id\":1,\"tags\":[\"x\"]}\n");
+  EXPECT_EQ(
+      Ok({"scan", "events", "--where", "at is null", "--format", "csv", "--columns", "id"}).out,
+      "id\n2\n3\n4\n");
+  CliResult get = Ok({"get", "events", "4"});
+  EXPECT_NE(get.out.find("dee"), std::string::npos);
+  EXPECT_EQ(Run({"get", "events", "99"}).code, 4);
+
+  // Export, load into a twin table, export again: identical.
+  Ok({"export", "events", "--format", "csv", "--output", "out.csv"});
+  Ok({"export", "events", "--format", "jsonl", "--output", "out.jsonl"});
+  Ok({"table", "create", "twin", "--column", "id:int64:not-null", "--column", "name:string",
+      "--column", "amount:decimal(10,2)", "--column", "at:timestamp", "--column", "tags:json",
+      "--key", "id"});
+  Ok({"load", "twin", "out.csv"});
+  Ok({"export", "twin", "--format", "csv", "--output", "twin.csv"});
+  EXPECT_EQ(Slurp(dir_ + "/twin.csv"), Slurp(dir_ + "/out.csv"));
+  Ok({"load", "twin", "out.jsonl", "--mode", "replace"});
+  Ok({"export", "twin", "--format", "jsonl", "--output", "twin.jsonl"});
+  EXPECT_EQ(Slurp(dir_ + "/twin.jsonl"), Slurp(dir_ + "/out.jsonl"));
+  EXPECT_NE(Slurp(dir_ + "/out.csv").find("1,ann,1.50,2026-11-30T00:00:00Z,\"[\"\"x\"\"]\""),
+            std::string::npos)
+      << Slurp(dir_ + "/out.csv");
+
+  // Runs.
+  CliResult runs = Ok({"runs", "list", "--table", "events"});
+  EXPECT_NE(runs.out.find(run_id), std::string::npos);
+  EXPECT_EQ(json::parse(Ok({"runs", "list", "--json"}).out).size(), 4u);
+  CliResult show = Ok({"runs", "show", run_id});
+  EXPECT_NE(show.out.find("updated 1, unchanged 1"), std::string::npos) << show.out;
+  EXPECT_EQ(Run({"runs", "show", "01NOPE"}).code, 4);
+
+  // Tables.
+  CliResult list = Ok({"table", "list", "--json"});
+  EXPECT_EQ(json::parse(list.out).size(), 2u);
+  CliResult describe = Ok({"table", "describe", "events", "--json"});
+  EXPECT_EQ(json::parse(describe.out)["rows"], 4);
+  EXPECT_EQ(json::parse(describe.out)["keys"], json::array({"id"}));
+}
+
+TEST_F(CliTest, HistoryBranchesAndTimeTravel) {
+  File("a.csv", "id,name\n1,a\n2,b\n");
+  Ok({"load", "events", "a.csv"});
+  json log = json::parse(Ok({"log", "--json"}).out);
+  const int64_t after_first = log[0]["manifestVersion"];
+  File("b.csv", "id,name\n3,c\n");
+  Ok({"load", "events", "b.csv"});
+  EXPECT_EQ(Ok({"count", "events", "--version", std::to_string(after_first)}).out, "2\n");
+  EXPECT_EQ(Ok({"count", "events"}).out, "3\n");
+
+  Ok({"branch", "create", "dev", "--from", "main@" + std::to_string(after_first)});
+  EXPECT_NE(Ok({"branch", "list"}).out.find("dev"), std::string::npos);
+  EXPECT_EQ(Ok({"count", "events", "--branch", "dev"}).out, "2\n");
+  File("d.csv", "id,name\n10,dev-only\n");
+  Ok({"load", "events", "d.csv", "--branch", "dev"});
+  EXPECT_EQ(Ok({"count", "events", "--branch", "dev"}).out, "3\n");
+  EXPECT_EQ(Ok({"count", "events"}).out, "3\n");  // main unchanged
+  EXPECT_EQ(Ok({"scan", "events", "--branch", "dev", "--where", "id = 10", "--format", "csv",
+                "--columns", "name"})
+                .out,
+            "name\ndev-only\n");
+  CliResult dev_log = Ok({"log", "--branch", "dev"});
+  EXPECT_NE(dev_log.out.find("version"), std::string::npos);
+
+  json history = json::parse(Ok({"history", "events", "--json"}).out);
+  EXPECT_GE(history.size(), 3u);
+  Ok({"table", "rename", "events", "happenings"});
+  EXPECT_EQ(Run({"count", "events"}).code, 4);
+  EXPECT_EQ(Ok({"count", "happenings"}).out, "3\n");
+  Ok({"compact", "happenings"});
+  Ok({"compact"});
+  EXPECT_EQ(Ok({"count", "happenings"}).out, "3\n");
+  Ok({"gc", "--grace-seconds", "0"});
+  // Names resolve as of the version read: the table was 'events' then.
+  EXPECT_EQ(Ok({"count", "events", "--version", std::to_string(after_first)}).out, "2\n");
+  CliResult verify = Ok({"heads", "verify"});
+  EXPECT_NE(verify.out.find("all match the journal"), std::string::npos) << verify.out;
+  Ok({"branch", "delete", "dev"});
+  Ok({"table", "drop", "happenings"});
+  EXPECT_EQ(Run({"count", "happenings"}).code, 4);
+}
+
+TEST_F(CliTest, ExitCodesAndRefusals) {
+  File("a.csv", "id,name\n1,a\n");
+  EXPECT_EQ(Run({"load", "events", "a.csv", "--bogus"}).code, 2);
+  EXPECT_EQ(Run({"load", "nosuch", "a.csv"}).code, 4);
+  EXPECT_EQ(Run({"load", "events", "missing.csv"}).code, 4);
+  EXPECT_EQ(Run({"count", "events"}, {{"LOAM_ROOT", dir_ + "/elsewhere"}}).code, 4);
+  CliResult q = Run({"count", "events"}, {{"LOAM_QUARANTINE", "true"}});
+  EXPECT_EQ(q.code, 5);
+  EXPECT_NE(q.err.find("refuses to run in quarantine mode"), std::string::npos);
+  CliResult qp = Run({"load", "events", "a.csv", "--error-policy", "quarantine"});
+  EXPECT_EQ(qp.code, 5);
+  EXPECT_NE(qp.err.find("quarantine error policy is refused"), std::string::npos) << qp.err;
+  CliResult skip = Run({"load", "events", "a.csv", "--error-policy", "skipRows"});
+  EXPECT_EQ(skip.code, 5);
+  EXPECT_NE(skip.err.find("behind a feature flag that is off"), std::string::npos) << skip.err;
+
+  // A non-owner principal needs a grant; only an admin can give one.
+  CliResult denied = Run({"load", "events", "a.csv"}, {{"LOAM_PRINCIPAL", "bob"}});
+  EXPECT_EQ(denied.code, 5) << denied.all();
+  EXPECT_NE(denied.all().find("'bob' needs the writer grant"), std::string::npos) << denied.all();
+  EXPECT_EQ(Run({"table", "grant", "events", "bob", "admin"}, {{"LOAM_PRINCIPAL", "bob"}}).code, 5);
+  Ok({"table", "grant", "events", "bob", "writer"});
+  Ok({"load", "events", "a.csv"}, {{"LOAM_PRINCIPAL", "bob"}});
+  EXPECT_EQ(Run({"load", "events", "a.csv", "--mode", "replace"}, {{"LOAM_PRINCIPAL", "bob"}}).code,
+            5);
+
+  // Idempotency: the same request returns the run; another request conflicts.
+  File("b.csv", "id,name\n2,b\n");
+  CliResult first = Ok({"load", "events", "b.csv", "--idempotency-key", "k1", "--json"});
+  CliResult again = Ok({"load", "events", "b.csv", "--idempotency-key", "k1", "--json"});
+  EXPECT_EQ(json::parse(again.out)["id"], json::parse(first.out)["id"]);
+  EXPECT_EQ(json::parse(again.out)["reused"], true);
+  CliResult clash = Run({"load", "events", "b.csv", "--idempotency-key", "k1", "--mode", "upsert"});
+  EXPECT_EQ(clash.code, 3);
+  EXPECT_NE(clash.err.find("already belongs to run"), std::string::npos) << clash.err;
+  EXPECT_EQ(Ok({"count", "events"}).out, "2\n");
+
+  CliResult json_err = Run({"count", "nosuch", "--json"});
+  EXPECT_EQ(json_err.code, 4);
+  EXPECT_EQ(json::parse(json_err.out)["error"]["exitCode"], 4);
+  EXPECT_EQ(Run({"--help"}).code, 0);
+  EXPECT_EQ(Run({"load", "--help"}).code, 0);
+}
+
+std::string Gzip(const std::string& data) {
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, data.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string Zstd(const std::string& data) {
+  std::string out(ZSTD_compressBound(data.size()), '\0');
+  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
+  return out;
+}
+
+struct BadInput {
+  std::string name;
+  std::string data;
+  std::string message;  // a part of the documented error
+  int exit_code = 1;
+  std::vector<std::string> flags = {};
+};
+
+std::vector<BadInput> Corpus() {
+  const std::string head = "id,name,amount,at,tags\n";
+  std::string good_rows;
+  for (int i = 100; i < 200; ++i) good_rows += std::to_string(i) + ",n,1.00,,\n";
+  const std::string gz = Gzip(head + good_rows), zs = Zstd(head + good_rows);
+  return {
+      {"unclosed.csv", head + "1,\"open,1.00,,\n",
+       "CSV line 2, column 2: a quoted field is never closed"},
+      {"stray_quote.csv", head + "1,a\"b,1.00,,\n", "line 2, column 2"},
+      {"after_quote.csv", head + "1,\"a\"b,1.00,,\n", "line 2, column 2"},
+      {"too_many.csv", head + "1,a,1.00,,,extra\n", "line 2"},
+      {"too_few.csv", head + "1,a\n", "line 2"},
+      {"dup_header.csv", "id,id\n1,1\n", "line 1"},
+      {"empty.csv", "", "CSV input is empty"},
+      {"unknown_col.csv", "id,colour\n1,red\n", "column 'colour' is not in the table"},
+      {"missing_col.csv", "name\nx\n", "column 'id' (int64, not null) is missing from the header"},
+      {"null_key.csv", head + ",a,1.00,,\n", "missing value for non-nullable column 'id'"},
+      {"bad_utf8.csv", head + "1,\xff\xfe,1.00,,\n", "invalid UTF-8"},
+      {"bad_int.csv", head + "x1,a,1.00,,\n",
+       "line 2, column 1 ('id', int64): expected an integer"},
+      {"int_overflow.csv", head + "99999999999999999999,a,,,\n", "out of range"},
+      {"bad_decimal.csv", head + "1,a,1.234,,\n", "('amount', decimal(10,2)): does not fit"},
+      {"decimal_overflow.csv", head + "1,a,123456789.00,,\n", "does not fit"},
+      {"bad_time.csv", head + "1,a,,2026-11-30 00:00:00,\n", "expected a UTC timestamp"},
+      {"offset_time.csv", head + "1,a,,2026-11-30T00:00:00+01:00,\n",
+       "declare the iso8601ToTimestamp coercion"},
+      {"bad_json.csv", head + "1,a,,,\"{\"\"a\"\":\"\n", "('tags', json)"},
+      {"good_then_bad.csv", head + good_rows + "7,a,,,nope\n", "line 102, column 5 ('tags', json)"},
+      {"dup_keys.csv",
+       head + "5,a,,,\n6,b,,,\n5,c,,,\n",
+       "duplicate upsert key: dup_keys.csv row 1 and dup_keys.csv row 3",
+       1,
+       {"--mode", "upsert"}},
+      {"bad.jsonl", "{\"id\":1}\n{\"id\":2,\"oops\"}\n", "line 2: malformed JSON"},
+      {"wrong_type.jsonl", "{\"id\":\"1\"}\n", "expected a JSON integer, got a JSON string"},
+      {"unknown_key.jsonl", "{\"id\":1,\"zz\":1}\n", "field 'zz': not a column of the table"},
+      {"deep.jsonl",
+       "{\"id\":1,\"tags\":[[[1]]]}\n",
+       "nested deeper than 2 levels",
+       1,
+       {"--max-json-depth", "2"}},
+      {"truncated.csv.gz", gz.substr(0, gz.size() / 2), "input ends inside its compressed stream"},
+      {"truncated.csv.zst", zs.substr(0, zs.size() / 2), "input ends inside its compressed stream"},
+      {"long_field.csv",
+       head + "1," + std::string(100, 'x') + ",,,\n",
+       "longer than",
+       1,
+       {"--max-field-bytes", "64"}},
+      {"wide.csv",
+       head + "1,a,,,\n",
+       "more than the limit of 3 columns",
+       1,
+       {"--max-columns", "3"}},
+      {"many_rows.csv",
+       head + good_rows,
+       "more than 10 rows (the rows-per-run limit)",
+       6,
+       {"--max-rows", "10"}},
+      {"decoded.csv",
+       head + good_rows,
+       "decodes to more than the limit of 100 bytes",
+       6,
+       {"--max-decoded-bytes", "100"}},
+      {"bomb.csv.gz",
+       Gzip(head +
+            [] {
+              std::string rows;
+              for (int i = 0; i < 400000; ++i) rows += "1,a,1.00,,\n";
+              return rows;
+            }()),
+       "expands more than 50x",
+       6,
+       {"--max-expansion-ratio", "50"}},
+      {"slow.csv", head + good_rows, "longer than the time budget", 6, {"--time-budget-ms", "-1"}},
+  };
+}
+
+TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
+  File("seed.csv", "id,name\n1,seed\n");
+  Ok({"load", "events", "seed.csv"});
+  const auto before = TreeExceptRuns(ws());
+  for (const BadInput& bad : Corpus()) {
+    SCOPED_TRACE(bad.name);
+    File(bad.name, bad.data);
+    std::vector<std::string> args = {"load", "events", bad.name};
+    args.insert(args.end(), bad.flags.begin(), bad.flags.end());
+    CliResult r = Run(args);
+    EXPECT_EQ(r.code, bad.exit_code) << r.all();
+    EXPECT_NE(r.all().find(bad.message), std::string::npos) << r.all();
+    EXPECT_NE(r.out.find("failed"), std::string::npos) << r.all();
+  }
+  const auto after = TreeExceptRuns(ws());
+  for (const auto& [path, bytes] : after) {
+    EXPECT_TRUE(before.count(path) && before.at(path) == bytes) << "changed or added: " << path;
+  }
+  for (const auto& [path, bytes] : before) EXPECT_TRUE(after.count(path)) << "removed: " << path;
+  EXPECT_EQ(Ok({"count", "events"}).out, "1\n");
+}
+
+}  // namespace
+}  // namespace loam::testing

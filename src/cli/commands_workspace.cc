@@ -1,0 +1,259 @@
+// init, log, history, branch, compact, gc, heads verify.
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "common/status_macros.h"
+
+namespace loam::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::string BranchName(const std::string& b) { return b.empty() ? "main" : b; }
+std::string FromMain(const std::string& b) { return b == "main" ? "" : b; }
+
+std::string Time(int64_t micros) {
+  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status Init(const Context& ctx) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Init());
+  if (ctx.json) {
+    std::cout << json{{"root", ctx.root}, {"owner", ws->owner()}}.dump() << "\n";
+  } else {
+    std::cout << "created workspace " << ctx.root << " (owner " << ws->owner() << ")\n";
+  }
+  return Status::OK();
+}
+
+Status Log(const Context& ctx, const std::string& branch) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(auto commits, ws->Log(FromMain(branch)));
+  if (ctx.json) {
+    json out = json::array();
+    for (const auto& c : commits) {
+      out.push_back({{"manifestVersion", c.manifest_version},
+                     {"commit", c.id},
+                     {"parents", c.parents},
+                     {"branch", BranchName(c.branch)},
+                     {"actor", c.actor},
+                     {"runId", c.run_id},
+                     {"createdMicros", c.created_micros}});
+    }
+    std::cout << out.dump() << "\n";
+    return Status::OK();
+  }
+  TextTable t({"version", "commit", "time", "actor", "run", "parents"});
+  for (const auto& c : commits) {
+    std::string parents;
+    for (const auto& p : c.parents) parents += (parents.empty() ? "" : " ") + p;
+    t.Add({std::to_string(c.manifest_version), c.id, Time(c.created_micros), c.actor, c.run_id,
+           parents});
+  }
+  t.Print(std::cout);
+  return Status::OK();
+}
+
+Status History(const Context& ctx, const std::string& table, const std::string& branch) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(auto entries, ws->History(table, FromMain(branch)));
+  if (ctx.json) {
+    json out = json::array();
+    for (const auto& e : entries) {
+      out.push_back({{"event", e.event},
+                     {"name", e.table_key},
+                     {"tableVersion", e.table_version},
+                     {"branch", BranchName(e.owner_branch)},
+                     {"rowCount", e.row_count ? json(*e.row_count) : json(nullptr)},
+                     {"commit", e.commit_id}});
+    }
+    std::cout << out.dump() << "\n";
+    return Status::OK();
+  }
+  TextTable t({"event", "name", "table version", "branch", "rows", "commit"});
+  for (const auto& e : entries) {
+    t.Add({e.event, e.table_key, std::to_string(e.table_version), BranchName(e.owner_branch),
+           e.row_count ? std::to_string(*e.row_count) : "", e.commit_id});
+  }
+  t.Print(std::cout);
+  return Status::OK();
+}
+
+Status BranchCreate(const Context& ctx, const std::string& name, const std::string& from) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  std::string base = from;
+  std::optional<uint64_t> version;
+  if (const size_t at = from.find('@'); at != std::string::npos) {
+    base = from.substr(0, at);
+    try {
+      version = std::stoull(from.substr(at + 1));
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--from takes BRANCH[@VERSION] with a numeric version");
+    }
+  }
+  RETURN_NOT_OK(ws->CreateBranch(name, FromMain(base), version));
+  if (!ctx.json) std::cout << "created branch " << name << " from " << from << "\n";
+  if (ctx.json) std::cout << json{{"branch", name}, {"from", from}}.dump() << "\n";
+  return Status::OK();
+}
+
+Status BranchList(const Context& ctx) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(auto branches, ws->ListBranches());
+  if (ctx.json) {
+    std::cout << json(branches).dump() << "\n";
+  } else {
+    std::cout << "main\n";
+    for (const auto& b : branches) std::cout << b << "\n";
+  }
+  return Status::OK();
+}
+
+Status Compact(const Context& ctx, const std::string& only) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(Snapshot snap, ws->Current());
+  json out = json::array();
+  for (const auto& [name, t] : snap.tables) {
+    if (!only.empty() && name != only) continue;
+    WriteRequest w;
+    w.table = name;
+    w.table_sid = t.def.sid;
+    w.mode = WriteMode::kCompact;
+    w.principal = ctx.principal;
+    ASSIGN_OR_RETURN(WriteResult r, ws->Write(w));
+    out.push_back({{"table", name}, {"compacted", r.changed}, {"tableVersion", r.table_version}});
+    if (!ctx.json) {
+      std::cout << name << ": "
+                << (r.changed ? "compacted to version " + std::to_string(r.table_version)
+                              : std::string("nothing to compact"))
+                << "\n";
+    }
+  }
+  if (!only.empty() && out.empty()) return Status::NotFound("table '" + only + "' does not exist");
+  if (only.empty()) RETURN_NOT_OK(ws->manifest().Compact(""));
+  if (ctx.json) std::cout << out.dump() << "\n";
+  return Status::OK();
+}
+
+Status Gc(const Context& ctx, int64_t grace_seconds) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(Snapshot snap, ws->Current());
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  CleanupOptions opts;
+  opts.older_than_micros = 0;  // every version stays: time travel keeps working
+  opts.grace_cutoff_micros = now - grace_seconds * 1'000'000;
+  json out = json::array();
+  for (const auto& [name, t] : snap.tables) {
+    ASSIGN_OR_RETURN(Dataset ds, ws->OpenTable(snap, name));
+    ASSIGN_OR_RETURN(CleanupStats st, ds.Cleanup(opts));
+    out.push_back({{"table", name},
+                   {"filesRemoved",
+                    st.data_files_removed + st.deletion_files_removed + st.index_files_removed},
+                   {"bytesRemoved", st.bytes_removed}});
+    if (!ctx.json) {
+      std::cout << name << ": removed "
+                << st.data_files_removed + st.deletion_files_removed + st.index_files_removed
+                << " unreferenced files (" << st.bytes_removed << " bytes)\n";
+    }
+  }
+  if (ctx.json) std::cout << out.dump() << "\n";
+  return Status::OK();
+}
+
+Status HeadsVerify(const Context& ctx, const std::string& branch) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(HeadsReport r, ws->VerifyHeads(FromMain(branch)));
+  if (ctx.json) {
+    std::cout << json{{"manifestVersion", r.manifest_version},
+                      {"tablesChecked", r.tables_checked},
+                      {"problems", r.problems}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << "checked " << r.tables_checked << " table heads at manifest version "
+              << r.manifest_version << ": " << (r.ok() ? "all match the journal" : "PROBLEMS")
+              << "\n";
+    for (const auto& p : r.problems) std::cout << "  " << p << "\n";
+  }
+  if (!r.ok()) {
+    return Status::DataLoss(
+        std::to_string(r.problems.size()) +
+        " heads differ from the journal; 'loam heads repair' (offline) rewrites them");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
+  auto run = [&ctx, exit](Status s) { *exit = s.ok() ? kExitOk : Report(ctx, s); };
+
+  auto* init = app.add_subcommand("init", "create a workspace (default ./loam-data)");
+  auto* root = init->add_option("ROOT", "where: a directory or s3://bucket/prefix");
+  init->callback([&ctx, root, run] {
+    if (root->count() > 0) ctx.root = root->as<std::string>();
+    run(Init(ctx));
+  });
+
+  auto* log = app.add_subcommand("log", "the commit log of a branch, newest first");
+  auto* log_branch = log->add_option("--branch", "branch (default main)")->default_str("main");
+  log->callback([&ctx, log_branch, run] { run(Log(ctx, log_branch->as<std::string>())); });
+
+  auto* history = app.add_subcommand("history", "a table's versions, renames and drops");
+  auto* h_table = history->add_option("TABLE", "table name")->required();
+  auto* h_branch = history->add_option("--branch", "branch (default main)")->default_str("main");
+  history->callback([&ctx, h_table, h_branch, run] {
+    run(History(ctx, h_table->as<std::string>(), h_branch->as<std::string>()));
+  });
+
+  auto* branch = app.add_subcommand("branch", "create, list and delete branches");
+  branch->require_subcommand(1);
+  auto* create = branch->add_subcommand("create", "a new branch; no data is copied");
+  auto* b_name = create->add_option("NAME", "branch name")->required();
+  auto* b_from =
+      create->add_option("--from", "BRANCH[@VERSION] to start from")->default_str("main");
+  create->callback([&ctx, b_name, b_from, run] {
+    run(BranchCreate(ctx, b_name->as<std::string>(), b_from->as<std::string>()));
+  });
+  branch->add_subcommand("list", "branch names")->callback([&ctx, run] { run(BranchList(ctx)); });
+  auto* del = branch->add_subcommand("delete", "delete a branch no other branch depends on");
+  auto* d_name = del->add_option("NAME", "branch name")->required();
+  del->callback([&ctx, d_name, run] {
+    run([&]() -> Status {
+      ASSIGN_OR_RETURN(auto ws, ctx.Open());
+      RETURN_NOT_OK(ws->DeleteBranch(d_name->as<std::string>()));
+      if (!ctx.json) std::cout << "deleted branch " << d_name->as<std::string>() << "\n";
+      return Status::OK();
+    }());
+  });
+
+  auto* compact = app.add_subcommand(
+      "compact", "rewrite small fragments of a table (or all tables and the manifest)");
+  auto* c_table = compact->add_option("TABLE", "only this table");
+  compact->callback([&ctx, c_table, run] {
+    run(Compact(ctx, c_table->count() ? c_table->as<std::string>() : ""));
+  });
+
+  auto* gc = app.add_subcommand("gc", "remove files no version references (left by failed writes)");
+  auto* grace = gc->add_option("--grace-seconds", "keep unreferenced files younger than this")
+                    ->default_val(3600);
+  gc->callback([&ctx, grace, run] { run(Gc(ctx, grace->as<int64_t>())); });
+
+  auto* heads = app.add_subcommand("heads", "check the durable table heads");
+  heads->require_subcommand(1);
+  auto* verify = heads->add_subcommand("verify", "recompute heads from the journal and compare");
+  auto* v_branch = verify->add_option("--branch", "branch (default main)")->default_str("main");
+  verify->callback([&ctx, v_branch, run] { run(HeadsVerify(ctx, v_branch->as<std::string>())); });
+}
+
+}  // namespace loam::cli

@@ -1,0 +1,84 @@
+#include "cli/context.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+
+namespace loam::cli {
+
+int ExitCodeFor(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidArgument:
+      return kExitUsage;
+    case StatusCode::kNotFound:
+      return kExitNotFound;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kAborted:
+    case StatusCode::kFailedPrecondition:
+      return kExitConflict;
+    case StatusCode::kPermissionDenied:
+      return kExitDenied;
+    case StatusCode::kResourceExhausted:
+      return kExitLimit;
+    case StatusCode::kDataLoss:
+      return kExitCorrupt;
+    default:
+      return kExitInternal;
+  }
+}
+
+std::function<Status(std::string_view)> Context::CrashHook() {
+  const char* at = std::getenv("LOAM_CRASH_AT");
+  if (at == nullptr || *at == '\0') return {};
+  const std::string point = at;
+  return [point](std::string_view p) {
+    if (p == point) std::raise(SIGKILL);
+    return Status::OK();
+  };
+}
+
+Result<std::shared_ptr<Workspace>> Context::Open() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  WorkspaceOptions options;
+  options.actor = principal;
+  options.failpoint = CrashHook();
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
+  if (ws.status().IsNotFound()) {
+    return Status::NotFound("no Loam workspace at '" + root +
+                            "'; create one with 'loam init', or point --root / LOAM_ROOT at one");
+  }
+  return ws;
+}
+
+Result<std::shared_ptr<Workspace>> Context::Init() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  WorkspaceOptions options;
+  options.owner = principal;
+  options.actor = principal;
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", options);
+  if (ws.status().IsAlreadyExists()) {
+    return Status::AlreadyExists("a workspace already exists at '" + root + "'");
+  }
+  return ws;
+}
+
+int Report(const Context& ctx, const Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  const int code = ExitCodeFor(s);
+  if (ctx.json) {
+    std::cout << nlohmann::json{{"error",
+                                 {{"code", std::string(StatusCodeName(s.code()))},
+                                  {"message", s.message()},
+                                  {"exitCode", code}}}}
+                     .dump()
+              << "\n";
+  }
+  return code;
+}
+
+}  // namespace loam::cli

@@ -1,0 +1,42 @@
+// What every `loam` command shares: the workspace root, the principal, the
+// output mode, and the mapping from Status to documented exit codes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/workspace.h"
+
+namespace loam::cli {
+
+// Documented in docs/cli.md; never renumber.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRunFailed = 1,  // a run ended failed (validation, conflict at commit, ...)
+  kExitUsage = 2,      // bad flags or arguments
+  kExitConflict = 3,   // a concurrent change, a held run, an idempotency clash
+  kExitNotFound = 4,   // no such workspace, table, branch, run or file
+  kExitDenied = 5,     // a missing grant, a refused policy
+  kExitLimit = 6,      // a limit was exceeded
+  kExitCorrupt = 7,    // checksum or format damage (heads verify found problems)
+  kExitInternal = 10,  // I/O trouble or a bug
+};
+
+int ExitCodeFor(const Status& s);
+
+struct Context {
+  std::string root;       // --root, LOAM_ROOT, or ./loam-data
+  std::string principal;  // LOAM_PRINCIPAL, or the login name
+  bool json = false;      // --json: one JSON document on stdout
+
+  Result<std::shared_ptr<Workspace>> Open() const;
+  // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
+  // (crash tests); empty function when unset.
+  static std::function<Status(std::string_view)> CrashHook();
+  Result<std::shared_ptr<Workspace>> Init() const;
+};
+
+// Prints the error (stderr; also as JSON on stdout with --json) and returns its exit code.
+int Report(const Context& ctx, const Status& s);
+
+}  // namespace loam::cli

@@ -1,0 +1,49 @@
+// loam: the command-line client of a Loam workspace (docs/cli.md).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace {
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : std::move(fallback);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace loam::cli;
+  if (EnvOr("LOAM_QUARANTINE", "") == "true") {
+    std::cerr << "error: LOAM_QUARANTINE=true is set, and Loam refuses to run in quarantine mode: "
+                 "it never keeps rejected rows. Unset LOAM_QUARANTINE.\n";
+    return kExitDenied;
+  }
+  Context ctx;
+  ctx.root = EnvOr("LOAM_ROOT", "./loam-data");
+  const char* login = getlogin();
+  ctx.principal = EnvOr("LOAM_PRINCIPAL", EnvOr("USER", login != nullptr ? login : "local"));
+
+  CLI::App app{"loam: versioned tables with atomic, exactly-once loads"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --root and --json also after the subcommand
+  app.option_defaults()->always_capture_default();
+  app.add_option("--root", ctx.root,
+                 "workspace root: a directory or s3://bucket/prefix (env LOAM_ROOT)");
+  app.add_flag("--json", ctx.json, "print one JSON document instead of text");
+  int exit = kExitOk;
+  AddWorkspaceCommands(app, ctx, &exit);
+  AddTableCommands(app, ctx, &exit);
+  AddLoadCommands(app, ctx, &exit);
+  AddReadCommands(app, ctx, &exit);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return exit;
+}

@@ -1,0 +1,390 @@
+#include "ingest/coercion.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "ingest/text_value.h"
+
+namespace loam::ingest {
+namespace {
+
+using json = nlohmann::json;
+
+struct KindName {
+  CoercionKind kind;
+  std::string_view name;
+  std::string_view applies_to;
+};
+constexpr KindName kKinds[] = {
+    {CoercionKind::kIntToFloat, "intToFloat", "float64"},
+    {CoercionKind::kIso8601ToTimestamp, "iso8601ToTimestamp", "timestamp"},
+    {CoercionKind::kStringToInt, "stringToInt", "int32 or int64"},
+    {CoercionKind::kStringToDecimal, "stringToDecimal", "decimal"},
+    {CoercionKind::kEpochMillisToTimestamp, "epochMillisToTimestamp", "timestamp"},
+};
+
+bool Fits(CoercionKind kind, TypeId type) {
+  switch (kind) {
+    case CoercionKind::kIntToFloat:
+      return type == TypeId::kFloat64;
+    case CoercionKind::kIso8601ToTimestamp:
+    case CoercionKind::kEpochMillisToTimestamp:
+      return type == TypeId::kTimestamp;
+    case CoercionKind::kStringToInt:
+      return type == TypeId::kInt32 || type == TypeId::kInt64;
+    case CoercionKind::kStringToDecimal:
+      return type == TypeId::kDecimal;
+  }
+  return false;
+}
+
+Status Expected(std::string_view what) {
+  return Status::InvalidArgument("expected " + std::string(what));
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+std::string_view TrimSpaces(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// " +007 " -> "7", "-0012" -> "-12": the lenient integer spelling stringToInt
+// and stringToDecimal accept, rewritten canonically. False when not a number.
+bool CanonicalizeNumber(std::string_view in, bool allow_fraction, std::string* out) {
+  in = TrimSpaces(in);
+  out->clear();
+  if (!in.empty() && (in.front() == '+' || in.front() == '-')) {
+    if (in.front() == '-') out->push_back('-');
+    in.remove_prefix(1);
+  }
+  const size_t dot = allow_fraction ? in.find('.') : std::string_view::npos;
+  std::string_view whole = in.substr(0, dot);
+  std::string_view frac = dot == std::string_view::npos ? std::string_view() : in.substr(dot + 1);
+  if (whole.empty() && frac.empty()) return false;
+  for (char c : whole) {
+    if (!IsDigit(c)) return false;
+  }
+  for (char c : frac) {
+    if (!IsDigit(c)) return false;
+  }
+  while (whole.size() > 1 && whole.front() == '0') whole.remove_prefix(1);
+  while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);  // exact: zeros only
+  *out += whole.empty() ? std::string_view("0") : whole;
+  if (!frac.empty()) *out += "." + std::string(frac);
+  if (*out == "-0") *out = "0";
+  return true;
+}
+
+Status AppendIntText(const Field& f, std::string_view canonical, Column* out) {
+  const bool is32 = f.type.id == TypeId::kInt32;
+  ASSIGN_OR_RETURN(int64_t v, ParseCanonicalInt(canonical,
+                                                is32 ? std::numeric_limits<int32_t>::min()
+                                                     : std::numeric_limits<int64_t>::min(),
+                                                is32 ? std::numeric_limits<int32_t>::max()
+                                                     : std::numeric_limits<int64_t>::max()));
+  if (is32) {
+    out->AppendInt32(static_cast<int32_t>(v));
+  } else {
+    out->AppendInt64(v);
+  }
+  return Status::OK();
+}
+
+bool TextLike(ValueForm form) {
+  return form == ValueForm::kCsvField || form == ValueForm::kCsvQuotedField ||
+         form == ValueForm::kJsonString;
+}
+bool NumberLike(ValueForm form) {
+  return form == ValueForm::kCsvField || form == ValueForm::kCsvQuotedField ||
+         form == ValueForm::kJsonNumber;
+}
+
+Status AppendCoerced(const Field& f, CoercionKind kind, std::string_view text, ValueForm form,
+                     Column* out) {
+  const std::string name(CoercionKindName(kind));
+  switch (kind) {
+    case CoercionKind::kIntToFloat: {
+      if (!NumberLike(form)) return Expected("a number (intToFloat)");
+      Result<int64_t> whole = ParseCanonicalInt(text, std::numeric_limits<int64_t>::min(),
+                                                std::numeric_limits<int64_t>::max());
+      if (!whole.ok()) return AppendCanonical(f, text, /*quoted=*/true, out);  // 3.25, 1e3
+      constexpr int64_t kExact = int64_t{1} << 53;
+      if (*whole > kExact || *whole < -kExact) {
+        return Status::InvalidArgument(
+            "intToFloat: the integer is not exactly representable as float64 (beyond ±2^53); "
+            "store it in an int64 or decimal column");
+      }
+      out->AppendFloat64(static_cast<double>(*whole));
+      return Status::OK();
+    }
+    case CoercionKind::kIso8601ToTimestamp: {
+      if (!TextLike(form)) return Expected("an RFC 3339 timestamp string (iso8601ToTimestamp)");
+      ASSIGN_OR_RETURN(int64_t micros, ParseRfc3339Timestamp(text));
+      out->AppendInt64(micros);
+      return Status::OK();
+    }
+    case CoercionKind::kStringToInt: {
+      std::string canonical;
+      if (form == ValueForm::kJsonBool || form == ValueForm::kJsonRaw ||
+          !CanonicalizeNumber(text, /*allow_fraction=*/false, &canonical)) {
+        return Expected("an integer, optionally signed, padded with zeros or spaces (stringToInt)");
+      }
+      return AppendIntText(f, canonical, out);
+    }
+    case CoercionKind::kStringToDecimal: {
+      std::string canonical;
+      if (form == ValueForm::kJsonBool || form == ValueForm::kJsonRaw ||
+          !CanonicalizeNumber(text, /*allow_fraction=*/true, &canonical)) {
+        return Expected("a decimal number such as \" +12.50\" (stringToDecimal; no exponent)");
+      }
+      ASSIGN_OR_RETURN(Int128 v, ParseCanonicalDecimal(canonical, f.type.precision, f.type.scale));
+      out->AppendInt128(v);
+      return Status::OK();
+    }
+    case CoercionKind::kEpochMillisToTimestamp: {
+      if (!NumberLike(form)) return Expected("integer milliseconds since the epoch (" + name + ")");
+      ASSIGN_OR_RETURN(int64_t ms,
+                       ParseCanonicalInt(text, std::numeric_limits<int64_t>::min() / 1000,
+                                         std::numeric_limits<int64_t>::max() / 1000));
+      out->AppendInt64(ms * 1000);
+      return Status::OK();
+    }
+  }
+  return Status::Internal("unknown coercion");
+}
+
+std::string_view FormName(ValueForm form) {
+  switch (form) {
+    case ValueForm::kJsonString:
+      return "a JSON string";
+    case ValueForm::kJsonNumber:
+      return "a JSON number";
+    case ValueForm::kJsonBool:
+      return "a JSON boolean";
+    case ValueForm::kJsonRaw:
+      return "a JSON object or array";
+    default:
+      return "text";
+  }
+}
+
+// The JSON representation of each type (docs/ingest.md, "JSON Lines").
+Status AppendJson(const Field& f, std::string_view text, ValueForm form, Column* out) {
+  auto wrong = [&](std::string_view want, std::string_view hint = {}) {
+    std::string msg = "expected " + std::string(want) + ", got " + std::string(FormName(form));
+    if (!hint.empty()) msg += "; " + std::string(hint);
+    return Status::InvalidArgument(msg);
+  };
+  switch (f.type.id) {
+    case TypeId::kBool:
+      if (form != ValueForm::kJsonBool) return wrong("true or false");
+      out->AppendBool(text == "true");
+      return Status::OK();
+    case TypeId::kInt32:
+    case TypeId::kInt64:
+      if (form != ValueForm::kJsonNumber) {
+        return wrong("a JSON integer",
+                     "for numbers inside strings declare the stringToInt coercion");
+      }
+      return AppendIntText(f, text, out);
+    case TypeId::kFloat64:
+      if (form != ValueForm::kJsonNumber) return wrong("a JSON number");
+      return AppendCanonical(f, text, /*quoted=*/true, out);
+    case TypeId::kDecimal:
+      if (form != ValueForm::kJsonNumber) {
+        return wrong("a JSON number",
+                     "for decimals inside strings declare the stringToDecimal coercion");
+      }
+      return AppendCanonical(f, text, /*quoted=*/true, out);
+    case TypeId::kJson:
+      return AppendCanonical(f, text, /*quoted=*/true, out);
+    default:  // string, binary, date, timestamp: a JSON string in the canonical text form
+      if (form != ValueForm::kJsonString) return wrong("a JSON string");
+      return AppendCanonical(f, text, /*quoted=*/true, out);
+  }
+}
+
+}  // namespace
+
+std::string_view CoercionKindName(CoercionKind kind) {
+  for (const KindName& k : kKinds) {
+    if (k.kind == kind) return k.name;
+  }
+  return "unknown";
+}
+
+Result<CoercionKind> ParseCoercionKind(std::string_view name) {
+  std::string known;
+  for (const KindName& k : kKinds) {
+    if (k.name == name) return k.kind;
+    known += (known.empty() ? "" : ", ") + std::string(k.name);
+  }
+  return Status::InvalidArgument("unknown coercion kind '" + std::string(name) +
+                                 "'; known: " + known);
+}
+
+Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument(
+        "schema policy: " + what +
+        R"(; expected {"mode":"strict","coercions":[{"sourceColumn":"c","targetColumn":"c","kind":"intToFloat"}]})");
+  };
+  if (!j.is_object()) return bad("not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "mode" && key != "coercions") return bad("unknown field '" + key + "'");
+  }
+  if (!j.contains("mode") || j["mode"] != "strict")
+    return bad("\"mode\" must be \"strict\" (the only mode)");
+  SchemaPolicy policy;
+  if (!j.contains("coercions")) return policy;
+  if (!j["coercions"].is_array()) return bad("\"coercions\" must be an array");
+  for (const json& c : j["coercions"]) {
+    if (!c.is_object() || !c.contains("sourceColumn") || !c.contains("targetColumn") ||
+        !c.contains("kind") || !c["sourceColumn"].is_string() || !c["targetColumn"].is_string() ||
+        !c["kind"].is_string() || c.size() != 3) {
+      return bad("each coercion needs exactly the strings sourceColumn, targetColumn and kind");
+    }
+    ASSIGN_OR_RETURN(CoercionKind kind, ParseCoercionKind(c["kind"].get<std::string>()));
+    policy.coercions.push_back(
+        {c["sourceColumn"].get<std::string>(), c["targetColumn"].get<std::string>(), kind});
+  }
+  return policy;
+}
+
+std::string SchemaPolicy::ToJson() const {
+  json list = json::array();
+  for (const Coercion& c : coercions) {
+    list.push_back({{"sourceColumn", c.source_column},
+                    {"targetColumn", c.target_column},
+                    {"kind", CoercionKindName(c.kind)}});
+  }
+  return json{{"mode", "strict"}, {"coercions", list}}.dump();
+}
+
+Status SchemaPolicy::AddFlag(std::string_view flag) {
+  const size_t colon = flag.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return Status::InvalidArgument(
+        "--coerce takes COLUMN:KIND (e.g. occurred_at:iso8601ToTimestamp)");
+  }
+  ASSIGN_OR_RETURN(CoercionKind kind, ParseCoercionKind(flag.substr(colon + 1)));
+  const std::string column(flag.substr(0, colon));
+  coercions.push_back({column, column, kind});
+  return Status::OK();
+}
+
+Status SchemaPolicy::CheckAgainst(const Schema& table) const {
+  for (size_t i = 0; i < coercions.size(); ++i) {
+    const Coercion& c = coercions[i];
+    if (c.source_column != c.target_column) {
+      return Status::InvalidArgument("coercion of '" + c.source_column + "' into '" +
+                                     c.target_column +
+                                     "': source and target must name the same column (the strict "
+                                     "policy maps columns by name)");
+    }
+    const int at = table.IndexOf(c.target_column);
+    if (at < 0) {
+      return Status::InvalidArgument("coercion for column '" + c.target_column +
+                                     "', which is not in the table");
+    }
+    const Field& f = table.fields[at];
+    if (!Fits(c.kind, f.type.id)) {
+      for (const KindName& k : kKinds) {
+        if (k.kind == c.kind) {
+          return Status::InvalidArgument(std::string(k.name) + " applies to " +
+                                         std::string(k.applies_to) + " columns; '" + f.name +
+                                         "' is " + f.type.ToString());
+        }
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (coercions[j].target_column == c.target_column) {
+        return Status::InvalidArgument("column '" + c.target_column +
+                                       "' has two coercions; declare one");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+const Coercion* SchemaPolicy::For(std::string_view column) const {
+  for (const Coercion& c : coercions) {
+    if (c.target_column == column) return &c;
+  }
+  return nullptr;
+}
+
+Status AppendValue(const Field& field, const Coercion* coercion, std::string_view text,
+                   ValueForm form, Column* out) {
+  const bool missing =
+      form == ValueForm::kJsonNull || (form == ValueForm::kCsvField && text.empty());
+  if (missing) return AppendCanonical(field, "", /*quoted=*/false, out);  // null or an error
+  if (coercion != nullptr) return AppendCoerced(field, coercion->kind, text, form, out);
+  if (form == ValueForm::kCsvField || form == ValueForm::kCsvQuotedField) {
+    return AppendCanonical(field, text, form == ValueForm::kCsvQuotedField, out);
+  }
+  return AppendJson(field, text, form, out);
+}
+
+Result<int64_t> ParseRfc3339Timestamp(std::string_view text) {
+  constexpr char kForm[] =
+      "an RFC 3339 timestamp with an explicit offset, as 2026-11-30T05:10:00+01:00 or "
+      "2026-11-30T04:10:00.25Z";
+  if (text.size() < 19) return Expected(kForm);
+  Result<int32_t> days = ParseCanonicalDate(text.substr(0, 10));
+  if (!days.ok() || (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
+    return Expected(kForm);
+  }
+  auto two = [&](size_t at, int* out) {
+    if (at + 2 > text.size() || !IsDigit(text[at]) || !IsDigit(text[at + 1])) return false;
+    *out = (text[at] - '0') * 10 + (text[at + 1] - '0');
+    return true;
+  };
+  int h, mi, sec;
+  if (!two(11, &h) || !two(14, &mi) || !two(17, &sec) || h > 23 || mi > 59 || sec > 59) {
+    return Expected(kForm);
+  }
+  size_t at = 19;
+  int64_t micros = 0;
+  if (at < text.size() && text[at] == '.') {
+    const size_t start = ++at;
+    while (at < text.size() && IsDigit(text[at])) ++at;
+    if (at == start) return Expected(kForm);
+    for (size_t i = start; i < at; ++i) {
+      if (i - start < 6) {
+        micros = micros * 10 + (text[i] - '0');
+      } else if (text[i] != '0') {
+        return Status::InvalidArgument(
+            "iso8601ToTimestamp: sub-microsecond digits would be lost; timestamps keep "
+            "microseconds");
+      }
+    }
+    for (size_t i = at - start; i < 6; ++i) micros *= 10;
+  }
+  int64_t offset_minutes = 0;
+  if (at == text.size()) {
+    return Status::InvalidArgument(
+        "iso8601ToTimestamp: the timestamp has no UTC offset, so it is ambiguous; add Z or ±HH:MM");
+  }
+  if (text[at] == 'Z' || text[at] == 'z') {
+    ++at;
+  } else if (text[at] == '+' || text[at] == '-') {
+    int oh, om;
+    if (!two(at + 1, &oh) || at + 3 >= text.size() || text[at + 3] != ':' || !two(at + 4, &om) ||
+        oh > 23 || om > 59) {
+      return Expected(kForm);
+    }
+    offset_minutes = (oh * 60 + om) * (text[at] == '-' ? -1 : 1);
+    at += 6;
+  }
+  if (at != text.size()) return Expected(kForm);
+  const int64_t local = ((int64_t{*days} * 24 + h) * 60 + mi) * 60 + sec;
+  return (local - offset_minutes * 60) * 1'000'000 + micros;
+}
+
+}  // namespace loam::ingest

@@ -1,0 +1,73 @@
+// The strict schema policy's declared coercions, and the one function that
+// turns a source value (CSV text or a JSON value) into a typed column value.
+//
+// Without a coercion a value must be in its type's canonical form
+// (text_value.h for CSV, docs/ingest.md for JSON). A coercion widens what one
+// column accepts, exactly: a conversion that would lose information or that
+// is ambiguous always fails.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loam/batch.h"
+#include "loam/result.h"
+#include "loam/types.h"
+
+namespace loam::ingest {
+
+enum class CoercionKind {
+  kIntToFloat,              // integer -> float64, only when exactly representable
+  kIso8601ToTimestamp,      // RFC 3339 with an explicit offset -> UTC timestamp
+  kStringToInt,             // text such as " +007 " -> int32/int64
+  kStringToDecimal,         // text or JSON string -> decimal, exact
+  kEpochMillisToTimestamp,  // integer milliseconds since the epoch -> timestamp
+};
+std::string_view CoercionKindName(CoercionKind kind);
+Result<CoercionKind> ParseCoercionKind(std::string_view name);
+
+struct Coercion {
+  std::string source_column;
+  std::string target_column;
+  CoercionKind kind = CoercionKind::kIntToFloat;
+  friend bool operator==(const Coercion&, const Coercion&) = default;
+};
+
+// {"mode":"strict","coercions":[{"sourceColumn":..,"targetColumn":..,"kind":..}]}
+struct SchemaPolicy {
+  std::vector<Coercion> coercions;
+
+  static Result<SchemaPolicy> FromJson(std::string_view text);
+  std::string ToJson() const;
+  // Adds "COLUMN:KIND" (the --coerce flag).
+  Status AddFlag(std::string_view flag);
+  // Targets exist, each kind fits its column's type, one coercion per column.
+  Status CheckAgainst(const Schema& table) const;
+  // The coercion declared for `column`, or nullptr.
+  const Coercion* For(std::string_view column) const;
+};
+
+// How a value arrived. CSV fields are text (quoted or not: an empty unquoted
+// field is missing); JSON values carry their JSON kind, and kJsonRaw is the
+// JSON text of any value bound for a json column.
+enum class ValueForm {
+  kCsvField,
+  kCsvQuotedField,
+  kJsonString,
+  kJsonNumber,
+  kJsonBool,
+  kJsonNull,
+  kJsonRaw
+};
+
+// Appends the value to `out` (a column of `field`), through `coercion` when
+// not null. On error nothing is appended and the message says what was
+// expected, never repeating the value.
+Status AppendValue(const Field& field, const Coercion* coercion, std::string_view text,
+                   ValueForm form, Column* out);
+
+// Exposed for tests.
+Result<int64_t> ParseRfc3339Timestamp(std::string_view text);  // µs since the epoch, UTC
+
+}  // namespace loam::ingest

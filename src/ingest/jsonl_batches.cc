@@ -1,0 +1,242 @@
+#include "ingest/jsonl_batches.h"
+
+#include <simdjson.h>
+
+#include <cstring>
+
+#include "common/status_macros.h"
+
+namespace loam::ingest {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Deepest nesting of brackets in `json` (outside strings): {"a":[1]} is 2.
+int NestingDepth(std::string_view json) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+struct JsonlBatches::Parser {
+  od::parser parser;
+};
+
+JsonlBatches::JsonlBatches(ByteSource& input, Schema table, const SchemaPolicy& policy,
+                           std::string source, ParseLimits limits)
+    : input_(&input),
+      table_(std::move(table)),
+      source_(std::move(source)),
+      limits_(limits),
+      parser_(std::make_unique<Parser>()) {
+  for (size_t c = 0; c < table_.fields.size(); ++c) {
+    column_of_[table_.fields[c].name] = static_cast<int>(c);
+    const Coercion* k = policy.For(table_.fields[c].name);
+    coercion_of_.push_back(k ? std::optional<Coercion>(*k) : std::nullopt);
+  }
+}
+
+JsonlBatches::~JsonlBatches() = default;
+JsonlBatches::JsonlBatches(JsonlBatches&&) noexcept = default;
+
+Status JsonlBatches::Error(std::string_view where, std::string_view what) const {
+  return Status::InvalidArgument(source_ + ": line " + std::to_string(line_number_) +
+                                 (where.empty() ? "" : ", " + std::string(where)) + ": " +
+                                 std::string(what));
+}
+
+Result<bool> JsonlBatches::NextLine() {
+  const size_t max_line = limits_.max_field_bytes * 16;
+  line_size_ = 0;
+  bool any = false;
+  while (true) {
+    if (pos_ == chunk_.size()) {
+      if (eof_) return any;
+      chunk_.resize(1 << 16);
+      ASSIGN_OR_RETURN(size_t got, input_->Read(chunk_.data(), chunk_.size()));
+      chunk_.resize(got);
+      pos_ = 0;
+      if (got == 0) {
+        eof_ = true;
+        if (any) ++line_number_;
+        return any;
+      }
+    }
+    any = true;
+    const char* start = chunk_.data() + pos_;
+    const void* nl = std::memchr(start, '\n', chunk_.size() - pos_);
+    const size_t take =
+        nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : chunk_.size() - pos_;
+    if (line_size_ + take > max_line) {
+      ++line_number_;
+      return Error("",
+                   "the line is longer than " + std::to_string(max_line) +
+                       " bytes (16 x the field limit); split the record or raise the field limit");
+    }
+    if (line_.size() < line_size_ + take + simdjson::SIMDJSON_PADDING) {
+      line_.resize((line_size_ + take) * 2 + simdjson::SIMDJSON_PADDING);
+    }
+    std::memcpy(line_.data() + line_size_, start, take);
+    line_size_ += take;
+    pos_ += take;
+    if (nl) {
+      ++pos_;
+      ++line_number_;
+      if (line_size_ > 0 && line_[line_size_ - 1] == '\r') --line_size_;
+      return true;
+    }
+  }
+}
+
+Status JsonlBatches::ParseLine(RecordBatch* batch) {
+  auto fail = [&](std::string_view where, simdjson::error_code e) {
+    std::string what = simdjson::error_message(e);
+    if (e == simdjson::UTF8_ERROR)
+      what = "the line is not valid UTF-8; re-encode the file as UTF-8";
+    return Error(where, "malformed JSON (" + what + "); each line must be one JSON object");
+  };
+  od::document doc;
+  simdjson::error_code e =
+      parser_->parser.iterate(simdjson::padded_string_view(line_.data(), line_size_, line_.size()))
+          .get(doc);
+  if (e) return fail("", e);
+  od::object obj;
+  if ((e = doc.get_object().get(obj))) {
+    return e == simdjson::INCORRECT_TYPE ? Error("", "expected a JSON object per line")
+                                         : fail("", e);
+  }
+  seen_.assign(table_.fields.size(), 0);
+  size_t keys = 0;
+  for (auto field_result : obj) {
+    od::field field;
+    if ((e = std::move(field_result).get(field))) return fail("", e);
+    std::string_view key;
+    if ((e = field.unescaped_key().get(key))) return fail("", e);
+    if (++keys > limits_.max_columns) {
+      return Error("", "more than " + std::to_string(limits_.max_columns) +
+                           " keys in one object; raise the column limit");
+    }
+    const std::string where = "field '" + std::string(key) + "'";
+    auto it = column_of_.find(std::string(key));
+    if (it == column_of_.end()) {
+      return Error(where,
+                   "not a column of the table; remove it from the input or add it to the table");
+    }
+    const int c = it->second;
+    if (seen_[c]) return Error(where, "appears twice in one object; give each key once");
+    seen_[c] = 1;
+    const Field& f = table_.fields[c];
+    od::value v = field.value();
+    od::json_type type;
+    if ((e = v.type().get(type))) return fail(where, e);
+    std::string_view text;
+    ValueForm form = ValueForm::kJsonNull;
+    if (f.type.id == TypeId::kJson && type != od::json_type::null) {
+      form = ValueForm::kJsonRaw;
+      if (type == od::json_type::object) {
+        od::object o;
+        if ((e = v.get_object().get(o)) || (e = o.raw_json().get(text))) return fail(where, e);
+      } else if (type == od::json_type::array) {
+        od::array a;
+        if ((e = v.get_array().get(a)) || (e = a.raw_json().get(text))) return fail(where, e);
+      } else {
+        text = v.raw_json_token();
+      }
+      text = TrimRight(text);
+      if (NestingDepth(text) > limits_.max_json_depth) {
+        return Error(where, "nested deeper than " + std::to_string(limits_.max_json_depth) +
+                                " levels; flatten the value or raise the depth limit");
+      }
+    } else {
+      switch (type) {
+        case od::json_type::string:
+          form = ValueForm::kJsonString;
+          if ((e = v.get_string().get(text))) return fail(where, e);
+          break;
+        case od::json_type::number:
+          form = ValueForm::kJsonNumber;
+          text = TrimRight(v.raw_json_token());
+          break;
+        case od::json_type::boolean: {
+          form = ValueForm::kJsonBool;
+          bool b;
+          if ((e = v.get_bool().get(b))) return fail(where, e);
+          text = b ? "true" : "false";
+          break;
+        }
+        case od::json_type::null:
+          form = ValueForm::kJsonNull;
+          if (!v.is_null()) return fail(where, simdjson::INCORRECT_TYPE);
+          break;
+        default:
+          return Error(where,
+                       "expected a " + f.type.ToString() + " value, got a JSON object or array");
+      }
+    }
+    if (text.size() > limits_.max_field_bytes) {
+      return Error(where, "the value is longer than " + std::to_string(limits_.max_field_bytes) +
+                              " bytes; raise the field limit");
+    }
+    const std::optional<Coercion>& k = coercion_of_[c];
+    Status s = AppendValue(f, k ? &*k : nullptr, text, form, &batch->columns[c]);
+    if (!s.ok()) return Error(where + " (" + f.type.ToString() + ")", s.message());
+  }
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+    return Error("", "content follows the object; put one JSON object on each line");
+  }
+  for (size_t c = 0; c < table_.fields.size(); ++c) {
+    if (seen_[c]) continue;
+    const Field& f = table_.fields[c];
+    if (!f.nullable) {
+      return Error("field '" + f.name + "'",
+                   "missing, and the column is not nullable; give it in every object");
+    }
+    batch->columns[c].AppendNull();
+  }
+  return Status::OK();
+}
+
+Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
+  RecordBatch batch(table_);
+  while (static_cast<size_t>(batch.num_rows()) < max_rows) {
+    ASSIGN_OR_RETURN(bool more, NextLine());
+    if (!more) break;
+    if (TrimRight(std::string_view(line_.data(), line_size_)).empty()) continue;  // blank line
+    Status s = ParseLine(&batch);
+    if (!s.ok()) {
+      // A partially appended row must not survive: callers drop the batch.
+      return s;
+    }
+    ++rows_;
+  }
+  if (batch.num_rows() == 0) return std::optional<RecordBatch>();
+  return std::optional<RecordBatch>(std::move(batch));
+}
+
+}  // namespace loam::ingest

@@ -1,0 +1,51 @@
+// Typed record batches from JSON Lines (one JSON object per line, UTF-8),
+// parsed with simdjson's on-demand API under the strict schema policy: keys
+// map to declared columns by name; an unknown key fails, a missing key is
+// null (an error for a non-nullable column). Blank lines are skipped.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ingest/row_source.h"
+
+namespace loam::ingest {
+
+class JsonlBatches {
+ public:
+  JsonlBatches(ByteSource& input, Schema table, const SchemaPolicy& policy, std::string source,
+               ParseLimits limits);
+  ~JsonlBatches();
+  JsonlBatches(JsonlBatches&&) noexcept;
+
+  Result<std::optional<RecordBatch>> Next(size_t max_rows);
+  int64_t rows_read() const { return rows_; }
+
+ private:
+  struct Parser;
+  // The next line into line_ (without its end); false at the end of input.
+  Result<bool> NextLine();
+  Status ParseLine(RecordBatch* batch);
+  Status Error(std::string_view where, std::string_view what) const;
+
+  ByteSource* input_;
+  Schema table_;
+  std::vector<std::optional<Coercion>> coercion_of_;
+  std::unordered_map<std::string, int> column_of_;
+  std::string source_;
+  ParseLimits limits_;
+  std::unique_ptr<Parser> parser_;
+  std::string chunk_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+  std::string line_;  // with simdjson padding past its size
+  size_t line_size_ = 0;
+  int64_t line_number_ = 0;
+  int64_t rows_ = 0;
+  std::vector<uint8_t> seen_;  // per column, for the current line
+};
+
+}  // namespace loam::ingest

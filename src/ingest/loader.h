@@ -1,0 +1,73 @@
+// The run pipeline: every load is a run that validates its whole input
+// before it mutates anything, then commits all rows in one atomic write that
+// also records run_commit:<run_id>. The CLI and (later) the HTTP service are
+// clients of this one pipeline.
+//
+//   queued -> validating -> committing -> succeeded | failed   (partial: skipRows)
+//
+// A run is owned through a lease in its record. The same idempotency key with
+// the same request returns the existing run, or resumes it when its owner
+// died (the lease expired): recovery settles any half-done commit first, and
+// the run_commit row makes a second commit impossible.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "engine/workspace.h"
+#include "ingest/run_record.h"
+
+namespace loam::ingest {
+
+// Named failpoints of a run, in order.
+namespace failpoint {
+inline constexpr std::string_view kRunAfterValidate = "run.after_validate";
+inline constexpr std::string_view kRunBeforeCommit = "run.before_commit";
+}  // namespace failpoint
+
+struct LoaderOptions {
+  int64_t lease_micros = 30'000'000;
+  // The skipRows error policy is behind this feature flag (off by default).
+  bool skip_rows_enabled = false;
+  size_t batch_rows = 1 << 16;
+  // Opens one of the request's files; default: a local path read through a
+  // LocalObjectStore on its directory.
+  std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;
+  // Called after each parsed batch and at each state change.
+  std::function<void(const RunRecord&)> on_progress;
+  // Called at each named failpoint; non-OK stops the run there as a crash would.
+  std::function<Status(std::string_view)> failpoint;
+};
+
+// A local file as a ByteSource, read through the ObjectStore interface.
+Result<std::unique_ptr<ByteSource>> OpenLocalFile(const std::string& path);
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<Workspace> workspace, LoaderOptions options = {});
+
+  // Runs `request` to a terminal state and returns its record (a failed run is
+  // a record, not an error). Errors are for requests refused before any run
+  // exists or continues: a malformed or refused request (skipRows while its
+  // feature flag is off: PermissionDenied), an idempotency key used with a
+  // different request (FailedPrecondition, naming the run), a run held by a
+  // live process (FailedPrecondition), or I/O trouble that leaves the run
+  // resumable. `reused` is set when an existing finished run is returned.
+  Result<RunRecord> Run(const RunRequest& request, bool* reused = nullptr);
+
+  RunStore& runs() { return runs_; }
+
+ private:
+  struct Active;
+  Result<RunRecord> Execute(Active& run);
+  Status Renew(Active& run);
+  Status Save(Active& run);
+  Status Fail(std::string_view point) const;
+
+  std::shared_ptr<Workspace> ws_;
+  LoaderOptions options_;
+  RunStore runs_;
+  std::string owner_;  // this loader's lease identity
+};
+
+}  // namespace loam::ingest

@@ -1,0 +1,363 @@
+#include "ingest/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "io/memory_object_store.h"
+
+namespace loam::ingest {
+namespace {
+
+Schema Accounts() {
+  return Schema{{{"id", DataType::Int64(), false},
+                 {"name", DataType::String()},
+                 {"balance", DataType::Decimal(10, 2)}}};
+}
+
+class LoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::make_shared<MemoryObjectStore>();
+    WorkspaceOptions o;
+    o.owner = "owner";
+    o.recovery_grace_micros = 0;
+    ws_ = Workspace::Init(store_, "ws", o).value();
+    ASSERT_TRUE(ws_->CreateTable("accounts", Accounts(), {"id"}).ok());
+  }
+
+  // Input files live in a map: the opener reads them through a StringSource.
+  LoaderOptions Options() {
+    LoaderOptions o;
+    o.open_input = [this](const std::string& file) -> Result<std::unique_ptr<ByteSource>> {
+      auto it = files_.find(file);
+      if (it == files_.end()) return Status::NotFound("no input " + file);
+      return std::unique_ptr<ByteSource>(std::make_unique<StringSource>(it->second));
+    };
+    return o;
+  }
+
+  RunRequest Request(LoadMode mode, std::vector<std::string> files) {
+    RunRequest r;
+    r.table = "accounts";
+    r.mode = mode;
+    r.files = std::move(files);
+    r.principal = "owner";
+    return r;
+  }
+
+  RunRecord Load(const RunRequest& r, LoaderOptions opts) {
+    Loader loader(ws_, std::move(opts));
+    Result<RunRecord> rec = loader.Run(r);
+    EXPECT_TRUE(rec.ok()) << rec.status();
+    return rec.ok() ? *rec : RunRecord{};
+  }
+  RunRecord Load(const RunRequest& r) { return Load(r, Options()); }
+
+  // Every row as "id:name:balance", sorted by id.
+  std::string Contents() {
+    Snapshot snap = ws_->Current().value();
+    RecordBatch all = ws_->OpenTable(snap, "accounts").value().ReadAll().value();
+    std::map<int64_t, std::string> rows;
+    for (int64_t r = 0; r < all.num_rows(); ++r) {
+      std::string line =
+          all.columns[1].IsNull(r) ? "null" : std::string(all.columns[1].GetBytes(r));
+      const Int128 b = all.columns[2].GetInt128(r);
+      line += ":" + (all.columns[2].IsNull(r) ? std::string("null")
+                                              : std::to_string(static_cast<int64_t>(b.lo)));
+      rows[all.columns[0].GetInt64(r)] = line;
+    }
+    std::string out;
+    for (const auto& [id, line] : rows) out += std::to_string(id) + ":" + line + " ";
+    return out;
+  }
+  int64_t Version() { return ws_->Current().value().Find("accounts")->head.table_version; }
+
+  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<Workspace> ws_;
+  std::map<std::string, std::string> files_;
+};
+
+TEST_F(LoaderTest, AppendUpsertReplaceCountAndCommitOnce) {
+  files_["a.csv"] = "id,name,balance\n1,ann,1.00\n2,bob,2.00\n3,cy,3.00\n";
+  RunRecord a = Load(Request(LoadMode::kAppend, {"a.csv"}));
+  EXPECT_EQ(a.state, RunState::kSucceeded);
+  EXPECT_EQ(a.counters.rows_read, 3);
+  EXPECT_EQ(a.counters.inserted, 3);
+  EXPECT_FALSE(a.commit_id.empty());
+  EXPECT_EQ(Contents(), "1:ann:100 2:bob:200 3:cy:300 ");
+
+  files_["u.jsonl"] = R"({"id":2,"name":"bob","balance":2.00}
+{"id":3,"name":"cyd","balance":3.50}
+{"id":4,"name":"dee"}
+)";
+  RunRecord u = Load(Request(LoadMode::kUpsert, {"u.jsonl"}));
+  EXPECT_EQ(u.state, RunState::kSucceeded) << u.error;
+  EXPECT_EQ(u.counters.inserted, 1);
+  EXPECT_EQ(u.counters.updated, 1);
+  EXPECT_EQ(u.counters.unchanged, 1);
+  EXPECT_EQ(Contents(), "1:ann:100 2:bob:200 3:cyd:350 4:dee:null ");
+
+  // The run's commit is recorded in the journal exactly once, with its id.
+  auto row = ws_->manifest().FindJournalRow("", RunCommitId(u.id)).value();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_NE(row->metadata.find(u.commit_id), std::string::npos);
+
+  files_["r.csv"] = "id,name,balance\n9,zed,9.99\n";
+  RunRequest replace = Request(LoadMode::kReplace, {"r.csv"});
+  RunRecord r = Load(replace);
+  EXPECT_EQ(r.state, RunState::kSucceeded);
+  EXPECT_EQ(r.counters.inserted, 1);
+  EXPECT_EQ(r.counters.deleted, 4);
+  EXPECT_EQ(Contents(), "9:zed:999 ");
+  // Replace keeps the table's identity.
+  EXPECT_EQ(ws_->Current().value().Find("accounts")->def.sid, r.table_sid);
+}
+
+TEST_F(LoaderTest, OneBadRowAnywhereLeavesTheTableUnchanged) {
+  files_["a.csv"] = "id,name,balance\n1,ann,1.00\n";
+  Load(Request(LoadMode::kAppend, {"a.csv"}));
+  const std::string before = Contents();
+  const int64_t version = Version();
+  // The bad value is in the second file, after 1,000 good rows.
+  std::string good = "id,name,balance\n";
+  for (int i = 10; i < 1010; ++i) good += std::to_string(i) + ",n,1.00\n";
+  files_["good.csv"] = good;
+  files_["bad.csv"] = "id,name,balance\n5000,x,1.00\n5001,y,12345678901.00\n";
+  RunRecord f = Load(Request(LoadMode::kAppend, {"good.csv", "bad.csv"}));
+  EXPECT_EQ(f.state, RunState::kFailed);
+  EXPECT_EQ(f.error_code, "validation_failed");
+  EXPECT_NE(f.error.find("bad.csv: line 3, column 3 ('balance', decimal(10,2)): does not fit"),
+            std::string::npos)
+      << f.error;
+  EXPECT_EQ(Contents(), before);
+  EXPECT_EQ(Version(), version);
+  // The durable record names the position, never the rejected value.
+  std::string stored = store_->Get("ws/_control/runs/" + f.id + ".json").value();
+  EXPECT_EQ(stored.find("12345678901"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("line 3, column 3"), std::string::npos);
+}
+
+TEST_F(LoaderTest, DuplicateUpsertKeysNameBothRows) {
+  files_["a.csv"] = "id,name\n1,a\n2,b\n";
+  files_["b.csv"] = "id,name\n7,c\n2,d\n";
+  RunRecord f = Load(Request(LoadMode::kUpsert, {"a.csv", "b.csv"}));
+  EXPECT_EQ(f.state, RunState::kFailed);
+  EXPECT_NE(
+      f.error.find("duplicate upsert key: a.csv row 2 and b.csv row 2 have the same key (id)"),
+      std::string::npos)
+      << f.error;
+  EXPECT_EQ(Contents(), "");
+}
+
+TEST_F(LoaderTest, ValidationOnlyReportsThePlanAndWritesNothing) {
+  files_["a.csv"] = "id,name,balance\n1,ann,1.00\n2,bob,2.00\n";
+  Load(Request(LoadMode::kAppend, {"a.csv"}));
+  const int64_t version = Version();
+  files_["u.csv"] = "id,name,balance\n1,ann,1.00\n2,bob,9.00\n3,cy,\n";
+  RunRequest dry = Request(LoadMode::kUpsert, {"u.csv"});
+  dry.error_policy = ErrorPolicy::kValidationOnly;
+  RunRecord d = Load(dry);
+  EXPECT_EQ(d.state, RunState::kSucceeded);
+  EXPECT_TRUE(d.validation_only);
+  EXPECT_EQ(d.counters.inserted, 1);
+  EXPECT_EQ(d.counters.updated, 1);
+  EXPECT_EQ(d.counters.unchanged, 1);
+  EXPECT_TRUE(d.commit_id.empty());
+  EXPECT_EQ(Version(), version);
+  RunRequest dry_replace = Request(LoadMode::kReplace, {"u.csv"});
+  dry_replace.error_policy = ErrorPolicy::kValidationOnly;
+  RunRecord dr = Load(dry_replace);
+  EXPECT_EQ(dr.counters.deleted, 2);
+  EXPECT_EQ(dr.counters.inserted, 3);
+  EXPECT_EQ(Version(), version);
+}
+
+TEST_F(LoaderTest, RefusedPolicies) {
+  files_["a.csv"] = "id\n1\n";
+  RunRequest skip = Request(LoadMode::kAppend, {"a.csv"});
+  skip.error_policy = ErrorPolicy::kSkipRows;
+  Loader loader(ws_, Options());
+  Status s = loader.Run(skip).status();
+  EXPECT_TRUE(s.IsPermissionDenied()) << s;
+  EXPECT_NE(s.message().find("feature flag that is off"), std::string::npos);
+  Status q = ParseErrorPolicy("quarantine").status();
+  EXPECT_TRUE(q.IsPermissionDenied()) << q;
+  EXPECT_NE(q.message().find("never keeps rejected rows"), std::string::npos);
+  EXPECT_EQ(Contents(), "");
+}
+
+TEST_F(LoaderTest, IdempotencyKeyReturnsTheRunOrRefusesADifferentRequest) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.idempotency_key = "nightly-2026-11-30";
+  Loader loader(ws_, Options());
+  bool reused = true;
+  RunRecord first = loader.Run(r, &reused).value();
+  EXPECT_FALSE(reused);
+  RunRecord again = loader.Run(r, &reused).value();
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(again.id, first.id);
+  EXPECT_EQ(Contents(), "1:a:null ");  // once
+  RunRequest other = r;
+  other.mode = LoadMode::kUpsert;
+  Status s = loader.Run(other).status();
+  EXPECT_TRUE(s.IsFailedPrecondition()) << s;
+  EXPECT_NE(s.message().find("already belongs to run " + first.id), std::string::npos) << s;
+}
+
+TEST_F(LoaderTest, ARunHeldByALiveProcessIsAConflict) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.idempotency_key = "k";
+  LoaderOptions crashing = Options();
+  crashing.failpoint = [](std::string_view p) {
+    return p == failpoint::kRunBeforeCommit ? Status::Unavailable("crash") : Status::OK();
+  };
+  Loader a(ws_, crashing);
+  EXPECT_TRUE(a.Run(r).status().IsUnavailable());
+  Loader b(ws_, Options());
+  Status held = b.Run(r).status();
+  EXPECT_TRUE(held.IsFailedPrecondition()) << held;
+  EXPECT_NE(held.message().find("in progress in another process"), std::string::npos) << held;
+  EXPECT_EQ(Contents(), "");
+}
+
+// A crash at each point of a run and of its write, then the same request
+// again: the table holds the rows exactly once.
+TEST_F(LoaderTest, ResumedAfterACrashAnywhereCommitsExactlyOnce) {
+  const std::vector<std::string> points = {
+      std::string(failpoint::kRunAfterValidate), std::string(failpoint::kRunBeforeCommit),
+      std::string(loam::failpoint::kAfterSidecar), std::string(loam::failpoint::kAfterTableCommit),
+      std::string(loam::failpoint::kAfterPublish)};
+  int64_t id = 0;
+  std::string expected;
+  for (const std::string& point : points) {
+    SCOPED_TRACE(point);
+    id += 2;
+    files_[point] = "id,name\n" + std::to_string(id - 1) + ",x\n" + std::to_string(id) + ",y\n";
+    expected += std::to_string(id - 1) + ":x:null " + std::to_string(id) + ":y:null ";
+    RunRequest r = Request(LoadMode::kAppend, {point});
+    r.idempotency_key = "key-" + point;
+    WorkspaceOptions wo;
+    wo.recovery_grace_micros = 0;
+    wo.failpoint = [&](std::string_view p) {
+      return p == point ? Status::Unavailable("crash") : Status::OK();
+    };
+    auto crashing_ws = Workspace::Open(store_, "ws", wo).value();
+    LoaderOptions lo = Options();
+    lo.lease_micros = 0;  // the crashed owner's lease is over at once
+    lo.failpoint = wo.failpoint;
+    Loader crashing(crashing_ws, lo);
+    EXPECT_FALSE(crashing.Run(r).ok());
+    RunRecord resumed = Load(r);
+    EXPECT_EQ(resumed.state, RunState::kSucceeded) << resumed.error;
+    EXPECT_FALSE(resumed.commit_id.empty());
+    EXPECT_EQ(Contents(), expected);
+    // Once more: the finished run is returned, nothing is written.
+    EXPECT_EQ(Load(r).id, resumed.id);
+    EXPECT_EQ(Contents(), expected);
+  }
+  EXPECT_TRUE(ws_->VerifyHeads("").value().ok());
+}
+
+TEST_F(LoaderTest, CommitResolvesTheTableById) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  LoaderOptions o = Options();
+  bool renamed = false;
+  o.failpoint = [&](std::string_view p) {
+    if (p == failpoint::kRunBeforeCommit && !renamed) {
+      renamed = true;
+      return ws_->RenameTable("accounts", "customers").status();
+    }
+    return Status::OK();
+  };
+  RunRecord r = Load(Request(LoadMode::kAppend, {"a.csv"}), o);
+  EXPECT_EQ(r.state, RunState::kSucceeded) << r.error;
+  EXPECT_EQ(ws_->Current().value().Find("customers")->head.row_count, 1);
+
+  // A drop between validation and commit is a clean failure.
+  RunRequest again = Request(LoadMode::kAppend, {"a.csv"});
+  again.table = "customers";
+  LoaderOptions d = Options();
+  d.failpoint = [&](std::string_view p) {
+    return p == failpoint::kRunBeforeCommit ? ws_->DropTable("customers").status() : Status::OK();
+  };
+  RunRecord dropped = Load(again, d);
+  EXPECT_EQ(dropped.state, RunState::kFailed);
+  EXPECT_EQ(dropped.error_code, "not_found");
+}
+
+TEST_F(LoaderTest, SchemaChangeBetweenValidationAndCommitIsASchemaConflict) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  LoaderOptions o = Options();
+  o.failpoint = [&](std::string_view p) {
+    if (p != failpoint::kRunBeforeCommit) return Status::OK();
+    WriteRequest add;
+    add.table = "accounts";
+    add.mode = WriteMode::kAddColumn;
+    add.new_column = Field{"note", DataType::String()};
+    return ws_->Write(add).status();
+  };
+  const int64_t version_before = Version();
+  RunRecord r = Load(Request(LoadMode::kAppend, {"a.csv"}), o);
+  EXPECT_EQ(r.state, RunState::kFailed);
+  EXPECT_EQ(r.error_code, "schema_conflict") << r.error;
+  EXPECT_EQ(Version(), version_before + 1);  // only the schema change
+  EXPECT_EQ(Contents(), "");
+}
+
+TEST_F(LoaderTest, GrantsAreChecked) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.principal = "mallory";
+  RunRecord denied = Load(r);
+  EXPECT_EQ(denied.state, RunState::kFailed);
+  EXPECT_EQ(denied.error_code, "permission_denied");
+  EXPECT_NE(denied.error.find("'mallory' needs the writer grant"), std::string::npos)
+      << denied.error;
+  ASSERT_TRUE(ws_->SetGrant("accounts", "mallory", Role::kWriter).ok());
+  EXPECT_EQ(Load(r).state, RunState::kSucceeded);
+  // Replace needs admin.
+  RunRequest rep = r;
+  rep.mode = LoadMode::kReplace;
+  RunRecord no_admin = Load(rep);
+  EXPECT_EQ(no_admin.error_code, "permission_denied");
+  EXPECT_NE(no_admin.error.find("needs the admin grant"), std::string::npos);
+  EXPECT_EQ(Contents(), "1:a:null ");
+  ASSERT_TRUE(ws_->SetGrant("accounts", "mallory", Role::kAdmin).ok());
+  EXPECT_EQ(Load(rep).state, RunState::kSucceeded);
+}
+
+TEST_F(LoaderTest, RunLimits) {
+  files_["a.csv"] = "id\n1\n2\n3\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.max_rows = 2;
+  RunRecord f = Load(r);
+  EXPECT_EQ(f.error_code, "limit_exceeded");
+  EXPECT_NE(f.error.find("more than 2 rows (the rows-per-run limit)"), std::string::npos)
+      << f.error;
+  RunRequest slow = Request(LoadMode::kAppend, {"a.csv"});
+  slow.time_budget_ms = -1;  // already over budget at the first batch
+  RunRecord t = Load(slow);
+  EXPECT_EQ(t.error_code, "limit_exceeded");
+  EXPECT_NE(t.error.find("longer than the time budget"), std::string::npos) << t.error;
+  EXPECT_EQ(Contents(), "");
+}
+
+TEST_F(LoaderTest, RecordsRoundTripAndList) {
+  files_["a.csv"] = "id\n1\n";
+  RunRecord a = Load(Request(LoadMode::kAppend, {"a.csv"}));
+  RunRecord b = Load(Request(LoadMode::kAppend, {"missing.csv"}));
+  EXPECT_EQ(b.state, RunState::kFailed);
+  EXPECT_EQ(b.error_code, "not_found");
+  RunStore runs(store_, "ws");
+  std::vector<RunRecord> all = runs.List().value();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, b.id);  // newest first
+  EXPECT_EQ(all[1].ToJson(), a.ToJson());
+  EXPECT_EQ(RunRequest::FromJson(a.request).value().ToJson(), a.request);
+}
+
+}  // namespace
+}  // namespace loam::ingest

@@ -1,0 +1,49 @@
+// Typed rows from one input file, whatever its format and compression.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ingest/coercion.h"
+#include "ingest/input_source.h"
+#include "loam/batch.h"
+
+namespace loam::ingest {
+
+enum class InputFormat { kCsv, kJsonLines };
+Result<InputFormat> ParseInputFormat(std::string_view name);  // "csv", "jsonl"
+std::string_view InputFormatName(InputFormat f);
+// By file name: *.jsonl, *.ndjson (optionally .gz / .zst) are JSON Lines, else CSV.
+InputFormat GuessInputFormat(std::string_view file_name);
+
+// Per-file parse limits; each error names the file, line and column.
+struct ParseLimits {
+  size_t max_columns = 1024;         // fields per CSV record / keys per JSON object
+  size_t max_field_bytes = 1 << 20;  // one value, after unquoting / unescaping
+  int max_json_depth = 64;           // nesting of a value bound for a json column
+  char csv_delimiter = ',';
+  DecodeLimits decode;
+};
+
+class RowSource {
+ public:
+  virtual ~RowSource() = default;
+  // Up to `max_rows` more rows; nullopt at the end. The first bad value ends
+  // the read with an error naming the file, line and column.
+  virtual Result<std::optional<RecordBatch>> Next(size_t max_rows) = 0;
+  virtual int64_t rows_read() const = 0;
+  // Decoded bytes consumed so far, and compressed bytes read from the file.
+  virtual uint64_t bytes_read() const = 0;
+  virtual uint64_t raw_bytes_read() const = 0;
+};
+
+// Opens `raw` (detecting gzip / zstd) as `format`, mapped onto `table` under
+// the strict schema policy with `policy`'s coercions. `name` names the input
+// in messages.
+Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw,
+                                                 InputFormat format, const Schema& table,
+                                                 const SchemaPolicy& policy, std::string name,
+                                                 const ParseLimits& limits = {});
+
+}  // namespace loam::ingest

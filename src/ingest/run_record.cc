@@ -1,0 +1,264 @@
+#include "ingest/run_record.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+#include "common/status_macros.h"
+
+namespace loam::ingest {
+namespace {
+
+using json = nlohmann::json;
+
+template <typename E>
+struct Named {
+  E value;
+  std::string_view name;
+};
+constexpr Named<LoadMode> kModes[] = {
+    {LoadMode::kAppend, "append"}, {LoadMode::kUpsert, "upsert"}, {LoadMode::kReplace, "replace"}};
+constexpr Named<ErrorPolicy> kPolicies[] = {{ErrorPolicy::kFailRun, "failRun"},
+                                            {ErrorPolicy::kValidationOnly, "validationOnly"},
+                                            {ErrorPolicy::kSkipRows, "skipRows"}};
+constexpr Named<RunState> kStates[] = {
+    {RunState::kQueued, "queued"},         {RunState::kValidating, "validating"},
+    {RunState::kCommitting, "committing"}, {RunState::kSucceeded, "succeeded"},
+    {RunState::kFailed, "failed"},         {RunState::kPartial, "partial"}};
+
+template <typename E, size_t N>
+std::string_view NameOf(const Named<E> (&table)[N], E v) {
+  for (const auto& n : table) {
+    if (n.value == v) return n.name;
+  }
+  return "unknown";
+}
+
+template <typename E, size_t N>
+Result<E> Parse(const Named<E> (&table)[N], std::string_view s, std::string_view what) {
+  std::string known;
+  for (const auto& n : table) {
+    if (n.name == s) return n.value;
+    known += (known.empty() ? "" : ", ") + std::string(n.name);
+  }
+  return Status::InvalidArgument("unknown " + std::string(what) + " '" + std::string(s) +
+                                 "'; use one of " + known);
+}
+
+Result<json> ParseObject(std::string_view text, std::string_view what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::DataLoss("malformed " + std::string(what));
+  return j;
+}
+
+}  // namespace
+
+std::string_view LoadModeName(LoadMode m) { return NameOf(kModes, m); }
+Result<LoadMode> ParseLoadMode(std::string_view s) { return Parse(kModes, s, "mode"); }
+std::string_view ErrorPolicyName(ErrorPolicy p) { return NameOf(kPolicies, p); }
+Result<ErrorPolicy> ParseErrorPolicy(std::string_view s) {
+  if (s == "quarantine") {
+    return Status::PermissionDenied(
+        "the quarantine error policy is refused: Loam never keeps rejected rows; use failRun or "
+        "validationOnly");
+  }
+  return Parse(kPolicies, s, "error policy");
+}
+std::string_view RunStateName(RunState s) { return NameOf(kStates, s); }
+bool IsTerminal(RunState s) {
+  return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kPartial;
+}
+
+std::string RunRequest::ToJson() const {
+  json j = {{"table", table},
+            {"branch", branch},
+            {"mode", LoadModeName(mode)},
+            {"keys", keys},
+            {"format", format ? json(InputFormatName(*format)) : json(nullptr)},
+            {"files", files},
+            {"schemaPolicy", json::parse(policy.ToJson())},
+            {"errorPolicy", ErrorPolicyName(error_policy)},
+            {"idempotencyKey", idempotency_key},
+            {"principal", principal},
+            {"limits",
+             {{"maxColumns", limits.max_columns},
+              {"maxFieldBytes", limits.max_field_bytes},
+              {"maxJsonDepth", limits.max_json_depth},
+              {"csvDelimiter", std::string(1, limits.csv_delimiter)},
+              {"maxDecodedBytes", limits.decode.max_decoded_bytes},
+              {"maxExpansionRatio", limits.decode.max_expansion_ratio},
+              {"maxRows", max_rows},
+              {"timeBudgetMs", time_budget_ms},
+              {"maxRejectedRows", max_rejected_rows}}}};
+  return j.dump();  // keys sorted: equal requests, equal text
+}
+
+Result<RunRequest> RunRequest::FromJson(std::string_view text) {
+  ASSIGN_OR_RETURN(json j, ParseObject(text, "run request"));
+  RunRequest r;
+  try {
+    r.table = j.at("table");
+    r.branch = j.at("branch");
+    ASSIGN_OR_RETURN(r.mode, ParseLoadMode(j.at("mode").get<std::string>()));
+    r.keys = j.at("keys").get<std::vector<std::string>>();
+    if (!j.at("format").is_null()) {
+      ASSIGN_OR_RETURN(r.format, ParseInputFormat(j.at("format").get<std::string>()));
+    }
+    r.files = j.at("files").get<std::vector<std::string>>();
+    ASSIGN_OR_RETURN(r.policy, SchemaPolicy::FromJson(j.at("schemaPolicy").dump()));
+    ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(j.at("errorPolicy").get<std::string>()));
+    r.idempotency_key = j.at("idempotencyKey");
+    r.principal = j.at("principal");
+    const json& l = j.at("limits");
+    r.limits.max_columns = l.at("maxColumns");
+    r.limits.max_field_bytes = l.at("maxFieldBytes");
+    r.limits.max_json_depth = l.at("maxJsonDepth");
+    r.limits.csv_delimiter = l.at("csvDelimiter").get<std::string>().at(0);
+    r.limits.decode.max_decoded_bytes = l.at("maxDecodedBytes");
+    r.limits.decode.max_expansion_ratio = l.at("maxExpansionRatio");
+    r.max_rows = l.at("maxRows");
+    r.time_budget_ms = l.at("timeBudgetMs");
+    r.max_rejected_rows = l.at("maxRejectedRows");
+  } catch (const json::exception& e) {
+    return Status::DataLoss(std::string("malformed run request: ") + e.what());
+  }
+  return r;
+}
+
+std::string RunRecord::ToJson() const {
+  json errs = json::array();
+  for (const RunError& e : errors) errs.push_back({{"file", e.file}, {"reason", e.reason}});
+  json j = {{"format", 1},
+            {"id", id},
+            {"request", json::parse(request)},
+            {"state", RunStateName(state)},
+            {"table", table},
+            {"tableId", table_sid},
+            {"counters",
+             {{"rowsRead", counters.rows_read},
+              {"inserted", counters.inserted},
+              {"updated", counters.updated},
+              {"unchanged", counters.unchanged},
+              {"deleted", counters.deleted},
+              {"rejected", counters.rejected},
+              {"bytesRead", counters.bytes_read}}},
+            {"errors", errs},
+            {"errorCode", error_code},
+            {"error", error},
+            {"validationOnly", validation_only},
+            {"timings",
+             {{"createdMicros", created_micros},
+              {"startedMicros", started_micros},
+              {"validatedMicros", validated_micros},
+              {"finishedMicros", finished_micros}}},
+            {"commit",
+             {{"manifestVersion", manifest_version},
+              {"commitId", commit_id},
+              {"tableVersion", table_version}}},
+            {"lease", {{"owner", lease_owner}, {"expiresMicros", lease_expires_micros}}}};
+  return j.dump();
+}
+
+Result<RunRecord> RunRecord::FromJson(std::string_view text) {
+  ASSIGN_OR_RETURN(json j, ParseObject(text, "run record"));
+  RunRecord r;
+  try {
+    if (j.at("format") != 1) return Status::DataLoss("unknown run record format");
+    r.id = j.at("id");
+    r.request = j.at("request").dump();
+    std::string state = j.at("state");
+    bool known = false;
+    for (const auto& s : kStates) {
+      if (s.name == state) {
+        r.state = s.value;
+        known = true;
+      }
+    }
+    if (!known) return Status::DataLoss("run record with unknown state '" + state + "'");
+    r.table = j.at("table");
+    r.table_sid = j.at("tableId");
+    const json& c = j.at("counters");
+    r.counters = {c.at("rowsRead"), c.at("inserted"), c.at("updated"),  c.at("unchanged"),
+                  c.at("deleted"),  c.at("rejected"), c.at("bytesRead")};
+    for (const json& e : j.at("errors")) r.errors.push_back({e.at("file"), e.at("reason")});
+    r.error_code = j.at("errorCode");
+    r.error = j.at("error");
+    r.validation_only = j.at("validationOnly");
+    const json& t = j.at("timings");
+    r.created_micros = t.at("createdMicros");
+    r.started_micros = t.at("startedMicros");
+    r.validated_micros = t.at("validatedMicros");
+    r.finished_micros = t.at("finishedMicros");
+    const json& k = j.at("commit");
+    r.manifest_version = k.at("manifestVersion");
+    r.commit_id = k.at("commitId");
+    r.table_version = k.at("tableVersion");
+    r.lease_owner = j.at("lease").at("owner");
+    r.lease_expires_micros = j.at("lease").at("expiresMicros");
+  } catch (const json::exception& e) {
+    return Status::DataLoss(std::string("malformed run record: ") + e.what());
+  }
+  return r;
+}
+
+std::string RunStore::RunKey(const std::string& run_id) const {
+  return (root_.empty() ? "" : root_ + "/") + "_control/runs/" + run_id + ".json";
+}
+
+std::string RunStore::KeyKey(const std::string& key) const {
+  return (root_.empty() ? "" : root_ + "/") + "_control/idempotency/" + Hash128Hex(key) + ".json";
+}
+
+Status RunStore::Create(const RunRecord& record, std::string* etag) {
+  ASSIGN_OR_RETURN(ObjectMeta meta, store_->PutIfAbsent(RunKey(record.id), record.ToJson()));
+  *etag = meta.etag;
+  return Status::OK();
+}
+
+Result<RunRecord> RunStore::Get(const std::string& run_id, std::string* etag) const {
+  ObjectMeta meta;
+  Result<std::string> text = store_->Get(RunKey(run_id), &meta);
+  if (text.status().IsNotFound()) return Status::NotFound("no run '" + run_id + "'");
+  RETURN_NOT_OK(text.status());
+  if (etag) *etag = meta.etag;
+  return RunRecord::FromJson(*text);
+}
+
+Status RunStore::Update(const RunRecord& record, std::string* etag) {
+  ASSIGN_OR_RETURN(ObjectMeta meta, store_->PutIfMatch(RunKey(record.id), record.ToJson(), *etag));
+  *etag = meta.etag;
+  return Status::OK();
+}
+
+Result<std::vector<RunRecord>> RunStore::List() const {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects,
+                   store_->ListAll((root_.empty() ? "" : root_ + "/") + "_control/runs/"));
+  std::vector<RunRecord> out;
+  for (const ObjectInfo& o : objects) {
+    Result<std::string> text = store_->Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(RunRecord r, RunRecord::FromJson(*text));
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RunRecord& a, const RunRecord& b) { return a.id > b.id; });
+  return out;
+}
+
+Result<std::optional<std::string>> RunStore::FindKey(const std::string& key) const {
+  Result<std::string> text = store_->Get(KeyKey(key));
+  if (text.status().IsNotFound()) return std::optional<std::string>();
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(json j, ParseObject(*text, "idempotency entry"));
+  if (!j.contains("key") || j["key"] != key || !j.contains("run") || !j["run"].is_string()) {
+    return Status::DataLoss("idempotency entry for a different key (hash collision?)");
+  }
+  return std::optional<std::string>(j["run"].get<std::string>());
+}
+
+Status RunStore::BindKey(const std::string& key, const std::string& run_id) {
+  return store_->PutIfAbsent(KeyKey(key), json{{"key", key}, {"run", run_id}}.dump()).status();
+}
+
+}  // namespace loam::ingest

@@ -1,0 +1,123 @@
+// Runs: the request, its durable record and where records live.
+//
+// Records are JSON objects under "<workspace>/_control/runs/<run_id>.json",
+// updated only by compare-and-swap on their etag, so two processes never both
+// believe they own a run. An idempotency key maps to its run through
+// "<workspace>/_control/idempotency/<hash of key>.json", created once.
+// Records hold positions and reasons of rejected rows, never their values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ingest/row_source.h"
+#include "loam/object_store.h"
+
+namespace loam::ingest {
+
+enum class LoadMode { kAppend, kUpsert, kReplace };
+enum class ErrorPolicy { kFailRun, kValidationOnly, kSkipRows };
+enum class RunState { kQueued, kValidating, kCommitting, kSucceeded, kFailed, kPartial };
+
+std::string_view LoadModeName(LoadMode m);
+Result<LoadMode> ParseLoadMode(std::string_view s);
+std::string_view ErrorPolicyName(ErrorPolicy p);
+Result<ErrorPolicy> ParseErrorPolicy(std::string_view s);  // "quarantine" is refused here
+std::string_view RunStateName(RunState s);
+bool IsTerminal(RunState s);
+
+struct RunRequest {
+  std::string table;
+  std::string branch;  // "" = main
+  LoadMode mode = LoadMode::kAppend;
+  std::vector<std::string> keys;      // upsert; empty = the table's declared keys
+  std::optional<InputFormat> format;  // nullopt = by file name
+  std::vector<std::string> files;     // as the opener understands them (absolute paths)
+  SchemaPolicy policy;
+  ErrorPolicy error_policy = ErrorPolicy::kFailRun;
+  std::string idempotency_key;
+  std::string principal;
+  ParseLimits limits;
+  int64_t max_rows = 100'000'000;      // per run
+  int64_t time_budget_ms = 3'600'000;  // parsing and validation
+  int64_t max_rejected_rows = 1000;    // skipRows only
+
+  // The exact serialisation kept in the record; equal requests give equal text.
+  std::string ToJson() const;
+  static Result<RunRequest> FromJson(std::string_view text);
+};
+
+struct RunCounters {
+  int64_t rows_read = 0;
+  int64_t inserted = 0;
+  int64_t updated = 0;
+  int64_t unchanged = 0;
+  int64_t deleted = 0;
+  int64_t rejected = 0;
+  uint64_t bytes_read = 0;  // decoded input bytes
+};
+
+// Where and why a row was rejected. `reason` carries the file, line and
+// column and never the value.
+struct RunError {
+  std::string file;
+  std::string reason;
+};
+
+struct RunRecord {
+  std::string id;       // ULID
+  std::string request;  // RunRequest::ToJson(), exactly
+  RunState state = RunState::kQueued;
+  std::string table;
+  int64_t table_sid = 0;  // resolved at validation
+  RunCounters counters;
+  std::vector<RunError> errors;  // the first few
+  std::string error_code;        // failed runs: validation_failed, schema_conflict, conflict, ...
+  std::string error;             // failed runs: the message
+  bool validation_only = false;
+  // Timings, µs since the epoch (0 = not reached).
+  int64_t created_micros = 0;
+  int64_t started_micros = 0;
+  int64_t validated_micros = 0;
+  int64_t finished_micros = 0;
+  // Commit identity (succeeded runs that changed the table).
+  uint64_t manifest_version = 0;
+  std::string commit_id;
+  int64_t table_version = 0;
+  // The process working on the run, until the lease expires.
+  std::string lease_owner;
+  int64_t lease_expires_micros = 0;
+
+  std::string ToJson() const;
+  static Result<RunRecord> FromJson(std::string_view text);
+};
+
+// The records of one workspace.
+class RunStore {
+ public:
+  RunStore(std::shared_ptr<ObjectStore> store, std::string workspace_root)
+      : store_(std::move(store)), root_(std::move(workspace_root)) {}
+
+  Status Create(const RunRecord& record, std::string* etag);
+  Result<RunRecord> Get(const std::string& run_id, std::string* etag = nullptr) const;
+  // Replaces the record if it still has `etag` (Aborted otherwise); updates `etag`.
+  Status Update(const RunRecord& record, std::string* etag);
+  // Newest first.
+  Result<std::vector<RunRecord>> List() const;
+
+  // The run an idempotency key names, if any.
+  Result<std::optional<std::string>> FindKey(const std::string& key) const;
+  // Binds `key` to `run_id` once; AlreadyExists when bound (to anyone).
+  Status BindKey(const std::string& key, const std::string& run_id);
+
+ private:
+  std::string RunKey(const std::string& run_id) const;
+  std::string KeyKey(const std::string& key) const;
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string root_;
+};
+
+}  // namespace loam::ingest
