@@ -10,6 +10,11 @@ uint64_t Hash64(std::string_view data, uint64_t seed) {
   return XXH3_64bits_withSeed(data.data(), data.size(), seed);
 }
 
+Hash128Value Hash128(std::string_view data) {
+  XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
+  return {h.low64, h.high64};
+}
+
 std::string Hash128Hex(std::string_view data) {
   XXH128_hash_t h = XXH3_128bits(data.data(), data.size());
   char buf[33];

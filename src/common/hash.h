@@ -10,6 +10,18 @@ namespace loam {
 
 uint64_t Hash64(std::string_view data, uint64_t seed = 0);
 
+// 128-bit hash (xxh3-128): identity of values in memory-lean sets, where a
+// collision is far less likely than a hardware fault.
+struct Hash128Value {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  friend bool operator==(const Hash128Value&, const Hash128Value&) = default;
+};
+Hash128Value Hash128(std::string_view data);
+struct Hash128ValueHasher {
+  size_t operator()(const Hash128Value& h) const { return static_cast<size_t>(h.lo); }
+};
+
 // 128-bit hash as 32 lowercase hex digits.
 std::string Hash128Hex(std::string_view data);
 

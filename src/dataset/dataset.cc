@@ -23,8 +23,8 @@ Dataset Dataset::WithState(DatasetVersion v) const {
                  options_);
 }
 
-Result<Dataset> Dataset::Create(std::shared_ptr<ObjectStore> store, std::string root,
-                                Schema schema, DatasetOptions options) {
+Result<Dataset> Dataset::Create(std::shared_ptr<ObjectStore> store, std::string root, Schema schema,
+                                DatasetOptions options) {
   RETURN_NOT_OK(schema.Validate());
   while (!root.empty() && root.back() == '/') root.pop_back();
   DatasetVersion v;
@@ -108,11 +108,13 @@ Result<VersionHeader> Dataset::LoadHeader(const std::string& branch, uint64_t ve
   ASSIGN_OR_RETURN(std::string key, VersionKey(branch, version));
   Result<std::string> prefix = store_->GetRange(key, 0, kHeaderReadBytes);
   if (prefix.status().IsNotFound()) {
-    return Status::NotFound("version " + std::to_string(version) + " does not exist (or was cleaned up)");
+    return Status::NotFound("version " + std::to_string(version) +
+                            " does not exist (or was cleaned up)");
   }
   RETURN_NOT_OK(prefix.status());
   ASSIGN_OR_RETURN(VersionHeader h, DecodeVersionHeader(*prefix, "version file '" + key + "'"));
-  if (h.version != version) return Status::DataLoss("'" + key + "' holds version " + std::to_string(h.version));
+  if (h.version != version)
+    return Status::DataLoss("'" + key + "' holds version " + std::to_string(h.version));
   return h;
 }
 
@@ -162,7 +164,8 @@ Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t 
   }
   RETURN_NOT_OK(bytes.status());
   ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(*bytes, "version file '" + key + "'"));
-  if (v.version != version) return Status::DataLoss("'" + key + "' holds version " + std::to_string(v.version));
+  if (v.version != version)
+    return Status::DataLoss("'" + key + "' holds version " + std::to_string(v.version));
   return v;
 }
 
@@ -226,7 +229,8 @@ Result<RecordBatch> Dataset::ReadAll(const ScanSpec& spec) const {
 Result<Dataset::ScanShape> Dataset::ShapeOf(const DatasetVersion& v, const ScanSpec& spec) {
   ScanShape shape;
   if (spec.columns.empty()) {
-    for (size_t i = 0; i < v.schema.fields.size(); ++i) shape.projected.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < v.schema.fields.size(); ++i)
+      shape.projected.push_back(static_cast<int>(i));
   }
   for (size_t i = 0; i < spec.columns.size(); ++i) {
     const std::string& c = spec.columns[i];
@@ -287,10 +291,15 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
         }
         break;
       case CompareOp::kLt:
-      case CompareOp::kLe: ranges.push_back({std::nullopt, EncodeIndexKey(t, indexed->values[0])}); break;
+      case CompareOp::kLe:
+        ranges.push_back({std::nullopt, EncodeIndexKey(t, indexed->values[0])});
+        break;
       case CompareOp::kGt:
-      case CompareOp::kGe: ranges.push_back({EncodeIndexKey(t, indexed->values[0]), std::nullopt}); break;
-      case CompareOp::kIsNull: break;
+      case CompareOp::kGe:
+        ranges.push_back({EncodeIndexKey(t, indexed->values[0]), std::nullopt});
+        break;
+      case CompareOp::kIsNull:
+        break;
     }
     for (const auto& [lo, hi] : ranges) {
       ASSIGN_OR_RETURN(std::vector<uint64_t> addrs,
@@ -319,6 +328,20 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
     }
   }
   return out;
+}
+
+Status Dataset::ScanEach(const ScanSpec& spec,
+                         const std::function<Status(const RecordBatch&)>& each) const {
+  const DatasetVersion& v = *state_;
+  ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
+  for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
+  for (const Fragment& frag : v.fragments) {
+    std::vector<RecordBatch> out;
+    int64_t produced = 0;
+    RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
+    for (const RecordBatch& b : out) RETURN_NOT_OK(each(b));
+  }
+  return Status::OK();
 }
 
 Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
@@ -420,11 +443,13 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     };
     for (int i : projected) {
       const int pi = part.schema.IndexOf(v.schema.fields[i].name);
-      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size()) : select(pi));
+      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size())
+                                     : select(pi));
     }
     if (spec.with_row_address) {
       Column addr(DataType::Int64());
-      for (int64_t r : keep) addr.AppendInt64(static_cast<int64_t>(frag.id << 32) | offsets.GetInt64(r));
+      for (int64_t r : keep)
+        addr.AppendInt64(static_cast<int64_t>(frag.id << 32) | offsets.GetInt64(r));
       batch.columns.push_back(std::move(addr));
     }
     *produced += static_cast<int64_t>(keep.size());

@@ -36,10 +36,10 @@ struct DatasetOptions {
 
 // Which snapshot to open. At most one of version / as_of / tag.
 struct OpenSpec {
-  std::string branch;                    // "" = main
-  std::optional<uint64_t> version;       // exact version
-  std::optional<int64_t> as_of_micros;   // newest version committed at or before
-  std::string tag;                       // a tag (names its own branch)
+  std::string branch;                   // "" = main
+  std::optional<uint64_t> version;      // exact version
+  std::optional<int64_t> as_of_micros;  // newest version committed at or before
+  std::string tag;                      // a tag (names its own branch)
 };
 
 struct CommitOptions {
@@ -71,7 +71,7 @@ struct ScanSpec {
   std::vector<Predicate> where;      // ANDed
   bool with_row_address = false;     // adds int64 "_rowaddr" = fragment id << 32 | row offset
   std::optional<int64_t> limit;
-  bool use_index = true;             // an index on a predicate column narrows covered fragments
+  bool use_index = true;  // an index on a predicate column narrows covered fragments
   ScanStats* stats = nullptr;
 };
 
@@ -119,8 +119,8 @@ class Dataset {
   static constexpr const char* kRowAddressColumn = "_rowaddr";
 
   // Creates version 1 (empty) at `root`; AlreadyExists when a dataset is there.
-  static Result<Dataset> Create(std::shared_ptr<ObjectStore> store, std::string root,
-                                Schema schema, DatasetOptions options = {});
+  static Result<Dataset> Create(std::shared_ptr<ObjectStore> store, std::string root, Schema schema,
+                                DatasetOptions options = {});
   static Result<Dataset> Open(std::shared_ptr<ObjectStore> store, std::string root,
                               const OpenSpec& spec = {}, DatasetOptions options = {});
 
@@ -132,13 +132,18 @@ class Dataset {
 
   Result<std::vector<RecordBatch>> Scan(const ScanSpec& spec) const;
   Result<RecordBatch> ReadAll(const ScanSpec& spec = {}) const;
+  // Streams the rows one fragment at a time, so memory holds one fragment's
+  // batches; `spec.where` applies per fragment (no index is used).
+  Status ScanEach(const ScanSpec& spec,
+                  const std::function<Status(const RecordBatch&)>& each) const;
   // The latest snapshot of this snapshot's branch.
   Result<Dataset> Latest() const;
   Result<Dataset> CheckoutVersion(uint64_t version) const;
   Result<std::vector<VersionSummary>> ListVersions() const;
 
   // --- writes -------------------------------------------------------------
-  Result<Dataset> Append(const std::vector<RecordBatch>& batches, const CommitOptions& opts = {}) const;
+  Result<Dataset> Append(const std::vector<RecordBatch>& batches,
+                         const CommitOptions& opts = {}) const;
   // Deletes rows matching every predicate. No match: returns the latest
   // snapshot without committing.
   Result<Dataset> Delete(const std::vector<Predicate>& where, const CommitOptions& opts = {}) const;
@@ -156,6 +161,16 @@ class Dataset {
   Result<Dataset> Overwrite(const std::vector<RecordBatch>& batches,
                             std::optional<Schema> new_schema = std::nullopt,
                             const CommitOptions& opts = {}) const;
+  // The same three writes with rows already written as fragment files by
+  // WriteFragment (no version references them yet), so a caller can stream
+  // rows to storage and commit them at once. The fragments must hold rows of
+  // this dataset's schema.
+  Result<Dataset> AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts = {}) const;
+  Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
+                                    std::vector<Fragment> staged, MergeStats* stats = nullptr,
+                                    const CommitOptions& opts = {}) const;
+  Result<Dataset> OverwriteStaged(std::vector<Fragment> staged,
+                                  const CommitOptions& opts = {}) const;
   // Makes an older version's content the new latest version.
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
   // Adds a nullable column; existing rows read as null.
@@ -201,6 +216,9 @@ class Dataset {
   // --- low-level commits (the manifest layer builds its own transactions) ----
   // Writes `batch` as one new fragment file that no version references yet.
   Result<Fragment> WriteFragment(const RecordBatch& batch) const;
+  // Deletes the files of fragments written by WriteFragment that no version
+  // references and none will (an abandoned load). Never for committed ones.
+  Status DeleteStaged(const std::vector<Fragment>& staged) const;
   // Commits the next version on top of this snapshot, which must be the
   // branch's latest: `removed` fragments leave, `added` ones join (ids
   // assigned here), `app_section` is stored. Aborted when another writer
@@ -211,8 +229,7 @@ class Dataset {
   // one LIST and one range request, plus the branch ref when the branch has
   // no versions of its own.
   static Result<VersionHeader> ReadLatestHeader(std::shared_ptr<ObjectStore> store,
-                                                const std::string& root,
-                                                const std::string& branch);
+                                                const std::string& root, const std::string& branch);
   // The header of `version` of `branch` (one range request, plus the branch ref).
   static Result<VersionHeader> ReadHeader(std::shared_ptr<ObjectStore> store,
                                           const std::string& root, const std::string& branch,
@@ -252,6 +269,11 @@ class Dataset {
   Result<std::optional<DatasetVersion>> Apply(const DatasetVersion& base,
                                               const Transaction& txn) const;
 
+  // Merge-insert planning (operations.cc): from the source's key columns
+  // (`keys` order), the deletions of matched rows and the inserted keys.
+  Status PlanMerge(const DatasetVersion& base, const std::vector<std::string>& keys,
+                   const std::vector<RecordBatch>& source_keys, Transaction* t,
+                   MergeStats* stats) const;
   // Data writing helpers (operations.cc).
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
                                                const std::vector<RecordBatch>& batches) const;

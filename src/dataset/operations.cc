@@ -94,8 +94,14 @@ class RangeStream final : public BatchStream {
 
 Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch) const {
   ASSIGN_OR_RETURN(std::vector<Fragment> frags, WriteFragments(state_->schema, {batch}));
-  if (frags.size() != 1) return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
+  if (frags.size() != 1)
+    return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
   return std::move(frags[0]);
+}
+
+Status Dataset::DeleteStaged(const std::vector<Fragment>& staged) const {
+  for (const Fragment& f : staged) RETURN_NOT_OK(store_->Delete(Key(f.data_path)));
+  return Status::OK();
 }
 
 Result<std::vector<Fragment>> Dataset::WriteFragments(
@@ -172,7 +178,8 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
         for (int64_t a : row_addresses) {
           const Fragment* f = base.FindFragment(static_cast<uint64_t>(a) >> 32);
-          if (a < 0 || f == nullptr || (static_cast<uint64_t>(a) & 0xffffffffu) >= f->physical_rows) {
+          if (a < 0 || f == nullptr ||
+              (static_cast<uint64_t>(a) & 0xffffffffu) >= f->physical_rows) {
             return Status::InvalidArgument("row address " + std::to_string(a) +
                                            " is not in version " + std::to_string(base.version));
           }
@@ -184,7 +191,8 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
         for (FragmentDeletion& fd : GroupByFragment({row_addresses.begin(), row_addresses.end()})) {
           const Fragment* f = base.FindFragment(fd.fragment_id);
           if (!f->deletion_path.empty()) {
-            ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletionFile(*store_, Key(f->deletion_path)));
+            ASSIGN_OR_RETURN(DeletionVector existing,
+                             ReadDeletionFile(*store_, Key(f->deletion_path)));
             fd.rows = fd.rows.Minus(existing);
           }
           if (!fd.rows.empty()) t.deleted.push_back(std::move(fd));
@@ -195,74 +203,146 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
       opts);
 }
 
+Status Dataset::PlanMerge(const DatasetVersion& base, const std::vector<std::string>& keys,
+                          const std::vector<RecordBatch>& source_keys, Transaction* t,
+                          MergeStats* stats) const {
+  // Keys of the source: no nulls, no duplicates.
+  std::unordered_set<std::string> source_set;
+  std::vector<std::string> row_keys;
+  for (const RecordBatch& b : source_keys) {
+    std::vector<const Column*> cols;
+    for (const Column& c : b.columns) cols.push_back(&c);
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      for (size_t k = 0; k < cols.size(); ++k) {
+        if (cols[k]->IsNull(r)) {
+          return Status::InvalidArgument("key column '" + keys[k] + "' is null in a source row");
+        }
+      }
+      std::string key = EncodeRowKey(cols, r);
+      if (!source_set.insert(key).second) {
+        std::vector<int> all(keys.size());
+        for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+        return Status::InvalidArgument("duplicate key in merge-insert source: " +
+                                       DescribeKey(keys, b, all, r));
+      }
+      row_keys.push_back(std::move(key));
+    }
+  }
+  // Live rows of the dataset whose key appears in the source.
+  ScanSpec spec;
+  spec.columns = keys;
+  spec.with_row_address = true;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> existing, ScanVersion(base, spec));
+  // Every live row with a source key is replaced (duplicates left by
+  // blind appends collapse into the one source row).
+  std::vector<uint64_t> replaced;
+  std::unordered_map<std::string, bool> matched;
+  for (const RecordBatch& b : existing) {
+    std::vector<const Column*> cols;
+    for (size_t k = 0; k < keys.size(); ++k) cols.push_back(&b.columns[k]);
+    const Column& addr = b.columns.back();
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      std::string key = EncodeRowKey(cols, r);
+      if (!source_set.count(key)) continue;
+      matched[std::move(key)] = true;
+      replaced.push_back(static_cast<uint64_t>(addr.GetInt64(r)));
+    }
+  }
+  t->op = OpType::kMergeInsert;
+  for (const std::string& k : row_keys) {
+    if (!matched.count(k)) t->inserted_keys.push_back(k);
+  }
+  t->deleted = GroupByFragment(replaced);
+  if (stats) {
+    stats->updated = static_cast<int64_t>(matched.size());
+    stats->inserted = static_cast<int64_t>(t->inserted_keys.size());
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status CheckMergeKeys(const Schema& schema, const std::vector<std::string>& keys) {
+  if (keys.empty()) return Status::InvalidArgument("merge-insert needs at least one key column");
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (schema.IndexOf(keys[i]) < 0) {
+      return Status::InvalidArgument("key column '" + keys[i] + "' is not in the dataset");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (keys[j] == keys[i])
+        return Status::InvalidArgument("key column '" + keys[i] + "' is named twice");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
                                      const std::vector<RecordBatch>& source, MergeStats* stats,
                                      const CommitOptions& opts) const {
-  if (keys.empty()) return Status::InvalidArgument("merge-insert needs at least one key column");
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
         RETURN_NOT_OK(CheckBatchesMatch(base.schema, source));
-        std::vector<int> key_idx;
-        for (const std::string& k : keys) {
-          const int i = base.schema.IndexOf(k);
-          if (i < 0) return Status::InvalidArgument("key column '" + k + "' is not in the dataset");
-          if (std::find(key_idx.begin(), key_idx.end(), i) != key_idx.end()) {
-            return Status::InvalidArgument("key column '" + k + "' is named twice");
-          }
-          key_idx.push_back(i);
-        }
-        // Keys of the source: no nulls, no duplicates.
-        std::unordered_set<std::string> source_keys;
-        std::vector<std::string> row_keys;
+        RETURN_NOT_OK(CheckMergeKeys(base.schema, keys));
+        std::vector<RecordBatch> source_keys;
+        int64_t rows = 0;
         for (const RecordBatch& b : source) {
-          std::vector<const Column*> cols;
-          for (int i : key_idx) cols.push_back(&b.columns[i]);
-          for (int64_t r = 0; r < b.num_rows(); ++r) {
-            for (size_t k = 0; k < cols.size(); ++k) {
-              if (cols[k]->IsNull(r)) {
-                return Status::InvalidArgument("key column '" + keys[k] + "' is null in a source row");
-              }
-            }
-            std::string key = EncodeRowKey(cols, r);
-            if (!source_keys.insert(key).second) {
-              return Status::InvalidArgument("duplicate key in merge-insert source: " +
-                                             DescribeKey(keys, b, key_idx, r));
-            }
-            row_keys.push_back(std::move(key));
-          }
+          ASSIGN_OR_RETURN(RecordBatch k, b.Project(keys));
+          source_keys.push_back(std::move(k));
+          rows += b.num_rows();
         }
-        if (row_keys.empty()) return std::optional<Transaction>();
-        // Live rows of the dataset whose key appears in the source.
+        if (rows == 0) return std::optional<Transaction>();
+        Transaction t;
+        RETURN_NOT_OK(PlanMerge(base, keys, source_keys, &t, stats));
+        ASSIGN_OR_RETURN(t.added, WriteFragments(base.schema, source));
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged,
+                                      const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion&) -> Result<std::optional<Transaction>> {
+        if (staged.empty()) return std::optional<Transaction>();
+        Transaction t;
+        t.op = OpType::kAppend;
+        t.added = staged;
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::MergeInsertStaged(const std::vector<std::string>& keys,
+                                           std::vector<Fragment> staged, MergeStats* stats,
+                                           const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        RETURN_NOT_OK(CheckMergeKeys(base.schema, keys));
+        if (staged.empty()) return std::optional<Transaction>();
+        // The staged rows' keys, read back from their files.
+        DatasetVersion source = base;
+        source.fragments = staged;
+        for (size_t i = 0; i < source.fragments.size(); ++i) source.fragments[i].id = i;
         ScanSpec spec;
         spec.columns = keys;
-        spec.with_row_address = true;
-        ASSIGN_OR_RETURN(std::vector<RecordBatch> existing, ScanVersion(base, spec));
-        // Every live row with a source key is replaced (duplicates left by
-        // blind appends collapse into the one source row).
-        std::vector<uint64_t> replaced;
-        std::unordered_map<std::string, bool> matched;
-        for (const RecordBatch& b : existing) {
-          std::vector<const Column*> cols;
-          for (size_t k = 0; k < keys.size(); ++k) cols.push_back(&b.columns[k]);
-          const Column& addr = b.columns.back();
-          for (int64_t r = 0; r < b.num_rows(); ++r) {
-            std::string key = EncodeRowKey(cols, r);
-            if (!source_keys.count(key)) continue;
-            matched[std::move(key)] = true;
-            replaced.push_back(static_cast<uint64_t>(addr.GetInt64(r)));
-          }
-        }
+        ASSIGN_OR_RETURN(std::vector<RecordBatch> source_keys, ScanVersion(source, spec));
         Transaction t;
-        t.op = OpType::kMergeInsert;
-        for (const std::string& k : row_keys) {
-          if (!matched.count(k)) t.inserted_keys.push_back(k);
-        }
-        t.deleted = GroupByFragment(replaced);
-        ASSIGN_OR_RETURN(t.added, WriteFragments(base.schema, source));
-        if (stats) {
-          stats->updated = static_cast<int64_t>(matched.size());
-          stats->inserted = static_cast<int64_t>(t.inserted_keys.size());
-        }
+        RETURN_NOT_OK(PlanMerge(base, keys, source_keys, &t, stats));
+        t.added = staged;
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<Dataset> Dataset::OverwriteStaged(std::vector<Fragment> staged,
+                                         const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion&) -> Result<std::optional<Transaction>> {
+        Transaction t;
+        t.op = OpType::kOverwrite;
+        t.added = staged;
         return std::optional<Transaction>(std::move(t));
       },
       opts);

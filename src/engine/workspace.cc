@@ -468,7 +468,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     opts.trust_snapshot = true;  // just opened at its latest version
     switch (req.mode) {
       case WriteMode::kAppend:
-        return base.Append(req.rows, opts);
+        return req.staged_rows ? base.AppendStaged(req.staged, opts) : base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
         const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
         if (keys.empty()) {
@@ -476,10 +476,12 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
               "upsert into '" + req.table +
               "' needs key columns: declare them on the table or pass keys");
         }
-        return base.MergeInsert(keys, req.rows, &result.merge, opts);
+        return req.staged_rows ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts)
+                               : base.MergeInsert(keys, req.rows, &result.merge, opts);
       }
       case WriteMode::kReplace:
-        return base.Overwrite(req.rows, std::nullopt, opts);
+        return req.staged_rows ? base.OverwriteStaged(req.staged, opts)
+                               : base.Overwrite(req.rows, std::nullopt, opts);
       case WriteMode::kDelete:
         return base.Delete(req.where, opts);
       case WriteMode::kCompact:

@@ -57,7 +57,11 @@ struct WriteRequest {
   // upsert and delete; admin for replace and add column. The owner passes.
   std::string principal;
   WriteMode mode = WriteMode::kAppend;
-  std::vector<RecordBatch> rows;                   // append / upsert / replace
+  std::vector<RecordBatch> rows;  // append / upsert / replace
+  // Instead of `rows`: fragments already written with Dataset::WriteFragment
+  // on the table (OpenTable), so a load can stream rows to storage first.
+  bool staged_rows = false;
+  std::vector<Fragment> staged;
   std::vector<std::string> keys;                   // upsert keys; empty = the table's declared keys
   std::vector<Predicate> where;                    // delete
   std::optional<Field> new_column;                 // add column (nullable)

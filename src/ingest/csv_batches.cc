@@ -52,6 +52,11 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
 
 Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
   RecordBatch batch(table_);
+  // Sized like the previous batch: one allocation per column, no regrowth.
+  for (size_t c = 0; c < batch.columns.size(); ++c) {
+    batch.columns[c].Reserve(static_cast<int64_t>(max_rows),
+                             c < var_bytes_.size() ? var_bytes_[c] : 0);
+  }
   CsvRecord rec;
   while (static_cast<size_t>(batch.num_rows()) < max_rows) {
     Result<bool> more = reader_->Next(&rec);
@@ -78,6 +83,10 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
     ++rows_;
   }
   if (batch.num_rows() == 0) return std::optional<RecordBatch>();
+  var_bytes_.resize(batch.columns.size());
+  for (size_t c = 0; c < batch.columns.size(); ++c) {
+    var_bytes_[c] = static_cast<int64_t>(batch.columns[c].data().size() * 9 / 8);
+  }
   return std::optional<RecordBatch>(std::move(batch));
 }
 

@@ -40,6 +40,7 @@ class CsvBatches {
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
   std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;
+  std::vector<int64_t> var_bytes_;  // per column: bytes to reserve in the next batch
 };
 
 }  // namespace loam::ingest

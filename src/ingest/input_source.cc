@@ -28,8 +28,18 @@ Result<size_t> ObjectByteSource::Read(char* dst, size_t n) {
     buffer_.clear();
     pos_ = 0;
     if (offset_ >= size_) return size_t{0};
-    ASSIGN_OR_RETURN(buffer_,
-                     store_->GetRange(key_, offset_, std::min(chunk_size_, size_ - offset_)));
+    // Into the same buffer every time: no fresh pages per chunk.
+    struct Into final : ByteSink {
+      std::string* out;
+      Status Append(std::string_view data) override {
+        out->append(data);
+        return Status::OK();
+      }
+    } sink;
+    sink.out = &buffer_;
+    RETURN_NOT_OK(
+        store_->Read(key_, ByteRange{offset_, std::min(chunk_size_, size_ - offset_)}, sink)
+            .status());
     if (buffer_.empty()) {
       return Status::DataLoss("'" + key_ + "' ended at byte " + std::to_string(offset_) +
                               " although it had " + std::to_string(size_) +

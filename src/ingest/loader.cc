@@ -3,12 +3,11 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <unordered_map>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
-#include "format/page.h"
 #include "ingest/input_source.h"
+#include "ingest/stager.h"
 
 namespace loam::ingest {
 namespace {
@@ -62,23 +61,29 @@ bool EndsRun(const Status& s) {
          s.IsFailedPrecondition() || s.code() == StatusCode::kResourceExhausted;
 }
 
-std::vector<const Column*> ColumnsOf(const RecordBatch& b, const std::vector<int>& idx) {
-  std::vector<const Column*> out;
-  for (int i : idx) out.push_back(&b.columns[i]);
-  return out;
+// The request fits the table: the principal may do it, keys exist, and the
+// coercions fit the columns.
+Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& snap,
+                    const TableState& t) {
+  if (!req.principal.empty()) {
+    RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
+  }
+  const Schema& schema = t.def.schema;
+  const std::vector<std::string>& keys = req.keys.empty() ? t.def.keys : req.keys;
+  if (req.mode == LoadMode::kUpsert) {
+    if (keys.empty()) {
+      return Status::InvalidArgument("upsert into '" + t.def.name +
+                                     "' needs key columns: the table declares none, so pass --key");
+    }
+    for (const std::string& k : keys) {
+      if (schema.IndexOf(k) < 0) {
+        return Status::InvalidArgument("key column '" + k + "' is not in table '" + t.def.name +
+                                       "'");
+      }
+    }
+  }
+  return req.policy.CheckAgainst(schema);
 }
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// Rows of every file, validated, plus where each upsert key was first seen.
-struct Validated {
-  std::vector<RecordBatch> batches;
-  std::unordered_map<std::string, std::string> key_at;  // upsert: key -> "file row N"
-};
 
 }  // namespace
 
@@ -99,7 +104,6 @@ struct Loader::Active {
   RunRecord record;
   std::string etag;
   bool resumed = false;
-  int64_t deadline_micros = 0;
 };
 
 Loader::Loader(std::shared_ptr<Workspace> workspace, LoaderOptions options)
@@ -249,150 +253,33 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     rec.table_sid = t->def.sid;
     rec.table = t->def.name;
-    if (!req.principal.empty()) {
-      Status allowed = ws_->Authorize(snap, *t, req.principal, ToWriteMode(req.mode));
-      if (!allowed.ok()) return fail_with(allowed, "");
-    }
-    const Schema& schema = t->def.schema;
-    const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
-    std::vector<int> key_idx;
-    if (req.mode == LoadMode::kUpsert) {
-      if (keys.empty()) {
-        return fail_with(
-            Status::InvalidArgument("upsert into '" + t->def.name +
-                                    "' needs key columns: the table declares none, so pass --key"),
-            "");
-      }
-      for (const std::string& k : keys) {
-        const int i = schema.IndexOf(k);
-        if (i < 0) {
-          return fail_with(Status::InvalidArgument("key column '" + k + "' is not in table '" +
-                                                   t->def.name + "'"),
-                           "");
-        }
-        key_idx.push_back(i);
-      }
-    }
-    Status policy_ok = req.policy.CheckAgainst(schema);
-    if (!policy_ok.ok()) return fail_with(policy_ok, "");
+    Status ready = CheckRequest(*ws_, req, snap, *t);
+    if (!ready.ok()) return fail_with(ready, "");
+    ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t->def.name));
 
-    Validated v;
-    rec.counters = {};
-    run.deadline_micros = NowMicros() + req.time_budget_ms * 1000;
     int64_t next_renew = NowMicros() + options_.lease_micros / 3;
-    for (const std::string& file : req.files) {
-      const std::string name = std::filesystem::path(file).filename().string();
-      Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
-      if (!raw.ok()) return fail_with(raw.status(), name);
-      const InputFormat format = req.format.value_or(GuessInputFormat(file));
-      Result<std::unique_ptr<RowSource>> rows =
-          OpenRowSource(std::move(*raw), format, schema, req.policy, name, req.limits);
-      if (!rows.ok()) return fail_with(rows.status(), name);
-      uint64_t file_bytes_before = rec.counters.bytes_read;
-      while (true) {
-        Result<std::optional<RecordBatch>> batch = (*rows)->Next(options_.batch_rows);
-        if (!batch.ok()) return fail_with(batch.status(), name);
-        rec.counters.bytes_read = file_bytes_before + (*rows)->bytes_read();
-        if (!*batch) break;
-        rec.counters.rows_read += (*batch)->num_rows();
-        if (rec.counters.rows_read > req.max_rows) {
-          return fail_with(Status::ResourceExhausted(
-                               name + ": the run has more than " + std::to_string(req.max_rows) +
-                               " rows (the rows-per-run limit); split the input into several runs "
-                               "or raise --max-rows"),
-                           name);
-        }
-        if (NowMicros() > run.deadline_micros) {
-          return fail_with(
-              Status::ResourceExhausted(name + ": parsing took longer than the time budget of " +
-                                        std::to_string(req.time_budget_ms) + " ms (at row " +
-                                        std::to_string(rec.counters.rows_read) +
-                                        " of the run); split the input or raise --time-budget"),
-              name);
-        }
-        if (!key_idx.empty()) {
-          const RecordBatch& b = **batch;
-          const std::vector<const Column*> cols = ColumnsOf(b, key_idx);
-          const int64_t file_first = (*rows)->rows_read() - b.num_rows();
-          for (int64_t r = 0; r < b.num_rows(); ++r) {
-            std::string where = name + " row " + std::to_string(file_first + r + 1);
-            auto [it, fresh] = v.key_at.emplace(EncodeRowKey(cols, r), where);
-            if (!fresh) {
-              return fail_with(
-                  Status::InvalidArgument("duplicate upsert key: " + it->second + " and " + where +
-                                          " have the same key (" + JoinNames(keys) +
-                                          "); keep one row per key in a run"),
-                  name);
-            }
-          }
-        }
-        v.batches.push_back(std::move(**batch));
-        if (options_.on_progress) options_.on_progress(rec);
-        if (NowMicros() > next_renew) {
-          RETURN_NOT_OK(Renew(run));
-          next_renew = NowMicros() + options_.lease_micros / 3;
-        }
-      }
-    }
+    StagerOptions so;
+    so.batch_rows = options_.batch_rows;
+    so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
+    so.open_input = options_.open_input;
+    so.on_batch = [&](const RunCounters& counters) -> Status {
+      rec.counters = counters;
+      if (options_.on_progress) options_.on_progress(rec);
+      if (NowMicros() < next_renew) return Status::OK();
+      next_renew = NowMicros() + options_.lease_micros / 3;
+      return Renew(run);
+    };
+    std::string failed_file;
+    Result<StagedInput> staged = StageInput(req, *t, data, so, &failed_file);
+    if (!staged.ok()) return fail_with(staged.status(), failed_file);
+    rec.counters = staged->counters;
     rec.validated_micros = NowMicros();
-
-    // --- plan: what the run does to the table as it is now ---
-    const int64_t base_version = t->head.table_version;
-    const int64_t existing_rows = t->head.row_count.value_or(0);
-    rec.counters.inserted = rec.counters.updated = rec.counters.unchanged = rec.counters.deleted =
-        0;
-    std::vector<RecordBatch> to_write;
-    if (req.mode == LoadMode::kUpsert) {
-      // Existing rows with a key of the input: one row of the same content =
-      // unchanged (several rows with the key collapse into one: an update).
-      std::unordered_map<std::string, std::pair<std::string, int>> current;  // key -> content, rows
-      ASSIGN_OR_RETURN(Dataset table, ws_->OpenTable(snap, t->def.name));
-      ASSIGN_OR_RETURN(std::vector<RecordBatch> existing, table.Scan({}));
-      std::vector<int> all(schema.fields.size());
-      for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-      for (const RecordBatch& b : existing) {
-        std::vector<int> kx, ax;
-        for (const std::string& k : keys) kx.push_back(b.schema.IndexOf(k));
-        for (const Field& f : schema.fields) ax.push_back(b.schema.IndexOf(f.name));
-        const auto kc = ColumnsOf(b, kx), ac = ColumnsOf(b, ax);
-        for (int64_t r = 0; r < b.num_rows(); ++r) {
-          std::string k = EncodeRowKey(kc, r);
-          if (!v.key_at.count(k)) continue;
-          auto& [content, count] = current[std::move(k)];
-          content = EncodeRowKey(ac, r);
-          ++count;
-        }
-      }
-      for (const RecordBatch& b : v.batches) {
-        const auto kc = ColumnsOf(b, key_idx), ac = ColumnsOf(b, all);
-        std::vector<int64_t> keep;
-        for (int64_t r = 0; r < b.num_rows(); ++r) {
-          auto it = current.find(EncodeRowKey(kc, r));
-          if (it == current.end()) {
-            rec.counters.inserted++;
-            keep.push_back(r);
-          } else if (it->second.second == 1 && it->second.first == EncodeRowKey(ac, r)) {
-            rec.counters.unchanged++;
-          } else {
-            rec.counters.updated++;
-            keep.push_back(r);
-          }
-        }
-        if (keep.size() == static_cast<size_t>(b.num_rows())) {
-          to_write.push_back(b);
-        } else if (!keep.empty()) {
-          RecordBatch kept(b.schema);
-          for (size_t c = 0; c < b.columns.size(); ++c)
-            kept.columns[c].AppendRows(b.columns[c], keep);
-          to_write.push_back(std::move(kept));
-        }
-      }
-    } else {
-      rec.counters.inserted = rec.counters.rows_read;
-      if (req.mode == LoadMode::kReplace) rec.counters.deleted = existing_rows;
-      to_write = std::move(v.batches);
+    auto discard = [&] { static_cast<void>(data.DeleteStaged(staged->staged)); };
+    Status after_validate = Fail(failpoint::kRunAfterValidate);
+    if (!after_validate.ok()) {
+      discard();
+      return after_validate;
     }
-    RETURN_NOT_OK(Fail(failpoint::kRunAfterValidate));
     if (req.error_policy == ErrorPolicy::kValidationOnly) {
       rec.validation_only = true;
       return finish(RunState::kSucceeded);
@@ -400,20 +287,26 @@ Result<RunRecord> Loader::Execute(Active& run) {
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
     rec.state = RunState::kCommitting;
-    RETURN_NOT_OK(Renew(run));
-    RETURN_NOT_OK(Fail(failpoint::kRunBeforeCommit));
-    if (req.mode == LoadMode::kUpsert && to_write.empty()) {
-      rec.table_version = base_version;
-      return finish(RunState::kSucceeded);  // every row unchanged: nothing to commit
+    Status committing = Renew(run);
+    if (committing.ok()) committing = Fail(failpoint::kRunBeforeCommit);
+    if (!committing.ok()) {
+      discard();
+      return committing;
+    }
+    if (staged->staged.empty() && req.mode != LoadMode::kReplace) {
+      rec.table_version = t->head.table_version;
+      return finish(RunState::kSucceeded);  // nothing to write (empty input, or all unchanged)
     }
     WriteRequest w;
     w.table = t->def.name;
     w.table_sid = t->def.sid;
     w.branch = req.branch;
     w.mode = ToWriteMode(req.mode);
-    w.rows = std::move(to_write);
-    w.keys = keys;
-    if (req.mode != LoadMode::kAppend) w.expected_version = base_version;  // the plan's base
+    w.staged_rows = true;
+    w.staged = staged->staged;
+    w.keys = req.keys;
+    // Upsert counters were planned against this version: commit only on it.
+    if (req.mode == LoadMode::kUpsert) w.expected_version = t->head.table_version;
     w.expected_schema_version = t->def.schema_version;
     w.run_id = rec.id;
     w.principal = req.principal;
@@ -427,12 +320,15 @@ Result<RunRecord> Loader::Execute(Active& run) {
     const Status& s = written.status();
     if (s.IsAlreadyExists()) {
       // Committed by an earlier attempt of this run whose answer was lost.
+      discard();
       rec.state = RunState::kCommitting;
       run.resumed = true;
       return Execute(run);
     }
-    if (ErrorCode(s) == "conflict" && attempt < 4 && !StartsWith(s.message(), "schema_conflict")) {
-      rec.state = RunState::kValidating;  // the table moved: plan again against it
+    if (!EndsRun(s)) return s;  // outcome unknown: resume decides (the staged files may be in use)
+    discard();
+    if (ErrorCode(s) == "conflict" && attempt < 4) {
+      rec.state = RunState::kValidating;  // the table moved: validate and plan against it again
       RETURN_NOT_OK(Renew(run));
       continue;
     }

@@ -71,6 +71,17 @@ class LoaderTest : public ::testing::Test {
     for (const auto& [id, line] : rows) out += std::to_string(id) + ":" + line + " ";
     return out;
   }
+  // Every object of the workspace but run records and idempotency entries.
+  std::vector<std::string> Objects() {
+    std::vector<std::string> out;
+    for (const ObjectInfo& o : store_->ListAll("ws/").value()) {
+      if (o.key.find("_control/runs/") == std::string::npos &&
+          o.key.find("_control/idempotency/") == std::string::npos) {
+        out.push_back(o.key);
+      }
+    }
+    return out;
+  }
   int64_t Version() { return ws_->Current().value().Find("accounts")->head.table_version; }
 
   std::shared_ptr<MemoryObjectStore> store_;
@@ -119,12 +130,16 @@ TEST_F(LoaderTest, OneBadRowAnywhereLeavesTheTableUnchanged) {
   Load(Request(LoadMode::kAppend, {"a.csv"}));
   const std::string before = Contents();
   const int64_t version = Version();
-  // The bad value is in the second file, after 1,000 good rows.
+  const std::vector<std::string> objects = Objects();
+  // The bad value is in the second file, after 1,000 good rows (staged as
+  // fragments of 100 rows before the bad one is met).
   std::string good = "id,name,balance\n";
   for (int i = 10; i < 1010; ++i) good += std::to_string(i) + ",n,1.00\n";
   files_["good.csv"] = good;
   files_["bad.csv"] = "id,name,balance\n5000,x,1.00\n5001,y,12345678901.00\n";
-  RunRecord f = Load(Request(LoadMode::kAppend, {"good.csv", "bad.csv"}));
+  LoaderOptions small = Options();
+  small.batch_rows = 100;
+  RunRecord f = Load(Request(LoadMode::kAppend, {"good.csv", "bad.csv"}), small);
   EXPECT_EQ(f.state, RunState::kFailed);
   EXPECT_EQ(f.error_code, "validation_failed");
   EXPECT_NE(f.error.find("bad.csv: line 3, column 3 ('balance', decimal(10,2)): does not fit"),
@@ -132,6 +147,7 @@ TEST_F(LoaderTest, OneBadRowAnywhereLeavesTheTableUnchanged) {
       << f.error;
   EXPECT_EQ(Contents(), before);
   EXPECT_EQ(Version(), version);
+  EXPECT_EQ(Objects(), objects);  // staged fragments were deleted again
   // The durable record names the position, never the rejected value.
   std::string stored = store_->Get("ws/_control/runs/" + f.id + ".json").value();
   EXPECT_EQ(stored.find("12345678901"), std::string::npos) << stored;

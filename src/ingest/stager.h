@@ -1,0 +1,42 @@
+// The validation half of a run, streamed: every input file is parsed,
+// typed and checked (limits, duplicate upsert keys), upsert rows are
+// classified against the table (insert / update / unchanged), and the rows
+// to write are staged as fragment files by a second thread while the first
+// parses on. Nothing becomes visible: the run's commit references the staged
+// fragments in one atomic write, and a failed run deletes them. Memory holds
+// a few batches, plus for upserts 48 bytes per key (the table's and the
+// run's), never the input.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dataset/dataset.h"
+#include "engine/workspace.h"
+#include "ingest/run_record.h"
+
+namespace loam::ingest {
+
+struct StagerOptions {
+  size_t batch_rows = 1 << 16;
+  bool stage = true;  // false: validate and classify only (validationOnly)
+  std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;
+  // After each batch, with the counters so far; non-OK stops the run (a lost lease).
+  std::function<Status(const RunCounters&)> on_batch;
+};
+
+struct StagedInput {
+  RunCounters counters;  // rows and bytes read; inserted / updated / unchanged / deleted planned
+  std::vector<Fragment> staged;
+};
+
+// Streams `request`'s files into staged fragments of `data` (the table at
+// `table`'s head). On failure the error names the file, line and column, the
+// file's name is put in *failed_file, and staged files are deleted.
+Result<StagedInput> StageInput(const RunRequest& request, const TableState& table,
+                               const Dataset& data, const StagerOptions& options,
+                               std::string* failed_file);
+
+}  // namespace loam::ingest
