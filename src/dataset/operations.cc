@@ -5,6 +5,8 @@
 #include <unordered_set>
 
 #include "common/coding.h"
+#include "common/flat_hash_map.h"
+#include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "dataset/dataset.h"
@@ -206,9 +208,10 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
 Status Dataset::PlanMerge(const DatasetVersion& base, const std::vector<std::string>& keys,
                           const std::vector<RecordBatch>& source_keys, Transaction* t,
                           MergeStats* stats) const {
-  // Keys of the source: no nulls, no duplicates.
-  std::unordered_set<std::string> source_set;
+  // Keys of the source: no nulls, no duplicates. Looked up by hash, then
+  // compared byte for byte, so the plan is exact.
   std::vector<std::string> row_keys;
+  FlatHashMap<uint32_t> source_set;  // hash of a key -> its index in row_keys + 1
   for (const RecordBatch& b : source_keys) {
     std::vector<const Column*> cols;
     for (const Column& c : b.columns) cols.push_back(&c);
@@ -219,13 +222,16 @@ Status Dataset::PlanMerge(const DatasetVersion& base, const std::vector<std::str
         }
       }
       std::string key = EncodeRowKey(cols, r);
-      if (!source_set.insert(key).second) {
+      bool fresh = false;
+      uint32_t& at = source_set.FindOrInsert(Hash128(key), &fresh);
+      if (!fresh) {
         std::vector<int> all(keys.size());
         for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
         return Status::InvalidArgument("duplicate key in merge-insert source: " +
                                        DescribeKey(keys, b, all, r));
       }
       row_keys.push_back(std::move(key));
+      at = static_cast<uint32_t>(row_keys.size());
     }
   }
   // Live rows of the dataset whose key appears in the source.
@@ -236,25 +242,30 @@ Status Dataset::PlanMerge(const DatasetVersion& base, const std::vector<std::str
   // Every live row with a source key is replaced (duplicates left by
   // blind appends collapse into the one source row).
   std::vector<uint64_t> replaced;
-  std::unordered_map<std::string, bool> matched;
+  std::vector<bool> matched(row_keys.size(), false);
+  size_t matched_count = 0;
   for (const RecordBatch& b : existing) {
     std::vector<const Column*> cols;
     for (size_t k = 0; k < keys.size(); ++k) cols.push_back(&b.columns[k]);
     const Column& addr = b.columns.back();
+    std::string key;
     for (int64_t r = 0; r < b.num_rows(); ++r) {
-      std::string key = EncodeRowKey(cols, r);
-      if (!source_set.count(key)) continue;
-      matched[std::move(key)] = true;
+      key.clear();
+      AppendRowKey(cols, r, &key);
+      const uint32_t* at = source_set.Find(Hash128(key));
+      if (at == nullptr || row_keys[*at - 1] != key) continue;
+      if (!matched[*at - 1]) ++matched_count;
+      matched[*at - 1] = true;
       replaced.push_back(static_cast<uint64_t>(addr.GetInt64(r)));
     }
   }
   t->op = OpType::kMergeInsert;
-  for (const std::string& k : row_keys) {
-    if (!matched.count(k)) t->inserted_keys.push_back(k);
+  for (size_t i = 0; i < row_keys.size(); ++i) {
+    if (!matched[i]) t->inserted_keys.push_back(std::move(row_keys[i]));
   }
   t->deleted = GroupByFragment(replaced);
   if (stats) {
-    stats->updated = static_cast<int64_t>(matched.size());
+    stats->updated = static_cast<int64_t>(matched_count);
     stats->inserted = static_cast<int64_t>(t->inserted_keys.size());
   }
   return Status::OK();

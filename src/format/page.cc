@@ -209,16 +209,53 @@ Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string
   return col;
 }
 
-std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
-  std::string key;
+void AppendRowKey(const std::vector<const Column*>& cols, int64_t row, std::string* key) {
+  // The bytes of EncodeStatValue, read straight from the buffers (no boxing).
   for (const Column* c : cols) {
     if (c->IsNull(row)) {
-      PutFixed8(&key, 0);
+      PutFixed8(key, 0);
       continue;
     }
-    PutFixed8(&key, 1);
-    PutLengthPrefixed(&key, EncodeStatValue(c->type(), c->GetValue(row)));
+    PutFixed8(key, 1);
+    std::string fixed;
+    switch (c->type().id) {
+      case TypeId::kBool:
+        PutFixed8(&fixed, c->GetBool(row) ? 1 : 0);
+        break;
+      case TypeId::kInt32:
+      case TypeId::kDate:
+        PutFixed64(&fixed, static_cast<uint64_t>(int64_t{c->GetInt32(row)}));
+        break;
+      case TypeId::kInt64:
+      case TypeId::kTimestamp:
+        PutFixed64(&fixed, static_cast<uint64_t>(c->GetInt64(row)));
+        break;
+      case TypeId::kFloat64: {
+        uint64_t bits;
+        const double d = c->GetFloat64(row);
+        std::memcpy(&bits, &d, 8);
+        PutFixed64(&fixed, bits);
+        break;
+      }
+      case TypeId::kDecimal: {
+        const Int128 v = c->GetInt128(row);
+        PutFixed64(&fixed, v.lo);
+        PutFixed64(&fixed, static_cast<uint64_t>(v.hi));
+        break;
+      }
+      case TypeId::kString:
+      case TypeId::kBinary:
+      case TypeId::kJson:
+        PutLengthPrefixed(key, c->GetBytes(row));
+        continue;
+    }
+    PutLengthPrefixed(key, fixed);
   }
+}
+
+std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row) {
+  std::string key;
+  AppendRowKey(cols, row, &key);
   return key;
 }
 

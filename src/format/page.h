@@ -35,6 +35,8 @@ Result<Value> DecodeStatValue(const DataType& type, std::string_view bytes);
 // A byte string identifying the values of `cols` at `row` (nulls included):
 // equal strings exactly when the values are equal. Key of merges and plans.
 std::string EncodeRowKey(const std::vector<const Column*>& cols, int64_t row);
+// As EncodeRowKey, appended to `key` (reuse one buffer across rows).
+void AppendRowKey(const std::vector<const Column*>& cols, int64_t row, std::string* key);
 
 // Checks the values a column may hold beyond its C++ type: UTF-8 for strings,
 // well-formed JSON, decimal precision, bool 0/1.

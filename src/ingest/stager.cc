@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 
+#include "common/flat_hash_map.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/thread_annotations.h"
@@ -98,170 +98,224 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-struct Existing {
-  Hash128Value content;
-  int rows = 0;
-};
-using KeyMap = std::unordered_map<Hash128Value, Existing, Hash128ValueHasher>;
+Hash128Value RowHash(const std::vector<const Column*>& cols, int64_t row, std::string* buf) {
+  buf->clear();
+  AppendRowKey(cols, row, buf);
+  return Hash128(*buf);
+}
 
-// For upserts: every live row's key, with its content and how many rows hold it.
-Result<KeyMap> ReadExistingKeys(const Dataset& data, const std::vector<std::string>& keys,
-                                const std::vector<std::string>& columns) {
-  KeyMap out;
-  out.reserve(data.CountRows());
-  ScanSpec spec;
-  spec.columns = columns;
-  RETURN_NOT_OK(data.ScanEach(spec, [&](const RecordBatch& b) {
-    const auto kc = Columns(b, keys), ac = Columns(b, columns);
-    for (int64_t r = 0; r < b.num_rows(); ++r) {
-      Existing& e = out[Hash128(EncodeRowKey(kc, r))];
-      e.content = Hash128(EncodeRowKey(ac, r));
-      e.rows++;
+struct Existing {
+  uint64_t content = 0;  // 64 bits of the row's 128-bit hash
+  uint32_t rows = 0;
+};
+
+// Where a key was first seen in the run.
+struct Seen {
+  uint32_t file = 0;
+  int64_t row = 0;  // 1-based, in its file
+};
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One run's input, parsed once or (for upserts) twice.
+class Stager {
+ public:
+  Stager(const RunRequest& req, const TableState& table, const Dataset& data,
+         const StagerOptions& options, std::string* failed_file)
+      : req_(req),
+        schema_(table.def.schema),
+        table_(table),
+        data_(data),
+        options_(options),
+        failed_file_(failed_file),
+        keys_(req.keys.empty() ? table.def.keys : req.keys) {
+    for (const Field& f : schema_.fields) columns_.push_back(f.name);
+  }
+
+  Result<StagedInput> Run() {
+    const int64_t deadline = SteadyMicros() + req_.time_budget_ms * 1000;
+    if (req_.mode == LoadMode::kUpsert) {
+      // Pass 1 checks every row and collects the run's keys; the table is
+      // then read for those keys only; pass 2 classifies and stages.
+      RETURN_NOT_OK(Parse(deadline, [&](const RecordBatch& b, uint32_t file, int64_t first) {
+        return CollectKeys(b, file, first);
+      }));
+      RETURN_NOT_OK(Guard(ReadMatchedRows(), ""));
+      out_.counters = {};
+    }
+    if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
+    RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t, int64_t) { return Stage(b); }));
+    RunCounters& c = out_.counters;
+    if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
+    if (writer_) {
+      RETURN_NOT_OK(Guard(writer_->Close(), ""));
+      out_.staged = writer_->written();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  using BatchFn = std::function<Status(RecordBatch& batch, uint32_t file, int64_t first_row)>;
+
+  // Cleans up after a failure: staged files are deleted (best effort; gc
+  // removes what is left).
+  Status Guard(Status s, const std::string& file) {
+    if (s.ok()) return s;
+    *failed_file_ = file;
+    if (writer_) {
+      static_cast<void>(writer_->Close());
+      static_cast<void>(data_.DeleteStaged(writer_->written()));
+      writer_.reset();
+    }
+    return s;
+  }
+
+  // Every file in order: typed, checked batches to `each`, with limits.
+  Status Parse(int64_t deadline, const BatchFn& each) {
+    RunCounters& c = out_.counters;
+    names_.clear();
+    for (size_t fi = 0; fi < req_.files.size(); ++fi) {
+      const std::string& file = req_.files[fi];
+      const std::string name = std::filesystem::path(file).filename().string();
+      names_.push_back(name);
+      Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
+      if (!raw.ok()) return Guard(raw.status(), name);
+      Result<std::unique_ptr<RowSource>> rows =
+          OpenRowSource(std::move(*raw), req_.format.value_or(GuessInputFormat(file)), schema_,
+                        req_.policy, name, req_.limits);
+      if (!rows.ok()) return Guard(rows.status(), name);
+      const uint64_t bytes_before = c.bytes_read;
+      while (true) {
+        Result<std::optional<RecordBatch>> next = (*rows)->Next(options_.batch_rows);
+        if (!next.ok()) return Guard(next.status(), name);
+        c.bytes_read = bytes_before + (*rows)->bytes_read();
+        if (!*next) break;
+        RecordBatch& b = **next;
+        c.rows_read += b.num_rows();
+        if (c.rows_read > req_.max_rows) {
+          return Guard(Status::ResourceExhausted(
+                           name + ": the run has more than " + std::to_string(req_.max_rows) +
+                           " rows (the rows-per-run limit); split the input into several runs "
+                           "or raise --max-rows"),
+                       name);
+        }
+        if (SteadyMicros() > deadline) {
+          return Guard(
+              Status::ResourceExhausted(name + ": parsing took longer than the time budget of " +
+                                        std::to_string(req_.time_budget_ms) + " ms (at row " +
+                                        std::to_string(c.rows_read) +
+                                        " of the run); split the input or raise --time-budget-ms"),
+              name);
+        }
+        const int64_t first = (*rows)->rows_read() - b.num_rows();  // rows of the file before b
+        RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), first), name));
+        if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(c), name));
+      }
     }
     return Status::OK();
-  }));
-  return out;
-}
+  }
+
+  // Pass 1 of an upsert: keys present and distinct within the run.
+  Status CollectKeys(const RecordBatch& b, uint32_t file, int64_t first) {
+    const auto kc = Columns(b, keys_);
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      const int64_t row = first + r + 1;
+      for (size_t k = 0; k < kc.size(); ++k) {
+        if (kc[k]->IsNull(r)) {
+          return Status::InvalidArgument(names_[file] + " row " + std::to_string(row) +
+                                         ": key column '" + keys_[k] +
+                                         "' is null; every upsert row needs its key");
+        }
+      }
+      bool fresh = false;
+      Seen& at = seen_.FindOrInsert(RowHash(kc, r, &buf_), &fresh);
+      if (!fresh) {
+        return Status::InvalidArgument("duplicate upsert key: " + names_[at.file] + " row " +
+                                       std::to_string(at.row) + " and " + names_[file] + " row " +
+                                       std::to_string(row) + " have the same key (" +
+                                       JoinNames(keys_) + "); keep one row per key in a run");
+      }
+      at = Seen{file, row};
+    }
+    return Status::OK();
+  }
+
+  // The table's rows with a key of the run: their content, and how many.
+  Status ReadMatchedRows() {
+    ScanSpec spec;
+    spec.columns = columns_;
+    return data_.ScanEach(spec, [&](const RecordBatch& b) {
+      const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        const Hash128Value key = RowHash(kc, r, &buf_);
+        if (seen_.Find(key) == nullptr) continue;
+        Existing& e = existing_.FindOrInsert(key);
+        e.content = RowHash(ac, r, &buf_).lo;
+        e.rows++;
+      }
+      return Status::OK();
+    });
+  }
+
+  // Counts the batch's rows and queues those to write: for upserts, rows
+  // identical to the table's one row with their key are left out.
+  Status Stage(RecordBatch& b) {
+    RunCounters& c = out_.counters;
+    if (req_.mode == LoadMode::kUpsert) {
+      const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
+      std::vector<int64_t> keep;
+      keep.reserve(b.num_rows());
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        const Existing* e = existing_.Find(RowHash(kc, r, &buf_));
+        if (e == nullptr) {
+          c.inserted++;
+          keep.push_back(r);
+        } else if (e->rows == 1 && e->content == RowHash(ac, r, &buf_).lo) {
+          c.unchanged++;  // the same row is there: nothing to write
+        } else {
+          c.updated++;
+          keep.push_back(r);
+        }
+      }
+      if (keep.size() != static_cast<size_t>(b.num_rows())) {
+        RecordBatch kept(b.schema);
+        for (size_t col = 0; col < b.columns.size(); ++col) {
+          kept.columns[col].AppendRows(b.columns[col], keep);
+        }
+        b = std::move(kept);
+      }
+    } else {
+      c.inserted += b.num_rows();
+    }
+    if (writer_ && b.num_rows() > 0) return writer_->Push(std::move(b));
+    return Status::OK();
+  }
+
+  const RunRequest& req_;
+  const Schema& schema_;
+  const TableState& table_;
+  const Dataset& data_;
+  const StagerOptions& options_;
+  std::string* failed_file_;
+  const std::vector<std::string> keys_;
+  std::vector<std::string> columns_;
+  std::vector<std::string> names_;
+  FlatHashMap<Seen> seen_;          // upsert: the run's keys
+  FlatHashMap<Existing> existing_;  // upsert: the table's rows with those keys
+  std::unique_ptr<FragmentWriter> writer_;
+  std::string buf_;
+  StagedInput out_;
+};
 
 }  // namespace
 
 Result<StagedInput> StageInput(const RunRequest& req, const TableState& table, const Dataset& data,
                                const StagerOptions& options, std::string* failed_file) {
-  const Schema& schema = table.def.schema;
-  const std::vector<std::string>& keys = req.keys.empty() ? table.def.keys : req.keys;
-  const bool upsert = req.mode == LoadMode::kUpsert;
-  std::vector<std::string> columns;
-  for (const Field& f : schema.fields) columns.push_back(f.name);
-  KeyMap existing;
-  if (upsert) {
-    ASSIGN_OR_RETURN(existing, ReadExistingKeys(data, keys, columns));
-  }
-  // Upsert keys seen in this run: where first (file index, row in file).
-  struct Seen {
-    uint32_t file;
-    int64_t row;
-  };
-  std::unordered_map<Hash128Value, Seen, Hash128ValueHasher> seen;
-
-  StagedInput out;
-  RunCounters& c = out.counters;
-  std::unique_ptr<FragmentWriter> writer;
-  if (options.stage) writer = std::make_unique<FragmentWriter>(data, 3);
-  const int64_t deadline = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count() +
-                           req.time_budget_ms * 1000;
-  std::vector<std::string> names;
-  auto fail = [&](Status s, const std::string& file) -> Status {
-    *failed_file = file;
-    if (writer) {
-      static_cast<void>(writer->Close());
-      static_cast<void>(data.DeleteStaged(writer->written()));  // best effort: gc removes the rest
-    }
-    return s;
-  };
-  auto validate = [&]() -> Status {
-    for (size_t fi = 0; fi < req.files.size(); ++fi) {
-      const std::string& file = req.files[fi];
-      const std::string name = std::filesystem::path(file).filename().string();
-      names.push_back(name);
-      Result<std::unique_ptr<ByteSource>> raw = options.open_input(file);
-      if (!raw.ok()) return fail(raw.status(), name);
-      Result<std::unique_ptr<RowSource>> rows =
-          OpenRowSource(std::move(*raw), req.format.value_or(GuessInputFormat(file)), schema,
-                        req.policy, name, req.limits);
-      if (!rows.ok()) return fail(rows.status(), name);
-      const uint64_t bytes_before = c.bytes_read;
-      while (true) {
-        Result<std::optional<RecordBatch>> next = (*rows)->Next(options.batch_rows);
-        if (!next.ok()) return fail(next.status(), name);
-        c.bytes_read = bytes_before + (*rows)->bytes_read();
-        if (!*next) break;
-        RecordBatch& b = **next;
-        c.rows_read += b.num_rows();
-        if (c.rows_read > req.max_rows) {
-          return fail(Status::ResourceExhausted(
-                          name + ": the run has more than " + std::to_string(req.max_rows) +
-                          " rows (the rows-per-run limit); split the input into several runs "
-                          "or raise --max-rows"),
-                      name);
-        }
-        const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now().time_since_epoch())
-                                .count();
-        if (now > deadline) {
-          return fail(
-              Status::ResourceExhausted(name + ": parsing took longer than the time budget of " +
-                                        std::to_string(req.time_budget_ms) + " ms (at row " +
-                                        std::to_string(c.rows_read) +
-                                        " of the run); split the input or raise --time-budget-ms"),
-              name);
-        }
-        if (upsert) {
-          const int64_t first = (*rows)->rows_read() - b.num_rows();  // rows of this file before b
-          const auto kc = Columns(b, keys), ac = Columns(b, columns);
-          std::vector<int64_t> keep;
-          keep.reserve(b.num_rows());
-          for (int64_t r = 0; r < b.num_rows(); ++r) {
-            for (size_t k = 0; k < kc.size(); ++k) {
-              if (kc[k]->IsNull(r)) {
-                return fail(Status::InvalidArgument(name + " row " + std::to_string(first + r + 1) +
-                                                    ": key column '" + keys[k] +
-                                                    "' is null; every upsert row needs its key"),
-                            name);
-              }
-            }
-            const Hash128Value key = Hash128(EncodeRowKey(kc, r));
-            auto [at, fresh] = seen.emplace(key, Seen{static_cast<uint32_t>(fi), first + r + 1});
-            if (!fresh) {
-              return fail(Status::InvalidArgument(
-                              "duplicate upsert key: " + names[at->second.file] + " row " +
-                              std::to_string(at->second.row) + " and " + name + " row " +
-                              std::to_string(first + r + 1) + " have the same key (" +
-                              JoinNames(keys) + "); keep one row per key in a run"),
-                          name);
-            }
-            auto it = existing.find(key);
-            if (it == existing.end()) {
-              c.inserted++;
-              keep.push_back(r);
-            } else if (it->second.rows == 1 && it->second.content == Hash128(EncodeRowKey(ac, r))) {
-              c.unchanged++;  // the same row is there: nothing to write
-            } else {
-              c.updated++;
-              keep.push_back(r);
-            }
-          }
-          if (keep.size() != static_cast<size_t>(b.num_rows())) {
-            RecordBatch kept(b.schema);
-            for (size_t col = 0; col < b.columns.size(); ++col) {
-              kept.columns[col].AppendRows(b.columns[col], keep);
-            }
-            b = std::move(kept);
-          }
-        } else {
-          c.inserted += b.num_rows();
-        }
-        if (writer && b.num_rows() > 0) {
-          Status pushed = writer->Push(std::move(b));
-          if (!pushed.ok()) return fail(pushed, name);
-        }
-        if (options.on_batch) {
-          Status go_on = options.on_batch(c);
-          if (!go_on.ok()) return fail(go_on, name);
-        }
-      }
-    }
-    return Status::OK();
-  };
-  RETURN_NOT_OK(validate());
-  if (req.mode == LoadMode::kReplace) c.deleted = table.head.row_count.value_or(0);
-  if (writer) {
-    Status closed = writer->Close();
-    if (!closed.ok()) return fail(closed, "");
-    out.staged = writer->written();
-  }
-  return out;
+  return Stager(req, table, data, options, failed_file).Run();
 }
 
 }  // namespace loam::ingest

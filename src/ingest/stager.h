@@ -4,8 +4,8 @@
 // to write are staged as fragment files by a second thread while the first
 // parses on. Nothing becomes visible: the run's commit references the staged
 // fragments in one atomic write, and a failed run deletes them. Memory holds
-// a few batches, plus for upserts 48 bytes per key (the table's and the
-// run's), never the input.
+// a few batches, plus for upserts about 64 bytes per key of the table and
+// of the run (hash slots at most half full), never the input.
 #pragma once
 
 #include <functional>
