@@ -60,6 +60,8 @@ class Column {
   // Fails with InvalidArgument when the kind does not fit the type.
   Status AppendValue(const Value& v);
   void Reserve(int64_t rows, int64_t var_bytes = 0);
+  // Drops the rows from `length` on (length <= this->length()).
+  void Truncate(int64_t length);
 
   // Rows [offset, offset + count) as a new column.
   Column Slice(int64_t offset, int64_t count) const;

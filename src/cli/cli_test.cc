@@ -171,6 +171,16 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   EXPECT_EQ(skip.code, 5);
   EXPECT_NE(skip.err.find("behind a feature flag that is off"), std::string::npos) << skip.err;
 
+  File("skip.csv", "id,name\n7,a\nbad,b\n");
+  CliResult partial = Run({"load", "events", "skip.csv", "--error-policy", "skipRows"},
+                          {{"LOAM_FEATURE_SKIP_ROWS", "true"}});
+  EXPECT_EQ(partial.code, 8) << partial.all();
+  EXPECT_NE(partial.out.find("partial"), std::string::npos) << partial.out;
+  EXPECT_NE(partial.out.find("rejected: skip.csv: line 3, column 1"), std::string::npos)
+      << partial.out;
+  EXPECT_EQ(Ok({"count", "events"}).out, "1\n");
+  EXPECT_NE(Ok({"get", "events", "7"}).out.find("7"), std::string::npos);
+
   // A non-owner principal needs a grant; only an admin can give one.
   CliResult denied = Run({"load", "events", "a.csv"}, {{"LOAM_PRINCIPAL", "bob"}});
   EXPECT_EQ(denied.code, 5) << denied.all();
@@ -190,7 +200,7 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   CliResult clash = Run({"load", "events", "b.csv", "--idempotency-key", "k1", "--mode", "upsert"});
   EXPECT_EQ(clash.code, 3);
   EXPECT_NE(clash.err.find("already belongs to run"), std::string::npos) << clash.err;
-  EXPECT_EQ(Ok({"count", "events"}).out, "2\n");
+  EXPECT_EQ(Ok({"count", "events"}).out, "3\n");  // 7 (skipRows), 1 (bob), 2 (k1 once)
 
   CliResult json_err = Run({"count", "nosuch", "--json"});
   EXPECT_EQ(json_err.code, 4);

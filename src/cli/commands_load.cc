@@ -58,6 +58,12 @@ void PrintRecord(const RunRecord& r, std::ostream& out) {
     out << "  took " << (r.finished_micros - r.started_micros) / 1000 << " ms\n";
   }
   if (!r.error.empty()) out << "  error (" << r.error_code << "): " << r.error << "\n";
+  if (r.state == RunState::kPartial) {
+    for (const RunError& e : r.errors) out << "  rejected: " << e.reason << "\n";
+    if (r.counters.rejected > static_cast<int64_t>(r.errors.size())) {
+      out << "  (" << r.counters.rejected - static_cast<int64_t>(r.errors.size()) << " more)\n";
+    }
+  }
 }
 
 // A one-line progress bar on a terminal's stderr, redrawn at most 5 times a second.
@@ -153,6 +159,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     PrintRecord(*rec, std::cout);
   }
   if (rec->state == RunState::kSucceeded) return kExitOk;
+  if (rec->state == RunState::kPartial) return kExitPartial;
   if (rec->error_code == "conflict" || rec->error_code == "schema_conflict") return kExitConflict;
   if (rec->error_code == "not_found") return kExitNotFound;
   if (rec->error_code == "permission_denied") return kExitDenied;
@@ -194,7 +201,9 @@ Status RunsShow(const Context& ctx, const std::string& id) {
   }
   PrintRecord(r, std::cout);
   std::cout << "  request " << r.request << "\n";
-  for (const RunError& e : r.errors) std::cout << "  rejected: " << e.reason << "\n";
+  if (r.state != RunState::kPartial) {
+    for (const RunError& e : r.errors) std::cout << "  rejected: " << e.reason << "\n";
+  }
   return Status::OK();
 }
 

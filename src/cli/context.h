@@ -19,6 +19,7 @@ enum ExitCode : int {
   kExitDenied = 5,     // a missing grant, a refused policy
   kExitLimit = 6,      // a limit was exceeded
   kExitCorrupt = 7,    // checksum or format damage (heads verify found problems)
+  kExitPartial = 8,    // a skipRows run committed, but left rows out
   kExitInternal = 10,  // I/O trouble or a bug
 };
 

@@ -9,16 +9,22 @@ namespace loam {
 Value Column::GetValue(int64_t i) const {
   if (IsNull(i)) return std::monostate{};
   switch (type_.id) {
-    case TypeId::kBool: return GetBool(i);
+    case TypeId::kBool:
+      return GetBool(i);
     case TypeId::kInt32:
-    case TypeId::kDate: return static_cast<int64_t>(GetInt32(i));
+    case TypeId::kDate:
+      return static_cast<int64_t>(GetInt32(i));
     case TypeId::kInt64:
-    case TypeId::kTimestamp: return GetInt64(i);
-    case TypeId::kFloat64: return GetFloat64(i);
-    case TypeId::kDecimal: return GetInt128(i);
+    case TypeId::kTimestamp:
+      return GetInt64(i);
+    case TypeId::kFloat64:
+      return GetFloat64(i);
+    case TypeId::kDecimal:
+      return GetInt128(i);
     case TypeId::kString:
     case TypeId::kBinary:
-    case TypeId::kJson: return std::string(GetBytes(i));
+    case TypeId::kJson:
+      return std::string(GetBytes(i));
   }
   return std::monostate{};
 }
@@ -33,6 +39,21 @@ void Column::AppendNull() {
   } else {
     data_.resize(data_.size() + type_.FixedWidth(), 0);
   }
+}
+
+void Column::Truncate(int64_t length) {
+  if (length >= length_) return;
+  if (!validity_.empty()) {
+    for (int64_t i = length; i < length_; ++i) null_count_ -= validity_[i] == 0;
+    validity_.resize(static_cast<size_t>(length));
+  }
+  if (type_.IsVariableWidth()) {
+    offsets_.resize(static_cast<size_t>(length) + 1);
+    data_.resize(offsets_.back());
+  } else {
+    data_.resize(static_cast<size_t>(length) * type_.FixedWidth());
+  }
+  length_ = length;
 }
 
 void Column::AppendBytes(std::string_view v) {

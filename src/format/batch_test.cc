@@ -88,3 +88,31 @@ TEST(ColumnTest, EqualityIsLogical) {
 
 }  // namespace
 }  // namespace loam
+
+namespace loam {
+namespace {
+
+TEST(ColumnTest, TruncateDropsTrailingRowsAndTheirNulls) {
+  Column s(DataType::String());
+  s.AppendBytes("a");
+  s.AppendNull();
+  s.AppendBytes("bcd");
+  s.Truncate(2);
+  EXPECT_EQ(s.length(), 2);
+  EXPECT_EQ(s.null_count(), 1);
+  EXPECT_EQ(s.data().size(), 1u);
+  s.AppendBytes("x");
+  EXPECT_EQ(s.GetBytes(2), "x");
+  s.Truncate(1);
+  EXPECT_EQ(s.null_count(), 0);
+  Column i(DataType::Int64());
+  i.AppendInt64(7);
+  i.AppendInt64(8);
+  i.Truncate(1);
+  EXPECT_EQ(i.length(), 1);
+  EXPECT_EQ(i.GetInt64(0), 7);
+  EXPECT_EQ(i.data().size(), 8u);
+}
+
+}  // namespace
+}  // namespace loam

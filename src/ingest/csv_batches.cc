@@ -62,6 +62,8 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
     Result<bool> more = reader_->Next(&rec);
     if (!more.ok()) return Prefixed(source_, more.status());
     if (!*more) break;
+    const int64_t before = batch.columns.empty() ? 0 : batch.columns[0].length();
+    bool rejected = false;
     for (size_t c = 0; c < table_.fields.size(); ++c) {
       const Field& f = table_.fields[c];
       Column& col = batch.columns[c];
@@ -75,11 +77,17 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
           AppendValue(f, coercion ? &*coercion : nullptr, rec.fields[at],
                       rec.quoted[at] ? ValueForm::kCsvQuotedField : ValueForm::kCsvField, &col);
       if (!s.ok()) {
-        return Status::InvalidArgument(source_ + ": line " + std::to_string(rec.line) +
-                                       ", column " + std::to_string(at + 1) + " ('" + f.name +
-                                       "', " + f.type.ToString() + "): " + s.message());
+        Status positioned = Status::InvalidArgument(
+            source_ + ": line " + std::to_string(rec.line) + ", column " + std::to_string(at + 1) +
+            " ('" + f.name + "', " + f.type.ToString() + "): " + s.message());
+        if (!reject_) return positioned;
+        for (Column& col_done : batch.columns) col_done.Truncate(before);  // drop the partial row
+        RETURN_NOT_OK(reject_(positioned));
+        rejected = true;
+        break;
       }
     }
+    if (rejected) continue;
     ++rows_;
   }
   if (batch.num_rows() == 0) return std::optional<RecordBatch>();

@@ -5,6 +5,7 @@
 // the policy declares a coercion for its column.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ class CsvBatches {
   // bad value ends the read with an error naming source, line and column.
   Result<std::optional<RecordBatch>> Next(size_t max_rows);
 
+  // Skip rows with invalid values, reporting them here (row_source.h).
+  void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
   uint64_t bytes_read() const { return reader_->bytes_read(); }
 
@@ -40,6 +43,7 @@ class CsvBatches {
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
   std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;
+  std::function<Status(const Status&)> reject_;
   std::vector<int64_t> var_bytes_;  // per column: bytes to reserve in the next batch
 };
 

@@ -5,7 +5,6 @@
 namespace loam::ingest {
 namespace {
 
-
 Schema Events() {
   return Schema{{{"id", DataType::Int64(), false},
                  {"name", DataType::String()},
@@ -38,7 +37,9 @@ void ExpectOpenFails(const std::string& text, const std::string& message) {
 }
 
 TEST(CsvBatches, StrictSchemaPolicy) {
-  ExpectOpenFails("id,colour\n", "events.csv: line 1, column 2: column 'colour' is not in the table (id, name, at)");
+  ExpectOpenFails(
+      "id,colour\n",
+      "events.csv: line 1, column 2: column 'colour' is not in the table (id, name, at)");
   ExpectOpenFails("name\n", "events.csv: line 1: column 'id' (int64, not null) is missing");
   ExpectOpenFails("", "events.csv: CSV input is empty");
 }
@@ -55,7 +56,8 @@ TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
   const std::string quoted_text = "id,name\n1,\"open\n";
   StringSource quoted(quoted_text);
   CsvBatches again = CsvBatches::Open(quoted, Events(), "q.csv").value();
-  EXPECT_NE(again.Next(10).status().message().find("q.csv: CSV line 2, column 2"), std::string::npos);
+  EXPECT_NE(again.Next(10).status().message().find("q.csv: CSV line 2, column 2"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -6,8 +6,7 @@
 
 namespace loam::ingest {
 
-CsvReader::CsvReader(ByteSource& input, CsvOptions options)
-    : input_(input), options_(options) {}
+CsvReader::CsvReader(ByteSource& input, CsvOptions options) : input_(input), options_(options) {}
 
 Status CsvReader::Error(int64_t line, size_t column, std::string_view what,
                         std::string_view fix) const {
@@ -44,10 +43,10 @@ Status CsvReader::SkipByteOrderMark() {
 }
 
 Status CsvReader::FieldTooLong(int64_t line) const {
-  return Error(line, ends_.size() + 1,
-               "field is longer than the limit of " + std::to_string(options_.max_field_bytes) +
-                   " bytes",
-               "shorten it or raise the field-size limit");
+  return Error(
+      line, ends_.size() + 1,
+      "field is longer than the limit of " + std::to_string(options_.max_field_bytes) + " bytes",
+      "shorten it or raise the field-size limit");
 }
 
 Status CsvReader::EndField(int64_t line) {
@@ -57,10 +56,10 @@ Status CsvReader::EndField(int64_t line) {
   field_quoted_ = false;
   field_start_ = field_bytes_.size();
   if (ends_.size() > options_.max_columns) {
-    return Error(line, ends_.size(),
-                 "record has more than the limit of " + std::to_string(options_.max_columns) +
-                     " columns",
-                 "split the table or raise the column limit");
+    return Error(
+        line, ends_.size(),
+        "record has more than the limit of " + std::to_string(options_.max_columns) + " columns",
+        "split the table or raise the column limit");
   }
   return Status::OK();
 }
@@ -111,8 +110,9 @@ Result<bool> CsvReader::ParseRecord() {
           p = q;
           if (p == end) continue;
           if (*p == '"') {
-            return Error(line_, ends_.size() + 1, "a quote inside an unquoted field",
-                         "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
+            return Error(
+                line_, ends_.size() + 1, "a quote inside an unquoted field",
+                "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
           }
           if (*p == delim) {
             ++p;

@@ -20,9 +20,9 @@ namespace loam::ingest {
 
 struct CsvOptions {
   char delimiter = ',';
-  size_t max_columns = 1024;          // fields per record
-  size_t max_field_bytes = 1 << 20;   // bytes in one field, after unquoting
-  size_t chunk_bytes = 1 << 16;       // read size
+  size_t max_columns = 1024;         // fields per record
+  size_t max_field_bytes = 1 << 20;  // bytes in one field, after unquoting
+  size_t chunk_bytes = 1 << 16;      // read size
 };
 
 struct CsvRecord {
@@ -30,8 +30,8 @@ struct CsvRecord {
   // 1 where the field was quoted: "" is an empty string, an empty unquoted
   // field is a missing value.
   std::vector<uint8_t> quoted;
-  int64_t number = 0;                    // 1 = the first record after the header
-  int64_t line = 0;                      // line on which the record starts
+  int64_t number = 0;  // 1 = the first record after the header
+  int64_t line = 0;    // line on which the record starts
 };
 
 class CsvReader {
@@ -64,12 +64,12 @@ class CsvReader {
   size_t pos_ = 0;
   bool eof_ = false;
   uint64_t bytes_read_ = 0;
-  int64_t line_ = 1;           // current line
-  int64_t record_line_ = 1;    // line the current record started on
-  int64_t records_ = -1;       // records returned, -1 before the header
+  int64_t line_ = 1;         // current line
+  int64_t record_line_ = 1;  // line the current record started on
+  int64_t records_ = -1;     // records returned, -1 before the header
   size_t header_columns_ = 0;
-  std::string field_bytes_;    // all fields of the current record, unquoted
-  std::vector<size_t> ends_;   // end offset of each field in field_bytes_
+  std::string field_bytes_;      // all fields of the current record, unquoted
+  std::vector<size_t> ends_;     // end offset of each field in field_bytes_
   std::vector<uint8_t> quoted_;  // per field: was it quoted
   bool field_quoted_ = false;
   size_t field_start_ = 0;

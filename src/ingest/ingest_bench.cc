@@ -23,7 +23,6 @@ const std::string& Input() {
   return text;
 }
 
-
 void BM_CsvReader(benchmark::State& state) {
   const std::string& text = Input();
   for (auto _ : state) {

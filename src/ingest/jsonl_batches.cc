@@ -228,10 +228,13 @@ Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
     ASSIGN_OR_RETURN(bool more, NextLine());
     if (!more) break;
     if (TrimRight(std::string_view(line_.data(), line_size_)).empty()) continue;  // blank line
+    const int64_t before = batch.columns.empty() ? 0 : batch.columns[0].length();
     Status s = ParseLine(&batch);
     if (!s.ok()) {
-      // A partially appended row must not survive: callers drop the batch.
-      return s;
+      if (!reject_) return s;  // the caller drops the batch with its partial row
+      for (Column& c : batch.columns) c.Truncate(before);
+      RETURN_NOT_OK(reject_(s));
+      continue;
     }
     ++rows_;
   }

@@ -4,6 +4,7 @@
 // null (an error for a non-nullable column). Blank lines are skipped.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,8 @@ class JsonlBatches {
   JsonlBatches(JsonlBatches&&) noexcept;
 
   Result<std::optional<RecordBatch>> Next(size_t max_rows);
+  // Skip rows with invalid values, reporting them here (row_source.h).
+  void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
 
  private:
@@ -45,6 +48,7 @@ class JsonlBatches {
   size_t line_size_ = 0;
   int64_t line_number_ = 0;
   int64_t rows_ = 0;
+  std::function<Status(const Status&)> reject_;
   std::vector<uint8_t> seen_;  // per column, for the current line
 };
 

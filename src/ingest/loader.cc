@@ -228,7 +228,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
         for (const auto& [name, t] : at.tables) {
           if (t.def.sid == rec.table_sid) rec.table_version = t.head.table_version;
         }
-        return finish(RunState::kSucceeded);
+        return finish(rec.counters.rejected > 0 ? RunState::kPartial : RunState::kSucceeded);
       }
     }
   }
@@ -273,7 +273,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     Result<StagedInput> staged = StageInput(req, *t, data, so, &failed_file);
     if (!staged.ok()) return fail_with(staged.status(), failed_file);
     rec.counters = staged->counters;
+    rec.errors = staged->rejected;
     rec.validated_micros = NowMicros();
+    // skipRows: a run that left rows out ends partial.
+    const RunState done = staged->counters.rejected > 0 ? RunState::kPartial : RunState::kSucceeded;
     auto discard = [&] { static_cast<void>(data.DeleteStaged(staged->staged)); };
     Status after_validate = Fail(failpoint::kRunAfterValidate);
     if (!after_validate.ok()) {
@@ -282,7 +285,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     if (req.error_policy == ErrorPolicy::kValidationOnly) {
       rec.validation_only = true;
-      return finish(RunState::kSucceeded);
+      return finish(done);
     }
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
@@ -295,7 +298,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     if (staged->staged.empty() && req.mode != LoadMode::kReplace) {
       rec.table_version = t->head.table_version;
-      return finish(RunState::kSucceeded);  // nothing to write (empty input, or all unchanged)
+      return finish(done);  // nothing to write (empty input, or all unchanged)
     }
     WriteRequest w;
     w.table = t->def.name;
@@ -315,7 +318,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
       rec.manifest_version = written->manifest_version;
       rec.commit_id = written->commit_id;
       rec.table_version = written->table_version;
-      return finish(RunState::kSucceeded);
+      return finish(done);
     }
     const Status& s = written.status();
     if (s.IsAlreadyExists()) {

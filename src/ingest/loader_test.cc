@@ -203,6 +203,39 @@ TEST_F(LoaderTest, RefusedPolicies) {
   EXPECT_EQ(Contents(), "");
 }
 
+TEST_F(LoaderTest, SkipRowsBehindItsFlagEndsPartial) {
+  files_["a.csv"] = "id,name,balance\n1,a,1.00\nx,b,2.00\n3,c,3.00\n4,d,99999999999.00\n5,e,\n";
+  files_["b.jsonl"] = "{\"id\":6}\n{\"id\":\"7\"}\n{\"id\":8,\"nope\":1}\n{\"id\":9}\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv", "b.jsonl"});
+  r.error_policy = ErrorPolicy::kSkipRows;
+  LoaderOptions on = Options();
+  on.skip_rows_enabled = true;
+  RunRecord p = Load(r, on);
+  EXPECT_EQ(p.state, RunState::kPartial) << p.error;
+  EXPECT_EQ(p.counters.inserted, 5);
+  EXPECT_EQ(p.counters.rejected, 4);
+  EXPECT_EQ(p.counters.rows_read, 9);
+  ASSERT_EQ(p.errors.size(), 4u);
+  EXPECT_NE(p.errors[0].reason.find("a.csv: line 3, column 1 ('id', int64)"), std::string::npos)
+      << p.errors[0].reason;
+  EXPECT_NE(p.errors[1].reason.find("a.csv: line 5, column 3"), std::string::npos);
+  EXPECT_NE(p.errors[2].reason.find("b.jsonl: line 2, field 'id'"), std::string::npos);
+  EXPECT_NE(p.errors[3].reason.find("b.jsonl: line 3, field 'nope'"), std::string::npos);
+  EXPECT_EQ(Contents(), "1:a:100 3:c:300 5:e:null 6:null:null 9:null:null ");
+  const std::string stored = store_->Get("ws/_control/runs/" + p.id + ".json").value();
+  EXPECT_EQ(stored.find("99999999999"), std::string::npos);  // positions, not values
+
+  // Past the rejected-rows limit the run fails and writes nothing.
+  RunRequest strict = r;
+  strict.max_rejected_rows = 1;
+  strict.files = {"a.csv"};
+  RunRecord f = Load(strict, on);
+  EXPECT_EQ(f.state, RunState::kFailed);
+  EXPECT_EQ(f.error_code, "limit_exceeded");
+  EXPECT_NE(f.error.find("more than 1 rows were rejected"), std::string::npos) << f.error;
+  EXPECT_EQ(Contents(), "1:a:100 3:c:300 5:e:null 6:null:null 9:null:null ");
+}
+
 TEST_F(LoaderTest, IdempotencyKeyReturnsTheRunOrRefusesADifferentRequest) {
   files_["a.csv"] = "id,name\n1,a\n";
   RunRequest r = Request(LoadMode::kAppend, {"a.csv"});

@@ -51,12 +51,13 @@ InputFormat GuessInputFormat(std::string_view file_name) {
 Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw,
                                                  InputFormat format, const Schema& table,
                                                  const SchemaPolicy& policy, std::string name,
-                                                 const ParseLimits& limits) {
+                                                 const ParseLimits& limits, RejectFn reject) {
   RETURN_NOT_OK(policy.CheckAgainst(table));
   ASSIGN_OR_RETURN(std::unique_ptr<DecodedSource> input,
                    DecodedSource::Open(std::move(raw), name, limits.decode));
   if (format == InputFormat::kJsonLines) {
     auto reader = std::make_unique<JsonlBatches>(*input, table, policy, std::move(name), limits);
+    reader->set_reject(std::move(reject));
     return std::unique_ptr<RowSource>(
         new OwningRowSource<JsonlBatches>(std::move(input), std::move(reader)));
   }
@@ -66,6 +67,7 @@ Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw
   options.max_field_bytes = limits.max_field_bytes;
   ASSIGN_OR_RETURN(CsvBatches csv,
                    CsvBatches::Open(*input, table, std::move(name), options, policy));
+  csv.set_reject(std::move(reject));
   return std::unique_ptr<RowSource>(new OwningRowSource<CsvBatches>(
       std::move(input), std::make_unique<CsvBatches>(std::move(csv))));
 }

@@ -1,6 +1,7 @@
 // Typed rows from one input file, whatever its format and compression.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,11 @@ struct ParseLimits {
   DecodeLimits decode;
 };
 
+// With skipRows, a row whose values are invalid is left out and its error
+// (file, line, column, reason; never the value) goes here; a non-OK return
+// ends the read. Structural errors (an unclosed CSV quote) still end it.
+using RejectFn = std::function<Status(const Status& row_error)>;
+
 class RowSource {
  public:
   virtual ~RowSource() = default;
@@ -44,6 +50,7 @@ class RowSource {
 Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw,
                                                  InputFormat format, const Schema& table,
                                                  const SchemaPolicy& policy, std::string name,
-                                                 const ParseLimits& limits = {});
+                                                 const ParseLimits& limits = {},
+                                                 RejectFn reject = {});
 
 }  // namespace loam::ingest

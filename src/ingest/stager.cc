@@ -146,6 +146,7 @@ class Stager {
       }));
       RETURN_NOT_OK(Guard(ReadMatchedRows(), ""));
       out_.counters = {};
+      out_.rejected.clear();
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
     RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t, int64_t) { return Stage(b); }));
@@ -184,9 +185,13 @@ class Stager {
       names_.push_back(name);
       Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
       if (!raw.ok()) return Guard(raw.status(), name);
+      RejectFn reject;
+      if (req_.error_policy == ErrorPolicy::kSkipRows) {
+        reject = [&, name](const Status& error) { return Reject(error, name); };
+      }
       Result<std::unique_ptr<RowSource>> rows =
           OpenRowSource(std::move(*raw), req_.format.value_or(GuessInputFormat(file)), schema_,
-                        req_.policy, name, req_.limits);
+                        req_.policy, name, req_.limits, std::move(reject));
       if (!rows.ok()) return Guard(rows.status(), name);
       const uint64_t bytes_before = c.bytes_read;
       while (true) {
@@ -215,6 +220,20 @@ class Stager {
         RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), first), name));
         if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(c), name));
       }
+    }
+    return Status::OK();
+  }
+
+  // skipRows: counts the row left out, keeps its position and reason.
+  Status Reject(const Status& error, const std::string& file) {
+    RunCounters& c = out_.counters;
+    c.rejected++;
+    c.rows_read++;
+    if (out_.rejected.size() < 10) out_.rejected.push_back({file, error.message()});
+    if (c.rejected > req_.max_rejected_rows) {
+      return Status::ResourceExhausted(
+          "more than " + std::to_string(req_.max_rejected_rows) +
+          " rows were rejected (the rejected-rows limit); the last: " + error.message());
     }
     return Status::OK();
   }

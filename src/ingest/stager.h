@@ -30,6 +30,7 @@ struct StagerOptions {
 struct StagedInput {
   RunCounters counters;  // rows and bytes read; inserted / updated / unchanged / deleted planned
   std::vector<Fragment> staged;
+  std::vector<RunError> rejected;  // skipRows: the first rows left out (never their values)
 };
 
 // Streams `request`'s files into staged fragments of `data` (the table at

@@ -42,8 +42,9 @@ TEST(TextValue, CanonicalFormsParse) {
   ASSERT_TRUE(Try(DataType::Binary(), "aGk=", &bin).ok());
   EXPECT_EQ(bin.GetBytes(0), "hi");
   Column s(DataType::String());
-  ASSERT_TRUE(Try(DataType::String(), "", &s, true, /*quoted=*/true).ok());  // "" is empty, not null
-  ASSERT_TRUE(Try(DataType::String(), "", &s).ok());                         // unquoted empty: null
+  ASSERT_TRUE(
+      Try(DataType::String(), "", &s, true, /*quoted=*/true).ok());  // "" is empty, not null
+  ASSERT_TRUE(Try(DataType::String(), "", &s).ok());                 // unquoted empty: null
   EXPECT_FALSE(s.IsNull(0));
   EXPECT_TRUE(s.IsNull(1));
   Column j(DataType::Json());
@@ -76,8 +77,7 @@ TEST(TextValue, EverythingElseIsRejectedWithTheExpectedForm) {
   ExpectRejected(DataType::Json(), "{\"a\":", "JSON document");
   Column c(DataType::Int64());
   Status missing = AppendCanonical(Field{"id", DataType::Int64(), false}, "", false, &c);
-  EXPECT_NE(missing.message().find("missing value for non-nullable column 'id'"),
-            std::string::npos)
+  EXPECT_NE(missing.message().find("missing value for non-nullable column 'id'"), std::string::npos)
       << missing;
 }
 
