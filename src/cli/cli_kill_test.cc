@@ -29,7 +29,9 @@ TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
             0);
   const char* trials_env = std::getenv("LOAM_KILL_TRIALS");
   const int trials = trials_env ? std::atoi(trials_env) : 20;
-  const uint32_t seed = std::random_device{}();
+  const char* seed_env = std::getenv("LOAM_KILL_SEED");
+  const uint32_t seed = seed_env ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10))
+                                 : std::random_device{}();
   std::mt19937 rng(seed);
   SCOPED_TRACE("seed " + std::to_string(seed));
   const std::vector<std::string> points = {"run.after_validate", "run.before_commit",

@@ -131,7 +131,9 @@ Status Scan(const Context& ctx, const ReadFlags& f, std::vector<Predicate> where
     left -= take;
   }
   writer.Finish();
-  if (format == RowFormat::kTable) out << "(" << writer.rows() << " rows)\n";
+  if (format == RowFormat::kTable) {
+    out << "(" << writer.rows() << (writer.rows() == 1 ? " row)\n" : " rows)\n");
+  }
   return Status::OK();
 }
 

@@ -1,7 +1,7 @@
 // Seeded randomized test: random schemas and input files (CSV and JSON
 // Lines, some with a bad value), loaded in random modes, compared after every
 // run with a model of what the table must hold. LOAM_LOADER_MODEL_RUNS sets
-// the number of runs per table.
+// the number of runs per table; LOAM_MODEL_SEED replays a seed a failure printed.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -90,7 +90,9 @@ class LoaderModel : public ::testing::TestWithParam<int> {};
 TEST_P(LoaderModel, RandomRunsMatchTheModel) {
   const char* runs_env = std::getenv("LOAM_LOADER_MODEL_RUNS");
   const int runs = runs_env ? std::atoi(runs_env) : 40;
-  const uint64_t seed = std::random_device{}() ^ static_cast<uint64_t>(GetParam()) << 32;
+  const char* seed_env = std::getenv("LOAM_MODEL_SEED");
+  const uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10)
+                                 : std::random_device{}() ^ static_cast<uint64_t>(GetParam()) << 32;
   SCOPED_TRACE("seed " + std::to_string(seed));
   Gen g{std::mt19937_64(seed)};
 
