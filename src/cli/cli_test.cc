@@ -1,13 +1,12 @@
 // End-to-end tests of the `loam` command: every command, exit codes, and the
 // malformed-input corpus (each fails with its message, tables unchanged).
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_test_util.h"
 #include "common/ulid.h"
+#include "ingest/compress_test_util.h"
 
 namespace loam::testing {
 namespace {
@@ -207,26 +206,6 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   EXPECT_EQ(json::parse(json_err.out)["error"]["exitCode"], 4);
   EXPECT_EQ(Run({"--help"}).code, 0);
   EXPECT_EQ(Run({"load", "--help"}).code, 0);
-}
-
-std::string Gzip(const std::string& data) {
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, data.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Zstd(const std::string& data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
-  return out;
 }
 
 struct BadInput {

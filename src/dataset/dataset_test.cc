@@ -50,6 +50,40 @@ TEST_F(DatasetTest, CreateAppendScanAndReopen) {
   EXPECT_TRUE(Dataset::Open(store_, "tables/none").status().IsNotFound());
 }
 
+TEST_F(DatasetTest, StagedFragmentsCommitLaterOrAreDeleted) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value();
+  const Fragment a = ds.WriteFragment(People({3, 4}, "v2")).value();
+  const Fragment b = ds.WriteFragment(People({5})).value();
+  EXPECT_EQ(Reopen().CountRows(), 3u);  // staged rows are invisible
+  MergeStats stats;
+  Dataset merged = ds.MergeInsertStaged({"id"}, {a}, &stats).value();
+  EXPECT_EQ(stats.updated, 1);
+  EXPECT_EQ(stats.inserted, 1);
+  EXPECT_EQ(Contents(merged).size(), 4u);
+  EXPECT_EQ(Contents(merged).at(3), "name-3-v2");
+  Dataset appended = merged.AppendStaged({b}).value();
+  EXPECT_EQ(appended.CountRows(), 5u);
+  const Fragment c = appended.WriteFragment(People({9})).value();
+  Dataset replaced = appended.OverwriteStaged({c}).value();
+  ASSERT_EQ(Contents(replaced).size(), 1u);
+  EXPECT_EQ(Contents(replaced).at(9), "name-9-v1");
+  // A duplicate key inside staged rows is refused, like MergeInsert.
+  const Fragment dup = replaced.WriteFragment(People({7, 7})).value();
+  EXPECT_TRUE(replaced.MergeInsertStaged({"id"}, {dup}).status().IsInvalidArgument());
+  // Abandoned staged files can be deleted; ScanEach streams what is committed.
+  ASSERT_TRUE(replaced.DeleteStaged({dup}).ok());
+  EXPECT_TRUE(store_->Head("tables/people/" + dup.data_path).status().IsNotFound());
+  int64_t rows = 0;
+  ASSERT_TRUE(Reopen()
+                  .ScanEach({},
+                            [&](const RecordBatch& batch) {
+                              rows += batch.num_rows();
+                              return Status::OK();
+                            })
+                  .ok());
+  EXPECT_EQ(rows, 1);
+}
+
 TEST_F(DatasetTest, ScanProjectsFiltersAndLimits) {
   Dataset ds = ds_.Append({People({1, 2, 3, 4, 5})}).value();
   ScanSpec spec;
@@ -120,7 +154,8 @@ TEST_F(DatasetTest, DeleteRowsByAddress) {
 }
 
 TEST_F(DatasetTest, CorruptDeletionFileIsDataLoss) {
-  Dataset ds = ds_.Append({People({1, 2, 3})}).value().Delete({Predicate::Eq("id", int64_t{2})}).value();
+  Dataset ds =
+      ds_.Append({People({1, 2, 3})}).value().Delete({Predicate::Eq("id", int64_t{2})}).value();
   const std::string key = "tables/people/" + ds.state().fragments[0].deletion_path;
   std::string bytes = store_->Get(key).value();
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -354,13 +389,14 @@ TEST_F(DatasetTest, ConcurrentWritersRebaseOrFailPerTheMatrix) {
 
 // Runs `mine` on a snapshot of version `v` whose commit is interleaved with
 // `theirs`: theirs commits just before mine's first version-file write.
-Result<Dataset> Interleave(std::shared_ptr<ObjectStore> store, const std::function<Result<Dataset>(const Dataset&)>& mine,
+Result<Dataset> Interleave(std::shared_ptr<ObjectStore> store,
+                           const std::function<Result<Dataset>(const Dataset&)>& mine,
                            const std::function<void(const Dataset&)>& theirs) {
   auto faulty = std::make_shared<FaultInjectionObjectStore>(store);
   Dataset through_hook = Dataset::Open(faulty, "tables/people").value();
   Dataset direct = Dataset::Open(store, "tables/people").value();
-  faulty->AddRule(FaultRule::HookAt("theirs", MaskOf({ObjectOp::kPutIfAbsent}), 1,
-                                    [&] { theirs(direct); }, "_versions/"));
+  faulty->AddRule(FaultRule::HookAt(
+      "theirs", MaskOf({ObjectOp::kPutIfAbsent}), 1, [&] { theirs(direct); }, "_versions/"));
   return mine(through_hook);
 }
 
@@ -377,8 +413,7 @@ TEST_F(DatasetTest, AppendAbortsWhenAnOverwriteCommitsFirst) {
 TEST_F(DatasetTest, OverlappingDeleteReRunsAndDeletesOnce) {
   ASSERT_TRUE(ds_.Append({People({1, 2, 3})}).ok());
   Result<Dataset> r = Interleave(
-      store_,
-      [](const Dataset& d) { return d.Delete({Predicate::Le("id", int64_t{2})}); },
+      store_, [](const Dataset& d) { return d.Delete({Predicate::Le("id", int64_t{2})}); },
       [](const Dataset& d) { ASSERT_TRUE(d.Delete({Predicate::Eq("id", int64_t{2})}).ok()); });
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Contents(*r), (std::map<int64_t, std::string>{{3, "name-3-v1"}}));
@@ -402,8 +437,13 @@ TEST_F(DatasetTest, ConcurrentUpsertsOfTheSameNewKeyLeaveOneRow) {
 
 TEST_F(DatasetTest, ConcurrentAddColumnWithTheSameNameAborts) {
   Result<Dataset> r = Interleave(
-      store_, [](const Dataset& d) { return d.AddColumn({"x", DataType::Int64()}); },
-      [](const Dataset& d) { ASSERT_TRUE(d.AddColumn({"x", DataType::String()}).ok()); });
+      store_,
+      [](const Dataset& d) {
+        return d.AddColumn({"x", DataType::Int64()});
+      },
+      [](const Dataset& d) {
+        ASSERT_TRUE(d.AddColumn({"x", DataType::String()}).ok());
+      });
   EXPECT_TRUE(r.status().IsAborted()) << r.status();
   EXPECT_EQ(Reopen().schema().fields.back().type, DataType::String());
 }

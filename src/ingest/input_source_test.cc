@@ -1,34 +1,16 @@
 #include "ingest/input_source.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #include "common/status_macros.h"
+#include "ingest/compress_test_util.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
 namespace {
 
-std::string Gzip(const std::string& data) {
-  z_stream z{};
-  deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, data.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string Zstd(const std::string& data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  out.resize(ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3));
-  return out;
-}
+using testing::Gzip;
+using testing::Zstd;
 
 Result<std::string> Decode(const std::string& bytes, DecodeLimits limits = {},
                            Compression* kind = nullptr) {
