@@ -112,6 +112,29 @@ TEST_F(CliTest, LoadScanAndEveryReadCommand) {
   EXPECT_EQ(json::parse(describe.out)["keys"], json::array({"id"}));
 }
 
+TEST_F(CliTest, SchemaFilesDelimitersAndCoercions) {
+  File("schema.json",
+       R"({"columns":[{"name":"k","type":"int32","nullable":false},)"
+       R"({"name":"at","type":"timestamp"},{"name":"x","type":"float64"}],"keys":["k"]})");
+  Ok({"table", "create", "readings", "--schema", "schema.json"});
+  json d = json::parse(Ok({"table", "describe", "readings", "--json"}).out);
+  EXPECT_EQ(d["keys"], json::array({"k"}));
+  EXPECT_EQ(d["columns"][0]["nullable"], false);
+  File("r.tsv", "k\tat\tx\n1\t2026-11-30T05:00:00+01:00\t2\n");
+  CliResult strict = Run({"load", "readings", "r.tsv", "--delimiter", "\\t"});
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.all().find("declare the iso8601ToTimestamp coercion"), std::string::npos)
+      << strict.all();
+  File(
+      "policy.json",
+      R"({"mode":"strict","coercions":[{"sourceColumn":"at","targetColumn":"at","kind":"iso8601ToTimestamp"}]})");
+  Ok({"load", "readings", "r.tsv", "--delimiter", "\\t", "--schema-policy", "policy.json",
+      "--coerce", "x:intToFloat"});
+  EXPECT_EQ(Ok({"scan", "readings", "--format", "csv"}).out,
+            "k,at,x\n1,2026-11-30T04:00:00Z,2.0\n");
+  EXPECT_EQ(Run({"table", "create", "bad", "--column", "a:int65"}).code, 2);
+}
+
 TEST_F(CliTest, HistoryBranchesAndTimeTravel) {
   File("a.csv", "id,name\n1,a\n2,b\n");
   Ok({"load", "events", "a.csv"});
@@ -189,6 +212,8 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   Ok({"load", "events", "a.csv"}, {{"LOAM_PRINCIPAL", "bob"}});
   EXPECT_EQ(Run({"load", "events", "a.csv", "--mode", "replace"}, {{"LOAM_PRINCIPAL", "bob"}}).code,
             5);
+  EXPECT_EQ(Run({"table", "drop", "events"}, {{"LOAM_PRINCIPAL", "bob"}}).code, 5);
+  EXPECT_EQ(Run({"table", "rename", "events", "bobs"}, {{"LOAM_PRINCIPAL", "bob"}}).code, 5);
 
   // Idempotency: the same request returns the run; another request conflicts.
   File("b.csv", "id,name\n2,b\n");
@@ -246,7 +271,7 @@ std::vector<BadInput> Corpus() {
       {"good_then_bad.csv", head + good_rows + "7,a,,,nope\n", "line 102, column 5 ('tags', json)"},
       {"dup_keys.csv",
        head + "5,a,,,\n6,b,,,\n5,c,,,\n",
-       "duplicate upsert key: dup_keys.csv row 1 and dup_keys.csv row 3",
+       "duplicate upsert key: dup_keys.csv line 2 and dup_keys.csv line 4",
        1,
        {"--mode", "upsert"}},
       {"bad.jsonl", "{\"id\":1}\n{\"id\":2,\"oops\"}\n", "line 2: malformed JSON"},

@@ -124,8 +124,11 @@ Result<RunRequest> BuildRequest(const Context& ctx, const LoadFlags& f) {
   ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(f.error_policy));
   r.idempotency_key = f.idempotency_key;
   r.principal = ctx.principal;
-  if (f.delimiter.size() != 1) return Status::InvalidArgument("--delimiter takes one character");
-  r.limits.csv_delimiter = f.delimiter == "\\t" ? '\t' : f.delimiter[0];
+  const std::string delimiter = f.delimiter == "\\t" ? std::string("\t") : f.delimiter;
+  if (delimiter.size() != 1) {
+    return Status::InvalidArgument("--delimiter takes one character (\\t for a tab)");
+  }
+  r.limits.csv_delimiter = delimiter[0];
   return r;
 }
 

@@ -181,6 +181,14 @@ Status Grant(const Context& ctx, const std::string& table, const std::string& pr
   return Status::OK();
 }
 
+// Renames and drops need the admin grant (or the owner).
+Status RequireAdmin(const Workspace& ws, const Context& ctx, const std::string& table) {
+  ASSIGN_OR_RETURN(Snapshot snap, ws.Current());
+  const TableState* t = snap.Find(table);
+  if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
+  return ws.Authorize(snap, *t, ctx.principal, WriteMode::kReplace);
+}
+
 }  // namespace
 
 void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
@@ -197,8 +205,11 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   auto* schema = create->add_option("--schema", "JSON file: {\"columns\":[...],\"keys\":[...]}");
   create->callback([&ctx, name, columns, keys, schema, run] {
-    run(Create(ctx, name->as<std::string>(), columns->as<std::vector<std::string>>(),
-               keys->as<std::vector<std::string>>(),
+    // An option given no value reads as {""}: count() tells.
+    const auto list = [](CLI::Option* o) {
+      return o->count() ? o->as<std::vector<std::string>>() : std::vector<std::string>();
+    };
+    run(Create(ctx, name->as<std::string>(), list(columns), list(keys),
                schema->count() ? schema->as<std::string>() : ""));
   });
 
@@ -216,6 +227,7 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
   rename->callback([&ctx, from, to, run] {
     run([&]() -> Status {
       ASSIGN_OR_RETURN(auto ws, ctx.Open());
+      RETURN_NOT_OK(RequireAdmin(*ws, ctx, from->as<std::string>()));
       RETURN_NOT_OK(ws->RenameTable(from->as<std::string>(), to->as<std::string>()).status());
       if (!ctx.json)
         std::cout << "renamed " << from->as<std::string>() << " to " << to->as<std::string>()
@@ -229,6 +241,7 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
   drop->callback([&ctx, drop_name, run] {
     run([&]() -> Status {
       ASSIGN_OR_RETURN(auto ws, ctx.Open());
+      RETURN_NOT_OK(RequireAdmin(*ws, ctx, drop_name->as<std::string>()));
       RETURN_NOT_OK(ws->DropTable(drop_name->as<std::string>()).status());
       if (!ctx.json) std::cout << "dropped " << drop_name->as<std::string>() << "\n";
       return Status::OK();

@@ -245,8 +245,10 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
   });
 
   auto* gc = app.add_subcommand("gc", "remove files no version references (left by failed writes)");
-  auto* grace = gc->add_option("--grace-seconds", "keep unreferenced files younger than this")
-                    ->default_val(3600);
+  auto* grace =
+      gc->add_option("--grace-seconds",
+                     "keep unreferenced files younger than this; longer than any load runs")
+          ->default_val(86400);
   gc->callback([&ctx, grace, run] { run(Gc(ctx, grace->as<int64_t>())); });
 
   auto* heads = app.add_subcommand("heads", "check the durable table heads");

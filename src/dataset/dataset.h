@@ -219,6 +219,8 @@ class Dataset {
   // Deletes the files of fragments written by WriteFragment that no version
   // references and none will (an abandoned load). Never for committed ones.
   Status DeleteStaged(const std::vector<Fragment>& staged) const;
+  // OK when a staged fragment's file is still there (NotFound otherwise).
+  Status StagedExists(const Fragment& staged) const;
   // Commits the next version on top of this snapshot, which must be the
   // branch's latest: `removed` fragments leave, `added` ones join (ids
   // assigned here), `app_section` is stored. Aborted when another writer

@@ -102,8 +102,20 @@ Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch) const {
 }
 
 Status Dataset::DeleteStaged(const std::vector<Fragment>& staged) const {
-  for (const Fragment& f : staged) RETURN_NOT_OK(store_->Delete(Key(f.data_path)));
-  return Status::OK();
+  Status first;
+  for (const Fragment& f : staged) {
+    Status s = store_->Delete(Key(f.data_path));
+    if (first.ok() && !s.ok()) first = s;  // delete the others anyway
+  }
+  return first;
+}
+
+Status Dataset::StagedExists(const Fragment& staged) const {
+  Result<ObjectMeta> meta = store_->Head(Key(staged.data_path));
+  if (meta.ok() && meta->size != staged.data_size) {
+    return Status::DataLoss("staged file '" + staged.data_path + "' changed size");
+  }
+  return meta.status();
 }
 
 Result<std::vector<Fragment>> Dataset::WriteFragments(

@@ -406,6 +406,12 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
                             " does not exist on branch '" +
                             (req.branch.empty() ? "main" : req.branch) + "'");
   }
+  // A run that already committed is reported as such before anything else
+  // (its table has moved on since, by its own commit).
+  if (!req.run_id.empty()) {
+    ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
+    if (done) return Status::AlreadyExists("run " + req.run_id + " already committed");
+  }
   if (!req.principal.empty()) RETURN_NOT_OK(Authorize(snap, *t, req.principal, req.mode));
   const TableHead head = t->head;
   if (req.expected_version && *req.expected_version != head.table_version) {
@@ -418,10 +424,6 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
                                       "' changed from schema version " +
                                       std::to_string(*req.expected_schema_version) + " to " +
                                       std::to_string(t->def.schema_version) + " since validation");
-  }
-  if (!req.run_id.empty()) {
-    ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
-    if (done) return Status::AlreadyExists("run " + req.run_id + " already committed");
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
   Sidecar s;

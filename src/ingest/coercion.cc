@@ -147,9 +147,9 @@ Status AppendCoerced(const Field& f, CoercionKind kind, std::string_view text, V
     }
     case CoercionKind::kEpochMillisToTimestamp: {
       if (!NumberLike(form)) return Expected("integer milliseconds since the epoch (" + name + ")");
+      // Years 0001-9999, the range of the canonical timestamp form.
       ASSIGN_OR_RETURN(int64_t ms,
-                       ParseCanonicalInt(text, std::numeric_limits<int64_t>::min() / 1000,
-                                         std::numeric_limits<int64_t>::max() / 1000));
+                       ParseCanonicalInt(text, -62'135'596'800'000, 253'402'300'799'999));
       out->AppendInt64(ms * 1000);
       return Status::OK();
     }

@@ -58,6 +58,7 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
                              c < var_bytes_.size() ? var_bytes_[c] : 0);
   }
   CsvRecord rec;
+  row_lines_.clear();
   while (static_cast<size_t>(batch.num_rows()) < max_rows) {
     Result<bool> more = reader_->Next(&rec);
     if (!more.ok()) return Prefixed(source_, more.status());
@@ -88,6 +89,7 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
       }
     }
     if (rejected) continue;
+    row_lines_.push_back(rec.line);
     ++rows_;
   }
   if (batch.num_rows() == 0) return std::optional<RecordBatch>();

@@ -31,6 +31,8 @@ class CsvBatches {
   // Skip rows with invalid values, reporting them here (row_source.h).
   void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
+  // Where each row of the last batch starts (1-based line of the file).
+  const std::vector<int64_t>& row_lines() const { return row_lines_; }
   uint64_t bytes_read() const { return reader_->bytes_read(); }
 
  private:
@@ -43,6 +45,7 @@ class CsvBatches {
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
   std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;
+  std::vector<int64_t> row_lines_;
   std::function<Status(const Status&)> reject_;
   std::vector<int64_t> var_bytes_;  // per column: bytes to reserve in the next batch
 };

@@ -142,7 +142,9 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
       return Error("", "more than " + std::to_string(limits_.max_columns) +
                            " keys in one object; raise the column limit");
     }
-    const std::string where = "field '" + std::string(key) + "'";
+    // Keys are input too: a long one is cut short in messages.
+    const std::string where =
+        "field '" + std::string(key.substr(0, 64)) + (key.size() > 64 ? "…'" : "'");
     auto it = column_of_.find(std::string(key));
     if (it == column_of_.end()) {
       return Error(where,
@@ -224,6 +226,7 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
 
 Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
   RecordBatch batch(table_);
+  row_lines_.clear();
   while (static_cast<size_t>(batch.num_rows()) < max_rows) {
     ASSIGN_OR_RETURN(bool more, NextLine());
     if (!more) break;
@@ -236,6 +239,7 @@ Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
       RETURN_NOT_OK(reject_(s));
       continue;
     }
+    row_lines_.push_back(line_number_);
     ++rows_;
   }
   if (batch.num_rows() == 0) return std::optional<RecordBatch>();

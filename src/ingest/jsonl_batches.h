@@ -26,6 +26,8 @@ class JsonlBatches {
   // Skip rows with invalid values, reporting them here (row_source.h).
   void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
+  // Where each row of the last batch starts (1-based line of the file).
+  const std::vector<int64_t>& row_lines() const { return row_lines_; }
 
  private:
   struct Parser;
@@ -48,6 +50,7 @@ class JsonlBatches {
   size_t line_size_ = 0;
   int64_t line_number_ = 0;
   int64_t rows_ = 0;
+  std::vector<int64_t> row_lines_;
   std::function<Status(const Status&)> reject_;
   std::vector<uint8_t> seen_;  // per column, for the current line
 };

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -36,8 +37,11 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 // The stable error code of a status that ends a run.
 std::string ErrorCode(const Status& s) {
-  if (StartsWith(s.message(), "schema_conflict")) return "schema_conflict";
-  if (StartsWith(s.message(), "conflict")) return "conflict";
+  // Only the write protocol's FailedPrecondition carries these prefixes
+  // (parse errors start with a file name, which could spell anything).
+  if (s.IsFailedPrecondition() && StartsWith(s.message(), "schema_conflict: ")) {
+    return "schema_conflict";
+  }
   switch (s.code()) {
     case StatusCode::kInvalidArgument:
       return "validation_failed";
@@ -207,8 +211,32 @@ Result<RunRecord> Loader::Execute(Active& run) {
     RETURN_NOT_OK(Save(run));
     return rec;
   };
+  // A run that reached its commit may have committed (an answer lost, or an
+  // owner that lost its lease but carried on): the journal decides.
+  auto committed = [&]() -> Result<bool> {
+    ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(rec.id)));
+    if (!row) return false;
+    json meta = json::parse(row->metadata, nullptr, false);
+    rec.commit_id = meta.is_object() ? meta.value("commit", "") : "";
+    rec.manifest_version = meta.is_object() ? meta.value("manifest_version", uint64_t{0}) : 0;
+    ASSIGN_OR_RETURN(Snapshot at, ws_->SnapshotAt(req.branch, rec.manifest_version));
+    for (const auto& [name, t] : at.tables) {
+      if (t.def.sid == rec.table_sid) rec.table_version = t.head.table_version;
+    }
+    rec.error_code.clear();
+    rec.error.clear();
+    return true;
+  };
+  auto finish_committed = [&]() {
+    return finish(rec.counters.rejected > 0 ? RunState::kPartial : RunState::kSucceeded);
+  };
+  bool reached_commit = run.resumed;
   auto fail_with = [&](const Status& s, const std::string& file) -> Result<RunRecord> {
     if (!EndsRun(s)) return s;  // resumable: the record stays as it is
+    if (reached_commit) {
+      ASSIGN_OR_RETURN(bool done, committed());
+      if (done) return finish_committed();
+    }
     rec.error_code = ErrorCode(s);
     rec.error = s.message();
     if (rec.errors.size() < 10) rec.errors.push_back({file, s.message()});
@@ -217,20 +245,13 @@ Result<RunRecord> Loader::Execute(Active& run) {
 
   if (run.resumed) {
     // The previous owner is gone: settle whatever commit it left half done.
-    RETURN_NOT_OK(ws_->RecoverRun(rec.id).status());
-    if (rec.state == RunState::kCommitting) {
-      ASSIGN_OR_RETURN(auto done, ws_->manifest().FindJournalRow(req.branch, RunCommitId(rec.id)));
-      if (done) {
-        json meta = json::parse(done->metadata, nullptr, false);
-        rec.commit_id = meta.value("commit", "");
-        rec.manifest_version = meta.value("manifest_version", uint64_t{0});
-        ASSIGN_OR_RETURN(Snapshot at, ws_->SnapshotAt(req.branch, rec.manifest_version));
-        for (const auto& [name, t] : at.tables) {
-          if (t.def.sid == rec.table_sid) rec.table_version = t.head.table_version;
-        }
-        return finish(rec.counters.rejected > 0 ? RunState::kPartial : RunState::kSucceeded);
-      }
+    ASSIGN_OR_RETURN(RecoveryReport settled, ws_->RecoverRun(rec.id));
+    if (!settled.failures.empty()) {
+      return Status::Unavailable("run " + rec.id + ": a half-done commit could not be settled (" +
+                                 settled.failures.front() + "); repeat the command to retry");
     }
+    ASSIGN_OR_RETURN(bool done, committed());
+    if (done) return finish_committed();
   }
   rec.state = RunState::kValidating;
   rec.started_micros = NowMicros();
@@ -313,6 +334,17 @@ Result<RunRecord> Loader::Execute(Active& run) {
     w.expected_schema_version = t->def.schema_version;
     w.run_id = rec.id;
     w.principal = req.principal;
+    reached_commit = true;
+    // gc removes unreferenced files past its grace period: never commit a
+    // reference to a staged file that is gone (the run stays resumable).
+    for (const Fragment& f : staged->staged) {
+      Status there = data.StagedExists(f);
+      if (!there.ok()) {
+        return Status::Unavailable("run " + rec.id + ": a staged file is gone (" + there.message() +
+                                   "; was gc run with a short grace?); repeat the command to "
+                                   "stage the input again");
+      }
+    }
     Result<WriteResult> written = ws_->Write(w);
     if (written.ok()) {
       rec.manifest_version = written->manifest_version;
@@ -331,7 +363,11 @@ Result<RunRecord> Loader::Execute(Active& run) {
     if (!EndsRun(s)) return s;  // outcome unknown: resume decides (the staged files may be in use)
     discard();
     if (ErrorCode(s) == "conflict" && attempt < 4) {
-      rec.state = RunState::kValidating;  // the table moved: validate and plan against it again
+      // The table moved, or a write to it is in progress: back off, then
+      // validate and plan against it again.
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds((100 << attempt) + static_cast<int>(NowMicros() % 100)));
+      rec.state = RunState::kValidating;
       RETURN_NOT_OK(Renew(run));
       continue;
     }

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "common/status_macros.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -160,7 +161,7 @@ TEST_F(LoaderTest, DuplicateUpsertKeysNameBothRows) {
   RunRecord f = Load(Request(LoadMode::kUpsert, {"a.csv", "b.csv"}));
   EXPECT_EQ(f.state, RunState::kFailed);
   EXPECT_NE(
-      f.error.find("duplicate upsert key: a.csv row 2 and b.csv row 2 have the same key (id)"),
+      f.error.find("duplicate upsert key: a.csv line 3 and b.csv line 3 have the same key (id)"),
       std::string::npos)
       << f.error;
   EXPECT_EQ(Contents(), "");
@@ -392,6 +393,38 @@ TEST_F(LoaderTest, RunLimits) {
   EXPECT_EQ(t.error_code, "limit_exceeded");
   EXPECT_NE(t.error.find("longer than the time budget"), std::string::npos) << t.error;
   EXPECT_EQ(Contents(), "");
+}
+
+TEST_F(LoaderTest, ErrorCodesDoNotDependOnFileNames) {
+  files_["conflict: x.csv"] = "id\nbad\n";
+  RunRecord f = Load(Request(LoadMode::kAppend, {"conflict: x.csv"}));
+  EXPECT_EQ(f.error_code, "validation_failed") << f.error;
+}
+
+TEST_F(LoaderTest, AStagedFileRemovedBeforeCommitLeavesTheRunResumable) {
+  files_["a.csv"] = "id,name\n1,a\n2,b\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.idempotency_key = "gc-race";
+  LoaderOptions o = Options();
+  o.lease_micros = 0;
+  o.failpoint = [&](std::string_view p) -> Status {
+    if (p != failpoint::kRunBeforeCommit) return Status::OK();
+    // As a gc with a too-short grace would: every data file is staged here.
+    for (const ObjectInfo& f : store_->ListAll("ws/").value()) {
+      if (f.key.find("/data/") != std::string::npos &&
+          f.key.find("__manifest") == std::string::npos) {
+        RETURN_NOT_OK(store_->Delete(f.key));
+      }
+    }
+    return Status::OK();
+  };
+  Status s = Loader(ws_, o).Run(r).status();
+  EXPECT_TRUE(s.IsUnavailable()) << s;
+  EXPECT_NE(s.message().find("a staged file is gone"), std::string::npos) << s;
+  EXPECT_EQ(Contents(), "");
+  RunRecord resumed = Load(r);
+  EXPECT_EQ(resumed.state, RunState::kSucceeded) << resumed.error;
+  EXPECT_EQ(Contents(), "1:a:null 2:b:null ");
 }
 
 TEST_F(LoaderTest, RecordsRoundTripAndList) {

@@ -21,6 +21,7 @@ class OwningRowSource final : public RowSource {
     return reader_->Next(max_rows);
   }
   int64_t rows_read() const override { return reader_->rows_read(); }
+  const std::vector<int64_t>& row_lines() const override { return reader_->row_lines(); }
   uint64_t bytes_read() const override { return input_->decoded_bytes(); }
   uint64_t raw_bytes_read() const override { return input_->compressed_bytes(); }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ingest/coercion.h"
 #include "ingest/input_source.h"
@@ -39,6 +40,8 @@ class RowSource {
   // the read with an error naming the file, line and column.
   virtual Result<std::optional<RecordBatch>> Next(size_t max_rows) = 0;
   virtual int64_t rows_read() const = 0;
+  // Where each row of the last batch starts in the file (1-based line).
+  virtual const std::vector<int64_t>& row_lines() const = 0;
   // Decoded bytes consumed so far, and compressed bytes read from the file.
   virtual uint64_t bytes_read() const = 0;
   virtual uint64_t raw_bytes_read() const = 0;

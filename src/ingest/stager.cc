@@ -112,7 +112,7 @@ struct Existing {
 // Where a key was first seen in the run.
 struct Seen {
   uint32_t file = 0;
-  int64_t row = 0;  // 1-based, in its file
+  int64_t line = 0;  // where the row starts in its file
 };
 
 int64_t SteadyMicros() {
@@ -141,15 +141,17 @@ class Stager {
     if (req_.mode == LoadMode::kUpsert) {
       // Pass 1 checks every row and collects the run's keys; the table is
       // then read for those keys only; pass 2 classifies and stages.
-      RETURN_NOT_OK(Parse(deadline, [&](const RecordBatch& b, uint32_t file, int64_t first) {
-        return CollectKeys(b, file, first);
+      RETURN_NOT_OK(Parse(deadline, [&](const RecordBatch& b, uint32_t file, const Lines& lines) {
+        return CollectKeys(b, file, lines);
       }));
       RETURN_NOT_OK(Guard(ReadMatchedRows(), ""));
+      if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
       out_.counters = {};
       out_.rejected.clear();
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
-    RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t, int64_t) { return Stage(b); }));
+    RETURN_NOT_OK(
+        Parse(deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b); }));
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
     if (writer_) {
@@ -160,7 +162,9 @@ class Stager {
   }
 
  private:
-  using BatchFn = std::function<Status(RecordBatch& batch, uint32_t file, int64_t first_row)>;
+  using Lines = std::vector<int64_t>;
+  // `lines`: where each row of the batch starts in its file.
+  using BatchFn = std::function<Status(RecordBatch& batch, uint32_t file, const Lines& lines)>;
 
   // Cleans up after a failure: staged files are deleted (best effort; gc
   // removes what is left).
@@ -216,8 +220,7 @@ class Stager {
                                         " of the run); split the input or raise --time-budget-ms"),
               name);
         }
-        const int64_t first = (*rows)->rows_read() - b.num_rows();  // rows of the file before b
-        RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), first), name));
+        RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), (*rows)->row_lines()), name));
         if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(c), name));
       }
     }
@@ -239,13 +242,13 @@ class Stager {
   }
 
   // Pass 1 of an upsert: keys present and distinct within the run.
-  Status CollectKeys(const RecordBatch& b, uint32_t file, int64_t first) {
+  Status CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lines) {
     const auto kc = Columns(b, keys_);
     for (int64_t r = 0; r < b.num_rows(); ++r) {
-      const int64_t row = first + r + 1;
+      const int64_t line = lines[static_cast<size_t>(r)];
       for (size_t k = 0; k < kc.size(); ++k) {
         if (kc[k]->IsNull(r)) {
-          return Status::InvalidArgument(names_[file] + " row " + std::to_string(row) +
+          return Status::InvalidArgument(names_[file] + ": line " + std::to_string(line) +
                                          ": key column '" + keys_[k] +
                                          "' is null; every upsert row needs its key");
         }
@@ -253,12 +256,12 @@ class Stager {
       bool fresh = false;
       Seen& at = seen_.FindOrInsert(RowHash(kc, r, &buf_), &fresh);
       if (!fresh) {
-        return Status::InvalidArgument("duplicate upsert key: " + names_[at.file] + " row " +
-                                       std::to_string(at.row) + " and " + names_[file] + " row " +
-                                       std::to_string(row) + " have the same key (" +
+        return Status::InvalidArgument("duplicate upsert key: " + names_[at.file] + " line " +
+                                       std::to_string(at.line) + " and " + names_[file] + " line " +
+                                       std::to_string(line) + " have the same key (" +
                                        JoinNames(keys_) + "); keep one row per key in a run");
       }
-      at = Seen{file, row};
+      at = Seen{file, line};
     }
     return Status::OK();
   }
