@@ -243,7 +243,7 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
                    "parse and validate within this time");
   load->callback([&ctx, flags, exit] { *exit = Load(ctx, *flags); });
 
-  auto run = [&ctx, exit](Status s) { *exit = s.ok() ? kExitOk : Report(ctx, s); };
+  auto run = ctx.Runner(exit);
   auto* runs = app.add_subcommand("runs", "past and current runs");
   runs->require_subcommand(1);
   auto* list = runs->add_subcommand("list", "runs, newest first");

@@ -197,7 +197,7 @@ void AddTarget(CLI::App* cmd, ReadFlags* f) {
 }  // namespace
 
 void AddReadCommands(CLI::App& app, Context& ctx, int* exit) {
-  auto run = [&ctx, exit](Status s) { *exit = s.ok() ? kExitOk : Report(ctx, s); };
+  auto run = ctx.Runner(exit);
   auto scan_flags = std::make_shared<ReadFlags>();
   auto* scan = app.add_subcommand("scan", "rows of a table");
   AddTarget(scan, scan_flags.get());

@@ -192,7 +192,7 @@ Status RequireAdmin(const Workspace& ws, const Context& ctx, const std::string& 
 }  // namespace
 
 void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
-  auto run = [&ctx, exit](Status s) { *exit = s.ok() ? kExitOk : Report(ctx, s); };
+  auto run = ctx.Runner(exit);
   auto* table = app.add_subcommand("table", "declare and manage tables");
   table->require_subcommand(1);
 

@@ -196,7 +196,7 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
 }  // namespace
 
 void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
-  auto run = [&ctx, exit](Status s) { *exit = s.ok() ? kExitOk : Report(ctx, s); };
+  auto run = ctx.Runner(exit);
 
   auto* init = app.add_subcommand("init", "create a workspace (default ./loam-data)");
   auto* root = init->add_option("ROOT", "where: a directory or s3://bucket/prefix");

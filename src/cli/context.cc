@@ -42,12 +42,21 @@ std::function<Status(std::string_view)> Context::CrashHook() {
   };
 }
 
-Result<std::shared_ptr<Workspace>> Context::Open() const {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+WorkspaceOptions Context::Options() const {
   WorkspaceOptions options;
+  options.owner = principal;  // read by Init only
   options.actor = principal;
   options.failpoint = CrashHook();
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
+  return options;
+}
+
+std::function<void(Status)> Context::Runner(int* exit) const {
+  return [this, exit](Status s) { *exit = s.ok() ? kExitOk : Report(*this, s); };
+}
+
+Result<std::shared_ptr<Workspace>> Context::Open() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", Options());
   if (ws.status().IsNotFound()) {
     return Status::NotFound("no Loam workspace at '" + root +
                             "'; create one with 'loam init', or point --root / LOAM_ROOT at one");
@@ -57,10 +66,7 @@ Result<std::shared_ptr<Workspace>> Context::Open() const {
 
 Result<std::shared_ptr<Workspace>> Context::Init() const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
-  WorkspaceOptions options;
-  options.owner = principal;
-  options.actor = principal;
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", options);
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", Options());
   if (ws.status().IsAlreadyExists()) {
     return Status::AlreadyExists("a workspace already exists at '" + root + "'");
   }

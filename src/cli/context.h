@@ -34,6 +34,12 @@ struct Context {
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
   // (crash tests); empty function when unset.
   static std::function<Status(std::string_view)> CrashHook();
+  // What a command callback does with its Status: *exit becomes 0, or the
+  // error is reported and *exit becomes its code.
+  std::function<void(Status)> Runner(int* exit) const;
+
+  // Options for opening or making the workspace as this principal.
+  WorkspaceOptions Options() const;
   Result<std::shared_ptr<Workspace>> Init() const;
 };
 
