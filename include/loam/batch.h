@@ -91,9 +91,8 @@ class Column {
   }
   template <typename T>
   void AppendFixed(T v) {
-    const size_t at = data_.size();
-    data_.resize(at + sizeof(T));
-    std::memcpy(data_.data() + at, &v, sizeof(T));
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);  // no zero-fill before the copy
+    data_.insert(data_.end(), p, p + sizeof(T));
     MarkValid();
   }
   void MarkValid() {

@@ -45,6 +45,8 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Fills up to `n` bytes into `dst`; returns the count, 0 at end of data.
   virtual Result<size_t> Read(char* dst, size_t n) = 0;
+  // The total bytes Read will yield, when known up front (for sizing).
+  virtual std::optional<uint64_t> SizeHint() const { return std::nullopt; }
 };
 
 // Push-based consumer of bytes for streaming gets.
@@ -127,8 +129,7 @@ class ObjectStore {
   virtual Result<std::string> GetRange(std::string_view key, uint64_t offset, uint64_t length);
   Result<ObjectMeta> Put(std::string_view key, std::string_view data);
   Result<ObjectMeta> PutIfAbsent(std::string_view key, std::string_view data);
-  Result<ObjectMeta> PutIfMatch(std::string_view key, std::string_view data,
-                                std::string_view etag);
+  Result<ObjectMeta> PutIfMatch(std::string_view key, std::string_view data, std::string_view etag);
   // Every key under `prefix`, following pagination.
   Result<std::vector<ObjectInfo>> ListAll(std::string_view prefix);
 };

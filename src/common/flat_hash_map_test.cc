@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace loam {
 namespace {
@@ -25,6 +26,38 @@ TEST(FlatHashMap, InsertsFindsAndGrows) {
   EXPECT_EQ(m.FindOrInsert(Hash128("42"), &fresh), 42);
   EXPECT_FALSE(fresh);
   EXPECT_EQ(m.size(), 100000u);
+}
+
+TEST(FlatHashMap, KeysSharingSlotBitsOrTagStayDistinct) {
+  // Keys with the same low bits (one probe chain), the same tag bits, and
+  // the all-zero key.
+  FlatHashMap<int> m;
+  const std::vector<Hash128Value> keys = {{0, 0},    {0, 1},  {1 << 20, 0}, {1 << 21, 0},
+                                          {0, 0x80}, {16, 0}, {32, 0x7f}};
+  for (size_t i = 0; i < keys.size(); ++i) m.FindOrInsert(keys[i]) = static_cast<int>(i) + 1;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int* v = m.Find(keys[i]);
+    ASSERT_NE(v, nullptr) << i;
+    EXPECT_EQ(*v, static_cast<int>(i) + 1);
+  }
+  EXPECT_EQ(m.Find(Hash128Value{48, 0}), nullptr);
+  EXPECT_EQ(m.size(), keys.size());
+}
+
+TEST(FlatHashMap, ReserveAndForEachSeeEveryEntry) {
+  FlatHashMap<uint64_t> m;
+  m.Reserve(5000);
+  for (uint64_t i = 0; i < 5000; ++i) m.FindOrInsert(Hash128(std::to_string(i))) = i;
+  m.Reserve(10);  // never shrinks
+  std::vector<bool> seen(5000, false);
+  size_t n = 0;
+  m.ForEach([&](const Hash128Value& k, uint64_t v) {
+    EXPECT_EQ(k, Hash128(std::to_string(v)));
+    EXPECT_FALSE(seen[v]);
+    seen[v] = true;
+    ++n;
+  });
+  EXPECT_EQ(n, 5000u);
 }
 
 }  // namespace

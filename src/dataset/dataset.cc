@@ -256,6 +256,14 @@ Column NullColumn(const DataType& type, int64_t rows) {
   return c;
 }
 
+std::span<const Fragment> SelectedFragments(const DatasetVersion& v, const ScanSpec& spec) {
+  std::span<const Fragment> all(v.fragments);
+  if (!spec.fragment_range) return all;
+  const size_t first = std::min(spec.fragment_range->first, all.size());
+  const size_t last = std::clamp(spec.fragment_range->second, first, all.size());
+  return all.subspan(first, last - first);
+}
+
 }  // namespace
 
 Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
@@ -315,7 +323,7 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
   }
   std::vector<RecordBatch> out;
   int64_t produced = 0;
-  for (const Fragment& frag : v.fragments) {
+  for (const Fragment& frag : SelectedFragments(v, spec)) {
     if (spec.limit && produced >= *spec.limit) break;
     if (index && index->Covers(frag.id)) {
       auto it = hits.find(frag.id);
@@ -335,10 +343,40 @@ Status Dataset::ScanEach(const ScanSpec& spec,
   const DatasetVersion& v = *state_;
   ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
-  for (const Fragment& frag : v.fragments) {
+  for (const Fragment& frag : SelectedFragments(v, spec)) {
     std::vector<RecordBatch> out;
     int64_t produced = 0;
     RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
+    for (const RecordBatch& b : out) RETURN_NOT_OK(each(b));
+  }
+  return Status::OK();
+}
+
+Status Dataset::TakeEach(const std::vector<uint64_t>& row_addresses, const ScanSpec& spec,
+                         const std::function<Status(const RecordBatch&)>& each) const {
+  if (!spec.where.empty() || spec.limit) {
+    return Status::InvalidArgument("TakeEach takes no predicates and no limit");
+  }
+  const DatasetVersion& v = *state_;
+  ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
+  size_t i = 0;
+  while (i < row_addresses.size()) {
+    const uint64_t id = row_addresses[i] >> 32;
+    const Fragment* frag = v.FindFragment(id);
+    std::vector<uint64_t> offsets;
+    for (; i < row_addresses.size() && (row_addresses[i] >> 32) == id; ++i) {
+      const uint64_t offset = row_addresses[i] & 0xffffffffu;
+      if (frag == nullptr || offset >= frag->physical_rows ||
+          (i > 0 && row_addresses[i] <= row_addresses[i - 1])) {
+        return Status::InvalidArgument("row address " + std::to_string(row_addresses[i]) +
+                                       " is not in version " + std::to_string(v.version) +
+                                       " or not ascending");
+      }
+      offsets.push_back(offset);
+    }
+    std::vector<RecordBatch> out;
+    int64_t produced = 0;
+    RETURN_NOT_OK(ScanFragment(v, *frag, spec, shape, &offsets, &out, &produced));
     for (const RecordBatch& b : out) RETURN_NOT_OK(each(b));
   }
   return Status::OK();

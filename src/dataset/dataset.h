@@ -10,7 +10,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -73,6 +75,9 @@ struct ScanSpec {
   std::optional<int64_t> limit;
   bool use_index = true;  // an index on a predicate column narrows covered fragments
   ScanStats* stats = nullptr;
+  // Only the fragments at positions [first, last) of the version's list
+  // (clamped): splits a scan across threads. nullopt = every fragment.
+  std::optional<std::pair<size_t, size_t>> fragment_range;
 };
 
 struct CompactionOptions {
@@ -107,6 +112,19 @@ struct MergeStats {
   int64_t updated = 0;
 };
 
+// A merge-insert worked out by the caller (a loader, while it stages the
+// rows) against one snapshot: the live rows the staged rows replace and the
+// keys they insert. MergeInsertStaged uses it when the commit's base has
+// exactly the fragments (and deletion files) of `basis`, so row addresses
+// mean the same rows; otherwise it plans the merge again from the staged
+// files. The caller vouches that it is the exact plan for the staged rows.
+struct MergePlan {
+  std::vector<Fragment> basis;             // the snapshot's fragments
+  std::vector<uint64_t> replaced;          // row addresses of matched live rows
+  std::vector<std::string> inserted_keys;  // AppendRowKey bytes of the new keys
+  int64_t updated = 0;                     // staged rows that replace live rows
+};
+
 struct VersionSummary {
   uint64_t version = 0;
   int64_t timestamp_micros = 0;
@@ -135,6 +153,13 @@ class Dataset {
   // Streams the rows one fragment at a time, so memory holds one fragment's
   // batches; `spec.where` applies per fragment (no index is used).
   Status ScanEach(const ScanSpec& spec,
+                  const std::function<Status(const RecordBatch&)>& each) const;
+  // The live rows at `row_addresses` (ascending, as returned in "_rowaddr"),
+  // one fragment at a time; a fragment file is read only if an address
+  // names it. Addresses of deleted rows yield nothing; an address outside
+  // the snapshot is InvalidArgument. `spec.where` and `spec.limit` are
+  // not allowed.
+  Status TakeEach(const std::vector<uint64_t>& row_addresses, const ScanSpec& spec,
                   const std::function<Status(const RecordBatch&)>& each) const;
   // The latest snapshot of this snapshot's branch.
   Result<Dataset> Latest() const;
@@ -168,7 +193,8 @@ class Dataset {
   Result<Dataset> AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts = {}) const;
   Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
                                     std::vector<Fragment> staged, MergeStats* stats = nullptr,
-                                    const CommitOptions& opts = {}) const;
+                                    const CommitOptions& opts = {},
+                                    const MergePlan* plan = nullptr) const;
   Result<Dataset> OverwriteStaged(std::vector<Fragment> staged,
                                   const CommitOptions& opts = {}) const;
   // Makes an older version's content the new latest version.
@@ -278,7 +304,7 @@ class Dataset {
                    MergeStats* stats) const;
   // Data writing helpers (operations.cc).
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
-                                               const std::vector<RecordBatch>& batches) const;
+                                               std::span<const RecordBatch> batches) const;
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
   // The dataset columns a scan returns and the schema of its batches.
   struct ScanShape {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dataset/dataset_test_util.h"
+#include "format/page.h"
 #include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
@@ -48,6 +49,86 @@ TEST_F(DatasetTest, CreateAppendScanAndReopen) {
   EXPECT_EQ(Contents(*v2).size(), 3u);
   EXPECT_TRUE(Dataset::Create(store_, "tables/people", PeopleSchema()).status().IsAlreadyExists());
   EXPECT_TRUE(Dataset::Open(store_, "tables/none").status().IsNotFound());
+}
+
+// id -> "_rowaddr" of every live row.
+std::map<int64_t, uint64_t> Addresses(const Dataset& ds) {
+  ScanSpec spec;
+  spec.columns = {"id"};
+  spec.with_row_address = true;
+  RecordBatch all = ds.ReadAll(spec).value();
+  std::map<int64_t, uint64_t> out;
+  for (int64_t r = 0; r < all.num_rows(); ++r) {
+    out[all.columns[0].GetInt64(r)] = static_cast<uint64_t>(all.columns[1].GetInt64(r));
+  }
+  return out;
+}
+
+TEST_F(DatasetTest, MergeInsertStagedFollowsAPlanOnlyOnItsBasis) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value().Append({People({4})}).value();
+  // A plan (deliberately wrong: it replaces id 3, not id 2) made on `ds`.
+  const Column id9 = People({9}).columns[0];
+  MergePlan plan;
+  plan.basis = ds.state().fragments;
+  plan.replaced = {Addresses(ds).at(3)};
+  plan.inserted_keys = {EncodeRowKey({&id9}, 0)};
+  plan.updated = 1;
+  // The fragments moved on (another append): the plan is not followed; the
+  // merge is planned from the staged rows, correctly.
+  Dataset moved = ds.Append({People({5})}).value();
+  const Fragment staged = moved.WriteFragment(People({2, 9}, "v2")).value();
+  MergeStats stats;
+  Dataset replanned = moved.MergeInsertStaged({"id"}, {staged}, &stats, {}, &plan).value();
+  std::map<int64_t, std::string> rows = Contents(replanned);
+  EXPECT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows.at(2), "name-2-v2");
+  EXPECT_EQ(rows.at(3), "name-3-v1");
+  EXPECT_EQ(rows.at(9), "name-9-v2");
+  EXPECT_EQ(stats.updated, 1);
+  EXPECT_EQ(stats.inserted, 1);
+  // On its basis the plan is followed as given (so id 3 goes, and id 2 now
+  // has two rows): the commit did not plan again.
+  plan.basis = replanned.state().fragments;
+  plan.replaced = {Addresses(replanned).at(3)};
+  const Fragment next = replanned.WriteFragment(People({2, 9}, "v3")).value();
+  Dataset followed = replanned.MergeInsertStaged({"id"}, {next}, &stats, {}, &plan).value();
+  EXPECT_EQ(followed.CountRows(), 7u);  // 1, 2 (v2 and v3), 4, 5, 9 (v2 and v3)
+  EXPECT_EQ(followed.ReadAll().value().num_rows(), 7);
+}
+
+TEST_F(DatasetTest, TakeEachReadsLiveRowsAtAddressesAndScansCanBeSplit) {
+  Dataset ds = ds_.Append({People({1, 2, 3})}).value().Append({People({4, 5})}).value();
+  const std::map<int64_t, uint64_t> at = Addresses(ds);
+  ds = ds.Delete({Predicate::Eq("id", int64_t{2})}).value();
+  std::vector<int64_t> ids;
+  ScanSpec spec;
+  spec.columns = {"name", "id"};
+  ASSERT_TRUE(ds.TakeEach({at.at(1), at.at(2), at.at(5)}, spec, [&](const RecordBatch& b) {
+                  EXPECT_EQ(b.schema.fields[0].name, "name");
+                  for (int64_t r = 0; r < b.num_rows(); ++r) {
+                    ids.push_back(b.columns[1].GetInt64(r));
+                  }
+                  return Status::OK();
+                }).ok());
+  EXPECT_EQ(ids, (std::vector<int64_t>{1, 5}));  // id 2 is deleted
+  auto nothing = [](const RecordBatch&) { return Status::OK(); };
+  EXPECT_TRUE(ds.TakeEach({at.at(5), at.at(1)}, spec, nothing).IsInvalidArgument());
+  EXPECT_TRUE(ds.TakeEach({uint64_t{77} << 32}, spec, nothing).IsInvalidArgument());
+  EXPECT_TRUE(ds.TakeEach({at.at(1) + 3}, spec, nothing).IsInvalidArgument());
+  ScanSpec limited = spec;
+  limited.limit = 1;
+  EXPECT_TRUE(ds.TakeEach({at.at(1)}, limited, nothing).IsInvalidArgument());
+  // Scans restricted to a range of fragments see only those.
+  ScanSpec second = spec;
+  second.fragment_range = std::pair<size_t, size_t>{1, 9};
+  EXPECT_EQ(ds.ReadAll(second).value().num_rows(), 2);
+  second.fragment_range = std::pair<size_t, size_t>{0, 1};
+  int64_t rows = 0;
+  ASSERT_TRUE(ds.ScanEach(second, [&](const RecordBatch& b) {
+                  rows += b.num_rows();
+                  return Status::OK();
+                }).ok());
+  EXPECT_EQ(rows, 2);  // 1 and 3
 }
 
 TEST_F(DatasetTest, StagedFragmentsCommitLaterOrAreDeleted) {

@@ -95,7 +95,8 @@ class RangeStream final : public BatchStream {
 }  // namespace
 
 Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch) const {
-  ASSIGN_OR_RETURN(std::vector<Fragment> frags, WriteFragments(state_->schema, {batch}));
+  ASSIGN_OR_RETURN(std::vector<Fragment> frags,
+                   WriteFragments(state_->schema, std::span(&batch, 1)));
   if (frags.size() != 1)
     return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
   return std::move(frags[0]);
@@ -118,8 +119,8 @@ Status Dataset::StagedExists(const Fragment& staged) const {
   return meta.status();
 }
 
-Result<std::vector<Fragment>> Dataset::WriteFragments(
-    const Schema& schema, const std::vector<RecordBatch>& batches) const {
+Result<std::vector<Fragment>> Dataset::WriteFragments(const Schema& schema,
+                                                      std::span<const RecordBatch> batches) const {
   std::vector<Fragment> out;
   std::vector<RangeStream::Range> pending;
   uint64_t pending_rows = 0;
@@ -339,11 +340,20 @@ Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged,
 
 Result<Dataset> Dataset::MergeInsertStaged(const std::vector<std::string>& keys,
                                            std::vector<Fragment> staged, MergeStats* stats,
-                                           const CommitOptions& opts) const {
+                                           const CommitOptions& opts, const MergePlan* plan) const {
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
         RETURN_NOT_OK(CheckMergeKeys(base.schema, keys));
         if (staged.empty()) return std::optional<Transaction>();
+        if (plan && plan->basis == base.fragments) {
+          Transaction t;
+          t.op = OpType::kMergeInsert;
+          t.deleted = GroupByFragment(plan->replaced);
+          t.inserted_keys = plan->inserted_keys;
+          t.added = staged;
+          if (stats) *stats = {static_cast<int64_t>(t.inserted_keys.size()), plan->updated};
+          return std::optional<Transaction>(std::move(t));
+        }
         // The staged rows' keys, read back from their files.
         DatasetVersion source = base;
         source.fragments = staged;

@@ -478,8 +478,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
               "upsert into '" + req.table +
               "' needs key columns: declare them on the table or pass keys");
         }
-        return req.staged_rows ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts)
-                               : base.MergeInsert(keys, req.rows, &result.merge, opts);
+        return req.staged_rows
+                   ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts, req.merge_plan)
+                   : base.MergeInsert(keys, req.rows, &result.merge, opts);
       }
       case WriteMode::kReplace:
         return req.staged_rows ? base.OverwriteStaged(req.staged, opts)

@@ -62,6 +62,9 @@ struct WriteRequest {
   // on the table (OpenTable), so a load can stream rows to storage first.
   bool staged_rows = false;
   std::vector<Fragment> staged;
+  // Upsert of staged rows: the merge as the caller planned it (see
+  // MergePlan); used when the table's fragments are still its basis.
+  const MergePlan* merge_plan = nullptr;
   std::vector<std::string> keys;                   // upsert keys; empty = the table's declared keys
   std::vector<Predicate> where;                    // delete
   std::optional<Field> new_column;                 // add column (nullable)

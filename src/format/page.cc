@@ -13,6 +13,13 @@
 namespace loam {
 namespace {
 
+// Copies raw bytes into a byte vector as one memcpy (assign() from char
+// iterators converts element by element).
+void AssignBytes(std::string_view bytes, std::vector<uint8_t>* out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  out->assign(p, p + bytes.size());
+}
+
 void PutBitmap(std::string* out, int64_t rows, const auto& bit) {
   const size_t at = out->size();
   out->resize(at + (rows + 7) / 8, 0);
@@ -197,10 +204,10 @@ Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string
     }
     if (offsets[0] != 0) return d.Corrupt("first offset is not zero");
     ASSIGN_OR_RETURN(std::string_view bytes, d.Bytes(offsets[rows]));
-    data.assign(bytes.begin(), bytes.end());
+    AssignBytes(bytes, &data);
   } else {
     ASSIGN_OR_RETURN(std::string_view bytes, d.Bytes(rows * type.FixedWidth()));
-    data.assign(bytes.begin(), bytes.end());
+    AssignBytes(bytes, &data);
   }
   if (!d.done()) return d.Corrupt("trailing bytes after the values");
   auto col =

@@ -50,6 +50,15 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
   return out;
 }
 
+// The first batch has no predecessor to be sized like: once it holds
+// kSampleRows rows, room for `max_rows` rows like them.
+void CsvBatches::ReserveLikeSample(RecordBatch* batch, size_t max_rows) {
+  for (Column& c : batch->columns) {
+    const double per_row = static_cast<double>(c.data().size()) / kSampleRows;
+    c.Reserve(0, static_cast<int64_t>(per_row * static_cast<double>(max_rows) * 1.1));
+  }
+}
+
 Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
   RecordBatch batch(table_);
   // Sized like the previous batch: one allocation per column, no regrowth.
@@ -91,6 +100,7 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
     if (rejected) continue;
     row_lines_.push_back(rec.line);
     ++rows_;
+    if (var_bytes_.empty() && batch.num_rows() == kSampleRows) ReserveLikeSample(&batch, max_rows);
   }
   if (batch.num_rows() == 0) return std::optional<RecordBatch>();
   var_bytes_.resize(batch.columns.size());

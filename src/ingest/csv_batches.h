@@ -36,6 +36,8 @@ class CsvBatches {
   uint64_t bytes_read() const { return reader_->bytes_read(); }
 
  private:
+  static constexpr int64_t kSampleRows = 1024;
+  void ReserveLikeSample(RecordBatch* batch, size_t max_rows);
   CsvBatches(std::unique_ptr<CsvReader> reader, Schema table, std::string source)
       : reader_(std::move(reader)), table_(std::move(table)), source_(std::move(source)) {}
 

@@ -6,7 +6,9 @@
 
 namespace loam::ingest {
 
-CsvReader::CsvReader(ByteSource& input, CsvOptions options) : input_(input), options_(options) {}
+CsvReader::CsvReader(ByteSource& input, CsvOptions options) : input_(input), options_(options) {
+  for (char c : {options_.delimiter, '\n', '\r', '"'}) special_[static_cast<uint8_t>(c)] = true;
+}
 
 Status CsvReader::Error(int64_t line, size_t column, std::string_view what,
                         std::string_view fix) const {
@@ -102,8 +104,8 @@ Result<bool> CsvReader::ParseRecord() {
         case State::kUnquoted: {
           // Fast path: copy the run of ordinary bytes at once.
           const char* q = p;
-          while (q < end && *q != delim && *q != '\n' && *q != '\r' && *q != '"') ++q;
-          field_bytes_.append(p, q);
+          while (q < end && !special_[static_cast<uint8_t>(*q)]) ++q;
+          field_bytes_.append(p, static_cast<size_t>(q - p));
           if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
             return FieldTooLong(line_);
           }
@@ -146,7 +148,7 @@ Result<bool> CsvReader::ParseRecord() {
             if (*q == '\n') ++line_;
             ++q;
           }
-          field_bytes_.append(p, q);
+          field_bytes_.append(p, static_cast<size_t>(q - p));
           if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
             return FieldTooLong(quote_line);
           }

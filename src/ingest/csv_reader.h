@@ -8,6 +8,7 @@
 // and column (1-based field number) and says how to fix the input.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,6 +61,7 @@ class CsvReader {
 
   ByteSource& input_;
   const CsvOptions options_;
+  std::array<bool, 256> special_{};  // bytes that end an unquoted run: delimiter, CR, LF, quote
   std::string chunk_;
   size_t pos_ = 0;
   bool eof_ = false;

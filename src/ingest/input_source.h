@@ -20,6 +20,7 @@ class ObjectByteSource final : public ByteSource {
   static Result<std::unique_ptr<ObjectByteSource>> Open(std::shared_ptr<ObjectStore> store,
                                                         std::string key);
   Result<size_t> Read(char* dst, size_t n) override;
+  std::optional<uint64_t> SizeHint() const override { return size_; }
 
  private:
   std::shared_ptr<ObjectStore> store_;

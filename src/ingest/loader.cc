@@ -281,6 +281,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     int64_t next_renew = NowMicros() + options_.lease_micros / 3;
     StagerOptions so;
     so.batch_rows = options_.batch_rows;
+    so.retain_bytes = options_.retain_bytes;
     so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
     so.open_input = options_.open_input;
     so.on_batch = [&](const RunCounters& counters) -> Status {
@@ -329,6 +330,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     w.staged_rows = true;
     w.staged = staged->staged;
     w.keys = req.keys;
+    if (staged->plan) w.merge_plan = &*staged->plan;
     // Upsert counters were planned against this version: commit only on it.
     if (req.mode == LoadMode::kUpsert) w.expected_version = t->head.table_version;
     w.expected_schema_version = t->def.schema_version;
@@ -347,6 +349,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     Result<WriteResult> written = ws_->Write(w);
     if (written.ok()) {
+      if (req.mode == LoadMode::kUpsert) {  // as committed (planned again if it had to be)
+        rec.counters.inserted = written->merge.inserted;
+        rec.counters.updated = written->merge.updated;
+      }
       rec.manifest_version = written->manifest_version;
       rec.commit_id = written->commit_id;
       rec.table_version = written->table_version;

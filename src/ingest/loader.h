@@ -30,6 +30,9 @@ struct LoaderOptions {
   // The skipRows error policy is behind this feature flag (off by default).
   bool skip_rows_enabled = false;
   size_t batch_rows = 1 << 16;
+  // Upserts: parsed input kept between the two passes up to this many bytes
+  // (StagerOptions::retain_bytes).
+  size_t retain_bytes = size_t{64} << 20;
   // Opens one of the request's files; default: a local path read through a
   // LocalObjectStore on its directory.
   std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;

@@ -1,6 +1,12 @@
 #include "ingest/row_source.h"
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include "common/status_macros.h"
+#include "common/thread_annotations.h"
 #include "ingest/csv_batches.h"
 #include "ingest/jsonl_batches.h"
 
@@ -30,7 +36,104 @@ class OwningRowSource final : public RowSource {
   std::unique_ptr<Reader> reader_;
 };
 
+// A parsed batch with where its rows start and the position after it.
+struct Parsed {
+  Result<std::optional<RecordBatch>> batch = std::optional<RecordBatch>();
+  std::vector<int64_t> lines;
+  int64_t rows_read = 0;
+  uint64_t bytes_read = 0, raw_bytes_read = 0;
+};
+
+class PrefetchingRowSource final : public RowSource {
+ public:
+  PrefetchingRowSource(std::unique_ptr<RowSource> source, size_t max_rows, size_t depth)
+      : source_(std::move(source)), max_rows_(max_rows), depth_(depth) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~PrefetchingRowSource() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      space_.notify_one();
+    }
+    thread_.join();
+  }
+
+  Result<std::optional<RecordBatch>> Next(size_t max_rows) override {
+    if (max_rows != max_rows_) {
+      return Status::InvalidArgument("a prefetching source reads batches of " +
+                                     std::to_string(max_rows_) + " rows");
+    }
+    if (ended_) {
+      if (end_.ok()) return std::optional<RecordBatch>();
+      return end_;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return !queue_.empty(); });
+    Parsed p = std::move(queue_.front());
+    queue_.pop_front();
+    space_.notify_one();
+    lock.unlock();
+    if (!p.batch.ok() || !p.batch->has_value()) {
+      ended_ = true;  // later calls repeat the end or the error
+      end_ = p.batch.status();
+    }
+    lines_ = std::move(p.lines);
+    rows_read_ = p.rows_read;
+    bytes_read_ = p.bytes_read;
+    raw_bytes_read_ = p.raw_bytes_read;
+    return std::move(p.batch);
+  }
+  int64_t rows_read() const override { return rows_read_; }
+  const std::vector<int64_t>& row_lines() const override { return lines_; }
+  uint64_t bytes_read() const override { return bytes_read_; }
+  uint64_t raw_bytes_read() const override { return raw_bytes_read_; }
+
+ private:
+  // Parses until the end, an error, or stop_; the last item queued is the
+  // end (nullopt) or the error.
+  void Loop() LOAM_EXCLUDES(mu_) {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        space_.wait(lock, [&] { return queue_.size() < depth_ || stop_; });
+        if (stop_) return;
+      }
+      Parsed p;
+      p.batch = source_->Next(max_rows_);
+      const bool last = !p.batch.ok() || !p.batch->has_value();
+      p.lines = source_->row_lines();
+      p.rows_read = source_->rows_read();
+      p.bytes_read = source_->bytes_read();
+      p.raw_bytes_read = source_->raw_bytes_read();
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(p));
+      ready_.notify_one();
+      if (last) return;
+    }
+  }
+
+  const std::unique_ptr<RowSource> source_;  // used by the thread only
+  const size_t max_rows_, depth_;
+  std::mutex mu_;
+  std::condition_variable ready_, space_;
+  std::deque<Parsed> queue_ LOAM_GUARDED_BY(mu_);
+  bool stop_ LOAM_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+  // The consumer's view, as of the last batch it took.
+  bool ended_ = false;
+  Status end_;
+  std::vector<int64_t> lines_;
+  int64_t rows_read_ = 0;
+  uint64_t bytes_read_ = 0, raw_bytes_read_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<RowSource> Prefetch(std::unique_ptr<RowSource> source, size_t max_rows,
+                                    size_t depth) {
+  return std::make_unique<PrefetchingRowSource>(std::move(source), max_rows, depth);
+}
 
 Result<InputFormat> ParseInputFormat(std::string_view name) {
   if (name == "csv") return InputFormat::kCsv;

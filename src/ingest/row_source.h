@@ -56,4 +56,12 @@ Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw
                                                  const ParseLimits& limits = {},
                                                  RejectFn reject = {});
 
+// Runs `source` on its own thread, up to `depth` batches of `max_rows`
+// ahead, so parsing overlaps with what the caller does with each batch.
+// Next must be called with that same `max_rows`. The source's reject
+// callback (skipRows) then runs on the parsing thread. Stopping early (the
+// wrapper destroyed) waits for the batch being parsed, then stops.
+std::unique_ptr<RowSource> Prefetch(std::unique_ptr<RowSource> source, size_t max_rows,
+                                    size_t depth = 2);
+
 }  // namespace loam::ingest

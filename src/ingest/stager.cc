@@ -1,15 +1,18 @@
 #include "ingest/stager.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "common/flat_hash_map.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/thread_annotations.h"
+#include "common/thread_pool.h"
 #include "format/page.h"
 
 namespace loam::ingest {
@@ -104,9 +107,13 @@ Hash128Value RowHash(const std::vector<const Column*>& cols, int64_t row, std::s
   return Hash128(*buf);
 }
 
+// A table row whose key is one of the run's.
 struct Existing {
-  uint64_t content = 0;  // 64 bits of the row's 128-bit hash
-  uint32_t rows = 0;
+  Hash128Value content;  // of the whole row
+  uint64_t address = 0;  // the first such row ("_rowaddr")
+  uint64_t key_at = 0;   // its key's bytes in Stager::table_keys_
+  uint32_t key_size = 0;
+  uint32_t rows = 0;  // more than one: blind appends left duplicates (see dups_)
 };
 
 // Where a key was first seen in the run.
@@ -115,13 +122,20 @@ struct Seen {
   int64_t line = 0;  // where the row starts in its file
 };
 
+int64_t ByteSize(const RecordBatch& b) {
+  int64_t n = 0;
+  for (const Column& c : b.columns) n += c.ByteSize();
+  return n;
+}
+
 int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// One run's input, parsed once or (for upserts) twice.
+// One run's input, parsed once (upserts: twice when it outgrows the
+// retention budget).
 class Stager {
  public:
   Stager(const RunRequest& req, const TableState& table, const Dataset& data,
@@ -138,25 +152,43 @@ class Stager {
 
   Result<StagedInput> Run() {
     const int64_t deadline = SteadyMicros() + req_.time_budget_ms * 1000;
-    if (req_.mode == LoadMode::kUpsert) {
-      // Pass 1 checks every row and collects the run's keys; the table is
-      // then read for those keys only; pass 2 classifies and stages.
-      RETURN_NOT_OK(Parse(deadline, [&](const RecordBatch& b, uint32_t file, const Lines& lines) {
-        return CollectKeys(b, file, lines);
+    const bool upsert = req_.mode == LoadMode::kUpsert;
+    if (upsert) {
+      // Pass 1 checks every row and collects the run's keys (keeping the
+      // batches while they fit); the table is then read for those keys only;
+      // pass 2 classifies and stages.
+      RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t file, const Lines& lines) {
+        Status s = CollectKeys(b, file, lines);
+        if (s.ok()) Retain(b);
+        return s;
       }));
-      RETURN_NOT_OK(Guard(ReadMatchedRows(), ""));
+      RETURN_NOT_OK(Guard(MatchTableRows(), ""));
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
-      out_.counters = {};
-      out_.rejected.clear();
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
-    RETURN_NOT_OK(
-        Parse(deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b); }));
+    if (upsert && !reparse_) {
+      for (RecordBatch& b : retained_) {
+        RETURN_NOT_OK(Guard(Stage(b), ""));
+        b = RecordBatch();
+        if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));
+      }
+    } else {
+      out_.counters = {};
+      out_.rejected.clear();
+      RETURN_NOT_OK(
+          Parse(deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b); }));
+    }
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
     if (writer_) {
       RETURN_NOT_OK(Guard(writer_->Close(), ""));
       out_.staged = writer_->written();
+    }
+    if (upsert && writer_ && exact_) {
+      plan_.basis = data_.state().fragments;
+      std::sort(plan_.replaced.begin(), plan_.replaced.end());
+      plan_.updated = c.updated;
+      out_.plan = std::move(plan_);
     }
     return std::move(out_);
   }
@@ -189,6 +221,7 @@ class Stager {
       names_.push_back(name);
       Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
       if (!raw.ok()) return Guard(raw.status(), name);
+      file_size_ = (*raw)->SizeHint();
       RejectFn reject;
       if (req_.error_policy == ErrorPolicy::kSkipRows) {
         reject = [&, name](const Status& error) { return Reject(error, name); };
@@ -197,6 +230,9 @@ class Stager {
           OpenRowSource(std::move(*raw), req_.format.value_or(GuessInputFormat(file)), schema_,
                         req_.policy, name, req_.limits, std::move(reject));
       if (!rows.ok()) return Guard(rows.status(), name);
+      // Parsing runs ahead on its own thread (not with skipRows, whose
+      // rejections are counted here as they happen).
+      if (!reject) *rows = Prefetch(std::move(*rows), options_.batch_rows);
       const uint64_t bytes_before = c.bytes_read;
       while (true) {
         Result<std::optional<RecordBatch>> next = (*rows)->Next(options_.batch_rows);
@@ -243,6 +279,14 @@ class Stager {
 
   // Pass 1 of an upsert: keys present and distinct within the run.
   Status CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lines) {
+    if (file_size_ && seen_.size() == 0 && out_.counters.bytes_read > 0) {
+      // Room for the file's rows at the first batch's bytes per row: no
+      // growing through every power of two (plain input; for compressed
+      // input this underestimates, which is harmless).
+      const double rows = static_cast<double>(*file_size_) * static_cast<double>(b.num_rows()) /
+                          static_cast<double>(out_.counters.bytes_read);
+      seen_.Reserve(static_cast<size_t>(std::min(rows * 1.1, static_cast<double>(req_.max_rows))));
+    }
     const auto kc = Columns(b, keys_);
     for (int64_t r = 0; r < b.num_rows(); ++r) {
       const int64_t line = lines[static_cast<size_t>(r)];
@@ -266,25 +310,123 @@ class Stager {
     return Status::OK();
   }
 
-  // The table's rows with a key of the run: their content, and how many.
-  Status ReadMatchedRows() {
-    ScanSpec spec;
-    spec.columns = columns_;
-    return data_.ScanEach(spec, [&](const RecordBatch& b) {
-      const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
-      for (int64_t r = 0; r < b.num_rows(); ++r) {
-        const Hash128Value key = RowHash(kc, r, &buf_);
-        if (seen_.Find(key) == nullptr) continue;
-        Existing& e = existing_.FindOrInsert(key);
-        e.content = RowHash(ac, r, &buf_).lo;
+  // Pass 1 of an upsert: keeps the batch for pass 2 while the kept ones fit
+  // the budget; past it, pass 2 parses again.
+  void Retain(RecordBatch& b) {
+    if (reparse_) return;
+    retained_bytes_ += static_cast<size_t>(ByteSize(b));
+    if (retained_bytes_ > options_.retain_bytes) {
+      reparse_ = true;
+      retained_ = {};
+      return;
+    }
+    retained_.push_back(std::move(b));
+  }
+
+  // A table row whose key is one of the run's, as a shard found it.
+  struct TableMatch {
+    Hash128Value key, content;
+    uint64_t address = 0;
+    uint64_t key_at = 0;  // its key's bytes in the shard's `keys`
+    uint32_t key_size = 0;
+  };
+  struct ShardMatches {
+    std::vector<TableMatch> rows;  // in row address order
+    std::string keys;
+    Status status;
+  };
+
+  // The table's live rows with a key of the run, into existing_. The table
+  // is split into contiguous runs of fragments read in parallel.
+  Status MatchTableRows() {
+    const std::vector<Fragment>& frags = data_.state().fragments;
+    const size_t shards = std::min<size_t>(frags.size(), ThreadPool::Default().workers() + 1);
+    std::vector<std::pair<size_t, size_t>> ranges;
+    uint64_t rows = 0;
+    for (const Fragment& f : frags) rows += f.live_rows();
+    for (size_t i = 0, first = 0; i < shards; ++i) {
+      size_t last = first;
+      for (uint64_t took = 0; last < frags.size() && (i + 1 == shards || took * shards < rows);
+           ++last) {
+        took += frags[last].live_rows();
+      }
+      ranges.push_back({first, last});
+      first = last;
+    }
+    std::vector<ShardMatches> found(ranges.size());
+    ThreadPool::Default().ParallelFor(
+        ranges.size(), [&](size_t i) { found[i].status = MatchShard(ranges[i], &found[i]); });
+    size_t matched = 0;
+    for (const ShardMatches& f : found) {
+      RETURN_NOT_OK(f.status);
+      matched += f.rows.size();
+    }
+    existing_.Reserve(matched);
+    for (const ShardMatches& f : found) {
+      const uint64_t base = table_keys_.size();
+      table_keys_ += f.keys;
+      for (const TableMatch& m : f.rows) {
+        bool fresh = false;
+        Existing& e = existing_.FindOrInsert(m.key, &fresh);
+        if (fresh) {
+          e.address = m.address;
+          e.key_at = base + m.key_at;
+          e.key_size = m.key_size;
+        } else {
+          std::vector<uint64_t>& all = dups_.FindOrInsert(m.key);
+          if (all.empty()) all.push_back(e.address);
+          all.push_back(m.address);
+        }
         e.rows++;
+        e.content = m.content;
+      }
+    }
+    return Status::OK();
+  }
+
+  // One shard: its keys are scanned (one column per key), then only the
+  // rows whose key the run has are read in full. Reads seen_ only.
+  Status MatchShard(std::pair<size_t, size_t> range, ShardMatches* out) const {
+    std::string buf;
+    ScanSpec keys_only;
+    keys_only.columns = keys_;
+    keys_only.with_row_address = true;
+    keys_only.fragment_range = range;
+    std::vector<uint64_t> addresses;
+    RETURN_NOT_OK(data_.ScanEach(keys_only, [&](const RecordBatch& b) {
+      const auto kc = Columns(b, keys_);
+      const Column& address = b.columns.back();
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        if (seen_.Find(RowHash(kc, r, &buf)) != nullptr) {
+          addresses.push_back(static_cast<uint64_t>(address.GetInt64(r)));
+        }
+      }
+      return Status::OK();
+    }));
+    ScanSpec full;
+    full.columns = columns_;
+    full.with_row_address = true;
+    out->rows.reserve(addresses.size());
+    return data_.TakeEach(addresses, full, [&](const RecordBatch& b) {
+      const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
+      const Column& address = b.columns.back();
+      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        TableMatch m;
+        m.address = static_cast<uint64_t>(address.GetInt64(r));
+        m.key = RowHash(kc, r, &buf);
+        m.key_at = out->keys.size();
+        m.key_size = static_cast<uint32_t>(buf.size());
+        out->keys += buf;
+        m.content = RowHash(ac, r, &buf);
+        out->rows.push_back(m);
       }
       return Status::OK();
     });
   }
 
   // Counts the batch's rows and queues those to write: for upserts, rows
-  // identical to the table's one row with their key are left out.
+  // identical to the table's one row with their key are left out, and the
+  // merge plan gains the rows replaced and the keys inserted.
   Status Stage(RecordBatch& b) {
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kUpsert) {
@@ -292,15 +434,27 @@ class Stager {
       std::vector<int64_t> keep;
       keep.reserve(b.num_rows());
       for (int64_t r = 0; r < b.num_rows(); ++r) {
-        const Existing* e = existing_.Find(RowHash(kc, r, &buf_));
+        const Hash128Value key = RowHash(kc, r, &buf_);  // buf_: the key's bytes
+        const Existing* e = existing_.Find(key);
         if (e == nullptr) {
           c.inserted++;
           keep.push_back(r);
-        } else if (e->rows == 1 && e->content == RowHash(ac, r, &buf_).lo) {
+          if (writer_) plan_.inserted_keys.push_back(buf_);
+          continue;
+        }
+        if (std::string_view(table_keys_).substr(e->key_at, e->key_size) != buf_) {
+          exact_ = false;  // a hash collision: the commit plans the merge itself
+        } else if (e->rows == 1 && e->content == RowHash(ac, r, &buf_)) {
           c.unchanged++;  // the same row is there: nothing to write
+          continue;
+        }
+        c.updated++;
+        keep.push_back(r);
+        if (e->rows == 1) {
+          plan_.replaced.push_back(e->address);
         } else {
-          c.updated++;
-          keep.push_back(r);
+          const std::vector<uint64_t>* all = dups_.Find(key);
+          plan_.replaced.insert(plan_.replaced.end(), all->begin(), all->end());
         }
       }
       if (keep.size() != static_cast<size_t>(b.num_rows())) {
@@ -326,8 +480,20 @@ class Stager {
   const std::vector<std::string> keys_;
   std::vector<std::string> columns_;
   std::vector<std::string> names_;
-  FlatHashMap<Seen> seen_;          // upsert: the run's keys
-  FlatHashMap<Existing> existing_;  // upsert: the table's rows with those keys
+  // Upserts. Keys are told apart by a 128-bit hash of their bytes; a match
+  // in the table is confirmed byte for byte (table_keys_), so a collision
+  // there costs speed (the commit re-plans), never a wrong row. Within the
+  // run, a collision would fail the run as a duplicate key.
+  FlatHashMap<Seen> seen_;                   // the run's keys
+  FlatHashMap<Existing> existing_;           // the table's rows with those keys
+  FlatHashMap<std::vector<uint64_t>> dups_;  // keys on several table rows: all of them
+  std::string table_keys_;                   // key bytes of existing_ entries
+  std::vector<RecordBatch> retained_;        // pass 1's batches, for pass 2
+  size_t retained_bytes_ = 0;
+  bool reparse_ = false;  // retained_ outgrew its budget: pass 2 parses again
+  MergePlan plan_;
+  bool exact_ = true;                  // plan_ is exact (no key hash collided)
+  std::optional<uint64_t> file_size_;  // of the file being parsed, when known
   std::unique_ptr<FragmentWriter> writer_;
   std::string buf_;
   StagedInput out_;

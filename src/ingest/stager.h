@@ -4,12 +4,14 @@
 // to write are staged as fragment files by a second thread while the first
 // parses on. Nothing becomes visible: the run's commit references the staged
 // fragments in one atomic write, and a failed run deletes them. Memory holds
-// a few batches, plus for upserts about 64 bytes per key of the table and
-// of the run (hash slots at most half full), never the input.
+// a few batches, plus for upserts about 64 bytes per key of the run and 100
+// per table row it matches (hash slots at most half full), and the parsed
+// input while it fits `retain_bytes`: a larger upsert input is parsed twice.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +27,19 @@ struct StagerOptions {
   std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;
   // After each batch, with the counters so far; non-OK stops the run (a lost lease).
   std::function<Status(const RunCounters&)> on_batch;
+  // Upserts: parsed batches kept between the two passes, up to this many
+  // bytes; beyond it the input is parsed a second time instead.
+  size_t retain_bytes = size_t{64} << 20;
 };
 
 struct StagedInput {
   RunCounters counters;  // rows and bytes read; inserted / updated / unchanged / deleted planned
   std::vector<Fragment> staged;
   std::vector<RunError> rejected;  // skipRows: the first rows left out (never their values)
+  // Upserts that staged rows: the merge as classified, for the commit (see
+  // MergePlan). Unset when the commit must plan it (a 128-bit key hash
+  // matched a different key).
+  std::optional<MergePlan> plan;
 };
 
 // Streams `request`'s files into staged fragments of `data` (the table at
