@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
   }
   // Loads allocate and free batch buffers of a few MiB at a steady pace:
   // keep them in the heap for reuse instead of mapping fresh pages each time.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  // 32 MiB is the largest threshold glibc accepts (it ignores larger ones).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   Context ctx;
   ctx.root = EnvOr("LOAM_ROOT", "./loam-data");
