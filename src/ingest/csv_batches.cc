@@ -1,5 +1,7 @@
 #include "ingest/csv_batches.h"
 
+#include <algorithm>
+
 #include "common/status_macros.h"
 
 namespace loam::ingest {
@@ -52,10 +54,13 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
 
 // The first batch has no predecessor to be sized like: once it holds
 // kSampleRows rows, room for `max_rows` rows like them.
+// At most kMaxSampleReserve bytes per column: wide sample rows in a short
+// file must not reserve gigabytes.
 void CsvBatches::ReserveLikeSample(RecordBatch* batch, size_t max_rows) {
   for (Column& c : batch->columns) {
     const double per_row = static_cast<double>(c.data().size()) / kSampleRows;
-    c.Reserve(0, static_cast<int64_t>(per_row * static_cast<double>(max_rows) * 1.1));
+    const double want = per_row * static_cast<double>(max_rows) * 1.1;
+    c.Reserve(0, static_cast<int64_t>(std::min(want, kMaxSampleReserve)));
   }
 }
 

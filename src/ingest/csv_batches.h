@@ -37,6 +37,7 @@ class CsvBatches {
 
  private:
   static constexpr int64_t kSampleRows = 1024;
+  static constexpr double kMaxSampleReserve = 64 << 20;
   void ReserveLikeSample(RecordBatch* batch, size_t max_rows);
   CsvBatches(std::unique_ptr<CsvReader> reader, Schema table, std::string source)
       : reader_(std::move(reader)), table_(std::move(table)), source_(std::move(source)) {}

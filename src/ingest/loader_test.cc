@@ -167,6 +167,42 @@ TEST_F(LoaderTest, DuplicateUpsertKeysNameBothRows) {
   EXPECT_EQ(Contents(), "");
 }
 
+TEST_F(LoaderTest, AnUpsertInputThatChangesBetweenItsTwoReadsFailsTheRun) {
+  files_["a.csv"] = "id,name\n1,ann\n2,bob\n";
+  ASSERT_EQ(Load(Request(LoadMode::kAppend, {"a.csv"})).state, RunState::kSucceeded);
+  const std::vector<std::string> objects = Objects();
+  // With no retention budget an upsert reads its input twice; the second
+  // read gets `second` instead of what the first read and planned for.
+  const std::string first = "id,name\n2,bob2\n3,cy\n";
+  for (const std::string& second : {std::string("id,name\n2,bob2\n4,dee\n"),   // a new key
+                                    std::string("id,name\n2,bob2\n2,bob3\n"),  // a key twice
+                                    std::string("id,name\n2,bob2\n")}) {       // a row fewer
+    SCOPED_TRACE(second);
+    LoaderOptions o = Options();
+    o.retain_bytes = 0;
+    auto reads = std::make_shared<int>(0);
+    o.open_input = [&, reads](const std::string&) -> Result<std::unique_ptr<ByteSource>> {
+      return std::unique_ptr<ByteSource>(
+          std::make_unique<StringSource>((*reads)++ == 0 ? first : second));
+    };
+    RunRecord r = Load(Request(LoadMode::kUpsert, {"u.csv"}), o);
+    EXPECT_EQ(r.state, RunState::kFailed);
+    EXPECT_NE(r.error.find("the input changed while the run read it a second time"),
+              std::string::npos)
+        << r.error;
+    EXPECT_EQ(*reads, 2);
+    EXPECT_EQ(Contents(), "1:ann:null 2:bob:null ");
+    EXPECT_EQ(Objects(), objects);  // staged fragments deleted
+  }
+  // The same input read twice, unchanged, loads.
+  LoaderOptions o = Options();
+  o.retain_bytes = 0;
+  files_["u.csv"] = first;
+  RunRecord r = Load(Request(LoadMode::kUpsert, {"u.csv"}), o);
+  EXPECT_EQ(r.state, RunState::kSucceeded) << r.error;
+  EXPECT_EQ(Contents(), "1:ann:null 2:bob2:null 3:cy:null ");
+}
+
 TEST_F(LoaderTest, ValidationOnlyReportsThePlanAndWritesNothing) {
   files_["a.csv"] = "id,name,balance\n1,ann,1.00\n2,bob,2.00\n";
   Load(Request(LoadMode::kAppend, {"a.csv"}));

@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -100,7 +101,11 @@ class PrefetchingRowSource final : public RowSource {
         if (stop_) return;
       }
       Parsed p;
-      p.batch = source_->Next(max_rows_);
+      try {  // nothing may escape the thread (std::terminate)
+        p.batch = source_->Next(max_rows_);
+      } catch (const std::exception& e) {
+        p.batch = Status::ResourceExhausted(std::string("parsing failed: ") + e.what());
+      }
       const bool last = !p.batch.ok() || !p.batch->has_value();
       p.lines = source_->row_lines();
       p.rows_read = source_->rows_read();
@@ -164,6 +169,10 @@ Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw
     reader->set_reject(std::move(reject));
     return std::unique_ptr<RowSource>(
         new OwningRowSource<JsonlBatches>(std::move(input), std::move(reader)));
+  }
+  if (limits.csv_delimiter == '"' || limits.csv_delimiter == '\n' || limits.csv_delimiter == '\r') {
+    return Status::InvalidArgument(
+        "the CSV delimiter cannot be a quote, CR or LF; use ',', ';', '|' or \\t");
   }
   CsvOptions options;
   options.delimiter = limits.csv_delimiter;

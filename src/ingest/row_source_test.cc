@@ -59,6 +59,18 @@ TEST(Prefetch, ErrorsArriveInOrderAndRepeat) {
   EXPECT_EQ(ahead->Next(1000).status().message(), s.message());
 }
 
+TEST(RowSource, RefusesADelimiterThatCsvReserves) {
+  for (char d : {'"', '\n', '\r'}) {
+    ParseLimits limits;
+    limits.csv_delimiter = d;
+    Status s = OpenRowSource(std::make_unique<StringSource>(Csv(2)), InputFormat::kCsv, Events(),
+                             SchemaPolicy{}, "events.csv", limits)
+                   .status();
+    EXPECT_TRUE(s.IsInvalidArgument()) << s;
+    EXPECT_NE(s.message().find("cannot be a quote, CR or LF"), std::string::npos) << s;
+  }
+}
+
 // Counts the bytes read from a string, in small reads.
 class CountingSource final : public ByteSource {
  public:

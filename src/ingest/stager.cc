@@ -119,12 +119,17 @@ struct Existing {
 // Where a key was first seen in the run.
 struct Seen {
   uint32_t file = 0;
-  int64_t line = 0;  // where the row starts in its file
+  bool staged = false;  // a second parse met the key again (see Stage)
+  int64_t line = 0;     // where the row starts in its file
 };
 
-int64_t ByteSize(const RecordBatch& b) {
-  int64_t n = 0;
-  for (const Column& c : b.columns) n += c.ByteSize();
+// The memory a batch holds (capacity, not size: a short last batch keeps
+// its full reservation).
+size_t AllocatedBytes(const RecordBatch& b) {
+  size_t n = 0;
+  for (const Column& c : b.columns) {
+    n += c.data().capacity() + c.validity().capacity() + c.offsets().capacity() * sizeof(uint64_t);
+  }
   return n;
 }
 
@@ -173,10 +178,19 @@ class Stager {
         if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));
       }
     } else {
+      const int64_t first_rows = out_.counters.rows_read;
       out_.counters = {};
       out_.rejected.clear();
       RETURN_NOT_OK(
           Parse(deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b); }));
+      if (upsert && out_.counters.rows_read != first_rows) {
+        return Guard(
+            Status::InvalidArgument("the input changed while the run read it a second time (" +
+                                    std::to_string(first_rows) + " rows, then " +
+                                    std::to_string(out_.counters.rows_read) +
+                                    "); keep input files unchanged during a load"),
+            "");
+      }
     }
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
@@ -277,6 +291,10 @@ class Stager {
     return Status::OK();
   }
 
+  // Up to this many keys are reserved up front (64 MiB of slots); a larger
+  // run grows the map as it goes.
+  static constexpr double kMaxReservedKeys = 1 << 20;
+
   // Pass 1 of an upsert: keys present and distinct within the run.
   Status CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lines) {
     if (file_size_ && seen_.size() == 0 && out_.counters.bytes_read > 0) {
@@ -285,7 +303,8 @@ class Stager {
       // input this underestimates, which is harmless).
       const double rows = static_cast<double>(*file_size_) * static_cast<double>(b.num_rows()) /
                           static_cast<double>(out_.counters.bytes_read);
-      seen_.Reserve(static_cast<size_t>(std::min(rows * 1.1, static_cast<double>(req_.max_rows))));
+      const double cap = std::min<double>(static_cast<double>(req_.max_rows), kMaxReservedKeys);
+      seen_.Reserve(static_cast<size_t>(std::min(rows * 1.1, cap)));
     }
     const auto kc = Columns(b, keys_);
     for (int64_t r = 0; r < b.num_rows(); ++r) {
@@ -305,7 +324,7 @@ class Stager {
                                        std::to_string(line) + " have the same key (" +
                                        JoinNames(keys_) + "); keep one row per key in a run");
       }
-      at = Seen{file, line};
+      at = Seen{file, false, line};
     }
     return Status::OK();
   }
@@ -314,7 +333,7 @@ class Stager {
   // the budget; past it, pass 2 parses again.
   void Retain(RecordBatch& b) {
     if (reparse_) return;
-    retained_bytes_ += static_cast<size_t>(ByteSize(b));
+    retained_bytes_ += AllocatedBytes(b);
     if (retained_bytes_ > options_.retain_bytes) {
       reparse_ = true;
       retained_ = {};
@@ -424,6 +443,21 @@ class Stager {
     });
   }
 
+  // A second parse must meet exactly the keys of the first, each once: the
+  // plan was made for those (a file changed in between fails the run).
+  Status CheckSameKeys(const Hash128Value& key) {
+    bool fresh = false;
+    Seen& at = seen_.FindOrInsert(key, &fresh);
+    if (fresh || at.staged) {
+      return Status::InvalidArgument(
+          "the input changed while the run read it a second time (a key " +
+          std::string(fresh ? "not in the first read" : "seen twice") +
+          "); keep input files unchanged during a load, and run it again");
+    }
+    at.staged = true;
+    return Status::OK();
+  }
+
   // Counts the batch's rows and queues those to write: for upserts, rows
   // identical to the table's one row with their key are left out, and the
   // merge plan gains the rows replaced and the keys inserted.
@@ -435,6 +469,7 @@ class Stager {
       keep.reserve(b.num_rows());
       for (int64_t r = 0; r < b.num_rows(); ++r) {
         const Hash128Value key = RowHash(kc, r, &buf_);  // buf_: the key's bytes
+        if (reparse_) RETURN_NOT_OK(CheckSameKeys(key));
         const Existing* e = existing_.Find(key);
         if (e == nullptr) {
           c.inserted++;
