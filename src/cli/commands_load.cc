@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/heap.h"
 #include "cli/output.h"
 #include "common/status_macros.h"
 #include "ingest/loader.h"
@@ -142,6 +143,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     std::error_code ec;
     total += std::filesystem::file_size(f, ec);
   }
+  PrefaultHeap(LoadWorkingSet(req->mode == LoadMode::kUpsert, total));
   Progress progress(total);
   LoaderOptions opts;
   opts.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;

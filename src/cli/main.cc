@@ -1,11 +1,11 @@
 // loam: the command-line client of a Loam workspace (docs/cli.md).
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/heap.h"
 
 namespace {
 
@@ -23,11 +23,7 @@ int main(int argc, char** argv) {
                  "it never keeps rejected rows. Unset LOAM_QUARANTINE.\n";
     return kExitDenied;
   }
-  // Loads allocate and free batch buffers of a few MiB at a steady pace:
-  // keep them in the heap for reuse instead of mapping fresh pages each time.
-  // 32 MiB is the largest threshold glibc accepts (it ignores larger ones).
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  TuneHeap();
   Context ctx;
   ctx.root = EnvOr("LOAM_ROOT", "./loam-data");
   const char* login = getlogin();

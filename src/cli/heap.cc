@@ -1,0 +1,54 @@
+#include "cli/heap.h"
+
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace loam::cli {
+namespace {
+
+constexpr size_t kBlock = 16 << 20;  // below the mmap threshold: heap memory
+
+}  // namespace
+
+void TuneHeap() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_ARENA_MAX, 1);
+}
+
+void PrefaultHeap(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<void*> blocks;
+  for (size_t done = 0; done < bytes; done += kBlock) {
+    void* p = std::malloc(kBlock);
+    if (p == nullptr) break;
+    blocks.push_back(p);
+    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + kBlock) & ~(page - 1);
+    if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0) break;
+  }
+  for (void* p : blocks) std::free(p);  // back to the heap, resident
+}
+
+size_t LoadWorkingSet(bool upsert, uint64_t input_bytes) {
+  const uint64_t in_flight = std::min<uint64_t>(input_bytes, 48 << 20);
+  const uint64_t kept = upsert ? std::min<uint64_t>(3 * input_bytes, 96 << 20) : 0;
+  return static_cast<size_t>(in_flight + kept);
+}
+
+size_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+}  // namespace loam::cli

@@ -1,0 +1,31 @@
+// Heap tuning for the loam process (glibc malloc). Loads allocate batch
+// buffers at a high rate, and on a virtual machine every first touch of a
+// 4 KiB page traps to the hypervisor (about 5 us on the machine measured in
+// docs/benchmarks.md): page faults cost an upsert of 25 MB about 15% of its
+// time. These keep freed buffers for reuse and make a load's working set
+// resident up front, one system call per block instead of one fault per page.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace loam::cli {
+
+// Process-wide malloc settings: buffers up to 32 MiB (the largest threshold
+// glibc accepts) come from the heap, freed memory stays there up to 256 MiB,
+// and one arena serves every thread, so all of them reuse what PrefaultHeap
+// made resident.
+void TuneHeap();
+
+// Makes about `bytes` of heap resident and leaves it free for reuse. Best
+// effort: without MADV_POPULATE_WRITE (Linux < 5.14) it does nothing.
+void PrefaultHeap(size_t bytes);
+
+// The heap a load of `input_bytes` works in: a few batches in flight, and
+// for upserts the kept input (up to its 64 MiB budget) and the key maps.
+size_t LoadWorkingSet(bool upsert, uint64_t input_bytes);
+
+// Resident set size of this process, from /proc/self/statm (0 if unknown).
+size_t ResidentBytes();
+
+}  // namespace loam::cli
