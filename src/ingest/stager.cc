@@ -108,12 +108,20 @@ Hash128Value RowHash(const std::vector<const Column*>& cols, int64_t row, std::s
 }
 
 // A table row whose key is one of the run's.
+// Whether a table row equals the run's row with its key.
+enum class Sameness : uint8_t {
+  kByContent,  // compare `content` with the run row's hash (the input is parsed again)
+  kSame,       // every column compared equal
+  kChanged,    // some column differs
+};
+
 struct Existing {
-  Hash128Value content;  // of the whole row
+  Hash128Value content;  // of the whole row, with Sameness::kByContent
   uint64_t address = 0;  // the first such row ("_rowaddr")
   uint64_t key_at = 0;   // its key's bytes in Stager::table_keys_
   uint32_t key_size = 0;
   uint32_t rows = 0;  // more than one: blind appends left duplicates (see dups_)
+  Sameness same = Sameness::kByContent;
 };
 
 // Where a key was first seen in the run.
@@ -121,6 +129,8 @@ struct Seen {
   uint32_t file = 0;
   bool staged = false;  // a second parse met the key again (see Stage)
   int64_t line = 0;     // where the row starts in its file
+  uint32_t batch = 0;   // the row in Stager::retained_, while it is kept
+  uint32_t row = 0;
 };
 
 // The memory a batch holds (capacity, not size: a short last batch keeps
@@ -153,6 +163,15 @@ class Stager {
         failed_file_(failed_file),
         keys_(req.keys.empty() ? table.def.keys : req.keys) {
     for (const Field& f : schema_.fields) columns_.push_back(f.name);
+    // Non-key columns, fixed-width ones (cheap to decode) first.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t c = 0; c < schema_.fields.size(); ++c) {
+        const bool key = std::find(keys_.begin(), keys_.end(), columns_[c]) != keys_.end();
+        if (!key && schema_.fields[c].type.IsVariableWidth() == (pass == 1)) {
+          compare_order_.push_back(static_cast<int>(c));
+        }
+      }
+    }
   }
 
   Result<StagedInput> Run() {
@@ -324,7 +343,8 @@ class Stager {
                                        std::to_string(line) + " have the same key (" +
                                        JoinNames(keys_) + "); keep one row per key in a run");
       }
-      at = Seen{file, false, line};
+      at = Seen{file, false, line, static_cast<uint32_t>(retained_.size()),
+                static_cast<uint32_t>(r)};
     }
     return Status::OK();
   }
@@ -348,6 +368,7 @@ class Stager {
     uint64_t address = 0;
     uint64_t key_at = 0;  // its key's bytes in the shard's `keys`
     uint32_t key_size = 0;
+    Sameness same = Sameness::kByContent;
   };
   struct ShardMatches {
     std::vector<TableMatch> rows;  // in row address order
@@ -391,6 +412,7 @@ class Stager {
           e.address = m.address;
           e.key_at = base + m.key_at;
           e.key_size = m.key_size;
+          e.same = m.same;
         } else {
           std::vector<uint64_t>& all = dups_.FindOrInsert(m.key);
           if (all.empty()) all.push_back(e.address);
@@ -404,43 +426,93 @@ class Stager {
   }
 
   // One shard: its keys are scanned (one column per key), then only the
-  // rows whose key the run has are read in full. Reads seen_ only.
+  // rows whose key the run has are read further. Reads seen_ and retained_.
   Status MatchShard(std::pair<size_t, size_t> range, ShardMatches* out) const {
     std::string buf;
     ScanSpec keys_only;
     keys_only.columns = keys_;
     keys_only.with_row_address = true;
     keys_only.fragment_range = range;
-    std::vector<uint64_t> addresses;
     RETURN_NOT_OK(data_.ScanEach(keys_only, [&](const RecordBatch& b) {
       const auto kc = Columns(b, keys_);
       const Column& address = b.columns.back();
       for (int64_t r = 0; r < b.num_rows(); ++r) {
-        if (seen_.Find(RowHash(kc, r, &buf)) != nullptr) {
-          addresses.push_back(static_cast<uint64_t>(address.GetInt64(r)));
-        }
-      }
-      return Status::OK();
-    }));
-    ScanSpec full;
-    full.columns = columns_;
-    full.with_row_address = true;
-    out->rows.reserve(addresses.size());
-    return data_.TakeEach(addresses, full, [&](const RecordBatch& b) {
-      const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
-      const Column& address = b.columns.back();
-      for (int64_t r = 0; r < b.num_rows(); ++r) {
+        const Hash128Value key = RowHash(kc, r, &buf);
+        if (seen_.Find(key) == nullptr) continue;
         TableMatch m;
+        m.key = key;
         m.address = static_cast<uint64_t>(address.GetInt64(r));
-        m.key = RowHash(kc, r, &buf);
         m.key_at = out->keys.size();
         m.key_size = static_cast<uint32_t>(buf.size());
         out->keys += buf;
-        m.content = RowHash(ac, r, &buf);
         out->rows.push_back(m);
       }
       return Status::OK();
-    });
+    }));
+    return reparse_ ? HashMatchedRows(out) : CompareMatchedRows(out);
+  }
+
+  // The run's rows are kept: compare each matched row with its run row one
+  // column at a time, cheapest to decode first, reading a column only for
+  // the rows still equal so far (an update usually differs early).
+  Status CompareMatchedRows(ShardMatches* out) const {
+    std::vector<size_t> open(out->rows.size());
+    for (size_t i = 0; i < open.size(); ++i) open[i] = i;
+    std::string mine, theirs;
+    for (int c : compare_order_) {
+      if (open.empty()) break;
+      std::vector<uint64_t> addresses;
+      for (size_t i : open) addresses.push_back(out->rows[i].address);
+      ScanSpec one;
+      one.columns = {columns_[c]};
+      std::vector<size_t> still;
+      size_t next = 0;
+      RETURN_NOT_OK(data_.TakeEach(addresses, one, [&](const RecordBatch& b) {
+        const std::vector<const Column*> table_col = {&b.columns[0]};
+        for (int64_t r = 0; r < b.num_rows() && next < open.size(); ++r, ++next) {
+          TableMatch& m = out->rows[open[next]];
+          const Seen* at = seen_.Find(m.key);
+          const std::vector<const Column*> run_col = {&retained_[at->batch].columns[c]};
+          mine.clear();
+          theirs.clear();
+          AppendRowKey(table_col, r, &mine);
+          AppendRowKey(run_col, at->row, &theirs);
+          if (mine == theirs) {
+            still.push_back(open[next]);
+          } else {
+            m.same = Sameness::kChanged;
+          }
+        }
+        return Status::OK();
+      }));
+      if (next != open.size()) {
+        return Status::DataLoss("a matched table row was gone when its columns were read");
+      }
+      open.swap(still);
+    }
+    for (size_t i : open) out->rows[i].same = Sameness::kSame;
+    return Status::OK();
+  }
+
+  // The input is parsed again later: keep a hash of each matched row whole.
+  Status HashMatchedRows(ShardMatches* out) const {
+    std::vector<uint64_t> addresses;
+    for (const TableMatch& m : out->rows) addresses.push_back(m.address);
+    ScanSpec full;
+    full.columns = columns_;
+    std::string buf;
+    size_t next = 0;
+    RETURN_NOT_OK(data_.TakeEach(addresses, full, [&](const RecordBatch& b) {
+      const auto ac = Columns(b, columns_);
+      for (int64_t r = 0; r < b.num_rows() && next < out->rows.size(); ++r, ++next) {
+        out->rows[next].content = RowHash(ac, r, &buf);
+      }
+      return Status::OK();
+    }));
+    if (next != out->rows.size()) {
+      return Status::DataLoss("a matched table row was gone when it was read");
+    }
+    return Status::OK();
   }
 
   // A second parse must meet exactly the keys of the first, each once: the
@@ -479,7 +551,9 @@ class Stager {
         }
         if (std::string_view(table_keys_).substr(e->key_at, e->key_size) != buf_) {
           exact_ = false;  // a hash collision: the commit plans the merge itself
-        } else if (e->rows == 1 && e->content == RowHash(ac, r, &buf_)) {
+        } else if (e->rows == 1 &&
+                   (e->same == Sameness::kSame ||
+                    (e->same == Sameness::kByContent && e->content == RowHash(ac, r, &buf_)))) {
           c.unchanged++;  // the same row is there: nothing to write
           continue;
         }
@@ -514,6 +588,7 @@ class Stager {
   std::string* failed_file_;
   const std::vector<std::string> keys_;
   std::vector<std::string> columns_;
+  std::vector<int> compare_order_;  // non-key columns, in the order rows are compared
   std::vector<std::string> names_;
   // Upserts. Keys are told apart by a 128-bit hash of their bytes; a match
   // in the table is confirmed byte for byte (table_keys_), so a collision
