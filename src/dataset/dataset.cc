@@ -23,6 +23,12 @@ Dataset Dataset::WithState(DatasetVersion v) const {
                  options_);
 }
 
+Dataset Dataset::WithCache(std::shared_ptr<LruCache> cache) const {
+  auto options = std::make_shared<DatasetOptions>(*options_);
+  options->cache = std::move(cache);
+  return Dataset(store_, root_, branch_, state_, std::move(options));
+}
+
 Result<Dataset> Dataset::Create(std::shared_ptr<ObjectStore> store, std::string root, Schema schema,
                                 DatasetOptions options) {
   RETURN_NOT_OK(schema.Validate());

@@ -161,6 +161,10 @@ class Dataset {
   // not allowed.
   Status TakeEach(const std::vector<uint64_t>& row_addresses, const ScanSpec& spec,
                   const std::function<Status(const RecordBatch&)>& each) const;
+  // This snapshot reading through `cache` (decoded footers, deletion vectors
+  // and taken pages), e.g. for one operation that reads the same fragments
+  // several times.
+  Dataset WithCache(std::shared_ptr<LruCache> cache) const;
   // The latest snapshot of this snapshot's branch.
   Result<Dataset> Latest() const;
   Result<Dataset> CheckoutVersion(uint64_t version) const;

@@ -107,7 +107,6 @@ Hash128Value RowHash(const std::vector<const Column*>& cols, int64_t row, std::s
   return Hash128(*buf);
 }
 
-// A table row whose key is one of the run's.
 // Whether a table row equals the run's row with its key.
 enum class Sameness : uint8_t {
   kByContent,  // compare `content` with the run row's hash (the input is parsed again)
@@ -310,6 +309,10 @@ class Stager {
     return Status::OK();
   }
 
+  // Footers and pages read while matching the table (pages are large and
+  // pass through; footers stay).
+  static constexpr uint64_t kMatchCacheBytes = 8 << 20;
+
   // Up to this many keys are reserved up front (64 MiB of slots); a larger
   // run grows the map as it goes.
   static constexpr double kMaxReservedKeys = 1 << 20;
@@ -393,9 +396,12 @@ class Stager {
       ranges.push_back({first, last});
       first = last;
     }
+    // Each fragment is read once per column pass: its footer is decoded once.
+    const Dataset table = data_.WithCache(std::make_shared<LruCache>(kMatchCacheBytes));
     std::vector<ShardMatches> found(ranges.size());
-    ThreadPool::Default().ParallelFor(
-        ranges.size(), [&](size_t i) { found[i].status = MatchShard(ranges[i], &found[i]); });
+    ThreadPool::Default().ParallelFor(ranges.size(), [&](size_t i) {
+      found[i].status = MatchShard(table, ranges[i], &found[i]);
+    });
     size_t matched = 0;
     for (const ShardMatches& f : found) {
       RETURN_NOT_OK(f.status);
@@ -427,13 +433,14 @@ class Stager {
 
   // One shard: its keys are scanned (one column per key), then only the
   // rows whose key the run has are read further. Reads seen_ and retained_.
-  Status MatchShard(std::pair<size_t, size_t> range, ShardMatches* out) const {
+  Status MatchShard(const Dataset& table, std::pair<size_t, size_t> range,
+                    ShardMatches* out) const {
     std::string buf;
     ScanSpec keys_only;
     keys_only.columns = keys_;
     keys_only.with_row_address = true;
     keys_only.fragment_range = range;
-    RETURN_NOT_OK(data_.ScanEach(keys_only, [&](const RecordBatch& b) {
+    RETURN_NOT_OK(table.ScanEach(keys_only, [&](const RecordBatch& b) {
       const auto kc = Columns(b, keys_);
       const Column& address = b.columns.back();
       for (int64_t r = 0; r < b.num_rows(); ++r) {
@@ -449,13 +456,13 @@ class Stager {
       }
       return Status::OK();
     }));
-    return reparse_ ? HashMatchedRows(out) : CompareMatchedRows(out);
+    return reparse_ ? HashMatchedRows(table, out) : CompareMatchedRows(table, out);
   }
 
   // The run's rows are kept: compare each matched row with its run row one
   // column at a time, cheapest to decode first, reading a column only for
   // the rows still equal so far (an update usually differs early).
-  Status CompareMatchedRows(ShardMatches* out) const {
+  Status CompareMatchedRows(const Dataset& table, ShardMatches* out) const {
     std::vector<size_t> open(out->rows.size());
     for (size_t i = 0; i < open.size(); ++i) open[i] = i;
     std::string mine, theirs;
@@ -467,7 +474,7 @@ class Stager {
       one.columns = {columns_[c]};
       std::vector<size_t> still;
       size_t next = 0;
-      RETURN_NOT_OK(data_.TakeEach(addresses, one, [&](const RecordBatch& b) {
+      RETURN_NOT_OK(table.TakeEach(addresses, one, [&](const RecordBatch& b) {
         const std::vector<const Column*> table_col = {&b.columns[0]};
         for (int64_t r = 0; r < b.num_rows() && next < open.size(); ++r, ++next) {
           TableMatch& m = out->rows[open[next]];
@@ -495,14 +502,14 @@ class Stager {
   }
 
   // The input is parsed again later: keep a hash of each matched row whole.
-  Status HashMatchedRows(ShardMatches* out) const {
+  Status HashMatchedRows(const Dataset& table, ShardMatches* out) const {
     std::vector<uint64_t> addresses;
     for (const TableMatch& m : out->rows) addresses.push_back(m.address);
     ScanSpec full;
     full.columns = columns_;
     std::string buf;
     size_t next = 0;
-    RETURN_NOT_OK(data_.TakeEach(addresses, full, [&](const RecordBatch& b) {
+    RETURN_NOT_OK(table.TakeEach(addresses, full, [&](const RecordBatch& b) {
       const auto ac = Columns(b, columns_);
       for (int64_t r = 0; r < b.num_rows() && next < out->rows.size(); ++r, ++next) {
         out->rows[next].content = RowHash(ac, r, &buf);
