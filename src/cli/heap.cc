@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -40,15 +39,6 @@ size_t LoadWorkingSet(bool upsert, uint64_t input_bytes) {
   const uint64_t in_flight = std::min<uint64_t>(input_bytes, 48 << 20);
   const uint64_t kept = upsert ? std::min<uint64_t>(3 * input_bytes, 96 << 20) : 0;
   return static_cast<size_t>(in_flight + kept);
-}
-
-size_t ResidentBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
 }  // namespace loam::cli

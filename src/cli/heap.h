@@ -25,7 +25,4 @@ void PrefaultHeap(size_t bytes);
 // for upserts the kept input (up to its 64 MiB budget) and the key maps.
 size_t LoadWorkingSet(bool upsert, uint64_t input_bytes);
 
-// Resident set size of this process, from /proc/self/statm (0 if unknown).
-size_t ResidentBytes();
-
 }  // namespace loam::cli

@@ -1,12 +1,24 @@
 #include "cli/heap.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace loam::cli {
 namespace {
+
+// Resident set size of this process, from /proc/self/statm (0 if unknown).
+size_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
 
 TEST(Heap, PrefaultMakesMemoryResidentAndKeepsItForReuse) {
   TuneHeap();

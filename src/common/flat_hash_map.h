@@ -45,14 +45,6 @@ class FlatHashMap {
     if (Capacity(expected) > slots_.size()) Rehash(Capacity(expected));
   }
 
-  // Calls f(key, value) for every entry, in no particular order.
-  template <typename F>
-  void ForEach(F f) const {
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      if (control_[i] != kEmpty) f(slots_[i].key, slots_[i].value);
-    }
-  }
-
   size_t size() const { return size_; }
 
  private:
