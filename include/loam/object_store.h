@@ -153,6 +153,7 @@ class StringSource final : public ByteSource {
  public:
   explicit StringSource(std::string_view data) : data_(data) {}
   Result<size_t> Read(char* dst, size_t n) override;
+  std::optional<uint64_t> SizeHint() const override { return data_.size() - pos_; }
 
  private:
   std::string_view data_;

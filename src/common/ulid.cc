@@ -1,5 +1,6 @@
 #include "common/ulid.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 namespace loam {
@@ -23,6 +24,17 @@ bool Increment(std::array<uint8_t, 10>& r) {
     if (++r[i] != 0) return true;
   }
   return false;
+}
+
+// The kernel's CSPRNG in one syscall (a std::random_device costs an open
+// and a close per ULID on some libstdc++ builds); false if unavailable.
+bool FillFromOs(uint8_t* out, size_t n) {
+  return ::getrandom(out, n, GRND_NONBLOCK) == static_cast<ssize_t>(n);
+}
+
+uint64_t SlowOsRandom() {
+  std::random_device os_random;
+  return (uint64_t{os_random()} << 32) | os_random();
 }
 
 }  // namespace
@@ -60,7 +72,8 @@ Result<Ulid> Ulid::Parse(std::string_view text) {
   Uint128 v = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     int d = DecodeChar(text[i]);
-    if (d < 0) return Status::InvalidArgument("invalid ULID character '" + std::string(1, text[i]) + "'");
+    if (d < 0)
+      return Status::InvalidArgument("invalid ULID character '" + std::string(1, text[i]) + "'");
     if (i == 0 && d > 7) return Status::InvalidArgument("ULID out of range (first character > 7)");
     v = (v << 5) | static_cast<unsigned>(d);
   }
@@ -92,12 +105,15 @@ Result<Ulid> UlidGenerator::Next() {
     }
     return Ulid::FromParts(last_millis_, last_);
   }
-  std::random_device os_random;
-  for (size_t i = 0; i < last_.size(); i += 8) {
-    const uint64_t r = seeded_ ? rng_() : (uint64_t{os_random()} << 32) | os_random();
-    for (size_t j = 0; j < 8 && i + j < last_.size(); ++j) last_[i + j] = static_cast<uint8_t>(r >> (8 * j));
+  if (seeded_ || !FillFromOs(last_.data(), last_.size())) {
+    for (size_t i = 0; i < last_.size(); i += 8) {
+      const uint64_t r = seeded_ ? rng_() : SlowOsRandom();
+      for (size_t j = 0; j < 8 && i + j < last_.size(); ++j)
+        last_[i + j] = static_cast<uint8_t>(r >> (8 * j));
+    }
   }
-  last_[0] &= 0x7f;  // leave headroom so increments within one millisecond never overflow in practice
+  last_[0] &=
+      0x7f;  // leave headroom so increments within one millisecond never overflow in practice
   last_millis_ = now;
   have_last_ = true;
   return Ulid::FromParts(now, last_);

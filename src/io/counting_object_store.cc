@@ -26,6 +26,7 @@ class CountingSource final : public ByteSource {
     if (r.ok()) bytes += *r;
     return r;
   }
+  std::optional<uint64_t> SizeHint() const override { return inner_.SizeHint(); }
   uint64_t bytes = 0;
 
  private:
@@ -59,7 +60,8 @@ std::string IoCounters::ToString() const {
   std::string out;
   for (int i = 0; i < kObjectOpCount; ++i) {
     if (requests[i] == 0) continue;
-    out += std::string(ObjectOpName(static_cast<ObjectOp>(i))) + "=" + std::to_string(requests[i]) + " ";
+    out += std::string(ObjectOpName(static_cast<ObjectOp>(i))) + "=" + std::to_string(requests[i]) +
+           " ";
   }
   out += "read=" + std::to_string(bytes_read) + "B written=" + std::to_string(bytes_written) + "B";
   if (errors) out += " errors=" + std::to_string(errors);

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <vector>
 
 #include "common/hash.h"
@@ -27,19 +27,25 @@ constexpr std::string_view kTempPrefix = ".tmp-";
 Status ErrnoStatus(std::string_view what, const std::string& path, int err) {
   std::string msg = std::string(what) + " '" + path + "': " + std::strerror(err);
   switch (err) {
-    case ENOENT: return Status::NotFound(msg);
-    case EEXIST: return Status::AlreadyExists(msg);
+    case ENOENT:
+      return Status::NotFound(msg);
+    case EEXIST:
+      return Status::AlreadyExists(msg);
     case EACCES:
     case EPERM:
-    case EROFS: return Status::PermissionDenied(msg);
+    case EROFS:
+      return Status::PermissionDenied(msg);
     case ENOSPC:
     case EDQUOT:
     case EMFILE:
-    case ENFILE: return Status::ResourceExhausted(msg);
+    case ENFILE:
+      return Status::ResourceExhausted(msg);
     case ENOTDIR:
     case EISDIR:
-    case ENAMETOOLONG: return Status::InvalidArgument(msg);
-    default: return Status::Unavailable(msg);
+    case ENAMETOOLONG:
+      return Status::InvalidArgument(msg);
+    default:
+      return Status::Unavailable(msg);
   }
 }
 
@@ -89,8 +95,8 @@ std::string HexEtag(const struct stat& st) {
   char buf[64];
   const unsigned long long ns =
       static_cast<unsigned long long>(st.st_mtim.tv_sec) * 1000000000ull + st.st_mtim.tv_nsec;
-  std::snprintf(buf, sizeof(buf), "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino),
-                ns, static_cast<unsigned long long>(st.st_size));
+  std::snprintf(buf, sizeof(buf), "%llx-%llx-%llx", static_cast<unsigned long long>(st.st_ino), ns,
+                static_cast<unsigned long long>(st.st_size));
   return buf;
 }
 
@@ -112,6 +118,10 @@ std::string TempSuffix() {
   return buf;
 }
 
+Status ObjectExists(std::string_view key) {
+  return Status::AlreadyExists("object '" + std::string(key) + "' already exists");
+}
+
 Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
@@ -127,7 +137,8 @@ Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
 
 }  // namespace
 
-Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string root) {
+Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string root,
+                                                                 LocalStoreOptions options) {
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (root.empty()) return Status::InvalidArgument("empty local store root");
   if (root.front() != '/') {
@@ -152,7 +163,11 @@ Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string roo
       return ErrnoStatus("create directory", d, errno);
     }
   }
-  return std::shared_ptr<LocalObjectStore>(new LocalObjectStore(std::move(root)));
+  auto store = std::shared_ptr<LocalObjectStore>(new LocalObjectStore(std::move(root)));
+  // An unnamed file is named through /proc (linkat with AT_EMPTY_PATH would
+  // need CAP_DAC_READ_SEARCH); without /proc, puts use named temp files.
+  store->anonymous_temp_files_ = options.unnamed_temp_files && ::access("/proc/self/fd", X_OK) == 0;
+  return store;
 }
 
 std::string LocalObjectStore::LockPathFor(std::string_view key) const {
@@ -162,8 +177,14 @@ std::string LocalObjectStore::LockPathFor(std::string_view key) const {
 // Every directory on the path must be durable before an object in it is
 // acknowledged: a directory made by us is fsynced into its parent; one that
 // already existed may have been made by a writer that crashed before its
-// fsync, so it is fsynced too the first time this store sees it.
+// fsync, so it is fsynced too the first time this store sees it. A parent
+// already known durable costs nothing (a concurrent delete that removes it
+// shows as ENOENT later, and the caller calls ForgetParentDirs and retries).
 Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
+  {
+    std::lock_guard<std::mutex> lock(durable_mu_);
+    if (durable_dirs_.count(ParentDir(PathOf(key)))) return Status::OK();
+  }
   for (size_t pos = key.find('/'); pos != std::string_view::npos; pos = key.find('/', pos + 1)) {
     const std::string dir = PathOf(key.substr(0, pos));
     if (::mkdir(dir.c_str(), 0755) != 0) {
@@ -182,6 +203,14 @@ Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
     durable_dirs_.insert(dir);
   }
   return Status::OK();
+}
+
+// Drops `key`'s directories from the durable set: one of them was removed.
+void LocalObjectStore::ForgetParentDirs(std::string_view key) const {
+  std::lock_guard<std::mutex> lock(durable_mu_);
+  for (size_t pos = key.find('/'); pos != std::string_view::npos; pos = key.find('/', pos + 1)) {
+    durable_dirs_.erase(PathOf(key.substr(0, pos)));
+  }
 }
 
 // Opens `key` for reading; NotFound unless it is a regular file.
@@ -218,16 +247,17 @@ Result<ObjectMeta> LocalObjectStore::Read(std::string_view key, std::optional<By
     offset = range->offset;
     remaining = std::min(range->length, meta.size - offset);
   }
-  std::vector<char> buf(std::min<uint64_t>(std::max<uint64_t>(remaining, 1), kIoChunk));
+  const size_t buf_size = std::min<uint64_t>(std::max<uint64_t>(remaining, 1), kIoChunk);
+  std::unique_ptr<char[]> buf(new char[buf_size]);
   while (remaining > 0) {
-    ssize_t n = ::pread(fd.get(), buf.data(), std::min<uint64_t>(remaining, buf.size()),
+    ssize_t n = ::pread(fd.get(), buf.get(), std::min<uint64_t>(remaining, buf_size),
                         static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("read", path, errno);
     }
     if (n == 0) return Status::Unavailable("unexpected end of file '" + path + "'");
-    RETURN_NOT_OK(sink.Append(std::string_view(buf.data(), static_cast<size_t>(n))));
+    RETURN_NOT_OK(sink.Append(std::string_view(buf.get(), static_cast<size_t>(n))));
     offset += static_cast<uint64_t>(n);
     remaining -= static_cast<uint64_t>(n);
   }
@@ -245,8 +275,8 @@ Result<std::string> LocalObjectStore::GetRange(std::string_view key, uint64_t of
   std::string out(std::min(length, size - offset), '\0');
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd.get(), out.data() + done, out.size() - done,
-                              static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pread(fd.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoStatus("read", path, errno);
@@ -262,7 +292,8 @@ Result<ObjectMeta> LocalObjectStore::Head(std::string_view key) {
   const std::string path = PathOf(key);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return Status::NotFound("no object '" + std::string(key) + "'");
+    if (errno == ENOENT || errno == ENOTDIR)
+      return Status::NotFound("no object '" + std::string(key) + "'");
     return ErrnoStatus("stat", path, errno);
   }
   if (!S_ISREG(st.st_mode)) return Status::NotFound("no object '" + std::string(key) + "'");
@@ -285,6 +316,7 @@ Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* 
     if ((errno != ENOENT && errno != EEXIST) || attempt >= 16) {
       return ErrnoStatus("create", *tmp, errno);
     }
+    if (errno == ENOENT) ForgetParentDirs(key);
   }
 }
 
@@ -292,12 +324,16 @@ Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* 
 // note in the header), fsyncs it and returns its metadata.
 Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp,
                                                   ByteSource& source, bool durable) const {
-  std::vector<char> buf(kIoChunk);
+  // Sized to the object when known: small objects (most commits) skip
+  // allocating and clearing a whole chunk.
+  const uint64_t hint = source.SizeHint().value_or(kIoChunk);
+  const size_t buf_size = std::clamp<uint64_t>(hint + 1, 4096, kIoChunk);
+  std::unique_ptr<char[]> buf(new char[buf_size]);  // not cleared: Read fills it
   while (true) {
-    Result<size_t> n = source.Read(buf.data(), buf.size());
+    Result<size_t> n = source.Read(buf.get(), buf_size);
     if (!n.ok()) return n.status().WithContext("reading put source");
     if (*n == 0) break;
-    RETURN_NOT_OK(WriteAll(fd, buf.data(), *n, tmp));
+    RETURN_NOT_OK(WriteAll(fd, buf.get(), *n, tmp));
   }
   struct timespec now[2];
   ::clock_gettime(CLOCK_REALTIME, &now[0]);
@@ -312,6 +348,15 @@ Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp
 Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& source,
                                            const PutOptions& options) {
   RETURN_NOT_OK(ValidateObjectKey(key));
+  if (options.condition == PutCondition::kIfAbsent && anonymous_temp_files_) {
+    Result<int> created = CreateAnonymousFile(key);
+    if (created.ok()) {
+      Fd fd(*created);
+      return WriteAnonymous(key, fd.get(), source, options.durable);
+    }
+    if (!created.status().IsUnimplemented()) return created.status();
+    anonymous_temp_files_ = false;  // this filesystem has no O_TMPFILE
+  }
   const std::string path = PathOf(key);
   const std::string dir = ParentDir(path);
   std::string tmp;
@@ -332,9 +377,7 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
   if (options.condition == PutCondition::kIfAbsent) {
     if (::link(tmp.c_str(), path.c_str()) != 0) {
       const int err = errno;
-      if (err == EEXIST) {
-        return discard(Status::AlreadyExists("object '" + std::string(key) + "' already exists"));
-      }
+      if (err == EEXIST) return discard(ObjectExists(key));
       return discard(ErrnoStatus("link", path, err));
     }
     ::unlink(tmp.c_str());
@@ -353,15 +396,59 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
                                        "' is no longer '" + options.if_match_etag + "'"));
       }
     }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return discard(ErrnoStatus("rename", path, errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      return discard(ErrnoStatus("rename", path, errno));
   }
   if (options.durable) RETURN_NOT_OK(FsyncPath(dir));
   return meta;
 }
 
+// An unnamed file (O_TMPFILE) in `key`'s directory; NotImplemented when the
+// filesystem cannot make one. Retries when a concurrent delete removed the
+// directory.
+Result<int> LocalObjectStore::CreateAnonymousFile(std::string_view key) const {
+  const std::string dir = ParentDir(PathOf(key));
+  for (int attempt = 0;; ++attempt) {
+    RETURN_NOT_OK(MakeParentDirs(key));
+    const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+      return Status::Unimplemented("O_TMPFILE unsupported in '" + dir + "'");
+    }
+    if (errno != ENOENT || attempt >= 16) return ErrnoStatus("create unnamed file in", dir, errno);
+    ForgetParentDirs(key);
+  }
+}
+
+// Put-if-absent of an unnamed file: fill it, give it its name with linkat
+// (EEXIST: the race was lost; nothing else to clean up, the inode dies with
+// the descriptor), then fsync the file (data, inode and link count) and the
+// directory entry. The object is visible from the linkat on, durable once
+// both fsyncs return: the same window as a named temp file's link.
+Result<ObjectMeta> LocalObjectStore::WriteAnonymous(std::string_view key, int fd,
+                                                    ByteSource& source, bool durable) {
+  const std::string path = PathOf(key);
+  ASSIGN_OR_RETURN(ObjectMeta meta, FillTempFile(fd, path, source, /*durable=*/false));
+  const std::string proc_path = "/proc/self/fd/" + std::to_string(fd);
+  for (int attempt = 0;; ++attempt) {
+    if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0)
+      break;
+    if (errno == EEXIST) return ObjectExists(key);
+    if (errno != ENOENT || attempt >= 16) return ErrnoStatus("link", path, errno);
+    ForgetParentDirs(key);  // the directory was removed under us
+    RETURN_NOT_OK(MakeParentDirs(key));
+  }
+  if (!durable) return meta;
+  if (::fsync(fd) != 0) return ErrnoStatus("fsync", path, errno);
+  RETURN_NOT_OK(FsyncPath(ParentDir(path)));
+  return meta;
+}
+
 Status LocalObjectStore::Delete(std::string_view key) { return Unlink(key, /*durable=*/true); }
 
-Status LocalObjectStore::DeleteRelaxed(std::string_view key) { return Unlink(key, /*durable=*/false); }
+Status LocalObjectStore::DeleteRelaxed(std::string_view key) {
+  return Unlink(key, /*durable=*/false);
+}
 
 Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
   RETURN_NOT_OK(ValidateObjectKey(key));
@@ -399,9 +486,8 @@ Result<ListPage> LocalObjectStore::List(std::string_view prefix, std::string_vie
   if (limit == 0) limit = 1000;
   ListPage page;
   const size_t slash = prefix.rfind('/');
-  const std::string dir_key = slash == std::string_view::npos
-                                  ? std::string()
-                                  : std::string(prefix.substr(0, slash + 1));
+  const std::string dir_key =
+      slash == std::string_view::npos ? std::string() : std::string(prefix.substr(0, slash + 1));
   RETURN_NOT_OK(ListDir(dir_key, prefix, start_after, limit + 1, &page));
   if (page.objects.size() > limit) {
     page.objects.resize(limit);
@@ -413,9 +499,9 @@ Result<ListPage> LocalObjectStore::List(std::string_view prefix, std::string_vie
 // Appends keys under directory `dir_key` ("" or "a/b/") matching `prefix` and
 // sorting after `start_after`, in key order, until `want` are collected.
 Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view prefix,
-                                 std::string_view start_after, size_t want,
-                                 ListPage* page) const {
-  const std::string dir_path = dir_key.empty() ? root_ : PathOf(dir_key.substr(0, dir_key.size() - 1));
+                                 std::string_view start_after, size_t want, ListPage* page) const {
+  const std::string dir_path =
+      dir_key.empty() ? root_ : PathOf(dir_key.substr(0, dir_key.size() - 1));
   DIR* d = ::opendir(dir_path.c_str());
   if (d == nullptr) {
     if (errno == ENOENT || errno == ENOTDIR) return Status::OK();
@@ -437,8 +523,8 @@ Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view pr
     }
     if (is_dir) key += '/';
     // Keep entries whose subtree can hold keys under `prefix`.
-    const bool overlaps = std::string_view(key).starts_with(prefix) ||
-                          (is_dir && prefix.starts_with(key));
+    const bool overlaps =
+        std::string_view(key).starts_with(prefix) || (is_dir && prefix.starts_with(key));
     if (!overlaps) continue;
     // Skip entries whose whole subtree sorts at or before `start_after`.
     if (is_dir) {

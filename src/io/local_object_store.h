@@ -1,11 +1,16 @@
 // LocalObjectStore: objects as files under a root directory.
 //
 // Durability and atomicity (a reader never sees a partial object):
-//   - every write goes to a temp file "<dir>/.tmp-<id>" that is fsynced first;
-//   - put:            rename(temp, final), under the key's lock stripe;
-//   - put-if-absent:  link(temp, final); EEXIST means the race was lost;
-//   - put-if-match:   under the key's lock stripe, compare the etag, rename;
+//   - put-if-absent:  an unnamed file (O_TMPFILE) in the key's directory is
+//                     filled, then named with linkat (EEXIST means the race
+//                     was lost), then the file and the directory are fsynced;
+//                     where O_TMPFILE or /proc is missing, a named temp file
+//                     is filled, fsynced and link()ed, then the directory;
+//   - put:            a temp file "<dir>/.tmp-<id>", fsynced, is rename()d
+//                     to the key under the key's lock stripe;
+//   - put-if-match:   the same, comparing the etag under the lock stripe;
 //   - then the parent directory is fsynced.
+// A put is visible from its link or rename on and durable when it returns.
 // Lock stripes are flock()ed files in "<root>/.loam/locks/", so conditional
 // writes are atomic across threads and processes sharing the root.
 //
@@ -23,6 +28,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,10 +39,17 @@
 
 namespace loam {
 
+struct LocalStoreOptions {
+  // Put-if-absent through unnamed files where the filesystem allows; false
+  // forces named temp files everywhere (the fallback, tested on its own).
+  bool unnamed_temp_files = true;
+};
+
 class LocalObjectStore final : public ObjectStore {
  public:
   // Creates `root` (and parents) if missing.
-  static Result<std::shared_ptr<LocalObjectStore>> Open(std::string root);
+  static Result<std::shared_ptr<LocalObjectStore>> Open(std::string root,
+                                                        LocalStoreOptions options = {});
 
   Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
                           ByteSink& sink) override;
@@ -60,14 +73,19 @@ class LocalObjectStore final : public ObjectStore {
   Result<int> OpenForRead(std::string_view key, struct stat* st) const;
   // Creates the directories of `key`'s parent path, fsyncing each new entry.
   Status MakeParentDirs(std::string_view key) const;
+  void ForgetParentDirs(std::string_view key) const;
   Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;
-  Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source, bool durable) const;
+  Result<int> CreateAnonymousFile(std::string_view key) const;
+  Result<ObjectMeta> WriteAnonymous(std::string_view key, int fd, ByteSource& source, bool durable);
+  Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source,
+                                  bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
   Status Unlink(std::string_view key, bool durable);
-  Status ListDir(const std::string& dir_key, std::string_view prefix,
-                 std::string_view start_after, size_t want, ListPage* page) const;
+  Status ListDir(const std::string& dir_key, std::string_view prefix, std::string_view start_after,
+                 size_t want, ListPage* page) const;
 
-  std::string root_;  // absolute, no trailing '/'
+  std::string root_;                               // absolute, no trailing '/'
+  std::atomic<bool> anonymous_temp_files_{false};  // O_TMPFILE + /proc usable
   mutable std::mutex durable_mu_;
   // Directories this store has made durable (fsynced into their parent).
   mutable std::unordered_set<std::string> durable_dirs_ LOAM_GUARDED_BY(durable_mu_);

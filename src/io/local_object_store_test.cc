@@ -76,6 +76,21 @@ TEST_F(LocalObjectStoreTest, DeleteRemovesEmptyDirectories) {
   EXPECT_EQ(store_->Get("x/y/z/obj").value(), "2");
 }
 
+// The store remembers which directories it made durable; one removed behind
+// its back (another process's delete, or by hand) is made again, for both
+// kinds of put.
+TEST_F(LocalObjectStoreTest, DirectoriesRemovedBehindTheStoreAreMadeAgain) {
+  ASSERT_TRUE(store_->PutIfAbsent("d/e/first", "1").ok());
+  ASSERT_TRUE(store_->Put("d/e/second", "1").ok());
+  fs::remove_all(dir_ / "d");
+  ASSERT_TRUE(store_->PutIfAbsent("d/e/third", "3").ok());
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"d/e/third"});
+  fs::remove_all(dir_ / "d");
+  ASSERT_TRUE(store_->Put("d/e/fourth", "4").ok());
+  EXPECT_EQ(FilesOnDisk(), std::vector<std::string>{"d/e/fourth"});
+  EXPECT_EQ(store_->Get("d/e/fourth").value(), "4");
+}
+
 TEST_F(LocalObjectStoreTest, KeyUsedAsDirectoryOfAnotherKeyIsAClearError) {
   ASSERT_TRUE(store_->Put("a", "file").ok());
   Status s = store_->Put("a/b", "x").status();
