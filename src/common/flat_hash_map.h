@@ -4,11 +4,14 @@
 // the lookups that miss, the common case when a table's keys are probed
 // against a run's, stay in cache. For the million-entry key sets of upserts,
 // where node-based maps spend their time in cache misses. Values must be
-// default-constructible and movable; entries are never erased.
+// default-constructible and movable; entries are never erased. Slots are
+// constructed only when filled: a reserved table costs its control bytes
+// up front, not a pass over every slot.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -20,16 +23,30 @@ template <typename V>
 class FlatHashMap {
  public:
   explicit FlatHashMap(size_t expected = 0) { Rehash(Capacity(expected)); }
+  ~FlatHashMap() { Release(); }
+  FlatHashMap(const FlatHashMap&) = delete;
+  FlatHashMap& operator=(const FlatHashMap&) = delete;
+  FlatHashMap(FlatHashMap&& other) noexcept { *this = std::move(other); }
+  FlatHashMap& operator=(FlatHashMap&& other) noexcept {
+    if (this != &other) {
+      Release();
+      control_ = std::move(other.control_);
+      slots_ = std::exchange(other.slots_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+      other.Rehash(16);
+    }
+    return *this;
+  }
 
   // The value for `key`, inserted default-constructed when absent; `fresh`
   // (if given) says whether it was.
   V& FindOrInsert(const Hash128Value& key, bool* fresh = nullptr) {
-    if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
+    if ((size_ + 1) * 2 > control_.size()) Rehash(control_.size() * 2);
     const size_t i = Probe(key);
     if (fresh) *fresh = control_[i] == kEmpty;
     if (control_[i] == kEmpty) {
+      new (&slots_[i]) Slot{key, V{}};
       control_[i] = Tag(key);
-      slots_[i].key = key;
       ++size_;
     }
     return slots_[i].value;
@@ -42,7 +59,7 @@ class FlatHashMap {
 
   // Room for `expected` entries without growing.
   void Reserve(size_t expected) {
-    if (Capacity(expected) > slots_.size()) Rehash(Capacity(expected));
+    if (Capacity(expected) > control_.size()) Rehash(Capacity(expected));
   }
 
   size_t size() const { return size_; }
@@ -64,7 +81,7 @@ class FlatHashMap {
 
   // The slot holding `key`, or the empty slot where it would go.
   size_t Probe(const Hash128Value& key) const {
-    const size_t mask = slots_.size() - 1;
+    const size_t mask = control_.size() - 1;
     const uint8_t tag = Tag(key);
     for (size_t i = static_cast<size_t>(key.lo) & mask;; i = (i + 1) & mask) {
       const uint8_t c = control_[i];
@@ -72,21 +89,38 @@ class FlatHashMap {
     }
   }
 
-  void Rehash(size_t capacity) {
-    std::vector<Slot> old_slots(capacity);
-    std::vector<uint8_t> old_control(capacity, kEmpty);
-    old_slots.swap(slots_);
-    old_control.swap(control_);
-    for (size_t j = 0; j < old_slots.size(); ++j) {
-      if (old_control[j] == kEmpty) continue;
-      const size_t i = Probe(old_slots[j].key);
-      control_[i] = old_control[j];
-      slots_[i] = std::move(old_slots[j]);
-    }
+  static Slot* Allocate(size_t capacity) {
+    return static_cast<Slot*>(
+        ::operator new(capacity * sizeof(Slot), std::align_val_t(alignof(Slot))));
   }
 
-  std::vector<uint8_t> control_;
-  std::vector<Slot> slots_;
+  // Destroys the filled slots and frees the storage.
+  void Release() {
+    if (slots_ == nullptr) return;
+    for (size_t i = 0; i < control_.size(); ++i) {
+      if (control_[i] != kEmpty) slots_[i].~Slot();
+    }
+    ::operator delete(slots_, std::align_val_t(alignof(Slot)));
+    slots_ = nullptr;
+  }
+
+  void Rehash(size_t capacity) {
+    std::vector<uint8_t> old_control(capacity, kEmpty);
+    Slot* old_slots = Allocate(capacity);
+    old_control.swap(control_);
+    std::swap(old_slots, slots_);
+    for (size_t j = 0; j < old_control.size(); ++j) {
+      if (old_control[j] == kEmpty) continue;
+      const size_t i = Probe(old_slots[j].key);
+      new (&slots_[i]) Slot(std::move(old_slots[j]));
+      control_[i] = old_control[j];
+      old_slots[j].~Slot();
+    }
+    if (old_slots != nullptr) ::operator delete(old_slots, std::align_val_t(alignof(Slot)));
+  }
+
+  std::vector<uint8_t> control_;  // kEmpty, or the tag of a filled slot
+  Slot* slots_ = nullptr;         // constructed where control_ is not kEmpty
   size_t size_ = 0;
 };
 

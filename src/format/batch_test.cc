@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/coding.h"
+#include "format/page.h"
+
 namespace loam {
 namespace {
 
@@ -112,6 +115,40 @@ TEST(ColumnTest, TruncateDropsTrailingRowsAndTheirNulls) {
   EXPECT_EQ(i.length(), 1);
   EXPECT_EQ(i.GetInt64(0), 7);
   EXPECT_EQ(i.data().size(), 8u);
+}
+
+// Row keys are stored (merge plans name inserted keys), so their bytes are
+// pinned: per column 0 for null, else 1 and the length-prefixed stat value.
+TEST(RowKeyTest, IsEachColumnsStatValueLengthPrefixed) {
+  Schema schema{{{"b", DataType::Bool(), true},
+                 {"i", DataType::Int32(), true},
+                 {"l", DataType::Int64(), true},
+                 {"f", DataType::Float64(), true},
+                 {"d", DataType::Decimal(20, 2), true},
+                 {"s", DataType::String(), true},
+                 {"day", DataType::Date(), true},
+                 {"ts", DataType::Timestamp(), true}}};
+  RecordBatch b(schema);
+  ASSERT_TRUE(b.AppendRow({true, int64_t{-7}, int64_t{1} << 40, 2.5, Int128::FromInt64(-12345),
+                           std::string("k\0ey", 4), int64_t{19000}, int64_t{-1}})
+                  .ok());
+  ASSERT_TRUE(b.AppendRow({std::monostate{}, std::monostate{}, std::monostate{}, std::monostate{},
+                           std::monostate{}, std::monostate{}, std::monostate{}, std::monostate{}})
+                  .ok());
+  std::vector<const Column*> cols;
+  for (const Column& c : b.columns) cols.push_back(&c);
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    std::string expected;
+    for (size_t c = 0; c < cols.size(); ++c) {
+      if (cols[c]->IsNull(r)) {
+        PutFixed8(&expected, 0);
+        continue;
+      }
+      PutFixed8(&expected, 1);
+      PutLengthPrefixed(&expected, EncodeStatValue(schema.fields[c].type, cols[c]->GetValue(r)));
+    }
+    EXPECT_EQ(EncodeRowKey(cols, r), expected) << "row " << r;
+  }
 }
 
 }  // namespace

@@ -216,47 +216,63 @@ Result<Column> DecodePagePayload(const DataType& type, int64_t rows, std::string
   return col;
 }
 
+namespace {
+
+void StoreLittleEndian(char* dst, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) dst[i] = static_cast<char>(v >> (8 * i));
+}
+
+}  // namespace
+
 void AppendRowKey(const std::vector<const Column*>& cols, int64_t row, std::string* key) {
-  // The bytes of EncodeStatValue, read straight from the buffers (no boxing).
+  // The bytes of EncodeStatValue, read straight from the buffers (no boxing):
+  // per column 0 (null) or 1, then the value length-prefixed. A fixed-width
+  // value is assembled on the stack and appended once (the hot path of
+  // upsert key matching).
   for (const Column* c : cols) {
     if (c->IsNull(row)) {
       PutFixed8(key, 0);
       continue;
     }
-    PutFixed8(key, 1);
-    std::string fixed;
+    char fixed[1 + 4 + 16];
+    uint32_t n = 8;
     switch (c->type().id) {
       case TypeId::kBool:
-        PutFixed8(&fixed, c->GetBool(row) ? 1 : 0);
+        n = 1;
+        fixed[5] = c->GetBool(row) ? 1 : 0;
         break;
       case TypeId::kInt32:
       case TypeId::kDate:
-        PutFixed64(&fixed, static_cast<uint64_t>(int64_t{c->GetInt32(row)}));
+        StoreLittleEndian(fixed + 5, static_cast<uint64_t>(int64_t{c->GetInt32(row)}), 8);
         break;
       case TypeId::kInt64:
       case TypeId::kTimestamp:
-        PutFixed64(&fixed, static_cast<uint64_t>(c->GetInt64(row)));
+        StoreLittleEndian(fixed + 5, static_cast<uint64_t>(c->GetInt64(row)), 8);
         break;
       case TypeId::kFloat64: {
         uint64_t bits;
         const double d = c->GetFloat64(row);
         std::memcpy(&bits, &d, 8);
-        PutFixed64(&fixed, bits);
+        StoreLittleEndian(fixed + 5, bits, 8);
         break;
       }
       case TypeId::kDecimal: {
         const Int128 v = c->GetInt128(row);
-        PutFixed64(&fixed, v.lo);
-        PutFixed64(&fixed, static_cast<uint64_t>(v.hi));
+        n = 16;
+        StoreLittleEndian(fixed + 5, v.lo, 8);
+        StoreLittleEndian(fixed + 13, static_cast<uint64_t>(v.hi), 8);
         break;
       }
       case TypeId::kString:
       case TypeId::kBinary:
       case TypeId::kJson:
+        PutFixed8(key, 1);
         PutLengthPrefixed(key, c->GetBytes(row));
         continue;
     }
-    PutLengthPrefixed(key, fixed);
+    fixed[0] = 1;
+    StoreLittleEndian(fixed + 1, n, 4);
+    key->append(fixed, 5 + n);
   }
 }
 
