@@ -23,7 +23,11 @@ void TuneHeap() {
 
 void PrefaultHeap(size_t bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // Reserved first: a vector growing between the blocks would leave small
+  // live chunks between them, so after the frees they could not merge into
+  // one free run and a large allocation would miss them (mmap, fresh pages).
   std::vector<void*> blocks;
+  blocks.reserve(bytes / kBlock + 1);
   for (size_t done = 0; done < bytes; done += kBlock) {
     void* p = std::malloc(kBlock);
     if (p == nullptr) break;

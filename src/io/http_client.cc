@@ -1,20 +1,17 @@
 #include "io/http_client.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 
+#include "common/status_macros.h"
+#include "io/curl_api.h"
+
 namespace loam {
 namespace {
 
-void GlobalInitOnce() {
-  static const bool done = [] { return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }();
-  (void)done;
-}
-
 struct Transfer {
+  const CurlApi* api;
   CURL* curl;
   ByteSink* sink;
   HttpResponse* response;
@@ -44,7 +41,7 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t len = size * n;
   long status = 0;
-  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+  t->api->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   if (t->sink != nullptr && status >= 200 && status < 300) {
     Status s = t->sink->Append(std::string_view(data, len));
     if (!s.ok()) {
@@ -67,11 +64,13 @@ std::string_view HttpResponse::Header(std::string_view name) const {
   return {};
 }
 
-HttpClient::HttpClient(HttpOptions options) : options_(options) { GlobalInitOnce(); }
+HttpClient::HttpClient(HttpOptions options) : options_(options) {}
 
 HttpClient::~HttpClient() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  if (idle_.empty()) return;
+  const CurlApi* api = *LoadCurl();  // loaded: handles exist
+  for (void* h : idle_) api->easy_cleanup(static_cast<CURL*>(h));
 }
 
 void* HttpClient::Acquire() {
@@ -82,7 +81,7 @@ void* HttpClient::Acquire() {
     idle_.pop_back();
     return h;
   }
-  CURL* handle = curl_easy_init();
+  CURL* handle = (*LoadCurl())->easy_init();  // Send loaded it
   if (handle != nullptr) ++open_;
   return handle;
 }
@@ -96,52 +95,53 @@ void HttpClient::Release(void* handle) {
 }
 
 Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
+  ASSIGN_OR_RETURN(const CurlApi* api, LoadCurl());
   CURL* curl = static_cast<CURL*>(Acquire());
   if (curl == nullptr) return Status::ResourceExhausted("curl_easy_init failed");
-  curl_easy_reset(curl);  // keeps the connection cache
+  api->easy_reset(curl);  // keeps the connection cache
   HttpResponse response;
-  Transfer transfer{curl, request.sink, &response};
+  Transfer transfer{api, curl, request.sink, &response};
   char error[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+  api->easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  api->easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  api->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  api->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
+  api->easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api->easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
                    std::max(1L, static_cast<long>(options_.stall_timeout_ms / 1000)));
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  api->easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  api->easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+  api->easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+  api->easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    api->easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "GET") {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    api->easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   } else {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    api->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     if (request.method == "PUT" || request.method == "POST") {
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+      api->easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+      api->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                        static_cast<curl_off_t>(request.body.size()));
     }
   }
   curl_slist* headers = nullptr;
   for (const auto& [name, value] : request.headers) {
-    headers = curl_slist_append(headers, (name + ": " + value).c_str());
+    headers = api->slist_append(headers, (name + ": " + value).c_str());
   }
   // No form content type and no "Expect: 100-continue" round trip.
-  headers = curl_slist_append(headers, "Content-Type:");
-  headers = curl_slist_append(headers, "Expect:");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  headers = api->slist_append(headers, "Content-Type:");
+  headers = api->slist_append(headers, "Expect:");
+  api->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  const CURLcode rc = api->easy_perform(curl);
+  api->slist_free_all(headers);
+  api->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  api->easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   Release(curl);
   if (!response.sink_status.ok()) return response;
   if (rc != CURLE_OK) {
     Status broken = Status::Unavailable(request.method + " " + request.url + ": " +
-                                        (error[0] ? error : curl_easy_strerror(rc)));
+                                        (error[0] ? error : api->easy_strerror(rc)));
     // Part of the body already reached the sink: the caller must not retry
     // into the same sink, so the failure travels with the response.
     if (response.streamed_bytes > 0) {

@@ -3,11 +3,26 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "io/curl_api.h"
 #include "io/s3_object_store.h"
 #include "io/s3_xml.h"
 
 namespace loam {
 namespace {
+
+// libcurl is loaded only when HTTP is first spoken; every function binds,
+// and a missing library is a clear error rather than a crash.
+TEST(CurlApiTest, LoadsOnDemandAndNamesAMissingLibrary) {
+  Result<const CurlApi*> api = LoadCurl();
+  ASSERT_TRUE(api.ok()) << api.status();
+  EXPECT_NE((*api)->easy_setopt, nullptr);
+  EXPECT_NE((*api)->slist_free_all, nullptr);
+  EXPECT_EQ(LoadCurl().value(), *api);  // once per process
+  Status missing = LoadCurlLibrary("libloam-no-such-curl.so.4").status();
+  EXPECT_TRUE(missing.IsFailedPrecondition()) << missing;
+  EXPECT_NE(missing.message().find("libloam-no-such-curl.so.4"), std::string::npos) << missing;
+  EXPECT_NE(missing.message().find("apt-get install libcurl4"), std::string::npos) << missing;
+}
 
 TEST(S3Options, FromUriWithOptionsAndEnvironment) {
   ::setenv("AWS_ACCESS_KEY_ID", "ak", 1);
@@ -30,7 +45,8 @@ TEST(S3Options, FromUriWithOptionsAndEnvironment) {
   EXPECT_TRUE(rgw.path_style);  // explicit endpoints default to path-style
   EXPECT_EQ(rgw.if_match, IfMatchForm::kUnquoted);
   EXPECT_EQ(rgw.region, "x");
-  EXPECT_FALSE(S3Options::FromUri("s3://b?endpoint=http://h&addressing=virtual").value().path_style);
+  EXPECT_FALSE(
+      S3Options::FromUri("s3://b?endpoint=http://h&addressing=virtual").value().path_style);
 
   Status bad = S3Options::FromUri("s3://b?colour=blue").status();
   EXPECT_TRUE(bad.IsInvalidArgument());
@@ -86,7 +102,8 @@ TEST(S3ObjectStore, PresignedUrlShape) {
   o.credentials = {"ak", "sk", ""};
   auto store = S3ObjectStore::Open(o).value();
   const std::string url = store->PresignUrl("PUT", "a b/c", 60, "md5==", 1369353600).value();
-  EXPECT_EQ(url.rfind("http://127.0.0.1:7480/bkt/ws/a%20b/c?X-Amz-Algorithm=AWS4-HMAC-SHA256", 0), 0u)
+  EXPECT_EQ(url.rfind("http://127.0.0.1:7480/bkt/ws/a%20b/c?X-Amz-Algorithm=AWS4-HMAC-SHA256", 0),
+            0u)
       << url;
   EXPECT_NE(url.find("X-Amz-Expires=60"), std::string::npos);
   EXPECT_NE(url.find("X-Amz-SignedHeaders=content-md5%3Bhost"), std::string::npos) << url;
