@@ -137,8 +137,7 @@ Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
 
 }  // namespace
 
-Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string root,
-                                                                 LocalStoreOptions options) {
+Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string root) {
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   if (root.empty()) return Status::InvalidArgument("empty local store root");
   if (root.front() != '/') {
@@ -163,11 +162,7 @@ Result<std::shared_ptr<LocalObjectStore>> LocalObjectStore::Open(std::string roo
       return ErrnoStatus("create directory", d, errno);
     }
   }
-  auto store = std::shared_ptr<LocalObjectStore>(new LocalObjectStore(std::move(root)));
-  // An unnamed file is named through /proc (linkat with AT_EMPTY_PATH would
-  // need CAP_DAC_READ_SEARCH); without /proc, puts use named temp files.
-  store->anonymous_temp_files_ = options.unnamed_temp_files && ::access("/proc/self/fd", X_OK) == 0;
-  return store;
+  return std::shared_ptr<LocalObjectStore>(new LocalObjectStore(std::move(root)));
 }
 
 std::string LocalObjectStore::LockPathFor(std::string_view key) const {
@@ -348,15 +343,6 @@ Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp
 Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& source,
                                            const PutOptions& options) {
   RETURN_NOT_OK(ValidateObjectKey(key));
-  if (options.condition == PutCondition::kIfAbsent && anonymous_temp_files_) {
-    Result<int> created = CreateAnonymousFile(key);
-    if (created.ok()) {
-      Fd fd(*created);
-      return WriteAnonymous(key, fd.get(), source, options.durable);
-    }
-    if (!created.status().IsUnimplemented()) return created.status();
-    anonymous_temp_files_ = false;  // this filesystem has no O_TMPFILE
-  }
   const std::string path = PathOf(key);
   const std::string dir = ParentDir(path);
   std::string tmp;
@@ -400,47 +386,6 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
       return discard(ErrnoStatus("rename", path, errno));
   }
   if (options.durable) RETURN_NOT_OK(FsyncPath(dir));
-  return meta;
-}
-
-// An unnamed file (O_TMPFILE) in `key`'s directory; NotImplemented when the
-// filesystem cannot make one. Retries when a concurrent delete removed the
-// directory.
-Result<int> LocalObjectStore::CreateAnonymousFile(std::string_view key) const {
-  const std::string dir = ParentDir(PathOf(key));
-  for (int attempt = 0;; ++attempt) {
-    RETURN_NOT_OK(MakeParentDirs(key));
-    const int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
-    if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
-      return Status::Unimplemented("O_TMPFILE unsupported in '" + dir + "'");
-    }
-    if (errno != ENOENT || attempt >= 16) return ErrnoStatus("create unnamed file in", dir, errno);
-    ForgetParentDirs(key);
-  }
-}
-
-// Put-if-absent of an unnamed file: fill it, give it its name with linkat
-// (EEXIST: the race was lost; nothing else to clean up, the inode dies with
-// the descriptor), then fsync the file (data, inode and link count) and the
-// directory entry. The object is visible from the linkat on, durable once
-// both fsyncs return: the same window as a named temp file's link.
-Result<ObjectMeta> LocalObjectStore::WriteAnonymous(std::string_view key, int fd,
-                                                    ByteSource& source, bool durable) {
-  const std::string path = PathOf(key);
-  ASSIGN_OR_RETURN(ObjectMeta meta, FillTempFile(fd, path, source, /*durable=*/false));
-  const std::string proc_path = "/proc/self/fd/" + std::to_string(fd);
-  for (int attempt = 0;; ++attempt) {
-    if (::linkat(AT_FDCWD, proc_path.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0)
-      break;
-    if (errno == EEXIST) return ObjectExists(key);
-    if (errno != ENOENT || attempt >= 16) return ErrnoStatus("link", path, errno);
-    ForgetParentDirs(key);  // the directory was removed under us
-    RETURN_NOT_OK(MakeParentDirs(key));
-  }
-  if (!durable) return meta;
-  if (::fsync(fd) != 0) return ErrnoStatus("fsync", path, errno);
-  RETURN_NOT_OK(FsyncPath(ParentDir(path)));
   return meta;
 }
 

@@ -1,16 +1,16 @@
 // LocalObjectStore: objects as files under a root directory.
 //
 // Durability and atomicity (a reader never sees a partial object):
-//   - put-if-absent:  an unnamed file (O_TMPFILE) in the key's directory is
-//                     filled, then named with linkat (EEXIST means the race
-//                     was lost), then the file and the directory are fsynced;
-//                     where O_TMPFILE or /proc is missing, a named temp file
-//                     is filled, fsynced and link()ed, then the directory;
-//   - put:            a temp file "<dir>/.tmp-<id>", fsynced, is rename()d
-//                     to the key under the key's lock stripe;
-//   - put-if-match:   the same, comparing the etag under the lock stripe;
+//   - every write goes to a temp file "<dir>/.tmp-<id>" that is fsynced first;
+//   - put:            rename(temp, final), under the key's lock stripe;
+//   - put-if-absent:  link(temp, final); EEXIST means the race was lost;
+//   - put-if-match:   under the key's lock stripe, compare the etag, rename;
 //   - then the parent directory is fsynced.
-// A put is visible from its link or rename on and durable when it returns.
+// So a name that survives a crash always has its whole content, even on a
+// file system without a journal: the content is durable before the name
+// exists. (An O_TMPFILE + linkat put was tried: it names the file before
+// its inode is durable, and a concurrent fsync of the same directory can
+// then persist a name whose inode is not.)
 // Lock stripes are flock()ed files in "<root>/.loam/locks/", so conditional
 // writes are atomic across threads and processes sharing the root.
 //
@@ -28,7 +28,6 @@
 
 #include <sys/stat.h>
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,17 +38,10 @@
 
 namespace loam {
 
-struct LocalStoreOptions {
-  // Put-if-absent through unnamed files where the filesystem allows; false
-  // forces named temp files everywhere (the fallback, tested on its own).
-  bool unnamed_temp_files = true;
-};
-
 class LocalObjectStore final : public ObjectStore {
  public:
   // Creates `root` (and parents) if missing.
-  static Result<std::shared_ptr<LocalObjectStore>> Open(std::string root,
-                                                        LocalStoreOptions options = {});
+  static Result<std::shared_ptr<LocalObjectStore>> Open(std::string root);
 
   Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
                           ByteSink& sink) override;
@@ -75,8 +67,6 @@ class LocalObjectStore final : public ObjectStore {
   Status MakeParentDirs(std::string_view key) const;
   void ForgetParentDirs(std::string_view key) const;
   Result<int> CreateTempFile(std::string_view key, std::string* tmp) const;
-  Result<int> CreateAnonymousFile(std::string_view key) const;
-  Result<ObjectMeta> WriteAnonymous(std::string_view key, int fd, ByteSource& source, bool durable);
   Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source,
                                   bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
@@ -84,8 +74,7 @@ class LocalObjectStore final : public ObjectStore {
   Status ListDir(const std::string& dir_key, std::string_view prefix, std::string_view start_after,
                  size_t want, ListPage* page) const;
 
-  std::string root_;                               // absolute, no trailing '/'
-  std::atomic<bool> anonymous_temp_files_{false};  // O_TMPFILE + /proc usable
+  std::string root_;  // absolute, no trailing '/'
   mutable std::mutex durable_mu_;
   // Directories this store has made durable (fsynced into their parent).
   mutable std::unordered_set<std::string> durable_dirs_ LOAM_GUARDED_BY(durable_mu_);

@@ -1,7 +1,5 @@
 // Runs the conformance suite on every backend and wrapper that needs no
 // external service. (S3 instantiates it in its own, `s3`-labelled binary.)
-#include "io/object_store_conformance.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +9,7 @@
 #include "io/fault_injection_object_store.h"
 #include "io/local_object_store.h"
 #include "io/memory_object_store.h"
+#include "io/object_store_conformance.h"
 
 namespace loam::testing {
 namespace {
@@ -18,7 +17,7 @@ namespace {
 // A fresh directory under the system temp dir, removed with the backend.
 class LocalBackend : public BackendUnderTest {
  public:
-  explicit LocalBackend(LocalStoreOptions options = {}) : options_(options) {
+  LocalBackend() {
     static std::atomic<int> seq{0};
     dir_ = std::filesystem::temp_directory_path() /
            ("loam-conformance-" + std::to_string(::getpid()) + "-" + std::to_string(seq++));
@@ -28,13 +27,12 @@ class LocalBackend : public BackendUnderTest {
   ~LocalBackend() override { std::filesystem::remove_all(dir_); }
   std::shared_ptr<ObjectStore> store() override { return store_; }
   std::shared_ptr<ObjectStore> OpenAnotherClient() override {
-    return LocalObjectStore::Open(dir_.string(), options_).value();
+    return LocalObjectStore::Open(dir_.string()).value();
   }
   bool shared_across_processes() const override { return true; }
   bool holds_objects_in_process() const override { return false; }
 
  private:
-  LocalStoreOptions options_;
   std::filesystem::path dir_;
   std::shared_ptr<ObjectStore> store_;
 };
@@ -68,17 +66,8 @@ class WrappedBackend : public BackendUnderTest {
   std::shared_ptr<ObjectStore> store_;
 };
 
-BackendFactory Local() {
-  return {"Local", [] { return std::make_unique<LocalBackend>(); }};
-}
-BackendFactory LocalNamedTemps() {
-  return {"LocalNamedTemps", [] {
-            return std::make_unique<LocalBackend>(LocalStoreOptions{.unnamed_temp_files = false});
-          }};
-}
-BackendFactory Memory() {
-  return {"Memory", [] { return std::make_unique<MemoryBackend>(); }};
-}
+BackendFactory Local() { return {"Local", [] { return std::make_unique<LocalBackend>(); }}; }
+BackendFactory Memory() { return {"Memory", [] { return std::make_unique<MemoryBackend>(); }}; }
 BackendFactory CountingOverLocal() {
   return {"CountingOverLocal", [] {
             return std::make_unique<WrappedBackend<CountingObjectStore>>(
@@ -93,11 +82,11 @@ BackendFactory FaultInjectionOverMemory() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreConformance,
-                         ::testing::Values(Local(), LocalNamedTemps(), Memory(),
-                                           CountingOverLocal(), FaultInjectionOverMemory()),
+                         ::testing::Values(Local(), Memory(), CountingOverLocal(),
+                                           FaultInjectionOverMemory()),
                          BackendName);
-INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreCrossProcessConformance,
-                         ::testing::Values(Local(), LocalNamedTemps()), BackendName);
+INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreCrossProcessConformance, ::testing::Values(Local()),
+                         BackendName);
 
 }  // namespace
 }  // namespace loam::testing
