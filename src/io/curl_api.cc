@@ -42,9 +42,11 @@ Result<CurlApi> LoadCurlLibrary(const char* soname) {
 }
 
 Result<const CurlApi*> LoadCurl() {
-  static const Result<CurlApi> loaded = LoadCurlLibrary("libcurl.so.4");  // once
-  RETURN_NOT_OK(loaded.status());
-  return &*loaded;
+  // Never destroyed: HTTP clients held by other statics release their curl
+  // handles during exit, possibly after this function's statics are gone.
+  static const Result<CurlApi>* loaded = new Result<CurlApi>(LoadCurlLibrary("libcurl.so.4"));
+  RETURN_NOT_OK(loaded->status());
+  return &**loaded;
 }
 
 }  // namespace loam
