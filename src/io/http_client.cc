@@ -73,7 +73,7 @@ HttpClient::~HttpClient() {
   for (void* h : idle_) api->easy_cleanup(static_cast<CURL*>(h));
 }
 
-void* HttpClient::Acquire() {
+void* HttpClient::Acquire(const CurlApi& api) {
   std::unique_lock<std::mutex> lock(mu_);
   available_.wait(lock, [&] { return !idle_.empty() || open_ < options_.max_connections; });
   if (!idle_.empty()) {
@@ -81,7 +81,7 @@ void* HttpClient::Acquire() {
     idle_.pop_back();
     return h;
   }
-  CURL* handle = (*LoadCurl())->easy_init();  // Send loaded it
+  CURL* handle = api.easy_init();
   if (handle != nullptr) ++open_;
   return handle;
 }
@@ -96,7 +96,7 @@ void HttpClient::Release(void* handle) {
 
 Result<HttpResponse> HttpClient::Send(const HttpRequest& request) {
   ASSIGN_OR_RETURN(const CurlApi* api, LoadCurl());
-  CURL* curl = static_cast<CURL*>(Acquire());
+  CURL* curl = static_cast<CURL*>(Acquire(*api));
   if (curl == nullptr) return Status::ResourceExhausted("curl_easy_init failed");
   api->easy_reset(curl);  // keeps the connection cache
   HttpResponse response;

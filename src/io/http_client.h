@@ -20,6 +20,8 @@
 
 namespace loam {
 
+struct CurlApi;
+
 struct HttpOptions {
   int max_connections = 16;
   int64_t connect_timeout_ms = 5000;
@@ -59,7 +61,7 @@ class HttpClient {
   Result<HttpResponse> Send(const HttpRequest& request);
 
  private:
-  void* Acquire();
+  void* Acquire(const CurlApi& api);
   void Release(void* handle);
 
   const HttpOptions options_;

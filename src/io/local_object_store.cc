@@ -118,10 +118,6 @@ std::string TempSuffix() {
   return buf;
 }
 
-Status ObjectExists(std::string_view key) {
-  return Status::AlreadyExists("object '" + std::string(key) + "' already exists");
-}
-
 Status WriteAll(int fd, const char* data, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
@@ -363,7 +359,9 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
   if (options.condition == PutCondition::kIfAbsent) {
     if (::link(tmp.c_str(), path.c_str()) != 0) {
       const int err = errno;
-      if (err == EEXIST) return discard(ObjectExists(key));
+      if (err == EEXIST) {
+        return discard(Status::AlreadyExists("object '" + std::string(key) + "' already exists"));
+      }
       return discard(ErrnoStatus("link", path, err));
     }
     ::unlink(tmp.c_str());
