@@ -125,11 +125,7 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
 }
 
 Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
-                                       std::string app_section) const {
-  if (app_section.size() > kMaxAppSection) {
-    return Status::InvalidArgument("application section of " + std::to_string(app_section.size()) +
-                                   " bytes exceeds the limit of " + std::to_string(kMaxAppSection));
-  }
+                                       const AppSectionBuilder& app_section) const {
   Transaction txn;
   txn.op = OpType::kRewrite;
   txn.read_version = state_->version;
@@ -140,9 +136,23 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
   if (!next) return Status::InvalidArgument("rewrite removes a fragment the version does not have");
   next->version = state_->version + 1;
   next->timestamp_micros = options_->clock->NowMicros();
-  next->app_section = std::move(app_section);
   next->branch = state_->branch;
-  const std::string key = Key(BranchDir(branch_) + "_versions/" + VersionFileName(next->version));
+  const std::string rel = BranchDir(branch_) + "_versions/" + VersionFileName(next->version);
+  // Inline fragments are placed as if after a non-empty section (the builder
+  // must return one), so the builder can name their final places.
+  next->app_section = " ";
+  PlaceInlineFragments(&*next, rel);
+  std::vector<Fragment> committed_added;
+  for (const Fragment& f : next->fragments) {
+    if (f.id >= state_->next_fragment_id) committed_added.push_back(f);
+  }
+  ASSIGN_OR_RETURN(next->app_section, app_section(committed_added));
+  if (next->app_section.empty() || next->app_section.size() > kMaxAppSection) {
+    return Status::InvalidArgument("application section of " +
+                                   std::to_string(next->app_section.size()) +
+                                   " bytes: it must be 1 to " + std::to_string(kMaxAppSection));
+  }
+  const std::string key = Key(rel);
   Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
   if (put.ok()) return WithState(*std::move(next));
   if (put.status().IsAlreadyExists()) {
@@ -196,8 +206,9 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       next->timestamp_micros = options_->clock->NowMicros();
       next->app_section = opts.app_section.value_or(current.app_section);
       next->branch = current.branch;
-      const std::string key =
-          Key(BranchDir(branch_) + "_versions/" + VersionFileName(next->version));
+      const std::string rel = BranchDir(branch_) + "_versions/" + VersionFileName(next->version);
+      PlaceInlineFragments(&*next, rel);
+      const std::string key = Key(rel);
       Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
       if (put.ok()) return WithState(*std::move(next));
       if (!put.status().IsAlreadyExists()) {

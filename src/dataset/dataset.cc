@@ -393,8 +393,7 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
                              std::vector<RecordBatch>* out, int64_t* produced) const {
   const std::vector<int>& projected = shape.projected;
   LruCache* cache = options_->cache.get();
-  ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenCached(store_.get(), Key(frag.data_path),
-                                                           frag.data_size, cache));
+  ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenAt(store_.get(), Locate(frag), cache));
   const Schema& fs = reader->schema();
   if (reader->num_rows() != frag.physical_rows) {
     return Status::DataLoss("fragment file '" + frag.data_path + "' has " +

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/lru_cache.h"
 #include "dataset/version_file.h"
+#include "format/fragment_reader.h"
 #include "format/fragment_writer.h"
 #include "loam/batch.h"
 #include "loam/object_store.h"
@@ -28,6 +29,10 @@ namespace loam {
 struct DatasetOptions {
   FragmentWriteOptions write;
   uint64_t max_rows_per_fragment = 1 << 20;
+  // A fragment that encodes to at most this many bytes is embedded in the
+  // version file that adds it instead of getting a file of its own: one
+  // durable object per small commit instead of two. 0 turns this off.
+  uint64_t max_inline_fragment_bytes = 32 << 10;
   int max_commit_attempts = 20;
   const Clock* clock = Clock::System();
   // Decoded fragment footers, pages, deletion vectors and index pages of
@@ -245,7 +250,9 @@ class Dataset {
 
   // --- low-level commits (the manifest layer builds its own transactions) ----
   // Writes `batch` as one new fragment file that no version references yet.
-  Result<Fragment> WriteFragment(const RecordBatch& batch) const;
+  // With `allow_inline`, a small fragment is kept in memory instead, to be
+  // embedded in the version file that commits it (CommitRewrite).
+  Result<Fragment> WriteFragment(const RecordBatch& batch, bool allow_inline = false) const;
   // Deletes the files of fragments written by WriteFragment that no version
   // references and none will (an abandoned load). Never for committed ones.
   Status DeleteStaged(const std::vector<Fragment>& staged) const;
@@ -253,10 +260,21 @@ class Dataset {
   Status StagedExists(const Fragment& staged) const;
   // Commits the next version on top of this snapshot, which must be the
   // branch's latest: `removed` fragments leave, `added` ones join (ids
-  // assigned here), `app_section` is stored. Aborted when another writer
-  // committed that version first; nothing is retried or rebased.
+  // assigned here), and the application section is stored. `app_section`
+  // receives `added` as committed (ids and places assigned, inline ones
+  // inside the new version file) and must return non-empty bytes. Aborted
+  // when another writer committed that version first; nothing is retried or
+  // rebased.
+  using AppSectionBuilder = std::function<Result<std::string>(const std::vector<Fragment>& added)>;
   Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
-                                std::string app_section) const;
+                                const AppSectionBuilder& app_section) const;
+  // As above, with a section that does not name the added fragments.
+  Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
+                                std::string app_section) const {
+    return CommitRewrite(
+        std::move(added), std::move(removed),
+        [&](const std::vector<Fragment>&) -> Result<std::string> { return app_section; });
+  }
   // The header (and application section) of the latest version of `branch`:
   // one LIST and one range request, plus the branch ref when the branch has
   // no versions of its own.
@@ -307,8 +325,18 @@ class Dataset {
                    const std::vector<RecordBatch>& source_keys, Transaction* t,
                    MergeStats* stats) const;
   // Data writing helpers (operations.cc).
+  // One fragment per max_rows_per_fragment rows; with `allow_inline`, small
+  // ones stay in memory for the committing version file.
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
-                                               std::span<const RecordBatch> batches) const;
+                                               std::span<const RecordBatch> batches,
+                                               bool allow_inline = true) const;
+  // Where a fragment's bytes are in the store.
+  FragmentLocation Locate(const Fragment& f) const {
+    return {Key(f.data_path), f.data_offset, f.data_size};
+  }
+  // Encodes `rows` in memory: inline when within max_inline_fragment_bytes,
+  // else put as a fragment file.
+  Result<Fragment> EncodeSmallFragment(const Schema& schema, BatchStream& rows) const;
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
   // The dataset columns a scan returns and the schema of its batches.
   struct ScanShape {

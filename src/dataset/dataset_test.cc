@@ -431,6 +431,7 @@ TEST_F(DatasetTest, AppSectionIsReadableWithOneRangeRequest) {
 TEST_F(DatasetTest, RewriteCommitsExactlyOnTopOfItsSnapshot) {
   Dataset v2 = ds_.Append({People({1, 2})}).value();
   Fragment f = v2.WriteFragment(People({7})).value();
+  EXPECT_FALSE(f.is_inline());
   Dataset v3 = v2.CommitRewrite({f}, {v2.state().fragments[0].id}, "dir").value();
   EXPECT_EQ(v3.version(), 3u);
   EXPECT_EQ(Contents(v3).size(), 1u);
@@ -440,8 +441,30 @@ TEST_F(DatasetTest, RewriteCommitsExactlyOnTopOfItsSnapshot) {
   Fragment g = v2.WriteFragment(People({8})).value();
   EXPECT_TRUE(v2.CommitRewrite({g}, {}, "x").status().IsAborted());
   EXPECT_EQ(Contents(v3.Latest().value()).size(), 1u);
-  // Removing a fragment the version lacks is refused.
-  EXPECT_TRUE(v3.CommitRewrite({}, {12345}, "").status().IsInvalidArgument());
+  // Removing a fragment the version lacks is refused, and so is an empty section.
+  EXPECT_TRUE(v3.CommitRewrite({}, {12345}, "d").status().IsInvalidArgument());
+  EXPECT_TRUE(v3.CommitRewrite({}, {}, "").status().IsInvalidArgument());
+}
+
+TEST_F(DatasetTest, ARewriteTellsItsSectionWhereInlineFragmentsLanded) {
+  Dataset v2 = ds_.Append({People({1, 2})}).value();
+  Fragment f = v2.WriteFragment(People({7}), /*allow_inline=*/true).value();
+  ASSERT_TRUE(f.inline_bytes != nullptr);
+  std::vector<Fragment> seen;
+  auto section = [&](const std::vector<Fragment>& added) -> Result<std::string> {
+    seen = added;
+    return std::string("dir");
+  };
+  Dataset v3 = v2.CommitRewrite({f}, {}, section).value();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].data_path, "_versions/" + VersionFileName(3));
+  EXPECT_EQ(seen[0].data_offset, kHeaderReadBytes);  // after the padded section
+  EXPECT_EQ(seen[0].id, v3.state().fragments.back().id);
+  EXPECT_EQ(v3.state().fragments.back(), seen[0]);
+  // A fresh open reads the rows out of the version file.
+  Dataset reopened = Reopen();
+  EXPECT_EQ(Contents(reopened).size(), 3u);
+  EXPECT_EQ(Contents(reopened).count(7), 1u);
 }
 
 TEST_F(DatasetTest, ConcurrentWritersRebaseOrFailPerTheMatrix) {

@@ -21,7 +21,7 @@ Result<std::vector<IndexEntry>> Dataset::CollectIndexEntries(
   const DataType type = v.schema.fields[v.schema.IndexOf(column)].type;
   std::vector<IndexEntry> entries;
   for (const Fragment& frag : fragments) {
-    ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), Key(frag.data_path), frag.data_size));
+    ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenAt(store_.get(), Locate(frag)));
     if (reader->schema().IndexOf(column) < 0) continue;  // column added later: all null
     FragmentScanOptions fo;
     fo.columns = {column};

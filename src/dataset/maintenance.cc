@@ -116,7 +116,24 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
     for (const IndexMeta& m : v.indices) out->insert(m.path);
   };
   auto reference = [&](const DatasetVersion& v) { files_of(v, &referenced); };
-  std::vector<std::string> doomed_versions;
+  // Versions committed meanwhile (e.g. a restore of a version being removed)
+  // keep their files: every branch's latest is re-read before deleting.
+  auto reference_latest = [&]() -> Status {
+    ASSIGN_OR_RETURN(std::vector<std::string> names_now, ListBranches());
+    names_now.push_back("");
+    for (const std::string& n : names_now) {
+      Result<DatasetVersion> latest = LoadLatest(n);
+      if (latest.ok()) reference(*latest);
+    }
+    return Status::OK();
+  };
+  const std::string root_prefix = Key("");
+  struct Doomed {
+    std::string key;
+    bool holds_inline = false;  // the file holds fragments of its own
+    std::set<std::string> files;
+  };
+  std::vector<Doomed> doomed;
   for (BranchVersions& b : branches) {
     const std::string prefix = Key(BranchDir(b.name) + "_versions/");
     ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
@@ -135,8 +152,10 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       if (keep) {
         reference(v);
       } else {
-        files_of(v, &dereferenced);
-        doomed_versions.push_back(o.key);
+        Doomed d{o.key, false, {}};
+        for (const Fragment& f : v.txn.added) d.holds_inline |= f.is_inline();
+        files_of(v, &d.files);
+        doomed.push_back(std::move(d));
       }
     }
     // A branch without versions of its own reads its fork point.
@@ -145,23 +164,45 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       reference(v);
     }
   }
+  // A version whose file holds inline fragments that a kept version uses
+  // stays, whole and loadable, and so does everything it references.
+  auto spare_holders = [&] {
+    for (bool spared = true; spared;) {
+      spared = false;
+      for (auto it = doomed.begin(); it != doomed.end();) {
+        if (referenced.count(it->key.substr(root_prefix.size()))) {
+          referenced.insert(it->files.begin(), it->files.end());
+          it = doomed.erase(it);
+          spared = true;
+        } else {
+          ++it;
+        }
+      }
+    }
+  };
   // Version files go before the files only they reference, so a crash
   // part-way leaves orphans for the next run, never a dangling reference.
-  for (const std::string& key : doomed_versions) {
-    RETURN_NOT_OK(store_->Delete(key));
-    ++stats.versions_removed;
-  }
-  // Versions committed meanwhile (e.g. a restore of a version being removed)
-  // keep their files: re-read every branch's latest before deleting data.
-  ASSIGN_OR_RETURN(std::vector<std::string> names_now, ListBranches());
-  names_now.push_back("");
-  for (const std::string& n : names_now) {
-    Result<DatasetVersion> latest = LoadLatest(n);
-    if (latest.ok()) reference(*latest);
-  }
+  // Files holding inline fragments go last, after the re-read, like data.
+  auto remove_versions = [&](bool holding_inline) -> Status {
+    for (auto it = doomed.begin(); it != doomed.end();) {
+      if (it->holds_inline != holding_inline) {
+        ++it;
+        continue;
+      }
+      RETURN_NOT_OK(store_->Delete(it->key));
+      ++stats.versions_removed;
+      dereferenced.insert(it->files.begin(), it->files.end());
+      it = doomed.erase(it);
+    }
+    return Status::OK();
+  };
+  spare_holders();
+  RETURN_NOT_OK(remove_versions(/*holding_inline=*/false));
+  RETURN_NOT_OK(reference_latest());
+  spare_holders();
+  RETURN_NOT_OK(remove_versions(/*holding_inline=*/true));
   // Files of removed versions, and orphans (never committed, e.g. from a
   // failed write) once past the grace period.
-  const std::string root_prefix = Key("");
   ASSIGN_OR_RETURN(auto all, store_->ListAll(root_prefix));
   for (const ObjectInfo& o : all) {
     const std::string rel = o.key.substr(root_prefix.size());

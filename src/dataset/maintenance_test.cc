@@ -20,8 +20,15 @@ class MaintenanceTest : public ::testing::Test {
     for (const ObjectInfo& o : store_->ListAll("").value()) n += o.key.ends_with(suffix) ? 1 : 0;
     return n;
   }
+  static DatasetOptions FilesOnly() {
+    DatasetOptions o;
+    o.max_inline_fragment_bytes = 0;  // every fragment a file, as cleanup tests count files
+    return o;
+  }
   std::shared_ptr<ObjectStore> store_ = testing::NewTestStore();
-  Dataset ds_ = Dataset::Create(store_, "t", PeopleSchema()).value();
+  Dataset ds_ = Dataset::Create(store_, "t", PeopleSchema(), FilesOnly()).value();
+  // The same dataset with small fragments inline in their version files.
+  Dataset inline_ = Dataset::Open(store_, "t").value();
 };
 
 TEST_F(MaintenanceTest, CompactionBinPacksSmallFragmentsAndKeepsRows) {
@@ -140,6 +147,53 @@ TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsFiles) {
   Dataset latest = Dataset::Open(store_, "t").value();
   EXPECT_EQ(latest.version(), 4u);
   EXPECT_EQ(Contents(latest), Contents(v2));  // the restored fragment is still there
+}
+
+TEST_F(MaintenanceTest, CleanupSparesVersionsWhoseInlineFragmentsAreStillUsed) {
+  Dataset ds = inline_;
+  for (int i = 1; i <= 3; ++i) ds = ds.Append({People({i})}).value();  // versions 2..4
+  ASSERT_EQ(CountKeys(".lfrag"), 0u);
+  for (const Fragment& f : ds.state().fragments) ASSERT_GT(f.data_offset, 0u);
+  CleanupOptions opts;
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;  // every version is old
+  opts.grace_cutoff_micros = opts.older_than_micros;
+  // Version 4 uses fragments inside versions 2 and 3: they stay, loadable.
+  CleanupStats stats = ds.Cleanup(opts).value();
+  EXPECT_EQ(stats.versions_removed, 1);  // version 1 (no rows)
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()), Contents(ds));
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t", {.version = 2}).value()).size(), 1u);
+  // Once a version no longer uses them, they go.
+  Dataset replaced = ds.Overwrite({People({9})}).value();
+  stats = replaced.Cleanup(opts).value();
+  EXPECT_EQ(stats.versions_removed, 3);
+  EXPECT_EQ(replaced.ListVersions().value().size(), 1u);
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()),
+            (std::map<int64_t, std::string>{{9, "name-9-v1"}}));
+}
+
+TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsInlineFragments) {
+  Dataset v2 = inline_.Append({People({1, 2})}).value();
+  Dataset v3 = v2.Overwrite({People({3})}).value();
+  ASSERT_GT(v2.state().fragments.at(0).data_offset, 0u);
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  Dataset through = Dataset::Open(faulty, "t").value();
+  // Just after cleanup deletes its first version file (version 1, no
+  // fragments), another writer restores version 2, whose file cleanup has
+  // marked for removal but which holds the restored rows.
+  faulty->AddRule(FaultRule::HookAt(
+      "restore", MaskOf({ObjectOp::kDelete}), 1, [&] { ASSERT_TRUE(v3.Restore(2).ok()); },
+      "_versions/"));
+  CleanupOptions opts;
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;
+  opts.grace_cutoff_micros = opts.older_than_micros;
+  CleanupStats stats = through.Cleanup(opts).value();
+  EXPECT_EQ(faulty->Fired("restore"), 1u);
+  // Version 1 goes; 3 was the newest when cleanup listed; 2 holds what 4 uses.
+  EXPECT_EQ(stats.versions_removed, 1);
+  EXPECT_TRUE(store_->Head("t/_versions/" + VersionFileName(2)).ok());
+  Dataset latest = Dataset::Open(store_, "t").value();
+  EXPECT_EQ(latest.version(), 4u);
+  EXPECT_EQ(Contents(latest), Contents(v2));
 }
 
 }  // namespace

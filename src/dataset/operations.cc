@@ -94,9 +94,9 @@ class RangeStream final : public BatchStream {
 
 }  // namespace
 
-Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch) const {
+Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch, bool allow_inline) const {
   ASSIGN_OR_RETURN(std::vector<Fragment> frags,
-                   WriteFragments(state_->schema, std::span(&batch, 1)));
+                   WriteFragments(state_->schema, std::span(&batch, 1), allow_inline));
   if (frags.size() != 1)
     return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
   return std::move(frags[0]);
@@ -119,33 +119,68 @@ Status Dataset::StagedExists(const Fragment& staged) const {
   return meta.status();
 }
 
+Result<Fragment> Dataset::EncodeSmallFragment(const Schema& schema, BatchStream& rows) const {
+  RETURN_NOT_OK(schema.Validate());
+  FragmentEncoder encoder(schema, &rows, options_->write);
+  std::string bytes;
+  char buf[16 << 10];
+  for (;;) {
+    ASSIGN_OR_RETURN(size_t n, encoder.Read(buf, sizeof(buf)));
+    if (n == 0) break;
+    bytes.append(buf, n);
+  }
+  Fragment f;
+  f.data_size = bytes.size();
+  f.physical_rows = encoder.footer().num_rows;
+  if (bytes.size() <= options_->max_inline_fragment_bytes) {
+    f.inline_bytes = std::make_shared<const std::string>(std::move(bytes));
+    return f;
+  }
+  // Larger than expected: a file of its own after all.
+  f.data_path = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";
+  RETURN_NOT_OK(store_->PutIfAbsent(Key(f.data_path), std::move(bytes)).status());
+  return f;
+}
+
 Result<std::vector<Fragment>> Dataset::WriteFragments(const Schema& schema,
-                                                      std::span<const RecordBatch> batches) const {
+                                                      std::span<const RecordBatch> batches,
+                                                      bool allow_inline) const {
   std::vector<Fragment> out;
   std::vector<RangeStream::Range> pending;
   uint64_t pending_rows = 0;
+  uint64_t pending_bytes = 0;  // in memory: encoded, a fragment is rarely larger
   auto flush = [&]() -> Status {
     if (pending_rows == 0) return Status::OK();
-    const std::string rel = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";
     RangeStream stream(std::move(pending));
-    ASSIGN_OR_RETURN(FragmentFileInfo info,
-                     WriteFragmentFile(*store_, Key(rel), schema, stream, options_->write));
-    Fragment f;
-    f.data_path = rel;
-    f.data_size = info.size;
-    f.physical_rows = info.num_rows;
-    out.push_back(std::move(f));
+    if (allow_inline && pending_bytes <= options_->max_inline_fragment_bytes) {
+      ASSIGN_OR_RETURN(Fragment f, EncodeSmallFragment(schema, stream));
+      out.push_back(std::move(f));
+    } else {
+      const std::string rel = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";
+      ASSIGN_OR_RETURN(FragmentFileInfo info,
+                       WriteFragmentFile(*store_, Key(rel), schema, stream, options_->write));
+      Fragment f;
+      f.data_path = rel;
+      f.data_size = info.size;
+      f.physical_rows = info.num_rows;
+      out.push_back(std::move(f));
+    }
     pending.clear();
     pending_rows = 0;
+    pending_bytes = 0;
     return Status::OK();
   };
   const uint64_t cap = options_->max_rows_per_fragment;
   for (const RecordBatch& b : batches) {
+    uint64_t batch_bytes = 0;
+    for (const Column& c : b.columns) batch_bytes += static_cast<uint64_t>(c.ByteSize());
     int64_t offset = 0;
     while (offset < b.num_rows()) {
       const int64_t take = std::min<int64_t>(b.num_rows() - offset, cap - pending_rows);
       pending.push_back({&b, offset, take});
       pending_rows += take;
+      pending_bytes +=
+          batch_bytes * static_cast<uint64_t>(take) / static_cast<uint64_t>(b.num_rows());
       offset += take;
       if (pending_rows >= cap) RETURN_NOT_OK(flush());
     }

@@ -2,10 +2,12 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "common/coding.h"
 #include "common/hash.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "format/schema_codec.h"
 
@@ -13,22 +15,28 @@ namespace loam {
 namespace {
 
 constexpr std::string_view kMagic = "LOAMVERS";
-constexpr uint16_t kFormatVersion = 1;
+// Version 2 added inline fragments (data_offset); version 1 is still read.
+constexpr uint16_t kFormatVersion = 2;
+constexpr uint16_t kOldestReadableFormat = 1;
 
 void PutFragment(std::string* out, const Fragment& f) {
   PutFixed64(out, f.id);
   PutLengthPrefixed(out, f.data_path);
+  PutFixed64(out, f.data_offset);
   PutFixed64(out, f.data_size);
   PutFixed64(out, f.physical_rows);
   PutLengthPrefixed(out, f.deletion_path);
   PutFixed64(out, f.deleted_rows);
 }
 
-Result<Fragment> GetFragment(Decoder& d) {
+Result<Fragment> GetFragment(Decoder& d, uint16_t format) {
   Fragment f;
   ASSIGN_OR_RETURN(f.id, d.U64());
   ASSIGN_OR_RETURN(std::string_view path, d.LengthPrefixed());
   f.data_path = std::string(path);
+  if (format >= 2) {
+    ASSIGN_OR_RETURN(f.data_offset, d.U64());
+  }
   ASSIGN_OR_RETURN(f.data_size, d.U64());
   ASSIGN_OR_RETURN(f.physical_rows, d.U64());
   ASSIGN_OR_RETURN(std::string_view del, d.LengthPrefixed());
@@ -43,13 +51,13 @@ void PutFragments(std::string* out, const std::vector<Fragment>& frags) {
   for (const Fragment& f : frags) PutFragment(out, f);
 }
 
-Result<std::vector<Fragment>> GetFragments(Decoder& d) {
+Result<std::vector<Fragment>> GetFragments(Decoder& d, uint16_t format) {
   ASSIGN_OR_RETURN(uint32_t n, d.U32());
   if (n > d.remaining()) return d.Corrupt("fragment count too large");
   std::vector<Fragment> out;
   out.reserve(n);
   for (uint32_t i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(Fragment f, GetFragment(d));
+    ASSIGN_OR_RETURN(Fragment f, GetFragment(d, format));
     out.push_back(std::move(f));
   }
   return out;
@@ -130,7 +138,7 @@ void PutTransaction(std::string* out, const Transaction& t) {
   PutIndices(out, t.indices);
 }
 
-Result<Transaction> GetTransaction(Decoder& d) {
+Result<Transaction> GetTransaction(Decoder& d, uint16_t format) {
   Transaction t;
   ASSIGN_OR_RETURN(uint8_t op, d.U8());
   if (op < 1 || op > static_cast<uint8_t>(OpType::kRewrite)) return d.Corrupt("unknown operation");
@@ -138,7 +146,7 @@ Result<Transaction> GetTransaction(Decoder& d) {
   ASSIGN_OR_RETURN(t.read_version, d.U64());
   ASSIGN_OR_RETURN(std::string_view id, d.LengthPrefixed());
   t.id = std::string(id);
-  ASSIGN_OR_RETURN(t.added, GetFragments(d));
+  ASSIGN_OR_RETURN(t.added, GetFragments(d, format));
   ASSIGN_OR_RETURN(uint32_t ndel, d.U32());
   if (ndel > d.remaining()) return d.Corrupt("deletion count too large");
   for (uint32_t i = 0; i < ndel; ++i) {
@@ -208,6 +216,33 @@ const Fragment* DatasetVersion::FindFragment(uint64_t id) const {
   return nullptr;
 }
 
+namespace {
+
+// Where inline fragments start: right after the header when there is no
+// application section, else after the section's padding.
+uint64_t InlineStart(size_t app_size) {
+  return app_size == 0 ? kVersionHeaderSize : kHeaderReadBytes;
+}
+
+}  // namespace
+
+void PlaceInlineFragments(DatasetVersion* v, const std::string& own_path) {
+  uint64_t at = InlineStart(v->app_section.size());
+  for (Fragment& added : v->txn.added) {
+    if (!added.inline_bytes) continue;
+    added.data_path = own_path;
+    added.data_offset = at;
+    added.data_size = added.inline_bytes->size();
+    at += added.data_size;
+    for (Fragment& f : v->fragments) {
+      if (f.inline_bytes != added.inline_bytes) continue;
+      f.data_path = added.data_path;
+      f.data_offset = added.data_offset;
+      f.data_size = added.data_size;
+    }
+  }
+}
+
 std::string EncodeVersionFile(const DatasetVersion& v) {
   std::string body;
   PutSchema(&body, v.schema);
@@ -225,10 +260,20 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
   }
   // A file with an application section pads it to kHeaderReadBytes, so the
   // range request that reads the section returns the same bytes whatever the
-  // size of the body.
-  const uint64_t body_offset =
-      v.app_section.empty() ? kVersionHeaderSize : kHeaderReadBytes;
+  // size of the body. Inline fragments follow, then the body.
+  const uint64_t inline_start = InlineStart(v.app_section.size());
+  std::string inline_bytes;
+  for (const Fragment& f : v.txn.added) {
+    if (!f.inline_bytes) continue;
+    if (f.data_offset != inline_start + inline_bytes.size() || f.data_path.empty()) {
+      LOAM_LOG_ERROR("version {}: inline fragment not placed before encoding", v.version);
+      std::abort();  // a caller skipped PlaceInlineFragments: never write a bad file
+    }
+    inline_bytes += *f.inline_bytes;
+  }
+  const uint64_t body_offset = inline_start + inline_bytes.size();
   std::string out(kMagic);
+  out.reserve(body_offset + body.size() + 8);
   PutFixed16(&out, kFormatVersion);
   PutFixed16(&out, 0);
   PutFixed32(&out, static_cast<uint32_t>(v.app_section.size()));
@@ -239,7 +284,8 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
   PutFixed64(&out, v.live_rows());
   PutFixed64(&out, Hash64(out + v.app_section));
   out += v.app_section;
-  out.resize(body_offset, '\0');
+  out.resize(inline_start, '\0');
+  out += inline_bytes;
   out += body;
   PutFixed64(&out, Hash64(body));
   return out;
@@ -249,6 +295,8 @@ namespace {
 
 struct ParsedHeader {
   VersionHeader header;
+  uint16_t format = 0;
+  uint64_t pad_end = 0;  // end of the zero padding: inline fragments or the body follow
   uint64_t body_offset = 0;
   uint64_t body_size = 0;
 };
@@ -258,10 +306,10 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
     return Status::DataLoss(what + " is not a Loam version file");
   }
   Decoder d(bytes.substr(8, kVersionHeaderSize - 8), what);
-  ASSIGN_OR_RETURN(uint16_t format, d.U16());
+  ParsedHeader p;
+  ASSIGN_OR_RETURN(p.format, d.U16());
   ASSIGN_OR_RETURN(uint16_t flags, d.U16());
   ASSIGN_OR_RETURN(uint32_t app_size, d.U32());
-  ParsedHeader p;
   ASSIGN_OR_RETURN(p.header.version, d.U64());
   ASSIGN_OR_RETURN(uint64_t ts, d.U64());
   p.header.timestamp_micros = static_cast<int64_t>(ts);
@@ -277,19 +325,43 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
   h.Update(bytes.substr(0, kVersionHeaderSize - 8));
   h.Update(app);
   if (h.Digest() != checksum) return Status::DataLoss(what + ": header checksum mismatch");
-  if (format != kFormatVersion || flags != 0) {
-    return Status::FailedPrecondition(what + " has version file format " + std::to_string(format) +
-                                      ", this build reads " + std::to_string(kFormatVersion) +
-                                      "; upgrade Loam to read it");
+  if (p.format < kOldestReadableFormat || p.format > kFormatVersion || flags != 0) {
+    return Status::FailedPrecondition(what + " has version file format " +
+                                      std::to_string(p.format) + ", this build reads " +
+                                      std::to_string(kOldestReadableFormat) + " to " +
+                                      std::to_string(kFormatVersion) + "; upgrade Loam to read it");
   }
-  // Unpadded (app_size 0, or files written before padding) or padded.
-  const bool unpadded = p.body_offset == kVersionHeaderSize + app_size;
-  const bool padded = app_size > 0 && p.body_offset == kHeaderReadBytes;
-  if (!unpadded && !padded) {
-    return Status::DataLoss(what + ": body offset disagrees with the header");
+  bool valid;
+  if (p.format == 1) {
+    // Unpadded (app_size 0, or files written before padding) or padded.
+    const bool unpadded = p.body_offset == kVersionHeaderSize + app_size;
+    const bool padded = app_size > 0 && p.body_offset == kHeaderReadBytes;
+    valid = unpadded || padded;
+    p.pad_end = p.body_offset;
+  } else {
+    p.pad_end = InlineStart(app_size);
+    valid = p.body_offset >= p.pad_end;
   }
+  if (!valid) return Status::DataLoss(what + ": body offset disagrees with the header");
   p.header.app_section = std::string(app);
   return p;
+}
+
+// The inline fragments of `v` (those its own transaction added with an
+// offset) must tile [start, end) of the file in order.
+Status CheckInlineFragments(const DatasetVersion& v, uint64_t start, uint64_t end,
+                            const std::string& what) {
+  uint64_t at = start;
+  for (const Fragment& f : v.txn.added) {
+    if (f.data_offset == 0) continue;
+    if (f.data_offset != at || f.data_size > end - at) {
+      return Status::DataLoss(what + ": inline fragment at byte " + std::to_string(f.data_offset) +
+                              " is outside the inline region");
+    }
+    at += f.data_size;
+  }
+  if (at != end) return Status::DataLoss(what + ": inline region holds unreferenced bytes");
+  return Status::OK();
 }
 
 }  // namespace
@@ -305,7 +377,7 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
     return Status::DataLoss(what + ": size disagrees with the header");
   }
   const size_t pad_from = kVersionHeaderSize + p.header.app_section.size();
-  if (bytes.substr(pad_from, p.body_offset - pad_from).find_first_not_of('\0') !=
+  if (bytes.substr(pad_from, p.pad_end - pad_from).find_first_not_of('\0') !=
       std::string_view::npos) {
     return Status::DataLoss(what + ": padding after the application section is not zero");
   }
@@ -319,14 +391,14 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
   v.timestamp_micros = p.header.timestamp_micros;
   v.app_section = std::move(p.header.app_section);
   ASSIGN_OR_RETURN(v.schema, GetSchema(d));
-  ASSIGN_OR_RETURN(v.fragments, GetFragments(d));
+  ASSIGN_OR_RETURN(v.fragments, GetFragments(d, p.format));
   ASSIGN_OR_RETURN(v.next_fragment_id, d.U64());
   ASSIGN_OR_RETURN(std::string_view bname, d.LengthPrefixed());
   ASSIGN_OR_RETURN(std::string_view bparent, d.LengthPrefixed());
   v.branch.name = std::string(bname);
   v.branch.parent = std::string(bparent);
   ASSIGN_OR_RETURN(v.branch.parent_version, d.U64());
-  ASSIGN_OR_RETURN(v.txn, GetTransaction(d));
+  ASSIGN_OR_RETURN(v.txn, GetTransaction(d, p.format));
   ASSIGN_OR_RETURN(v.indices, GetIndices(d));
   ASSIGN_OR_RETURN(uint32_t nmeta, d.U32());
   for (uint32_t i = 0; i < nmeta; ++i) {
@@ -336,6 +408,7 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
   }
   if (!d.done()) return d.Corrupt("trailing bytes in body");
   if (v.live_rows() != p.header.live_rows) return d.Corrupt("row count disagrees with header");
+  RETURN_NOT_OK(CheckInlineFragments(v, p.pad_end, p.body_offset, what));
   return v;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,14 +28,27 @@ inline constexpr size_t kMaxAppSection = kHeaderReadBytes - kVersionHeaderSize;
 
 struct Fragment {
   uint64_t id = 0;
-  std::string data_path;      // relative to the dataset root (shared across branches)
-  uint64_t data_size = 0;     // bytes, so opening needs no HEAD
+  // The fragment is bytes [data_offset, data_offset + data_size) of the object
+  // at data_path, relative to the dataset root (shared across branches): a
+  // fragment file (offset 0), or the version file that added the fragment
+  // inline (offset > 0).
+  std::string data_path;
+  uint64_t data_offset = 0;
+  uint64_t data_size = 0;  // bytes, so opening needs no HEAD
   uint64_t physical_rows = 0;
   std::string deletion_path;  // "" when nothing is deleted
   uint64_t deleted_rows = 0;
+  // In memory only, before the commit: the bytes of a fragment to embed in
+  // the committing version file (data_path empty until PlaceInlineFragments).
+  std::shared_ptr<const std::string> inline_bytes;
 
   uint64_t live_rows() const { return physical_rows - deleted_rows; }
-  friend bool operator==(const Fragment&, const Fragment&) = default;
+  bool is_inline() const { return data_offset != 0 || inline_bytes != nullptr; }
+  friend bool operator==(const Fragment& a, const Fragment& b) {
+    return a.id == b.id && a.data_path == b.data_path && a.data_offset == b.data_offset &&
+           a.data_size == b.data_size && a.physical_rows == b.physical_rows &&
+           a.deletion_path == b.deletion_path && a.deleted_rows == b.deleted_rows;
+  }
 };
 
 // Values are stored in version files; never renumber.
@@ -106,6 +120,12 @@ struct VersionHeader {
   std::string app_section;
 };
 
+// Gives each fragment of v->txn.added that carries inline_bytes its place in
+// the version file at `own_path` (root-relative), in txn.added and fragments
+// alike: one after another from the end of the application section (64 bytes
+// when there is none, else kHeaderReadBytes). Idempotent.
+void PlaceInlineFragments(DatasetVersion* v, const std::string& own_path);
+// Encodes a version whose inline fragments are placed (PlaceInlineFragments).
 std::string EncodeVersionFile(const DatasetVersion& v);
 Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::string& what);
 // Parses a prefix of a version file (at least the header and app section).

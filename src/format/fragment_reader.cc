@@ -10,62 +10,78 @@ namespace loam {
 
 Result<std::unique_ptr<FragmentReader>> FragmentReader::Open(ObjectStore* store, std::string key,
                                                              std::optional<uint64_t> file_size) {
-  uint64_t size;
-  if (file_size) {
-    size = *file_size;
-  } else {
+  if (!file_size) {
     ASSIGN_OR_RETURN(ObjectMeta meta, store->Head(key));
-    size = meta.size;
+    file_size = meta.size;
   }
+  return Load(store, FragmentLocation{std::move(key), 0, *file_size});
+}
+
+Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenAt(ObjectStore* store,
+                                                               FragmentLocation where,
+                                                               LruCache* cache) {
+  if (cache == nullptr) return Load(store, std::move(where));
+  const std::string cache_key =
+      "footer:" + where.key + "@" + std::to_string(where.offset) + "#" + std::to_string(where.size);
+  if (auto footer = cache->Get<FragmentFooter>(cache_key)) {
+    return std::unique_ptr<FragmentReader>(
+        new FragmentReader(store, std::move(where), std::move(footer)));
+  }
+  ASSIGN_OR_RETURN(auto reader, Load(store, std::move(where)));
+  cache->Put<FragmentFooter>(cache_key, reader->footer_,
+                             4096 + 256 * reader->footer_->groups.size());
+  return reader;
+}
+
+Result<std::unique_ptr<FragmentReader>> FragmentReader::Load(ObjectStore* store,
+                                                             FragmentLocation where) {
+  auto reader =
+      std::unique_ptr<FragmentReader>(new FragmentReader(store, std::move(where), nullptr));
+  const uint64_t size = reader->where_.size;
+  const std::string what = reader->Describe();
   if (size < kFragmentTrailerSize) {
-    return Status::DataLoss("'" + key + "' is too short to be a fragment file (" +
-                            std::to_string(size) + " bytes)");
+    return Status::DataLoss(what + " is too short to be a fragment file (" + std::to_string(size) +
+                            " bytes)");
   }
   const uint64_t tail_len = std::min<uint64_t>(size, kSpeculativeTailBytes);
-  ASSIGN_OR_RETURN(std::string tail, store->GetRange(key, size - tail_len, tail_len));
+  ASSIGN_OR_RETURN(std::string tail, reader->ReadRange(size - tail_len, tail_len));
   if (tail.size() != tail_len) {
-    return Status::DataLoss("'" + key + "' is shorter than its recorded size " +
-                            std::to_string(size));
+    return Status::DataLoss(what + " is shorter than its recorded size " + std::to_string(size));
   }
-  const std::string_view trailer_bytes = std::string_view(tail).substr(tail_len - kFragmentTrailerSize);
-  ASSIGN_OR_RETURN(Trailer t, DecodeTrailer(trailer_bytes, key));
+  const std::string_view trailer_bytes =
+      std::string_view(tail).substr(tail_len - kFragmentTrailerSize);
+  ASSIGN_OR_RETURN(Trailer t, DecodeTrailer(trailer_bytes, reader->where_.key));
   if (t.footer_offset > size || t.footer_size > size - kFragmentTrailerSize) {
-    return Status::DataLoss("fragment footer of '" + key + "' points outside the file");
+    return Status::DataLoss("fragment footer of " + what + " points outside the file");
   }
   std::string footer_bytes;
   const uint64_t footer_end = size - kFragmentTrailerSize;
   if (t.footer_size <= tail_len - kFragmentTrailerSize) {
     footer_bytes = tail.substr(tail_len - kFragmentTrailerSize - t.footer_size, t.footer_size);
   } else {
-    ASSIGN_OR_RETURN(footer_bytes, store->GetRange(key, footer_end - t.footer_size, t.footer_size));
+    ASSIGN_OR_RETURN(footer_bytes, reader->ReadRange(footer_end - t.footer_size, t.footer_size));
   }
-  ASSIGN_OR_RETURN(FragmentFooter footer, DecodeFooter(footer_bytes, trailer_bytes, t, size, key));
-  auto reader = std::unique_ptr<FragmentReader>(
-      new FragmentReader(store, std::move(key), size, std::move(footer)));
-  // A file no larger than the speculative read is now in memory whole: its
-  // pages are served from it, so a small file costs one request in all.
+  ASSIGN_OR_RETURN(FragmentFooter footer,
+                   DecodeFooter(footer_bytes, trailer_bytes, t, size, reader->where_.key));
+  reader->footer_ = std::make_shared<const FragmentFooter>(std::move(footer));
+  // A fragment no larger than the speculative read is now in memory whole:
+  // its pages are served from it, so a small fragment costs one request.
   if (tail_len == size) reader->whole_ = std::make_shared<const std::string>(std::move(tail));
   return reader;
 }
 
-Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenCached(ObjectStore* store,
-                                                                   std::string key,
-                                                                   uint64_t file_size,
-                                                                   LruCache* cache) {
-  if (cache == nullptr) return Open(store, std::move(key), file_size);
-  const std::string cache_key = "footer:" + key + "#" + std::to_string(file_size);
-  if (auto footer = cache->Get<FragmentFooter>(cache_key)) {
-    return std::unique_ptr<FragmentReader>(
-        new FragmentReader(store, std::move(key), file_size, std::move(footer)));
-  }
-  ASSIGN_OR_RETURN(auto reader, Open(store, std::move(key), file_size));
-  cache->Put<FragmentFooter>(cache_key, reader->footer_, 4096 + 256 * reader->footer_->groups.size());
-  return reader;
+Result<std::string> FragmentReader::ReadRange(uint64_t offset, uint64_t n) const {
+  return store_->GetRange(where_.key, where_.offset + offset, n);
+}
+
+std::string FragmentReader::Describe() const {
+  if (where_.offset == 0) return "'" + where_.key + "'";
+  return "'" + where_.key + "' at byte " + std::to_string(where_.offset);
 }
 
 Result<Column> FragmentReader::DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
                                           std::string_view stored) const {
-  const std::string where = "page of column '" + field.name + "' in '" + key_ + "'";
+  const std::string where = "page of column '" + field.name + "' in " + Describe();
   if (Hash64(stored) != page.checksum) return Status::DataLoss(where + ": checksum mismatch");
   std::string raw;
   RETURN_NOT_OK_CTX(Decompress(page.codec, stored, page.raw_size, &raw), where);
@@ -101,9 +117,9 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
     if (whole_) {
       bytes = whole_->substr(begin, end - begin);
     } else {
-      ASSIGN_OR_RETURN(bytes, store_->GetRange(key_, begin, end - begin));
+      ASSIGN_OR_RETURN(bytes, ReadRange(begin, end - begin));
     }
-    if (bytes.size() != end - begin) return Status::DataLoss("'" + key_ + "' is truncated");
+    if (bytes.size() != end - begin) return Status::DataLoss(Describe() + " is truncated");
     runs.push_back(std::move(bytes));
     for (size_t k = i; k < j; ++k) {
       const PageEntry& page = group.pages[cols[order[k]]];
@@ -138,7 +154,8 @@ Result<std::vector<std::shared_ptr<const Column>>> FragmentReader::ReadGroupColu
   std::vector<int> missing;
   std::vector<size_t> missing_at;
   auto cache_key = [&](int c) {
-    return "page:" + key_ + "#" + std::to_string(g) + "#" + std::to_string(c);
+    return "page:" + where_.key + "@" + std::to_string(where_.offset) + "#" + std::to_string(g) +
+           "#" + std::to_string(c);
   };
   for (size_t k = 0; k < cols.size(); ++k) {
     if (cache) out[k] = cache->Get<Column>(cache_key(cols[k]));
@@ -242,7 +259,7 @@ Result<std::vector<int>> FragmentReader::ResolveColumns(const std::vector<std::s
   }
   for (const std::string& name : names) {
     const int i = footer_->schema.IndexOf(name);
-    if (i < 0) return Status::InvalidArgument("no column '" + name + "' in '" + key_ + "'");
+    if (i < 0) return Status::InvalidArgument("no column '" + name + "' in " + Describe());
     out.push_back(i);
   }
   return out;
@@ -277,7 +294,7 @@ Result<RecordBatch> FragmentReader::Take(const std::vector<uint64_t>& offsets,
   }
   if (next < offsets.size()) {
     return Status::InvalidArgument("row offset " + std::to_string(offsets[next]) +
-                                   " is beyond the end of '" + key_ + "'");
+                                   " is beyond the end of " + Describe());
   }
   return out;
 }

@@ -27,24 +27,35 @@ struct FragmentScanStats {
   int pages_read = 0;
 };
 
+// Where a fragment's bytes are: [offset, offset + size) of object `key`. A
+// fragment file has offset 0; a fragment embedded in a dataset version file
+// (docs/format/dataset.md, "Inline fragments") starts after that file's header.
+// Offsets inside the fragment are relative to its first byte either way.
+struct FragmentLocation {
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
 class FragmentReader {
  public:
-  // Reads the tail of the file (one range request when `file_size` is known
-  // and the footer fits the speculative read, else a HEAD first). A file no
-  // larger than kSpeculativeTailBytes is read whole by that request, and its
-  // pages need no further requests.
+  // Reads the tail of the fragment (one range request when the footer fits
+  // the speculative read). A fragment no larger than kSpeculativeTailBytes is
+  // read whole by that request, and its pages need no further requests. With
+  // `cache`, the decoded footer is looked up there first and stored after a
+  // miss (objects are immutable, so a cached footer is valid for any store
+  // holding the object).
+  static Result<std::unique_ptr<FragmentReader>> OpenAt(ObjectStore* store, FragmentLocation where,
+                                                        LruCache* cache = nullptr);
+  // A fragment file on its own: OpenAt offset 0, after a HEAD when `file_size`
+  // is not known.
   static Result<std::unique_ptr<FragmentReader>> Open(ObjectStore* store, std::string key,
                                                       std::optional<uint64_t> file_size = {});
-  // As Open, but with `cache` the decoded footer is looked up there first and
-  // stored after a miss (files are immutable, so a cached footer is valid for
-  // any store holding the file).
-  static Result<std::unique_ptr<FragmentReader>> OpenCached(ObjectStore* store, std::string key,
-                                                            uint64_t file_size, LruCache* cache);
 
   const Schema& schema() const { return footer_->schema; }
   uint64_t num_rows() const { return footer_->num_rows; }
   const FragmentFooter& footer() const { return *footer_; }
-  uint64_t file_size() const { return file_size_; }
+  uint64_t file_size() const { return where_.size; }
 
   // Matching rows, one batch per surviving row group.
   Result<std::vector<RecordBatch>> Scan(const FragmentScanOptions& options,
@@ -64,14 +75,16 @@ class FragmentReader {
   static constexpr uint64_t kSpeculativeTailBytes = 64 << 10;
 
  private:
-  FragmentReader(ObjectStore* store, std::string key, uint64_t size, FragmentFooter footer)
-      : store_(store),
-        key_(std::move(key)),
-        file_size_(size),
-        footer_(std::make_shared<const FragmentFooter>(std::move(footer))) {}
-  FragmentReader(ObjectStore* store, std::string key, uint64_t size,
+  FragmentReader(ObjectStore* store, FragmentLocation where,
                  std::shared_ptr<const FragmentFooter> footer)
-      : store_(store), key_(std::move(key)), file_size_(size), footer_(std::move(footer)) {}
+      : store_(store), where_(std::move(where)), footer_(std::move(footer)) {}
+
+  // Reads, uncached, and decodes the footer.
+  static Result<std::unique_ptr<FragmentReader>> Load(ObjectStore* store, FragmentLocation where);
+  // Bytes [offset, offset + n) of the fragment.
+  Result<std::string> ReadRange(uint64_t offset, uint64_t n) const;
+  // "'key'" or "'key' at byte N", for messages and cache keys.
+  std::string Describe() const;
 
   // Fetches and decodes the pages of `cols` in group `g` (adjacent pages in
   // one request; large pages decoded in parallel).
@@ -85,8 +98,7 @@ class FragmentReader {
                             std::string_view stored) const;
 
   ObjectStore* store_;
-  std::string key_;
-  uint64_t file_size_;
+  FragmentLocation where_;
   std::shared_ptr<const FragmentFooter> footer_;
   std::shared_ptr<const std::string> whole_;  // the file, when one read fetched all of it
 };

@@ -53,6 +53,7 @@ std::string EncodeHeadDirectory(const HeadDirectory& d) {
   for (const auto& f : d.files) {
     PutLengthPrefixed(&out, f.path);
     PutFixed64(&out, f.size);
+    PutFixed64(&out, f.offset);
   }
   for (const auto& s : d.slots) {
     PutFixed32(&out, static_cast<uint32_t>(s.file));
@@ -74,11 +75,11 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
   }
   Decoder d(body.substr(kMagic.size()), what);
   ASSIGN_OR_RETURN(uint32_t format, d.U32());
-  if (format != kManifestFormatVersion) {
-    return Status::FailedPrecondition("manifest format v" + std::to_string(format) +
-                                      " is not supported by this build (v" +
-                                      std::to_string(kManifestFormatVersion) +
-                                      "); migrate or upgrade Loam");
+  if (format < kOldestManifestFormat || format > kManifestFormatVersion) {
+    return Status::FailedPrecondition(
+        "manifest format v" + std::to_string(format) + " is not supported by this build (v" +
+        std::to_string(kOldestManifestFormat) + " to v" + std::to_string(kManifestFormatVersion) +
+        "); migrate or upgrade Loam");
   }
   ASSIGN_OR_RETURN(uint32_t nslots, d.U32());
   ASSIGN_OR_RETURN(uint32_t nfiles, d.U32());
@@ -87,7 +88,11 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
   for (uint32_t i = 0; i < nfiles; ++i) {
     ASSIGN_OR_RETURN(std::string_view path, d.LengthPrefixed());
     ASSIGN_OR_RETURN(uint64_t size, d.U64());
-    out.files.push_back({std::string(path), size});
+    uint64_t offset = 0;
+    if (format >= 6) {
+      ASSIGN_OR_RETURN(offset, d.U64());
+    }
+    out.files.push_back({std::string(path), size, offset});
   }
   for (auto& s : out.slots) {
     ASSIGN_OR_RETURN(uint32_t file, d.U32());

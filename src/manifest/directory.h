@@ -20,15 +20,20 @@ inline constexpr uint32_t kTableHeadPartitions = 64;
 inline constexpr uint32_t kGraphPartition = kTableHeadPartitions;
 inline constexpr uint32_t kCatalogPartition = kTableHeadPartitions + 1;
 inline constexpr uint32_t kNumPartitions = kTableHeadPartitions + 2;
-inline constexpr uint32_t kManifestFormatVersion = 5;
+// Version 6 added file offsets (partitions inside inline fragments); 5 is
+// still read.
+inline constexpr uint32_t kManifestFormatVersion = 6;
+inline constexpr uint32_t kOldestManifestFormat = 5;
 
 // The partition a mutable row belongs to; InvalidArgument for journal rows.
 Result<uint32_t> PartitionOf(const ManifestRow& row);
 
 struct HeadDirectory {
+  // A fragment: bytes [offset, offset + size) of the object at `path`.
   struct File {
     std::string path;  // relative to the manifest root
     uint64_t size = 0;
+    uint64_t offset = 0;  // > 0: inline in the version file at `path`
     friend bool operator==(const File&, const File&) = default;
   };
   struct Slot {

@@ -23,6 +23,10 @@ void Backoff(int attempt) {
   std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
 }
 
+HeadDirectory::File FileOf(const Fragment& f) {
+  return HeadDirectory::File{f.data_path, f.data_size, f.data_offset};
+}
+
 Result<HeadDirectory> DirectoryOf(std::string_view app_section) {
   if (app_section.empty()) return HeadDirectory{};  // version 1: nothing published yet
   return DecodeHeadDirectory(app_section);
@@ -156,14 +160,18 @@ Result<ManifestVersion> Manifest::At(const std::string& branch, uint64_t version
   return FromHeader(branch, h);
 }
 
+std::string Manifest::FileCacheKey(const HeadDirectory::File& f) const {
+  return "manifest-file:" + Root() + "/" + f.path + "@" + std::to_string(f.offset);
+}
+
 Result<std::shared_ptr<const RecordBatch>> Manifest::ReadFile(const HeadDirectory::File& f,
                                                               ManifestReadStats* stats) const {
-  const std::string key = Root() + "/" + f.path;
-  const std::string cache_key = "manifest-file:" + key;
+  const std::string cache_key = FileCacheKey(f);
   if (cache_) {
     if (auto hit = cache_->Get<RecordBatch>(cache_key)) return hit;
   }
-  ASSIGN_OR_RETURN(auto reader, FragmentReader::Open(store_.get(), key, f.size));
+  ASSIGN_OR_RETURN(auto reader,
+                   FragmentReader::OpenAt(store_.get(), {Root() + "/" + f.path, f.offset, f.size}));
   ASSIGN_OR_RETURN(RecordBatch batch, reader->ReadAll());
   if (stats) stats->partition_files_read++;
   auto shared = std::make_shared<const RecordBatch>(std::move(batch));
@@ -399,24 +407,28 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   }
   if (all.empty()) return Status::InvalidArgument("nothing to publish");
   RecordBatch batch = RowsToBatch(all);
-  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(batch));
+  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(batch, /*allow_inline=*/true));
+  HeadDirectory::File file;
+  auto directory = [&](const std::vector<Fragment>& added) -> Result<std::string> {
+    file = FileOf(added.at(0));
+    HeadDirectory dir = v.dir;
+    for (const auto& [p, range] : ranges) {
+      if (range.second == 0) {
+        dir.slots[p] = HeadDirectory::Slot{};
+      } else {
+        dir.Set(p, file, range.first, range.second);
+      }
+    }
+    dir.Prune();
+    return EncodeHeadDirectory(dir);
+  };
+  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite({frag}, {}, directory));
   if (cache_) {
     // The writer's next commit reads these partitions back: keep them.
-    cache_->Put<RecordBatch>("manifest-file:" + Root() + "/" + frag.data_path,
+    cache_->Put<RecordBatch>(FileCacheKey(file),
                              std::make_shared<const RecordBatch>(std::move(batch)),
-                             frag.data_size * 4 + 1024);
+                             file.size * 4 + 1024);
   }
-  HeadDirectory dir = v.dir;
-  const HeadDirectory::File file{frag.data_path, frag.data_size};
-  for (const auto& [p, range] : ranges) {
-    if (range.second == 0) {
-      dir.slots[p] = HeadDirectory::Slot{};
-    } else {
-      dir.Set(p, file, range.first, range.second);
-    }
-  }
-  dir.Prune();
-  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite({frag}, {}, EncodeHeadDirectory(dir)));
   const uint64_t published = committed.version();
   if (options_.merge_fanout > 0) {
     // Best effort: a lost race or an error leaves the merge to a later publish.
@@ -442,11 +454,11 @@ int TierOf(uint64_t rows) {
 
 Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
   ASSIGN_OR_RETURN(HeadDirectory dir, DirectoryOf(base.state().app_section));
-  std::set<std::string> live;
-  for (const HeadDirectory::File& f : dir.files) live.insert(f.path);
+  std::set<std::pair<std::string, uint64_t>> live;
+  for (const HeadDirectory::File& f : dir.files) live.insert({f.path, f.offset});
   std::map<int, std::vector<const Fragment*>> tiers;
   for (const Fragment& f : base.state().fragments) {
-    if (!live.count(f.data_path)) tiers[TierOf(f.physical_rows)].push_back(&f);
+    if (!live.count({f.data_path, f.data_offset})) tiers[TierOf(f.physical_rows)].push_back(&f);
   }
   for (const auto& [tier, victims] : tiers) {
     if (victims.size() < std::max<size_t>(min_count, 2)) continue;
@@ -460,7 +472,7 @@ Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
         break;
       }
       merged_rows += f->physical_rows;
-      ASSIGN_OR_RETURN(auto batch, ReadFile({f->data_path, f->data_size}, nullptr));
+      ASSIGN_OR_RETURN(auto batch, ReadFile(FileOf(*f), nullptr));
       ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
       for (ManifestRow& r : rows) {
         if (IsJournalType(r.object_type)) journal.push_back(std::move(r));
@@ -469,7 +481,8 @@ Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
     }
     std::vector<Fragment> added;
     if (!journal.empty()) {
-      ASSIGN_OR_RETURN(Fragment merged, base.WriteFragment(RowsToBatch(journal)));
+      ASSIGN_OR_RETURN(Fragment merged,
+                       base.WriteFragment(RowsToBatch(journal), /*allow_inline=*/true));
       added.push_back(std::move(merged));
     }
     return base.CommitRewrite(std::move(added), std::move(removed), base.state().app_section);
@@ -550,11 +563,12 @@ Result<std::vector<ManifestRow>> Manifest::CommitRows(const std::string& branch,
     // Added fragments carry their ids in the committed version.
     const Fragment* live = nullptr;
     for (const Fragment& g : ds.state().fragments) {
-      if (g.data_path == f.data_path) live = &g;
+      if (g.data_path == f.data_path && g.data_offset == f.data_offset) live = &g;
     }
     if (live == nullptr) continue;
-    ASSIGN_OR_RETURN(auto reader,
-                     FragmentReader::Open(store_.get(), Root() + "/" + live->data_path, live->data_size));
+    const HeadDirectory::File file = FileOf(*live);
+    ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenAt(store_.get(), {Root() + "/" + file.path,
+                                                                        file.offset, file.size}));
     ASSIGN_OR_RETURN(RecordBatch b, reader->ReadAll());
     ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
     out.insert(out.end(), rows.begin(), rows.end());
@@ -618,22 +632,30 @@ Status Manifest::Compact(const std::string& branch) {
     const size_t cap = options_.dataset.max_rows_per_fragment;
     for (size_t at = 0; at < journal.size(); at += cap) {
       const size_t end = std::min(journal.size(), at + cap);
-      ASSIGN_OR_RETURN(Fragment j, base.WriteFragment(RowsToBatch(std::vector<ManifestRow>(
-                                       journal.begin() + at, journal.begin() + end))));
+      ASSIGN_OR_RETURN(Fragment j,
+                       base.WriteFragment(RowsToBatch(std::vector<ManifestRow>(
+                                              journal.begin() + at, journal.begin() + end)),
+                                          /*allow_inline=*/true));
       added.push_back(std::move(j));
     }
-    HeadDirectory dir;
     if (!heads.empty()) {
-      ASSIGN_OR_RETURN(Fragment h, base.WriteFragment(RowsToBatch(heads)));
-      const HeadDirectory::File file{h.data_path, h.data_size};
-      for (uint32_t p = 0; p < kNumPartitions; ++p) {
-        if (ranges[p].second > 0) dir.Set(p, file, ranges[p].first, ranges[p].second);
-      }
+      ASSIGN_OR_RETURN(Fragment h, base.WriteFragment(RowsToBatch(heads), /*allow_inline=*/true));
       added.push_back(std::move(h));
     }
+    // The heads fragment, when there is one, is the last one added.
+    auto directory = [&](const std::vector<Fragment>& committed) -> Result<std::string> {
+      HeadDirectory dir;
+      if (!heads.empty()) {
+        const HeadDirectory::File file = FileOf(committed.back());
+        for (uint32_t p = 0; p < kNumPartitions; ++p) {
+          if (ranges[p].second > 0) dir.Set(p, file, ranges[p].first, ranges[p].second);
+        }
+      }
+      return EncodeHeadDirectory(dir);
+    };
     std::vector<uint64_t> removed;
     for (const Fragment& f : base.state().fragments) removed.push_back(f.id);
-    Result<Dataset> done = base.CommitRewrite(std::move(added), removed, EncodeHeadDirectory(dir));
+    Result<Dataset> done = base.CommitRewrite(std::move(added), removed, directory);
     if (done.ok()) {
       RememberBase(branch, *done);
       return Status::OK();

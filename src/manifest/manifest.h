@@ -174,8 +174,10 @@ class Manifest {
                                                              const std::string& object_id,
                                                              JournalLookupStats* stats);
   Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
+  // A fragment holding partitions, decoded whole (cached by location).
   Result<std::shared_ptr<const RecordBatch>> ReadFile(const HeadDirectory::File& f,
                                                       ManifestReadStats* stats) const;
+  std::string FileCacheKey(const HeadDirectory::File& f) const;
   // The latest snapshot of `branch`, reusing the last one this process
   // committed (a lost race shows it stale and it is reloaded).
   Result<Dataset> WriterBase(const std::string& branch, bool reload, bool* cached);
