@@ -54,20 +54,27 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
         auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
                                [&](const Fragment& f) { return f.id == fd.fragment_id; });
         if (it == next.fragments.end()) return std::optional<DatasetVersion>();
-        DeletionVector existing;
-        if (!it->deletion_path.empty()) {
-          ASSIGN_OR_RETURN(existing, ReadDeletionFile(*store_, Key(it->deletion_path)));
-        }
+        ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletions(*it));
         const DeletionVector merged = existing.Union(fd.rows);
         if (merged.size() >= it->physical_rows) {
           next.fragments.erase(it);  // every row deleted
           continue;
         }
+        std::string encoded = merged.Encode();
+        it->deleted_rows = merged.size();
+        it->deletion_offset = 0;
+        it->deletion_size = 0;
+        if (encoded.size() <= options_->max_inline_deletion_bytes) {
+          // Placed in the version file by PlaceInlineFragments.
+          it->deletion_path.clear();
+          it->inline_deletion = std::make_shared<const std::string>(std::move(encoded));
+          continue;
+        }
         const std::string rel = BranchDir(branch_) + "_deletions/" + std::to_string(it->id) + "-" +
                                 NewUlidString() + ".ldel";
-        RETURN_NOT_OK(store_->PutIfAbsent(Key(rel), merged.Encode()).status());
+        RETURN_NOT_OK(store_->PutIfAbsent(Key(rel), std::move(encoded)).status());
         it->deletion_path = rel;
-        it->deleted_rows = merged.size();
+        it->inline_deletion = nullptr;
       }
       add_fragments(txn.added);
       break;
@@ -154,7 +161,10 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
   }
   const std::string key = Key(rel);
   Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
-  if (put.ok()) return WithState(*std::move(next));
+  if (put.ok()) {
+    ForgetInlineBytes(&*next);
+    return WithState(*std::move(next));
+  }
   if (put.status().IsAlreadyExists()) {
     return Status::Aborted("version " + std::to_string(next->version) + " was committed concurrently");
   }
@@ -210,7 +220,10 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       PlaceInlineFragments(&*next, rel);
       const std::string key = Key(rel);
       Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
-      if (put.ok()) return WithState(*std::move(next));
+      if (put.ok()) {
+        ForgetInlineBytes(&*next);
+        return WithState(*std::move(next));
+      }
       if (!put.status().IsAlreadyExists()) {
         // Outcome unknown (e.g. a timeout): our transaction id decides.
         Result<std::string> landed = store_->Get(key);

@@ -388,6 +388,11 @@ Status Dataset::TakeEach(const std::vector<uint64_t>& row_addresses, const ScanS
   return Status::OK();
 }
 
+Result<DeletionVector> Dataset::ReadDeletions(const Fragment& f) const {
+  if (f.deletion_path.empty()) return DeletionVector();
+  return ReadDeletionFileAt(*store_, Key(f.deletion_path), f.deletion_offset, f.deletion_size);
+}
+
 Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
                              const ScanShape& shape, const std::vector<uint64_t>* take,
                              std::vector<RecordBatch>* out, int64_t* produced) const {
@@ -431,12 +436,13 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
   static const DeletionVector kNoDeletions;
   std::shared_ptr<const DeletionVector> dv_holder;
   if (!frag.deletion_path.empty()) {
-    const std::string key = Key(frag.deletion_path);
-    if (cache) dv_holder = cache->Get<DeletionVector>("dv:" + key);
+    const std::string key =
+        "dv:" + Key(frag.deletion_path) + "@" + std::to_string(frag.deletion_offset);
+    if (cache) dv_holder = cache->Get<DeletionVector>(key);
     if (!dv_holder) {
-      ASSIGN_OR_RETURN(DeletionVector loaded, ReadDeletionFile(*store_, key));
+      ASSIGN_OR_RETURN(DeletionVector loaded, ReadDeletions(frag));
       dv_holder = std::make_shared<const DeletionVector>(std::move(loaded));
-      if (cache) cache->Put<DeletionVector>("dv:" + key, dv_holder, 64 + 4 * dv_holder->size());
+      if (cache) cache->Put<DeletionVector>(key, dv_holder, 64 + 4 * dv_holder->size());
     }
   }
   const DeletionVector& dv = dv_holder ? *dv_holder : kNoDeletions;

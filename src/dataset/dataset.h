@@ -33,6 +33,8 @@ struct DatasetOptions {
   // version file that adds it instead of getting a file of its own: one
   // durable object per small commit instead of two. 0 turns this off.
   uint64_t max_inline_fragment_bytes = 32 << 10;
+  // The same for a deletion file (4 bytes per deleted row of a fragment).
+  uint64_t max_inline_deletion_bytes = 64 << 10;
   int max_commit_attempts = 20;
   const Clock* clock = Clock::System();
   // Decoded fragment footers, pages, deletion vectors and index pages of
@@ -330,6 +332,8 @@ class Dataset {
   Result<std::vector<Fragment>> WriteFragments(const Schema& schema,
                                                std::span<const RecordBatch> batches,
                                                bool allow_inline = true) const;
+  // The rows deleted from `f` (none without a deletion file).
+  Result<DeletionVector> ReadDeletions(const Fragment& f) const;
   // Where a fragment's bytes are in the store.
   FragmentLocation Locate(const Fragment& f) const {
     return {Key(f.data_path), f.data_offset, f.data_size};

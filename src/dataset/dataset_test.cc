@@ -235,16 +235,30 @@ TEST_F(DatasetTest, DeleteRowsByAddress) {
 }
 
 TEST_F(DatasetTest, CorruptDeletionFileIsDataLoss) {
-  Dataset ds =
-      ds_.Append({People({1, 2, 3})}).value().Delete({Predicate::Eq("id", int64_t{2})}).value();
-  const std::string key = "tables/people/" + ds.state().fragments[0].deletion_path;
-  std::string bytes = store_->Get(key).value();
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    std::string bad = bytes;
-    bad[i] = static_cast<char>(bad[i] ^ 0x10);
-    ASSERT_TRUE(store_->Put(key, bad).ok());
-    Status s = ds.ReadAll().status();
-    ASSERT_TRUE(s.IsDataLoss()) << "byte " << i << ": " << s;
+  for (const bool inline_deletions : {false, true}) {
+    DatasetOptions options;
+    options.max_inline_deletion_bytes = inline_deletions ? 1024 : 0;
+    const std::string root = inline_deletions ? "tables/inline" : "tables/files";
+    Dataset ds = Dataset::Create(store_, root, PeopleSchema(), options)
+                     .value()
+                     .Append({People({1, 2, 3})})
+                     .value()
+                     .Delete({Predicate::Eq("id", int64_t{2})})
+                     .value();
+    const Fragment& f = ds.state().fragments[0];
+    EXPECT_EQ(f.deletion_offset > 0, inline_deletions);
+    EXPECT_EQ(f.deletion_path.starts_with("_versions/"), inline_deletions);
+    const std::string key = root + "/" + f.deletion_path;
+    std::string bytes = store_->Get(key).value();
+    const size_t begin = f.deletion_offset;
+    const size_t end = inline_deletions ? begin + f.deletion_size : bytes.size();
+    for (size_t i = begin; i < end; ++i) {
+      std::string bad = bytes;
+      bad[i] = static_cast<char>(bad[i] ^ 0x10);
+      ASSERT_TRUE(store_->Put(key, bad).ok());
+      Status s = ds.ReadAll().status();
+      ASSERT_TRUE(s.IsDataLoss()) << "byte " << i << ": " << s;
+    }
   }
 }
 

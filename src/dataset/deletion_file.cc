@@ -90,4 +90,13 @@ Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& k
   return DeletionVector::Decode(bytes, "deletion file '" + key + "'");
 }
 
+Result<DeletionVector> ReadDeletionFileAt(ObjectStore& store, const std::string& key,
+                                          uint64_t offset, uint64_t size) {
+  if (offset == 0) return ReadDeletionFile(store, key);
+  ASSIGN_OR_RETURN(std::string bytes, store.GetRange(key, offset, size));
+  const std::string what = "deletion file in '" + key + "' at byte " + std::to_string(offset);
+  if (bytes.size() != size) return Status::DataLoss(what + " is truncated");
+  return DeletionVector::Decode(bytes, what);
+}
+
 }  // namespace loam

@@ -36,5 +36,8 @@ class DeletionVector {
 };
 
 Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& key);
+// One embedded in a version file: bytes [offset, offset + size) of `key`.
+Result<DeletionVector> ReadDeletionFileAt(ObjectStore& store, const std::string& key,
+                                          uint64_t offset, uint64_t size);
 
 }  // namespace loam

@@ -121,10 +121,7 @@ Result<IndexMeta> Dataset::RemapIndex(const DatasetVersion& before, const Datase
   for (uint64_t old_id : compaction.removed) {
     const Fragment* f = before.FindFragment(old_id);
     if (f == nullptr) return Status::Internal("compaction removed an unknown fragment");
-    DeletionVector dv;
-    if (!f->deletion_path.empty()) {
-      ASSIGN_OR_RETURN(dv, ReadDeletionFile(*store_, Key(f->deletion_path)));
-    }
+    ASSIGN_OR_RETURN(DeletionVector dv, ReadDeletions(*f));
     for (uint64_t r = 0; r < f->physical_rows; ++r) {
       if (dv.Contains(static_cast<uint32_t>(r))) continue;
       while (slot < new_slots.size() && slot_row == new_slots[slot].second) {

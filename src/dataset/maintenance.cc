@@ -130,7 +130,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
   const std::string root_prefix = Key("");
   struct Doomed {
     std::string key;
-    bool holds_inline = false;  // the file holds fragments of its own
+    bool holds_inline = false;  // the file holds fragments or deletion files
     std::set<std::string> files;
   };
   std::vector<Doomed> doomed;
@@ -153,7 +153,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
         reference(v);
       } else {
         Doomed d{o.key, false, {}};
-        for (const Fragment& f : v.txn.added) d.holds_inline |= f.is_inline();
+        d.holds_inline = !InlinePartsOf(v).empty();
         files_of(v, &d.files);
         doomed.push_back(std::move(d));
       }

@@ -171,6 +171,24 @@ TEST_F(MaintenanceTest, CleanupSparesVersionsWhoseInlineFragmentsAreStillUsed) {
             (std::map<int64_t, std::string>{{9, "name-9-v1"}}));
 }
 
+TEST_F(MaintenanceTest, CleanupSparesVersionsWhoseInlineDeletionsAreStillUsed) {
+  Dataset v3 =
+      inline_.Append({People({1, 2})}).value().Delete({Predicate::Eq("id", int64_t{1})}).value();
+  ASSERT_EQ(v3.state().fragments.at(0).deletion_path, "_versions/" + VersionFileName(3));
+  Dataset v4 = v3.Append({People({3})}).value();
+  CleanupOptions opts;
+  opts.older_than_micros = Clock::System()->NowMicros() + 1;
+  opts.grace_cutoff_micros = opts.older_than_micros;
+  EXPECT_EQ(v4.Cleanup(opts).value().versions_removed, 1);  // version 1 only
+  EXPECT_EQ(CountKeys(".ldel"), 0u);
+  const std::map<int64_t, std::string> expected = {{2, "name-2-v1"}, {3, "name-3-v1"}};
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()), expected);
+  // Compaction rewrites the rows without the deletion; then all but the newest go.
+  Dataset compacted = v4.Compact().value();
+  EXPECT_EQ(compacted.Cleanup(opts).value().versions_removed, 3);
+  EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()), expected);
+}
+
 TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsInlineFragments) {
   Dataset v2 = inline_.Append({People({1, 2})}).value();
   Dataset v3 = v2.Overwrite({People({3})}).value();

@@ -241,8 +241,7 @@ Result<Dataset> Dataset::DeleteRows(const std::vector<int64_t>& row_addresses,
         for (FragmentDeletion& fd : GroupByFragment({row_addresses.begin(), row_addresses.end()})) {
           const Fragment* f = base.FindFragment(fd.fragment_id);
           if (!f->deletion_path.empty()) {
-            ASSIGN_OR_RETURN(DeletionVector existing,
-                             ReadDeletionFile(*store_, Key(f->deletion_path)));
+            ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletions(*f));
             fd.rows = fd.rows.Minus(existing);
           }
           if (!fd.rows.empty()) t.deleted.push_back(std::move(fd));

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <set>
 
 #include "common/coding.h"
 #include "common/hash.h"
@@ -26,6 +27,8 @@ void PutFragment(std::string* out, const Fragment& f) {
   PutFixed64(out, f.data_size);
   PutFixed64(out, f.physical_rows);
   PutLengthPrefixed(out, f.deletion_path);
+  PutFixed64(out, f.deletion_offset);
+  if (f.deletion_offset > 0) PutFixed64(out, f.deletion_size);
   PutFixed64(out, f.deleted_rows);
 }
 
@@ -41,6 +44,12 @@ Result<Fragment> GetFragment(Decoder& d, uint16_t format) {
   ASSIGN_OR_RETURN(f.physical_rows, d.U64());
   ASSIGN_OR_RETURN(std::string_view del, d.LengthPrefixed());
   f.deletion_path = std::string(del);
+  if (format >= 2) {
+    ASSIGN_OR_RETURN(f.deletion_offset, d.U64());
+    if (f.deletion_offset > 0) {
+      ASSIGN_OR_RETURN(f.deletion_size, d.U64());
+    }
+  }
   ASSIGN_OR_RETURN(f.deleted_rows, d.U64());
   if (f.deleted_rows > f.physical_rows) return d.Corrupt("more deleted rows than rows");
   return f;
@@ -241,6 +250,36 @@ void PlaceInlineFragments(DatasetVersion* v, const std::string& own_path) {
       f.data_size = added.data_size;
     }
   }
+  for (Fragment& f : v->fragments) {
+    if (!f.inline_deletion) continue;
+    f.deletion_path = own_path;
+    f.deletion_offset = at;
+    f.deletion_size = f.inline_deletion->size();
+    at += f.deletion_size;
+  }
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> InlinePartsOf(const DatasetVersion& v) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const Fragment& f : v.txn.added) {
+    if (f.data_offset > 0) out.emplace_back(f.data_offset, f.data_size);
+  }
+  std::set<uint64_t> deleted_from;
+  for (const FragmentDeletion& fd : v.txn.deleted) deleted_from.insert(fd.fragment_id);
+  for (const Fragment& f : v.fragments) {
+    if (f.deletion_offset > 0 && deleted_from.count(f.id)) {
+      out.emplace_back(f.deletion_offset, f.deletion_size);
+    }
+  }
+  return out;
+}
+
+void ForgetInlineBytes(DatasetVersion* v) {
+  for (Fragment& f : v->txn.added) f.inline_bytes = nullptr;
+  for (Fragment& f : v->fragments) {
+    f.inline_bytes = nullptr;
+    f.inline_deletion = nullptr;
+  }
 }
 
 std::string EncodeVersionFile(const DatasetVersion& v) {
@@ -263,13 +302,18 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
   // size of the body. Inline fragments follow, then the body.
   const uint64_t inline_start = InlineStart(v.app_section.size());
   std::string inline_bytes;
-  for (const Fragment& f : v.txn.added) {
-    if (!f.inline_bytes) continue;
-    if (f.data_offset != inline_start + inline_bytes.size() || f.data_path.empty()) {
-      LOAM_LOG_ERROR("version {}: inline fragment not placed before encoding", v.version);
+  auto append_placed = [&](const std::string& bytes, uint64_t offset, const std::string& path) {
+    if (offset != inline_start + inline_bytes.size() || path.empty()) {
+      LOAM_LOG_ERROR("version {}: inline bytes not placed before encoding", v.version);
       std::abort();  // a caller skipped PlaceInlineFragments: never write a bad file
     }
-    inline_bytes += *f.inline_bytes;
+    inline_bytes += bytes;
+  };
+  for (const Fragment& f : v.txn.added) {
+    if (f.inline_bytes) append_placed(*f.inline_bytes, f.data_offset, f.data_path);
+  }
+  for (const Fragment& f : v.fragments) {
+    if (f.inline_deletion) append_placed(*f.inline_deletion, f.deletion_offset, f.deletion_path);
   }
   const uint64_t body_offset = inline_start + inline_bytes.size();
   std::string out(kMagic);
@@ -347,18 +391,16 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
   return p;
 }
 
-// The inline fragments of `v` (those its own transaction added with an
-// offset) must tile [start, end) of the file in order.
+// The inline parts of `v` must tile [start, end) of the file in order.
 Status CheckInlineFragments(const DatasetVersion& v, uint64_t start, uint64_t end,
                             const std::string& what) {
   uint64_t at = start;
-  for (const Fragment& f : v.txn.added) {
-    if (f.data_offset == 0) continue;
-    if (f.data_offset != at || f.data_size > end - at) {
-      return Status::DataLoss(what + ": inline fragment at byte " + std::to_string(f.data_offset) +
+  for (const auto& [offset, size] : InlinePartsOf(v)) {
+    if (offset != at || size > end - at) {
+      return Status::DataLoss(what + ": inline part at byte " + std::to_string(offset) +
                               " is outside the inline region");
     }
-    at += f.data_size;
+    at += size;
   }
   if (at != end) return Status::DataLoss(what + ": inline region holds unreferenced bytes");
   return Status::OK();

@@ -36,18 +36,26 @@ struct Fragment {
   uint64_t data_offset = 0;
   uint64_t data_size = 0;  // bytes, so opening needs no HEAD
   uint64_t physical_rows = 0;
-  std::string deletion_path;  // "" when nothing is deleted
+  // The deletion file, "" when nothing is deleted: bytes [deletion_offset,
+  // deletion_offset + deletion_size) of the version file that wrote it
+  // inline (offset > 0), else the whole object.
+  std::string deletion_path;
+  uint64_t deletion_offset = 0;
+  uint64_t deletion_size = 0;
   uint64_t deleted_rows = 0;
-  // In memory only, before the commit: the bytes of a fragment to embed in
-  // the committing version file (data_path empty until PlaceInlineFragments).
+  // In memory only, before the commit: the bytes of a fragment, or of its new
+  // deletion file, to embed in the committing version file (placed by
+  // PlaceInlineFragments; dropped by ForgetInlineBytes once committed).
   std::shared_ptr<const std::string> inline_bytes;
+  std::shared_ptr<const std::string> inline_deletion;
 
   uint64_t live_rows() const { return physical_rows - deleted_rows; }
   bool is_inline() const { return data_offset != 0 || inline_bytes != nullptr; }
   friend bool operator==(const Fragment& a, const Fragment& b) {
     return a.id == b.id && a.data_path == b.data_path && a.data_offset == b.data_offset &&
            a.data_size == b.data_size && a.physical_rows == b.physical_rows &&
-           a.deletion_path == b.deletion_path && a.deleted_rows == b.deleted_rows;
+           a.deletion_path == b.deletion_path && a.deletion_offset == b.deletion_offset &&
+           a.deletion_size == b.deletion_size && a.deleted_rows == b.deleted_rows;
   }
 };
 
@@ -120,11 +128,19 @@ struct VersionHeader {
   std::string app_section;
 };
 
-// Gives each fragment of v->txn.added that carries inline_bytes its place in
-// the version file at `own_path` (root-relative), in txn.added and fragments
+// Gives each fragment of v->txn.added that carries inline_bytes, then each
+// fragment of v->fragments that carries inline_deletion, its place in the
+// version file at `own_path` (root-relative), in txn.added and fragments
 // alike: one after another from the end of the application section (64 bytes
 // when there is none, else kHeaderReadBytes). Idempotent.
 void PlaceInlineFragments(DatasetVersion* v, const std::string& own_path);
+// The parts of `v`'s own file that hold fragments and deletion files inline,
+// as (offset, size) in file order: the fragments its transaction added with
+// an offset, then the deletion files with an offset of the fragments it
+// deleted rows from.
+std::vector<std::pair<uint64_t, uint64_t>> InlinePartsOf(const DatasetVersion& v);
+// Drops the in-memory inline bytes of a committed version (its places stay).
+void ForgetInlineBytes(DatasetVersion* v);
 // Encodes a version whose inline fragments are placed (PlaceInlineFragments).
 std::string EncodeVersionFile(const DatasetVersion& v);
 Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::string& what);

@@ -18,14 +18,14 @@ DatasetVersion Sample() {
   v.version = 42;
   v.timestamp_micros = 1'700'000'000'000'000;
   v.schema = Schema{{{"id", DataType::Int64(), false}, {"d", DataType::Decimal(10, 2)}}};
-  v.fragments = {{3, "data/a.lfrag", 0, 1000, 10, "_deletions/3-x.ldel", 2},
-                 {4, "tree/b/data/c.lfrag", 0, 2000, 20, "", 0}};
+  v.fragments = {{3, "data/a.lfrag", 0, 1000, 10, "_deletions/3-x.ldel", 0, 0, 2},
+                 {4, "tree/b/data/c.lfrag", 0, 2000, 20, "", 0, 0, 0}};
   v.next_fragment_id = 5;
   v.branch = {"b", "", 40};
   v.txn.op = OpType::kMergeInsert;
   v.txn.read_version = 41;
   v.txn.id = "01HZZZZZZZZZZZZZZZZZZZZZZZ";
-  v.txn.added = {{0, "tree/b/data/c.lfrag", 0, 2000, 20, "", 0}};
+  v.txn.added = {{0, "tree/b/data/c.lfrag", 0, 2000, 20, "", 0, 0, 0}};
   v.txn.deleted = {{3, DeletionVector({7, 1})}};
   v.txn.inserted_keys = {"k1", std::string("\0\1", 2)};
   IndexMeta idx;
@@ -178,6 +178,37 @@ TEST(VersionFileTest, InlineFragmentsSitBetweenTheHeaderAndTheBody) {
                   .app_section,
               app);
   }
+}
+
+TEST(VersionFileTest, InlineDeletionFilesFollowTheInlineFragments) {
+  DatasetVersion v = Sample();  // its transaction deletes rows of fragment 3
+  v.app_section.clear();
+  Fragment added;
+  added.physical_rows = 1;
+  added.inline_bytes = std::make_shared<const std::string>("FRAG");
+  v.txn.added = {added};
+  added.id = 5;
+  v.fragments.push_back(added);
+  v.next_fragment_id = 6;
+  v.fragments[0].deletion_path.clear();
+  v.fragments[0].inline_deletion = std::make_shared<const std::string>("DELETIONS");
+  const std::string own = "tree/b/_versions/" + VersionFileName(v.version);
+  PlaceInlineFragments(&v, own);
+  EXPECT_EQ(v.fragments[0].deletion_path, own);
+  EXPECT_EQ(v.fragments[0].deletion_offset, kVersionHeaderSize + 4);
+  EXPECT_EQ(v.fragments[0].deletion_size, 9u);
+  const std::string bytes = EncodeVersionFile(v);
+  EXPECT_EQ(bytes.substr(kVersionHeaderSize, 13), "FRAGDELETIONS");
+  DatasetVersion back = DecodeVersionFile(bytes, "t").value();
+  EXPECT_EQ(back.fragments, v.fragments);
+  const std::vector<std::pair<uint64_t, uint64_t>> parts = {{kVersionHeaderSize, 4},
+                                                            {kVersionHeaderSize + 4, 9}};
+  EXPECT_EQ(InlinePartsOf(back), parts);
+  // Committed, the in-memory bytes go; the places stay.
+  ForgetInlineBytes(&v);
+  EXPECT_EQ(v.fragments[0].inline_deletion, nullptr);
+  EXPECT_EQ(v.fragments.back().inline_bytes, nullptr);
+  EXPECT_EQ(back.fragments, v.fragments);
 }
 
 TEST(VersionFileTest, EveryCorruptedByteOutsideInlineFragmentsIsDataLoss) {
