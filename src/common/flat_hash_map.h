@@ -56,6 +56,10 @@ class FlatHashMap {
     const size_t i = Probe(key);
     return control_[i] == kEmpty ? nullptr : &slots_[i].value;
   }
+  V* Find(const Hash128Value& key) {
+    const size_t i = Probe(key);
+    return control_[i] == kEmpty ? nullptr : &slots_[i].value;
+  }
 
   // Room for `expected` entries without growing.
   void Reserve(size_t expected) {

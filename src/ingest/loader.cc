@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "ingest/input_source.h"
@@ -347,7 +348,9 @@ Result<RunRecord> Loader::Execute(Active& run) {
                                    "stage the input again");
       }
     }
+    const int64_t commit_start = NowMicros();
     Result<WriteResult> written = ws_->Write(w);
+    LOAM_LOG_DEBUG("load phase 'commit': {} ms", (NowMicros() - commit_start) / 1000);
     if (written.ok()) {
       if (req.mode == LoadMode::kUpsert) {  // as committed (planned again if it had to be)
         rec.counters.inserted = written->merge.inserted;

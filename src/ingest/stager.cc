@@ -10,6 +10,7 @@
 
 #include "common/flat_hash_map.h"
 #include "common/hash.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/thread_annotations.h"
 #include "common/thread_pool.h"
@@ -125,11 +126,13 @@ struct Existing {
 
 // Where a key was first seen in the run.
 struct Seen {
+  static constexpr uint32_t kNoRow = UINT32_MAX;
   uint32_t file = 0;
   bool staged = false;  // a second parse met the key again (see Stage)
   int64_t line = 0;     // where the row starts in its file
   uint32_t batch = 0;   // the row in Stager::retained_, while it is kept
   uint32_t row = 0;
+  uint32_t existing = kNoRow;  // the table's row(s) with the key, in Stager::existing_
 };
 
 // The memory a batch holds (capacity, not size: a short last batch keeps
@@ -174,7 +177,15 @@ class Stager {
   }
 
   Result<StagedInput> Run() {
-    const int64_t deadline = SteadyMicros() + req_.time_budget_ms * 1000;
+    const int64_t start = SteadyMicros();
+    const int64_t deadline = start + req_.time_budget_ms * 1000;
+    // Phase timings for LOAM_LOG_LEVEL=debug (where a slow load spends its time).
+    int64_t mark = start;
+    auto phase = [&](const char* name) {
+      const int64_t now = SteadyMicros();
+      LOAM_LOG_DEBUG("load phase '{}': {} ms", name, (now - mark) / 1000);
+      mark = now;
+    };
     const bool upsert = req_.mode == LoadMode::kUpsert;
     if (upsert) {
       // Pass 1 checks every row and collects the run's keys (keeping the
@@ -185,13 +196,16 @@ class Stager {
         if (s.ok()) Retain(b);
         return s;
       }));
+      phase("parse and collect keys");
       RETURN_NOT_OK(Guard(MatchTableRows(), ""));
+      phase("match the table");
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
     if (upsert && !reparse_) {
-      for (RecordBatch& b : retained_) {
-        RETURN_NOT_OK(Guard(Stage(b), ""));
+      for (size_t i = 0; i < retained_.size(); ++i) {
+        RecordBatch& b = retained_[i];
+        RETURN_NOT_OK(Guard(Stage(b, i < row_existing_.size() ? &row_existing_[i] : nullptr), ""));
         b = RecordBatch();
         if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));
       }
@@ -199,8 +213,8 @@ class Stager {
       const int64_t first_rows = out_.counters.rows_read;
       out_.counters = {};
       out_.rejected.clear();
-      RETURN_NOT_OK(
-          Parse(deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b); }));
+      RETURN_NOT_OK(Parse(
+          deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b, nullptr); }));
       if (upsert && out_.counters.rows_read != first_rows) {
         return Guard(
             Status::InvalidArgument("the input changed while the run read it a second time (" +
@@ -210,11 +224,13 @@ class Stager {
             "");
       }
     }
+    phase("stage");
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
     if (writer_) {
       RETURN_NOT_OK(Guard(writer_->Close(), ""));
       out_.staged = writer_->written();
+      phase("finish writing staged fragments");
     }
     if (upsert && writer_ && exact_) {
       plan_.basis = data_.state().fragments;
@@ -407,13 +423,27 @@ class Stager {
       RETURN_NOT_OK(f.status);
       matched += f.rows.size();
     }
-    existing_.Reserve(matched);
+    existing_.reserve(matched);
     for (const ShardMatches& f : found) {
       const uint64_t base = table_keys_.size();
       table_keys_ += f.keys;
       for (const TableMatch& m : f.rows) {
-        bool fresh = false;
-        Existing& e = existing_.FindOrInsert(m.key, &fresh);
+        // The run's entry for the key points at the table row: no second
+        // map, whose fresh pages cost more than the lookups.
+        Seen* at = seen_.Find(m.key);
+        if (at == nullptr) return Status::Internal("a matched key is not the run's");
+        const bool fresh = at->existing == Seen::kNoRow;
+        if (fresh) {
+          at->existing = static_cast<uint32_t>(existing_.size());
+          existing_.emplace_back();
+          if (!reparse_) {  // and so does the kept row, for Stage to read directly
+            if (row_existing_.size() <= at->batch) row_existing_.resize(at->batch + 1);
+            std::vector<uint32_t>& kept = row_existing_[at->batch];
+            if (kept.empty()) kept.assign(retained_[at->batch].num_rows(), Seen::kNoRow);
+            kept[at->row] = at->existing;
+          }
+        }
+        Existing& e = existing_[at->existing];
         if (fresh) {
           e.address = m.address;
           e.key_at = base + m.key_at;
@@ -540,16 +570,28 @@ class Stager {
   // Counts the batch's rows and queues those to write: for upserts, rows
   // identical to the table's one row with their key are left out, and the
   // merge plan gains the rows replaced and the keys inserted.
-  Status Stage(RecordBatch& b) {
+  // `existing`: for a kept batch, its rows' entries in existing_ (empty: none
+  // matched); nullptr: look each key up.
+  Status Stage(RecordBatch& b, const std::vector<uint32_t>* existing) {
     RunCounters& c = out_.counters;
     if (req_.mode == LoadMode::kUpsert) {
       const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
       std::vector<int64_t> keep;
       keep.reserve(b.num_rows());
       for (int64_t r = 0; r < b.num_rows(); ++r) {
-        const Hash128Value key = RowHash(kc, r, &buf_);  // buf_: the key's bytes
-        if (reparse_) RETURN_NOT_OK(CheckSameKeys(key));
-        const Existing* e = existing_.Find(key);
+        uint32_t row = Seen::kNoRow;
+        Hash128Value key;
+        if (existing != nullptr) {
+          buf_.clear();
+          AppendRowKey(kc, r, &buf_);  // the key's bytes; its hash is not needed
+          if (!existing->empty()) row = (*existing)[static_cast<size_t>(r)];
+        } else {
+          key = RowHash(kc, r, &buf_);  // buf_: the key's bytes
+          if (reparse_) RETURN_NOT_OK(CheckSameKeys(key));
+          const Seen* at = seen_.Find(key);
+          if (at != nullptr) row = at->existing;
+        }
+        const Existing* e = row == Seen::kNoRow ? nullptr : &existing_[row];
         if (e == nullptr) {
           c.inserted++;
           keep.push_back(r);
@@ -569,7 +611,8 @@ class Stager {
         if (e->rows == 1) {
           plan_.replaced.push_back(e->address);
         } else {
-          const std::vector<uint64_t>* all = dups_.Find(key);
+          // buf_ still holds the key's bytes (no content hash with duplicates).
+          const std::vector<uint64_t>* all = dups_.Find(existing ? Hash128(buf_) : key);
           plan_.replaced.insert(plan_.replaced.end(), all->begin(), all->end());
         }
       }
@@ -602,7 +645,8 @@ class Stager {
   // there costs speed (the commit re-plans), never a wrong row. Within the
   // run, a collision would fail the run as a duplicate key.
   FlatHashMap<Seen> seen_;                   // the run's keys
-  FlatHashMap<Existing> existing_;           // the table's rows with those keys
+  std::vector<Existing> existing_;           // the table's rows with those keys (Seen::existing)
+  std::vector<std::vector<uint32_t>> row_existing_;  // per kept batch and row: its existing_
   FlatHashMap<std::vector<uint64_t>> dups_;  // keys on several table rows: all of them
   std::string table_keys_;                   // key bytes of existing_ entries
   std::vector<RecordBatch> retained_;        // pass 1's batches, for pass 2
