@@ -1,5 +1,6 @@
 // The commit loop: build a transaction, put-if-absent the next version file,
 // and on a lost race rebase, re-run or abort per the conflict matrix.
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -49,7 +50,12 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       add_fragments(txn.added);
       break;
     case OpType::kDelete:
-    case OpType::kMergeInsert:
+    case OpType::kMergeInsert: {
+      // Inline deletion files share the version's budget with its inline fragments.
+      uint64_t budget = MayInline() ? options_->max_inline_bytes_per_version : 0;
+      for (const Fragment& f : txn.added) {
+        if (f.inline_bytes) budget -= std::min<uint64_t>(budget, f.inline_bytes->size());
+      }
       for (const FragmentDeletion& fd : txn.deleted) {
         auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
                                [&](const Fragment& f) { return f.id == fd.fragment_id; });
@@ -64,8 +70,9 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
         it->deleted_rows = merged.size();
         it->deletion_offset = 0;
         it->deletion_size = 0;
-        if (encoded.size() <= options_->max_inline_deletion_bytes) {
+        if (encoded.size() <= options_->max_inline_deletion_bytes && encoded.size() <= budget) {
           // Placed in the version file by PlaceInlineFragments.
+          budget -= encoded.size();
           it->deletion_path.clear();
           it->inline_deletion = std::make_shared<const std::string>(std::move(encoded));
           continue;
@@ -78,6 +85,7 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       }
       add_fragments(txn.added);
       break;
+    }
     case OpType::kOverwrite:
       next.fragments.clear();
       add_fragments(txn.added);

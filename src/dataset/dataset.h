@@ -35,6 +35,9 @@ struct DatasetOptions {
   uint64_t max_inline_fragment_bytes = 32 << 10;
   // The same for a deletion file (4 bytes per deleted row of a fragment).
   uint64_t max_inline_deletion_bytes = 64 << 10;
+  // All inline parts of one version file together; past it, files. Every
+  // open of the version reads them.
+  uint64_t max_inline_bytes_per_version = 1 << 20;
   int max_commit_attempts = 20;
   const Clock* clock = Clock::System();
   // Decoded fragment footers, pages, deletion vectors and index pages of
@@ -338,9 +341,15 @@ class Dataset {
   FragmentLocation Locate(const Fragment& f) const {
     return {Key(f.data_path), f.data_offset, f.data_size};
   }
-  // Encodes `rows` in memory: inline when within max_inline_fragment_bytes,
-  // else put as a fragment file.
-  Result<Fragment> EncodeSmallFragment(const Schema& schema, BatchStream& rows) const;
+  // Encodes `rows` in memory: inline when within max_inline_fragment_bytes
+  // and `*budget` (which it then spends), else put as a fragment file.
+  Result<Fragment> EncodeSmallFragment(const Schema& schema, BatchStream& rows,
+                                       uint64_t* budget) const;
+  // Inline parts are written on main only: a branch deleted and created
+  // again reuses its version file names, and a cache keyed by place could
+  // then serve the old branch's bytes (fragment and deletion files have
+  // unique names, and main's version numbers are never reused).
+  bool MayInline() const { return branch_.empty(); }
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
   // The dataset columns a scan returns and the schema of its batches.
   struct ScanShape {

@@ -460,6 +460,43 @@ TEST_F(DatasetTest, RewriteCommitsExactlyOnTopOfItsSnapshot) {
   EXPECT_TRUE(v3.CommitRewrite({}, {}, "").status().IsInvalidArgument());
 }
 
+TEST_F(DatasetTest, ABranchCreatedAgainNeverReadsTheOldBranchesBytesFromACache) {
+  // Branch version file names repeat when a branch is deleted and created
+  // again, so branches keep their fragments in files of their own.
+  DatasetOptions cached;
+  cached.cache = std::make_shared<LruCache>(1 << 20);
+  Dataset main = Dataset::Create(store_, "tables/b", PeopleSchema(), cached)
+                     .value()
+                     .Append({People({1})})
+                     .value();
+  EXPECT_GT(main.state().fragments[0].data_offset, 0u);  // main inlines
+  Dataset dev = main.CreateBranch("dev").value().Append({People({2})}).value();
+  EXPECT_EQ(dev.state().fragments.back().data_offset, 0u);
+  EXPECT_EQ(Contents(dev).count(2), 1u);  // read through the cache
+  ASSERT_TRUE(main.DeleteBranch("dev").ok());
+  Dataset again = main.CreateBranch("dev").value().Append({People({3})}).value();
+  EXPECT_EQ(Contents(again), (std::map<int64_t, std::string>{{1, "name-1-v1"}, {3, "name-3-v1"}}));
+}
+
+TEST_F(DatasetTest, AVersionsInlinePartsStayWithinItsBudget) {
+  DatasetOptions small;
+  small.max_inline_bytes_per_version = 60;  // two one-row deletion files (28 bytes each)
+  Dataset ds = Dataset::Create(store_, "tables/budget", PeopleSchema(), small).value();
+  for (int64_t id : {1, 2, 3}) ds = ds.Append({People({id, id + 10})}).value();
+  for (const Fragment& f : ds.state().fragments) EXPECT_EQ(f.data_offset, 0u);  // over budget
+  ds = ds.Delete({Predicate::Lt("id", int64_t{10})}).value();
+  int embedded = 0, files = 0;
+  for (const Fragment& f : ds.state().fragments) {
+    ASSERT_FALSE(f.deletion_path.empty());
+    (f.deletion_offset > 0 ? embedded : files)++;
+  }
+  EXPECT_EQ(embedded, 2);
+  EXPECT_EQ(files, 1);
+  EXPECT_EQ(
+      Contents(Dataset::Open(store_, "tables/budget").value()),
+      (std::map<int64_t, std::string>{{11, "name-11-v1"}, {12, "name-12-v1"}, {13, "name-13-v1"}}));
+}
+
 TEST_F(DatasetTest, ARewriteTellsItsSectionWhereInlineFragmentsLanded) {
   Dataset v2 = ds_.Append({People({1, 2})}).value();
   Fragment f = v2.WriteFragment(People({7}), /*allow_inline=*/true).value();

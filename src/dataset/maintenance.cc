@@ -182,17 +182,28 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
   };
   // Version files go before the files only they reference, so a crash
   // part-way leaves orphans for the next run, never a dangling reference.
-  // Files holding inline fragments go last, after the re-read, like data.
+  // Files holding inline parts go last, after the re-read, like data, each
+  // only once no other doomed version still references it.
   auto remove_versions = [&](bool holding_inline) -> Status {
-    for (auto it = doomed.begin(); it != doomed.end();) {
-      if (it->holds_inline != holding_inline) {
-        ++it;
-        continue;
+    for (bool removed = true; removed;) {
+      removed = false;
+      std::map<std::string, int> uses;  // by doomed versions
+      for (const Doomed& d : doomed) {
+        for (const std::string& f : d.files) uses[f]++;
       }
-      RETURN_NOT_OK(store_->Delete(it->key));
-      ++stats.versions_removed;
-      dereferenced.insert(it->files.begin(), it->files.end());
-      it = doomed.erase(it);
+      for (auto it = doomed.begin(); it != doomed.end();) {
+        const std::string rel = it->key.substr(root_prefix.size());
+        const int by_others = uses[rel] - static_cast<int>(it->files.count(rel));
+        if (it->holds_inline != holding_inline || by_others > 0) {
+          ++it;
+          continue;
+        }
+        RETURN_NOT_OK(store_->Delete(it->key));
+        ++stats.versions_removed;
+        dereferenced.insert(it->files.begin(), it->files.end());
+        it = doomed.erase(it);
+        removed = true;
+      }
     }
     return Status::OK();
   };

@@ -119,7 +119,8 @@ Status Dataset::StagedExists(const Fragment& staged) const {
   return meta.status();
 }
 
-Result<Fragment> Dataset::EncodeSmallFragment(const Schema& schema, BatchStream& rows) const {
+Result<Fragment> Dataset::EncodeSmallFragment(const Schema& schema, BatchStream& rows,
+                                              uint64_t* budget) const {
   RETURN_NOT_OK(schema.Validate());
   FragmentEncoder encoder(schema, &rows, options_->write);
   std::string bytes;
@@ -132,7 +133,8 @@ Result<Fragment> Dataset::EncodeSmallFragment(const Schema& schema, BatchStream&
   Fragment f;
   f.data_size = bytes.size();
   f.physical_rows = encoder.footer().num_rows;
-  if (bytes.size() <= options_->max_inline_fragment_bytes) {
+  if (bytes.size() <= options_->max_inline_fragment_bytes && bytes.size() <= *budget) {
+    *budget -= bytes.size();
     f.inline_bytes = std::make_shared<const std::string>(std::move(bytes));
     return f;
   }
@@ -149,11 +151,13 @@ Result<std::vector<Fragment>> Dataset::WriteFragments(const Schema& schema,
   std::vector<RangeStream::Range> pending;
   uint64_t pending_rows = 0;
   uint64_t pending_bytes = 0;  // in memory: encoded, a fragment is rarely larger
+  uint64_t budget = options_->max_inline_bytes_per_version;
   auto flush = [&]() -> Status {
     if (pending_rows == 0) return Status::OK();
     RangeStream stream(std::move(pending));
-    if (allow_inline && pending_bytes <= options_->max_inline_fragment_bytes) {
-      ASSIGN_OR_RETURN(Fragment f, EncodeSmallFragment(schema, stream));
+    if (allow_inline && MayInline() && pending_bytes <= options_->max_inline_fragment_bytes &&
+        pending_bytes <= budget) {
+      ASSIGN_OR_RETURN(Fragment f, EncodeSmallFragment(schema, stream, &budget));
       out.push_back(std::move(f));
     } else {
       const std::string rel = BranchDir(branch_) + "data/" + NewUlidString() + ".lfrag";

@@ -69,10 +69,16 @@ TEST_F(CompatTest, NewWritesLandInlineNextToFormatOneFiles) {
   EXPECT_EQ(People(), expected);
   // The new table version keeps the old fragment files and adds one inline.
   Dataset people = ws_->OpenTable(ws_->Current().value(), "people").value();
-  int files = 0, embedded = 0;
-  for (const Fragment& f : people.state().fragments) (f.data_offset ? embedded : files)++;
+  int files = 0, embedded = 0, inline_deletions = 0;
+  for (const Fragment& f : people.state().fragments) {
+    (f.data_offset ? embedded : files)++;
+    inline_deletions += f.deletion_offset > 0 ? 1 : 0;
+  }
   EXPECT_EQ(files, 2);
   EXPECT_EQ(embedded, 1);
+  // The old fragment holding id 3 had a format 1 deletion file (id 2); the
+  // union with id 3 is now inline in the new version file.
+  EXPECT_EQ(inline_deletions, 1);
   testing::ExpectHeadsMatchFold(*ws_);
   // Compacting the manifest reads every old fragment and rewrites it.
   ASSERT_TRUE(ws_->manifest().Compact("").ok());

@@ -506,7 +506,8 @@ Status Manifest::Maintain(const std::string& branch) {
 Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& dir,
                               PublishView& view,
                               std::map<uint32_t, std::vector<ManifestRow>>* touched) {
-  // The new file's path has a fixed length: data/<26-character ULID>.lfrag.
+  // The new fragment's path has a fixed length: data/<26-character ULID>.lfrag,
+  // or (inline) _versions/<20 digits>.lver, two characters shorter.
   const HeadDirectory::File next{Dataset::BranchDir(branch) + "data/" + std::string(26, '0') + ".lfrag",
                                  0};
   while (true) {
