@@ -179,7 +179,7 @@ TEST_F(MaintenanceTest, CleanupSparesVersionsWhoseInlineDeletionsAreStillUsed) {
   CleanupOptions opts;
   opts.older_than_micros = Clock::System()->NowMicros() + 1;
   opts.grace_cutoff_micros = opts.older_than_micros;
-  EXPECT_EQ(v4.Cleanup(opts).value().versions_removed, 1);  // version 1 only
+  EXPECT_EQ(v4.Cleanup(opts).value().versions_removed, 1);              // version 1 only
   EXPECT_TRUE(store_->Head("t/_versions/" + VersionFileName(2)).ok());  // the fragment
   EXPECT_TRUE(store_->Head("t/_versions/" + VersionFileName(3)).ok());  // the deletion file
   const std::map<int64_t, std::string> expected = {{2, "name-2-v1"}, {3, "name-3-v1"}};
