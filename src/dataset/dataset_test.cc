@@ -445,7 +445,8 @@ TEST_F(DatasetTest, AppSectionIsReadableWithOneRangeRequest) {
 TEST_F(DatasetTest, RewriteCommitsExactlyOnTopOfItsSnapshot) {
   Dataset v2 = ds_.Append({People({1, 2})}).value();
   Fragment f = v2.WriteFragment(People({7})).value();
-  EXPECT_FALSE(f.is_inline());
+  EXPECT_EQ(f.inline_bytes, nullptr);  // WriteFragment's default: a file
+  EXPECT_EQ(f.data_offset, 0u);
   Dataset v3 = v2.CommitRewrite({f}, {v2.state().fragments[0].id}, "dir").value();
   EXPECT_EQ(v3.version(), 3u);
   EXPECT_EQ(Contents(v3).size(), 1u);

@@ -50,7 +50,6 @@ struct Fragment {
   std::shared_ptr<const std::string> inline_deletion;
 
   uint64_t live_rows() const { return physical_rows - deleted_rows; }
-  bool is_inline() const { return data_offset != 0 || inline_bytes != nullptr; }
   friend bool operator==(const Fragment& a, const Fragment& b) {
     return a.id == b.id && a.data_path == b.data_path && a.data_offset == b.data_offset &&
            a.data_size == b.data_size && a.physical_rows == b.physical_rows &&
