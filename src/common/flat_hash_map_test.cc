@@ -39,9 +39,24 @@ TEST(FlatHashMap, KeysSharingSlotBitsOrTagStayDistinct) {
     const int* v = m.Find(keys[i]);
     ASSERT_NE(v, nullptr) << i;
     EXPECT_EQ(*v, static_cast<int>(i) + 1);
+    EXPECT_TRUE(m.MayContain(keys[i])) << i;
   }
   EXPECT_EQ(m.Find(Hash128Value{48, 0}), nullptr);
   EXPECT_EQ(m.size(), keys.size());
+}
+
+TEST(FlatHashMap, MayContainIsTrueForEveryKeyAndRarelyForOthers) {
+  FlatHashMap<int> m;
+  for (int i = 0; i < 50000; ++i) m.FindOrInsert(Hash128("in " + std::to_string(i))) = i;
+  for (int i = 0; i < 50000; ++i) {
+    const Hash128Value key = Hash128("in " + std::to_string(i));
+    m.Prefetch(key);
+    ASSERT_TRUE(m.MayContain(key)) << i;
+  }
+  // An absent key passes only when a 7-bit tag in its probe chain matches.
+  int passed = 0;
+  for (int i = 0; i < 50000; ++i) passed += m.MayContain(Hash128("out " + std::to_string(i)));
+  EXPECT_LT(passed, 50000 / 50);
 }
 
 TEST(FlatHashMap, ReserveKeepsEveryEntry) {

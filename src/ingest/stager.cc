@@ -1,6 +1,7 @@
 #include "ingest/stager.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -329,6 +330,9 @@ class Stager {
   // pass through; footers stay).
   static constexpr uint64_t kMatchCacheBytes = 8 << 20;
 
+  // Keys hashed and prefetched together before any is looked up.
+  static constexpr int64_t kProbeChunk = 32;
+
   // Up to this many keys are reserved up front (64 MiB of slots); a larger
   // run grows the map as it goes.
   static constexpr double kMaxReservedKeys = 1 << 20;
@@ -345,6 +349,7 @@ class Stager {
       seen_.Reserve(static_cast<size_t>(std::min(rows * 1.1, cap)));
     }
     const auto kc = Columns(b, keys_);
+    std::array<Hash128Value, kProbeChunk> hashes;  // inserted a chunk at a time, prefetched
     for (int64_t r = 0; r < b.num_rows(); ++r) {
       const int64_t line = lines[static_cast<size_t>(r)];
       for (size_t k = 0; k < kc.size(); ++k) {
@@ -354,8 +359,15 @@ class Stager {
                                          "' is null; every upsert row needs its key");
         }
       }
+      if (r % kProbeChunk == 0) {
+        const int64_t n = std::min<int64_t>(kProbeChunk, b.num_rows() - r);
+        for (int64_t i = 0; i < n; ++i) {
+          hashes[i] = RowHash(kc, r + i, &buf_);
+          seen_.Prefetch(hashes[i], /*for_insert=*/true);
+        }
+      }
       bool fresh = false;
-      Seen& at = seen_.FindOrInsert(RowHash(kc, r, &buf_), &fresh);
+      Seen& at = seen_.FindOrInsert(hashes[r % kProbeChunk], &fresh);
       if (!fresh) {
         return Status::InvalidArgument("duplicate upsert key: " + names_[at.file] + " line " +
                                        std::to_string(at.line) + " and " + names_[file] + " line " +
@@ -473,16 +485,33 @@ class Stager {
     RETURN_NOT_OK(table.ScanEach(keys_only, [&](const RecordBatch& b) {
       const auto kc = Columns(b, keys_);
       const Column& address = b.columns.back();
-      for (int64_t r = 0; r < b.num_rows(); ++r) {
-        const Hash128Value key = RowHash(kc, r, &buf);
-        if (seen_.Find(key) == nullptr) continue;
-        TableMatch m;
-        m.key = key;
-        m.address = static_cast<uint64_t>(address.GetInt64(r));
-        m.key_at = out->keys.size();
-        m.key_size = static_cast<uint32_t>(buf.size());
-        out->keys += buf;
-        out->rows.push_back(m);
+      // Most table rows miss: a chunk's probes are prefetched, then tested
+      // on control bytes, and only candidates are compared.
+      std::array<Hash128Value, kProbeChunk> hashes;
+      std::array<int64_t, kProbeChunk> candidates;
+      for (int64_t first = 0; first < b.num_rows(); first += kProbeChunk) {
+        const int64_t n = std::min<int64_t>(kProbeChunk, b.num_rows() - first);
+        for (int64_t i = 0; i < n; ++i) {
+          hashes[i] = RowHash(kc, first + i, &buf);
+          seen_.Prefetch(hashes[i]);
+        }
+        size_t maybe = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          if (seen_.MayContain(hashes[i])) candidates[maybe++] = i;
+        }
+        for (size_t j = 0; j < maybe; ++j) {
+          const int64_t i = candidates[j], r = first + i;
+          if (seen_.Find(hashes[i]) == nullptr) continue;
+          buf.clear();
+          AppendRowKey(kc, r, &buf);
+          TableMatch m;
+          m.key = hashes[i];
+          m.address = static_cast<uint64_t>(address.GetInt64(r));
+          m.key_at = out->keys.size();
+          m.key_size = static_cast<uint32_t>(buf.size());
+          out->keys += buf;
+          out->rows.push_back(m);
+        }
       }
       return Status::OK();
     }));
