@@ -66,9 +66,56 @@ Status CsvReader::EndField(int64_t line) {
   return Status::OK();
 }
 
+// The common case, a record wholly inside the chunk with no quote: its
+// fields become views into the chunk and nothing is copied. False (nothing
+// consumed) for anything else, which ParseRecord then reads in full.
+bool CsvReader::ParseSimpleRecord() {
+  const char* const begin = chunk_.data() + pos_;
+  const char* const end = chunk_.data() + chunk_.size();
+  const char delim = options_.delimiter;
+  fields_.clear();
+  const char* field = begin;
+  for (const char* p = begin; p < end; ++p) {
+    if (!special_[static_cast<uint8_t>(*p)]) continue;
+    if (*p == '"') return false;
+    if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
+    fields_.emplace_back(field, static_cast<size_t>(p - field));
+    if (fields_.size() > options_.max_columns) return false;
+    if (*p == delim) {
+      field = p + 1;
+      continue;
+    }
+    // '\r' or '\n' ends the record; a CR must not be the chunk's last byte
+    // (an LF may follow in the next chunk).
+    if (*p == '\r') {
+      if (p + 1 == end) return false;
+      if (p[1] == '\n') ++p;
+    }
+    pos_ = static_cast<size_t>(p + 1 - chunk_.data());
+    quoted_.assign(fields_.size(), 0);
+    record_line_ = line_++;
+    return true;
+  }
+  return false;
+}
+
 // One record, RFC 4180. States: at the start of a field, inside an unquoted
 // field, inside a quoted field, just after a quote inside a quoted field.
 Result<bool> CsvReader::ParseRecord() {
+  if (pos_ < chunk_.size() && ParseSimpleRecord()) return true;
+  ASSIGN_OR_RETURN(bool found, ParseGeneralRecord());
+  if (found) {  // fields_ as views into field_bytes_
+    fields_.clear();
+    size_t start = 0;
+    for (size_t e : ends_) {
+      fields_.emplace_back(field_bytes_.data() + start, e - start);
+      start = e;
+    }
+  }
+  return found;
+}
+
+Result<bool> CsvReader::ParseGeneralRecord() {
   enum class State { kFieldStart, kUnquoted, kQuoted, kQuoteInQuoted };
   field_bytes_.clear();
   ends_.clear();
@@ -205,10 +252,8 @@ Result<std::vector<std::string>> CsvReader::ReadHeader() {
   }
   std::vector<std::string> names;
   std::set<std::string> seen;
-  size_t start = 0;
-  for (size_t i = 0; i < ends_.size(); ++i) {
-    std::string name = field_bytes_.substr(start, ends_[i] - start);
-    start = ends_[i];
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    std::string name(fields_[i]);
     if (name.empty()) {
       return Error(record_line_, i + 1, "empty column name in the header",
                    "name every column in the first row");
@@ -228,19 +273,14 @@ Result<bool> CsvReader::Next(CsvRecord* out) {
   if (records_ < 0) return Status::FailedPrecondition("read the CSV header first");
   ASSIGN_OR_RETURN(bool found, ParseRecord());
   if (!found) return false;
-  if (ends_.size() != header_columns_) {
-    return Error(record_line_, std::min(ends_.size(), header_columns_) + 1,
-                 "record has " + std::to_string(ends_.size()) + " fields but the header has " +
+  if (fields_.size() != header_columns_) {
+    return Error(record_line_, std::min(fields_.size(), header_columns_) + 1,
+                 "record has " + std::to_string(fields_.size()) + " fields but the header has " +
                      std::to_string(header_columns_),
                  "give every row one field per header column (quote fields that contain '" +
                      std::string(1, options_.delimiter) + "')");
   }
-  out->fields.clear();
-  size_t start = 0;
-  for (size_t e : ends_) {
-    out->fields.emplace_back(field_bytes_.data() + start, e - start);
-    start = e;
-  }
+  out->fields.assign(fields_.begin(), fields_.end());
   out->quoted = quoted_;
   out->number = ++records_;
   out->line = record_line_;

@@ -51,8 +51,10 @@ class CsvReader {
   uint64_t bytes_read() const { return bytes_read_; }
 
  private:
-  // Parses one record into fields_/ends_; false at end of input.
+  // Parses one record into fields_ and quoted_; false at end of input.
   Result<bool> ParseRecord();
+  bool ParseSimpleRecord();
+  Result<bool> ParseGeneralRecord();  // into field_bytes_ and ends_
   Result<bool> Refill();  // false at end of input
   Status SkipByteOrderMark();
   Status Error(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
@@ -70,6 +72,9 @@ class CsvReader {
   int64_t record_line_ = 1;  // line the current record started on
   int64_t records_ = -1;     // records returned, -1 before the header
   size_t header_columns_ = 0;
+  // The current record's fields: views into chunk_ (a simple record) or
+  // into field_bytes_.
+  std::vector<std::string_view> fields_;
   std::string field_bytes_;      // all fields of the current record, unquoted
   std::vector<size_t> ends_;     // end offset of each field in field_bytes_
   std::vector<uint8_t> quoted_;  // per field: was it quoted
