@@ -90,8 +90,7 @@ TEST(CsvReader, EveryChunkSizeReadsTheSame) {
   // A lone CR ends a record; a blank line is one empty field (too few here).
   const Result<Parsed> whole = Parse(text);
   ASSERT_FALSE(whole.ok());
-  EXPECT_NE(whole.status().message().find("line 6, column 2"), std::string::npos)
-      << whole.status();
+  EXPECT_NE(whole.status().message().find("line 6, column 2"), std::string::npos) << whole.status();
   const std::string good = text.substr(0, text.size() - 1);
   for (size_t chunk = 1; chunk <= good.size() + 1; ++chunk) {
     SCOPED_TRACE("chunk " + std::to_string(chunk));
@@ -110,7 +109,8 @@ TEST(CsvReader, EveryChunkSizeReadsTheSame) {
       lines.push_back(rec.line);
     }
     EXPECT_EQ(rows, (Rows{{"1", "two", "3"}, {"", "", ""}, {"4", "q", "5"}, {"6", "7", "8"}}));
-    EXPECT_EQ(quoted, (std::vector<std::vector<uint8_t>>{{0, 0, 0}, {0, 0, 0}, {0, 1, 0}, {0, 0, 0}}));
+    EXPECT_EQ(quoted,
+              (std::vector<std::vector<uint8_t>>{{0, 0, 0}, {0, 0, 0}, {0, 1, 0}, {0, 0, 0}}));
     EXPECT_EQ(lines, (std::vector<int64_t>{2, 3, 4, 5}));
     EXPECT_EQ(reader.bytes_read(), good.size());
     CsvOptions narrow = o;
