@@ -43,6 +43,10 @@ size_t FindInvalidUtf8(std::string_view s) {
       i += 8;
     }
     if (i >= s.size()) break;
+    if (static_cast<unsigned char>(s[i]) < 0x80) {  // a short tail of ASCII
+      ++i;
+      continue;
+    }
     const size_t n = Utf8SequenceLength(s, i);
     if (n == 0) return i;
     i += n;

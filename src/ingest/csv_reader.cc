@@ -1,6 +1,11 @@
 #include "ingest/csv_reader.h"
 
+#include <algorithm>
 #include <set>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/status_macros.h"
 
@@ -75,28 +80,50 @@ bool CsvReader::ParseSimpleRecord() {
   const char delim = options_.delimiter;
   fields_.clear();
   const char* field = begin;
-  for (const char* p = begin; p < end; ++p) {
-    if (!special_[static_cast<uint8_t>(*p)]) continue;
-    if (*p == '"') return false;
-    if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
-    fields_.emplace_back(field, static_cast<size_t>(p - field));
-    if (fields_.size() > options_.max_columns) return false;
-    if (*p == delim) {
-      field = p + 1;
-      continue;
+  for (const char* block = begin; block < end; block += kBlock) {
+    // Each special byte of the block in turn, lowest first.
+    for (uint32_t mask = SpecialBytes(block, end); mask != 0; mask &= mask - 1) {
+      const char* p = block + __builtin_ctz(mask);
+      if (*p == '"') return false;
+      if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
+      fields_.emplace_back(field, static_cast<size_t>(p - field));
+      if (fields_.size() > options_.max_columns) return false;
+      if (*p == delim) {
+        field = p + 1;
+        continue;
+      }
+      // '\r' or '\n' ends the record; a CR must not be the chunk's last
+      // byte (an LF may follow in the next chunk).
+      if (*p == '\r') {
+        if (p + 1 == end) return false;
+        if (p[1] == '\n') ++p;
+      }
+      pos_ = static_cast<size_t>(p + 1 - chunk_.data());
+      quoted_.assign(fields_.size(), 0);
+      record_line_ = line_++;
+      return true;
     }
-    // '\r' or '\n' ends the record; a CR must not be the chunk's last byte
-    // (an LF may follow in the next chunk).
-    if (*p == '\r') {
-      if (p + 1 == end) return false;
-      if (p[1] == '\n') ++p;
-    }
-    pos_ = static_cast<size_t>(p + 1 - chunk_.data());
-    quoted_.assign(fields_.size(), 0);
-    record_line_ = line_++;
-    return true;
   }
   return false;
+}
+
+uint32_t CsvReader::SpecialBytes(const char* block, const char* end) const {
+  uint32_t mask = 0;
+#ifdef __SSE2__
+  if (end - block >= kBlock) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    const __m128i hits = _mm_or_si128(
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(options_.delimiter)),
+                     _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+    return static_cast<uint32_t>(_mm_movemask_epi8(hits));
+  }
+#endif
+  const ptrdiff_t n = std::min<ptrdiff_t>(kBlock, end - block);
+  for (ptrdiff_t i = 0; i < n; ++i) {
+    if (special_[static_cast<uint8_t>(block[i])]) mask |= uint32_t{1} << i;
+  }
+  return mask;
 }
 
 // One record, RFC 4180. States: at the start of a field, inside an unquoted

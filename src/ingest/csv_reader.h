@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -54,6 +55,9 @@ class CsvReader {
   // Parses one record into fields_ and quoted_; false at end of input.
   Result<bool> ParseRecord();
   bool ParseSimpleRecord();
+  // Bit i set where block[i] is special (block[i] for i < kBlock, before end).
+  static constexpr ptrdiff_t kBlock = 16;
+  uint32_t SpecialBytes(const char* block, const char* end) const;
   Result<bool> ParseGeneralRecord();  // into field_bytes_ and ends_
   Result<bool> Refill();  // false at end of input
   Status SkipByteOrderMark();
