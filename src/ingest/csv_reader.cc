@@ -112,10 +112,11 @@ uint32_t CsvReader::SpecialBytes(const char* block, const char* end) const {
 #ifdef __SSE2__
   if (end - block >= kBlock) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
-    const __m128i hits = _mm_or_si128(
-        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(options_.delimiter)),
-                     _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
-        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+    const __m128i hits =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(options_.delimiter)),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
     return static_cast<uint32_t>(_mm_movemask_epi8(hits));
   }
 #endif
