@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "cli/heap.h"
 #include "cli/output.h"
-#include "common/logging.h"
 #include "common/status_macros.h"
 #include "ingest/loader.h"
 
@@ -144,13 +143,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     std::error_code ec;
     total += std::filesystem::file_size(f, ec);
   }
-  const auto prefault_start = std::chrono::steady_clock::now();
-  const size_t working_set = LoadWorkingSet(req->mode == LoadMode::kUpsert, total);
-  PrefaultHeap(working_set);
-  LOAM_LOG_DEBUG("heap prefault: {} MiB in {} ms", working_set >> 20,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::steady_clock::now() - prefault_start)
-                     .count());
+  HeapPrefault prefault(LoadWorkingSet(req->mode == LoadMode::kUpsert, total));
   Progress progress(total);
   LoaderOptions opts;
   opts.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;

@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <vector>
+
+#include "common/logging.h"
 
 namespace loam::cli {
 namespace {
@@ -21,13 +24,14 @@ void TuneHeap() {
   mallopt(M_ARENA_MAX, 1);
 }
 
-void PrefaultHeap(size_t bytes) {
+HeapPrefault::HeapPrefault(size_t bytes) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   // Reserved first: a vector growing between the blocks would leave small
   // live chunks between them, so after the frees they could not merge into
   // one free run and a large allocation would miss them (mmap, fresh pages).
   std::vector<void*> blocks;
   blocks.reserve(bytes / kBlock + 1);
+  ranges_.reserve(bytes / kBlock + 1);
   for (size_t done = 0; done < bytes; done += kBlock) {
     void* p = std::malloc(kBlock);
     if (p == nullptr) break;
@@ -36,9 +40,28 @@ void PrefaultHeap(size_t bytes) {
     const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + kBlock) & ~(page - 1);
     // Huge pages where the kernel has them: one fault per 2 MiB.
     static_cast<void>(madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE));
-    if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0) break;
+    ranges_.emplace_back(lo, hi - lo);
   }
-  for (void* p : blocks) std::free(p);  // back to the heap, resident
+  for (void* p : blocks) std::free(p);  // back to the heap
+  // Made resident while the caller goes on. The memory is free heap that the
+  // caller may already be using: populating a page that is present changes
+  // nothing, and one it reaches first is simply faulted in by it.
+  thread_ = std::thread([ranges = ranges_] {
+    const auto start = std::chrono::steady_clock::now();
+    size_t done = 0;
+    for (const auto& [lo, size] : ranges) {
+      if (madvise(reinterpret_cast<void*>(lo), size, MADV_POPULATE_WRITE) != 0) break;
+      done += size;
+    }
+    LOAM_LOG_DEBUG("heap prefault: {} MiB resident in {} ms", done >> 20,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+  });
+}
+
+void HeapPrefault::Wait() {
+  if (thread_.joinable()) thread_.join();
 }
 
 size_t LoadWorkingSet(bool upsert, uint64_t input_bytes) {

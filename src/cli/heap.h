@@ -8,6 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
 
 namespace loam::cli {
 
@@ -17,9 +20,24 @@ namespace loam::cli {
 // made resident.
 void TuneHeap();
 
-// Makes about `bytes` of heap resident and leaves it free for reuse. Best
-// effort: without MADV_POPULATE_WRITE (Linux < 5.14) it does nothing.
-void PrefaultHeap(size_t bytes);
+// Makes about `bytes` of heap resident, as huge pages where the kernel has
+// them, and leaves it free for reuse. The pages are populated on a
+// background thread so the caller goes on at once (on a VM a cold 2 MiB page
+// can take milliseconds); Wait() or the destructor joins it. Best effort:
+// without MADV_POPULATE_WRITE (Linux < 5.14) pages fault in on first use.
+class HeapPrefault {
+ public:
+  explicit HeapPrefault(size_t bytes);
+  ~HeapPrefault() { Wait(); }
+  HeapPrefault(const HeapPrefault&) = delete;
+  HeapPrefault& operator=(const HeapPrefault&) = delete;
+
+  void Wait();
+
+ private:
+  std::vector<std::pair<uintptr_t, size_t>> ranges_;  // page-aligned, free heap
+  std::thread thread_;
+};
 
 // The heap a load of `input_bytes` works in: a few batches in flight, and
 // for upserts the kept input (up to its 64 MiB budget) and the key maps.

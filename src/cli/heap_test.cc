@@ -24,7 +24,8 @@ TEST(Heap, PrefaultMakesMemoryResidentAndKeepsItForReuse) {
   TuneHeap();
   const size_t before = ResidentBytes();
   ASSERT_GT(before, 0u);
-  PrefaultHeap(64 << 20);
+  HeapPrefault prefault(64 << 20);
+  prefault.Wait();
   const size_t after = ResidentBytes();
   EXPECT_GE(after, before + (60 << 20)) << before << " -> " << after;
   // The prefaulted memory is free heap: allocating and touching 48 MiB now
