@@ -1,9 +1,10 @@
 // Heap tuning for the loam process (glibc malloc). Loads allocate batch
-// buffers at a high rate, and on a virtual machine every first touch of a
-// 4 KiB page traps to the hypervisor (about 5 us on the machine measured in
-// docs/benchmarks.md): page faults cost an upsert of 25 MB about 15% of its
-// time. These keep freed buffers for reuse and make a load's working set
-// resident up front, one system call per block instead of one fault per page.
+// buffers at a high rate, and on a virtual machine the first touch of a page
+// traps to the hypervisor: about 5-10 us per 4 KiB page on the machine
+// measured in docs/benchmarks.md, even after MADV_POPULATE_WRITE. Without
+// help, faults cost an upsert of 25 MB about half of its time. These keep
+// freed buffers for reuse and make a load's working set resident as huge
+// pages (one fault per 2 MiB), populated off the load's critical path.
 #pragma once
 
 #include <cstddef>
