@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <system_error>
 #include <vector>
 
 #include "common/logging.h"
@@ -15,53 +17,71 @@ namespace loam::cli {
 namespace {
 
 constexpr size_t kBlock = 16 << 20;  // below the mmap threshold: heap memory
+std::atomic<bool> heap_tuned{false};   // TuneHeap ran: freed blocks stay mapped
 
 }  // namespace
 
 void TuneHeap() {
+  heap_tuned.store(true);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_ARENA_MAX, 1);
 }
 
 HeapPrefault::HeapPrefault(size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   // Reserved first: a vector growing between the blocks would leave small
   // live chunks between them, so after the frees they could not merge into
   // one free run and a large allocation would miss them (mmap, fresh pages).
   std::vector<void*> blocks;
   blocks.reserve(bytes / kBlock + 1);
-  ranges_.reserve(bytes / kBlock + 1);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;  // the span of the blocks
   for (size_t done = 0; done < bytes; done += kBlock) {
     void* p = std::malloc(kBlock);
     if (p == nullptr) break;
     blocks.push_back(p);
-    const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
-    const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + kBlock) & ~(page - 1);
-    // Huge pages where the kernel has them: one fault per 2 MiB.
-    static_cast<void>(madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE));
-    ranges_.emplace_back(lo, hi - lo);
+    lo = std::min(lo, reinterpret_cast<uintptr_t>(p));
+    hi = std::max(hi, reinterpret_cast<uintptr_t>(p) + kBlock);
   }
   for (void* p : blocks) std::free(p);  // back to the heap
-  // Made resident while the caller goes on. The memory is free heap that the
-  // caller may already be using: populating a page that is present changes
-  // nothing, and one it reaches first is simply faulted in by it.
-  thread_ = std::thread([ranges = ranges_] {
-    const auto start = std::chrono::steady_clock::now();
-    size_t done = 0;
-    for (const auto& [lo, size] : ranges) {
-      if (madvise(reinterpret_cast<void*>(lo), size, MADV_POPULATE_WRITE) != 0) break;
-      done += size;
-    }
-    LOAM_LOG_DEBUG("heap prefault: {} MiB resident in {} ms", done >> 20,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::steady_clock::now() - start)
-                       .count());
-  });
+  // Without TuneHeap's mmap threshold free() unmapped the blocks: hands off.
+  if (blocks.empty() || !heap_tuned.load()) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  lo = (lo + page - 1) & ~(page - 1);
+  hi &= ~(page - 1);
+  // Huge pages where the kernel has them: one fault per 2 MiB. One range,
+  // so no page between two blocks splits the mapping.
+  static_cast<void>(madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE));
+  // Made resident while the caller goes on. The span is heap the caller may
+  // already be using: populating a page that is present changes nothing,
+  // and one the caller reaches first is simply faulted in by it.
+  try {
+    thread_ = std::thread([this, lo, hi] { Populate(lo, hi); });
+  } catch (const std::system_error&) {
+    // No thread: the pages fault in as they are first used.
+  }
+}
+
+HeapPrefault::~HeapPrefault() {
+  stop_.store(true, std::memory_order_relaxed);
+  Wait();
 }
 
 void HeapPrefault::Wait() {
   if (thread_.joinable()) thread_.join();
+}
+
+void HeapPrefault::Populate(uintptr_t lo, uintptr_t hi) {
+  constexpr uintptr_t kStep = 2 << 20;  // between checks of stop_
+  const auto start = std::chrono::steady_clock::now();
+  uintptr_t at = lo;
+  for (; at < hi && !stop_.load(std::memory_order_relaxed); at += kStep) {
+    const size_t n = static_cast<size_t>(std::min(kStep, hi - at));
+    if (madvise(reinterpret_cast<void*>(at), n, MADV_POPULATE_WRITE) != 0) break;
+  }
+  LOAM_LOG_DEBUG("heap prefault: {} MiB resident in {} ms", (std::min(at, hi) - lo) >> 20,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count());
 }
 
 size_t LoadWorkingSet(bool upsert, uint64_t input_bytes) {

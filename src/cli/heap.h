@@ -7,37 +7,39 @@
 // pages (one fault per 2 MiB), populated off the load's critical path.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
-#include <utility>
-#include <vector>
 
 namespace loam::cli {
 
 // Process-wide malloc settings: buffers up to 32 MiB (the largest threshold
 // glibc accepts) come from the heap, freed memory stays there up to 256 MiB,
-// and one arena serves every thread, so all of them reuse what PrefaultHeap
+// and one arena serves every thread, so all of them reuse what HeapPrefault
 // made resident.
 void TuneHeap();
 
 // Makes about `bytes` of heap resident, as huge pages where the kernel has
 // them, and leaves it free for reuse. The pages are populated on a
 // background thread so the caller goes on at once (on a VM a cold 2 MiB page
-// can take milliseconds); Wait() or the destructor joins it. Best effort:
-// without MADV_POPULATE_WRITE (Linux < 5.14) pages fault in on first use.
+// can take milliseconds). Wait() joins it; the destructor stops it early.
+// Best effort: without MADV_POPULATE_WRITE (Linux < 5.14), a thread, or
+// TuneHeap's settings, pages fault in on first use.
 class HeapPrefault {
  public:
   explicit HeapPrefault(size_t bytes);
-  ~HeapPrefault() { Wait(); }
+  ~HeapPrefault();
   HeapPrefault(const HeapPrefault&) = delete;
   HeapPrefault& operator=(const HeapPrefault&) = delete;
 
   void Wait();
 
  private:
-  std::vector<std::pair<uintptr_t, size_t>> ranges_;  // page-aligned, free heap
-  std::thread thread_;
+  void Populate(uintptr_t lo, uintptr_t hi);
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // running Populate
 };
 
 // The heap a load of `input_bytes` works in: a few batches in flight, and

@@ -59,6 +59,23 @@ TEST(FlatHashMap, MayContainIsTrueForEveryKeyAndRarelyForOthers) {
   EXPECT_LT(passed, 50000 / 50);
 }
 
+TEST(FlatHashMap, MayContainFollowsAProbeChainThatWraps) {
+  FlatHashMap<int> m;  // 16 slots: keys whose low bits are 15 chain through 15, 0, 1
+  const std::vector<Hash128Value> keys = {{15, 1}, {31, 2}, {47, 3}};
+  for (size_t i = 0; i < keys.size(); ++i) m.FindOrInsert(keys[i]) = static_cast<int>(i);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_TRUE(m.MayContain(keys[i])) << i;
+    ASSERT_NE(m.Find(keys[i]), nullptr);
+    EXPECT_EQ(*m.Find(keys[i]), static_cast<int>(i));
+  }
+  // The same chain, a tag none of them has: rejected on control bytes alone.
+  EXPECT_FALSE(m.MayContain(Hash128Value{63, 4}));
+  EXPECT_EQ(m.Find(Hash128Value{63, 4}), nullptr);
+  // A matching tag makes it a candidate; Find settles it.
+  EXPECT_TRUE(m.MayContain(Hash128Value{63, 3}));
+  EXPECT_EQ(m.Find(Hash128Value{63, 3}), nullptr);
+}
+
 TEST(FlatHashMap, ReserveKeepsEveryEntry) {
   FlatHashMap<uint64_t> m;
   m.Reserve(5000);

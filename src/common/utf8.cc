@@ -43,7 +43,7 @@ size_t FindInvalidUtf8(std::string_view s) {
       i += 8;
     }
     if (i >= s.size()) break;
-    if (static_cast<unsigned char>(s[i]) < 0x80) {  // a short tail of ASCII
+    if (static_cast<unsigned char>(s[i]) < 0x80) {  // ASCII the 8-byte stride stopped at
       ++i;
       continue;
     }

@@ -28,6 +28,7 @@ struct Parsed {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   std::vector<int64_t> lines;
+  std::vector<std::vector<uint8_t>> quoted;
 };
 
 Result<Parsed> Parse(const std::string& text, CsvOptions options = {}, size_t step = 1 << 20) {
@@ -44,6 +45,7 @@ Result<Parsed> Parse(const std::string& text, CsvOptions options = {}, size_t st
     if (!*more) break;
     out.rows.emplace_back(rec.fields.begin(), rec.fields.end());
     out.lines.push_back(rec.line);
+    out.quoted.push_back(rec.quoted);
   }
   return out;
 }
@@ -119,6 +121,12 @@ TEST(CsvReader, EveryChunkSizeReadsTheSame) {
     CsvOptions small = o;
     small.max_field_bytes = 2;
     ExpectErrorIn(text, "line 2, column 2", "limit of 2 bytes", small);
+    small.max_field_bytes = 3;  // "two" is exactly at the limit
+    EXPECT_TRUE(Parse(good, small).ok());
+    // A record longer than one 16-byte block, over the column limit in its
+    // second block.
+    narrow.max_columns = 3;
+    ExpectErrorIn("alpha,beta,gamma,delta\n", "line 1, column 4", "limit of 3 columns", narrow);
   }
 }
 
@@ -193,13 +201,18 @@ TEST(CsvReader, RandomRoundTrip) {
       text += rng() % 2 ? "\r\n" : "\n";
       rows.push_back(row);
     }
-    CsvOptions o;
     // Small chunks split records; whole ones let plain records take the
-    // copy-free path.
-    o.chunk_bytes = trial % 2 ? 1 + rng() % 16 : 1 << 16;
-    Result<Parsed> p = Parse(text, o, trial % 2 ? 1 + rng() % 9 : 1 << 20);
+    // copy-free path. Both must agree on fields, quoting and lines.
+    CsvOptions small;
+    small.chunk_bytes = 1 + rng() % 16;
+    Result<Parsed> p = Parse(text, small, 1 + rng() % 9);
     ASSERT_TRUE(p.ok()) << p.status() << "\n" << text;
     EXPECT_EQ(p->rows, rows) << text;
+    Result<Parsed> whole = Parse(text);
+    ASSERT_TRUE(whole.ok()) << whole.status() << "\n" << text;
+    EXPECT_EQ(whole->rows, rows) << text;
+    EXPECT_EQ(whole->quoted, p->quoted) << text;
+    EXPECT_EQ(whole->lines, p->lines) << text;
   }
 }
 

@@ -167,6 +167,51 @@ TEST_F(LoaderTest, DuplicateUpsertKeysNameBothRows) {
   EXPECT_EQ(Contents(), "");
 }
 
+// Keys are hashed, prefetched and probed 32 rows at a time: matches, a
+// duplicate and a null key just past a chunk's end are still found, in a
+// batch whose length is not a multiple of 32.
+TEST_F(LoaderTest, UpsertKeysAreCheckedAcrossProbeChunks) {
+  std::string table = "id,name,balance\n";
+  for (int id = 1; id <= 100; ++id) table += std::to_string(id) + ",n" + std::to_string(id) + ",1.00\n";
+  files_["t.csv"] = table;
+  ASSERT_EQ(Load(Request(LoadMode::kAppend, {"t.csv"})).state, RunState::kSucceeded);
+  // Ids 51..120: 50 in the table (odd ones unchanged, even ones renamed), 20 new.
+  std::string change = "id,name,balance\n";
+  for (int id = 51; id <= 120; ++id) {
+    change += std::to_string(id) + ",n" + std::to_string(id) + (id % 2 == 0 ? "x" : "") + ",1.00\n";
+  }
+  files_["u.csv"] = change;
+  RunRecord u = Load(Request(LoadMode::kUpsert, {"u.csv"}));
+  ASSERT_EQ(u.state, RunState::kSucceeded) << u.error;
+  EXPECT_EQ(u.counters.unchanged, 25);
+  EXPECT_EQ(u.counters.updated, 25);
+  EXPECT_EQ(u.counters.inserted, 20);
+  const std::string after = Contents();
+  EXPECT_NE(after.find("52:n52x:100 53:n53:100 "), std::string::npos) << after;
+  EXPECT_NE(after.find("119:n119:100 120:n120x:100 "), std::string::npos) << after;
+
+  // Rows 31 and 32 of the batch (lines 33 and 34): the last of one chunk
+  // and the first of the next.
+  std::string dup = "id,name,balance\n";
+  for (int r = 0; r < 40; ++r) dup += std::to_string(r == 32 ? 1031 : 1000 + r) + ",d,1.00\n";
+  files_["d.csv"] = dup;
+  RunRecord d = Load(Request(LoadMode::kUpsert, {"d.csv"}));
+  EXPECT_EQ(d.state, RunState::kFailed);
+  EXPECT_NE(d.error.find("d.csv line 33 and d.csv line 34 have the same key"), std::string::npos)
+      << d.error;
+
+  // Keyed on the nullable name: row 35 (line 37) has none.
+  std::string nulls = "id,name,balance\n";
+  for (int r = 0; r < 40; ++r) nulls += std::to_string(2000 + r) + "," + (r == 35 ? "" : "m" + std::to_string(r)) + ",1.00\n";
+  files_["n.csv"] = nulls;
+  RunRequest by_name = Request(LoadMode::kUpsert, {"n.csv"});
+  by_name.keys = {"name"};
+  RunRecord n = Load(by_name);
+  EXPECT_EQ(n.state, RunState::kFailed);
+  EXPECT_NE(n.error.find("n.csv: line 37: key column 'name' is null"), std::string::npos) << n.error;
+  EXPECT_EQ(Contents(), after);
+}
+
 TEST_F(LoaderTest, UnchangedRowsAreFoundColumnByColumnOrByHash) {
   // Kept input compares matched rows column by column; input parsed twice
   // (no retention budget) compares whole-row hashes. Both count the same.
