@@ -109,6 +109,23 @@ Hash128Value RowHash(const std::vector<const Column*>& cols, int64_t row, std::s
   return Hash128(*buf);
 }
 
+// Keys are hashed and prefetched this many rows at a time, before any of
+// them is looked up, so the lookups' cache misses overlap.
+constexpr int64_t kProbeChunk = 32;
+using ProbeChunk = std::array<Hash128Value, kProbeChunk>;
+
+// Hashes the keys of rows [first, first + n) into `hashes` and prefetches
+// where `map` keeps them (their slots too when `for_insert`).
+template <typename V>
+void HashAndPrefetch(const std::vector<const Column*>& keys, int64_t first, int64_t n,
+                     const FlatHashMap<V>& map, bool for_insert, ProbeChunk* hashes,
+                     std::string* buf) {
+  for (int64_t i = 0; i < n; ++i) {
+    (*hashes)[i] = RowHash(keys, first + i, buf);
+    map.Prefetch((*hashes)[i], for_insert);
+  }
+}
+
 // Whether a table row equals the run's row with its key.
 enum class Sameness : uint8_t {
   kByContent,  // compare `content` with the run row's hash (the input is parsed again)
@@ -330,9 +347,6 @@ class Stager {
   // pass through; footers stay).
   static constexpr uint64_t kMatchCacheBytes = 8 << 20;
 
-  // Keys hashed and prefetched together before any is looked up.
-  static constexpr int64_t kProbeChunk = 32;
-
   // Up to this many keys are reserved up front (64 MiB of slots); a larger
   // run grows the map as it goes.
   static constexpr double kMaxReservedKeys = 1 << 20;
@@ -349,7 +363,7 @@ class Stager {
       seen_.Reserve(static_cast<size_t>(std::min(rows * 1.1, cap)));
     }
     const auto kc = Columns(b, keys_);
-    std::array<Hash128Value, kProbeChunk> hashes;  // inserted a chunk at a time, prefetched
+    ProbeChunk hashes;
     for (int64_t r = 0; r < b.num_rows(); ++r) {
       const int64_t line = lines[static_cast<size_t>(r)];
       for (size_t k = 0; k < kc.size(); ++k) {
@@ -360,11 +374,8 @@ class Stager {
         }
       }
       if (r % kProbeChunk == 0) {
-        const int64_t n = std::min<int64_t>(kProbeChunk, b.num_rows() - r);
-        for (int64_t i = 0; i < n; ++i) {
-          hashes[i] = RowHash(kc, r + i, &buf_);
-          seen_.Prefetch(hashes[i], /*for_insert=*/true);
-        }
+        HashAndPrefetch(kc, r, std::min<int64_t>(kProbeChunk, b.num_rows() - r), seen_,
+                        /*for_insert=*/true, &hashes, &buf_);
       }
       bool fresh = false;
       Seen& at = seen_.FindOrInsert(hashes[r % kProbeChunk], &fresh);
@@ -487,14 +498,11 @@ class Stager {
       const Column& address = b.columns.back();
       // Most table rows miss: a chunk's probes are prefetched, then tested
       // on control bytes, and only candidates are compared.
-      std::array<Hash128Value, kProbeChunk> hashes;
+      ProbeChunk hashes;
       std::array<int64_t, kProbeChunk> candidates;
       for (int64_t first = 0; first < b.num_rows(); first += kProbeChunk) {
         const int64_t n = std::min<int64_t>(kProbeChunk, b.num_rows() - first);
-        for (int64_t i = 0; i < n; ++i) {
-          hashes[i] = RowHash(kc, first + i, &buf);
-          seen_.Prefetch(hashes[i]);
-        }
+        HashAndPrefetch(kc, first, n, seen_, /*for_insert=*/false, &hashes, &buf);
         size_t maybe = 0;
         for (int64_t i = 0; i < n; ++i) {
           if (seen_.MayContain(hashes[i])) candidates[maybe++] = i;
