@@ -29,6 +29,38 @@ enum class StatusCode : int {
 
 std::string_view StatusCodeName(StatusCode code);
 
+// Stable, machine-readable error codes (docs/errors.md). The StatusCode is the
+// canonical category; the ErrorCode names the rule that failed. Callers,
+// retries, exit codes and HTTP statuses branch on it, never on a message.
+// The names (ErrorCodeName) are a contract: add codes, never rename one.
+enum class ErrorCode : int {
+  kNone = 0,              // OK
+  kInvalidArgument,       // a malformed request, flag or value
+  kValidationFailed,      // input data broke the table's schema or a format rule
+  kDuplicateKey,          // a declared key would hold two rows
+  kLimitExceeded,         // a documented limit was hit
+  kNotFound,              // the named object does not exist
+  kAlreadyExists,         // a create found the object present
+  kPermissionDenied,      // a missing grant, or a refused policy
+  kConflict,              // a concurrent change; retrying can succeed
+  kSchemaConflict,        // the table's schema changed since validation
+  kPreconditionFailed,    // the state forbids the operation; a retry will not help
+  kIdempotencyKeyReused,  // the key belongs to a different request
+  kRequestInFlight,       // the same request is running elsewhere; wait, then repeat
+  kRunAlreadyCommitted,   // the run's commit is already in the journal
+  kUnsupportedFormat,     // data written by a newer (or too old) Loam
+  kUnavailable,           // transient I/O trouble; safe to retry
+  kDataLoss,              // corruption: checksum, missing or inconsistent rows
+  kInternal,              // a bug
+  kUnimplemented,
+};
+
+std::string_view ErrorCodeName(ErrorCode code);
+// The code named `name` (as ErrorCodeName spells it); kInternal when unknown.
+ErrorCode ErrorCodeFromName(std::string_view name);
+// The code a status of category `code` carries unless it names another.
+ErrorCode DefaultErrorCode(StatusCode code);
+
 class [[nodiscard]] Status {
  public:
   Status() noexcept = default;  // OK
@@ -51,9 +83,20 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string msg);
   static Status Internal(std::string msg);
   static Status Unimplemented(std::string msg);
+  // FailedPrecondition that a retry against the latest state can fix.
+  static Status Conflict(std::string msg);
 
   bool ok() const { return state_ == nullptr; }
   StatusCode code() const { return state_ ? state_->code : StatusCode::kOk; }
+  // The stable error code: the one set by WithErrorCode, else the category's
+  // default (DefaultErrorCode).
+  ErrorCode error_code() const;
+  bool Is(ErrorCode e) const { return error_code() == e; }
+  // This status with `e` as its error code. No-op on OK.
+  Status WithErrorCode(ErrorCode e) const&;
+  Status WithErrorCode(ErrorCode e) &&;
+  // Same category, error code and context; another message.
+  Status WithMessage(std::string message) const;
   // Empty for OK.
   const std::string& message() const;
   // Where the failure happened, outermost first ("opening table t; reading k").
@@ -88,6 +131,7 @@ class [[nodiscard]] Status {
     StatusCode code;
     std::string message;
     std::string context;
+    ErrorCode error = ErrorCode::kNone;  // kNone: the category's default
   };
   std::unique_ptr<State> state_;
 };

@@ -165,11 +165,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   }
   if (rec->state == RunState::kSucceeded) return kExitOk;
   if (rec->state == RunState::kPartial) return kExitPartial;
-  if (rec->error_code == "conflict" || rec->error_code == "schema_conflict") return kExitConflict;
-  if (rec->error_code == "not_found") return kExitNotFound;
-  if (rec->error_code == "permission_denied") return kExitDenied;
-  if (rec->error_code == "limit_exceeded") return kExitLimit;
-  return kExitRunFailed;
+  return ExitCodeFor(ErrorCodeFromName(rec->error_code));
 }
 
 Status RunsList(const Context& ctx, const std::string& table) {

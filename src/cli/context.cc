@@ -9,28 +9,42 @@
 
 namespace loam::cli {
 
-int ExitCodeFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kOk:
+int ExitCodeFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
       return kExitOk;
-    case StatusCode::kInvalidArgument:
+    case ErrorCode::kInvalidArgument:
       return kExitUsage;
-    case StatusCode::kNotFound:
+    case ErrorCode::kValidationFailed:
+    case ErrorCode::kDuplicateKey:
+      return kExitRunFailed;
+    case ErrorCode::kNotFound:
       return kExitNotFound;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kAborted:
-    case StatusCode::kFailedPrecondition:
+    case ErrorCode::kAlreadyExists:
+    case ErrorCode::kConflict:
+    case ErrorCode::kSchemaConflict:
+    case ErrorCode::kPreconditionFailed:
+    case ErrorCode::kIdempotencyKeyReused:
+    case ErrorCode::kRequestInFlight:
+    case ErrorCode::kRunAlreadyCommitted:
       return kExitConflict;
-    case StatusCode::kPermissionDenied:
+    case ErrorCode::kPermissionDenied:
       return kExitDenied;
-    case StatusCode::kResourceExhausted:
+    case ErrorCode::kLimitExceeded:
       return kExitLimit;
-    case StatusCode::kDataLoss:
+    case ErrorCode::kDataLoss:
       return kExitCorrupt;
-    default:
+    case ErrorCode::kUnsupportedFormat:
+      return kExitFormat;
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kInternal:
+    case ErrorCode::kUnimplemented:
       return kExitInternal;
   }
+  return kExitInternal;
 }
+
+int ExitCodeFor(const Status& s) { return ExitCodeFor(s.error_code()); }
 
 std::function<Status(std::string_view)> Context::CrashHook() {
   const char* at = std::getenv("LOAM_CRASH_AT");
@@ -78,7 +92,8 @@ int Report(const Context& ctx, const Status& s) {
   const int code = ExitCodeFor(s);
   if (ctx.json) {
     std::cout << nlohmann::json{{"error",
-                                 {{"code", std::string(StatusCodeName(s.code()))},
+                                 {{"code", std::string(ErrorCodeName(s.error_code()))},
+                                  {"category", std::string(StatusCodeName(s.code()))},
                                   {"message", s.message()},
                                   {"exitCode", code}}}}
                      .dump()

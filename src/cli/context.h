@@ -20,10 +20,13 @@ enum ExitCode : int {
   kExitLimit = 6,      // a limit was exceeded
   kExitCorrupt = 7,    // checksum or format damage (heads verify found problems)
   kExitPartial = 8,    // a skipRows run committed, but left rows out
+  kExitFormat = 9,     // data written by another Loam version (migrate or upgrade)
   kExitInternal = 10,  // I/O trouble or a bug
 };
 
 int ExitCodeFor(const Status& s);
+// The exit code of a failed run that recorded `code` (docs/errors.md).
+int ExitCodeFor(ErrorCode code);
 
 struct Context {
   std::string root;       // --root, LOAM_ROOT, or ./loam-data

@@ -9,20 +9,113 @@ namespace loam {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kAborted: return "Aborted";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kDataLoss: return "DataLoss";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kInternal: return "Internal";
-    case StatusCode::kUnimplemented: return "Unimplemented";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kAborted:
+      return "Aborted";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kDataLoss:
+      return "DataLoss";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kInternal:
+      return "Internal";
+    case StatusCode::kUnimplemented:
+      return "Unimplemented";
   }
   return "Unknown";
+}
+
+std::string_view ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kNone:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kValidationFailed:
+      return "validation_failed";
+    case ErrorCode::kDuplicateKey:
+      return "duplicate_key";
+    case ErrorCode::kLimitExceeded:
+      return "limit_exceeded";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kAlreadyExists:
+      return "already_exists";
+    case ErrorCode::kPermissionDenied:
+      return "permission_denied";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kSchemaConflict:
+      return "schema_conflict";
+    case ErrorCode::kPreconditionFailed:
+      return "precondition_failed";
+    case ErrorCode::kIdempotencyKeyReused:
+      return "idempotency_key_reused";
+    case ErrorCode::kRequestInFlight:
+      return "request_in_flight";
+    case ErrorCode::kRunAlreadyCommitted:
+      return "run_already_committed";
+    case ErrorCode::kUnsupportedFormat:
+      return "unsupported_format";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kDataLoss:
+      return "data_loss";
+    case ErrorCode::kInternal:
+      return "internal";
+    case ErrorCode::kUnimplemented:
+      return "unimplemented";
+  }
+  return "internal";
+}
+
+ErrorCode ErrorCodeFromName(std::string_view name) {
+  for (int c = 0; c <= static_cast<int>(ErrorCode::kUnimplemented); ++c) {
+    if (ErrorCodeName(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);
+  }
+  return ErrorCode::kInternal;
+}
+
+ErrorCode DefaultErrorCode(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return ErrorCode::kNone;
+    case StatusCode::kInvalidArgument:
+      return ErrorCode::kInvalidArgument;
+    case StatusCode::kNotFound:
+      return ErrorCode::kNotFound;
+    case StatusCode::kAlreadyExists:
+      return ErrorCode::kAlreadyExists;
+    case StatusCode::kAborted:
+      return ErrorCode::kConflict;  // a lost compare-and-swap
+    case StatusCode::kFailedPrecondition:
+      return ErrorCode::kPreconditionFailed;
+    case StatusCode::kUnavailable:
+      return ErrorCode::kUnavailable;
+    case StatusCode::kDataLoss:
+      return ErrorCode::kDataLoss;
+    case StatusCode::kPermissionDenied:
+      return ErrorCode::kPermissionDenied;
+    case StatusCode::kResourceExhausted:
+      return ErrorCode::kLimitExceeded;
+    case StatusCode::kInternal:
+      return ErrorCode::kInternal;
+    case StatusCode::kUnimplemented:
+      return ErrorCode::kUnimplemented;
+  }
+  return ErrorCode::kInternal;
 }
 
 Status::Status(StatusCode code, std::string message) {
@@ -54,6 +147,28 @@ LOAM_STATUS_FACTORY(Internal)
 LOAM_STATUS_FACTORY(Unimplemented)
 #undef LOAM_STATUS_FACTORY
 
+Status Status::Conflict(std::string msg) {
+  return FailedPrecondition(std::move(msg)).WithErrorCode(ErrorCode::kConflict);
+}
+
+ErrorCode Status::error_code() const {
+  if (!state_) return ErrorCode::kNone;
+  return state_->error != ErrorCode::kNone ? state_->error : DefaultErrorCode(state_->code);
+}
+
+Status Status::WithErrorCode(ErrorCode e) const& { return Status(*this).WithErrorCode(e); }
+
+Status Status::WithErrorCode(ErrorCode e) && {
+  if (state_) state_->error = e;
+  return std::move(*this);
+}
+
+Status Status::WithMessage(std::string message) const {
+  Status out(*this);
+  if (out.state_) out.state_->message = std::move(message);
+  return out;
+}
+
 namespace {
 const std::string& EmptyString() {
   static const std::string* empty = new std::string();
@@ -64,7 +179,9 @@ const std::string& EmptyString() {
 const std::string& Status::message() const { return state_ ? state_->message : EmptyString(); }
 const std::string& Status::context() const { return state_ ? state_->context : EmptyString(); }
 
-Status Status::WithContext(std::string_view where) const& { return Status(*this).WithContext(where); }
+Status Status::WithContext(std::string_view where) const& {
+  return Status(*this).WithContext(where);
+}
 
 Status Status::WithContext(std::string_view where) && {
   if (state_ && !where.empty()) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/status_macros.h"
@@ -89,6 +90,39 @@ TEST(ResultTest, OkStatusBecomesInternalError) {
   Result<int> r{Status::OK()};
   EXPECT_FALSE(r.ok());
   EXPECT_TRUE(r.status().IsInternal());
+}
+
+TEST(StatusTest, ErrorCodesDefaultToTheCategoryAndCanBeNamed) {
+  EXPECT_EQ(Status::OK().error_code(), ErrorCode::kNone);
+  EXPECT_EQ(Status::InvalidArgument("x").error_code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(Status::ResourceExhausted("x").error_code(), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(Status::Aborted("x").error_code(), ErrorCode::kConflict);
+  EXPECT_EQ(Status::FailedPrecondition("x").error_code(), ErrorCode::kPreconditionFailed);
+  const Status conflict = Status::Conflict("moved");
+  EXPECT_TRUE(conflict.IsFailedPrecondition());
+  EXPECT_TRUE(conflict.Is(ErrorCode::kConflict));
+  const Status schema =
+      Status::FailedPrecondition("changed").WithErrorCode(ErrorCode::kSchemaConflict);
+  EXPECT_TRUE(schema.Is(ErrorCode::kSchemaConflict));
+  EXPECT_FALSE(schema.Is(ErrorCode::kConflict));
+  // The code survives context, copies and a new message; OK stays OK.
+  const Status framed = schema.WithContext("loading").WithMessage("f.csv: changed");
+  EXPECT_TRUE(framed.Is(ErrorCode::kSchemaConflict));
+  EXPECT_EQ(framed.message(), "f.csv: changed");
+  EXPECT_EQ(framed.context(), "loading");
+  EXPECT_TRUE(Status::OK().WithErrorCode(ErrorCode::kConflict).ok());
+}
+
+TEST(StatusTest, ErrorCodeNamesAreStableAndRoundTrip) {
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kDuplicateKey), "duplicate_key");
+  EXPECT_EQ(ErrorCodeName(ErrorCode::kIdempotencyKeyReused), "idempotency_key_reused");
+  std::set<std::string_view> names;
+  for (int c = 0; c <= static_cast<int>(ErrorCode::kUnimplemented); ++c) {
+    const ErrorCode code = static_cast<ErrorCode>(c);
+    EXPECT_TRUE(names.insert(ErrorCodeName(code)).second) << ErrorCodeName(code);
+    EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(code)), code);
+  }
+  EXPECT_EQ(ErrorCodeFromName("no_such_code"), ErrorCode::kInternal);
 }
 
 TEST(ResultTest, MoveOnlyValues) {

@@ -174,14 +174,17 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
     return WithState(*std::move(next));
   }
   if (put.status().IsAlreadyExists()) {
-    return Status::Aborted("version " + std::to_string(next->version) + " was committed concurrently");
+    return Status::Aborted("version " + std::to_string(next->version) +
+                           " was committed concurrently");
   }
   // Outcome unknown (e.g. a timeout): our transaction id decides.
   Result<std::string> landed = store_->Get(key);
   if (landed.ok()) {
     auto v = DecodeVersionFile(*landed, key);
     if (v.ok() && v->txn.id == txn.id) return WithState(*std::move(v));
-    if (v.ok()) return Status::Aborted("version " + std::to_string(next->version) + " was committed concurrently");
+    if (v.ok())
+      return Status::Aborted("version " + std::to_string(next->version) +
+                             " was committed concurrently");
   }
   return put.status().WithContext("committing version " + std::to_string(next->version));
 }
@@ -204,8 +207,8 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       ASSIGN_OR_RETURN(base, LoadLatest(branch_));
     }
     if (opts.expected_version && base.version != *opts.expected_version) {
-      return Status::FailedPrecondition("expected version " + std::to_string(*opts.expected_version) +
-                                        " but the latest is " + std::to_string(base.version));
+      return Status::Conflict("expected version " + std::to_string(*opts.expected_version) +
+                              " but the latest is " + std::to_string(base.version));
     }
     ASSIGN_OR_RETURN(std::optional<Transaction> txn, build(base));
     if (!txn) return WithState(std::move(base));  // nothing to commit

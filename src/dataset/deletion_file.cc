@@ -71,7 +71,8 @@ Result<DeletionVector> DeletionVector::Decode(std::string_view bytes, const std:
   ASSIGN_OR_RETURN(uint16_t flags, d.U16());
   if (version != kVersion || flags != 0) {
     return Status::FailedPrecondition(what + " has deletion file version " +
-                                      std::to_string(version) + "; upgrade Loam to read it");
+                                      std::to_string(version) + "; upgrade Loam to read it")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   ASSIGN_OR_RETURN(uint32_t n, d.U32());
   if (d.remaining() != 4ull * n) return d.Corrupt("row count disagrees with size");

@@ -116,7 +116,8 @@ Result<std::vector<IndexMeta>> GetIndices(Decoder& d) {
     if (nf > d.remaining()) return d.Corrupt("coverage too large");
     for (uint32_t k = 0; k < nf; ++k) {
       ASSIGN_OR_RETURN(uint64_t f, d.U64());
-      if (!m.fragments.empty() && f <= m.fragments.back()) return d.Corrupt("coverage not ascending");
+      if (!m.fragments.empty() && f <= m.fragments.back())
+        return d.Corrupt("coverage not ascending");
       m.fragments.push_back(f);
     }
     if (m.levels == 0 || m.root_offset + m.root_size > m.file_size) {
@@ -191,16 +192,26 @@ Result<Transaction> GetTransaction(Decoder& d, uint16_t format) {
 
 std::string_view OpTypeName(OpType op) {
   switch (op) {
-    case OpType::kCreate: return "create";
-    case OpType::kAppend: return "append";
-    case OpType::kDelete: return "delete";
-    case OpType::kMergeInsert: return "merge_insert";
-    case OpType::kOverwrite: return "overwrite";
-    case OpType::kRestore: return "restore";
-    case OpType::kAddColumn: return "add_column";
-    case OpType::kCompact: return "compact";
-    case OpType::kCreateIndex: return "create_index";
-    case OpType::kRewrite: return "rewrite";
+    case OpType::kCreate:
+      return "create";
+    case OpType::kAppend:
+      return "append";
+    case OpType::kDelete:
+      return "delete";
+    case OpType::kMergeInsert:
+      return "merge_insert";
+    case OpType::kOverwrite:
+      return "overwrite";
+    case OpType::kRestore:
+      return "restore";
+    case OpType::kAddColumn:
+      return "add_column";
+    case OpType::kCompact:
+      return "compact";
+    case OpType::kCreateIndex:
+      return "create_index";
+    case OpType::kRewrite:
+      return "rewrite";
   }
   return "unknown";
 }
@@ -373,7 +384,8 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
     return Status::FailedPrecondition(what + " has version file format " +
                                       std::to_string(p.format) + ", this build reads " +
                                       std::to_string(kOldestReadableFormat) + " to " +
-                                      std::to_string(kFormatVersion) + "; upgrade Loam to read it");
+                                      std::to_string(kFormatVersion) + "; upgrade Loam to read it")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   bool valid;
   if (p.format == 1) {

@@ -83,7 +83,9 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
                                                "loam:recovery", s.run_id, "rolled_forward");
     if (r.ok()) return finish(&report->rolled_forward);
     // The run committed elsewhere, the head moved, or another recoverer won.
-    if (!r.status().IsAlreadyExists() && !r.status().IsFailedPrecondition()) return r.status();
+    if (!r.status().Is(ErrorCode::kRunAlreadyCommitted) && !r.status().Is(ErrorCode::kConflict)) {
+      return r.status();
+    }
     ASSIGN_OR_RETURN(cur, head_now());
     if (published(cur)) return finish(&report->already_published);
     if (!cur) return finish(&report->without_effect);

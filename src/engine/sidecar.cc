@@ -43,7 +43,8 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
   }
   if (j["format"] != kSidecarFormat) {
     return Status::FailedPrecondition("sidecar '" + key + "' has format " + j["format"].dump() +
-                                      "; this build reads format 1");
+                                      "; this build reads format 1")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   try {
     Sidecar s;

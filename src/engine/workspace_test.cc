@@ -137,12 +137,13 @@ TEST_F(WorkspaceTest, StaleExpectationIsATypedConflict) {
   ASSERT_TRUE(ws_->Write(a).ok());
   Status s = ws_->Write(b).status();
   EXPECT_TRUE(s.IsFailedPrecondition()) << s;
-  EXPECT_NE(s.message().find("conflict"), std::string::npos) << s;
+  EXPECT_TRUE(s.Is(ErrorCode::kConflict)) << s;
   EXPECT_EQ(RowsOf(*ws_, "t"), 1);
   WriteRequest c = Append("t", {3});
   c.expected_schema_version = 7;
   s = ws_->Write(c).status();
-  EXPECT_NE(s.message().find("schema_conflict"), std::string::npos) << s;
+  EXPECT_TRUE(s.Is(ErrorCode::kSchemaConflict)) << s;
+  EXPECT_FALSE(s.Is(ErrorCode::kConflict)) << s;  // a retry cannot fix it
 }
 
 TEST_F(WorkspaceTest, RunsCommitAtMostOnce) {
@@ -178,7 +179,7 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
   WriteRequest stale = Append("t", {2});
   stale.expected_schema_version = 1;
   Status st = ws_->Write(stale).status();
-  EXPECT_NE(st.message().find("schema_conflict"), std::string::npos) << st;
+  EXPECT_TRUE(st.Is(ErrorCode::kSchemaConflict)) << st;
   bool schema_row = false;
   for (const ManifestRow& row :
        ws_->manifest().CommitRows("", ws_->Current().value().manifest_version).value()) {

@@ -67,7 +67,8 @@ std::string EncodeFooterAndTrailer(const FragmentFooter& f, uint64_t footer_offs
   PutFixed32(&out, static_cast<uint32_t>(f.groups.size()));
   for (const RowGroupEntry& g : f.groups) {
     PutFixed32(&out, g.rows);
-    for (size_t c = 0; c < g.pages.size(); ++c) EncodePage(f.schema.fields[c].type, g.pages[c], &out);
+    for (size_t c = 0; c < g.pages.size(); ++c)
+      EncodePage(f.schema.fields[c].type, g.pages[c], &out);
   }
   PutFixed32(&out, static_cast<uint32_t>(f.metadata.size()));
   for (const auto& [k, v] : f.metadata) {
@@ -112,10 +113,11 @@ Result<FragmentFooter> DecodeFooter(std::string_view footer, std::string_view tr
     return Status::DataLoss(what + ": footer position disagrees with the file size");
   }
   if (t.version != kFragmentFormatVersion || DecodeFixed(trailer_bytes.data() + 14, 2) != 0) {
-    return Status::FailedPrecondition(
-        "'" + file + "' has fragment format version " + std::to_string(t.version) +
-        ", this build reads version " + std::to_string(kFragmentFormatVersion) +
-        "; upgrade Loam to read it");
+    return Status::FailedPrecondition("'" + file + "' has fragment format version " +
+                                      std::to_string(t.version) + ", this build reads version " +
+                                      std::to_string(kFragmentFormatVersion) +
+                                      "; upgrade Loam to read it")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   Decoder d(footer, what);
   FragmentFooter f;
@@ -130,7 +132,8 @@ Result<FragmentFooter> DecodeFooter(std::string_view footer, std::string_view tr
     ASSIGN_OR_RETURN(group.rows, d.U32());
     rows += group.rows;
     for (uint32_t c = 0; c < ncols; ++c) {
-      ASSIGN_OR_RETURN(PageEntry p, DecodePage(d, f.schema.fields[c].type, group.rows, t.footer_offset));
+      ASSIGN_OR_RETURN(PageEntry p,
+                       DecodePage(d, f.schema.fields[c].type, group.rows, t.footer_offset));
       group.pages.push_back(std::move(p));
     }
     f.groups.push_back(std::move(group));

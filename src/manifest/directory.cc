@@ -77,9 +77,10 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
   ASSIGN_OR_RETURN(uint32_t format, d.U32());
   if (format < kOldestManifestFormat || format > kManifestFormatVersion) {
     return Status::FailedPrecondition(
-        "manifest format v" + std::to_string(format) + " is not supported by this build (v" +
-        std::to_string(kOldestManifestFormat) + " to v" + std::to_string(kManifestFormatVersion) +
-        "); migrate or upgrade Loam");
+               "manifest format v" + std::to_string(format) + " is not supported by this build (v" +
+               std::to_string(kOldestManifestFormat) + " to v" +
+               std::to_string(kManifestFormatVersion) + "); migrate or upgrade Loam")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   ASSIGN_OR_RETURN(uint32_t nslots, d.U32());
   ASSIGN_OR_RETURN(uint32_t nfiles, d.U32());
@@ -99,7 +100,8 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
     ASSIGN_OR_RETURN(s.offset, d.U32());
     ASSIGN_OR_RETURN(s.count, d.U32());
     s.file = static_cast<int32_t>(file);
-    if (s.file < -1 || s.file >= static_cast<int32_t>(nfiles)) return d.Corrupt("slot names no file");
+    if (s.file < -1 || s.file >= static_cast<int32_t>(nfiles))
+      return d.Corrupt("slot names no file");
   }
   if (!d.done()) return d.Corrupt("trailing bytes");
   return out;

@@ -45,7 +45,8 @@ std::string WithCommit(const std::string& metadata, const std::string& commit_id
 
 uint64_t ManifestVersionOf(const ManifestRow& row) {
   json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("manifest_version") && j["manifest_version"].is_number_unsigned()
+  return j.is_object() && j.contains("manifest_version") &&
+                 j["manifest_version"].is_number_unsigned()
              ? j["manifest_version"].get<uint64_t>()
              : 0;
 }
@@ -98,10 +99,10 @@ std::string Manifest::Root() const {
 }
 
 Result<std::shared_ptr<Manifest>> Manifest::Create(std::shared_ptr<ObjectStore> store,
-                                                   std::string workspace,
-                                                   ManifestOptions options) {
+                                                   std::string workspace, ManifestOptions options) {
   std::shared_ptr<Manifest> m(new Manifest(std::move(store), std::move(workspace), options));
-  RETURN_NOT_OK(Dataset::Create(m->store_, m->Root(), ManifestSchema(), m->options_.dataset).status());
+  RETURN_NOT_OK(
+      Dataset::Create(m->store_, m->Root(), ManifestSchema(), m->options_.dataset).status());
   return m;
 }
 
@@ -110,7 +111,8 @@ Result<std::shared_ptr<Manifest>> Manifest::Open(std::shared_ptr<ObjectStore> st
   std::shared_ptr<Manifest> m(new Manifest(std::move(store), std::move(workspace), options));
   Result<VersionHeader> h = Dataset::ReadLatestHeader(m->store_, m->Root(), "");
   if (h.status().IsNotFound()) {
-    return Status::NotFound("no Loam workspace at '" + m->workspace_ + "' (no __manifest); run init");
+    return Status::NotFound("no Loam workspace at '" + m->workspace_ +
+                            "' (no __manifest); run init");
   }
   RETURN_NOT_OK(h.status());
   RETURN_NOT_OK(DirectoryOf(h->app_section).status());
@@ -188,7 +190,8 @@ Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& 
   const HeadDirectory::File& file = v.dir.files[slot.file];
   ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(file, stats));
   Result<std::vector<ManifestRow>> rows = BatchToRows(*batch, slot.offset, slot.count);
-  if (!rows.ok()) return rows.status().WithContext("manifest partition " + std::to_string(partition));
+  if (!rows.ok())
+    return rows.status().WithContext("manifest partition " + std::to_string(partition));
   if (stats) stats->rows_decoded += static_cast<int>(rows->size());
   std::set<std::string> seen;
   for (const ManifestRow& r : *rows) {
@@ -300,8 +303,9 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     // Looked up in the version this attempt commits on: no second open.
     ASSIGN_OR_RETURN(auto done, FindJournalRowIn(base, RunCommitId(spec.run_id), nullptr));
     if (done) {
-      return Status::AlreadyExists("run " + spec.run_id + " already committed (" +
-                                   done->metadata + ")");
+      return Status::AlreadyExists("run " + spec.run_id + " already committed (" + done->metadata +
+                                   ")")
+          .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
     }
   }
   ASSIGN_OR_RETURN(PublishPlan plan, spec.build(view));
@@ -344,27 +348,24 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     if (!spec.branch.empty()) commit.table_branch = spec.branch;
     json parents = json::array();
     if (!parent.empty()) parents.push_back(parent);
-    commit.metadata = json{{"parents", parents},
-                           {"actor", spec.actor},
-                           {"run_id", spec.run_id},
-                           {"created_at", options_.dataset.clock->NowMicros()},
-                           {"commit", commit_id},
-                           {"manifest_version", next_version}}
-                          .dump();
+    commit.metadata =
+        json{{"parents", parents},    {"actor", spec.actor},
+             {"run_id", spec.run_id}, {"created_at", options_.dataset.clock->NowMicros()},
+             {"commit", commit_id},   {"manifest_version", next_version}}
+            .dump();
     plan.journal.push_back(std::move(commit));
     if (!spec.run_id.empty()) {
       ManifestRow run;
       run.object_id = RunCommitId(spec.run_id);
       run.object_type = std::string(object_type::kRunCommit);
       run.table_version = static_cast<int64_t>(next_version);
-      run.metadata = json{{"commit", commit_id},
-                          {"run_id", spec.run_id},
-                          {"manifest_version", next_version}}
-                         .dump();
+      run.metadata =
+          json{{"commit", commit_id}, {"run_id", spec.run_id}, {"manifest_version", next_version}}
+              .dump();
       plan.journal.push_back(std::move(run));
     }
-    plan.upserts.push_back(GraphHeadRow({spec.branch, commit_id, parent,
-                                         static_cast<int64_t>(next_version)}));
+    plan.upserts.push_back(
+        GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));
   } else if (!plan.journal.empty()) {
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }
@@ -374,7 +375,8 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   auto partition_rows = [&](const ManifestRow& r) -> Result<std::vector<ManifestRow>*> {
     ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
     auto it = touched.find(p);
-    if (it == touched.end() && plan.rebuild.count(p)) it = touched.emplace(p, std::vector<ManifestRow>()).first;
+    if (it == touched.end() && plan.rebuild.count(p))
+      it = touched.emplace(p, std::vector<ManifestRow>()).first;
     if (it == touched.end()) {
       ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
       it = touched.emplace(p, std::move(rows)).first;
@@ -383,11 +385,11 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   };
   for (uint32_t p : plan.rebuild) touched.emplace(p, std::vector<ManifestRow>());
   for (const ManifestRow& r : plan.removes) {
-    ASSIGN_OR_RETURN(std::vector<ManifestRow>* rows, partition_rows(r));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, partition_rows(r));
     std::erase_if(*rows, [&](const ManifestRow& x) { return x.object_id == r.object_id; });
   }
   for (const ManifestRow& r : plan.upserts) {
-    ASSIGN_OR_RETURN(std::vector<ManifestRow>* rows, partition_rows(r));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, partition_rows(r));
     auto it = std::find_if(rows->begin(), rows->end(),
                            [&](const ManifestRow& x) { return x.object_id == r.object_id; });
     if (it == rows->end()) {
@@ -508,11 +510,12 @@ Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& di
                               std::map<uint32_t, std::vector<ManifestRow>>* touched) {
   // The new fragment's path has a fixed length: data/<26-character ULID>.lfrag,
   // or (inline) _versions/<20 digits>.lver, two characters shorter.
-  const HeadDirectory::File next{Dataset::BranchDir(branch) + "data/" + std::string(26, '0') + ".lfrag",
-                                 0};
+  const HeadDirectory::File next{
+      Dataset::BranchDir(branch) + "data/" + std::string(26, '0') + ".lfrag", 0};
   while (true) {
     HeadDirectory projected = dir;
-    for (const auto& [p, rows] : *touched) projected.Set(p, next, 0, static_cast<uint32_t>(rows.size()));
+    for (const auto& [p, rows] : *touched)
+      projected.Set(p, next, 0, static_cast<uint32_t>(rows.size()));
     projected.Prune();
     if (EncodeHeadDirectory(projected).size() <= kMaxAppSection) return Status::OK();
     std::map<int32_t, int> uses;
@@ -520,9 +523,10 @@ Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& di
       if (s.file >= 0 && !(projected.files[s.file] == next)) uses[s.file]++;
     }
     if (uses.empty()) return Status::Internal("the head directory cannot fit a version header");
-    const int32_t victim = std::min_element(uses.begin(), uses.end(), [](const auto& a, const auto& b) {
-                             return a.second < b.second;
-                           })->first;
+    const int32_t victim =
+        std::min_element(uses.begin(), uses.end(), [](const auto& a, const auto& b) {
+          return a.second < b.second;
+        })->first;
     for (uint32_t p = 0; p < kNumPartitions; ++p) {
       if (projected.slots[p].file != victim) continue;
       ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
