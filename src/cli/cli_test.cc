@@ -183,9 +183,17 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   EXPECT_EQ(Run({"load", "nosuch", "a.csv"}).code, 4);
   EXPECT_EQ(Run({"load", "events", "missing.csv"}).code, 4);
   EXPECT_EQ(Run({"count", "events"}, {{"LOAM_ROOT", dir_ + "/elsewhere"}}).code, 4);
-  CliResult q = Run({"count", "events"}, {{"LOAM_QUARANTINE", "true"}});
-  EXPECT_EQ(q.code, 5);
-  EXPECT_NE(q.err.find("refuses to run in quarantine mode"), std::string::npos);
+  for (const char* truthy : {"true", "1", "yes", "ON", "True"}) {
+    CliResult q = Run({"count", "events"}, {{"LOAM_QUARANTINE", truthy}});
+    EXPECT_EQ(q.code, 5) << truthy;
+    EXPECT_NE(q.err.find("refuses to run in quarantine mode"), std::string::npos) << q.err;
+  }
+  CliResult unknown = Run({"count", "events"}, {{"LOAM_QUARANTINE", "maybe"}});
+  EXPECT_EQ(unknown.code, 2) << unknown.all();
+  EXPECT_NE(unknown.err.find("unrecognised value 'maybe'"), std::string::npos) << unknown.err;
+  for (const char* falsy : {"", "0", "false", "off", "no"}) {
+    EXPECT_EQ(Run({"count", "events"}, {{"LOAM_QUARANTINE", falsy}}).code, 0) << falsy;
+  }
   CliResult qp = Run({"load", "events", "a.csv", "--error-policy", "quarantine"});
   EXPECT_EQ(qp.code, 5);
   EXPECT_NE(qp.err.find("quarantine error policy is refused"), std::string::npos) << qp.err;
@@ -229,6 +237,8 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
   CliResult json_err = Run({"count", "nosuch", "--json"});
   EXPECT_EQ(json_err.code, 4);
   EXPECT_EQ(json::parse(json_err.out)["error"]["exitCode"], 4);
+  EXPECT_EQ(json::parse(json_err.out)["error"]["code"], "not_found");
+  EXPECT_EQ(json::parse(json_err.out)["error"]["category"], "NotFound");
   EXPECT_EQ(Run({"--help"}).code, 0);
   EXPECT_EQ(Run({"load", "--help"}).code, 0);
 }
@@ -279,20 +289,37 @@ std::vector<BadInput> Corpus() {
       {"unknown_key.jsonl", "{\"id\":1,\"zz\":1}\n", "field 'zz': not a column of the table"},
       {"deep.jsonl",
        "{\"id\":1,\"tags\":[[[1]]]}\n",
-       "nested deeper than 2 levels",
-       1,
+       "field 'tags': nested deeper than 2 levels",
+       6,
        {"--max-json-depth", "2"}},
+      {"deep_json.csv",
+       head + "1,a,,,\"[[[1]]]\"\n",
+       "('tags', json): nested deeper than 2 levels",
+       6,
+       {"--max-json-depth", "2"}},
+      {"control_byte.jsonl", "{\"id\":1,\"name\":\"a\tb\"}\n", "a control byte inside a string"},
+      {"nul.jsonl", std::string("{\"id\":1,\"name\":\"a") + '\0' + "b\"}\n", "control byte"},
+      {"trailing.jsonl", "{\"id\":1} x\n", "content follows the JSON value"},
+      {"two_docs.jsonl", "{\"id\":1}{\"id\":2}\n", "content follows the JSON value"},
+      {"bad_number.jsonl", "{\"id\":1,\"tags\":[01]}\n", "malformed JSON"},
+      {"bad_escape.jsonl", "{\"id\":1,\"tags\":[\"\\x\"]}\n", "bad escape"},
+      {"trailing_comma.jsonl", "{\"id\":1,\"tags\":{\"a\":1,}}\n", "malformed JSON"},
+      {"dup_in_run.csv", head + "5,a,,,\n5,b,,,\n",
+       "duplicate key: dup_in_run.csv line 2 and dup_in_run.csv line 3"},
+      {"dup_in_table.csv", head + "6,a,,,\n1,b,,,\n",
+       "duplicate key: 1 row(s) of the run have a key (id) that table 'events' already holds: "
+       "dup_in_table.csv line 3"},
       {"truncated.csv.gz", gz.substr(0, gz.size() / 2), "input ends inside its compressed stream"},
       {"truncated.csv.zst", zs.substr(0, zs.size() / 2), "input ends inside its compressed stream"},
       {"long_field.csv",
        head + "1," + std::string(100, 'x') + ",,,\n",
        "longer than",
-       1,
+       6,
        {"--max-field-bytes", "64"}},
       {"wide.csv",
        head + "1,a,,,\n",
        "more than the limit of 3 columns",
-       1,
+       6,
        {"--max-columns", "3"}},
       {"many_rows.csv",
        head + good_rows,
@@ -308,7 +335,11 @@ std::vector<BadInput> Corpus() {
        Gzip(head +
             [] {
               std::string rows;
-              for (int i = 0; i < 400000; ++i) rows += "1,a,1.00,,\n";
+              // Distinct keys (a keyed table refuses repeats first), long
+              // repetitive names: gzip shrinks them several hundred times.
+              for (int i = 0; i < 1000; ++i) {
+                rows += std::to_string(i) + "," + std::string(5000, 'a') + ",1.00,,\n";
+              }
               return rows;
             }()),
        "expands more than 50x",
@@ -327,8 +358,15 @@ TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
     File(bad.name, bad.data);
     std::vector<std::string> args = {"load", "events", bad.name};
     args.insert(args.end(), bad.flags.begin(), bad.flags.end());
+    args.push_back("--json");
     CliResult r = Run(args);
     EXPECT_EQ(r.code, bad.exit_code) << r.all();
+    const std::string code = bad.exit_code == 6                     ? "limit_exceeded"
+                             : bad.message.starts_with("duplicate") ? "duplicate_key"
+                                                                    : "";
+    if (!code.empty()) {
+      EXPECT_NE(r.out.find("\"errorCode\":\"" + code + "\""), std::string::npos) << r.out;
+    }
     EXPECT_NE(r.all().find(bad.message), std::string::npos) << r.all();
     EXPECT_NE(r.out.find("failed"), std::string::npos) << r.all();
   }

@@ -5,7 +5,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/context.h"
 #include "cli/heap.h"
+#include "ingest/quarantine.h"
 
 namespace {
 
@@ -18,10 +20,9 @@ std::string EnvOr(const char* name, std::string fallback) {
 
 int main(int argc, char** argv) {
   using namespace loam::cli;
-  if (EnvOr("LOAM_QUARANTINE", "") == "true") {
-    std::cerr << "error: LOAM_QUARANTINE=true is set, and Loam refuses to run in quarantine mode: "
-                 "it never keeps rejected rows. Unset LOAM_QUARANTINE.\n";
-    return kExitDenied;
+  if (loam::Status q = loam::ingest::CheckQuarantineSwitch(); !q.ok()) {
+    std::cerr << "error: " << q.message() << "\n";
+    return ExitCodeFor(q);
   }
   TuneHeap();
   Context ctx;

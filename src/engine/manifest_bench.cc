@@ -21,6 +21,13 @@ namespace {
 
 Schema OneColumn() { return Schema{{{"id", DataType::Int64(), false}}}; }
 
+// Bare workspace writes, without a principal.
+WorkspaceOptions BenchOptions() {
+  WorkspaceOptions o;
+  o.system_actor = true;
+  return o;
+}
+
 WriteRequest OneRow(const std::string& table, int64_t id) {
   WriteRequest w;
   w.table = table;
@@ -40,7 +47,7 @@ struct Fixture {
               .string();
     std::filesystem::remove_all(dir);
     store = LocalObjectStore::Open(dir).value();
-    ws = Workspace::Init(store, "").value();
+    ws = Workspace::Init(store, "", BenchOptions()).value();
     for (int t = 0; t < tables; ++t)
       ws->CreateTable("t" + std::to_string(t), OneColumn(), {}).value();
     // History: `depth` single-table manifest commits, published directly
@@ -98,7 +105,7 @@ void BM_DisjointWriters(benchmark::State& state) {
     std::vector<std::thread> threads;
     for (int w = 0; w < writers; ++w) {
       threads.emplace_back([&, w] {
-        auto ws = Workspace::Open(f.store, "").value();
+        auto ws = Workspace::Open(f.store, "", BenchOptions()).value();
         for (int c = 0; c < kCommitsEach; ++c)
           ws->Write(OneRow("t" + std::to_string(w), c)).value();
       });

@@ -10,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-Status Conflict(const std::string& what) { return Status::FailedPrecondition("conflict: " + what); }
+Status Conflict(const std::string& what) { return Status::Conflict(what); }
 
 // The catalog definition of the live table named `name`, from a publish view.
 Result<TableDef> DefByName(PublishView& view, const std::string& name) {
@@ -174,12 +174,10 @@ Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
   return Status::OK();
 }
 
-Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableHead& expected,
-                                                  int64_t new_version, int64_t row_count,
-                                                  const std::string& commit_id,
-                                                  const std::string& actor,
-                                                  const std::string& run_id,
-                                                  const std::string& recovery) {
+Result<WriteResult> Workspace::PublishTableChange(
+    const Sidecar& s, const TableHead& expected, int64_t new_version, int64_t row_count,
+    const std::string& commit_id, const std::string& actor, const std::string& run_id,
+    const std::string& recovery, PublishAuthorisation auth) {
   WriteResult result;
   PublishSpec spec;
   spec.branch = s.branch;
@@ -200,6 +198,16 @@ Result<WriteResult> Workspace::PublishTableChange(const Sidecar& s, const TableH
                      view.Find(TableDefId(s.sid), kCatalogPartition));
     if (!def_row) return Conflict("table '" + cur->table_key + "' left the catalog meanwhile");
     ASSIGN_OR_RETURN(TableDef def, ParseTableDef(*def_row));
+    if (auth.principal != nullptr) {
+      ASSIGN_OR_RETURN(std::optional<ManifestRow> grant_row,
+                       view.Find(GrantRow({s.sid, *auth.principal}).object_id, kCatalogPartition));
+      std::optional<Role> held;
+      if (grant_row) {
+        ASSIGN_OR_RETURN(Grant g, ParseGrant(*grant_row));
+        held = g.role;
+      }
+      RETURN_NOT_OK(AuthorizeRole(def.name, *auth.principal, held, auth.mode));
+    }
     PublishPlan plan;
     TableHead next = *cur;
     if (!s.new_table_def.empty()) {
@@ -376,14 +384,23 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
 
 Status Workspace::Authorize(const Snapshot& snapshot, const TableState& table,
                             const std::string& principal, WriteMode mode) const {
+  return AuthorizeRole(table.def.name, principal, snapshot.RoleOf(table.def.sid, principal), mode);
+}
+
+Status Workspace::AuthorizeRole(const std::string& table, const std::string& principal,
+                                std::optional<Role> held, WriteMode mode) const {
+  if (principal.empty()) {
+    if (options_.system_actor) return Status::OK();
+    return Status::PermissionDenied("a write to table '" + table +
+                                    "' needs a principal (set LOAM_PRINCIPAL, or authenticate)");
+  }
   if (!owner_.empty() && principal == owner_) return Status::OK();
   const Role needed =
       mode == WriteMode::kReplace || mode == WriteMode::kAddColumn ? Role::kAdmin : Role::kWriter;
-  std::optional<Role> held = snapshot.RoleOf(table.def.sid, principal);
   if (held && *held >= needed) return Status::OK();
   return Status::PermissionDenied("principal '" + principal + "' needs the " +
-                                  std::string(RoleName(needed)) + " grant on table '" +
-                                  table.def.name + "' (holds " +
+                                  std::string(RoleName(needed)) + " grant on table '" + table +
+                                  "' (holds " +
                                   (held ? std::string(RoleName(*held)) : std::string("none")) +
                                   "); an admin can grant it with 'loam table grant'");
 }
@@ -410,20 +427,25 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   // (its table has moved on since, by its own commit).
   if (!req.run_id.empty()) {
     ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
-    if (done) return Status::AlreadyExists("run " + req.run_id + " already committed");
+    if (done) {
+      return Status::AlreadyExists("run " + req.run_id + " already committed")
+          .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
+    }
   }
-  if (!req.principal.empty()) RETURN_NOT_OK(Authorize(snap, *t, req.principal, req.mode));
+  RETURN_NOT_OK(Authorize(snap, *t, req.principal, req.mode));
   const TableHead head = t->head;
+  if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
+    return Status::FailedPrecondition("table '" + req.table + "' changed from schema version " +
+                                      std::to_string(*req.expected_schema_version) + " to " +
+                                      std::to_string(t->def.schema_version) + " since validation")
+        .WithErrorCode(ErrorCode::kSchemaConflict);
+  }
+  // After the schema check: a schema change also moves the version, and is
+  // the reason a retry cannot fix.
   if (req.expected_version && *req.expected_version != head.table_version) {
     return Conflict("table '" + req.table + "' is at version " +
                     std::to_string(head.table_version) + ", not the expected " +
                     std::to_string(*req.expected_version));
-  }
-  if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
-    return Status::FailedPrecondition("schema_conflict: table '" + req.table +
-                                      "' changed from schema version " +
-                                      std::to_string(*req.expected_schema_version) + " to " +
-                                      std::to_string(t->def.schema_version) + " since validation");
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
   Sidecar s;
@@ -514,9 +536,10 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     return result;
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
-  Result<WriteResult> published = PublishTableChange(
-      s, head, static_cast<int64_t>(committed->version()),
-      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, req.run_id, "");
+  Result<WriteResult> published =
+      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
+                         static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
+                         req.run_id, "", {&req.principal, req.mode});
   if (!published.ok()) {
     ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));

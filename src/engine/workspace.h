@@ -36,6 +36,10 @@ struct WorkspaceOptions {
   // there, leaving its durable effects as a crash would.
   std::function<Status(std::string_view)> failpoint;
   std::string actor = "loam";
+  // Opens the workspace as the system actor: writes without a principal are
+  // allowed and skip grant checks (maintenance, tests, an embedding without
+  // authentication). Otherwise a write without a principal is refused.
+  bool system_actor = false;
   // Init only: the principal recorded as the workspace's owner, who holds
   // every role on every table ("" = no owner; only grants authorise).
   std::string owner;
@@ -53,8 +57,9 @@ struct WriteRequest {
   // it in messages.
   std::optional<int64_t> table_sid;
   std::string branch;  // "" = main
-  // When set, checked against the grants read at commit: writer for append,
-  // upsert and delete; admin for replace and add column. The owner passes.
+  // Checked against the grants of the manifest version the write commits on:
+  // writer for append, upsert and delete; admin for replace and add column.
+  // The owner passes. Empty only on a workspace opened as the system actor.
   std::string principal;
   WriteMode mode = WriteMode::kAppend;
   std::vector<RecordBatch> rows;  // append / upsert / replace
@@ -112,6 +117,12 @@ struct RecoveryReport {
   std::vector<std::string> failures;  // sidecars that could not be recovered, with why
 };
 
+// Who a table change is published for (see Workspace::PublishTableChange).
+struct PublishAuthorisation {
+  const std::string* principal = nullptr;  // nullptr: not checked (recovery, forks)
+  WriteMode mode = WriteMode::kAppend;
+};
+
 class Workspace {
  public:
   // Creates the workspace (its __manifest) at `root` ("" = the store's root).
@@ -166,9 +177,10 @@ class Workspace {
   // The principal that holds every role ("" = none; see WorkspaceOptions).
   const std::string& owner() const { return owner_; }
   // OK when `principal` may perform `mode` on `table`; PermissionDenied names
-  // the role it lacks.
+  // the role it lacks. An empty principal passes only as the system actor.
   Status Authorize(const Snapshot& snapshot, const TableState& table, const std::string& principal,
                    WriteMode mode) const;
+  bool system_actor() const { return options_.system_actor; }
 
   Manifest& manifest() const { return *manifest_; }
   const std::shared_ptr<ObjectStore>& store() const { return store_; }
@@ -188,10 +200,16 @@ class Workspace {
   Status PublishInto(const PublishSpec& spec, WriteResult* result);
   Result<Dataset> OpenTableAt(const TableHead& head) const;
   Result<Dataset> OpenFork(const TableHead& head, const std::string& fork) const;
+  // `auth`, when it names a principal, is authorised again against the
+  // grants of the version the publish commits on (a revoke that landed since
+  // the write started refuses it).
   Result<WriteResult> PublishTableChange(const Sidecar& sidecar, const TableHead& expected,
                                          int64_t new_version, int64_t row_count,
                                          const std::string& commit_id, const std::string& actor,
-                                         const std::string& run_id, const std::string& recovery);
+                                         const std::string& run_id, const std::string& recovery,
+                                         PublishAuthorisation auth = {});
+  Status AuthorizeRole(const std::string& table, const std::string& principal,
+                       std::optional<Role> held, WriteMode mode) const;
   // Recovers the sidecar at `key`; counts the outcome in `report`.
   Status RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report);
   Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork);

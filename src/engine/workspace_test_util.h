@@ -35,11 +35,13 @@ inline WorkspaceOptions TestOptions() {
   WorkspaceOptions o;
   o.recovery_grace_micros = 0;
   o.manifest.cache_bytes = 0;
+  o.system_actor = true;
   return o;
 }
 
 // Live row count of `table` on `branch`, read through its head.
-inline int64_t RowsOf(const Workspace& ws, const std::string& table, const std::string& branch = "") {
+inline int64_t RowsOf(const Workspace& ws, const std::string& table,
+                      const std::string& branch = "") {
   Snapshot snap = ws.Current(branch).value();
   Dataset ds = ws.OpenTable(snap, table).value();
   return static_cast<int64_t>(ds.CountRows());

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/status_macros.h"
+#include "ingest/json_check.h"
 
 namespace loam::ingest {
 namespace {
@@ -14,7 +15,7 @@ std::string ColumnList(const Schema& s) {
 }
 
 Status Prefixed(const std::string& source, const Status& s) {
-  return Status(s.code(), source + ": " + s.message());
+  return s.WithMessage(source + ": " + s.message());
 }
 
 }  // namespace
@@ -26,6 +27,8 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
   Result<std::vector<std::string>> header = reader->ReadHeader();
   if (!header.ok()) return Prefixed(source, header.status());
   CsvBatches out(std::move(reader), table, std::move(source));
+  out.max_json_depth_ = options.max_json_depth;
+  out.batch_bytes_ = options.batch_bytes;
   out.source_of_.assign(table.fields.size(), -1);
   for (const Field& f : table.fields) {
     const Coercion* c = policy.For(f.name);
@@ -73,7 +76,9 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
   }
   CsvRecord rec;
   row_lines_.clear();
-  while (static_cast<size_t>(batch.num_rows()) < max_rows) {
+  const uint64_t batch_start = reader_->bytes_read();
+  while (static_cast<size_t>(batch.num_rows()) < max_rows &&
+         reader_->bytes_read() - batch_start < batch_bytes_) {
     Result<bool> more = reader_->Next(&rec);
     if (!more.ok()) return Prefixed(source_, more.status());
     if (!*more) break;
@@ -88,6 +93,15 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
         continue;
       }
       const std::optional<Coercion>& coercion = coercion_of_[c];
+      if (f.type.id == TypeId::kJson && !coercion && !rec.fields[at].empty() &&
+          CheckJsonDocument(rec.fields[at], max_json_depth_).outcome ==
+              JsonCheck::Outcome::kTooDeep) {
+        // A limit ends the run, whatever the error policy.
+        return Status::ResourceExhausted(
+            source_ + ": line " + std::to_string(rec.line) + ", column " + std::to_string(at + 1) +
+            " ('" + f.name + "', json): nested deeper than " + std::to_string(max_json_depth_) +
+            " levels; flatten the value or raise the depth limit");
+      }
       Status s =
           AppendValue(f, coercion ? &*coercion : nullptr, rec.fields[at],
                       rec.quoted[at] ? ValueForm::kCsvQuotedField : ValueForm::kCsvField, &col);

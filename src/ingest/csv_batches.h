@@ -45,6 +45,8 @@ class CsvBatches {
   std::unique_ptr<CsvReader> reader_;
   Schema table_;
   std::string source_;
+  int max_json_depth_ = 64;
+  size_t batch_bytes_ = size_t{16} << 20;
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
   std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;

@@ -22,6 +22,11 @@ Status CsvReader::Error(int64_t line, size_t column, std::string_view what,
                                  std::string(fix));
 }
 
+Status CsvReader::LimitError(int64_t line, size_t column, std::string_view what,
+                             std::string_view fix) const {
+  return Status::ResourceExhausted(Error(line, column, what, fix).message());
+}
+
 Result<bool> CsvReader::Refill() {
   if (eof_) return false;
   chunk_.resize(options_.chunk_bytes);
@@ -50,7 +55,7 @@ Status CsvReader::SkipByteOrderMark() {
 }
 
 Status CsvReader::FieldTooLong(int64_t line) const {
-  return Error(
+  return LimitError(
       line, ends_.size() + 1,
       "field is longer than the limit of " + std::to_string(options_.max_field_bytes) + " bytes",
       "shorten it or raise the field-size limit");
@@ -58,12 +63,19 @@ Status CsvReader::FieldTooLong(int64_t line) const {
 
 Status CsvReader::EndField(int64_t line) {
   if (field_bytes_.size() - field_start_ > options_.max_field_bytes) return FieldTooLong(line);
+  if (field_bytes_.size() > options_.max_field_bytes * 16) {
+    return LimitError(line, ends_.size() + 1,
+                      "record is longer than the limit of " +
+                          std::to_string(options_.max_field_bytes * 16) +
+                          " bytes (16 x the field limit)",
+                      "split the record or raise the field-size limit");
+  }
   ends_.push_back(field_bytes_.size());
   quoted_.push_back(field_quoted_ ? 1 : 0);
   field_quoted_ = false;
   field_start_ = field_bytes_.size();
   if (ends_.size() > options_.max_columns) {
-    return Error(
+    return LimitError(
         line, ends_.size(),
         "record has more than the limit of " + std::to_string(options_.max_columns) + " columns",
         "split the table or raise the column limit");

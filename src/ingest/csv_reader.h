@@ -22,9 +22,11 @@ namespace loam::ingest {
 
 struct CsvOptions {
   char delimiter = ',';
-  size_t max_columns = 1024;         // fields per record
-  size_t max_field_bytes = 1 << 20;  // bytes in one field, after unquoting
-  size_t chunk_bytes = 1 << 16;      // read size
+  size_t max_columns = 1024;              // fields per record
+  size_t max_field_bytes = 1 << 20;       // bytes in one field, after unquoting
+  int max_json_depth = 64;                // nesting of a value bound for a json column
+  size_t batch_bytes = size_t{16} << 20;  // CsvBatches: input bytes per batch
+  size_t chunk_bytes = 1 << 16;           // read size
 };
 
 struct CsvRecord {
@@ -59,9 +61,11 @@ class CsvReader {
   static constexpr ptrdiff_t kBlock = 16;
   uint32_t SpecialBytes(const char* block, const char* end) const;
   Result<bool> ParseGeneralRecord();  // into field_bytes_ and ends_
-  Result<bool> Refill();  // false at end of input
+  Result<bool> Refill();              // false at end of input
   Status SkipByteOrderMark();
   Status Error(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
+  // As Error, for a limit (limit_exceeded).
+  Status LimitError(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
   Status EndField(int64_t line);
   Status FieldTooLong(int64_t line) const;
 

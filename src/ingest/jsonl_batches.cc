@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/status_macros.h"
+#include "ingest/json_check.h"
 
 namespace loam::ingest {
 namespace {
@@ -71,6 +72,10 @@ Status JsonlBatches::Error(std::string_view where, std::string_view what) const 
                                  std::string(what));
 }
 
+Status JsonlBatches::LimitError(std::string_view where, std::string_view what) const {
+  return Status::ResourceExhausted(Error(where, what).message());
+}
+
 Result<bool> JsonlBatches::NextLine() {
   const size_t max_line = limits_.max_field_bytes * 16;
   line_size_ = 0;
@@ -95,9 +100,9 @@ Result<bool> JsonlBatches::NextLine() {
         nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : chunk_.size() - pos_;
     if (line_size_ + take > max_line) {
       ++line_number_;
-      return Error("",
-                   "the line is longer than " + std::to_string(max_line) +
-                       " bytes (16 x the field limit); split the record or raise the field limit");
+      return LimitError(
+          "", "the line is longer than " + std::to_string(max_line) +
+                  " bytes (16 x the field limit); split the record or raise the field limit");
     }
     if (line_.size() < line_size_ + take + simdjson::SIMDJSON_PADDING) {
       line_.resize((line_size_ + take) * 2 + simdjson::SIMDJSON_PADDING);
@@ -121,6 +126,18 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
       what = "the line is not valid UTF-8; re-encode the file as UTF-8";
     return Error(where, "malformed JSON (" + what + "); each line must be one JSON object");
   };
+  // The on-demand parser checks only what it visits: check every byte first.
+  const std::string_view line(line_.data(), line_size_);
+  // (A json column's own depth limit is checked with its field's name below.)
+  if (JsonCheck check = CheckJsonDocument(line, kJsonDepthCeiling); !check.ok()) {
+    if (check.outcome == JsonCheck::Outcome::kTooDeep) {
+      return LimitError("", "byte " + std::to_string(check.offset + 1) +
+                                ": the line nests deeper than " +
+                                std::to_string(kJsonDepthCeiling) + " levels; flatten it");
+    }
+    return Error("", "malformed JSON at byte " + std::to_string(check.offset + 1) + " (" +
+                         check.what + "); each line must be exactly one JSON object");
+  }
   od::document doc;
   simdjson::error_code e =
       parser_->parser.iterate(simdjson::padded_string_view(line_.data(), line_size_, line_.size()))
@@ -139,8 +156,8 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
     std::string_view key;
     if ((e = field.unescaped_key().get(key))) return fail("", e);
     if (++keys > limits_.max_columns) {
-      return Error("", "more than " + std::to_string(limits_.max_columns) +
-                           " keys in one object; raise the column limit");
+      return LimitError("", "more than " + std::to_string(limits_.max_columns) +
+                                " keys in one object; raise the column limit");
     }
     // Keys are input too: a long one is cut short in messages.
     const std::string where =
@@ -172,8 +189,8 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
       }
       text = TrimRight(text);
       if (NestingDepth(text) > limits_.max_json_depth) {
-        return Error(where, "nested deeper than " + std::to_string(limits_.max_json_depth) +
-                                " levels; flatten the value or raise the depth limit");
+        return LimitError(where, "nested deeper than " + std::to_string(limits_.max_json_depth) +
+                                     " levels; flatten the value or raise the depth limit");
       }
     } else {
       switch (type) {
@@ -202,8 +219,9 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
       }
     }
     if (text.size() > limits_.max_field_bytes) {
-      return Error(where, "the value is longer than " + std::to_string(limits_.max_field_bytes) +
-                              " bytes; raise the field limit");
+      return LimitError(where, "the value is longer than " +
+                                   std::to_string(limits_.max_field_bytes) +
+                                   " bytes; raise the field limit");
     }
     const std::optional<Coercion>& k = coercion_of_[c];
     Status s = AppendValue(f, k ? &*k : nullptr, text, form, &batch->columns[c]);
@@ -227,14 +245,18 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
 Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
   RecordBatch batch(table_);
   row_lines_.clear();
-  while (static_cast<size_t>(batch.num_rows()) < max_rows) {
+  size_t batch_bytes = 0;
+  while (static_cast<size_t>(batch.num_rows()) < max_rows && batch_bytes < limits_.batch_bytes) {
     ASSIGN_OR_RETURN(bool more, NextLine());
     if (!more) break;
+    batch_bytes += line_size_;
     if (TrimRight(std::string_view(line_.data(), line_size_)).empty()) continue;  // blank line
     const int64_t before = batch.columns.empty() ? 0 : batch.columns[0].length();
     Status s = ParseLine(&batch);
     if (!s.ok()) {
-      if (!reject_) return s;  // the caller drops the batch with its partial row
+      // The caller drops the batch with its partial row. A limit ends the
+      // run, whatever the error policy.
+      if (!reject_ || s.IsResourceExhausted()) return s;
       for (Column& c : batch.columns) c.Truncate(before);
       RETURN_NOT_OK(reject_(s));
       continue;

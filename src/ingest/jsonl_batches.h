@@ -35,6 +35,8 @@ class JsonlBatches {
   Result<bool> NextLine();
   Status ParseLine(RecordBatch* batch);
   Status Error(std::string_view where, std::string_view what) const;
+  // As Error, for a limit (limit_exceeded).
+  Status LimitError(std::string_view where, std::string_view what) const;
 
   ByteSource* input_;
   Schema table_;

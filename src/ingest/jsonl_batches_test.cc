@@ -62,7 +62,7 @@ TEST(JsonlBatches, ErrorsNameLineAndField) {
   ExpectFails("{\"id\":99999999999999999999}\n", "out of range");
   ExpectFails("[1,2]\n", "line 1: expected a JSON object per line");
   ExpectFails("{\"id\":1,}\n", "malformed JSON");
-  ExpectFails("{\"id\":1}{\"id\":2}\n", "content follows the object");
+  ExpectFails("{\"id\":1}{\"id\":2}\n", "content follows the JSON value");
   ExpectFails("{\"id\":1,\"name\":\"\xff\"}\n", "not valid UTF-8");
   ExpectFails("{\"id\":1,\"name\":{\"a\":1}}\n",
               "expected a string value, got a JSON object or array");

@@ -34,45 +34,38 @@ WriteMode ToWriteMode(LoadMode m) {
   return WriteMode::kAppend;
 }
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// The stable error code of a status that ends a run.
-std::string ErrorCode(const Status& s) {
-  // Only the write protocol's FailedPrecondition carries these prefixes
-  // (parse errors start with a file name, which could spell anything).
-  if (s.IsFailedPrecondition() && StartsWith(s.message(), "schema_conflict: ")) {
-    return "schema_conflict";
-  }
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-      return "validation_failed";
-    case StatusCode::kResourceExhausted:
-      return "limit_exceeded";
-    case StatusCode::kNotFound:
-      return "not_found";
-    case StatusCode::kPermissionDenied:
-      return "permission_denied";
-    case StatusCode::kFailedPrecondition:
-      return "conflict";
-    default:
-      return "internal";
-  }
+// The error code a run that ends with `s` records: a malformed value in the
+// input is a validation failure of the run.
+ErrorCode RunErrorCode(const Status& s) {
+  return s.Is(ErrorCode::kInvalidArgument) ? ErrorCode::kValidationFailed : s.error_code();
 }
 
-// Deterministic failures end the run; anything else (I/O, a lost lease)
-// leaves it resumable.
+// Deterministic failures end the run; anything else (I/O, a lost lease, a
+// lost compare-and-swap) leaves it resumable.
 bool EndsRun(const Status& s) {
-  return s.IsInvalidArgument() || s.IsNotFound() || s.IsPermissionDenied() ||
-         s.IsFailedPrecondition() || s.code() == StatusCode::kResourceExhausted;
+  switch (s.error_code()) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kValidationFailed:
+    case ErrorCode::kDuplicateKey:
+    case ErrorCode::kLimitExceeded:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kPermissionDenied:
+    case ErrorCode::kSchemaConflict:
+    case ErrorCode::kPreconditionFailed:
+    case ErrorCode::kUnsupportedFormat:
+      return true;
+    case ErrorCode::kConflict:
+      return !s.IsAborted();
+    default:
+      return false;
+  }
 }
 
 // The request fits the table: the principal may do it, keys exist, and the
 // coercions fit the columns.
 Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& snap,
                     const TableState& t) {
-  if (!req.principal.empty()) {
-    RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
-  }
+  RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
   const Schema& schema = t.def.schema;
   const std::vector<std::string>& keys = req.keys.empty() ? t.def.keys : req.keys;
   if (req.mode == LoadMode::kUpsert) {
@@ -164,8 +157,10 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
     if (rec.ok()) {
       if (rec->request != text) {
         return Status::FailedPrecondition(
-            "idempotency key '" + request.idempotency_key + "' already belongs to run " + rec->id +
-            " with a different request; use a new key, or repeat that run's exact request");
+                   "idempotency key '" + request.idempotency_key + "' already belongs to run " +
+                   rec->id +
+                   " with a different request; use a new key, or repeat that run's exact request")
+            .WithErrorCode(ErrorCode::kIdempotencyKeyReused);
       }
       if (IsTerminal(rec->state)) {
         if (reused) *reused = true;
@@ -173,9 +168,10 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
       }
       if (rec->lease_owner != owner_ && rec->lease_expires_micros > NowMicros()) {
         return Status::FailedPrecondition(
-            "conflict: run " + rec->id + " is in progress in another process (its lease runs " +
-            std::to_string((rec->lease_expires_micros - NowMicros()) / 1000) +
-            " ms more); wait, then repeat the command to resume it if that process died");
+                   "run " + rec->id + " is in progress in another process (its lease runs " +
+                   std::to_string((rec->lease_expires_micros - NowMicros()) / 1000) +
+                   " ms more); wait, then repeat the command to resume it if that process died")
+            .WithErrorCode(ErrorCode::kRequestInFlight);
       }
       run.record = std::move(*rec);
       run.resumed = true;
@@ -238,7 +234,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
       ASSIGN_OR_RETURN(bool done, committed());
       if (done) return finish_committed();
     }
-    rec.error_code = ErrorCode(s);
+    rec.error_code = std::string(ErrorCodeName(RunErrorCode(s)));
     rec.error = s.message();
     if (rec.errors.size() < 10) rec.errors.push_back({file, s.message()});
     return finish(RunState::kFailed);
@@ -333,7 +329,11 @@ Result<RunRecord> Loader::Execute(Active& run) {
     w.keys = req.keys;
     if (staged->plan) w.merge_plan = &*staged->plan;
     // Upsert counters were planned against this version: commit only on it.
-    if (req.mode == LoadMode::kUpsert) w.expected_version = t->head.table_version;
+    // So were a keyed append's key checks: a concurrent commit could have
+    // added one of its keys since.
+    if (req.mode == LoadMode::kUpsert || (req.mode == LoadMode::kAppend && !t->def.keys.empty())) {
+      w.expected_version = t->head.table_version;
+    }
     w.expected_schema_version = t->def.schema_version;
     w.run_id = rec.id;
     w.principal = req.principal;
@@ -362,7 +362,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
       return finish(done);
     }
     const Status& s = written.status();
-    if (s.IsAlreadyExists()) {
+    if (s.Is(ErrorCode::kRunAlreadyCommitted)) {
       // Committed by an earlier attempt of this run whose answer was lost.
       discard();
       rec.state = RunState::kCommitting;
@@ -371,7 +371,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     if (!EndsRun(s)) return s;  // outcome unknown: resume decides (the staged files may be in use)
     discard();
-    if (ErrorCode(s) == "conflict" && attempt < 4) {
+    if (s.Is(ErrorCode::kConflict) && attempt < 4) {
       // The table moved, or a write to it is in progress: back off, then
       // validate and plan against it again.
       std::this_thread::sleep_for(

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include "ingest/loader.h"
 #include "ingest/text_value.h"
@@ -108,6 +109,7 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
   auto store = std::make_shared<MemoryObjectStore>();
   WorkspaceOptions wo;
   wo.recovery_grace_micros = 0;
+  wo.system_actor = true;  // runs without a principal
   auto ws = Workspace::Init(store, "", wo).value();
   ASSERT_TRUE(ws->CreateTable("t", schema, {"k"}).ok());
   std::map<std::string, std::string> files;
@@ -138,14 +140,23 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
     const LoadMode mode = static_cast<LoadMode>(g.Int(0, 2));
     const bool jsonl = g.Chance(50);
     const bool poison = g.Chance(15);
-    // Rows: in upserts each key once.
+    // Rows: in upserts each key once. The table's key is unique, so appends
+    // and replaces mostly use keys new to the run (and appends to the
+    // table); now and then one repeats, and the run must fail duplicate_key.
     std::vector<Row> rows;
-    std::map<std::string, bool> keys;
+    std::set<std::string> keys, table_keys;
+    for (const Row& m : model) table_keys.insert(*Canonical(m)[0]);
+    bool duplicate = false;
+    const bool allow_duplicate = mode != LoadMode::kUpsert && g.Chance(10);
     const int n = g.Int(0, 25);
     for (int i = 0; i < n; ++i) {
       Row r;
       r.push_back(RandomText(g, schema.fields[0].type));
-      if (mode == LoadMode::kUpsert && !keys.emplace(*r[0], true).second) continue;
+      const std::string key = *Canonical({r[0]})[0];
+      const bool again = keys.count(key) || (mode == LoadMode::kAppend && table_keys.count(key));
+      if (again && !allow_duplicate) continue;
+      duplicate = duplicate || again;
+      keys.insert(key);
       for (size_t c = 1; c < schema.fields.size(); ++c) {
         const Field& f = schema.fields[c];
         if (f.nullable && g.Chance(20)) {
@@ -187,7 +198,7 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
     req.mode = mode;
     req.files = {name};
     RunRecord rec = loader.Run(req).value();
-    const bool expect_fail = poison && !rows.empty();
+    const bool expect_fail = (poison && !rows.empty()) || duplicate;
     ASSERT_EQ(rec.state, expect_fail ? RunState::kFailed : RunState::kSucceeded)
         << rec.error << "\n"
         << text;

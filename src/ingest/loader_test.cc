@@ -172,7 +172,8 @@ TEST_F(LoaderTest, DuplicateUpsertKeysNameBothRows) {
 // batch whose length is not a multiple of 32.
 TEST_F(LoaderTest, UpsertKeysAreCheckedAcrossProbeChunks) {
   std::string table = "id,name,balance\n";
-  for (int id = 1; id <= 100; ++id) table += std::to_string(id) + ",n" + std::to_string(id) + ",1.00\n";
+  for (int id = 1; id <= 100; ++id)
+    table += std::to_string(id) + ",n" + std::to_string(id) + ",1.00\n";
   files_["t.csv"] = table;
   ASSERT_EQ(Load(Request(LoadMode::kAppend, {"t.csv"})).state, RunState::kSucceeded);
   // Ids 51..120: 50 in the table (odd ones unchanged, even ones renamed), 20 new.
@@ -202,13 +203,15 @@ TEST_F(LoaderTest, UpsertKeysAreCheckedAcrossProbeChunks) {
 
   // Keyed on the nullable name: row 35 (line 37) has none.
   std::string nulls = "id,name,balance\n";
-  for (int r = 0; r < 40; ++r) nulls += std::to_string(2000 + r) + "," + (r == 35 ? "" : "m" + std::to_string(r)) + ",1.00\n";
+  for (int r = 0; r < 40; ++r)
+    nulls += std::to_string(2000 + r) + "," + (r == 35 ? "" : "m" + std::to_string(r)) + ",1.00\n";
   files_["n.csv"] = nulls;
   RunRequest by_name = Request(LoadMode::kUpsert, {"n.csv"});
   by_name.keys = {"name"};
   RunRecord n = Load(by_name);
   EXPECT_EQ(n.state, RunState::kFailed);
-  EXPECT_NE(n.error.find("n.csv: line 37: key column 'name' is null"), std::string::npos) << n.error;
+  EXPECT_NE(n.error.find("n.csv: line 37: key column 'name' is null"), std::string::npos)
+      << n.error;
   EXPECT_EQ(Contents(), after);
 }
 
@@ -430,7 +433,8 @@ TEST_F(LoaderTest, CommitResolvesTheTableById) {
   EXPECT_EQ(ws_->Current().value().Find("customers")->head.row_count, 1);
 
   // A drop between validation and commit is a clean failure.
-  RunRequest again = Request(LoadMode::kAppend, {"a.csv"});
+  files_["b.csv"] = "id,name\n2,b\n";
+  RunRequest again = Request(LoadMode::kAppend, {"b.csv"});
   again.table = "customers";
   LoaderOptions d = Options();
   d.failpoint = [&](std::string_view p) {
@@ -450,6 +454,7 @@ TEST_F(LoaderTest, SchemaChangeBetweenValidationAndCommitIsASchemaConflict) {
     add.table = "accounts";
     add.mode = WriteMode::kAddColumn;
     add.new_column = Field{"note", DataType::String()};
+    add.principal = "owner";
     return ws_->Write(add).status();
   };
   const int64_t version_before = Version();
@@ -480,6 +485,121 @@ TEST_F(LoaderTest, GrantsAreChecked) {
   EXPECT_EQ(Contents(), "1:a:null ");
   ASSERT_TRUE(ws_->SetGrant("accounts", "mallory", Role::kAdmin).ok());
   EXPECT_EQ(Load(rep).state, RunState::kSucceeded);
+}
+
+TEST_F(LoaderTest, AppendingIntoAKeyedTableKeepsKeysUnique) {
+  files_["a.csv"] = "id,name\n1,a\n2,b\n";
+  ASSERT_EQ(Load(Request(LoadMode::kAppend, {"a.csv"})).state, RunState::kSucceeded);
+  const std::string before = Contents();
+  const int64_t version = Version();
+  // A key the table holds: refused, naming the run's row, never the key.
+  files_["again.csv"] = "id,name\n3,c\n2,dup\n";
+  RunRecord again = Load(Request(LoadMode::kAppend, {"again.csv"}));
+  EXPECT_EQ(again.state, RunState::kFailed);
+  EXPECT_EQ(again.error_code, "duplicate_key") << again.error;
+  EXPECT_NE(again.error.find("that table 'accounts' already holds: again.csv line 3"),
+            std::string::npos)
+      << again.error;
+  // A key twice in the run, across files and formats.
+  files_["x.csv"] = "id,name\n7,x\n";
+  files_["y.jsonl"] = "{\"id\":8}\n{\"id\":7}\n";
+  RunRecord twice = Load(Request(LoadMode::kAppend, {"x.csv", "y.jsonl"}));
+  EXPECT_EQ(twice.error_code, "duplicate_key") << twice.error;
+  EXPECT_NE(twice.error.find("duplicate key: x.csv line 2 and y.jsonl line 2"), std::string::npos)
+      << twice.error;
+  EXPECT_EQ(Contents(), before);
+  EXPECT_EQ(Version(), version);
+  // Replace checks the run's own keys too.
+  RunRecord replace = Load(Request(LoadMode::kReplace, {"x.csv", "y.jsonl"}));
+  EXPECT_EQ(replace.error_code, "duplicate_key") << replace.error;
+  EXPECT_EQ(Contents(), before);
+  // New keys append.
+  files_["new.csv"] = "id,name\n3,c\n";
+  EXPECT_EQ(Load(Request(LoadMode::kAppend, {"new.csv"})).state, RunState::kSucceeded);
+  EXPECT_EQ(Contents(), "1:a:null 2:b:null 3:c:null ");
+}
+
+TEST_F(LoaderTest, AppendingIntoATableWithoutKeysIsBlind) {
+  Schema s{{{"id", DataType::Int64()}, {"name", DataType::String()}}};
+  ASSERT_TRUE(ws_->CreateTable("log", s, {}).ok());
+  files_["a.csv"] = "id,name\n1,a\n1,a\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.table = "log";
+  EXPECT_EQ(Load(r).state, RunState::kSucceeded);
+  EXPECT_EQ(Load(r).state, RunState::kSucceeded);
+  EXPECT_EQ(ws_->Current().value().Find("log")->head.row_count, 4);
+}
+
+TEST_F(LoaderTest, ARevokeBeforePublishFailsTheRunAndLeavesTheTableUnchanged) {
+  files_["seed.csv"] = "id,name\n1,a\n";
+  ASSERT_EQ(Load(Request(LoadMode::kAppend, {"seed.csv"})).state, RunState::kSucceeded);
+  ASSERT_TRUE(ws_->SetGrant("accounts", "mallory", Role::kWriter).ok());
+  const std::string before = Contents();
+  // The revoke lands after validation and after the table commit, just
+  // before the manifest publish that would make the write visible.
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  int revokes = 0;
+  wo.failpoint = [&](std::string_view p) -> Status {
+    if (p != loam::failpoint::kAfterTableCommit) return Status::OK();
+    ++revokes;
+    return ws_->SetGrant("accounts", "mallory", std::nullopt);
+  };
+  auto writer = Workspace::Open(store_, "ws", wo).value();
+  files_["a.csv"] = "id,name\n5,m\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.principal = "mallory";
+  Result<RunRecord> rec = Loader(writer, Options()).Run(r);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ(revokes, 1);
+  EXPECT_EQ(rec->state, RunState::kFailed);
+  EXPECT_EQ(rec->error_code, "permission_denied") << rec->error;
+  EXPECT_EQ(Contents(), before);
+  EXPECT_FALSE(ws_->manifest().FindJournalRow("", RunCommitId(rec->id)).value().has_value());
+}
+
+TEST_F(LoaderTest, AnEmptyPrincipalIsRefusedUnlessTheSystemActorWrites) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.principal = "";
+  RunRecord denied = Load(r);
+  EXPECT_EQ(denied.state, RunState::kFailed);
+  EXPECT_EQ(denied.error_code, "permission_denied");
+  EXPECT_NE(denied.error.find("needs a principal"), std::string::npos) << denied.error;
+  WriteRequest w;
+  w.table = "accounts";
+  w.rows = {};
+  EXPECT_TRUE(ws_->Write(w).status().IsPermissionDenied());
+  EXPECT_EQ(Contents(), "");
+  WorkspaceOptions system;
+  system.system_actor = true;
+  auto as_system = Workspace::Open(store_, "ws", system).value();
+  EXPECT_EQ(Loader(as_system, Options()).Run(r).value().state, RunState::kSucceeded);
+  EXPECT_EQ(Contents(), "1:a:null ");
+}
+
+TEST_F(LoaderTest, EveryLimitIsLimitExceeded) {
+  struct Case {
+    std::string file, data;
+    void (*tune)(RunRequest*);
+  };
+  const Case cases[] = {
+      {"wide.csv", "id,name\n1,a,b\n", [](RunRequest* r) { r->limits.max_columns = 2; }},
+      {"long.csv", "id,name\n1,aaaaaaaaaa\n", [](RunRequest* r) { r->limits.max_field_bytes = 4; }},
+      {"keys.jsonl", "{\"id\":1,\"name\":\"a\"}\n",
+       [](RunRequest* r) { r->limits.max_columns = 1; }},
+      {"line.jsonl", "{\"id\":1,\"name\":\"" + std::string(100, 'a') + "\"}\n",
+       [](RunRequest* r) { r->limits.max_field_bytes = 4; }},
+  };
+  for (const Case& c : cases) {
+    files_[c.file] = c.data;
+    RunRequest r = Request(LoadMode::kAppend, {c.file});
+    c.tune(&r);
+    RunRecord f = Load(r);
+    EXPECT_EQ(f.state, RunState::kFailed) << c.file;
+    EXPECT_EQ(f.error_code, "limit_exceeded") << c.file << ": " << f.error;
+  }
+  EXPECT_EQ(Contents(), "");
 }
 
 TEST_F(LoaderTest, RunLimits) {

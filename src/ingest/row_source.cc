@@ -178,6 +178,8 @@ Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw
   options.delimiter = limits.csv_delimiter;
   options.max_columns = limits.max_columns;
   options.max_field_bytes = limits.max_field_bytes;
+  options.max_json_depth = limits.max_json_depth;
+  options.batch_bytes = limits.batch_bytes;
   ASSIGN_OR_RETURN(CsvBatches csv,
                    CsvBatches::Open(*input, table, std::move(name), options, policy));
   csv.set_reject(std::move(reject));

@@ -26,6 +26,10 @@ struct ParseLimits {
   int max_json_depth = 64;           // nesting of a value bound for a json column
   char csv_delimiter = ',';
   DecodeLimits decode;
+  // Not a limit: a batch ends once it holds this many input bytes, so wide
+  // or long values cannot make a batch of many rows hold gigabytes. A record
+  // (a CSV record, a JSON line) holds at most 16 x max_field_bytes.
+  size_t batch_bytes = size_t{16} << 20;
 };
 
 // With skipRows, a row whose values are invalid is left out and its error

@@ -1,6 +1,7 @@
 #include "ingest/run_record.h"
 
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
@@ -93,35 +94,137 @@ std::string RunRequest::ToJson() const {
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
-Result<RunRequest> RunRequest::FromJson(std::string_view text) {
-  ASSIGN_OR_RETURN(json j, ParseObject(text, "run request"));
-  RunRequest r;
-  try {
-    r.table = j.at("table");
-    r.branch = j.at("branch");
-    ASSIGN_OR_RETURN(r.mode, ParseLoadMode(j.at("mode").get<std::string>()));
-    r.keys = j.at("keys").get<std::vector<std::string>>();
-    if (!j.at("format").is_null()) {
-      ASSIGN_OR_RETURN(r.format, ParseInputFormat(j.at("format").get<std::string>()));
-    }
-    r.files = j.at("files").get<std::vector<std::string>>();
-    ASSIGN_OR_RETURN(r.policy, SchemaPolicy::FromJson(j.at("schemaPolicy").dump()));
-    ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(j.at("errorPolicy").get<std::string>()));
-    r.idempotency_key = j.at("idempotencyKey");
-    r.principal = j.at("principal");
-    const json& l = j.at("limits");
-    r.limits.max_columns = l.at("maxColumns");
-    r.limits.max_field_bytes = l.at("maxFieldBytes");
-    r.limits.max_json_depth = l.at("maxJsonDepth");
-    r.limits.csv_delimiter = l.at("csvDelimiter").get<std::string>().at(0);
-    r.limits.decode.max_decoded_bytes = l.at("maxDecodedBytes");
-    r.limits.decode.max_expansion_ratio = l.at("maxExpansionRatio");
-    r.max_rows = l.at("maxRows");
-    r.time_budget_ms = l.at("timeBudgetMs");
-    r.max_rejected_rows = l.at("maxRejectedRows");
-  } catch (const json::exception& e) {
-    return Status::DataLoss(std::string("malformed run request: ") + e.what());
+namespace {
+
+// Reads one JSON object strictly: every field has the type it must have, and
+// a field it does not know is an error (nothing is silently dropped).
+class StrictObject {
+ public:
+  StrictObject(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
+
+  const json* Field(const char* key) {
+    seen_.push_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
   }
+  Status String(const char* key, std::string* out, bool required = false) {
+    const json* v = Field(key);
+    if (v == nullptr) return required ? Missing(key) : Status::OK();
+    if (!v->is_string()) return Bad(key, "a string");
+    *out = v->get<std::string>();
+    return Status::OK();
+  }
+  Status Strings(const char* key, std::vector<std::string>* out) {
+    const json* v = Field(key);
+    if (v == nullptr) return Status::OK();
+    if (!v->is_array()) return Bad(key, "an array of strings");
+    out->clear();
+    for (const json& e : *v) {
+      if (!e.is_string()) return Bad(key, "an array of strings");
+      out->push_back(e.get<std::string>());
+    }
+    return Status::OK();
+  }
+  template <typename T>
+  Status Int(const char* key, T* out, int64_t min, int64_t max) {
+    const json* v = Field(key);
+    if (v == nullptr) return Status::OK();
+    if (!v->is_number_integer() || v->get<int64_t>() < min || v->get<int64_t>() > max ||
+        (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(max))) {
+      return Bad(key, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    *out = static_cast<T>(v->get<int64_t>());
+    return Status::OK();
+  }
+  Status Number(const char* key, double* out, double min, double max) {
+    const json* v = Field(key);
+    if (v == nullptr) return Status::OK();
+    if (!v->is_number() || v->get<double>() < min || v->get<double>() > max) {
+      return Bad(key, "a number from " + json(min).dump() + " to " + json(max).dump());
+    }
+    *out = v->get<double>();
+    return Status::OK();
+  }
+  // InvalidArgument naming the first field this reader was not asked for.
+  Status Finish() const {
+    for (const auto& [key, value] : j_.items()) {
+      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
+        return Status::InvalidArgument(where_ + ": unknown field '" + key + "'");
+      }
+    }
+    return Status::OK();
+  }
+  Status Bad(const char* key, const std::string& expected) const {
+    return Status::InvalidArgument(where_ + ": \"" + key + "\" must be " + expected);
+  }
+
+ private:
+  Status Missing(const char* key) const {
+    return Status::InvalidArgument(where_ + ": \"" + key + "\" is required");
+  }
+  const json& j_;
+  std::string where_;
+  std::vector<std::string> seen_;
+};
+
+Status ReadLimits(const json& l, RunRequest* r) {
+  if (!l.is_object()) return Status::InvalidArgument("run request: \"limits\" must be an object");
+  StrictObject o(l, "run request limits");
+  RETURN_NOT_OK(o.Int("maxColumns", &r->limits.max_columns, 1, 1 << 20));
+  RETURN_NOT_OK(o.Int("maxFieldBytes", &r->limits.max_field_bytes, 1, int64_t{1} << 30));
+  RETURN_NOT_OK(o.Int("maxJsonDepth", &r->limits.max_json_depth, 1, 1024));
+  std::string delimiter(1, r->limits.csv_delimiter);
+  RETURN_NOT_OK(o.String("csvDelimiter", &delimiter));
+  if (delimiter.size() != 1 || delimiter[0] == '"' || delimiter[0] == '\n' ||
+      delimiter[0] == '\r' || static_cast<unsigned char>(delimiter[0]) >= 0x80) {
+    return o.Bad("csvDelimiter", "one ASCII character other than a quote or a line break");
+  }
+  r->limits.csv_delimiter = delimiter[0];
+  RETURN_NOT_OK(o.Int("maxDecodedBytes", &r->limits.decode.max_decoded_bytes, 1,
+                      std::numeric_limits<int64_t>::max()));
+  RETURN_NOT_OK(o.Number("maxExpansionRatio", &r->limits.decode.max_expansion_ratio, 1, 1e9));
+  RETURN_NOT_OK(o.Int("maxRows", &r->max_rows, 1, std::numeric_limits<int64_t>::max()));
+  RETURN_NOT_OK(o.Int("timeBudgetMs", &r->time_budget_ms, 1, std::numeric_limits<int64_t>::max()));
+  RETURN_NOT_OK(o.Int("maxRejectedRows", &r->max_rejected_rows, 0, int64_t{1} << 40));
+  return o.Finish();
+}
+
+}  // namespace
+
+Result<RunRequest> RunRequest::FromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument("run request: not a JSON object");
+  StrictObject o(j, "run request");
+  RunRequest r;
+  if (const json* q = o.Field("quarantine"); q != nullptr) {
+    if (!q->is_boolean()) return o.Bad("quarantine", "false (Loam never keeps rejected rows)");
+    if (q->get<bool>()) {
+      return Status::PermissionDenied(
+          "run request: quarantine is refused: Loam never keeps rejected rows; use the failRun "
+          "or validationOnly error policy");
+    }
+  }
+  RETURN_NOT_OK(o.String("table", &r.table, /*required=*/true));
+  RETURN_NOT_OK(o.String("branch", &r.branch));
+  std::string name = "append";
+  RETURN_NOT_OK(o.String("mode", &name));
+  ASSIGN_OR_RETURN(r.mode, ParseLoadMode(name));
+  RETURN_NOT_OK(o.Strings("keys", &r.keys));
+  if (const json* f = o.Field("format"); f != nullptr && !f->is_null()) {
+    if (!f->is_string()) return o.Bad("format", "\"csv\", \"jsonl\" or null");
+    ASSIGN_OR_RETURN(r.format, ParseInputFormat(f->get<std::string>()));
+  }
+  RETURN_NOT_OK(o.Strings("files", &r.files));
+  if (const json* p = o.Field("schemaPolicy"); p != nullptr) {
+    ASSIGN_OR_RETURN(r.policy, SchemaPolicy::FromJson(p->dump()));
+  }
+  name = std::string(ErrorPolicyName(r.error_policy));
+  RETURN_NOT_OK(o.String("errorPolicy", &name));
+  ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(name));
+  RETURN_NOT_OK(o.String("idempotencyKey", &r.idempotency_key));
+  RETURN_NOT_OK(o.String("principal", &r.principal));
+  if (const json* l = o.Field("limits"); l != nullptr) RETURN_NOT_OK(ReadLimits(*l, &r));
+  RETURN_NOT_OK(o.Finish());
   return r;
 }
 

@@ -181,7 +181,10 @@ class Stager {
         data_(data),
         options_(options),
         failed_file_(failed_file),
-        keys_(req.keys.empty() ? table.def.keys : req.keys) {
+        // An upsert may match on other keys; the declared keys are unique.
+        keys_(req.mode == LoadMode::kUpsert && !req.keys.empty() ? req.keys : table.def.keys),
+        upsert_(req.mode == LoadMode::kUpsert),
+        keyed_append_(req.mode == LoadMode::kAppend && !table.def.keys.empty()) {
     for (const Field& f : schema_.fields) columns_.push_back(f.name);
     // Non-key columns, fixed-width ones (cheap to decode) first.
     for (int pass = 0; pass < 2; ++pass) {
@@ -205,22 +208,27 @@ class Stager {
       mark = now;
     };
     const bool upsert = req_.mode == LoadMode::kUpsert;
-    if (upsert) {
+    // A table with declared keys holds one row per key: a replace checks the
+    // run's keys, an append also the table's.
+    const bool keyed = upsert || !table_.def.keys.empty();
+    if (keyed) {
       // Pass 1 checks every row and collects the run's keys (keeping the
       // batches while they fit); the table is then read for those keys only;
-      // pass 2 classifies and stages.
+      // pass 2 classifies and stages. An append into a keyed table fails
+      // when a key is already there.
       RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t file, const Lines& lines) {
         Status s = CollectKeys(b, file, lines);
         if (s.ok()) Retain(b);
         return s;
       }));
       phase("parse and collect keys");
-      RETURN_NOT_OK(Guard(MatchTableRows(), ""));
+      if (req_.mode != LoadMode::kReplace) RETURN_NOT_OK(Guard(MatchTableRows(), ""));
+      if (keyed_append_) RETURN_NOT_OK(Guard(RefuseTableKeys(), ""));
       phase("match the table");
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
-    if (upsert && !reparse_) {
+    if (keyed && !reparse_) {
       for (size_t i = 0; i < retained_.size(); ++i) {
         RecordBatch& b = retained_[i];
         RETURN_NOT_OK(Guard(Stage(b, i < row_existing_.size() ? &row_existing_[i] : nullptr), ""));
@@ -233,7 +241,7 @@ class Stager {
       out_.rejected.clear();
       RETURN_NOT_OK(Parse(
           deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b, nullptr); }));
-      if (upsert && out_.counters.rows_read != first_rows) {
+      if (keyed && out_.counters.rows_read != first_rows) {
         return Guard(
             Status::InvalidArgument("the input changed while the run read it a second time (" +
                                     std::to_string(first_rows) + " rows, then " +
@@ -369,8 +377,9 @@ class Stager {
       for (size_t k = 0; k < kc.size(); ++k) {
         if (kc[k]->IsNull(r)) {
           return Status::InvalidArgument(names_[file] + ": line " + std::to_string(line) +
-                                         ": key column '" + keys_[k] +
-                                         "' is null; every upsert row needs its key");
+                                         ": key column '" + keys_[k] + "' is null; every " +
+                                         (upsert_ ? "upsert row" : "row of a keyed table") +
+                                         " needs its key");
         }
       }
       if (r % kProbeChunk == 0) {
@@ -380,10 +389,12 @@ class Stager {
       bool fresh = false;
       Seen& at = seen_.FindOrInsert(hashes[r % kProbeChunk], &fresh);
       if (!fresh) {
-        return Status::InvalidArgument("duplicate upsert key: " + names_[at.file] + " line " +
-                                       std::to_string(at.line) + " and " + names_[file] + " line " +
-                                       std::to_string(line) + " have the same key (" +
-                                       JoinNames(keys_) + "); keep one row per key in a run");
+        return Status::InvalidArgument(
+                   std::string(upsert_ ? "duplicate upsert key: " : "duplicate key: ") +
+                   names_[at.file] + " line " + std::to_string(at.line) + " and " + names_[file] +
+                   " line " + std::to_string(line) + " have the same key (" + JoinNames(keys_) +
+                   "); keep one row per key in a run")
+            .WithErrorCode(ErrorCode::kDuplicateKey);
       }
       at = Seen{file, false, line, static_cast<uint32_t>(retained_.size()),
                 static_cast<uint32_t>(r)};
@@ -459,6 +470,7 @@ class Stager {
         if (fresh) {
           at->existing = static_cast<uint32_t>(existing_.size());
           existing_.emplace_back();
+          if (keyed_append_) matched_.push_back(at);
           if (!reparse_) {  // and so does the kept row, for Stage to read directly
             if (row_existing_.size() <= at->batch) row_existing_.resize(at->batch + 1);
             std::vector<uint32_t>& kept = row_existing_[at->batch];
@@ -523,7 +535,37 @@ class Stager {
       }
       return Status::OK();
     }));
+    if (keyed_append_) return Status::OK();  // the key alone refuses the run
     return reparse_ ? HashMatchedRows(table, out) : CompareMatchedRows(table, out);
+  }
+
+  // An append into a keyed table: the table must hold none of the run's
+  // keys. Keys are compared byte for byte while the run's rows are kept,
+  // else by their 128-bit hash. The error names the run's rows, never keys.
+  Status RefuseTableKeys() {
+    constexpr int kNamed = 5;
+    std::vector<std::pair<uint32_t, int64_t>> rows;  // (file, line) of each refused row
+    for (const Seen* at : matched_) {
+      const Existing& e = existing_[at->existing];
+      if (!reparse_) {
+        buf_.clear();
+        AppendRowKey(Columns(retained_[at->batch], keys_), at->row, &buf_);
+        if (std::string_view(table_keys_).substr(e.key_at, e.key_size) != buf_) continue;
+      }
+      rows.push_back({at->file, at->line});
+    }
+    if (rows.empty()) return Status::OK();
+    std::sort(rows.begin(), rows.end());
+    std::string named;
+    for (size_t i = 0; i < rows.size() && i < kNamed; ++i) {
+      named += (i ? ", " : "") + names_[rows[i].first] + " line " + std::to_string(rows[i].second);
+    }
+    if (rows.size() > kNamed) named += " and " + std::to_string(rows.size() - kNamed) + " more";
+    return Status::InvalidArgument(
+               "duplicate key: " + std::to_string(rows.size()) + " row(s) of the run have a key (" +
+               JoinNames(keys_) + ") that table '" + table_.def.name + "' already holds: " + named +
+               "; append only new keys, or upsert")
+        .WithErrorCode(ErrorCode::kDuplicateKey);
   }
 
   // The run's rows are kept: compare each matched row with its run row one
@@ -674,6 +716,8 @@ class Stager {
   const StagerOptions& options_;
   std::string* failed_file_;
   const std::vector<std::string> keys_;
+  const bool upsert_;
+  const bool keyed_append_;  // an append into a table with declared keys
   std::vector<std::string> columns_;
   std::vector<int> compare_order_;  // non-key columns, in the order rows are compared
   std::vector<std::string> names_;
@@ -681,12 +725,13 @@ class Stager {
   // in the table is confirmed byte for byte (table_keys_), so a collision
   // there costs speed (the commit re-plans), never a wrong row. Within the
   // run, a collision would fail the run as a duplicate key.
-  FlatHashMap<Seen> seen_;                   // the run's keys
-  std::vector<Existing> existing_;           // the table's rows with those keys (Seen::existing)
+  FlatHashMap<Seen> seen_;            // the run's keys
+  std::vector<Existing> existing_;    // the table's rows with those keys (Seen::existing)
+  std::vector<const Seen*> matched_;  // keyed appends: the run's keys found in the table
   std::vector<std::vector<uint32_t>> row_existing_;  // per kept batch and row: its existing_
-  FlatHashMap<std::vector<uint64_t>> dups_;  // keys on several table rows: all of them
-  std::string table_keys_;                   // key bytes of existing_ entries
-  std::vector<RecordBatch> retained_;        // pass 1's batches, for pass 2
+  FlatHashMap<std::vector<uint64_t>> dups_;          // keys on several table rows: all of them
+  std::string table_keys_;                           // key bytes of existing_ entries
+  std::vector<RecordBatch> retained_;                // pass 1's batches, for pass 2
   size_t retained_bytes_ = 0;
   bool reparse_ = false;  // retained_ outgrew its budget: pass 2 parses again
   MergePlan plan_;

@@ -7,6 +7,7 @@
 
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "ingest/json_check.h"
 
 namespace loam::ingest {
 namespace {
@@ -408,7 +409,7 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
       return Status::OK();
     }
     case TypeId::kJson:
-      if (!IsValidUtf8(text) || !nlohmann::json::accept(text)) {
+      if (!CheckJsonDocument(text, kJsonDepthCeiling).ok()) {
         return Expected("a JSON document (RFC 8259) in UTF-8");
       }
       out->AppendBytes(text);

@@ -1,0 +1,91 @@
+// RunRequest::FromJson: every field typed, unknown fields and bad values
+// refused with a clear error (never an exception), quarantine denied.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ingest/quarantine.h"
+#include "ingest/run_record.h"
+
+namespace loam::ingest {
+namespace {
+
+TEST(RunRequestTest, RoundTripsThroughItsJson) {
+  RunRequest r;
+  r.table = "t";
+  r.mode = LoadMode::kUpsert;
+  r.keys = {"id"};
+  r.files = {"a.csv"};
+  r.format = InputFormat::kJsonLines;
+  r.idempotency_key = "k";
+  r.principal = "ada";
+  r.limits.csv_delimiter = ';';
+  r.limits.max_json_depth = 9;
+  r.max_rows = 77;
+  Result<RunRequest> back = RunRequest::FromJson(r.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), r.ToJson());
+  // Omitted fields take their defaults.
+  Result<RunRequest> minimal = RunRequest::FromJson(R"({"table":"t","files":["a.csv"]})");
+  ASSERT_TRUE(minimal.ok()) << minimal.status();
+  EXPECT_EQ(minimal->mode, LoadMode::kAppend);
+  EXPECT_EQ(minimal->limits.csv_delimiter, ',');
+}
+
+TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
+  struct Bad {
+    std::string json, message;
+    StatusCode code = StatusCode::kInvalidArgument;
+  };
+  const Bad bad[] = {
+      {"", "not a JSON object"},
+      {"[]", "not a JSON object"},
+      {R"({"files":["a"]})", "\"table\" is required"},
+      {R"({"table":7})", "\"table\" must be a string"},
+      {R"({"table":"t","colour":"red"})", "unknown field 'colour'"},
+      {R"({"table":"t","mode":"merge"})", "unknown mode 'merge'"},
+      {R"({"table":"t","files":"a.csv"})", "\"files\" must be an array of strings"},
+      {R"({"table":"t","files":[1]})", "\"files\" must be an array of strings"},
+      {R"({"table":"t","format":"xml"})", "xml"},
+      {R"({"table":"t","limits":{"csvDelimiter":""}})", "\"csvDelimiter\" must be one ASCII"},
+      {R"({"table":"t","limits":{"csvDelimiter":"ab"}})", "\"csvDelimiter\" must be one ASCII"},
+      {R"({"table":"t","limits":{"csvDelimiter":"\""}})", "\"csvDelimiter\" must be one ASCII"},
+      {R"({"table":"t","limits":{"maxColumns":0}})", "\"maxColumns\" must be an integer"},
+      {R"({"table":"t","limits":{"maxColumns":-5}})", "\"maxColumns\" must be an integer"},
+      {R"({"table":"t","limits":{"maxRows":1.5}})", "\"maxRows\" must be an integer"},
+      {R"({"table":"t","limits":{"maxRows":18446744073709551615}})", "\"maxRows\" must be"},
+      {R"({"table":"t","limits":{"maxExpansionRatio":"x"}})", "\"maxExpansionRatio\" must be"},
+      {R"({"table":"t","limits":{"speed":1}})", "unknown field 'speed'"},
+      {R"({"table":"t","limits":[]})", "\"limits\" must be an object"},
+      {R"({"table":"t","schemaPolicy":{"mode":"lenient"}})", "\"mode\" must be \"strict\""},
+      {R"({"table":"t","quarantine":"yes"})", "\"quarantine\" must be false"},
+      {R"({"table":"t","quarantine":true})", "quarantine is refused", StatusCode::kPermissionDenied},
+      {R"({"table":"t","errorPolicy":"quarantine"})", "quarantine error policy is refused",
+       StatusCode::kPermissionDenied},
+  };
+  for (const Bad& b : bad) {
+    Result<RunRequest> r = RunRequest::FromJson(b.json);
+    ASSERT_FALSE(r.ok()) << b.json;
+    EXPECT_EQ(r.status().code(), b.code) << b.json << ": " << r.status();
+    EXPECT_NE(r.status().message().find(b.message), std::string::npos) << b.json << ": " << r.status();
+  }
+  EXPECT_TRUE(RunRequest::FromJson(R"({"table":"t","quarantine":false})").ok());
+}
+
+TEST(QuarantineSwitchTest, RefusesEveryTruthyValue) {
+  for (const char* v : {"1", "true", "TRUE", "yes", "Yes", "on", "ON"}) {
+    Status s = CheckQuarantineSwitch(v);
+    EXPECT_TRUE(s.IsPermissionDenied()) << v << ": " << s;
+    EXPECT_NE(s.message().find("refuses to run in quarantine mode"), std::string::npos);
+  }
+  for (const char* v : {"", "0", "false", "FALSE", "no", "off"}) {
+    EXPECT_TRUE(CheckQuarantineSwitch(v).ok()) << v;
+  }
+  EXPECT_TRUE(CheckQuarantineSwitch(std::nullopt).ok());
+  Status unknown = CheckQuarantineSwitch("2");
+  EXPECT_TRUE(unknown.IsInvalidArgument()) << unknown;
+  EXPECT_NE(unknown.message().find("unrecognised value '2'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loam::ingest
