@@ -40,7 +40,7 @@ Result<Snapshot> ReadSnapshot(const Manifest& manifest, const ManifestVersion& v
   // Heads of exactly the live ids, one partition read per distinct partition.
   std::map<uint32_t, std::vector<ManifestRow>> partitions;
   for (TableDef& def : defs) {
-    const uint32_t p = static_cast<uint32_t>(def.sid % kTableHeadPartitions);
+    const uint32_t p = LiveHeadPartition(def.sid, v.dir.format);
     if (!partitions.count(p)) {
       ASSIGN_OR_RETURN(partitions[p], manifest.ReadPartition(v, p, &reads));
     }
@@ -49,7 +49,8 @@ Result<Snapshot> ReadSnapshot(const Manifest& manifest, const ManifestVersion& v
       if (r.object_id == TableHeadId(def.sid)) found = &r;
     }
     const std::string what = "table '" + def.name + "' (id " + std::to_string(def.sid) + ")";
-    if (found == nullptr) return Status::DataLoss(what + " has no head row: the manifest is corrupt");
+    if (found == nullptr)
+      return Status::DataLoss(what + " has no head row: the manifest is corrupt");
     ASSIGN_OR_RETURN(TableHead head, ParseTableHead(*found));
     if (head.state != HeadState::kLive) {
       return Status::DataLoss(what + " is in the catalog but its head is tombstoned");
@@ -67,7 +68,8 @@ Result<Snapshot> ReadSnapshot(const Manifest& manifest, const ManifestVersion& v
   if (stats) {
     stats->partition_files_read += reads.partition_files_read;
     stats->catalog_rows_decoded += catalog_rows;
-    for (const auto& [p, rows] : partitions) stats->head_rows_decoded += static_cast<int>(rows.size());
+    for (const auto& [p, rows] : partitions)
+      stats->head_rows_decoded += static_cast<int>(rows.size());
   }
   return snap;
 }

@@ -11,12 +11,43 @@ namespace {
 constexpr std::string_view kMagic = "LMH5";
 }  // namespace
 
-Result<uint32_t> PartitionOf(const ManifestRow& row) {
+namespace {
+
+// splitmix64's finaliser: ids from one counter (all odd, say) still spread.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint32_t LiveHeadPartition(int64_t sid, uint32_t format) {
+  const uint64_t id = static_cast<uint64_t>(sid);
+  return static_cast<uint32_t>((format >= 7 ? Mix(id) : id) % kTableHeadPartitions);
+}
+
+uint32_t TombstoneHeadPartition(int64_t sid) {
+  return kFirstTombstonePartition +
+         static_cast<uint32_t>(Mix(static_cast<uint64_t>(sid) ^ 0x5bd1e995) % kTombstonePartitions);
+}
+
+bool IsTableHeadPartition(uint32_t p) {
+  return p < kTableHeadPartitions || (p >= kFirstTombstonePartition && p < kNumPartitions);
+}
+
+Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format) {
   if (row.object_type == object_type::kTableHead) {
     if (!row.stable_table_id || *row.stable_table_id < 1) {
       return Status::InvalidArgument("table head '" + row.object_id + "' has no stable id");
     }
-    return static_cast<uint32_t>(*row.stable_table_id % kTableHeadPartitions);
+    const int64_t sid = *row.stable_table_id;
+    if (format >= 7 && !row.row_count) {  // tombstoned (ParseTableHead checks the state agrees)
+      return TombstoneHeadPartition(sid);
+    }
+    return LiveHeadPartition(sid, format);
   }
   if (row.object_type == object_type::kGraphHead) return kGraphPartition;
   if (row.object_type == object_type::kTableDef || row.object_type == object_type::kGrant) {
@@ -84,8 +115,11 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
   }
   ASSIGN_OR_RETURN(uint32_t nslots, d.U32());
   ASSIGN_OR_RETURN(uint32_t nfiles, d.U32());
-  if (nslots != kNumPartitions) return d.Corrupt("wrong partition count");
+  if (nslots != (format >= 7 ? kNumPartitions : kPartitionsBeforeFormat7)) {
+    return d.Corrupt("wrong partition count");
+  }
   HeadDirectory out;
+  out.format = format;
   for (uint32_t i = 0; i < nfiles; ++i) {
     ASSIGN_OR_RETURN(std::string_view path, d.LengthPrefixed());
     ASSIGN_OR_RETURN(uint64_t size, d.U64());
@@ -95,7 +129,8 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
     }
     out.files.push_back({std::string(path), size, offset});
   }
-  for (auto& s : out.slots) {
+  for (uint32_t i = 0; i < nslots; ++i) {
+    HeadDirectory::Slot& s = out.slots[i];
     ASSIGN_OR_RETURN(uint32_t file, d.U32());
     ASSIGN_OR_RETURN(s.offset, d.U32());
     ASSIGN_OR_RETURN(s.count, d.U32());

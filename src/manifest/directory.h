@@ -13,20 +13,34 @@
 
 namespace loam {
 
-// Partitions of mutable rows: table heads by stable id modulo
-// kTableHeadPartitions, then one for graph heads and one for the catalog
-// (table definitions and grants).
+// Partitions of mutable rows: live table heads by a hash of the stable id
+// modulo kTableHeadPartitions, then one for graph heads, one for the catalog
+// (table definitions and grants), then tombstoned table heads, apart so that
+// a current-state read never decodes them.
 inline constexpr uint32_t kTableHeadPartitions = 64;
 inline constexpr uint32_t kGraphPartition = kTableHeadPartitions;
 inline constexpr uint32_t kCatalogPartition = kTableHeadPartitions + 1;
-inline constexpr uint32_t kNumPartitions = kTableHeadPartitions + 2;
-// Version 6 added file offsets (partitions inside inline fragments); 5 is
-// still read.
-inline constexpr uint32_t kManifestFormatVersion = 6;
+inline constexpr uint32_t kFirstTombstonePartition = kTableHeadPartitions + 2;
+inline constexpr uint32_t kTombstonePartitions = 16;
+inline constexpr uint32_t kNumPartitions = kFirstTombstonePartition + kTombstonePartitions;
+// Format 7: hashed head partitions, tombstone partitions, table_grant journal
+// rows. 6 added file offsets (partitions inside inline fragments). 5 and 6
+// (66 partitions, heads by stable id modulo 64, tombstones among live heads)
+// are still read; the first publish on them rewrites every head partition.
+inline constexpr uint32_t kManifestFormatVersion = 7;
 inline constexpr uint32_t kOldestManifestFormat = 5;
+inline constexpr uint32_t kPartitionsBeforeFormat7 = kTableHeadPartitions + 2;
 
-// The partition a mutable row belongs to; InvalidArgument for journal rows.
-Result<uint32_t> PartitionOf(const ManifestRow& row);
+// The partition of the live head of `sid` in a directory of `format`.
+uint32_t LiveHeadPartition(int64_t sid, uint32_t format = kManifestFormatVersion);
+// The partition a mutable row belongs to in a directory of `format`: a
+// tombstoned head (null row_count) apart from live ones from format 7 on.
+// InvalidArgument for journal rows.
+Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format = kManifestFormatVersion);
+// The partition of the tombstoned head of `sid` (format 7 on).
+uint32_t TombstoneHeadPartition(int64_t sid);
+// Partitions holding table heads (live or tombstoned).
+bool IsTableHeadPartition(uint32_t p);
 
 struct HeadDirectory {
   // A fragment: bytes [offset, offset + size) of the object at `path`.
@@ -42,6 +56,7 @@ struct HeadDirectory {
     uint32_t count = 0;
     friend bool operator==(const Slot&, const Slot&) = default;
   };
+  uint32_t format = kManifestFormatVersion;  // as decoded; new directories are current
   std::vector<File> files;
   std::vector<Slot> slots = std::vector<Slot>(kNumPartitions);
 

@@ -55,7 +55,7 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
   HeadDirectory d;
   std::string bytes = EncodeHeadDirectory(d);
   EXPECT_TRUE(DecodeHeadDirectory(bytes).ok());
-  bytes[4] = 7;  // format_version 7: the checksum no longer matches
+  bytes[4] = 8;  // format_version 8: the checksum no longer matches
   Status st = DecodeHeadDirectory(bytes).status();
   EXPECT_TRUE(st.IsDataLoss()) << st;
   // With a valid checksum, a newer format asks for an upgrade.

@@ -39,7 +39,7 @@ bool IsJournalType(std::string_view t) {
   return t == object_type::kTableVersion || t == object_type::kTableTombstone ||
          t == object_type::kIncarnation || t == object_type::kTableRename ||
          t == object_type::kTableSchema || t == object_type::kGraphCommit ||
-         t == object_type::kRunCommit;
+         t == object_type::kRunCommit || t == object_type::kTableGrant;
 }
 
 const Schema& ManifestSchema() {
@@ -81,8 +81,8 @@ RecordBatch RowsToBatch(const std::vector<ManifestRow>& rows) {
 
 Result<std::vector<ManifestRow>> BatchToRows(const RecordBatch& b, int64_t offset, int64_t count) {
   if (!(b.schema == ManifestSchema())) {
-    return Status::DataLoss("manifest rows have schema " + b.schema.ToString() +
-                            ", expected " + ManifestSchema().ToString());
+    return Status::DataLoss("manifest rows have schema " + b.schema.ToString() + ", expected " +
+                            ManifestSchema().ToString());
   }
   if (count < 0) count = b.num_rows() - offset;
   if (offset < 0 || offset + count > b.num_rows()) {
@@ -125,6 +125,9 @@ std::string TableTombstoneId(int64_t sid, int64_t inc, int64_t version) {
 }
 std::string IncarnationId(int64_t sid, int64_t inc) {
   return "incarnation:" + Pad(sid, 8) + ":" + Pad(inc, 8);
+}
+std::string TableGrantId(int64_t sid, int64_t inc, std::string_view commit) {
+  return "table_grant:" + Pad(sid, 8) + ":" + Pad(inc, 8) + ":" + std::string(commit);
 }
 std::string TableRenameId(int64_t sid, int64_t inc, int64_t seq) {
   return "table_rename:" + Pad(sid, 8) + ":" + Pad(inc, 8) + ":" + Pad(seq, 20);

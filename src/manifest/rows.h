@@ -25,6 +25,7 @@ inline constexpr std::string_view kTableRename = "table_rename";
 inline constexpr std::string_view kTableSchema = "table_schema";
 inline constexpr std::string_view kGraphCommit = "graph_commit";
 inline constexpr std::string_view kRunCommit = "run_commit";
+inline constexpr std::string_view kTableGrant = "table_grant";  // a grant set or revoked (format 7)
 // Mutable, one per id.
 inline constexpr std::string_view kTableHead = "table_head";
 inline constexpr std::string_view kGraphHead = "graph_head";
@@ -66,6 +67,7 @@ std::string TableRenameId(int64_t sid, int64_t inc, int64_t seq);
 std::string TableSchemaId(int64_t sid, int64_t inc, int64_t schema_version);
 std::string GraphCommitId(std::string_view commit);
 std::string RunCommitId(std::string_view run_id);
+std::string TableGrantId(int64_t sid, int64_t inc, std::string_view commit);
 std::string TableHeadId(int64_t sid);
 std::string GraphHeadId(std::string_view branch);
 std::string TableDefId(int64_t sid);
