@@ -1,6 +1,7 @@
-// init, log, history, branch, compact, gc, heads verify.
+// init, log, history, branch, compact, gc, heads verify and repair.
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -73,15 +74,18 @@ Status History(const Context& ctx, const std::string& table, const std::string& 
                      {"tableVersion", e.table_version},
                      {"branch", BranchName(e.owner_branch)},
                      {"rowCount", e.row_count ? json(*e.row_count) : json(nullptr)},
-                     {"commit", e.commit_id}});
+                     {"commit", e.commit_id},
+                     {"actor", e.actor},
+                     {"createdMicros", e.created_micros},
+                     {"detail", e.detail}});
     }
     std::cout << out.dump() << "\n";
     return Status::OK();
   }
-  TextTable t({"event", "name", "table version", "branch", "rows", "commit"});
+  TextTable t({"event", "name", "table version", "branch", "rows", "by", "detail", "commit"});
   for (const auto& e : entries) {
     t.Add({e.event, e.table_key, std::to_string(e.table_version), BranchName(e.owner_branch),
-           e.row_count ? std::to_string(*e.row_count) : "", e.commit_id});
+           e.row_count ? std::to_string(*e.row_count) : "", e.actor, e.detail, e.commit_id});
   }
   t.Print(std::cout);
   return Status::OK();
@@ -171,24 +175,56 @@ Status Gc(const Context& ctx, int64_t grace_seconds) {
 }
 
 Status HeadsVerify(const Context& ctx, const std::string& branch) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  // Read-only: no recovery on open, nothing published.
+  ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
   ASSIGN_OR_RETURN(HeadsReport r, ws->VerifyHeads(FromMain(branch)));
   if (ctx.json) {
     std::cout << json{{"manifestVersion", r.manifest_version},
                       {"tablesChecked", r.tables_checked},
-                      {"problems", r.problems}}
+                      {"problems", r.problems},
+                      {"pendingSidecars", r.pending_sidecars},
+                      {"unindexedJournalFragments", r.unindexed_journal_fragments}}
                      .dump()
               << "\n";
   } else {
-    std::cout << "checked " << r.tables_checked << " table heads at manifest version "
-              << r.manifest_version << ": " << (r.ok() ? "all match the journal" : "PROBLEMS")
-              << "\n";
+    std::cout << "checked " << r.tables_checked
+              << " table heads and the catalog at manifest version " << r.manifest_version << ": "
+              << (r.ok() ? "all match the journal" : "PROBLEMS") << "\n";
     for (const auto& p : r.problems) std::cout << "  " << p << "\n";
+    std::cout << "pending write sidecars: " << r.pending_sidecars
+              << (r.pending_sidecars ? " (recovered by the next write or open)" : "") << "\n"
+              << "journal fragments outside the index: " << r.unindexed_journal_fragments << "\n";
   }
   if (!r.ok()) {
-    return Status::DataLoss(
-        std::to_string(r.problems.size()) +
-        " heads differ from the journal; 'loam heads repair' (offline) rewrites them");
+    return Status::DataLoss(std::to_string(r.problems.size()) +
+                            " problems: heads or catalog differ from the journal; stop every "
+                            "writer, then 'loam heads repair --offline' rewrites them");
+  }
+  return Status::OK();
+}
+
+Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline) {
+  if (!offline) {
+    return Status::FailedPrecondition(
+        "heads repair rewrites every head of the branch and races any writer: stop every "
+        "writer first (loam serve processes, loads, compact and gc), then run it with "
+        "--offline");
+  }
+  ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
+  ASSIGN_OR_RETURN(HeadsReport r, ws->RepairHeads(FromMain(branch)));
+  if (ctx.json) {
+    std::cout << json{{"manifestVersion", r.manifest_version},
+                      {"tablesChecked", r.tables_checked},
+                      {"repaired", r.changes}}
+                     .dump()
+              << "\n";
+  } else if (r.changes.empty()) {
+    std::cout << "nothing to repair: " << r.tables_checked
+              << " table heads and the catalog match the journal\n";
+  } else {
+    std::cout << "repaired " << r.changes.size() << " problems at manifest version "
+              << r.manifest_version << " (commit by loam:repair):\n";
+    for (const auto& c : r.changes) std::cout << "  " << c << "\n";
   }
   return Status::OK();
 }
@@ -256,6 +292,15 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* verify = heads->add_subcommand("verify", "recompute heads from the journal and compare");
   auto* v_branch = verify->add_option("--branch", "branch (default main)")->default_str("main");
   verify->callback([&ctx, v_branch, run] { run(HeadsVerify(ctx, v_branch->as<std::string>())); });
+  auto* repair = heads->add_subcommand(
+      "repair", "offline: rewrite heads and catalog from the journal, as loam:repair");
+  auto* r_branch = repair->add_option("--branch", "branch (default main)")->default_str("main");
+  auto offline = std::make_shared<bool>(false);
+  repair->add_flag("--offline", *offline,
+                   "every writer is stopped (required: repair races writers)");
+  repair->callback([&ctx, r_branch, offline, run] {
+    run(HeadsRepair(ctx, r_branch->as<std::string>(), *offline));
+  });
 }
 
 }  // namespace loam::cli

@@ -68,9 +68,11 @@ std::function<void(Status)> Context::Runner(int* exit) const {
   return [this, exit](Status s) { *exit = s.ok() ? kExitOk : Report(*this, s); };
 }
 
-Result<std::shared_ptr<Workspace>> Context::Open() const {
+Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", Options());
+  WorkspaceOptions options = Options();
+  options.recover_on_open = recover;
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
   if (ws.status().IsNotFound()) {
     return Status::NotFound("no Loam workspace at '" + root +
                             "'; create one with 'loam init', or point --root / LOAM_ROOT at one");

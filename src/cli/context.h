@@ -33,7 +33,9 @@ struct Context {
   std::string principal;  // LOAM_PRINCIPAL, or the login name
   bool json = false;      // --json: one JSON document on stdout
 
-  Result<std::shared_ptr<Workspace>> Open() const;
+  // `recover`: settle sidecars older than the grace period first (false for
+  // read-only inspection, heads verify).
+  Result<std::shared_ptr<Workspace>> Open(bool recover = true) const;
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
   // (crash tests); empty function when unset.
   static std::function<Status(std::string_view)> CrashHook();

@@ -21,12 +21,20 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
   for (const ObjectInfo& o : sidecars) {
+    if (!IsSidecarKey(root_, o.key)) continue;  // unreadable/: moved aside already
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;  // finished meanwhile
     Status st = text.status();
     if (st.ok()) {
       Result<Sidecar> s = DecodeSidecar(*text, o.key);
       st = s.status();
+      if (st.IsDataLoss()) {
+        // Torn by a crash (its put is not fsynced): it names nothing that can
+        // be trusted. A table version it left is reset by the next writer once
+        // past the grace period (OpenFork). Moved aside, reported once.
+        st = MoveAside(o.key, *text, &report);
+        if (st.ok()) continue;
+      }
       if (s.ok() && !due(*s)) {
         report.left_to_live_writers++;
         continue;
@@ -41,6 +49,18 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
     }
   }
   return report;
+}
+
+Status Workspace::MoveAside(const std::string& key, const std::string& text,
+                            RecoveryReport* report) {
+  StringSource src(text);
+  Result<ObjectMeta> put = store_->Write(UnreadableSidecarKey(root_, key), src, {});
+  RETURN_NOT_OK(put.status());
+  RETURN_NOT_OK(store_->Delete(key));
+  LOAM_LOG_WARN("sidecar '{}' is unreadable; moved it to '{}'", key,
+                UnreadableSidecarKey(root_, key));
+  report->moved_aside.push_back(key);
+  return Status::OK();
 }
 
 Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report) {
@@ -64,7 +84,11 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
   };
   ASSIGN_OR_RETURN(std::optional<TableHead> cur, head_now());
   if (published(cur)) return finish(&report->already_published);  // a stale sidecar converges
-  if (!cur) return finish(&report->without_effect);
+  // A table dropped (or dropped and created again) since: its data is the
+  // dropped incarnation's, which no head names. Nothing to undo.
+  if (!cur || cur->state != HeadState::kLive || cur->inc != s.inc) {
+    return finish(&report->without_effect);
+  }
   OpenSpec spec;
   spec.branch = s.fork;
   Result<Dataset> fork =

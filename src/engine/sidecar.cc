@@ -12,6 +12,16 @@ std::string SidecarPrefix(const std::string& workspace) {
   return (workspace.empty() ? std::string() : workspace + "/") + "_recovery/";
 }
 
+bool IsSidecarKey(const std::string& workspace, const std::string& key) {
+  const std::string prefix = SidecarPrefix(workspace);
+  return key.starts_with(prefix) && key.ends_with(".json") &&
+         key.find('/', prefix.size()) == std::string::npos;
+}
+
+std::string UnreadableSidecarKey(const std::string& workspace, const std::string& key) {
+  return SidecarPrefix(workspace) + "unreadable/" + key.substr(SidecarPrefix(workspace).size());
+}
+
 std::string SidecarKey(const std::string& workspace, const std::string& operation_id) {
   return SidecarPrefix(workspace) + operation_id + ".json";
 }

@@ -13,30 +13,34 @@ namespace loam {
 
 struct Sidecar {
   std::string operation_id;
-  std::string branch;             // manifest branch ("" = main)
-  std::string commit_id;          // graph commit of the write
-  std::string rollback_commit_id; // graph commit of its rollback
+  std::string branch;              // manifest branch ("" = main)
+  std::string commit_id;           // graph commit of the write
+  std::string rollback_commit_id;  // graph commit of its rollback
   std::string run_id;
   std::string actor;
   int64_t created_micros = 0;
   // The one table the write changes.
   int64_t sid = 0;
   int64_t inc = 0;
-  std::string fork;               // the table dataset's branch written ("" = its main)
-  std::string owner_branch;       // manifest branch named in the new head
-  int64_t expected_version = 0;   // head version before the write
-  std::string expected_owner_ref; // head owner before the write
+  std::string fork;                // the table dataset's branch written ("" = its main)
+  std::string owner_branch;        // manifest branch named in the new head
+  int64_t expected_version = 0;    // head version before the write
+  std::string expected_owner_ref;  // head owner before the write
   // The transaction id the table commit is made under, chosen before it, so
   // recovery can tell this write's effect from any other.
   std::string planned_txn;
   // Schema change carried by the write (add column): the new definition row's metadata.
-  std::string new_table_def;      // "" when the schema is unchanged
+  std::string new_table_def;  // "" when the schema is unchanged
 
   friend bool operator==(const Sidecar&, const Sidecar&) = default;
 };
 
 std::string SidecarKey(const std::string& workspace, const std::string& operation_id);
 std::string SidecarPrefix(const std::string& workspace);
+// True for "<prefix><operation_id>.json" (not for the unreadable/ folder).
+bool IsSidecarKey(const std::string& workspace, const std::string& key);
+// Where an unreadable sidecar is moved aside, once.
+std::string UnreadableSidecarKey(const std::string& workspace, const std::string& key);
 std::string EncodeSidecar(const Sidecar& s);
 // DataLoss for malformed JSON; FailedPrecondition for a newer format.
 Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key);

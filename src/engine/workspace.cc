@@ -1,6 +1,8 @@
 #include "engine/workspace.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -89,7 +91,9 @@ Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> 
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
   ws->owner_ = std::move(owner);
-  RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
+  if (ws->options_.recover_on_open) {
+    RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
+  }
   return ws;
 }
 
@@ -335,6 +339,7 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, name));
     ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
     if (!head) return Status::DataLoss("table '" + name + "' has no head");
+    const ManifestRow live = TableHeadRow(*head);  // leaves its partition for the tombstones'
     head->state = HeadState::kTombstoned;
     head->table_version += 1;
     head->row_count.reset();
@@ -345,7 +350,7 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
     tomb.table_version = head->table_version;
     plan.journal = {tomb};
     plan.upserts = {TableHeadRow(*head)};
-    plan.removes = {TableDefRow(def)};
+    plan.removes = {live, TableDefRow(def)};
     ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
     for (const ManifestRow& r : catalog) {
       if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid)
@@ -367,11 +372,23 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
   spec.actor = options_.actor;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, table));
+    ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
+    if (!head) return Status::DataLoss("table '" + table + "' has no head");
+    head->head_commit = view.commit_id();
     PublishPlan plan;
-    plan.graph_commit = false;
+    // The audit row: who changed whose role on which table (when: the commit).
+    ManifestRow audit = JournalRow(object_type::kTableGrant,
+                                   TableGrantId(def.sid, def.inc, view.commit_id()), *head);
+    audit.metadata = json{
+        {"principal", principal},
+        {"role", role ? json(RoleName(*role)) : json(nullptr)},
+        {"actor",
+         options_.actor}}.dump();
+    plan.journal = {audit};
+    plan.upserts = {TableHeadRow(*head)};
     const ManifestRow row = GrantRow({def.sid, principal, role.value_or(Role::kReader)});
     if (role) {
-      plan.upserts = {row};
+      plan.upserts.push_back(row);
     } else {
       plan.removes = {row};
     }
@@ -647,6 +664,14 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
   const TableState* t = snap.Find(table);
   if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
   ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
+  std::map<std::string, std::pair<std::string, int64_t>> commits;  // id -> actor, created
+  for (const ManifestRow& r : journal) {
+    if (r.object_type != object_type::kGraphCommit) continue;
+    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) continue;
+    commits[r.object_id.substr(GraphCommitId("").size())] = {meta.value("actor", ""),
+                                                             meta.value("created_at", int64_t{0})};
+  }
   std::vector<TableHistoryEntry> out;
   for (const ManifestRow& r : journal) {
     if (r.stable_table_id != t->def.sid || r.incarnation_id != t->def.inc) continue;
@@ -661,17 +686,19 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
     if (meta.is_object() && meta.contains("commit") && meta["commit"].is_string()) {
       e.commit_id = meta["commit"];
     }
+    if (auto c = commits.find(e.commit_id); c != commits.end()) {
+      std::tie(e.actor, e.created_micros) = c->second;
+    }
+    if (meta.is_object() && r.object_type == object_type::kTableGrant) {
+      const json role = meta.value("role", json(nullptr));
+      e.detail = meta.value("principal", "") + ": " +
+                 (role.is_string() ? role.get<std::string>() : std::string("revoked"));
+    } else if (meta.is_object() && r.object_type == object_type::kTableRename) {
+      e.detail = meta.value("old", "") + " -> " + meta.value("new", "");
+    }
     out.push_back(std::move(e));
   }
   return out;
-}
-
-Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
-  return loam::VerifyHeads(*manifest_, branch);
-}
-
-Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
-  return loam::RepairHeads(*manifest_, branch);
 }
 
 }  // namespace loam

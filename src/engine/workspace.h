@@ -46,6 +46,9 @@ struct WorkspaceOptions {
   // Sidecars younger than this may belong to a live writer: recovery leaves
   // them alone (a write that meets one is refused as a conflict).
   int64_t recovery_grace_micros = 60'000'000;
+  // Open recovers sidecars older than the grace period; false opens read-only
+  // in spirit (heads verify): nothing is rolled forward or back.
+  bool recover_on_open = true;
 };
 
 enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn, kCompact };
@@ -106,6 +109,9 @@ struct TableHistoryEntry {
   std::string owner_branch;
   std::optional<int64_t> row_count;
   std::string commit_id;
+  std::string actor;           // who made the commit
+  int64_t created_micros = 0;  // when
+  std::string detail;          // table_grant: "bob: writer" or "bob: revoked"; renames: "a -> b"
 };
 
 struct RecoveryReport {
@@ -113,8 +119,9 @@ struct RecoveryReport {
   int rolled_back = 0;
   int already_published = 0;
   int without_effect = 0;
-  int left_to_live_writers = 0;       // younger than the grace period
-  std::vector<std::string> failures;  // sidecars that could not be recovered, with why
+  int left_to_live_writers = 0;          // younger than the grace period
+  std::vector<std::string> failures;     // sidecars that could not be recovered, with why
+  std::vector<std::string> moved_aside;  // unreadable sidecars moved to _recovery/unreadable/
 };
 
 // Who a table change is published for (see Workspace::PublishTableChange).
@@ -165,8 +172,16 @@ class Workspace {
   Result<std::vector<GraphCommitInfo>> Log(const std::string& branch = "") const;  // newest first
   Result<std::vector<TableHistoryEntry>> History(const std::string& table,
                                                  const std::string& branch = "") const;
+  // Compares the stored heads and the catalog with the journal's fold and
+  // reports every difference; reads only (no recovery, no publish).
   Result<HeadsReport> VerifyHeads(const std::string& branch = "") const;
+  // Offline: settles every sidecar, then publishes the fold's heads and a
+  // catalog rebuilt to agree with them as one commit by "loam:repair". Does
+  // nothing when verify would find nothing. Concurrent writers make it fail
+  // (FailedPrecondition), never half-apply.
   Result<HeadsReport> RepairHeads(const std::string& branch = "");
+  // Write sidecars present (crashed or in-flight writes).
+  Result<int> PendingSidecars() const;
   // Classifies every sidecar older than `grace_micros` and rolls it forward
   // or back (see Recover in recovery.cc).
   Result<RecoveryReport> Recover(int64_t grace_micros);
@@ -212,6 +227,7 @@ class Workspace {
                        std::optional<Role> held, WriteMode mode) const;
   // Recovers the sidecar at `key`; counts the outcome in `report`.
   Status RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report);
+  Status MoveAside(const std::string& key, const std::string& text, RecoveryReport* report);
   Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork);
   Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due);
 

@@ -153,7 +153,8 @@ void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
       w.run_id = "run-1";
       EXPECT_TRUE(b->Write(w).ok());
     }
-    if (crash_in_rollback && at == failpoint::kRecoveryAfterRestore) return Status::Unavailable("crash");
+    if (crash_in_rollback && at == failpoint::kRecoveryAfterRestore)
+      return Status::Unavailable("crash");
     return Status::OK();
   };
   auto a = Workspace::Open(store, "ws", a_opts).value();
@@ -177,16 +178,18 @@ void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
   ExpectConsistent(*ws, "");
 }
 
-TEST(WorkspaceRecoveryTest, ARefusedPublishRollsTheTableBack) { RunLosesItsRunToAnotherWriter(false); }
+TEST(WorkspaceRecoveryTest, ARefusedPublishRollsTheTableBack) {
+  RunLosesItsRunToAnotherWriter(false);
+}
 
 TEST(WorkspaceRecoveryTest, ACrashDuringRollbackConvergesOnTheNextRecovery) {
   RunLosesItsRunToAnotherWriter(true);
 }
 
-TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPublishing) {
+TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsLeftAloneAndNothingIsPublished) {
   auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
-  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  const WriteResult created = ws->CreateTable("t", EventSchema(), {}).value();
   WorkspaceOptions crash = testing::TestOptions();
   crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
   auto writer = Workspace::Open(store, "ws", crash).value();
@@ -196,8 +199,21 @@ TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsRolledBackWithoutPubli
   ASSERT_TRUE(Workspace::Open(store, "ws", live).value()->DropTable("t").ok());
   const size_t commits = ws->Log().value().size();
   RecoveryReport r = ws->Recover(0).value();
-  EXPECT_EQ(r.rolled_back, 1);
+  EXPECT_EQ(r.rolled_back, 0);
+  EXPECT_EQ(r.without_effect, 1);
   EXPECT_EQ(ws->Log().value().size(), commits);  // nothing published: the table is gone
+  // The dropped table's data is not rolled back: its last version is the
+  // crashed write's, untouched.
+  const std::string location =
+      "ws/" +
+      TableLocation(created.sid, ws->manifest()
+                                     .ReadTableHead(ws->manifest().Current("").value(), created.sid)
+                                     .value()
+                                     ->inc);
+  Dataset dropped = Dataset::Open(store, location, {}, {}).value();
+  EXPECT_EQ(dropped.version(), 2u);
+  EXPECT_NE(dropped.state().txn.op, OpType::kRestore);
+  EXPECT_TRUE(store->ListAll("ws/_recovery/").value().empty());
   EXPECT_TRUE(ws->Current().value().tables.empty());
   ExpectHeadsMatchFold(*ws);
 }
@@ -217,7 +233,11 @@ struct CrashedWrite {
     EXPECT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
     WorkspaceOptions crash = opts;
     crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
-    EXPECT_TRUE(Workspace::Open(store, "ws", crash).value()->Write(Append("t", {1})).status().IsUnavailable());
+    EXPECT_TRUE(Workspace::Open(store, "ws", crash)
+                    .value()
+                    ->Write(Append("t", {1}))
+                    .status()
+                    .IsUnavailable());
   }
 };
 
@@ -247,7 +267,8 @@ TEST(WorkspaceRecoveryTest, AnUnpublishedVersionWithoutSidecarIsResetOnceOld) {
   auto& store = c.store;
   auto& clock = c.clock;
   auto& ws = c.ws;
-  for (const ObjectInfo& o : store->ListAll("ws/_recovery/").value()) ASSERT_TRUE(store->Delete(o.key).ok());
+  for (const ObjectInfo& o : store->ListAll("ws/_recovery/").value())
+    ASSERT_TRUE(store->Delete(o.key).ok());
   EXPECT_TRUE(ws->Write(Append("t", {2})).status().IsFailedPrecondition());  // may be live
   clock.AdvanceMicros(11'000'000);
   ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
@@ -281,8 +302,11 @@ TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
   ASSERT_TRUE(ws->CreateBranch("dev").ok());
   WorkspaceOptions crash = testing::TestOptions();
   crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
-  ASSERT_TRUE(
-      Workspace::Open(store, "ws", crash).value()->Write(Append("t", {2}, "dev")).status().IsUnavailable());
+  ASSERT_TRUE(Workspace::Open(store, "ws", crash)
+                  .value()
+                  ->Write(Append("t", {2}, "dev"))
+                  .status()
+                  .IsUnavailable());
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;
   auto keeper = Workspace::Open(store, "ws", live).value();
@@ -297,16 +321,25 @@ TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
   ExpectConsistent(*keeper, "dev");
 }
 
-TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsReportedAndBlocksNothing) {
+TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsMovedAsideOnceAndBlocksNothing) {
   auto store = testing::NewTestStore();
   auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(store->Put("ws/_recovery/garbage.json", "{not json").ok());
   auto reopened = Workspace::Open(store, "ws", testing::TestOptions());
   ASSERT_TRUE(reopened.ok()) << reopened.status();
+  // Opening moved it aside, once: reported then, never again.
+  ASSERT_TRUE(store->Get("ws/_recovery/unreadable/garbage.json").ok());
+  EXPECT_TRUE(store->Get("ws/_recovery/garbage.json").status().IsNotFound());
   RecoveryReport r = (*reopened)->Recover(0).value();
-  ASSERT_EQ(r.failures.size(), 1u);
-  EXPECT_NE(r.failures[0].find("garbage.json"), std::string::npos) << r.failures[0];
+  EXPECT_TRUE(r.failures.empty());
+  EXPECT_TRUE(r.moved_aside.empty());
+  ASSERT_TRUE(store->Put("ws/_recovery/torn.json", "{\"format\":1,\"operation_id\":").ok());
+  r = (*reopened)->Recover(0).value();
+  EXPECT_TRUE(r.failures.empty());
+  ASSERT_EQ(r.moved_aside.size(), 1u);
+  EXPECT_NE(r.moved_aside[0].find("torn.json"), std::string::npos);
+  EXPECT_EQ((*reopened)->PendingSidecars().value(), 0);
   ASSERT_TRUE((*reopened)->Write(Append("t", {1})).ok());
   EXPECT_EQ(RowsOf(**reopened, "t"), 1);
 }

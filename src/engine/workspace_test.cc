@@ -186,7 +186,7 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
     schema_row |= row.object_id == TableSchemaId(after.def.sid, after.def.inc, 2);
   }
   EXPECT_TRUE(schema_row);
-  // Grants: set, change, remove; a metadata-only commit creates no graph commit.
+  // Grants: set, change, remove; each an audited commit (table_grant rows).
   const size_t commits = ws_->Log().value().size();
   ASSERT_TRUE(ws_->SetGrant("t", "alice", Role::kWriter).ok());
   ASSERT_TRUE(ws_->SetGrant("t", "bob", Role::kReader).ok());
@@ -197,7 +197,14 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
   EXPECT_EQ(snap.RoleOf(after.def.sid, "carol"), std::nullopt);
   ASSERT_TRUE(ws_->SetGrant("t", "bob", std::nullopt).ok());
   EXPECT_EQ(ws_->Current().value().RoleOf(after.def.sid, "bob"), std::nullopt);
-  EXPECT_EQ(ws_->Log().value().size(), commits);
+  EXPECT_EQ(ws_->Log().value().size(), commits + 4);
+  std::vector<std::string> audit;
+  for (const TableHistoryEntry& e : ws_->History("t").value()) {
+    if (e.event == object_type::kTableGrant) audit.push_back(e.actor + " " + e.detail);
+  }
+  EXPECT_EQ(audit, (std::vector<std::string>{"loam alice: writer", "loam bob: reader",
+                                             "loam alice: admin", "loam bob: revoked"}));
+  ExpectHeadsMatchFold(*ws_);
   EXPECT_TRUE(ws_->SetGrant("missing", "alice", Role::kReader).IsNotFound());
   // Dropping the table drops its grants; the recreated name starts with none.
   ASSERT_TRUE(ws_->DropTable("t").ok());
@@ -307,7 +314,7 @@ void CorruptPartition(Workspace& ws, uint32_t p, const std::vector<ManifestRow>&
 TEST_F(WorkspaceTest, MissingDuplicateOrMalformedHeadsFailLoudlyAndRepairFixesThem) {
   const int64_t sid = ws_->CreateTable("t", EventSchema(), {}).value().sid;
   ASSERT_TRUE(ws_->Write(Append("t", {1, 2})).ok());
-  const uint32_t p = static_cast<uint32_t>(sid % kTableHeadPartitions);
+  const uint32_t p = LiveHeadPartition(sid);
   ManifestVersion v = ws_->manifest().Current("").value();
   const ManifestRow good = ws_->manifest().ReadPartition(v, p).value().at(0);
 
@@ -330,7 +337,8 @@ TEST_F(WorkspaceTest, MissingDuplicateOrMalformedHeadsFailLoudlyAndRepairFixesTh
                                          {"duplicate", {good, good}, "appears twice"},
                                          {"malformed", {malformed}, "malformed"},
                                          {"mismatched schema", {mismatched}, "disagrees"},
-                                         {"tombstoned", {TableHeadRow(tomb)}, "tombstoned"}}) {
+                                         // Tombstones live in their own partitions.
+                                         {"tombstoned", {TableHeadRow(tomb)}, "does not belong"}}) {
     SCOPED_TRACE(c.name);
     CorruptPartition(*ws_, p, c.rows);
     Status st = ws_->Current().status();
@@ -341,7 +349,8 @@ TEST_F(WorkspaceTest, MissingDuplicateOrMalformedHeadsFailLoudlyAndRepairFixesTh
     HeadsReport before = ws_->VerifyHeads().value_or(HeadsReport{0, 0, {"unreadable"}});
     EXPECT_FALSE(before.ok());
     HeadsReport repaired = ws_->RepairHeads().value();
-    EXPECT_FALSE(repaired.problems.empty());
+    EXPECT_FALSE(repaired.changes.empty());
+    EXPECT_TRUE(ws_->RepairHeads().value().changes.empty());  // idempotent
     ExpectHeadsMatchFold(*ws_);
     EXPECT_EQ(RowsOf(*ws_, "t"), 2);
     EXPECT_EQ(ws_->Log().value().front().actor, "loam:repair");

@@ -1,6 +1,7 @@
 #include "manifest/fold.h"
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/status_macros.h"
 
@@ -62,7 +63,8 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
     }
     auto it = out.tables.find(sid);
     if (it == out.tables.end() || it->second.inc != *r.incarnation_id) {
-      return Status::DataLoss("journal row '" + r.object_id + "' names an identity never incarnated");
+      return Status::DataLoss("journal row '" + r.object_id +
+                              "' names an identity never incarnated");
     }
     TableHead& h = it->second;
     if (h.state == HeadState::kTombstoned) {
@@ -89,7 +91,8 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
 
 Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion& v) {
   FoldedHeads out;
-  for (uint32_t p = 0; p < kTableHeadPartitions; ++p) {
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (!IsTableHeadPartition(p)) continue;
     ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest.ReadPartition(v, p));
     for (const ManifestRow& r : rows) {
       ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
@@ -104,106 +107,106 @@ Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion&
   return out;
 }
 
-namespace {
-
-// Differences between folded and stored heads, and the rows that fix them.
-HeadsReport Compare(const FoldedHeads& folded, const FoldedHeads& stored, PublishPlan* fix) {
-  HeadsReport report;
+std::vector<std::string> CompareHeads(const FoldedHeads& folded, const FoldedHeads& stored) {
+  std::vector<std::string> problems;
   for (const auto& [sid, want] : folded.tables) {
-    report.tables_checked++;
     auto it = stored.tables.find(sid);
     if (it == stored.tables.end()) {
-      report.problems.push_back("table " + std::to_string(sid) + ": head missing; journal says " +
-                                Describe(want));
+      problems.push_back("table " + std::to_string(sid) + ": head missing; journal says " +
+                         Describe(want));
     } else if (!(it->second == want)) {
-      report.problems.push_back("table " + std::to_string(sid) + ": head says " +
-                                Describe(it->second) + "; journal says " + Describe(want));
-    } else {
-      continue;
+      problems.push_back("table " + std::to_string(sid) + ": head says " + Describe(it->second) +
+                         "; journal says " + Describe(want));
     }
-    if (fix) fix->upserts.push_back(TableHeadRow(want));
   }
   for (const auto& [sid, have] : stored.tables) {
-    if (folded.tables.count(sid)) continue;
-    report.problems.push_back("table " + std::to_string(sid) + ": head " + Describe(have) +
-                              " has no journal history");
-    if (fix) fix->removes.push_back(TableHeadRow(have));
+    if (!folded.tables.count(sid)) {
+      problems.push_back("table " + std::to_string(sid) + ": head " + Describe(have) +
+                         " has no journal history");
+    }
   }
   for (const auto& [branch, want] : folded.graphs) {
     auto it = stored.graphs.find(branch);
     if (it == stored.graphs.end() || !(it->second == want)) {
-      report.problems.push_back("graph head of '" + (branch.empty() ? "main" : branch) +
-                                "' disagrees with the journal (expected commit " + want.head_commit +
-                                ")");
+      problems.push_back("graph head of '" + (branch.empty() ? "main" : branch) +
+                         "' disagrees with the journal (expected commit " + want.head_commit + ")");
     }
   }
-  return report;
+  return problems;
+}
+
+namespace {
+
+// Reads one head partition's rows into `stored`, reporting instead of
+// failing.
+void ReadLeniently(const Manifest& manifest, const ManifestVersion& v, uint32_t p,
+                   std::set<std::string>* seen, FoldedHeads* stored,
+                   std::vector<std::string>* problems) {
+  Result<std::vector<ManifestRow>> rows = manifest.ReadPartitionUnchecked(v, p);
+  if (!rows.ok()) {
+    problems->push_back("partition " + std::to_string(p) +
+                        " is unreadable: " + rows.status().message());
+    return;
+  }
+  for (const ManifestRow& r : *rows) {
+    Result<uint32_t> at = PartitionOf(r, v.dir.format);
+    if (!at.ok() || *at != p) {
+      problems->push_back("row '" + r.object_id + "' is in partition " + std::to_string(p) +
+                          ", where it does not belong");
+      continue;
+    }
+    if (!seen->insert(r.object_id).second) {
+      problems->push_back("duplicate head: '" + r.object_id +
+                          "' appears twice (again in partition " + std::to_string(p) + ")");
+      continue;
+    }
+    if (p == kGraphPartition) {
+      Result<GraphHead> g = ParseGraphHead(r);
+      if (g.ok()) stored->graphs[g->branch] = *g;
+      if (!g.ok()) problems->push_back(g.status().message());
+    } else {
+      Result<TableHead> h = ParseTableHead(r);
+      if (h.ok()) stored->tables[h->sid] = *h;
+      if (!h.ok()) problems->push_back(h.status().message());
+    }
+  }
 }
 
 }  // namespace
 
-Result<HeadsReport> VerifyHeads(const Manifest& manifest, const std::string& branch) {
+Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch) {
+  HeadsInspection in;
   ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
-  ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(branch, ds.version()));
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest.Journal(branch, ds.version()));
-  ASSIGN_OR_RETURN(FoldedHeads folded, FoldJournal(journal));
-  ASSIGN_OR_RETURN(FoldedHeads stored, StoredHeads(manifest, v));
-  HeadsReport report = Compare(folded, stored, nullptr);
-  report.manifest_version = v.version;
-  return report;
+  ASSIGN_OR_RETURN(in.version, manifest.At(branch, ds.version()));
+  ASSIGN_OR_RETURN(in.journal, manifest.Journal(branch, ds.version()));
+  ASSIGN_OR_RETURN(in.folded, FoldJournal(in.journal));
+  std::set<std::string> seen;
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (p == kCatalogPartition) continue;
+    ReadLeniently(manifest, in.version, p, &seen, &in.stored, &in.problems);
+  }
+  Result<std::vector<ManifestRow>> catalog =
+      manifest.ReadPartitionUnchecked(in.version, kCatalogPartition);
+  if (catalog.ok()) {
+    in.catalog = *std::move(catalog);
+  } else {
+    in.problems.push_back("the catalog partition is unreadable: " + catalog.status().message());
+  }
+  std::vector<std::string> differ = CompareHeads(in.folded, in.stored);
+  in.problems.insert(in.problems.end(), differ.begin(), differ.end());
+  return in;
 }
 
-Result<HeadsReport> RepairHeads(Manifest& manifest, const std::string& branch) {
-  // Read what is stored leniently: unreadable partitions and rows are problems
-  // to fix, not reasons to stop.
-  ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
-  ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(branch, ds.version()));
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest.Journal(branch, ds.version()));
-  ASSIGN_OR_RETURN(FoldedHeads folded, FoldJournal(journal));
-  HeadsReport unreadable;
-  FoldedHeads stored;
-  for (uint32_t p = 0; p <= kGraphPartition; ++p) {
-    Result<std::vector<ManifestRow>> rows = manifest.ReadPartition(v, p);
-    if (!rows.ok()) {
-      unreadable.problems.push_back(rows.status().message());
-      continue;
-    }
-    for (const ManifestRow& r : *rows) {
-      if (p == kGraphPartition) {
-        Result<GraphHead> g = ParseGraphHead(r);
-        if (g.ok()) stored.graphs[g->branch] = *g;
-        if (!g.ok()) unreadable.problems.push_back(g.status().message());
-      } else {
-        Result<TableHead> h = ParseTableHead(r);
-        if (h.ok()) stored.tables[h->sid] = *h;
-        if (!h.ok()) unreadable.problems.push_back(h.status().message());
-      }
-    }
+PublishPlan HeadsRepairPlan(const HeadsInspection& in, const std::string& branch) {
+  PublishPlan plan;
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (p != kCatalogPartition) plan.rebuild.insert(p);
   }
-  HeadsReport report = Compare(folded, stored, nullptr);
-  report.problems.insert(report.problems.begin(), unreadable.problems.begin(),
-                         unreadable.problems.end());
-  report.manifest_version = v.version;
-  if (report.ok()) return report;
-  // Rewrite every head partition from the fold, as one audited commit.
-  PublishSpec spec;
-  spec.branch = branch;
-  spec.actor = "loam:repair";
-  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
-    if (view.base().version != v.version) {
-      return Status::FailedPrecondition("the manifest changed during repair; run it offline");
-    }
-    PublishPlan plan;
-    for (uint32_t p = 0; p <= kGraphPartition; ++p) plan.rebuild.insert(p);
-    for (const auto& [sid, h] : folded.tables) plan.upserts.push_back(TableHeadRow(h));
-    for (const auto& [b, g] : folded.graphs) {
-      if (b != branch) plan.upserts.push_back(GraphHeadRow(g));
-    }
-    return plan;
-  };
-  ASSIGN_OR_RETURN(PublishResult r, manifest.Publish(spec));
-  report.manifest_version = r.manifest_version;
-  return report;
+  for (const auto& [sid, h] : in.folded.tables) plan.upserts.push_back(TableHeadRow(h));
+  for (const auto& [b, g] : in.folded.graphs) {
+    if (b != branch) plan.upserts.push_back(GraphHeadRow(g));  // the publish writes its own
+  }
+  return plan;
 }
 
 }  // namespace loam

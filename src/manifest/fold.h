@@ -12,8 +12,8 @@
 namespace loam {
 
 struct FoldedHeads {
-  std::map<int64_t, TableHead> tables;       // by stable id, tombstoned ones included
-  std::map<std::string, GraphHead> graphs;   // by branch ("" = main)
+  std::map<int64_t, TableHead> tables;      // by stable id, tombstoned ones included
+  std::map<std::string, GraphHead> graphs;  // by branch ("" = main)
 };
 
 // DataLoss when an event names an identity that was never incarnated, or
@@ -26,15 +26,31 @@ Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion&
 struct HeadsReport {
   uint64_t manifest_version = 0;
   int tables_checked = 0;
-  std::vector<std::string> problems;  // one line per differing head
+  std::vector<std::string> problems;    // one line per finding
+  std::vector<std::string> changes;     // repair: what it rewrote
+  int pending_sidecars = 0;             // writes awaiting recovery (not run by verify)
+  int unindexed_journal_fragments = 0;  // the journal index's uncovered tail
   bool ok() const { return problems.empty(); }
 };
 
-// Recomputes the heads of `branch` from its journal and compares them with
-// the stored ones.
-Result<HeadsReport> VerifyHeads(const Manifest& manifest, const std::string& branch);
-// Publishes the folded heads wherever they differ, as actor "loam:repair"
-// (an audited graph commit). Run offline: concurrent writers would race it.
-Result<HeadsReport> RepairHeads(Manifest& manifest, const std::string& branch);
+// A version's stored heads, read leniently (an unreadable partition, a
+// malformed, misplaced or duplicate row is a problem, not an error), next
+// to the fold of its journal. Reads only: nothing is recovered or published.
+struct HeadsInspection {
+  ManifestVersion version;
+  std::vector<ManifestRow> journal;
+  FoldedHeads folded;
+  FoldedHeads stored;
+  std::vector<ManifestRow> catalog;  // the catalog partition's rows
+  std::vector<std::string> problems;
+};
+Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch);
+
+// One line per head (table or graph) that differs between the fold and the
+// stored heads; tombstoned heads are compared like live ones.
+std::vector<std::string> CompareHeads(const FoldedHeads& folded, const FoldedHeads& stored);
+
+// A plan that rewrites every head partition of `branch` from the fold.
+PublishPlan HeadsRepairPlan(const HeadsInspection& inspection, const std::string& branch);
 
 }  // namespace loam

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "format/fragment_reader.h"
@@ -30,6 +31,25 @@ HeadDirectory::File FileOf(const Fragment& f) {
 Result<HeadDirectory> DirectoryOf(std::string_view app_section) {
   if (app_section.empty()) return HeadDirectory{};  // version 1: nothing published yet
   return DecodeHeadDirectory(app_section);
+}
+
+// Every mutable row of `v`, grouped by the partition the current format puts
+// it in; every partition appears (empty ones too), so writing them all
+// replaces the directory whole.
+Result<std::map<uint32_t, std::vector<ManifestRow>>> RegroupPartitions(
+    const ManifestVersion& v,
+    const std::function<Result<std::vector<ManifestRow>>(uint32_t)>& read) {
+  std::map<uint32_t, std::vector<ManifestRow>> out;
+  for (uint32_t p = 0; p < kNumPartitions; ++p) out[p];
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (v.dir.slots[p].file < 0) continue;
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, read(p));
+    for (ManifestRow& r : rows) {
+      ASSIGN_OR_RETURN(uint32_t to, PartitionOf(r));
+      out[to].push_back(std::move(r));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -72,7 +92,10 @@ Result<std::optional<ManifestRow>> PublishView::Find(const std::string& object_i
 }
 
 Result<std::optional<TableHead>> PublishView::TableHeadOf(int64_t sid) {
-  ASSIGN_OR_RETURN(auto row, Find(TableHeadId(sid), sid % kTableHeadPartitions));
+  ASSIGN_OR_RETURN(auto row, Find(TableHeadId(sid), LiveHeadPartition(sid, base_.dir.format)));
+  if (!row && base_.dir.format >= 7) {
+    ASSIGN_OR_RETURN(row, Find(TableHeadId(sid), TombstoneHeadPartition(sid)));
+  }
   if (!row) return std::optional<TableHead>();
   ASSIGN_OR_RETURN(TableHead h, ParseTableHead(*row));
   return std::optional<TableHead>(std::move(h));
@@ -181,21 +204,35 @@ Result<std::shared_ptr<const RecordBatch>> Manifest::ReadFile(const HeadDirector
   return shared;
 }
 
-Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& v,
-                                                         uint32_t partition,
-                                                         ManifestReadStats* stats) const {
+Result<std::vector<ManifestRow>> Manifest::ReadPartitionUnchecked(const ManifestVersion& v,
+                                                                  uint32_t partition) const {
+  return ReadPartitionRows(v, partition, nullptr);
+}
+
+Result<std::vector<ManifestRow>> Manifest::ReadPartitionRows(const ManifestVersion& v,
+                                                             uint32_t partition,
+                                                             ManifestReadStats* stats) const {
   if (partition >= kNumPartitions) return Status::InvalidArgument("no such partition");
   const HeadDirectory::Slot& slot = v.dir.slots[partition];
   if (slot.file < 0) return std::vector<ManifestRow>();
   const HeadDirectory::File& file = v.dir.files[slot.file];
   ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(file, stats));
   Result<std::vector<ManifestRow>> rows = BatchToRows(*batch, slot.offset, slot.count);
-  if (!rows.ok())
+  if (!rows.ok()) {
     return rows.status().WithContext("manifest partition " + std::to_string(partition));
+  }
   if (stats) stats->rows_decoded += static_cast<int>(rows->size());
+  return rows;
+}
+
+Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& v,
+                                                         uint32_t partition,
+                                                         ManifestReadStats* stats) const {
+  Result<std::vector<ManifestRow>> rows = ReadPartitionRows(v, partition, stats);
+  RETURN_NOT_OK(rows.status());
   std::set<std::string> seen;
   for (const ManifestRow& r : *rows) {
-    Result<uint32_t> p = PartitionOf(r);
+    Result<uint32_t> p = PartitionOf(r, v.dir.format);
     if (!p.ok() || *p != partition) {
       return Status::DataLoss("manifest row '" + r.object_id + "' is in partition " +
                               std::to_string(partition) + ", where it does not belong");
@@ -210,11 +247,15 @@ Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& 
 
 Result<std::optional<TableHead>> Manifest::ReadTableHead(const ManifestVersion& v, int64_t sid,
                                                          ManifestReadStats* stats) const {
-  ASSIGN_OR_RETURN(auto rows, ReadPartition(v, sid % kTableHeadPartitions, stats));
-  for (const ManifestRow& r : rows) {
-    if (r.object_id != TableHeadId(sid)) continue;
-    ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
-    return std::optional<TableHead>(std::move(h));
+  std::vector<uint32_t> where = {LiveHeadPartition(sid, v.dir.format)};
+  if (v.dir.format >= 7) where.push_back(TombstoneHeadPartition(sid));  // a dropped table's
+  for (uint32_t p : where) {
+    ASSIGN_OR_RETURN(auto rows, ReadPartition(v, p, stats));
+    for (const ManifestRow& r : rows) {
+      if (r.object_id != TableHeadId(sid)) continue;
+      ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
+      return std::optional<TableHead>(std::move(h));
+    }
   }
   return std::optional<TableHead>();
 }
@@ -370,20 +411,22 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }
 
-  // New contents of every touched partition.
+  // New contents of every touched partition. A directory of an older format
+  // is converted whole: this commit rewrites every partition in place.
   std::map<uint32_t, std::vector<ManifestRow>> touched;
+  if (v.dir.format < kManifestFormatVersion) {
+    ASSIGN_OR_RETURN(touched, RegroupPartitions(v, [&](uint32_t p) { return view.Partition(p); }));
+  }
+  for (uint32_t p : plan.rebuild) touched[p].clear();
   auto partition_rows = [&](const ManifestRow& r) -> Result<std::vector<ManifestRow>*> {
     ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
     auto it = touched.find(p);
-    if (it == touched.end() && plan.rebuild.count(p))
-      it = touched.emplace(p, std::vector<ManifestRow>()).first;
     if (it == touched.end()) {
       ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
       it = touched.emplace(p, std::move(rows)).first;
     }
     return &it->second;
   };
-  for (uint32_t p : plan.rebuild) touched.emplace(p, std::vector<ManifestRow>());
   for (const ManifestRow& r : plan.removes) {
     ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, partition_rows(r));
     std::erase_if(*rows, [&](const ManifestRow& x) { return x.object_id == r.object_id; });
@@ -436,6 +479,15 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     // Best effort: a lost race or an error leaves the merge to a later publish.
     Result<Dataset> merged = MergeTier(committed, options_.merge_fanout);
     if (merged.ok()) committed = *std::move(merged);
+  }
+  if (options_.index_tail_fragments > 0) {
+    // Best effort too: a look-up without the fold is correct, only slower.
+    Result<Dataset> indexed = FoldJournalIndex(committed, options_.index_tail_fragments);
+    if (indexed.ok()) {
+      committed = *std::move(indexed);
+    } else {
+      LOAM_LOG_DEBUG("journal index fold skipped: {}", indexed.status().ToString());
+    }
   }
   RememberBase(spec.branch, committed);
   return PublishResult{published, commit_id, 0};
@@ -597,7 +649,7 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
   spec.stats = &scan_stats;
   ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
   if (stats) {
-    stats->index_used = ds.state().FindIndex("object_id") != nullptr;
+    stats->index_used = ds.state().FindIndex(kJournalIndex) != nullptr;
     stats->index_pages_read = scan_stats.index_pages_read;
     stats->fragments_scanned = scan_stats.fragments_scanned;
   }
@@ -610,10 +662,40 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
   return std::optional<ManifestRow>();
 }
 
+namespace {
+
+size_t UncoveredFragments(const DatasetVersion& v) {
+  const IndexMeta* index = v.FindIndex(kJournalIndex);
+  size_t n = 0;
+  for (const Fragment& f : v.fragments) n += index == nullptr || !index->Covers(f.id);
+  return n;
+}
+
+}  // namespace
+
+Result<int> Manifest::JournalIndexTail(const std::string& branch) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  return static_cast<int>(UncoveredFragments(ds.state()));
+}
+
+Result<Dataset> Manifest::FoldJournalIndex(const Dataset& base, size_t max_tail) {
+  const size_t tail = UncoveredFragments(base.state());
+  if (tail <= max_tail) return base;
+  LOAM_LOG_DEBUG("journal index: {} fragments outside it (bound {}); folding them in", tail,
+                 max_tail);
+  CommitOptions opts;
+  opts.expected_version = base.version();
+  opts.trust_snapshot = true;
+  if (base.state().FindIndex(kJournalIndex) == nullptr) {
+    return base.CreateIndex(std::string(kJournalIndex), "object_id", opts);
+  }
+  return base.OptimizeIndices(opts);
+}
+
 Status Manifest::Reconcile(const std::string& branch) {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
-  if (ds.state().FindIndex("object_id") == nullptr) {
-    return ds.CreateIndex("object_id", "object_id").status();
+  if (ds.state().FindIndex(kJournalIndex) == nullptr) {
+    return ds.CreateIndex(std::string(kJournalIndex), "object_id").status();
   }
   return ds.OptimizeIndices().status();
 }
@@ -628,8 +710,12 @@ Status Manifest::Compact(const std::string& branch) {
     ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, Journal(branch, base.version()));
     std::vector<ManifestRow> heads;
     std::vector<std::pair<uint32_t, uint32_t>> ranges(kNumPartitions);
-    for (uint32_t p = 0; p < kNumPartitions; ++p) {
-      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, ReadPartition(v, p));
+    ASSIGN_OR_RETURN(auto partitions,
+                     RegroupPartitions(v, [&](uint32_t p) { return ReadPartition(v, p); }));
+    for (auto& [p, rows] : partitions) {
+      std::sort(rows.begin(), rows.end(), [](const ManifestRow& a, const ManifestRow& b) {
+        return a.object_id < b.object_id;
+      });
       ranges[p] = {static_cast<uint32_t>(heads.size()), static_cast<uint32_t>(rows.size())};
       heads.insert(heads.end(), rows.begin(), rows.end());
     }

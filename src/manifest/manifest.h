@@ -25,6 +25,9 @@
 
 namespace loam {
 
+// The name of the journal's exact-id index (on column object_id).
+inline constexpr std::string_view kJournalIndex = "object_id";
+
 struct ManifestOptions {
   DatasetOptions dataset;
   int max_publish_attempts = 64;
@@ -34,6 +37,11 @@ struct ManifestOptions {
   // current partition, their journal rows are merged into one fragment, so a
   // version lists a bounded number of fragments at any depth. 0 = never.
   size_t merge_fanout = 16;
+  // The journal's object_id index (run-commit look-ups) is folded forward
+  // after a publish once more than this many fragments are outside it, so a
+  // look-up scans at most this many (plus those a merge added since).
+  // 0 = never (only Reconcile builds it).
+  size_t index_tail_fragments = 16;
 };
 
 // One version of one branch's manifest, as its header describes it.
@@ -91,7 +99,7 @@ struct PublishSpec {
   std::function<Result<PublishPlan>(PublishView&)> build;
   std::string commit_id;  // graph commit id; minted when empty
   std::string actor = "loam";
-  std::string run_id;     // adds run_commit:<run_id>; AlreadyExists if that run committed
+  std::string run_id;  // adds run_commit:<run_id>; AlreadyExists if that run committed
 };
 
 struct PublishResult {
@@ -128,6 +136,10 @@ class Manifest {
   // partition. DataLoss on anything else.
   Result<std::vector<ManifestRow>> ReadPartition(const ManifestVersion& v, uint32_t partition,
                                                  ManifestReadStats* stats = nullptr) const;
+  // The same rows unchecked (for verify and repair, which report problems
+  // rather than stop at the first).
+  Result<std::vector<ManifestRow>> ReadPartitionUnchecked(const ManifestVersion& v,
+                                                          uint32_t partition) const;
   Result<std::optional<TableHead>> ReadTableHead(const ManifestVersion& v, int64_t sid,
                                                  ManifestReadStats* stats = nullptr) const;
   Result<std::optional<GraphHead>> ReadGraphHead(const ManifestVersion& v,
@@ -140,8 +152,11 @@ class Manifest {
   // Merges every size tier's fragments that hold no current partition (the
   // automatic merge, without waiting for `merge_fanout` of them).
   Status Maintain(const std::string& branch);
-  // Builds or folds forward the object_id index (outside the write path).
+  // Builds or folds forward the object_id index now, whatever its tail.
   Status Reconcile(const std::string& branch);
+  // Fragments of the branch's latest version outside the object_id index
+  // (all of them when there is none): what a journal look-up scans.
+  Result<int> JournalIndexTail(const std::string& branch) const;
 
   // --- history (cost grows with history) -------------------------------------
   // Journal rows of a version in commit order (the latest when nullopt).
@@ -162,7 +177,8 @@ class Manifest {
   Result<std::string> BranchId(const std::string& name) const;
   Result<BranchInfo> BranchParent(const std::string& name) const;
 
-  Result<Dataset> OpenDataset(const std::string& branch, std::optional<uint64_t> version = {}) const;
+  Result<Dataset> OpenDataset(const std::string& branch,
+                              std::optional<uint64_t> version = {}) const;
   const std::shared_ptr<ObjectStore>& store() const { return store_; }
   const std::string& workspace() const { return workspace_; }
   const ManifestOptions& options() const { return options_; }
@@ -174,6 +190,8 @@ class Manifest {
                                                              const std::string& object_id,
                                                              JournalLookupStats* stats);
   Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
+  Result<std::vector<ManifestRow>> ReadPartitionRows(const ManifestVersion& v, uint32_t partition,
+                                                     ManifestReadStats* stats) const;
   // A fragment holding partitions, decoded whole (cached by location).
   Result<std::shared_ptr<const RecordBatch>> ReadFile(const HeadDirectory::File& f,
                                                       ManifestReadStats* stats) const;
@@ -191,6 +209,10 @@ class Manifest {
   // `min_count` of them exist (the smallest such tier). Returns the new
   // snapshot, or `base` when there was nothing to merge.
   Result<Dataset> MergeTier(const Dataset& base, size_t min_count);
+  // Folds the uncovered tail into the object_id index (creating it when
+  // absent) once it holds more than `max_tail` fragments. Returns the new
+  // snapshot, or `base` when the tail is short enough.
+  Result<Dataset> FoldJournalIndex(const Dataset& base, size_t max_tail);
 
   std::shared_ptr<ObjectStore> store_;
   std::string workspace_;

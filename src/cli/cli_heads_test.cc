@@ -1,0 +1,148 @@
+// `loam heads verify` and `loam heads repair` through the front door, on a
+// workspace corrupted underneath the command (a head deleted, a head
+// duplicated, a definition dropped), and grant audit rows in `loam history`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+#include "common/ulid.h"
+#include "engine/workspace.h"
+
+namespace loam::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class CliHeadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("loam-heads-" + NewUlidString())).string();
+    std::filesystem::create_directories(dir_);
+    Ok({"init"});
+    for (const char* t : {"a", "b", "c"}) {
+      Ok({"table", "create", t, "--column", "id:int64:not-null", "--key", "id"});
+    }
+    WriteFile(dir_ + "/x.csv", "id\n1\n2\n");
+    Ok({"load", "b", "x.csv"});
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CliResult Run(const std::vector<std::string>& args) { return RunLoam(dir_, args, {}); }
+  CliResult Ok(const std::vector<std::string>& args) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.code, 0) << ::testing::PrintToString(args) << "\n" << r.all();
+    return r;
+  }
+  std::shared_ptr<Workspace> Open() {
+    WorkspaceOptions o;
+    o.system_actor = true;
+    o.recover_on_open = false;
+    return Workspace::Open(OpenObjectStore(dir_ + "/loam-data").value(), "", o).value();
+  }
+  // Points partition `p` of main's latest version at `rows`, as a bug or a
+  // bad hand edit could.
+  static void Corrupt(Workspace& ws, uint32_t p, std::vector<ManifestRow> rows) {
+    Dataset base = ws.manifest().OpenDataset("").value();
+    HeadDirectory dir = DecodeHeadDirectory(base.state().app_section).value();
+    if (rows.empty()) {
+      dir.slots[p] = HeadDirectory::Slot{};
+      ASSERT_TRUE(base.CommitRewrite({}, {}, EncodeHeadDirectory(dir)).ok());
+      return;
+    }
+    Fragment f = base.WriteFragment(RowsToBatch(rows)).value();
+    dir.Set(p, {f.data_path, f.data_size}, 0, static_cast<uint32_t>(rows.size()));
+    ASSERT_TRUE(base.CommitRewrite({f}, {}, EncodeHeadDirectory(dir)).ok());
+  }
+  // Every row of partition `p` but those for which `drop` is true, plus `add`.
+  static std::vector<ManifestRow> Without(Workspace& ws, uint32_t p,
+                                          const std::function<bool(const ManifestRow&)>& drop,
+                                          std::vector<ManifestRow> add = {}) {
+    ManifestVersion v = ws.manifest().Current("").value();
+    std::vector<ManifestRow> rows = ws.manifest().ReadPartitionUnchecked(v, p).value();
+    std::erase_if(rows, drop);
+    rows.insert(rows.end(), add.begin(), add.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const ManifestRow& x, const ManifestRow& y) { return x.object_id < y.object_id; });
+    return rows;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliHeadsTest, VerifyIsReadOnlyAndRepairFixesHeadsAndCatalogOnce) {
+  {
+    auto ws = Open();
+    const Snapshot snap = ws->Current().value();
+    const TableState a = *snap.Find("a"), b = *snap.Find("b"), c = *snap.Find("c");
+    const ManifestRow b_head = TableHeadRow(b.head);
+    // a's head deleted.
+    const uint32_t pa = LiveHeadPartition(a.def.sid);
+    Corrupt(*ws, pa, Without(*ws, pa, [&](const ManifestRow& r) {
+              return r.object_id == TableHeadId(a.def.sid);
+            }));
+    // b's head twice.
+    const uint32_t pb = LiveHeadPartition(b.def.sid);
+    Corrupt(*ws, pb, Without(*ws, pb, [](const ManifestRow&) { return false; }, {b_head}));
+    // c's definition dropped from the catalog.
+    Corrupt(*ws, kCatalogPartition, Without(*ws, kCatalogPartition, [&](const ManifestRow& r) {
+              return r.object_id == TableDefId(c.def.sid);
+            }));
+  }
+  // A torn sidecar is pending: verify reports it and leaves it in place.
+  WriteFile(dir_ + "/loam-data/_recovery/01TORN.json", "{\"format\":1,");
+
+  CliResult verify = Run({"heads", "verify", "--json"});
+  EXPECT_EQ(verify.code, 7) << verify.all();
+  json report = json::parse(verify.out.substr(0, verify.out.find('\n')));
+  const std::string problems = report["problems"].dump();
+  EXPECT_NE(problems.find("head missing"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("duplicate head"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("has a live head but no definition"), std::string::npos) << problems;
+  EXPECT_EQ(report["pendingSidecars"], 1);
+  EXPECT_NE(verify.err.find("loam heads repair --offline"), std::string::npos) << verify.err;
+  // Read-only: the same version again, the sidecar where it was.
+  CliResult again = Run({"heads", "verify", "--json"});
+  EXPECT_EQ(json::parse(again.out.substr(0, again.out.find('\n')))["manifestVersion"],
+            report["manifestVersion"]);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/loam-data/_recovery/01TORN.json"));
+
+  CliResult online = Run({"heads", "repair"});
+  EXPECT_EQ(online.code, 3) << online.all();
+  EXPECT_NE(online.err.find("stop every writer first"), std::string::npos) << online.err;
+
+  CliResult repair = Ok({"heads", "repair", "--offline"});
+  EXPECT_NE(repair.out.find("repaired 3 problems"), std::string::npos) << repair.out;
+  EXPECT_NE(repair.out.find("duplicate head"), std::string::npos) << repair.out;
+  EXPECT_NE(Ok({"heads", "verify"}).out.find("all match the journal"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/loam-data/_recovery/01TORN.json"));
+  EXPECT_NE(Ok({"heads", "repair", "--offline"}).out.find("nothing to repair"), std::string::npos);
+  // The tables work again, through their repaired heads and definition.
+  EXPECT_EQ(Ok({"count", "b"}).out, "2\n");
+  EXPECT_EQ(Ok({"count", "c"}).out, "0\n");
+  WriteFile(dir_ + "/y.csv", "id\n3\n");
+  Ok({"load", "a", "y.csv"});
+  json log = json::parse(Ok({"log", "--json"}).out);
+  bool repaired = false;
+  for (const json& c : log) repaired |= c["actor"] == "loam:repair";
+  EXPECT_TRUE(repaired) << log.dump();
+}
+
+TEST_F(CliHeadsTest, GrantChangesAreAuditedInHistory) {
+  Ok({"table", "grant", "b", "bob", "writer"});
+  Ok({"table", "grant", "b", "bob", "none"});
+  json history = json::parse(Ok({"history", "b", "--json"}).out);
+  std::vector<std::string> grants;
+  for (const json& e : history) {
+    if (e["event"] == "table_grant") {
+      grants.push_back(e["detail"].get<std::string>());
+      EXPECT_FALSE(e["actor"].get<std::string>().empty());
+      EXPECT_GT(e["createdMicros"].get<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(grants, (std::vector<std::string>{"bob: writer", "bob: revoked"})) << history.dump();
+  Ok({"heads", "verify"});
+}
+
+}  // namespace
+}  // namespace loam::testing

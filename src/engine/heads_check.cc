@@ -1,0 +1,158 @@
+// heads verify and heads repair (docs/format/manifest.md, "The journal
+// fold"): the stored heads and the catalog compared with the journal's
+// fold, read-only; and the audited commit that rewrites them from it.
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "engine/workspace.h"
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Name(int64_t sid, const std::string& name) {
+  return "table " + std::to_string(sid) + " '" + name + "'";
+}
+
+// The definition the journal gives a live head: its latest schema row, its
+// renames, its current name.
+Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const TableHead& h) {
+  TableDef def;
+  def.sid = h.sid;
+  def.inc = h.inc;
+  def.name = h.table_key;
+  def.schema_version = 0;
+  for (const ManifestRow& r : journal) {
+    if (r.stable_table_id != h.sid || r.incarnation_id != h.inc) continue;
+    if (r.object_type == object_type::kTableRename) def.renames++;
+    if (r.object_type != object_type::kTableSchema) continue;
+    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object() || !meta.contains("schema_version") || !meta.contains("columns") ||
+        !meta["schema_version"].is_number_integer() || !meta.contains("keys") ||
+        !meta["keys"].is_array()) {
+      return Status::DataLoss("journal row '" + r.object_id + "' is malformed");
+    }
+    const int64_t version = meta["schema_version"].get<int64_t>();
+    if (version < def.schema_version) continue;
+    def.schema_version = version;
+    ASSIGN_OR_RETURN(def.schema, SchemaFromJson(meta["columns"].dump()));
+    def.keys.clear();
+    for (const json& k : meta["keys"]) {
+      if (k.is_string()) def.keys.push_back(k.get<std::string>());
+    }
+  }
+  if (def.schema_version == 0) {
+    return Status::DataLoss(Name(h.sid, h.table_key) + " has no schema in the journal");
+  }
+  return def;
+}
+
+// The catalog set against the folded heads: findings, and (when `plan` is
+// given) the rows that fix them.
+void CheckCatalog(const HeadsInspection& in, std::vector<std::string>* problems,
+                  PublishPlan* plan) {
+  std::map<int64_t, TableDef> defs;
+  for (const ManifestRow& r : in.catalog) {
+    if (r.object_type != object_type::kTableDef) continue;
+    Result<TableDef> d = ParseTableDef(r);
+    if (!d.ok()) {
+      problems->push_back("catalog: " + d.status().message());
+      if (plan) plan->removes.push_back(r);
+      continue;
+    }
+    if (!defs.emplace(d->sid, *d).second) {
+      problems->push_back("catalog: " + Name(d->sid, d->name) + " is defined twice");
+    }
+  }
+  for (const auto& [sid, h] : in.folded.tables) {
+    if (h.state != HeadState::kLive) continue;
+    auto it = defs.find(sid);
+    const bool missing = it == defs.end();
+    if (!missing && it->second.inc == h.inc && it->second.name == h.table_key &&
+        it->second.Location() == h.location && it->second.SchemaHash() == h.schema_hash) {
+      continue;
+    }
+    problems->push_back("catalog: " + Name(sid, h.table_key) +
+                        (missing ? " has a live head but no definition"
+                                 : " has a definition that disagrees with its head"));
+    if (!plan) continue;
+    Result<TableDef> rebuilt = DefFromJournal(in.journal, h);
+    if (rebuilt.ok()) {
+      plan->upserts.push_back(TableDefRow(*rebuilt));
+    } else {
+      problems->push_back("catalog: cannot rebuild " + Name(sid, h.table_key) + ": " +
+                          rebuilt.status().message());
+    }
+  }
+  for (const auto& [sid, def] : defs) {
+    auto it = in.folded.tables.find(sid);
+    if (it != in.folded.tables.end() && it->second.state == HeadState::kLive &&
+        it->second.inc == def.inc) {
+      continue;
+    }
+    problems->push_back("catalog: " + Name(sid, def.name) +
+                        " is defined, but its head is not live; the definition is stale");
+    if (!plan) continue;
+    plan->removes.push_back(TableDefRow(def));
+    for (const ManifestRow& r : in.catalog) {
+      if (r.object_type == object_type::kGrant && r.stable_table_id == sid) {
+        plan->removes.push_back(r);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<int> Workspace::PendingSidecars() const {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));
+  int n = 0;
+  for (const ObjectInfo& o : all) n += IsSidecarKey(root_, o.key);
+  return n;
+}
+
+Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
+  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
+  HeadsReport report;
+  report.manifest_version = in.version.version;
+  report.tables_checked = static_cast<int>(in.folded.tables.size());
+  report.problems = in.problems;
+  CheckCatalog(in, &report.problems, nullptr);
+  ASSIGN_OR_RETURN(report.pending_sidecars, PendingSidecars());
+  ASSIGN_OR_RETURN(report.unindexed_journal_fragments, manifest_->JournalIndexTail(branch));
+  return report;
+}
+
+Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
+  // The operator stopped every writer: settle their sidecars first, whatever
+  // their age, so the fold sees every published write.
+  RETURN_NOT_OK(Recover(0).status());
+  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
+  HeadsReport report;
+  report.manifest_version = in.version.version;
+  report.tables_checked = static_cast<int>(in.folded.tables.size());
+  PublishPlan plan = HeadsRepairPlan(in, branch);
+  std::vector<std::string> catalog_problems;
+  CheckCatalog(in, &catalog_problems, &plan);
+  report.changes = in.problems;
+  report.changes.insert(report.changes.end(), catalog_problems.begin(), catalog_problems.end());
+  if (report.changes.empty()) return report;  // nothing to repair: idempotent
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = "loam:repair";
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    if (view.base().version != in.version.version) {
+      return Status::FailedPrecondition(
+          "the manifest changed during repair: a writer is active; stop every writer and run "
+          "'loam heads repair --offline' again");
+    }
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult r, manifest_->Publish(spec));
+  report.manifest_version = r.manifest_version;
+  return report;
+}
+
+}  // namespace loam
