@@ -149,6 +149,26 @@ Result<VersionHeader> Dataset::ReadHeader(std::shared_ptr<ObjectStore> store,
   return probe.LoadHeader(branch, version);
 }
 
+Result<Dataset> Dataset::OpenLatestFrom(std::shared_ptr<ObjectStore> store, std::string root,
+                                        const std::string& branch, uint64_t known,
+                                        DatasetOptions options) {
+  OpenSpec at;
+  at.branch = branch;
+  at.version = known;
+  Result<Dataset> ds = Open(store, root, at, options);
+  if (ds.ok()) {
+    Result<ObjectMeta> next =
+        store->Head(ds->Key(BranchDir(branch) + "_versions/" + VersionFileName(known + 1)));
+    if (next.status().IsNotFound()) return ds;
+    RETURN_NOT_OK(next.status());
+  } else if (!ds.status().IsNotFound()) {
+    return ds.status();
+  }
+  OpenSpec latest;
+  latest.branch = branch;
+  return Open(std::move(store), std::move(root), latest, std::move(options));
+}
+
 Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t version) const {
   if (!branch.empty()) {
     Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));
@@ -336,7 +356,7 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
       if (it == hits.end()) continue;  // the index proves no row matches
       if (spec.stats) ++spec.stats->fragments_taken;
       RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, &it->second, &out, &produced));
-    } else {
+    } else if (!(index && spec.indexed_fragments_only)) {
       if (spec.stats) ++spec.stats->fragments_scanned;
       RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
     }

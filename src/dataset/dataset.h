@@ -82,6 +82,9 @@ struct ScanSpec {
   std::vector<std::string> columns;  // empty = all
   std::vector<Predicate> where;      // ANDed
   bool with_row_address = false;     // adds int64 "_rowaddr" = fragment id << 32 | row offset
+  // When an index serves the predicate: read only the fragments it covers
+  // (the caller reads the uncovered tail its own way).
+  bool indexed_fragments_only = false;
   std::optional<int64_t> limit;
   bool use_index = true;  // an index on a predicate column narrows covered fragments
   ScanStats* stats = nullptr;
@@ -151,6 +154,14 @@ class Dataset {
                                 DatasetOptions options = {});
   static Result<Dataset> Open(std::shared_ptr<ObjectStore> store, std::string root,
                               const OpenSpec& spec = {}, DatasetOptions options = {});
+  // The latest version of `branch` when `known` probably is it: a GET of
+  // `known` and a HEAD of the next version's file, so the cost does not grow
+  // with the number of versions (a LIST reads the whole directory on local
+  // disk); a full open when the next version exists. Relies on version files
+  // having no gaps above a kept version (Cleanup removes only the oldest).
+  static Result<Dataset> OpenLatestFrom(std::shared_ptr<ObjectStore> store, std::string root,
+                                        const std::string& branch, uint64_t known,
+                                        DatasetOptions options = {});
 
   uint64_t version() const { return state_->version; }
   const Schema& schema() const { return state_->schema; }

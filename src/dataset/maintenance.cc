@@ -67,7 +67,7 @@ namespace {
 
 struct BranchVersions {
   std::string name;
-  BranchInfo info;                  // parent and fork point (empty for main)
+  BranchInfo info;                                    // parent and fork point (empty for main)
   std::vector<std::pair<uint64_t, std::string>> own;  // version -> key, newest first
 };
 
@@ -138,6 +138,11 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
     const std::string prefix = Key(BranchDir(b.name) + "_versions/");
     ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
     uint64_t kept_newest = 0;
+    // Versions go oldest first only: once one is old enough to go, every
+    // older one may go too, so no removed version ever lies below a kept one
+    // (a gap above the latest published version would let a writer that
+    // probes for the next version miss newer ones; OpenLatestFrom).
+    bool recent_so_far = true;
     for (const ObjectInfo& o : objects) {  // newest first
       auto version = ParseVersionFileName(std::string_view(o.key).substr(prefix.size()));
       if (!version) continue;
@@ -145,9 +150,10 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
       // The newest version always stays: removing it would let a later
       // commit reuse its number.
-      const bool keep = kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
-                        v.timestamp_micros >= options.older_than_micros ||
-                        owned_pins.count({b.name, *version});
+      recent_so_far =
+          recent_so_far && (kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
+                            v.timestamp_micros >= options.older_than_micros);
+      const bool keep = recent_so_far || owned_pins.count({b.name, *version});
       ++kept_newest;
       if (keep) {
         reference(v);

@@ -141,8 +141,14 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork) const {
   OpenSpec spec;
   spec.branch = fork;
+  // The head's own fork: its version is almost always the latest, found
+  // without listing the fork's versions.
   Result<Dataset> latest =
-      Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
+      head.owner_ref == fork
+          ? Dataset::OpenLatestFrom(store_, TableRoot(head.location), fork,
+                                    static_cast<uint64_t>(head.table_version),
+                                    options_.manifest.dataset)
+          : Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
   if (latest.status().IsNotFound() && !fork.empty()) {
     ASSIGN_OR_RETURN(Dataset at_head, OpenTableAt(head));
     Result<Dataset> created = at_head.CreateBranch(fork);
@@ -443,7 +449,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   // A run that already committed is reported as such before anything else
   // (its table has moved on since, by its own commit).
   if (!req.run_id.empty()) {
-    ASSIGN_OR_RETURN(auto done, manifest_->FindJournalRow(req.branch, RunCommitId(req.run_id)));
+    ASSIGN_OR_RETURN(bool done, manifest_->RunCommitted(req.branch, req.run_id));
     if (done) {
       return Status::AlreadyExists("run " + req.run_id + " already committed")
           .WithErrorCode(ErrorCode::kRunAlreadyCommitted);

@@ -491,12 +491,15 @@ TEST_F(WorkspaceTest, JournalLookupByIdUsesTheIndexWithABoundedTail) {
     w.run_id = "run-" + std::to_string(i);
     ASSERT_TRUE(ws_->Write(w).ok());
   }
-  // No index yet: correct, at the cost of scanning every fragment.
+  // No index yet (the publisher folds once more than 16 fragments are
+  // outside it): correct, at the cost of scanning every fragment.
   JournalLookupStats none;
-  auto found = ws_->manifest().FindJournalRow("", RunCommitId("run-3"), &none).value();
-  ASSERT_TRUE(found.has_value());
+  EXPECT_FALSE(ws_->manifest().FindJournalRow("", RunCommitId("nope"), &none).value());
   EXPECT_FALSE(none.index_used);
   EXPECT_EQ(none.fragments_scanned, 13);  // one per commit: create + 12 writes
+  EXPECT_EQ(ws_->manifest().JournalIndexTail("").value(), 13);
+  auto found = ws_->manifest().FindJournalRow("", RunCommitId("run-3")).value();
+  ASSERT_TRUE(found.has_value());
   ASSERT_TRUE(ws_->manifest().Reconcile("").ok());
   JournalLookupStats indexed;
   found = ws_->manifest().FindJournalRow("", RunCommitId("run-3"), &indexed).value();
@@ -515,6 +518,12 @@ TEST_F(WorkspaceTest, JournalLookupByIdUsesTheIndexWithABoundedTail) {
   JournalLookupStats folded;
   ASSERT_TRUE(ws_->manifest().FindJournalRow("", RunCommitId("run-11"), &folded).value());
   EXPECT_EQ(folded.fragments_scanned, 0);
+  // The publisher keeps the tail bounded on its own: 20 more commits fold.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(ws_->Write(Append("t", {200 + i})).ok());
+  EXPECT_LE(ws_->manifest().JournalIndexTail("").value(), 16);
+  JournalLookupStats bounded;
+  EXPECT_FALSE(ws_->manifest().FindJournalRow("", RunCommitId("nope"), &bounded).value());
+  EXPECT_LE(bounded.fragments_scanned, 16);
   ExpectHeadsMatchFold(*ws_);
 }
 

@@ -115,6 +115,9 @@ Manifest::Manifest(std::shared_ptr<ObjectStore> store, std::string workspace,
     : store_(std::move(store)), workspace_(std::move(workspace)), options_(std::move(options)) {
   while (!workspace_.empty() && workspace_.back() == '/') workspace_.pop_back();
   if (options_.cache_bytes > 0) cache_ = std::make_shared<LruCache>(options_.cache_bytes);
+  // Manifest files are immutable: journal look-ups keep index pages and
+  // fragment pages in the same cache.
+  if (cache_ && !options_.dataset.cache) options_.dataset.cache = cache_;
 }
 
 std::string Manifest::Root() const {
@@ -442,47 +445,24 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     }
   }
   RETURN_NOT_OK(FitDirectory(spec.branch, v.dir, view, &touched));
-  std::vector<ManifestRow> all = plan.journal;
-  std::vector<std::pair<uint32_t, std::pair<uint32_t, uint32_t>>> ranges;
-  for (auto& [p, rows] : touched) {
-    std::sort(rows.begin(), rows.end(),
-              [](const ManifestRow& a, const ManifestRow& b) { return a.object_id < b.object_id; });
-    ranges.push_back({p, {static_cast<uint32_t>(all.size()), static_cast<uint32_t>(rows.size())}});
-    all.insert(all.end(), rows.begin(), rows.end());
-  }
-  if (all.empty()) return Status::InvalidArgument("nothing to publish");
-  RecordBatch batch = RowsToBatch(all);
-  ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(batch, /*allow_inline=*/true));
-  HeadDirectory::File file;
-  auto directory = [&](const std::vector<Fragment>& added) -> Result<std::string> {
-    file = FileOf(added.at(0));
-    HeadDirectory dir = v.dir;
-    for (const auto& [p, range] : ranges) {
-      if (range.second == 0) {
-        dir.slots[p] = HeadDirectory::Slot{};
-      } else {
-        dir.Set(p, file, range.first, range.second);
-      }
-    }
-    dir.Prune();
-    return EncodeHeadDirectory(dir);
-  };
-  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite({frag}, {}, directory));
-  if (cache_) {
-    // The writer's next commit reads these partitions back: keep them.
-    cache_->Put<RecordBatch>(FileCacheKey(file),
-                             std::make_shared<const RecordBatch>(std::move(batch)),
-                             file.size * 4 + 1024);
-  }
+  ASSIGN_OR_RETURN(Dataset committed,
+                   CommitPartitions(base, v.dir, std::move(plan.journal), &touched));
   const uint64_t published = committed.version();
+  bool merged_now = false;
   if (options_.merge_fanout > 0) {
     // Best effort: a lost race or an error leaves the merge to a later publish.
     Result<Dataset> merged = MergeTier(committed, options_.merge_fanout);
-    if (merged.ok()) committed = *std::move(merged);
+    if (merged.ok()) {
+      merged_now = merged->version() != committed.version();
+      committed = *std::move(merged);
+    }
   }
   if (options_.index_tail_fragments > 0) {
-    // Best effort too: a look-up without the fold is correct, only slower.
-    Result<Dataset> indexed = FoldJournalIndex(committed, options_.index_tail_fragments);
+    // Best effort too: a look-up without the fold is correct, only slower. A
+    // merge's output (many rows) is folded in at once, so the tail a look-up
+    // scans holds only small publish fragments.
+    Result<Dataset> indexed =
+        FoldJournalIndex(committed, merged_now ? 0 : options_.index_tail_fragments);
     if (indexed.ok()) {
       committed = *std::move(indexed);
     } else {
@@ -491,6 +471,77 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   }
   RememberBase(spec.branch, committed);
   return PublishResult{published, commit_id, 0};
+}
+
+namespace {
+
+// One fragment's rows: some journal rows, then whole partitions, each sorted
+// by object_id, and where each partition's run of rows lies.
+struct FragmentRows {
+  std::vector<ManifestRow> rows;
+  std::vector<std::pair<uint32_t, std::pair<uint32_t, uint32_t>>> ranges;  // partition, run
+  void Add(uint32_t p, std::vector<ManifestRow>* part) {
+    std::sort(part->begin(), part->end(),
+              [](const ManifestRow& a, const ManifestRow& b) { return a.object_id < b.object_id; });
+    ranges.push_back(
+        {p, {static_cast<uint32_t>(rows.size()), static_cast<uint32_t>(part->size())}});
+    rows.insert(rows.end(), part->begin(), part->end());
+  }
+};
+
+}  // namespace
+
+Result<Dataset> Manifest::CommitPartitions(const Dataset& base, const HeadDirectory& dir,
+                                           std::vector<ManifestRow> journal,
+                                           std::map<uint32_t, std::vector<ManifestRow>>* touched) {
+  // Tombstone partitions go in a fragment of their own: reading a live
+  // partition or the catalog never decodes a dropped table's head.
+  FragmentRows main{std::move(journal), {}}, tombs;
+  for (auto& [p, rows] : *touched) (p >= kFirstTombstonePartition ? tombs : main).Add(p, &rows);
+  std::vector<FragmentRows*> parts;
+  for (FragmentRows* f : {&main, &tombs}) {
+    if (!f->rows.empty() || !f->ranges.empty()) parts.push_back(f);
+  }
+  if (main.rows.empty() && tombs.rows.empty()) {
+    return Status::InvalidArgument("nothing to publish");
+  }
+  std::vector<Fragment> frags;
+  std::vector<RecordBatch> batches;
+  std::vector<FragmentRows*> written;
+  for (FragmentRows* f : parts) {
+    if (f->rows.empty()) continue;  // only emptied partitions: no fragment
+    batches.push_back(RowsToBatch(f->rows));
+    ASSIGN_OR_RETURN(Fragment frag, base.WriteFragment(batches.back(), /*allow_inline=*/true));
+    frags.push_back(std::move(frag));
+    written.push_back(f);
+  }
+  std::vector<HeadDirectory::File> files;
+  auto directory = [&](const std::vector<Fragment>& added) -> Result<std::string> {
+    HeadDirectory next = dir;
+    next.format = kManifestFormatVersion;
+    files.clear();
+    for (const Fragment& f : added) files.push_back(FileOf(f));
+    for (FragmentRows* f : parts) {
+      auto at = std::find(written.begin(), written.end(), f);
+      for (const auto& [p, range] : f->ranges) {
+        if (range.second == 0 || at == written.end()) {
+          next.slots[p] = HeadDirectory::Slot{};
+        } else {
+          next.Set(p, files.at(at - written.begin()), range.first, range.second);
+        }
+      }
+    }
+    next.Prune();
+    return EncodeHeadDirectory(next);
+  };
+  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite(frags, {}, directory));
+  for (size_t i = 0; cache_ && i < files.size(); ++i) {
+    // The writer's next commit reads these partitions back: keep them.
+    cache_->Put<RecordBatch>(FileCacheKey(files[i]),
+                             std::make_shared<const RecordBatch>(std::move(batches[i])),
+                             files[i].size * 4 + 1024);
+  }
+  return committed;
 }
 
 // --- merging ----------------------------------------------------------------------
@@ -562,17 +613,25 @@ Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& di
                               std::map<uint32_t, std::vector<ManifestRow>>* touched) {
   // The new fragment's path has a fixed length: data/<26-character ULID>.lfrag,
   // or (inline) _versions/<20 digits>.lver, two characters shorter.
+  // Tombstone partitions get a second such fragment (CommitPartitions).
   const HeadDirectory::File next{
       Dataset::BranchDir(branch) + "data/" + std::string(26, '0') + ".lfrag", 0};
+  const HeadDirectory::File next_tombs{
+      Dataset::BranchDir(branch) + "data/" + std::string(26, '1') + ".lfrag", 0};
   while (true) {
     HeadDirectory projected = dir;
-    for (const auto& [p, rows] : *touched)
-      projected.Set(p, next, 0, static_cast<uint32_t>(rows.size()));
+    for (const auto& [p, rows] : *touched) {
+      projected.Set(p, p >= kFirstTombstonePartition ? next_tombs : next, 0,
+                    static_cast<uint32_t>(rows.size()));
+    }
     projected.Prune();
     if (EncodeHeadDirectory(projected).size() <= kMaxAppSection) return Status::OK();
     std::map<int32_t, int> uses;
     for (const HeadDirectory::Slot& s : projected.slots) {
-      if (s.file >= 0 && !(projected.files[s.file] == next)) uses[s.file]++;
+      if (s.file >= 0 && !(projected.files[s.file] == next) &&
+          !(projected.files[s.file] == next_tombs)) {
+        uses[s.file]++;
+      }
     }
     if (uses.empty()) return Status::Internal("the head directory cannot fit a version header");
     const int32_t victim =
@@ -640,24 +699,46 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRow(const std::string& b
   return FindJournalRowIn(ds, object_id, stats);
 }
 
+Result<bool> Manifest::RunCommitted(const std::string& branch, const std::string& run_id,
+                                    JournalLookupStats* stats) {
+  bool cached = false;
+  ASSIGN_OR_RETURN(Dataset base, WriterBase(branch, /*reload=*/false, &cached));
+  ASSIGN_OR_RETURN(auto row, FindJournalRowIn(base, RunCommitId(run_id), stats));
+  return row.has_value();
+}
+
 Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
                                                               const std::string& object_id,
-                                                              JournalLookupStats* stats) {
-  ScanStats scan_stats;
-  ScanSpec spec;
-  spec.where = {Predicate::Eq("object_id", object_id)};
-  spec.stats = &scan_stats;
-  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
-  if (stats) {
-    stats->index_used = ds.state().FindIndex(kJournalIndex) != nullptr;
-    stats->index_pages_read = scan_stats.index_pages_read;
-    stats->fragments_scanned = scan_stats.fragments_scanned;
-  }
-  for (const RecordBatch& b : batches) {
-    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+                                                              JournalLookupStats* stats) const {
+  const IndexMeta* index = ds.state().FindIndex(kJournalIndex);
+  if (stats) stats->index_used = index != nullptr;
+  auto journal_row = [&](std::vector<ManifestRow> rows) -> std::optional<ManifestRow> {
     for (ManifestRow& r : rows) {
-      if (IsJournalType(r.object_type)) return std::optional<ManifestRow>(std::move(r));
+      if (r.object_id == object_id && IsJournalType(r.object_type)) return std::move(r);
     }
+    return std::nullopt;
+  };
+  if (index != nullptr) {
+    ScanStats scan_stats;
+    ScanSpec spec;
+    spec.where = {Predicate::Eq("object_id", object_id)};
+    spec.indexed_fragments_only = true;
+    spec.stats = &scan_stats;
+    ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
+    if (stats) stats->index_pages_read = scan_stats.index_pages_read;
+    for (const RecordBatch& b : batches) {
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+      if (auto found = journal_row(std::move(rows))) return found;
+    }
+  }
+  // The tail outside the index: small publish fragments, decoded whole
+  // through the file cache (a writer's own recent commits are already there).
+  for (const Fragment& f : ds.state().fragments) {
+    if (index != nullptr && index->Covers(f.id)) continue;
+    if (stats) stats->fragments_scanned++;
+    ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(FileOf(f), nullptr));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
+    if (auto found = journal_row(std::move(rows))) return found;
   }
   return std::optional<ManifestRow>();
 }

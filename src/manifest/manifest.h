@@ -166,6 +166,11 @@ class Manifest {
   Result<std::optional<ManifestRow>> FindJournalRow(const std::string& branch,
                                                     const std::string& object_id,
                                                     JournalLookupStats* stats = nullptr) const;
+  // Whether run `run_id` committed, as of this process's latest snapshot of
+  // the branch (no LIST on main; a stale answer is caught by the publish,
+  // which checks again on the version it commits on).
+  Result<bool> RunCommitted(const std::string& branch, const std::string& run_id,
+                            JournalLookupStats* stats = nullptr);
   // The rows a version's commit added (for tests that inspect every commit).
   Result<std::vector<ManifestRow>> CommitRows(const std::string& branch, uint64_t version) const;
 
@@ -186,9 +191,9 @@ class Manifest {
  private:
   Manifest(std::shared_ptr<ObjectStore> store, std::string workspace, ManifestOptions options);
   std::string Root() const;
-  static Result<std::optional<ManifestRow>> FindJournalRowIn(const Dataset& ds,
-                                                             const std::string& object_id,
-                                                             JournalLookupStats* stats);
+  Result<std::optional<ManifestRow>> FindJournalRowIn(const Dataset& ds,
+                                                      const std::string& object_id,
+                                                      JournalLookupStats* stats) const;
   Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
   Result<std::vector<ManifestRow>> ReadPartitionRows(const ManifestVersion& v, uint32_t partition,
                                                      ManifestReadStats* stats) const;
@@ -205,6 +210,11 @@ class Manifest {
                                     const std::string& commit_id);
   Status FitDirectory(const std::string& branch, const HeadDirectory& dir, PublishView& view,
                       std::map<uint32_t, std::vector<ManifestRow>>* touched);
+  // Writes `journal` and the `touched` partitions as one commit's fragments
+  // and commits them with `dir` updated (see manifest.cc).
+  Result<Dataset> CommitPartitions(const Dataset& base, const HeadDirectory& dir,
+                                   std::vector<ManifestRow> journal,
+                                   std::map<uint32_t, std::vector<ManifestRow>>* touched);
   // Merges the fragments of one tier that no partition uses, when at least
   // `min_count` of them exist (the smallest such tier). Returns the new
   // snapshot, or `base` when there was nothing to merge.
