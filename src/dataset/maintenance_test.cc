@@ -60,11 +60,12 @@ TEST_F(MaintenanceTest, DeleteRacingACompactionReRunsOnTheNewFragments) {
   Dataset ds = ds_.Append({People({1, 2})}).value().Append({People({3, 4})}).value();
   auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
   Dataset through = Dataset::Open(faulty, "t").value();
-  faulty->AddRule(FaultRule::HookAt("compact-first", MaskOf({ObjectOp::kPutIfAbsent}), 1,
-                                    [&] { ASSERT_TRUE(ds.Compact().ok()); }, "_versions/"));
+  faulty->AddRule(FaultRule::HookAt(
+      "compact-first", MaskOf({ObjectOp::kPutIfAbsent}), 1, [&] { ASSERT_TRUE(ds.Compact().ok()); },
+      "_versions/"));
   Dataset after = through.Delete({Predicate::Eq("id", int64_t{3})}).value();
-  EXPECT_EQ(Contents(after), (std::map<int64_t, std::string>{
-                                 {1, "name-1-v1"}, {2, "name-2-v1"}, {4, "name-4-v1"}}));
+  EXPECT_EQ(Contents(after),
+            (std::map<int64_t, std::string>{{1, "name-1-v1"}, {2, "name-2-v1"}, {4, "name-4-v1"}}));
   EXPECT_EQ(after.state().fragments.size(), 1u);
   EXPECT_EQ(after.state().txn.op, OpType::kDelete);
 }
@@ -81,11 +82,11 @@ TEST_F(MaintenanceTest, CleanupKeepsLatestTagsAndBranchesAndRemovesTheRest) {
   const int64_t now = Clock::System()->NowMicros();
 
   CleanupOptions opts;
-  opts.older_than_micros = now + 1;  // every version is old
+  opts.older_than_micros = now + 1;             // every version is old
   opts.grace_cutoff_micros = now - 60'000'000;  // the orphan is recent
   CleanupStats stats = v5.Cleanup(opts).value();
   // Kept: 5 (latest), 3 (tag), 2 (fork point of dev), 1 is removed.
-  EXPECT_EQ(stats.versions_removed, 2);  // versions 1 and 4
+  EXPECT_EQ(stats.versions_removed, 2);    // versions 1 and 4
   EXPECT_EQ(stats.data_files_removed, 1);  // version 4's fragment
   EXPECT_TRUE(store_->Head("t/data/orphan.lfrag").ok());
   EXPECT_EQ(Contents(Dataset::Open(store_, "t").value()), Contents(v5));
@@ -117,6 +118,31 @@ TEST_F(MaintenanceTest, CleanupHonoursRetentionByTimeAndCount) {
   EXPECT_EQ(CountKeys(".lfrag"), 3u);  // one fragment each for versions 4, 5 and 6
 }
 
+TEST_F(MaintenanceTest, CleanupRemovesOldestFirstSoNoGapLiesBelowAKeptVersion) {
+  // Writers' clocks disagree: version 3 carries a later time than version 4.
+  ManualClock clock(100);
+  DatasetOptions o = FilesOnly();
+  o.clock = &clock;
+  Dataset ds = Dataset::Create(store_, "skewed", PeopleSchema(), o).value();  // v1 at 100
+  ds = ds.Overwrite({People({1})}).value();                                   // v2 at 100
+  clock.SetMicros(200);
+  ds = ds.Overwrite({People({2})}).value();  // v3 at 200
+  clock.SetMicros(50);
+  ds = ds.Overwrite({People({3})}).value();  // v4 at 50
+  clock.SetMicros(300);
+  ds = ds.Overwrite({People({4})}).value();  // v5 at 300
+  CleanupOptions opts;
+  opts.older_than_micros = 150;  // v3 alone is recent by time, but v4 below it is not
+  opts.grace_cutoff_micros = 0;
+  ASSERT_TRUE(ds.Cleanup(opts).ok());
+  std::vector<uint64_t> left;
+  for (const VersionSummary& v : ds.ListVersions().value()) left.push_back(v.version);
+  EXPECT_EQ(left, std::vector<uint64_t>{5});
+  // A writer that knows version 4 finds the latest without a gap misleading it.
+  EXPECT_EQ(Dataset::OpenLatestFrom(store_, "skewed", "", 4, o).value().version(), 5u);
+  EXPECT_EQ(Dataset::OpenLatestFrom(store_, "skewed", "", 5, o).value().version(), 5u);
+}
+
 TEST_F(MaintenanceTest, CleanupNeverRemovesTheNewestVersion) {
   Dataset ds = ds_.Overwrite({People({1})}).value().Overwrite({People({2})}).value();
   CleanupOptions opts;
@@ -137,8 +163,9 @@ TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsFiles) {
   Dataset through = Dataset::Open(faulty, "t").value();
   // Just before cleanup deletes its first version file, another writer
   // restores version 2, whose fragment cleanup has marked as unused.
-  faulty->AddRule(FaultRule::HookAt("restore", MaskOf({ObjectOp::kDelete}), 1,
-                                    [&] { ASSERT_TRUE(v3.Restore(2).ok()); }, "_versions/"));
+  faulty->AddRule(FaultRule::HookAt(
+      "restore", MaskOf({ObjectOp::kDelete}), 1, [&] { ASSERT_TRUE(v3.Restore(2).ok()); },
+      "_versions/"));
   CleanupOptions opts;
   opts.older_than_micros = Clock::System()->NowMicros() + 1;
   opts.grace_cutoff_micros = opts.older_than_micros;

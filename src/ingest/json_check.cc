@@ -25,7 +25,8 @@ class Checker {
   }
 
  private:
-  JsonCheck Fail(size_t at, std::string what, JsonCheck::Outcome o = JsonCheck::Outcome::kMalformed) {
+  JsonCheck Fail(size_t at, std::string what,
+                 JsonCheck::Outcome o = JsonCheck::Outcome::kMalformed) {
     out_.outcome = o;
     out_.offset = at;
     out_.what = std::move(what);
@@ -36,7 +37,8 @@ class Checker {
     return false;
   }
   void SkipSpace() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
       ++i_;
     }
   }
@@ -114,10 +116,19 @@ class Checker {
         if (++i_ >= s_.size()) break;
         const char e = s_[i_];
         if (e == 'u') {
-          for (int k = 1; k <= 4; ++k) {
-            if (i_ + k >= s_.size() || !IsHex(s_[i_ + k])) return Failed(i_, "bad \\u escape");
-          }
+          int unit = 0;
+          if (!Hex4(i_ + 1, &unit)) return Failed(i_, "bad \\u escape");
           i_ += 4;
+          // UTF-16 surrogates come in pairs: a lone one names no character.
+          if (unit >= 0xDC00 && unit <= 0xDFFF) return Failed(i_, "a lone low surrogate");
+          if (unit >= 0xD800 && unit <= 0xDBFF) {
+            int low = 0;
+            if (i_ + 2 >= s_.size() || s_[i_ + 1] != '\\' || s_[i_ + 2] != 'u' ||
+                !Hex4(i_ + 3, &low) || low < 0xDC00 || low > 0xDFFF) {
+              return Failed(i_, "a high surrogate without its low surrogate");
+            }
+            i_ += 6;
+          }
         } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
           return Failed(i_, "bad escape");
         }
@@ -151,8 +162,20 @@ class Checker {
     while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
     return i_ > start;
   }
-  static bool IsHex(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+  // The four hex digits at `at`, as a number.
+  bool Hex4(size_t at, int* out) const {
+    if (at + 4 > s_.size()) return false;
+    *out = 0;
+    for (size_t k = at; k < at + 4; ++k) {
+      const char c = s_[k];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) return false;
+      *out = *out * 16 + d;
+    }
+    return true;
   }
 
   std::string_view s_;

@@ -8,9 +8,10 @@ namespace loam::ingest {
 namespace {
 
 TEST(JsonCheckTest, AcceptsEveryValidShape) {
-  for (std::string doc : {"{}", "[]", "0", "-0", "1.5e+10", "-12.25E-3", "\"\"", "true", "false",
-                          "null", " \t\r\n{ \"a\" : [1, {\"b\": null}, \"\\u00e9\\n\"] } \n",
-                          "\"caf\xc3\xa9\"", "[[[[]]]]", "{\"\":{\"\":{}}}"}) {
+  for (std::string doc :
+       {"{}", "[]", "0", "-0", "1.5e+10", "-12.25E-3", "\"\"", "true", "false", "null",
+        " \t\r\n{ \"a\" : [1, {\"b\": null}, \"\\u00e9\\n\"] } \n", "\"caf\xc3\xa9\"", "[[[[]]]]",
+        "{\"\":{\"\":{}}}", "\"\\ud83d\\ude00\""}) {
     EXPECT_TRUE(CheckJsonDocument(doc, 64).ok()) << doc << ": " << CheckJsonDocument(doc, 64).what;
   }
 }
@@ -50,6 +51,9 @@ TEST(JsonCheckTest, RefusesEveryInvalidDocument) {
       {"\"\xc0\xaf\"", "not valid UTF-8"},
       {"'a'", "unexpected character"},
       {"[1,2", "',' or ']' expected"},
+      {"\"\\ud800\"", "without its low surrogate"},
+      {"\"\\ud800\\u0041\"", "without its low surrogate"},
+      {"\"\\udc00\"", "lone low surrogate"},
   };
   for (const Bad& b : bad) {
     JsonCheck c = CheckJsonDocument(b.doc, 64);
