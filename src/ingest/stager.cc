@@ -208,27 +208,39 @@ class Stager {
       mark = now;
     };
     const bool upsert = req_.mode == LoadMode::kUpsert;
-    // A table with declared keys holds one row per key: a replace checks the
-    // run's keys, an append also the table's.
-    const bool keyed = upsert || !table_.def.keys.empty();
-    if (keyed) {
+    if (upsert) {
       // Pass 1 checks every row and collects the run's keys (keeping the
       // batches while they fit); the table is then read for those keys only;
-      // pass 2 classifies and stages. An append into a keyed table fails
-      // when a key is already there.
+      // pass 2 classifies and stages.
       RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t file, const Lines& lines) {
         Status s = CollectKeys(b, file, lines);
         if (s.ok()) Retain(b);
         return s;
       }));
       phase("parse and collect keys");
-      if (req_.mode != LoadMode::kReplace) RETURN_NOT_OK(Guard(MatchTableRows(), ""));
-      if (keyed_append_) RETURN_NOT_OK(Guard(RefuseTableKeys(), ""));
+      RETURN_NOT_OK(Guard(MatchTableRows(), ""));
       phase("match the table");
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
     }
     if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
-    if (keyed && !reparse_) {
+    if (!upsert) {
+      // One pass. A table with declared keys holds one row per key: the
+      // run's keys are collected as its rows stream to storage (nothing is
+      // kept, so keys compare by their 128-bit hash), and an append then
+      // checks the table for them. A refused run's staged files are deleted.
+      const bool unique = !table_.def.keys.empty();
+      reparse_ = true;  // no batch is kept
+      RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t file, const Lines& lines) {
+        Status keys = unique ? CollectKeys(b, file, lines) : Status::OK();
+        return keys.ok() ? Stage(b, nullptr) : keys;
+      }));
+      phase("parse, check keys and stage");
+      if (keyed_append_) {
+        RETURN_NOT_OK(Guard(MatchTableRows(), ""));
+        RETURN_NOT_OK(Guard(RefuseTableKeys(), ""));
+        phase("match the table");
+      }
+    } else if (!reparse_) {
       for (size_t i = 0; i < retained_.size(); ++i) {
         RecordBatch& b = retained_[i];
         RETURN_NOT_OK(Guard(Stage(b, i < row_existing_.size() ? &row_existing_[i] : nullptr), ""));
@@ -241,7 +253,7 @@ class Stager {
       out_.rejected.clear();
       RETURN_NOT_OK(Parse(
           deadline, [&](RecordBatch& b, uint32_t, const Lines&) { return Stage(b, nullptr); }));
-      if (keyed && out_.counters.rows_read != first_rows) {
+      if (out_.counters.rows_read != first_rows) {
         return Guard(
             Status::InvalidArgument("the input changed while the run read it a second time (" +
                                     std::to_string(first_rows) + " rows, then " +
@@ -540,20 +552,12 @@ class Stager {
   }
 
   // An append into a keyed table: the table must hold none of the run's
-  // keys. Keys are compared byte for byte while the run's rows are kept,
-  // else by their 128-bit hash. The error names the run's rows, never keys.
+  // keys (compared by their 128-bit hash: the run's rows are not kept). The
+  // error names the run's rows, never keys.
   Status RefuseTableKeys() {
     constexpr int kNamed = 5;
     std::vector<std::pair<uint32_t, int64_t>> rows;  // (file, line) of each refused row
-    for (const Seen* at : matched_) {
-      const Existing& e = existing_[at->existing];
-      if (!reparse_) {
-        buf_.clear();
-        AppendRowKey(Columns(retained_[at->batch], keys_), at->row, &buf_);
-        if (std::string_view(table_keys_).substr(e.key_at, e.key_size) != buf_) continue;
-      }
-      rows.push_back({at->file, at->line});
-    }
+    for (const Seen* at : matched_) rows.push_back({at->file, at->line});
     if (rows.empty()) return Status::OK();
     std::sort(rows.begin(), rows.end());
     std::string named;
