@@ -39,9 +39,11 @@ std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
       case 0:  // flip a byte
         if (!s.empty()) s[at % s.size()] = static_cast<char>(rng());
         break;
-      case 1:  // insert a byte, often a structural one
-        s.insert(at, 1, "{}[]\",:\\\n\r\0 0-e.u"[rng() % 19]);
+      case 1: {  // insert a byte, often a structural one (NUL included)
+        static constexpr char kBytes[] = "{}[]\",:\\\n\r\0 0-e.u";
+        s.insert(at, 1, kBytes[rng() % (sizeof(kBytes) - 1)]);
         break;
+      }
       case 2:  // delete a run
         if (!s.empty()) s.erase(at % s.size(), 1 + rng() % 8);
         break;

@@ -1,0 +1,273 @@
+// The journal side of Manifest: merges of old fragments, the object_id
+// index and journal look-ups, history reads, and compaction
+// (docs/format/manifest.md, "Merging" and "Journal look-up").
+#include <algorithm>
+#include <set>
+
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "format/fragment_reader.h"
+#include "manifest/manifest.h"
+#include "manifest/manifest_internal.h"
+
+namespace loam {
+
+using manifest_internal::Backoff;
+using manifest_internal::DirectoryOf;
+using manifest_internal::FileOf;
+using manifest_internal::RegroupPartitions;
+
+// --- merging ----------------------------------------------------------------------
+
+namespace {
+
+// Size tier of a fragment by rows: tier k holds fewer than 64 * 16^k rows.
+int TierOf(uint64_t rows) {
+  int tier = 0;
+  for (uint64_t limit = 64; rows >= limit && tier < 12; limit *= 16) ++tier;
+  return tier;
+}
+
+}  // namespace
+
+Result<Dataset> Manifest::MergeTier(const Dataset& base, size_t min_count) {
+  ASSIGN_OR_RETURN(HeadDirectory dir, DirectoryOf(base.state().app_section));
+  std::set<std::pair<std::string, uint64_t>> live;
+  for (const HeadDirectory::File& f : dir.files) live.insert({f.path, f.offset});
+  std::map<int, std::vector<const Fragment*>> tiers;
+  for (const Fragment& f : base.state().fragments) {
+    if (!live.count({f.data_path, f.data_offset})) tiers[TierOf(f.physical_rows)].push_back(&f);
+  }
+  for (const auto& [tier, victims] : tiers) {
+    if (victims.size() < std::max<size_t>(min_count, 2)) continue;
+    std::vector<ManifestRow> journal;
+    std::vector<uint64_t> removed;
+    uint64_t merged_rows = 0;
+    for (const Fragment* f : victims) {
+      // One output fragment: stop at the fragment row limit.
+      if (merged_rows + f->physical_rows > options_.dataset.max_rows_per_fragment &&
+          removed.size() >= 2) {
+        break;
+      }
+      merged_rows += f->physical_rows;
+      ASSIGN_OR_RETURN(auto batch, ReadFile(FileOf(*f), nullptr));
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
+      for (ManifestRow& r : rows) {
+        if (IsJournalType(r.object_type)) journal.push_back(std::move(r));
+      }
+      removed.push_back(f->id);
+    }
+    std::vector<Fragment> added;
+    if (!journal.empty()) {
+      ASSIGN_OR_RETURN(Fragment merged,
+                       base.WriteFragment(RowsToBatch(journal), /*allow_inline=*/true));
+      added.push_back(std::move(merged));
+    }
+    return base.CommitRewrite(std::move(added), std::move(removed), base.state().app_section);
+  }
+  return base;
+}
+
+Status Manifest::Maintain(const std::string& branch) {
+  for (int round = 0; round < 64; ++round) {
+    ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
+    ASSIGN_OR_RETURN(Dataset merged, MergeTier(base, 2));
+    if (merged.version() == base.version()) break;
+    RememberBase(branch, merged);
+  }
+  return Status::OK();
+}
+
+// --- history ----------------------------------------------------------------------
+
+Result<std::vector<ManifestRow>> Manifest::Journal(const std::string& branch,
+                                                   std::optional<uint64_t> version) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch, version));
+  std::vector<ManifestRow> out;
+  ScanSpec spec;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
+  for (const RecordBatch& b : batches) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+    for (ManifestRow& r : rows) {
+      if (IsJournalType(r.object_type)) out.push_back(std::move(r));
+    }
+  }
+  // Merged fragments hold older rows than the fragments before them: commit
+  // order is the manifest version each row was published at.
+  std::vector<std::pair<uint64_t, size_t>> order;
+  for (size_t i = 0; i < out.size(); ++i) order.push_back({ManifestVersionOf(out[i]), i});
+  std::stable_sort(order.begin(), order.end());
+  std::vector<ManifestRow> sorted;
+  sorted.reserve(out.size());
+  for (const auto& [v, i] : order) sorted.push_back(std::move(out[i]));
+  return sorted;
+}
+
+Result<std::vector<ManifestRow>> Manifest::CommitRows(const std::string& branch,
+                                                      uint64_t version) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch, version));
+  std::vector<ManifestRow> out;
+  for (const Fragment& f : ds.state().txn.added) {
+    // Added fragments carry their ids in the committed version.
+    const Fragment* live = nullptr;
+    for (const Fragment& g : ds.state().fragments) {
+      if (g.data_path == f.data_path && g.data_offset == f.data_offset) live = &g;
+    }
+    if (live == nullptr) continue;
+    const HeadDirectory::File file = FileOf(*live);
+    ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenAt(store_.get(), {Root() + "/" + file.path,
+                                                                        file.offset, file.size}));
+    ASSIGN_OR_RETURN(RecordBatch b, reader->ReadAll());
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+Result<std::optional<ManifestRow>> Manifest::FindJournalRow(const std::string& branch,
+                                                            const std::string& object_id,
+                                                            JournalLookupStats* stats) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  return FindJournalRowIn(ds, object_id, stats);
+}
+
+Result<bool> Manifest::RunCommitted(const std::string& branch, const std::string& run_id,
+                                    JournalLookupStats* stats) {
+  bool cached = false;
+  ASSIGN_OR_RETURN(Dataset base, WriterBase(branch, /*reload=*/false, &cached));
+  ASSIGN_OR_RETURN(auto row, FindJournalRowIn(base, RunCommitId(run_id), stats));
+  return row.has_value();
+}
+
+Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
+                                                              const std::string& object_id,
+                                                              JournalLookupStats* stats) const {
+  const IndexMeta* index = ds.state().FindIndex(kJournalIndex);
+  if (stats) stats->index_used = index != nullptr;
+  auto journal_row = [&](std::vector<ManifestRow> rows) -> std::optional<ManifestRow> {
+    for (ManifestRow& r : rows) {
+      if (r.object_id == object_id && IsJournalType(r.object_type)) return std::move(r);
+    }
+    return std::nullopt;
+  };
+  if (index != nullptr) {
+    ScanStats scan_stats;
+    ScanSpec spec;
+    spec.where = {Predicate::Eq("object_id", object_id)};
+    spec.indexed_fragments_only = true;
+    spec.stats = &scan_stats;
+    ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
+    if (stats) stats->index_pages_read = scan_stats.index_pages_read;
+    for (const RecordBatch& b : batches) {
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(b));
+      if (auto found = journal_row(std::move(rows))) return found;
+    }
+  }
+  // The tail outside the index: small publish fragments, decoded whole
+  // through the file cache (a writer's own recent commits are already there).
+  for (const Fragment& f : ds.state().fragments) {
+    if (index != nullptr && index->Covers(f.id)) continue;
+    if (stats) stats->fragments_scanned++;
+    ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(FileOf(f), nullptr));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
+    if (auto found = journal_row(std::move(rows))) return found;
+  }
+  return std::optional<ManifestRow>();
+}
+
+namespace {
+
+size_t UncoveredFragments(const DatasetVersion& v) {
+  const IndexMeta* index = v.FindIndex(kJournalIndex);
+  size_t n = 0;
+  for (const Fragment& f : v.fragments) n += index == nullptr || !index->Covers(f.id);
+  return n;
+}
+
+}  // namespace
+
+Result<int> Manifest::JournalIndexTail(const std::string& branch) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  return static_cast<int>(UncoveredFragments(ds.state()));
+}
+
+Result<Dataset> Manifest::FoldJournalIndex(const Dataset& base, size_t max_tail) {
+  const size_t tail = UncoveredFragments(base.state());
+  if (tail <= max_tail) return base;
+  LOAM_LOG_DEBUG("journal index: {} fragments outside it (bound {}); folding them in", tail,
+                 max_tail);
+  CommitOptions opts;
+  opts.expected_version = base.version();
+  opts.trust_snapshot = true;
+  if (base.state().FindIndex(kJournalIndex) == nullptr) {
+    return base.CreateIndex(std::string(kJournalIndex), "object_id", opts);
+  }
+  return base.OptimizeIndices(opts);
+}
+
+Status Manifest::Reconcile(const std::string& branch) {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
+  if (ds.state().FindIndex(kJournalIndex) == nullptr) {
+    return ds.CreateIndex(std::string(kJournalIndex), "object_id").status();
+  }
+  return ds.OptimizeIndices().status();
+}
+
+Status Manifest::Compact(const std::string& branch) {
+  for (int attempt = 0; attempt < options_.max_publish_attempts; ++attempt) {
+    ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
+    ManifestVersion v;
+    v.branch = branch;
+    v.version = base.version();
+    ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, Journal(branch, base.version()));
+    std::vector<ManifestRow> heads;
+    std::vector<std::pair<uint32_t, uint32_t>> ranges(kNumPartitions);
+    ASSIGN_OR_RETURN(auto partitions,
+                     RegroupPartitions(v, [&](uint32_t p) { return ReadPartition(v, p); }));
+    for (auto& [p, rows] : partitions) {
+      std::sort(rows.begin(), rows.end(), [](const ManifestRow& a, const ManifestRow& b) {
+        return a.object_id < b.object_id;
+      });
+      ranges[p] = {static_cast<uint32_t>(heads.size()), static_cast<uint32_t>(rows.size())};
+      heads.insert(heads.end(), rows.begin(), rows.end());
+    }
+    std::vector<Fragment> added;
+    const size_t cap = options_.dataset.max_rows_per_fragment;
+    for (size_t at = 0; at < journal.size(); at += cap) {
+      const size_t end = std::min(journal.size(), at + cap);
+      ASSIGN_OR_RETURN(Fragment j,
+                       base.WriteFragment(RowsToBatch(std::vector<ManifestRow>(
+                                              journal.begin() + at, journal.begin() + end)),
+                                          /*allow_inline=*/true));
+      added.push_back(std::move(j));
+    }
+    if (!heads.empty()) {
+      ASSIGN_OR_RETURN(Fragment h, base.WriteFragment(RowsToBatch(heads), /*allow_inline=*/true));
+      added.push_back(std::move(h));
+    }
+    // The heads fragment, when there is one, is the last one added.
+    auto directory = [&](const std::vector<Fragment>& committed) -> Result<std::string> {
+      HeadDirectory dir;
+      if (!heads.empty()) {
+        const HeadDirectory::File file = FileOf(committed.back());
+        for (uint32_t p = 0; p < kNumPartitions; ++p) {
+          if (ranges[p].second > 0) dir.Set(p, file, ranges[p].first, ranges[p].second);
+        }
+      }
+      return EncodeHeadDirectory(dir);
+    };
+    std::vector<uint64_t> removed;
+    for (const Fragment& f : base.state().fragments) removed.push_back(f.id);
+    Result<Dataset> done = base.CommitRewrite(std::move(added), removed, directory);
+    if (done.ok()) {
+      RememberBase(branch, *done);
+      return Status::OK();
+    }
+    if (!done.status().IsAborted()) return done.status();
+    Backoff(attempt);
+  }
+  return Status::Aborted("manifest compaction kept losing to concurrent writers");
+}
+
+}  // namespace loam
