@@ -5,6 +5,7 @@
 #include "common/coding.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "io/memory_object_store.h"
 
 namespace loam {
 namespace {
@@ -222,15 +223,20 @@ Result<std::vector<uint64_t>> LookupBTreeRange(ObjectStore& store, const std::st
 
 Result<std::vector<IndexEntry>> ReadAllBTreeEntries(ObjectStore& store, const std::string& key,
                                                     const IndexMeta& meta) {
+  // Every page is wanted: one GET of the whole file, then pages from memory
+  // (a request per page would grow with the index).
+  ASSIGN_OR_RETURN(std::string bytes, store.Get(key));
+  MemoryObjectStore whole;
+  RETURN_NOT_OK(whole.Put(key, bytes).status());
   std::vector<IndexEntry> out;
   ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf,
-                   FindLeaf(store, key, meta, std::nullopt, nullptr, nullptr));
+                   FindLeaf(whole, key, meta, std::nullopt, nullptr, nullptr));
   while (true) {
     for (size_t i = 0; i < leaf->keys.size(); ++i) {
       out.push_back({leaf->keys[i], leaf->row_addresses[i]});
     }
     if (leaf->next.size == 0) return out;
-    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf->next, nullptr, nullptr));
+    ASSIGN_OR_RETURN(leaf, ReadPage(whole, key, leaf->next, nullptr, nullptr));
   }
 }
 
