@@ -34,10 +34,6 @@ uint32_t TombstoneHeadPartition(int64_t sid) {
          static_cast<uint32_t>(Mix(static_cast<uint64_t>(sid) ^ 0x5bd1e995) % kTombstonePartitions);
 }
 
-bool IsTableHeadPartition(uint32_t p) {
-  return p < kTableHeadPartitions || (p >= kFirstTombstonePartition && p < kNumPartitions);
-}
-
 Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format) {
   if (row.object_type == object_type::kTableHead) {
     if (!row.stable_table_id || *row.stable_table_id < 1) {

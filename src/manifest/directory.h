@@ -39,8 +39,6 @@ uint32_t LiveHeadPartition(int64_t sid, uint32_t format = kManifestFormatVersion
 Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format = kManifestFormatVersion);
 // The partition of the tombstoned head of `sid` (format 7 on).
 uint32_t TombstoneHeadPartition(int64_t sid);
-// Partitions holding table heads (live or tombstoned).
-bool IsTableHeadPartition(uint32_t p);
 
 struct HeadDirectory {
   // A fragment: bytes [offset, offset + size) of the object at `path`.

@@ -89,24 +89,6 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
   return out;
 }
 
-Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion& v) {
-  FoldedHeads out;
-  for (uint32_t p = 0; p < kNumPartitions; ++p) {
-    if (!IsTableHeadPartition(p)) continue;
-    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest.ReadPartition(v, p));
-    for (const ManifestRow& r : rows) {
-      ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
-      out.tables[h.sid] = h;
-    }
-  }
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> graphs, manifest.ReadPartition(v, kGraphPartition));
-  for (const ManifestRow& r : graphs) {
-    ASSIGN_OR_RETURN(GraphHead g, ParseGraphHead(r));
-    out.graphs[g.branch] = g;
-  }
-  return out;
-}
-
 std::vector<std::string> CompareHeads(const FoldedHeads& folded, const FoldedHeads& stored) {
   std::vector<std::string> problems;
   for (const auto& [sid, want] : folded.tables) {

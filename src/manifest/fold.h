@@ -20,9 +20,6 @@ struct FoldedHeads {
 // follows its tombstone.
 Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal);
 
-// Every table and graph head stored in a version's partitions.
-Result<FoldedHeads> StoredHeads(const Manifest& manifest, const ManifestVersion& version);
-
 struct HeadsReport {
   uint64_t manifest_version = 0;
   int tables_checked = 0;
