@@ -8,6 +8,8 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace loam {
 
@@ -53,7 +55,12 @@ enum class ErrorCode : int {
   kDataLoss,              // corruption: checksum, missing or inconsistent rows
   kInternal,              // a bug
   kUnimplemented,
+  kIdempotencyKeyRequired,  // a submission without its Idempotency-Key
+  kSourceAlreadyLoaded,     // a succeeded run already loaded this source identity
+  kOverloaded,              // admission is full: repeat the same request after Retry-After
 };
+// The highest ErrorCode value (for iteration).
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kOverloaded;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.
@@ -95,6 +102,12 @@ class [[nodiscard]] Status {
   // This status with `e` as its error code. No-op on OK.
   Status WithErrorCode(ErrorCode e) const&;
   Status WithErrorCode(ErrorCode e) &&;
+  // This status with detail `key` set to `value` (e.g. "retryAfterMillis",
+  // "limit", "run"): machine-readable facts next to the message. No-op on OK.
+  Status WithDetail(std::string key, std::string value) const&;
+  Status WithDetail(std::string key, std::string value) &&;
+  // The detail `key`, or "" when absent.
+  std::string_view detail(std::string_view key) const;
   // Same category, error code and context; another message.
   Status WithMessage(std::string message) const;
   // Empty for OK.
@@ -132,6 +145,7 @@ class [[nodiscard]] Status {
     std::string message;
     std::string context;
     ErrorCode error = ErrorCode::kNone;  // kNone: the category's default
+    std::vector<std::pair<std::string, std::string>> details;
   };
   std::unique_ptr<State> state_;
 };

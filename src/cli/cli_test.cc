@@ -43,6 +43,23 @@ class CliTest : public ::testing::Test {
   std::string dir_;
 };
 
+TEST_F(CliTest, InitMintsAWorkspaceIdThatInfoShows) {
+  const std::string other = dir_ + "/second";
+  CliResult made = Ok({"init", other, "--json"});
+  const std::string id = json::parse(made.out).at("workspaceId");
+  EXPECT_TRUE(Ulid::Parse(id).ok()) << made.out;
+  CliResult info = Ok({"info", "--root", other, "--json"});
+  json j = json::parse(info.out);
+  EXPECT_EQ(j.at("workspaceId"), id);
+  EXPECT_EQ(j.at("branchCount"), 1);
+  EXPECT_GE(j.at("manifestFormat").get<int>(), 7);
+  // Each workspace has its own id; the text form says it too.
+  CliResult mine = Ok({"info"});
+  EXPECT_NE(mine.out.find("workspace id"), std::string::npos) << mine.out;
+  EXPECT_EQ(mine.out.find(id), std::string::npos);
+  EXPECT_EQ(Run({"info", "--root", dir_ + "/nothing-here"}).code, 4);
+}
+
 TEST_F(CliTest, LoadScanAndEveryReadCommand) {
   File("a.csv",
        "id,name,amount,at,tags\n"

@@ -28,10 +28,37 @@ std::string Time(int64_t micros) {
 Status Init(const Context& ctx) {
   ASSIGN_OR_RETURN(auto ws, ctx.Init());
   if (ctx.json) {
-    std::cout << json{{"root", ctx.root}, {"owner", ws->owner()}}.dump() << "\n";
+    std::cout << json{{"root", ctx.root}, {"owner", ws->owner()}, {"workspaceId", ws->id()}}.dump()
+              << "\n";
   } else {
-    std::cout << "created workspace " << ctx.root << " (owner " << ws->owner() << ")\n";
+    std::cout << "created workspace " << ctx.root << " (owner " << ws->owner() << ", id "
+              << ws->id() << ")\n";
   }
+  return Status::OK();
+}
+
+Status Info(const Context& ctx) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(ManifestVersion main, ws->manifest().Current(""));
+  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws->ListBranches());
+  if (ctx.json) {
+    std::cout << json{{"root", ctx.root},
+                      {"workspaceId", ws->id()},
+                      {"owner", ws->owner()},
+                      {"manifestFormat", main.dir.format},
+                      {"manifestVersion", main.version},
+                      {"branchCount", branches.size() + 1}}
+                     .dump()
+              << "\n";
+    return Status::OK();
+  }
+  std::cout << "root            " << ctx.root << "\n"
+            << "workspace id    " << (ws->id().empty() ? "(none: made before ids)" : ws->id())
+            << "\n"
+            << "owner           " << (ws->owner().empty() ? "(none)" : ws->owner()) << "\n"
+            << "manifest format " << main.dir.format << " (version " << main.version << ")\n"
+            << "branches        " << branches.size() + 1 << " (main and " << branches.size()
+            << " more)\n";
   return Status::OK();
 }
 
@@ -240,6 +267,9 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
     if (root->count() > 0) ctx.root = root->as<std::string>();
     run(Init(ctx));
   });
+
+  app.add_subcommand("info", "the workspace's id, owner, format and branch count")
+      ->callback([&ctx, run] { run(Info(ctx)); });
 
   auto* log = app.add_subcommand("log", "the commit log of a branch, newest first");
   auto* log_branch = log->add_option("--branch", "branch (default main)")->default_str("main");

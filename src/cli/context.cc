@@ -14,6 +14,7 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kNone:
       return kExitOk;
     case ErrorCode::kInvalidArgument:
+    case ErrorCode::kIdempotencyKeyRequired:
       return kExitUsage;
     case ErrorCode::kValidationFailed:
     case ErrorCode::kDuplicateKey:
@@ -27,6 +28,8 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kIdempotencyKeyReused:
     case ErrorCode::kRequestInFlight:
     case ErrorCode::kRunAlreadyCommitted:
+    case ErrorCode::kSourceAlreadyLoaded:
+    case ErrorCode::kOverloaded:
       return kExitConflict;
     case ErrorCode::kPermissionDenied:
       return kExitDenied;

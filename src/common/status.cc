@@ -77,12 +77,18 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "internal";
     case ErrorCode::kUnimplemented:
       return "unimplemented";
+    case ErrorCode::kIdempotencyKeyRequired:
+      return "idempotency_key_required";
+    case ErrorCode::kSourceAlreadyLoaded:
+      return "source_already_loaded";
+    case ErrorCode::kOverloaded:
+      return "overloaded";
   }
   return "internal";
 }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {
-  for (int c = 0; c <= static_cast<int>(ErrorCode::kUnimplemented); ++c) {
+  for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) {
     if (ErrorCodeName(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);
   }
   return ErrorCode::kInternal;
@@ -161,6 +167,30 @@ Status Status::WithErrorCode(ErrorCode e) const& { return Status(*this).WithErro
 Status Status::WithErrorCode(ErrorCode e) && {
   if (state_) state_->error = e;
   return std::move(*this);
+}
+
+Status Status::WithDetail(std::string key, std::string value) const& {
+  return Status(*this).WithDetail(std::move(key), std::move(value));
+}
+
+Status Status::WithDetail(std::string key, std::string value) && {
+  if (!state_) return std::move(*this);
+  for (auto& [k, v] : state_->details) {
+    if (k == key) {
+      v = std::move(value);
+      return std::move(*this);
+    }
+  }
+  state_->details.emplace_back(std::move(key), std::move(value));
+  return std::move(*this);
+}
+
+std::string_view Status::detail(std::string_view key) const {
+  if (!state_) return {};
+  for (const auto& [k, v] : state_->details) {
+    if (k == key) return v;
+  }
+  return {};
 }
 
 Status Status::WithMessage(std::string message) const {

@@ -117,12 +117,26 @@ TEST(StatusTest, ErrorCodeNamesAreStableAndRoundTrip) {
   EXPECT_EQ(ErrorCodeName(ErrorCode::kDuplicateKey), "duplicate_key");
   EXPECT_EQ(ErrorCodeName(ErrorCode::kIdempotencyKeyReused), "idempotency_key_reused");
   std::set<std::string_view> names;
-  for (int c = 0; c <= static_cast<int>(ErrorCode::kUnimplemented); ++c) {
+  for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) {
     const ErrorCode code = static_cast<ErrorCode>(c);
     EXPECT_TRUE(names.insert(ErrorCodeName(code)).second) << ErrorCodeName(code);
     EXPECT_EQ(ErrorCodeFromName(ErrorCodeName(code)), code);
   }
   EXPECT_EQ(ErrorCodeFromName("no_such_code"), ErrorCode::kInternal);
+}
+
+TEST(StatusTest, DetailsTravelWithCopiesAndAreReplaced) {
+  Status s = Status::ResourceExhausted("full")
+                 .WithErrorCode(ErrorCode::kOverloaded)
+                 .WithDetail("retryAfterMillis", "1500")
+                 .WithDetail("limit", "queuedRuns");
+  Status copy = s.WithDetail("limit", "queuedBytes");
+  EXPECT_EQ(s.detail("limit"), "queuedRuns");
+  EXPECT_EQ(copy.detail("limit"), "queuedBytes");
+  EXPECT_EQ(copy.detail("retryAfterMillis"), "1500");
+  EXPECT_EQ(copy.detail("absent"), "");
+  EXPECT_TRUE(copy.Is(ErrorCode::kOverloaded));
+  EXPECT_EQ(Status::OK().WithDetail("k", "v").detail("k"), "");
 }
 
 TEST(ResultTest, MoveOnlyValues) {

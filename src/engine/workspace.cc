@@ -57,15 +57,21 @@ std::string WorkspaceInfoKey(const std::string& root) {
   return (root.empty() ? "" : root + "/") + "_control/workspace.json";
 }
 
-Result<std::string> ReadOwner(ObjectStore& store, const std::string& root) {
+struct WorkspaceInfo {
+  std::string owner;
+  std::string id;  // "" for workspaces made before ids existed
+};
+
+Result<WorkspaceInfo> ReadInfo(ObjectStore& store, const std::string& root) {
   Result<std::string> text = store.Get(WorkspaceInfoKey(root));
-  if (text.status().IsNotFound()) return std::string();  // made before owners existed
+  if (text.status().IsNotFound()) return WorkspaceInfo{};  // made before owners existed
   RETURN_NOT_OK(text.status());
   json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("owner") || !j["owner"].is_string()) {
+  if (!j.is_object() || !j.contains("owner") || !j["owner"].is_string() ||
+      (j.contains("id") && !j["id"].is_string())) {
     return Status::DataLoss("malformed " + WorkspaceInfoKey(root));
   }
-  return j["owner"].get<std::string>();
+  return WorkspaceInfo{j["owner"].get<std::string>(), j.value("id", "")};
 }
 
 }  // namespace
@@ -75,22 +81,25 @@ Result<std::string> ReadOwner(ObjectStore& store, const std::string& root) {
 Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> store,
                                                    std::string root, WorkspaceOptions options) {
   ASSIGN_OR_RETURN(auto manifest, Manifest::Create(store, root, options.manifest));
-  const std::string info = json{{"format", 1}, {"owner", options.owner}}.dump();
+  const std::string id = NewUlidString();
+  const std::string info = json{{"format", 1}, {"owner", options.owner}, {"id", id}}.dump();
   StringSource src(info);
   RETURN_NOT_OK(store->Write(WorkspaceInfoKey(root), src, {PutCondition::kIfAbsent}).status());
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
   ws->owner_ = ws->options_.owner;
+  ws->id_ = id;
   return ws;
 }
 
 Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
                                                    std::string root, WorkspaceOptions options) {
   ASSIGN_OR_RETURN(auto manifest, Manifest::Open(store, root, options.manifest));
-  ASSIGN_OR_RETURN(std::string owner, ReadOwner(*store, root));
+  ASSIGN_OR_RETURN(WorkspaceInfo info, ReadInfo(*store, root));
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
-  ws->owner_ = std::move(owner);
+  ws->owner_ = std::move(info.owner);
+  ws->id_ = std::move(info.id);
   if (ws->options_.recover_on_open) {
     RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
   }
@@ -534,6 +543,11 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
         return base.Delete(req.where, opts);
       case WriteMode::kCompact:
         return base.Compact({}, nullptr, opts);
+      case WriteMode::kRestore:
+        if (!req.restore_version || *req.restore_version < 1) {
+          return Status::InvalidArgument("restore needs an earlier table version");
+        }
+        return base.Restore(static_cast<uint64_t>(*req.restore_version), opts);
       case WriteMode::kAddColumn: {
         Field f = *req.new_column;
         f.nullable = true;

@@ -51,7 +51,9 @@ struct WorkspaceOptions {
   bool recover_on_open = true;
 };
 
-enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn, kCompact };
+// kRestore makes `restore_version`'s rows the table's content again (a new
+// version; needs the writer grant, like a delete).
+enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn, kCompact, kRestore };
 
 struct WriteRequest {
   std::string table;
@@ -76,6 +78,7 @@ struct WriteRequest {
   std::vector<std::string> keys;                   // upsert keys; empty = the table's declared keys
   std::vector<Predicate> where;                    // delete
   std::optional<Field> new_column;                 // add column (nullable)
+  std::optional<int64_t> restore_version;          // restore: an older table version
   std::optional<int64_t> expected_version;         // the head's table version
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
@@ -191,6 +194,9 @@ class Workspace {
 
   // The principal that holds every role ("" = none; see WorkspaceOptions).
   const std::string& owner() const { return owner_; }
+  // The workspace id (a ULID minted by Init; "" for workspaces made before
+  // ids existed). Service calls carry it in their verified context.
+  const std::string& id() const { return id_; }
   // OK when `principal` may perform `mode` on `table`; PermissionDenied names
   // the role it lacks. An empty principal passes only as the system actor.
   Status Authorize(const Snapshot& snapshot, const TableState& table, const std::string& principal,
@@ -236,6 +242,7 @@ class Workspace {
   WorkspaceOptions options_;
   std::shared_ptr<Manifest> manifest_;
   std::string owner_;
+  std::string id_;
 };
 
 }  // namespace loam
