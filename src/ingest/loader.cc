@@ -53,6 +53,7 @@ bool EndsRun(const Status& s) {
     case ErrorCode::kSchemaConflict:
     case ErrorCode::kPreconditionFailed:
     case ErrorCode::kUnsupportedFormat:
+    case ErrorCode::kSourceAlreadyLoaded:
       return true;
     case ErrorCode::kConflict:
       return !s.IsAborted();
@@ -198,6 +199,26 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   return Execute(run);
 }
 
+Result<RunRecord> Loader::Resume(const std::string& run_id) {
+  Active run;
+  ASSIGN_OR_RETURN(run.record, runs_.Get(run_id, &run.etag));
+  if (IsTerminal(run.record.state)) return run.record;
+  if (run.record.lease_owner != owner_ && run.record.lease_expires_micros > NowMicros()) {
+    return Status::FailedPrecondition("run " + run_id + " is held by a live process")
+        .WithErrorCode(ErrorCode::kRequestInFlight)
+        .WithDetail("run", run_id);
+  }
+  ASSIGN_OR_RETURN(run.request, RunRequest::FromJson(run.record.request));
+  if (run.request.error_policy == ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
+    return Status::PermissionDenied("run " + run_id +
+                                    " uses skipRows, whose feature flag is off in this process");
+  }
+  // A run past `queued` may have reached its commit: resume settles that first.
+  run.resumed = run.record.state != RunState::kQueued;
+  RETURN_NOT_OK(Renew(run));  // CAS: exactly one process takes it
+  return Execute(run);
+}
+
 Result<RunRecord> Loader::Execute(Active& run) {
   RunRecord& rec = run.record;
   const RunRequest& req = run.request;
@@ -205,6 +226,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     rec.state = state;
     rec.finished_micros = NowMicros();
     rec.lease_expires_micros = 0;
+    if (options_.before_terminal) RETURN_NOT_OK(options_.before_terminal(rec));
     RETURN_NOT_OK(Save(run));
     return rec;
   };
@@ -271,6 +293,15 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     rec.table_sid = t->def.sid;
     rec.table = t->def.name;
+    if (req.expected_table_version && t->head.table_version != *req.expected_table_version) {
+      return fail_with(
+          Status::FailedPrecondition("table '" + t->def.name + "' is at version " +
+                                     std::to_string(t->head.table_version) + ", not the expected " +
+                                     std::to_string(*req.expected_table_version) +
+                                     " (expectedTableVersion): it moved; nothing was written")
+              .WithErrorCode(ErrorCode::kPreconditionFailed),
+          "");
+    }
     Status ready = CheckRequest(*ws_, req, snap, *t);
     if (!ready.ok()) return fail_with(ready, "");
     ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t->def.name));
@@ -308,6 +339,13 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
+    if (options_.before_commit) {
+      Status claim = options_.before_commit(rec);
+      if (!claim.ok()) {
+        discard();
+        return fail_with(claim, "");
+      }
+    }
     rec.state = RunState::kCommitting;
     Status committing = Renew(run);
     if (committing.ok()) committing = Fail(failpoint::kRunBeforeCommit);
@@ -331,7 +369,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     // Upsert counters were planned against this version: commit only on it.
     // So were a keyed append's key checks: a concurrent commit could have
     // added one of its keys since.
-    if (req.mode == LoadMode::kUpsert || (req.mode == LoadMode::kAppend && !t->def.keys.empty())) {
+    if (req.mode == LoadMode::kUpsert || (req.mode == LoadMode::kAppend && !t->def.keys.empty()) ||
+        req.expected_table_version) {
       w.expected_version = t->head.table_version;
     }
     w.expected_schema_version = t->def.schema_version;

@@ -40,6 +40,15 @@ struct LoaderOptions {
   std::function<void(const RunRecord&)> on_progress;
   // Called at each named failpoint; non-OK stops the run there as a crash would.
   std::function<Status(std::string_view)> failpoint;
+  // Called once validation passed, right before the commit (the service
+  // claims the run's source identity here). A status that ends runs
+  // (validation_failed, source_already_loaded, ...) fails the run; any other
+  // leaves it resumable.
+  std::function<Status(const RunRecord&)> before_commit;
+  // Called with the terminal record before it is saved, so durable follow-up
+  // work (the service's cleanup entry) exists before anyone sees the run
+  // terminal. Non-OK leaves the run resumable; a resume calls it again.
+  std::function<Status(const RunRecord&)> before_terminal;
 };
 
 // A local file as a ByteSource, read through the ObjectStore interface.
@@ -57,6 +66,13 @@ class Loader {
   // live process (FailedPrecondition), or I/O trouble that leaves the run
   // resumable. `reused` is set when an existing finished run is returned.
   Result<RunRecord> Run(const RunRequest& request, bool* reused = nullptr);
+
+  // Works on the existing run `run_id` (queued by the service, or left by a
+  // process that died) to a terminal state. The lease is taken by
+  // compare-and-swap: Aborted when another process took it first,
+  // FailedPrecondition (request_in_flight) while a live process holds it. A
+  // terminal run is returned as it is.
+  Result<RunRecord> Resume(const std::string& run_id);
 
   RunStore& runs() { return runs_; }
 

@@ -6,6 +6,7 @@
 
 #include "common/hash.h"
 #include "common/status_macros.h"
+#include "common/strict_json.h"
 
 namespace loam::ingest {
 namespace {
@@ -25,7 +26,8 @@ constexpr Named<ErrorPolicy> kPolicies[] = {{ErrorPolicy::kFailRun, "failRun"},
 constexpr Named<RunState> kStates[] = {
     {RunState::kQueued, "queued"},         {RunState::kValidating, "validating"},
     {RunState::kCommitting, "committing"}, {RunState::kSucceeded, "succeeded"},
-    {RunState::kFailed, "failed"},         {RunState::kPartial, "partial"}};
+    {RunState::kFailed, "failed"},         {RunState::kPartial, "partial"},
+    {RunState::kCancelled, "cancelled"}};
 
 template <typename E, size_t N>
 std::string_view NameOf(const Named<E> (&table)[N], E v) {
@@ -67,7 +69,8 @@ Result<ErrorPolicy> ParseErrorPolicy(std::string_view s) {
 }
 std::string_view RunStateName(RunState s) { return NameOf(kStates, s); }
 bool IsTerminal(RunState s) {
-  return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kPartial;
+  return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kPartial ||
+         s == RunState::kCancelled;
 }
 
 std::string RunRequest::ToJson() const {
@@ -91,81 +94,12 @@ std::string RunRequest::ToJson() const {
               {"maxRows", max_rows},
               {"timeBudgetMs", time_budget_ms},
               {"maxRejectedRows", max_rejected_rows}}}};
+  // Only when set, so requests written before the field existed keep their text.
+  if (expected_table_version) j["expectedTableVersion"] = *expected_table_version;
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
 namespace {
-
-// Reads one JSON object strictly: every field has the type it must have, and
-// a field it does not know is an error (nothing is silently dropped).
-class StrictObject {
- public:
-  StrictObject(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
-
-  const json* Field(const char* key) {
-    seen_.push_back(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  Status String(const char* key, std::string* out, bool required = false) {
-    const json* v = Field(key);
-    if (v == nullptr) return required ? Missing(key) : Status::OK();
-    if (!v->is_string()) return Bad(key, "a string");
-    *out = v->get<std::string>();
-    return Status::OK();
-  }
-  Status Strings(const char* key, std::vector<std::string>* out) {
-    const json* v = Field(key);
-    if (v == nullptr) return Status::OK();
-    if (!v->is_array()) return Bad(key, "an array of strings");
-    out->clear();
-    for (const json& e : *v) {
-      if (!e.is_string()) return Bad(key, "an array of strings");
-      out->push_back(e.get<std::string>());
-    }
-    return Status::OK();
-  }
-  template <typename T>
-  Status Int(const char* key, T* out, int64_t min, int64_t max) {
-    const json* v = Field(key);
-    if (v == nullptr) return Status::OK();
-    if (!v->is_number_integer() || v->get<int64_t>() < min || v->get<int64_t>() > max ||
-        (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(max))) {
-      return Bad(key, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
-    }
-    *out = static_cast<T>(v->get<int64_t>());
-    return Status::OK();
-  }
-  Status Number(const char* key, double* out, double min, double max) {
-    const json* v = Field(key);
-    if (v == nullptr) return Status::OK();
-    if (!v->is_number() || v->get<double>() < min || v->get<double>() > max) {
-      return Bad(key, "a number from " + json(min).dump() + " to " + json(max).dump());
-    }
-    *out = v->get<double>();
-    return Status::OK();
-  }
-  // InvalidArgument naming the first field this reader was not asked for.
-  Status Finish() const {
-    for (const auto& [key, value] : j_.items()) {
-      if (std::find(seen_.begin(), seen_.end(), key) == seen_.end()) {
-        return Status::InvalidArgument(where_ + ": unknown field '" + key + "'");
-      }
-    }
-    return Status::OK();
-  }
-  Status Bad(const char* key, const std::string& expected) const {
-    return Status::InvalidArgument(where_ + ": \"" + key + "\" must be " + expected);
-  }
-
- private:
-  Status Missing(const char* key) const {
-    return Status::InvalidArgument(where_ + ": \"" + key + "\" is required");
-  }
-  const json& j_;
-  std::string where_;
-  std::vector<std::string> seen_;
-};
 
 Status ReadLimits(const json& l, RunRequest* r) {
   if (!l.is_object()) return Status::InvalidArgument("run request: \"limits\" must be an object");
@@ -224,6 +158,11 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
   RETURN_NOT_OK(o.String("idempotencyKey", &r.idempotency_key));
   RETURN_NOT_OK(o.String("principal", &r.principal));
   if (const json* l = o.Field("limits"); l != nullptr) RETURN_NOT_OK(ReadLimits(*l, &r));
+  if (o.Field("expectedTableVersion") != nullptr) {
+    int64_t v = 0;
+    RETURN_NOT_OK(o.Int("expectedTableVersion", &v, 0, std::numeric_limits<int64_t>::max()));
+    r.expected_table_version = v;
+  }
   RETURN_NOT_OK(o.Finish());
   return r;
 }
@@ -259,6 +198,11 @@ std::string RunRecord::ToJson() const {
               {"commitId", commit_id},
               {"tableVersion", table_version}}},
             {"lease", {{"owner", lease_owner}, {"expiresMicros", lease_expires_micros}}}};
+  if (!pipeline_id.empty()) {
+    j["service"] = {{"pipelineId", pipeline_id},     {"uploads", uploads},
+                    {"inputBytes", input_bytes},     {"sourceId", source_id},
+                    {"sourceSha256", source_sha256}, {"sourceReload", source_reload}};
+  }
   return j.dump();
 }
 
@@ -298,6 +242,15 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
     r.table_version = k.at("tableVersion");
     r.lease_owner = j.at("lease").at("owner");
     r.lease_expires_micros = j.at("lease").at("expiresMicros");
+    if (j.contains("service")) {
+      const json& v = j.at("service");
+      r.pipeline_id = v.at("pipelineId");
+      r.uploads = v.at("uploads").get<std::vector<std::string>>();
+      r.input_bytes = v.at("inputBytes");
+      r.source_id = v.at("sourceId");
+      r.source_sha256 = v.at("sourceSha256");
+      r.source_reload = v.at("sourceReload");
+    }
   } catch (const json::exception& e) {
     return Status::DataLoss(std::string("malformed run record: ") + e.what());
   }

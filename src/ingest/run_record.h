@@ -19,7 +19,15 @@ namespace loam::ingest {
 
 enum class LoadMode { kAppend, kUpsert, kReplace };
 enum class ErrorPolicy { kFailRun, kValidationOnly, kSkipRows };
-enum class RunState { kQueued, kValidating, kCommitting, kSucceeded, kFailed, kPartial };
+enum class RunState {
+  kQueued,
+  kValidating,
+  kCommitting,
+  kSucceeded,
+  kFailed,
+  kPartial,
+  kCancelled,
+};
 
 std::string_view LoadModeName(LoadMode m);
 Result<LoadMode> ParseLoadMode(std::string_view s);
@@ -43,6 +51,8 @@ struct RunRequest {
   int64_t max_rows = 100'000'000;      // per run
   int64_t time_budget_ms = 3'600'000;  // parsing and validation
   int64_t max_rejected_rows = 1000;    // skipRows only
+  // The commit fails precondition_failed unless the table is at this version.
+  std::optional<int64_t> expected_table_version;
 
   // The exact serialisation kept in the record; equal requests give equal text.
   std::string ToJson() const;
@@ -89,6 +99,14 @@ struct RunRecord {
   // The process working on the run, until the lease expires.
   std::string lease_owner;
   int64_t lease_expires_micros = 0;
+  // Runs submitted through the service (src/service): the pipeline, the
+  // uploads they load, their declared bytes and the source identity.
+  std::string pipeline_id;
+  std::vector<std::string> uploads;
+  int64_t input_bytes = 0;
+  std::string source_id;
+  std::string source_sha256;   // "" until known
+  bool source_reload = false;  // load it even if a run loaded it before
 
   std::string ToJson() const;
   static Result<RunRecord> FromJson(std::string_view text);

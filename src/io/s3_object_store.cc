@@ -120,7 +120,8 @@ Result<S3Options> S3Options::FromUri(std::string_view uri) {
   o.bucket = std::string(rest.substr(0, slash));
   if (slash != std::string_view::npos) o.prefix = std::string(rest.substr(slash + 1));
   while (!o.prefix.empty() && o.prefix.back() == '/') o.prefix.pop_back();
-  if (o.bucket.empty()) return Status::InvalidArgument("s3 URI '" + std::string(uri) + "' has no bucket");
+  if (o.bucket.empty())
+    return Status::InvalidArgument("s3 URI '" + std::string(uri) + "' has no bucket");
   if (!o.prefix.empty()) RETURN_NOT_OK(ValidateObjectKey(o.prefix));
   o.endpoint = EnvOr("AWS_ENDPOINT_URL", "");
   o.region = EnvOr("AWS_REGION", EnvOr("AWS_DEFAULT_REGION", "us-east-1"));
@@ -230,7 +231,8 @@ Result<HttpResponse> S3ObjectStore::ExecuteOnce(const Call& call) {
   for (auto& h : signer_.Sign(r, NowSeconds())) http.headers.push_back(std::move(h));
   http.body = call.body;
   http.sink = call.sink;
-  const S3Fault fault = options_.fault ? options_.fault(call.method, call.full_key) : S3Fault::kNone;
+  const S3Fault fault =
+      options_.fault ? options_.fault(call.method, call.full_key) : S3Fault::kNone;
   if (fault == S3Fault::kNone) return http_.Send(http);
   if (fault == S3Fault::kLoseResponse) RETURN_NOT_OK(http_.Send(http).status());
   HttpResponse injected;
@@ -260,14 +262,20 @@ Status S3ObjectStore::ErrorOf(const HttpResponse& r, const Call& call) const {
     msg += " (request id " + std::string(id) + ")";
   }
   switch (r.status) {
-    case 400: return Status::InvalidArgument(msg);
+    case 400:
+      return Status::InvalidArgument(msg);
     case 401:
-    case 403: return Status::PermissionDenied(msg);
-    case 404: return Status::NotFound(msg);
+    case 403:
+      return Status::PermissionDenied(msg);
+    case 404:
+      return Status::NotFound(msg);
     case 409:
-    case 412: return Status::Aborted(msg);
-    case 416: return Status::InvalidArgument(msg);
-    default: break;
+    case 412:
+      return Status::Aborted(msg);
+    case 416:
+      return Status::InvalidArgument(msg);
+    default:
+      break;
   }
   if (Retryable(r.status)) return Status::Unavailable(msg);
   return Status::Internal(msg);
@@ -377,7 +385,8 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
     const bool unknown =
         r.ok() ? Retryable(r->status) || r->status == 409 : r.status().IsUnavailable();
     const bool lost = r.ok() && r->status == 412;
-    if (!unknown && !lost && !(r.ok() && r->status == 404)) return r.ok() ? ErrorOf(*r, call) : r.status();
+    if (!unknown && !lost && !(r.ok() && r->status == 404))
+      return r.ok() ? ErrorOf(*r, call) : r.status();
     if (r.ok() && r->status == 404 && !if_absent) return NoSuchObject(full_key);
     maybe_landed = maybe_landed || unknown;
     if (lost && if_absent && !maybe_landed) return exists();
@@ -389,7 +398,8 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
     // Someone else's object. Loam never overwrites put-if-absent keys, so
     // even after an unknown outcome a foreign object means we lost.
     if (now.ok() && if_absent) return exists();
-    const bool unchanged = !if_absent && Unquoted(now->meta.etag) == Unquoted(options.if_match_etag);
+    const bool unchanged =
+        !if_absent && Unquoted(now->meta.etag) == Unquoted(options.if_match_etag);
     if (!if_absent && !unchanged) {
       // After an unknown outcome this is still taken as lost. Ceph RGW answers
       // some lost CAS races with 500 instead of 412, so anything else would
@@ -530,6 +540,15 @@ Result<std::string> S3ObjectStore::PresignUrl(std::string_view method, std::stri
                                               int64_t expires_seconds,
                                               const std::string& content_md5,
                                               std::optional<int64_t> now_seconds) const {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!content_md5.empty()) headers.emplace_back("content-md5", content_md5);
+  return PresignUrl(method, key, expires_seconds, headers, now_seconds);
+}
+
+Result<std::string> S3ObjectStore::PresignUrl(
+    std::string_view method, std::string_view key, int64_t expires_seconds,
+    const std::vector<std::pair<std::string, std::string>>& headers,
+    std::optional<int64_t> now_seconds) const {
   RETURN_NOT_OK(ValidateObjectKey(key));
   if (method != "GET" && method != "PUT") {
     return Status::InvalidArgument("presigned URLs are for GET or PUT, not " + std::string(method));
@@ -538,9 +557,10 @@ Result<std::string> S3ObjectStore::PresignUrl(std::string_view method, std::stri
     return Status::InvalidArgument("a presigned URL expires after 1 s to 7 days");
   }
   Call call{std::string(method), FullKey(key)};
-  if (!content_md5.empty()) call.headers.emplace_back("content-md5", content_md5);
+  for (const auto& h : headers) call.headers.push_back(h);
   s3::RequestToSign r = ToSign(call);
-  const std::string query = signer_.PresignQuery(r, now_seconds.value_or(NowSeconds()), expires_seconds);
+  const std::string query =
+      signer_.PresignQuery(r, now_seconds.value_or(NowSeconds()), expires_seconds);
   return scheme_ + "://" + r.host + r.encoded_path + "?" + query;
 }
 

@@ -42,7 +42,7 @@ struct S3Options {
   std::string endpoint;  // "http://127.0.0.1:7480"; empty: https://s3.<region>.amazonaws.com
   std::string region = "us-east-1";
   std::string bucket;
-  std::string prefix;  // keys live under "<prefix>/"; empty: the bucket root
+  std::string prefix;      // keys live under "<prefix>/"; empty: the bucket root
   bool path_style = true;  // "/bucket/key"; false: "bucket.host/key"
   s3::Credentials credentials;
   IfMatchForm if_match = IfMatchForm::kDetect;
@@ -83,6 +83,12 @@ class S3ObjectStore final : public ObjectStore {
   // header, which the server checks against the body: only that object fits.
   Result<std::string> PresignUrl(std::string_view method, std::string_view key,
                                  int64_t expires_seconds, const std::string& content_md5 = "",
+                                 std::optional<int64_t> now_seconds = std::nullopt) const;
+  // As above with any headers signed (lower-case names), e.g. content-length
+  // to bind the size: the request must send exactly these.
+  Result<std::string> PresignUrl(std::string_view method, std::string_view key,
+                                 int64_t expires_seconds,
+                                 const std::vector<std::pair<std::string, std::string>>& headers,
                                  std::optional<int64_t> now_seconds = std::nullopt) const;
 
   const S3Options& options() const { return options_; }

@@ -1,0 +1,56 @@
+// Admission: decides, before a run or an idempotency binding exists, whether
+// a submission may enter the queue. A refusal is `overloaded` with the limit
+// that tripped (detail "limit") and a retry-after (detail
+// "retryAfterMillis") computed from the queue and the measured throughput,
+// clamped to the published bounds.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+#include "service/limits.h"
+
+namespace loam::service {
+
+// What the durable queue holds (non-terminal runs), as last listed.
+struct QueueLoad {
+  int64_t runs = 0;
+  int64_t bytes = 0;
+  std::map<std::string, int64_t> runs_per_pipeline;
+};
+
+class Admission {
+ public:
+  Admission(ServiceLimits limits, Clock* clock, int workers);
+
+  // OK and counted, or `overloaded`. `max_concurrent` is the pipeline's
+  // effective limit on its non-terminal runs.
+  Status Admit(const std::string& principal, const std::string& pipeline_id, int64_t bytes,
+               int64_t max_concurrent, const QueueLoad& load);
+  // A run finished: feeds the throughput estimate.
+  void RecordRun(int64_t bytes, int64_t micros);
+  // Measured bytes per second and mean run time (defaults until measured).
+  double BytesPerSecond() const;
+  double MeanRunMicros() const;
+
+ private:
+  Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
+
+  const ServiceLimits limits_;
+  Clock* clock_;
+  const int workers_;
+  mutable std::mutex mu_;
+  struct Bucket {
+    double tokens = 0;
+    int64_t at_micros = 0;
+  };
+  std::map<std::string, Bucket> buckets_;            // per principal
+  std::map<std::string, std::deque<int64_t>> tiny_;  // per pipeline: times of tiny runs
+  double bytes_per_second_ = 0;                      // EWMA; 0 = not measured
+  double mean_run_micros_ = 0;                       // EWMA; 0 = not measured
+};
+
+}  // namespace loam::service

@@ -1,0 +1,185 @@
+#include "service/cleanup.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "common/ulid.h"
+
+namespace loam::service {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int64_t kBackoffBaseMicros = 1'000'000;
+constexpr int64_t kBackoffMaxMicros = 300'000'000;
+constexpr std::string_view kStaging = "ingestion-staging/v1/";
+
+// The upload id in ".../uploads/<id>/...", or "".
+std::string UploadIdOf(std::string_view key) {
+  const size_t at = key.find("/uploads/");
+  if (at == std::string_view::npos) return "";
+  const std::string_view rest = key.substr(at + 9);
+  return std::string(rest.substr(0, rest.find('/')));
+}
+
+// Micros at the end of the UTC day "YYYY-MM-DD"; nullopt when malformed.
+std::optional<int64_t> DayEndMicros(std::string_view day) {
+  int y = 0;
+  unsigned m = 0, d = 0;
+  if (day.size() != 10 || std::sscanf(std::string(day).c_str(), "%4d-%2u-%2u", &y, &m, &d) != 3) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year(y), std::chrono::month(m),
+                                        std::chrono::day(d)};
+  if (!ymd.ok()) return std::nullopt;
+  const std::chrono::sys_days next = std::chrono::sys_days(ymd) + std::chrono::days(1);
+  return std::chrono::duration_cast<std::chrono::microseconds>(next.time_since_epoch()).count();
+}
+
+}  // namespace
+
+Cleaner::Cleaner(std::shared_ptr<ObjectStore> store, std::string workspace_root, Clock* clock)
+    : store_(std::move(store)),
+      root_(std::move(workspace_root)),
+      prefix_((root_.empty() ? "" : root_ + "/") + "_control/cleanup/"),
+      clock_(clock),
+      rng_(std::random_device{}()) {}
+
+Status Cleaner::Enqueue(const CleanupEntry& e) {
+  const std::string text =
+      json{{"format", 1}, {"runId", e.run_id}, {"prefixes", e.prefixes}, {"uploads", e.upload_ids}}
+          .dump();
+  return store_->Put(prefix_ + e.run_id + ".json", text).status();
+}
+
+int64_t Cleaner::BackoffMicros(int attempts) {
+  const int64_t base = std::min(kBackoffMaxMicros, kBackoffBaseMicros << std::min(attempts, 20));
+  std::lock_guard lock(mu_);
+  return base / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(base / 2 + 1));
+}
+
+Status Cleaner::DeletePrefix(const std::string& prefix, int64_t* deleted) {
+  // Exact prefix only: it must lie under the staging tree and end in '/'.
+  const std::string staging = (root_.empty() ? "" : root_ + "/") + std::string(kStaging);
+  if (prefix.rfind(staging, 0) != 0 || prefix.back() != '/') {
+    return Status::DataLoss("cleanup entry names '" + prefix + "', outside the staging tree");
+  }
+  for (;;) {
+    ASSIGN_OR_RETURN(ListPage page, store_->List(prefix, "", 1000));
+    for (const ObjectInfo& o : page.objects) {
+      RETURN_NOT_OK(store_->Delete(o.key));
+      ++*deleted;
+    }
+    if (page.objects.empty() || !page.truncated) return Status::OK();
+  }
+}
+
+Status Cleaner::DeleteUploadRecord(const std::string& upload_id) {
+  if (!Ulid::Parse(upload_id).ok()) return Status::OK();
+  return store_->Delete((root_.empty() ? "" : root_ + "/") + "_control/uploads/" + upload_id +
+                        ".json");
+}
+
+Result<CleanupReport> Cleaner::RunOnce() {
+  CleanupReport report;
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> entries, store_->ListAll(prefix_));
+  const int64_t now = clock_->NowMicros();
+  for (const ObjectInfo& o : entries) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = retries_.find(o.key);
+      if (it != retries_.end() && it->second.due_micros > now) {
+        ++report.entries_pending;
+        continue;
+      }
+    }
+    int64_t deleted = 0;
+    Status s = [&]() -> Status {
+      Result<std::string> text = store_->Get(o.key);
+      if (text.status().IsNotFound()) return Status::OK();  // another cleaner finished it
+      RETURN_NOT_OK(text.status());
+      json j = json::parse(*text, nullptr, false);
+      if (!j.is_object() || !j.contains("prefixes") || !j.contains("uploads")) {
+        return Status::DataLoss("malformed cleanup entry " + o.key);
+      }
+      for (const json& p : j["prefixes"])
+        RETURN_NOT_OK(DeletePrefix(p.get<std::string>(), &deleted));
+      for (const json& u : j["uploads"]) RETURN_NOT_OK(DeleteUploadRecord(u.get<std::string>()));
+      return store_->Delete(o.key);
+    }();
+    report.objects_deleted += deleted;
+    if (s.ok()) {
+      ++report.entries_done;
+      std::lock_guard lock(mu_);
+      retries_.erase(o.key);
+      continue;
+    }
+    ++report.entries_failed;
+    int attempts = 0;
+    {
+      std::lock_guard lock(mu_);
+      attempts = retries_[o.key].attempts;
+    }
+    const int64_t wait = BackoffMicros(attempts);
+    {
+      std::lock_guard lock(mu_);
+      retries_[o.key] = Retry{attempts + 1, now + wait};
+    }
+    LOAM_LOG_WARN("cleanup of {} failed (attempt {}), retrying in {} ms: {}", o.key, attempts + 1,
+                  wait / 1000, s.ToString());
+  }
+  return report;
+}
+
+Result<int64_t> Cleaner::Backlog() const {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> entries, store_->ListAll(prefix_));
+  int64_t oldest = 0;
+  for (const ObjectInfo& o : entries) {
+    if (oldest == 0 || o.meta.mtime_micros < oldest) oldest = o.meta.mtime_micros;
+  }
+  return oldest == 0 ? 0 : std::max<int64_t>(0, clock_->NowMicros() - oldest);
+}
+
+Result<SweepReport> Cleaner::Sweep(int64_t grace_micros,
+                                   const std::function<Result<bool>(const std::string&)>& keep) {
+  SweepReport report;
+  const std::string staging = (root_.empty() ? "" : root_ + "/") + std::string(kStaging);
+  std::string after;  // skip-scan: one LIST finds the next day
+  for (;;) {
+    ASSIGN_OR_RETURN(ListPage first, store_->List(staging, after, 1));
+    if (first.objects.empty()) return report;
+    const std::string rest = first.objects[0].key.substr(staging.size());
+    const std::string day = rest.substr(0, rest.find('/'));
+    const std::optional<int64_t> end = DayEndMicros(day);
+    if (end && *end + grace_micros > clock_->NowMicros()) return report;  // days ascend
+    ++report.days_visited;
+    const std::string day_prefix = staging + day + "/";
+    std::string start;
+    for (;;) {
+      ASSIGN_OR_RETURN(ListPage page, store_->List(day_prefix, start, 1000));
+      for (const ObjectInfo& o : page.objects) {
+        ++report.objects_seen;
+        const std::string upload = UploadIdOf(o.key);
+        bool needed = false;
+        if (!upload.empty()) {
+          ASSIGN_OR_RETURN(needed, keep(upload));
+        }
+        if (needed) {
+          ++report.objects_kept;
+          continue;
+        }
+        RETURN_NOT_OK(store_->Delete(o.key));
+        if (!upload.empty()) RETURN_NOT_OK(DeleteUploadRecord(upload));
+        ++report.objects_deleted;
+      }
+      if (!page.truncated || page.objects.empty()) break;
+      start = page.objects.back().key;
+    }
+    // "<day>0" sorts after every "<day>/..." key and before the next day.
+    after = staging + day + "0";
+  }
+}
+
+}  // namespace loam::service

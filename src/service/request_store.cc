@@ -1,0 +1,177 @@
+#include "service/request_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/hash.h"
+#include "common/status_macros.h"
+
+namespace loam::service {
+namespace {
+
+using json = nlohmann::json;
+
+std::string ToText(const RequestRecord& r) {
+  return json{{"format", 1},
+              {"key", r.key},
+              {"principal", r.principal},
+              {"fingerprint", r.fingerprint},
+              {"runId", r.run_id},
+              {"createdMicros", r.created_micros},
+              {"expiresMicros", r.expires_micros}}
+      .dump();
+}
+
+Result<RequestRecord> RequestFrom(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  RequestRecord r;
+  try {
+    if (j.at("format") != 1) return Status::DataLoss("unknown idempotency record format");
+    r.key = j.at("key");
+    r.principal = j.at("principal");
+    r.fingerprint = j.at("fingerprint");
+    r.run_id = j.at("runId");
+    r.created_micros = j.at("createdMicros");
+    r.expires_micros = j.at("expiresMicros");
+  } catch (const json::exception& e) {
+    return Status::DataLoss(std::string("malformed idempotency record: ") + e.what());
+  }
+  return r;
+}
+
+std::string ToText(const SourceRecord& r) {
+  return json{{"format", 1},
+              {"sourceId", r.source_id},
+              {"sha256", r.sha256},
+              {"runId", r.run_id},
+              {"loaded", r.loaded},
+              {"createdMicros", r.created_micros},
+              {"expiresMicros", r.expires_micros}}
+      .dump();
+}
+
+Result<SourceRecord> SourceFrom(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  SourceRecord r;
+  try {
+    if (j.at("format") != 1) return Status::DataLoss("unknown source record format");
+    r.source_id = j.at("sourceId");
+    r.sha256 = j.at("sha256");
+    r.run_id = j.at("runId");
+    r.loaded = j.at("loaded");
+    r.created_micros = j.at("createdMicros");
+    r.expires_micros = j.at("expiresMicros");
+  } catch (const json::exception& e) {
+    return Status::DataLoss(std::string("malformed source record: ") + e.what());
+  }
+  return r;
+}
+
+}  // namespace
+
+RequestStore::RequestStore(std::shared_ptr<ObjectStore> store, std::string workspace_root,
+                           std::string workspace_id)
+    : store_(std::move(store)),
+      root_(std::move(workspace_root)),
+      workspace_id_(std::move(workspace_id)) {}
+
+std::string RequestStore::Prefix(const char* what) const {
+  return (root_.empty() ? "" : root_ + "/") + "_control/" + what + "/";
+}
+
+std::string RequestStore::RequestKey(const std::string& principal, const std::string& key) const {
+  std::string scoped = workspace_id_;
+  scoped += '\0';
+  scoped += principal;
+  scoped += '\0';
+  scoped += key;
+  return Prefix("requests") + Hash128Hex(scoped) + ".json";
+}
+
+std::string RequestStore::SourceKey(const std::string& pipeline_id, const std::string& source_id,
+                                    const std::string& sha256) const {
+  return Prefix("sources") + pipeline_id + "/" + Hash128Hex(source_id + '\0' + sha256) + ".json";
+}
+
+Result<std::optional<RequestRecord>> RequestStore::Find(const std::string& principal,
+                                                        const std::string& key,
+                                                        std::string* etag) const {
+  ObjectMeta meta;
+  Result<std::string> text = store_->Get(RequestKey(principal, key), &meta);
+  if (text.status().IsNotFound()) return std::optional<RequestRecord>();
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(RequestRecord r, RequestFrom(*text));
+  if (r.key != key || r.principal != principal) {
+    return Status::DataLoss("idempotency record for another key (a hash collision?)");
+  }
+  if (etag) *etag = meta.etag;
+  return std::optional<RequestRecord>(std::move(r));
+}
+
+Status RequestStore::Reserve(const RequestRecord& r) {
+  return store_->PutIfAbsent(RequestKey(r.principal, r.key), ToText(r)).status();
+}
+
+Status RequestStore::TakeOver(const RequestRecord& r, const std::string& etag) {
+  return store_->PutIfMatch(RequestKey(r.principal, r.key), ToText(r), etag).status();
+}
+
+Status RequestStore::Delete(const RequestRecord& r) {
+  return store_->Delete(RequestKey(r.principal, r.key));
+}
+
+Result<std::vector<RequestRecord>> RequestStore::List() const {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store_->ListAll(Prefix("requests")));
+  std::vector<RequestRecord> out;
+  for (const ObjectInfo& o : objects) {
+    Result<std::string> text = store_->Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(RequestRecord r, RequestFrom(*text));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::optional<SourceRecord>> RequestStore::FindSource(const std::string& pipeline_id,
+                                                             const std::string& source_id,
+                                                             const std::string& sha256,
+                                                             std::string* etag) const {
+  ObjectMeta meta;
+  Result<std::string> text = store_->Get(SourceKey(pipeline_id, source_id, sha256), &meta);
+  if (text.status().IsNotFound()) return std::optional<SourceRecord>();
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(SourceRecord r, SourceFrom(*text));
+  if (r.source_id != source_id || r.sha256 != sha256) {
+    return Status::DataLoss("source record for another source (a hash collision?)");
+  }
+  if (etag) *etag = meta.etag;
+  return std::optional<SourceRecord>(std::move(r));
+}
+
+Status RequestStore::PutSource(const std::string& pipeline_id, const SourceRecord& r,
+                               const std::string* etag) {
+  const std::string key = SourceKey(pipeline_id, r.source_id, r.sha256);
+  if (etag) return store_->PutIfMatch(key, ToText(r), *etag).status();
+  return store_->PutIfAbsent(key, ToText(r)).status();
+}
+
+Status RequestStore::DeleteSource(const std::string& pipeline_id, const SourceRecord& r) {
+  return store_->Delete(SourceKey(pipeline_id, r.source_id, r.sha256));
+}
+
+Result<std::vector<std::pair<std::string, SourceRecord>>> RequestStore::ListSources() const {
+  const std::string prefix = Prefix("sources");
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store_->ListAll(prefix));
+  std::vector<std::pair<std::string, SourceRecord>> out;
+  for (const ObjectInfo& o : objects) {
+    Result<std::string> text = store_->Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(SourceRecord r, SourceFrom(*text));
+    const std::string rest = o.key.substr(prefix.size());
+    out.emplace_back(rest.substr(0, rest.find('/')), std::move(r));
+  }
+  return out;
+}
+
+}  // namespace loam::service

@@ -1,0 +1,310 @@
+#include "service/service.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "ingest/input_source.h"
+#include "ingest/quarantine.h"
+#include "io/s3_object_store.h"
+#include "service/staging.h"
+
+namespace loam::service {
+namespace {
+
+using json = nlohmann::json;
+constexpr size_t kMinSecretBytes = 32;
+
+WriteMode WriteModeOf(ingest::LoadMode m) {
+  return m == ingest::LoadMode::kReplace ? WriteMode::kReplace : WriteMode::kAppend;
+}
+
+}  // namespace
+
+Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
+    : ws_(std::move(ws)),
+      options_(std::move(options)),
+      pipelines_(ws_->store(), ws_->root()),
+      uploads_(ws_->store(), ws_->root()),
+      requests_(ws_->store(), ws_->root(), ws_->id()),
+      queue_(ws_->store(), ws_->root()),
+      cleaner_(ws_->store(), ws_->root(), options_.clock),
+      admission_(options_.limits, options_.clock, options_.workers) {
+  ingest::LoaderOptions lo;
+  lo.lease_micros = options_.lease_micros;
+  lo.skip_rows_enabled = options_.skip_rows_enabled;
+  lo.failpoint = options_.failpoint;
+  std::shared_ptr<ObjectStore> store = ws_->store();
+  lo.open_input = [store](const std::string& key) -> Result<std::unique_ptr<ByteSource>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<ingest::ObjectByteSource> src,
+                     ingest::ObjectByteSource::Open(store, key));
+    return std::unique_ptr<ByteSource>(std::move(src));
+  };
+  lo.before_commit = [this](const ingest::RunRecord& rec) { return ClaimSource(rec); };
+  lo.before_terminal = [this](const ingest::RunRecord& rec) { return BeforeTerminal(rec); };
+  loader_ = std::make_unique<ingest::Loader>(ws_, std::move(lo));
+}
+
+Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<Workspace> ws,
+                                               ServiceOptions options) {
+  RETURN_NOT_OK(ingest::CheckQuarantineSwitch());
+  if (ws->id().empty()) {
+    return Status::FailedPrecondition(
+        "the workspace has no id (it was made before workspace ids existed); the service needs "
+        "one: create a new workspace with 'loam init'");
+  }
+  if (!options.presign) {
+    if (auto* s3 = dynamic_cast<S3ObjectStore*>(ws->store().get()); s3 != nullptr) {
+      options.presign = [s3](const std::string& key, int64_t expires,
+                             const std::vector<std::pair<std::string, std::string>>& headers) {
+        return s3->PresignUrl("PUT", key, expires, headers);
+      };
+    }
+  }
+  if (!options.presign && options.upload_secret.size() < kMinSecretBytes) {
+    return Status::InvalidArgument("the upload secret must be at least " +
+                                   std::to_string(kMinSecretBytes) +
+                                   " bytes (it signs upload tokens for local workspaces)");
+  }
+  if (options.limits.idempotency_retention_seconds < 24 * 3600) {
+    return Status::InvalidArgument("idempotency retention must be at least 24 h");
+  }
+  if (options.workers < 0) return Status::InvalidArgument("workers must be 0 or more");
+  return std::unique_ptr<Service>(new Service(std::move(ws), std::move(options)));
+}
+
+Service::~Service() { Stop(); }
+
+std::string Service::Limits() const { return options_.limits.ToJson().dump(); }
+
+Status Service::Fail(std::string_view point) const {
+  return options_.failpoint ? options_.failpoint(point) : Status::OK();
+}
+
+Status Service::CheckContext(const CallContext& ctx) const {
+  if (ctx.principal.empty()) {
+    return Status::PermissionDenied("a service call needs an authenticated principal");
+  }
+  if (ctx.principal.size() > kMaxPrincipalBytes) {
+    return Status::PermissionDenied("a principal is at most " + std::to_string(kMaxPrincipalBytes) +
+                                    " bytes");
+  }
+  if (ctx.workspace_id != ws_->id()) {
+    return Status::PermissionDenied("the caller's workspace '" + ctx.workspace_id +
+                                    "' is not this workspace ('" + ws_->id() + "')");
+  }
+  return Status::OK();
+}
+
+Result<Snapshot> Service::AuthorizeLoad(const Pipeline& p, const std::string& principal) const {
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  for (const auto& [name, t] : snap.tables) {
+    if (t.def.sid != p.table_sid) continue;
+    RETURN_NOT_OK(ws_->Authorize(snap, t, principal, WriteModeOf(p.spec.mode)));
+    return snap;
+  }
+  return Status::NotFound("the table of pipeline '" + p.spec.name + "' (id " +
+                          std::to_string(p.table_sid) + ", created as '" + p.spec.table +
+                          "') was dropped");
+}
+
+Status Service::AuthorizeRead(int64_t table_sid, const std::string& principal) const {
+  if (principal == ws_->owner()) return Status::OK();
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  if (snap.RoleOf(table_sid, principal)) return Status::OK();
+  return Status::PermissionDenied("principal '" + principal +
+                                  "' holds no grant on the pipeline's table");
+}
+
+// --- pipelines ------------------------------------------------------------------------
+
+Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_view spec_json) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  Pipeline p;
+  ASSIGN_OR_RETURN(p.spec, PipelineSpec::FromJson(spec_json));
+  RETURN_NOT_OK(LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline").status());
+  if (p.spec.error_policy == ingest::ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
+    return Status::PermissionDenied(
+        "the skipRows error policy is behind a feature flag that is off");
+  }
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  auto it = snap.tables.find(p.spec.table);
+  if (it == snap.tables.end()) {
+    return Status::NotFound("table '" + p.spec.table + "' does not exist; declare it first");
+  }
+  const TableState& t = it->second;
+  RETURN_NOT_OK(ws_->Authorize(snap, t, ctx.principal, WriteModeOf(p.spec.mode)));
+  if (p.spec.mode == ingest::LoadMode::kUpsert && p.spec.key_columns.empty() &&
+      t.def.keys.empty()) {
+    return Status::InvalidArgument("an upsert pipeline into '" + t.def.name +
+                                   "' needs keyColumns: the table declares no keys");
+  }
+  for (const std::string& k : p.spec.key_columns) {
+    if (t.def.schema.IndexOf(k) < 0) {
+      return Status::InvalidArgument("key column '" + k + "' is not in table '" + t.def.name + "'");
+    }
+  }
+  RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
+  p.id = NewUlidString();
+  p.table_sid = t.def.sid;
+  p.created_by = p.updated_by = ctx.principal;
+  p.created_micros = p.updated_micros = options_.clock->NowMicros();
+  RETURN_NOT_OK(pipelines_.Create(p));
+  return p;
+}
+
+Result<Pipeline> Service::GetPipeline(const CallContext& ctx, const std::string& id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id));
+  RETURN_NOT_OK(AuthorizeRead(p.table_sid, ctx.principal));
+  return p;
+}
+
+Result<std::vector<Pipeline>> Service::ListPipelines(const CallContext& ctx) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(std::vector<Pipeline> all, pipelines_.List());
+  std::vector<Pipeline> visible;
+  for (Pipeline& p : all) {
+    if (AuthorizeRead(p.table_sid, ctx.principal).ok()) visible.push_back(std::move(p));
+  }
+  return visible;
+}
+
+Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::string& id,
+                                         std::string_view patch_json) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  std::string etag;
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id, &etag));
+  json patch = json::parse(patch_json, nullptr, false);
+  if (!patch.is_object()) return Status::InvalidArgument("pipeline patch: not a JSON object");
+  json merged = p.spec.ToJson();
+  for (const auto& [k, v] : patch.items()) {
+    if ((k == "name" || k == "table") && v != merged[k]) {
+      return Status::InvalidArgument("a pipeline's \"" + k +
+                                     "\" cannot change; create another pipeline");
+    }
+    merged[k] = v;
+  }
+  ASSIGN_OR_RETURN(PipelineSpec spec, PipelineSpec::FromJson(merged.dump()));
+  RETURN_NOT_OK(LowerOnly(options_.limits.Ceiling(), spec.limits, "pipeline").status());
+  // The old and the new mode both need the caller's grant.
+  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  p.spec = std::move(spec);
+  ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
+  for (const auto& [name, t] : snap.tables) {
+    if (t.def.sid == p.table_sid) RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
+  }
+  p.updated_by = ctx.principal;
+  p.updated_micros = options_.clock->NowMicros();
+  RETURN_NOT_OK(pipelines_.Update(p, etag));
+  return p;
+}
+
+Status Service::DeletePipeline(const CallContext& ctx, const std::string& id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id));
+  Status allowed = AuthorizeLoad(p, ctx.principal).status();
+  // A dropped table's pipelines can be deleted by anyone who could read them.
+  if (allowed.IsNotFound()) allowed = Status::OK();
+  RETURN_NOT_OK(allowed);
+  return pipelines_.Delete(p);
+}
+
+// --- uploads -------------------------------------------------------------------------
+
+Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
+                                           const UploadRequest& req) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
+  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  ASSIGN_OR_RETURN(LoadLimits limits,
+                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
+  if (req.size > static_cast<uint64_t>(*limits.max_run_bytes)) {
+    return Status::ResourceExhausted("an upload of " + std::to_string(req.size) +
+                                     " bytes is over the run limit of " +
+                                     std::to_string(*limits.max_run_bytes) + " bytes")
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxRunBytes");
+  }
+  if (!req.sha256.empty() && !IsSha256Hex(req.sha256)) {
+    return Status::InvalidArgument("sha256 must be 64 lower-case hex digits");
+  }
+  const int64_t ttl = req.ttl_seconds == 0 ? options_.limits.upload_ttl_seconds : req.ttl_seconds;
+  if (ttl < 1 || ttl > options_.limits.max_upload_ttl_seconds) {
+    return Status::InvalidArgument("an upload expires after 1 to " +
+                                   std::to_string(options_.limits.max_upload_ttl_seconds) + " s");
+  }
+  UploadRecord r;
+  r.id = NewUlidString();
+  r.pipeline_id = p.id;
+  r.principal = ctx.principal;
+  r.table_sid = p.table_sid;
+  r.created_micros = options_.clock->NowMicros();
+  r.expires_micros = r.created_micros + ttl * 1'000'000;
+  const StagingPlace place{ws_->root(), r.created_micros, ws_->id(), ctx.principal,
+                           p.id,        p.table_sid,      r.id};
+  r.key = StagingDataKey(place);
+  r.prefix = StagingUploadPrefix(place);
+  r.size = req.size;
+  r.sha256 = req.sha256;
+  r.content_type = req.content_type;
+  RETURN_NOT_OK(uploads_.Create(r));
+
+  UploadTicket t;
+  t.upload_id = r.id;
+  t.expires_micros = r.expires_micros;
+  if (options_.presign) {
+    t.headers.emplace_back("content-length", std::to_string(req.size));
+    if (!req.sha256.empty()) t.headers.emplace_back("x-amz-content-sha256", req.sha256);
+    ASSIGN_OR_RETURN(t.url, options_.presign(r.key, ttl, t.headers));
+  } else {
+    t.token = SignUploadToken({r.id, r.key, r.expires_micros / 1'000'000, r.size, r.sha256},
+                              options_.upload_secret);
+  }
+  return t;
+}
+
+Status Service::AcceptUpload(const std::string& upload_id, std::string_view token,
+                             ByteSource& body) {
+  if (options_.presign) {
+    return Status::PermissionDenied("this workspace takes uploads at their presigned S3 URL");
+  }
+  ASSIGN_OR_RETURN(UploadGrant g, VerifyUploadToken(token, options_.upload_secret,
+                                                    options_.clock->NowMicros() / 1'000'000));
+  if (g.upload_id != upload_id) {
+    return Status::PermissionDenied("upload token refused: it is for another upload");
+  }
+  std::string etag;
+  ASSIGN_OR_RETURN(UploadRecord r, uploads_.Get(upload_id, &etag));
+  if (r.key != g.key || r.size != g.size || r.sha256 != g.sha256) {
+    return Status::PermissionDenied("upload token refused: it does not match the upload");
+  }
+  HashingSource hashing(body, g.size);
+  hashing.at_end = [&g](HashingSource& h) -> Status {
+    if (h.bytes() != g.size) {
+      return Status::InvalidArgument("the body has " + std::to_string(h.bytes()) +
+                                     " bytes, the upload declared " + std::to_string(g.size) +
+                                     "; nothing was stored");
+    }
+    if (!g.sha256.empty() && h.HexDigest() != g.sha256) {
+      return Status::InvalidArgument(
+          "the body's SHA-256 differs from the declared one; nothing was stored");
+    }
+    return Status::OK();
+  };
+  Status stored = ws_->store()->Write(r.key, hashing, {PutCondition::kIfAbsent}).status();
+  if (stored.IsAlreadyExists()) {
+    return Status::AlreadyExists("upload " + upload_id + " was already received");
+  }
+  RETURN_NOT_OK(stored);
+  r.received_sha256 = hashing.HexDigest();
+  Status noted = uploads_.Update(r, etag);
+  if (noted.IsAborted()) {  // claimed by a submission meanwhile: note it on the new record
+    ASSIGN_OR_RETURN(UploadRecord again, uploads_.Get(upload_id, &etag));
+    again.received_sha256 = r.received_sha256;
+    noted = uploads_.Update(again, etag);
+  }
+  return noted;
+}
+
+}  // namespace loam::service

@@ -1,0 +1,214 @@
+// Service: the ingestion service as a library (DESIGN.md, "Service";
+// docs/service.md). Pipelines, signed-upload staging, submissions with the
+// three identities, admission, a durable queue drained by workers in any
+// number of processes, and cleanup. Nothing here knows HTTP: results are
+// Status / Result with stable error codes (docs/errors.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/workspace.h"
+#include "ingest/loader.h"
+#include "service/admission.h"
+#include "service/cleanup.h"
+#include "service/pipeline.h"
+#include "service/request_store.h"
+#include "service/run_queue.h"
+#include "service/upload_store.h"
+
+namespace loam::service {
+
+// Who is calling, as verified by the caller (the server: from a JWT).
+struct CallContext {
+  std::string workspace_id;
+  std::string principal;
+};
+
+// Named failpoints of the service, in the order a run meets them (the
+// loader's and the write protocol's lie between claim and terminal).
+namespace failpoint {
+inline constexpr std::string_view kSubmitAfterReserve = "submit.after_reserve";
+inline constexpr std::string_view kSubmitAfterClaimUploads = "submit.after_claim_uploads";
+inline constexpr std::string_view kSubmitAfterEnqueue = "submit.after_enqueue";
+inline constexpr std::string_view kSubmitAfterRun = "submit.after_run";
+inline constexpr std::string_view kWorkerAfterTerminal = "worker.after_terminal";
+}  // namespace failpoint
+
+// Signs a PUT of `key` for an S3 workspace: (key, expiry seconds, headers
+// that become signed and must be sent) -> URL.
+using Presigner = std::function<Result<std::string>(
+    const std::string& key, int64_t expires_seconds,
+    const std::vector<std::pair<std::string, std::string>>& headers)>;
+
+struct ServiceOptions {
+  ServiceLimits limits;
+  int workers = 2;  // worker threads StartWorkers runs
+  // HMAC key of local upload tokens, at least 32 bytes. Required unless
+  // `presign` is set (S3 workspaces); Open picks the S3 store's presigner.
+  std::string upload_secret;
+  Presigner presign;
+  Clock* clock = Clock::System();
+  int64_t lease_micros = 30'000'000;
+  // Polling of the shared queue when idle: from min, doubling up to max;
+  // submissions in this process wake workers at once.
+  int64_t poll_min_micros = 20'000;
+  int64_t poll_max_micros = 1'000'000;
+  int64_t cleaner_interval_micros = 1'000'000;
+  // A request reserved its key but its run does not exist yet: for this
+  // long a retry is told request_in_flight, then it finishes the creation.
+  // Reservations and queue entries whose run never appeared are removed
+  // after 10 times this.
+  int64_t in_flight_grace_micros = 60'000'000;
+  // How long admission trusts its last LIST of the queue (0: always list).
+  int64_t queue_view_micros = 100'000;
+  bool skip_rows_enabled = false;
+  // Failpoints of the service, the loader and the write protocol.
+  std::function<Status(std::string_view)> failpoint;
+};
+
+struct UploadRequest {
+  uint64_t size = 0;
+  std::string sha256;  // lower-case hex, optional
+  std::string content_type;
+  int64_t ttl_seconds = 0;  // 0 = the default
+};
+
+struct UploadTicket {
+  std::string upload_id;
+  std::string method = "PUT";
+  std::string url;    // S3: the presigned URL; local: "" (the server's route + token)
+  std::string token;  // local: the capability for AcceptUpload
+  std::vector<std::pair<std::string, std::string>> headers;  // to send exactly
+  int64_t expires_micros = 0;
+};
+
+struct Submission {
+  ingest::RunRecord run;
+  bool replayed = false;  // the same request answered before: no new work
+};
+
+struct RunStatus {
+  ingest::RunRecord run;
+  int64_t queue_position = -1;  // 0-based among queued runs; -1 when not queued
+};
+
+class Service {
+ public:
+  // Fails when the quarantine switch is set, the workspace has no id, or the
+  // upload capability cannot be made (no secret of 32+ bytes, no presigner).
+  static Result<std::unique_ptr<Service>> Open(std::shared_ptr<Workspace> ws,
+                                               ServiceOptions options);
+  ~Service();  // Stop()
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  const std::string& workspace_id() const { return ws_->id(); }
+  // The published ceilings and retention (JSON).
+  std::string Limits() const;
+
+  // --- pipelines ------------------------------------------------------------
+  Result<Pipeline> CreatePipeline(const CallContext& ctx, std::string_view spec_json);
+  Result<Pipeline> GetPipeline(const CallContext& ctx, const std::string& id);
+  Result<std::vector<Pipeline>> ListPipelines(const CallContext& ctx);
+  // `patch_json`: the fields to change; "name" and "table" cannot change.
+  Result<Pipeline> UpdatePipeline(const CallContext& ctx, const std::string& id,
+                                  std::string_view patch_json);
+  Status DeletePipeline(const CallContext& ctx, const std::string& id);
+
+  // --- uploads --------------------------------------------------------------
+  Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
+                                    const UploadRequest& request);
+  // Local workspaces: checks `token` and stores `body` at the upload's key.
+  Status AcceptUpload(const std::string& upload_id, std::string_view token, ByteSource& body);
+
+  // --- runs -----------------------------------------------------------------
+  // `body`: {"uploads":[id...], "source":{"id":...}?, "errorPolicy"?,
+  // "expectedTableVersion"?, "reload"?, "limits"?}. Never reads the data.
+  Result<Submission> SubmitRun(const CallContext& ctx, const std::string& pipeline_id,
+                               std::string_view idempotency_key, std::string_view body);
+  Result<RunStatus> GetRun(const CallContext& ctx, const std::string& run_id);
+  // Queued runs only (precondition_failed once a worker started it).
+  Result<ingest::RunRecord> CancelRun(const CallContext& ctx, const std::string& run_id);
+  // One new commit that restores the table to its version before the
+  // succeeded run `run_id`; `conflict` naming the later commits when any
+  // touched the table since. Needs the writer grant (admin for a replace run).
+  Result<WriteResult> RevertRun(const CallContext& ctx, const std::string& run_id);
+
+  // --- workers and cleanup ----------------------------------------------------
+  void StartWorkers();
+  // Stops taking runs, lets the running ones finish, joins the threads.
+  void Stop();
+  // Waits until the shared queue is empty (checked whenever a run of this
+  // process ends); Unavailable after `timeout`, saying how many remain.
+  Status WaitForEmptyQueue(std::chrono::milliseconds timeout);
+  // Claims and runs the oldest run it can to a terminal state. False when
+  // no run was due.
+  Result<bool> RunWorkerOnce();
+  Result<CleanupReport> RunCleanerOnce() { return cleaner_.RunOnce(); }
+  // Staging uploads under days older than the grace that no live run needs.
+  Result<SweepReport> SweepStaging();
+  // Expired idempotency and source records; reservations whose run never
+  // appeared. Returns how many records were removed.
+  Result<int64_t> SweepRecords();
+  // Age in µs of the oldest pending cleanup (0: none).
+  Result<int64_t> CleanupBacklog() const { return cleaner_.Backlog(); }
+
+  Workspace& workspace() { return *ws_; }
+
+ private:
+  Service(std::shared_ptr<Workspace> ws, ServiceOptions options);
+
+  Status CheckContext(const CallContext& ctx) const;
+  Status Fail(std::string_view point) const;
+  // The table of `p` now (not_found when dropped) and `principal`'s right to
+  // load it in the pipeline's mode.
+  Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
+  Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  Result<QueueLoad> CurrentLoad();
+  // The request a queued run executes.
+  Result<ingest::RunRequest> BuildRequest(const Pipeline& p, const CallContext& ctx,
+                                          const std::string& body_json,
+                                          const std::vector<UploadRecord>& uploads) const;
+  Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
+  Result<std::vector<UploadRecord>> CheckUploads(const CallContext& ctx, const Pipeline& p,
+                                                 const std::vector<std::string>& ids,
+                                                 const std::string& run_id);
+  Status ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id);
+  Result<Submission> CreateRun(const CallContext& ctx, const Pipeline& p,
+                               const RequestRecord& reservation, const std::string& body);
+  // Loader hooks.
+  Status ClaimSource(const ingest::RunRecord& rec);
+  Status BeforeTerminal(const ingest::RunRecord& rec);
+  Result<std::string> SourceDigest(const ingest::RunRecord& rec);
+  void WorkerLoop(int index);
+  void MaintenanceLoop();
+  void Wake();
+
+  std::shared_ptr<Workspace> ws_;
+  ServiceOptions options_;
+  PipelineStore pipelines_;
+  UploadStore uploads_;
+  RequestStore requests_;
+  RunQueue queue_;
+  Cleaner cleaner_;
+  Admission admission_;
+  std::unique_ptr<ingest::Loader> loader_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  uint64_t wakeups_ = 0;
+  std::set<std::string> active_;  // runs this process is working on
+  QueueLoad load_;
+  int64_t load_at_micros_ = -1;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace loam::service

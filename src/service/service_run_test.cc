@@ -1,0 +1,376 @@
+// Runs through the queue: grants and drops under queued runs, cancel,
+// preconditions, crashes at every step, cleanup and sweeps, worker threads,
+// and four processes draining one queue.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/subprocess_test_util.h"
+#include "io/fault_injection_object_store.h"
+#include "io/local_object_store.h"
+#include "service/service_test_util.h"
+
+namespace loam::service {
+namespace {
+
+using ingest::RunState;
+
+const std::string kRows = "id,amount,note\n1,1.50,a\n2,2.50,b\n";
+
+TEST_F(ServiceTest, AGrantRevokedWhileQueuedPreventsTheCommit) {
+  const std::string p = AppendPipeline();
+  const Submission s = Submit(p, "k", Body(Upload(p, kRows).value())).value();
+  ASSERT_TRUE(ws_->SetGrant("orders", "ada", std::nullopt).ok());
+  EXPECT_EQ(Drain(), 1);
+  const ingest::RunRecord r = Run(s.run.id);
+  EXPECT_EQ(r.state, RunState::kFailed);
+  EXPECT_EQ(r.error_code, "permission_denied") << r.error;
+  EXPECT_EQ(Contents(), "");
+  EXPECT_EQ(RunCommits(), 0);
+  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+}
+
+TEST_F(ServiceTest, QueuedRunsFollowARenameAndFailWhenTheTableIsDropped) {
+  const std::string p = AppendPipeline();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  ASSERT_TRUE(ws_->RenameTable("orders", "sales").ok());
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);
+  EXPECT_EQ(Run(a.run.id).table, "sales");
+  const Submission b = Submit(p, "b", Body(Upload(p, "id,amount,note\n7,1,x\n").value())).value();
+  ASSERT_TRUE(ws_->DropTable("sales").ok());
+  EXPECT_EQ(Drain(), 1);
+  const ingest::RunRecord dropped = Run(b.run.id);
+  EXPECT_EQ(dropped.state, RunState::kFailed);
+  EXPECT_EQ(dropped.error_code, "not_found") << dropped.error;
+  EXPECT_TRUE(Svc()
+                  .CreateUpload(Ctx("ada"), p, UploadRequest{10, "", "", 0})
+                  .status()
+                  .Is(ErrorCode::kNotFound));
+}
+
+TEST_F(ServiceTest, AQueuedRunCanBeCancelledAndNothingElse) {
+  const std::string p = AppendPipeline();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  Status stranger = Svc().CancelRun(Ctx("rex"), a.run.id).status();
+  EXPECT_TRUE(stranger.Is(ErrorCode::kPermissionDenied)) << stranger;
+  Result<ingest::RunRecord> cancelled = Svc().CancelRun(Ctx("ada"), a.run.id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->state, RunState::kCancelled);
+  EXPECT_EQ(Drain(), 0);
+  EXPECT_EQ(CountUnder("_control/queue/"), 0);
+  EXPECT_EQ(Contents(), "");
+  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  // The replay of its request says cancelled; a finished run cannot be cancelled.
+  EXPECT_EQ(Submit(p, "a", Body(a.run.uploads[0])).value().run.state, RunState::kCancelled);
+  const Submission b = Submit(p, "b", Body(Upload(p, kRows).value())).value();
+  EXPECT_EQ(Drain(), 1);
+  Status late = Svc().CancelRun(Ctx("ada"), b.run.id).status();
+  EXPECT_TRUE(late.Is(ErrorCode::kPreconditionFailed)) << late;
+  EXPECT_EQ(Run(b.run.id).state, RunState::kSucceeded);
+}
+
+TEST_F(ServiceTest, ExpectedTableVersionFailsTheRunWhenTheTableMoved) {
+  const std::string p = AppendPipeline();
+  const int64_t v = ws_->Current().value().tables.at("orders").head.table_version;
+  const std::string expect = R"("expectedTableVersion":)" + std::to_string(v);
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value(), expect)).value();
+  const Submission b =
+      Submit(p, "b", Body(Upload(p, "id,amount,note\n5,5,x\n").value(), expect)).value();
+  EXPECT_EQ(Drain(), 2);
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);
+  const ingest::RunRecord moved = Run(b.run.id);
+  EXPECT_EQ(moved.state, RunState::kFailed);
+  EXPECT_EQ(moved.error_code, "precondition_failed") << moved.error;
+  EXPECT_NE(moved.error.find("expectedTableVersion"), std::string::npos);
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+}
+
+TEST_F(ServiceTest, RevertRestoresTheTableBeforeTheRunUnlessSomethingCameAfter) {
+  const std::string p =
+      MakePipeline(R"({"name":"u","table":"orders","format":"csv","mode":"upsert"})");
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  const Submission b =
+      Submit(p, "b", Body(Upload(p, "id,amount,note\n2,9,x\n3,3,y\n").value())).value();
+  EXPECT_EQ(Drain(), 2);
+  ASSERT_EQ(Contents(), "1:150 2:900 3:300 ");
+  Status later = Svc().RevertRun(Ctx("ada"), a.run.id).status();
+  EXPECT_TRUE(later.Is(ErrorCode::kConflict)) << later;
+  EXPECT_NE(later.message().find(Run(b.run.id).commit_id), std::string::npos) << later;
+  EXPECT_EQ(Contents(), "1:150 2:900 3:300 ");
+  EXPECT_TRUE(Svc().RevertRun(Ctx("rex"), b.run.id).status().Is(ErrorCode::kPermissionDenied));
+  Result<WriteResult> reverted = Svc().RevertRun(Ctx("ada"), b.run.id);
+  ASSERT_TRUE(reverted.ok()) << reverted.status();
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+  EXPECT_EQ(reverted->table_version, Run(b.run.id).table_version + 1);
+  // Now b's revert is the latest commit: a is still behind it.
+  EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), a.run.id).status().Is(ErrorCode::kConflict));
+  const Submission bad = Submit(p, "c", Body(Upload(p, "id,amount,note\nx,1,y\n").value())).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), bad.run.id).status().Is(ErrorCode::kPreconditionFailed));
+}
+
+TEST_F(ServiceTest, BadInputFailsTheRunAndLeavesTheTableAsItWas) {
+  const std::string p = AppendPipeline();
+  const Submission a =
+      Submit(p, "a", Body(Upload(p, "id,amount,note\n1,1.00,a\n2,lots,b\n").value())).value();
+  EXPECT_EQ(Drain(), 1);
+  const ingest::RunRecord r = Run(a.run.id);
+  EXPECT_EQ(r.state, RunState::kFailed);
+  EXPECT_EQ(r.error_code, "validation_failed");
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors[0].reason.find("line 3"), std::string::npos) << r.errors[0].reason;
+  EXPECT_EQ(r.errors[0].reason.find("lots"), std::string::npos);  // never the value
+  EXPECT_EQ(Contents(), "");
+  // A validation-only run reports and never mutates.
+  const Submission v =
+      Submit(p, "v", Body(Upload(p, kRows).value(), R"("errorPolicy":"validationOnly")")).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_TRUE(Run(v.run.id).validation_only);
+  EXPECT_EQ(Contents(), "");
+}
+
+// Every step of submission, claim, commit and completion, "crashed" once:
+// after a restart and the client's retries, the run ends terminal exactly
+// once, its staging is gone, and no idempotency record points nowhere.
+class ServiceCrashTest : public ServiceTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
+  const std::string point = GetParam();
+  const std::string p = AppendPipeline();
+  const std::string upload = Upload(p, kRows).value();
+  svc_.reset();
+  int fired = 0;
+  auto crash_once = [&](std::string_view at) -> Status {
+    if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);
+    return Status::OK();
+  };
+  WorkspaceOptions wo;
+  wo.owner = "owner";
+  wo.recovery_grace_micros = 0;
+  wo.failpoint = crash_once;
+  ws_ = Workspace::Open(store_, root_, wo).value();
+  options_.failpoint = crash_once;
+  Result<Submission> first = Submit(p, "key", Body(upload));
+  if (first.ok()) {
+    Result<bool> worked = Svc().RunWorkerOnce();
+    EXPECT_TRUE(worked.ok() || fired == 1) << worked.status();
+  }
+  EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
+  // Restart: a new process (workspace, service, loader owner).
+  svc_.reset();
+  wo.failpoint = nullptr;
+  ws_ = Workspace::Open(store_, root_, wo).value();
+  options_.failpoint = nullptr;
+  std::string run_id;
+  for (int attempt = 0; attempt < 3 && run_id.empty(); ++attempt) {
+    Result<Submission> retry = Submit(p, "key", Body(upload));
+    if (retry.ok()) {
+      run_id = retry->run.id;
+    } else if (retry.status().Is(ErrorCode::kRequestInFlight)) {
+      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
+    } else {
+      FAIL() << retry.status();
+    }
+  }
+  ASSERT_FALSE(run_id.empty());
+  Drain();
+  EXPECT_EQ(Run(run_id).state, RunState::kSucceeded) << Run(run_id).error;
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+  EXPECT_EQ(RunCommits(), 1);
+  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  EXPECT_EQ(CountUnder("_control/queue/"), 0);
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 0);
+  clock_.AdvanceMicros(10 * options_.in_flight_grace_micros + 1);
+  ASSERT_TRUE(Svc().SweepRecords().ok());
+  RequestStore requests(store_, root_, ws_->id());
+  for (const RequestRecord& r : requests.List().value()) {
+    EXPECT_TRUE(store_->Head(root_ + "/_control/runs/" + r.run_id + ".json").ok()) << r.key;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, ServiceCrashTest,
+                         ::testing::Values("submit.after_reserve", "submit.after_claim_uploads",
+                                           "submit.after_enqueue", "submit.after_run",
+                                           "run.after_validate", "run.before_commit",
+                                           "write.after_sidecar", "write.after_table_commit",
+                                           "write.after_publish", "worker.after_terminal"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           std::string name = param.param;
+                           for (char& c : name) c = c == '.' ? '_' : c;
+                           return name;
+                         });
+
+TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  ws_ = Workspace::Open(faulty, root_, wo).value();
+  const std::string p = AppendPipeline();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);  // whatever cleanup does
+  FaultRule rule = FaultRule::FailNth("staging deletes", MaskOf({ObjectOp::kDelete}), 1,
+                                      Status::Unavailable("injected"), "ingestion-staging/");
+  rule.times = FaultRule::kForever;
+  faulty->AddRule(rule);
+  CleanupReport failed = Svc().RunCleanerOnce().value();
+  EXPECT_EQ(failed.entries_failed, 1);
+  EXPECT_EQ(Svc().RunCleanerOnce().value().entries_pending, 1);  // backing off
+  clock_.AdvanceMicros(5'000'000);  // past the first backoff (at most 1 s)
+  // The backlog runs on the service's clock against the entry's store time.
+  EXPECT_GT(Svc().CleanupBacklog().value(), 4'000'000);
+  EXPECT_EQ(Svc().RunCleanerOnce().value().entries_failed, 1);
+  faulty->ClearRules();
+  svc_.reset();  // a restart forgets the backoff, never the entry
+  CleanupReport done = Svc().RunCleanerOnce().value();
+  EXPECT_EQ(done.entries_done, 1);
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  EXPECT_EQ(Svc().CleanupBacklog().value(), 0);
+}
+
+TEST_F(ServiceTest, BackoffGrowsAndIsJittered) {
+  Cleaner c(store_, root_, &clock_);
+  for (int n = 0; n < 12; ++n) {
+    const int64_t cap = std::min<int64_t>(300'000'000, int64_t{1'000'000} << n);
+    const int64_t b = c.BackoffMicros(n);
+    EXPECT_GE(b, cap / 2) << n;
+    EXPECT_LE(b, cap) << n;
+  }
+}
+
+TEST_F(ServiceTest, TheSweeperRemovesOnlyAbandonedUploadsOfOldDays) {
+  const std::string p = AppendPipeline();
+  const int64_t now = clock_.NowMicros();
+  clock_.SetMicros(now - 3 * 86'400'000'000LL);
+  const std::string abandoned = Upload(p, kRows).value();
+  const std::string queued = Upload(p, "id,amount,note\n8,1,x\n").value();
+  clock_.SetMicros(now);
+  const std::string fresh = Upload(p, "id,amount,note\n9,1,x\n").value();
+  const Submission q = Submit(p, "q", Body(queued)).value();
+  SweepReport r = Svc().SweepStaging().value();
+  EXPECT_EQ(r.days_visited, 1);
+  EXPECT_EQ(r.objects_deleted, 1);
+  EXPECT_EQ(r.objects_kept, 1);
+  EXPECT_TRUE(Svc().SweepStaging().ok());  // idempotent
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 2);
+  EXPECT_EQ(CountUnder("_control/uploads/"), 2);
+  EXPECT_TRUE(Submit(p, "a", Body(abandoned)).status().Is(ErrorCode::kNotFound));
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(q.run.id).state, RunState::kSucceeded);
+  EXPECT_TRUE(Submit(p, "f", Body(fresh)).ok());
+}
+
+TEST_F(ServiceTest, IdempotencyAndSourceRecordsExpireOnlyAfterRetention) {
+  const std::string p = AppendPipeline();
+  const Submission a =
+      Submit(p, "a", Body(Upload(p, kRows).value(), R"("source":{"id":"x"})")).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Svc().SweepRecords().value(), 0);
+  clock_.AdvanceMicros(options_.limits.idempotency_retention_seconds * 1'000'000 - 1'000'000);
+  EXPECT_EQ(Svc().SweepRecords().value(), 0);  // never early
+  EXPECT_TRUE(Submit(p, "a", Body(a.run.uploads[0], R"("source":{"id":"x"})")).value().replayed);
+  clock_.AdvanceMicros(2'000'000);
+  EXPECT_EQ(Svc().SweepRecords().value(), 2);  // the key and the source identity
+  EXPECT_EQ(CountUnder("_control/requests/"), 0);
+  EXPECT_EQ(CountUnder("_control/sources/"), 0);
+}
+
+TEST_F(ServiceTest, WorkerThreadsDrainTheQueue) {
+  options_.workers = 2;
+  options_.lease_micros = 30'000'000;
+  const std::string p =
+      MakePipeline(R"({"name":"u","table":"orders","format":"csv","mode":"upsert"})");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 8; ++i) {
+    const std::string rows = "id,amount,note\n" + std::to_string(i) + ",1,x\n";
+    ids.push_back(Submit(p, "k" + std::to_string(i), Body(Upload(p, rows).value())).value().run.id);
+  }
+  Svc().StartWorkers();
+  ASSERT_TRUE(Svc().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  Svc().Stop();
+  for (const std::string& id : ids) EXPECT_EQ(Run(id).state, RunState::kSucceeded) << id;
+  EXPECT_EQ(RunCommits(), 8);
+}
+
+// Four processes drain one queue on one workspace root: every run commits
+// exactly once and the history stays linear.
+TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
+  options_.limits.max_concurrent_runs_per_pipeline = 64;
+  std::filesystem::path dir;
+  if (testing::TestBackendName() == "memory") {  // a memory store is per process
+    dir = std::filesystem::temp_directory_path() / ("loam-svc-mp-" + NewUlidString());
+    store_ = LocalObjectStore::Open(dir.string()).value();
+    WorkspaceOptions o;
+    o.owner = "owner";
+    ws_ = Workspace::Init(store_, root_, o).value();
+  }
+  ASSERT_TRUE(ws_->CreateTable("events",
+                               Schema{{{"id", DataType::Int64(), false},
+                                       {"amount", DataType::Decimal(10, 2)},
+                                       {"note", DataType::String()}}},
+                               {})
+                  .ok());
+  const std::string p = MakePipeline(R"({"name":"e","table":"events","format":"csv"})", "owner");
+  constexpr int kRuns = 24;
+  for (int i = 0; i < kRuns; ++i) {
+    const std::string rows = "id,amount,note\n" + std::to_string(2 * i) + ",1,x\n" +
+                             std::to_string(2 * i + 1) + ",2,y\n";
+    Status s = Submit(p, "k" + std::to_string(i), Body(Upload(p, rows, "owner").value()), "owner")
+                   .status();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  svc_.reset();
+  std::shared_ptr<ObjectStore> parent_store = store_;
+  std::vector<int> codes;
+  std::vector<std::string> out = testing::RunInProcesses(
+      4,
+      [&](int, int fd) {
+        std::shared_ptr<ObjectStore> s =
+            dir.empty() ? testing::NewTestStore() : LocalObjectStore::Open(dir.string()).value();
+        WorkspaceOptions o;
+        o.recovery_grace_micros = 60'000'000;
+        auto ws = Workspace::Open(s, root_, o).value();
+        ServiceOptions so = options_;
+        so.lease_micros = 30'000'000;
+        so.clock = Clock::System();
+        auto svc = Service::Open(ws, so).value();
+        int n = 0;
+        for (;;) {
+          Result<bool> worked = svc->RunWorkerOnce();
+          if (!worked.ok()) {
+            testing::WriteLine(fd, "error " + worked.status().ToString());
+            ::_exit(1);
+          }
+          if (!*worked) break;
+          ++n;
+        }
+        testing::WriteLine(fd, std::to_string(n));
+      },
+      &codes);
+  int total = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(codes[i], 0) << out[i];
+    total += std::atoi(out[i].c_str());
+  }
+  store_ = parent_store;
+  ws_ = Workspace::Open(store_, root_, WorkspaceOptions{}).value();
+  EXPECT_EQ(total, kRuns);  // each run finished by exactly one process
+  EXPECT_EQ(Drain(), 0);
+  EXPECT_EQ(RunCommits(), kRuns);
+  const Snapshot snap = ws_->Current().value();
+  EXPECT_EQ(snap.tables.at("events").head.row_count, 2 * kRuns);
+  // Linear: every commit's parent is the one before it.
+  std::vector<GraphCommitInfo> log = ws_->Log().value();
+  for (size_t i = 0; i + 1 < log.size(); ++i) {
+    ASSERT_EQ(log[i].parents.size(), 1u);
+    EXPECT_EQ(log[i].parents[0], log[i + 1].id);
+  }
+  if (!dir.empty()) std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace loam::service

@@ -1,0 +1,448 @@
+// Service: submission (context -> strict parse -> idempotency -> admission ->
+// reserve key -> claim uploads -> enqueue -> run record), status, cancel.
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "service/service.h"
+#include "service/staging.h"
+
+namespace loam::service {
+namespace {
+
+using json = nlohmann::json;
+using ingest::RunRecord;
+using ingest::RunState;
+
+Status CheckIdempotencyKey(std::string_view key) {
+  if (key.empty()) {
+    return Status::InvalidArgument(
+               "a run submission needs an idempotency key: one per logical submission, reused "
+               "on every retry of it")
+        .WithErrorCode(ErrorCode::kIdempotencyKeyRequired);
+  }
+  if (key.size() > 255) {
+    return Status::InvalidArgument("an idempotency key is at most 255 characters");
+  }
+  for (char c : key) {
+    if (c < 0x20 || c > 0x7e) {
+      return Status::InvalidArgument("an idempotency key is printable ASCII only");
+    }
+  }
+  return Status::OK();
+}
+
+// The submission body, read strictly.
+struct SubmitBody {
+  std::vector<std::string> uploads;
+  std::string source_id;
+  bool reload = false;
+  std::optional<std::string> error_policy;
+  std::optional<int64_t> expected_table_version;
+  LoadLimits limits;
+};
+
+Result<SubmitBody> ParseBody(std::string_view text, int64_t max_uploads) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return Status::InvalidArgument("run submission: not a JSON object");
+  StrictObject o(j, "run submission");
+  SubmitBody b;
+  if (const json* q = o.Field("quarantine"); q != nullptr && *q != false) {
+    return Status::PermissionDenied(
+        "run submission: quarantine is refused: Loam never keeps rejected rows; use the failRun "
+        "or validationOnly error policy");
+  }
+  RETURN_NOT_OK(o.Strings("uploads", &b.uploads));
+  if (b.uploads.empty() || static_cast<int64_t>(b.uploads.size()) > max_uploads) {
+    return o.Bad("uploads", "1 to " + std::to_string(max_uploads) + " upload ids");
+  }
+  for (size_t i = 0; i < b.uploads.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (b.uploads[k] == b.uploads[i]) {
+        return Status::InvalidArgument("run submission: upload " + b.uploads[i] + " named twice");
+      }
+    }
+  }
+  if (const json* s = o.Field("source"); s != nullptr) {
+    if (!s->is_object()) return o.Bad("source", "an object {\"id\": ...}");
+    StrictObject so(*s, "run submission source");
+    RETURN_NOT_OK(so.String("id", &b.source_id, /*required=*/true));
+    if (b.source_id.empty() || b.source_id.size() > 1024) {
+      return so.Bad("id", "1 to 1024 characters");
+    }
+    RETURN_NOT_OK(so.Finish());
+  }
+  RETURN_NOT_OK(o.Bool("reload", &b.reload));
+  if (o.Field("errorPolicy") != nullptr) {
+    std::string p;
+    RETURN_NOT_OK(o.String("errorPolicy", &p));
+    RETURN_NOT_OK(ingest::ParseErrorPolicy(p).status());
+    b.error_policy = p;
+  }
+  if (o.Field("expectedTableVersion") != nullptr) {
+    int64_t v = 0;
+    RETURN_NOT_OK(o.Int("expectedTableVersion", &v, 0, int64_t{1} << 62));
+    b.expected_table_version = v;
+  }
+  if (const json* l = o.Field("limits"); l != nullptr) {
+    ASSIGN_OR_RETURN(b.limits, LoadLimits::FromJson(*l, "run submission limits"));
+  }
+  RETURN_NOT_OK(o.Finish());
+  return b;
+}
+
+// One digest for the run's data: the upload's own SHA-256, or for several
+// uploads the SHA-256 of their digests joined by '\n' in submission order.
+// "" while any digest is unknown.
+std::string CombinedDigest(const std::vector<std::string>& digests) {
+  for (const std::string& d : digests) {
+    if (d.empty()) return "";
+  }
+  if (digests.size() == 1) return digests[0];
+  std::string joined;
+  for (const std::string& d : digests) joined += (joined.empty() ? "" : "\n") + d;
+  return Sha256Hex(joined);
+}
+
+std::string KnownDigest(const UploadRecord& u) {
+  return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
+}
+
+}  // namespace
+
+Result<QueueLoad> Service::CurrentLoad() {
+  const int64_t now = options_.clock->NowMicros();
+  {
+    std::lock_guard lock(mu_);
+    if (load_at_micros_ >= 0 && now - load_at_micros_ < options_.queue_view_micros) return load_;
+  }
+  ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+  QueueLoad load;
+  for (const QueueEntry& e : entries) {
+    ++load.runs;
+    load.bytes += e.bytes;
+    ++load.runs_per_pipeline[e.pipeline_id];
+  }
+  std::lock_guard lock(mu_);
+  load_ = load;
+  load_at_micros_ = now;
+  return load;
+}
+
+Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, const Pipeline& p,
+                                                        const std::vector<std::string>& ids,
+                                                        const std::string& run_id) {
+  std::vector<UploadRecord> out;
+  for (const std::string& id : ids) {
+    ASSIGN_OR_RETURN(UploadRecord u, uploads_.Get(id));
+    if (u.principal != ctx.principal) {
+      return Status::PermissionDenied("upload " + id + " belongs to another principal");
+    }
+    if (u.pipeline_id != p.id) {
+      return Status::InvalidArgument("upload " + id + " was made for another pipeline");
+    }
+    if (!u.run_id.empty() && u.run_id != run_id) {
+      return Status::FailedPrecondition("upload " + id + " was already submitted in run " +
+                                        u.run_id + "; upload the data again for another run")
+          .WithDetail("run", u.run_id);
+    }
+    Result<ObjectMeta> there = ws_->store()->Head(u.key);
+    if (there.status().IsNotFound()) {
+      return Status::FailedPrecondition("upload " + id +
+                                        " has not been received; send its bytes first");
+    }
+    RETURN_NOT_OK(there.status());
+    if (there->size != u.size) {
+      return Status::FailedPrecondition("upload " + id + " holds " + std::to_string(there->size) +
+                                        " bytes, not the declared " + std::to_string(u.size));
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id) {
+  for (UploadRecord& u : uploads) {
+    if (u.run_id == run_id) continue;
+    std::string etag;
+    ASSIGN_OR_RETURN(UploadRecord fresh, uploads_.Get(u.id, &etag));
+    if (!fresh.run_id.empty() && fresh.run_id != run_id) {
+      return Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
+                                        fresh.run_id)
+          .WithDetail("run", fresh.run_id);
+    }
+    fresh.run_id = run_id;
+    Status s = uploads_.Update(fresh, etag);
+    if (s.IsAborted()) return ClaimUploads(uploads, run_id);  // changed meanwhile: look again
+    RETURN_NOT_OK(s);
+    u = std::move(fresh);
+  }
+  return Status::OK();
+}
+
+Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallContext& ctx,
+                                                 const std::string& body_json,
+                                                 const std::vector<UploadRecord>& uploads) const {
+  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body_json, options_.limits.max_uploads_per_run));
+  ASSIGN_OR_RETURN(LoadLimits pipeline_limits,
+                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
+  ASSIGN_OR_RETURN(LoadLimits limits, LowerOnly(pipeline_limits, b.limits, "request"));
+  ingest::RunRequest r;
+  r.table = p.spec.table;
+  r.mode = p.spec.mode;
+  r.keys = p.spec.key_columns;
+  r.format = p.spec.format;
+  for (const UploadRecord& u : uploads) r.files.push_back(u.key);
+  r.policy = p.spec.schema_policy;
+  r.error_policy = p.spec.error_policy;
+  if (b.error_policy) {
+    ASSIGN_OR_RETURN(r.error_policy, ingest::ParseErrorPolicy(*b.error_policy));
+  }
+  if (r.error_policy == ingest::ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
+    return Status::PermissionDenied(
+        "the skipRows error policy is behind a feature flag that is off");
+  }
+  r.principal = ctx.principal;
+  r.limits.csv_delimiter = p.spec.csv_delimiter;
+  ApplyLimits(limits, &r);
+  r.expected_table_version = b.expected_table_version;
+  return r;
+}
+
+Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fingerprint) {
+  if (r.fingerprint != fingerprint) {
+    return Status::FailedPrecondition("idempotency key '" + r.key + "' already belongs to run " +
+                                      r.run_id +
+                                      " with a different request; use a new key, or repeat that "
+                                      "run's exact request")
+        .WithErrorCode(ErrorCode::kIdempotencyKeyReused)
+        .WithDetail("run", r.run_id);
+  }
+  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(r.run_id));
+  return Submission{std::move(run), /*replayed=*/true};
+}
+
+Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string& pipeline_id,
+                                      std::string_view idempotency_key, std::string_view body) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
+  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body, options_.limits.max_uploads_per_run));
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
+  std::string fp_input(body);
+  fp_input += '\0' + pipeline_id + '\0' + "submit";
+  const std::string fingerprint = Sha256Hex(fp_input);
+  const std::string key(idempotency_key);
+
+  // Idempotency: a known key answers before anything else is looked at.
+  ASSIGN_OR_RETURN(std::optional<RequestRecord> known, requests_.Find(ctx.principal, key));
+  const int64_t now = options_.clock->NowMicros();
+  if (known) {
+    Result<Submission> replay = Replay(*known, fingerprint);
+    if (!replay.status().IsNotFound()) return replay;
+    if (now - known->created_micros < options_.in_flight_grace_micros) {
+      return Status::FailedPrecondition("the first request with idempotency key '" + key +
+                                        "' is still being accepted; repeat it shortly")
+          .WithErrorCode(ErrorCode::kRequestInFlight)
+          .WithDetail("run", known->run_id)
+          .WithDetail("retryAfterMillis", "1000");
+    }
+    // Its creator stopped half way: finish the creation under the same run id.
+    return CreateRun(ctx, p, *known, std::string(body));
+  }
+
+  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  ASSIGN_OR_RETURN(ingest::RunRequest request, BuildRequest(p, ctx, std::string(body), {}));
+  static_cast<void>(request);  // validated now; built again with the uploads in CreateRun
+  ASSIGN_OR_RETURN(std::vector<UploadRecord> uploads, CheckUploads(ctx, p, b.uploads, ""));
+  int64_t bytes = 0;
+  std::vector<std::string> digests;
+  for (const UploadRecord& u : uploads) {
+    bytes += static_cast<int64_t>(u.size);
+    digests.push_back(KnownDigest(u));
+  }
+  ASSIGN_OR_RETURN(LoadLimits limits,
+                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
+  ASSIGN_OR_RETURN(limits, LowerOnly(limits, b.limits, "request"));
+  if (bytes > *limits.max_run_bytes) {
+    return Status::ResourceExhausted("the uploads hold " + std::to_string(bytes) +
+                                     " bytes, over the run limit of " +
+                                     std::to_string(*limits.max_run_bytes))
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxRunBytes");
+  }
+  const std::string digest = CombinedDigest(digests);
+  if (!b.source_id.empty() && !b.reload && !digest.empty()) {
+    ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
+                     requests_.FindSource(p.id, b.source_id, digest));
+    if (src && src->loaded) {
+      return Status::FailedPrecondition("source '" + b.source_id +
+                                        "' with these bytes was already loaded by run " +
+                                        src->run_id + "; send \"reload\": true to load it again")
+          .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
+          .WithDetail("run", src->run_id);
+    }
+  }
+  ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, bytes, *limits.max_concurrent_runs, load));
+
+  RequestRecord reservation{
+      key,         ctx.principal,
+      fingerprint, NewUlidString(),
+      now,         now + options_.limits.idempotency_retention_seconds * 1'000'000};
+  Status reserved = requests_.Reserve(reservation);
+  if (reserved.IsAlreadyExists()) return SubmitRun(ctx, pipeline_id, idempotency_key, body);
+  RETURN_NOT_OK(reserved);
+  return CreateRun(ctx, p, reservation, std::string(body));
+}
+
+Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
+                                      const RequestRecord& reservation, const std::string& body) {
+  const std::string& run_id = reservation.run_id;
+  RETURN_NOT_OK(Fail(failpoint::kSubmitAfterReserve));
+  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body, options_.limits.max_uploads_per_run));
+  Result<std::vector<UploadRecord>> checked = CheckUploads(ctx, p, b.uploads, run_id);
+  Status claimed = checked.status();
+  if (claimed.ok()) claimed = ClaimUploads(*checked, run_id);
+  if (!claimed.ok()) {
+    // Nothing exists for this key but the reservation: free it for a retry.
+    static_cast<void>(requests_.Delete(reservation));
+    return claimed;
+  }
+  std::vector<UploadRecord>& uploads = *checked;
+  RETURN_NOT_OK(Fail(failpoint::kSubmitAfterClaimUploads));
+  ASSIGN_OR_RETURN(ingest::RunRequest request, BuildRequest(p, ctx, body, uploads));
+  RunRecord run;
+  run.id = run_id;
+  run.request = request.ToJson();
+  run.table = p.spec.table;
+  run.table_sid = p.table_sid;
+  run.created_micros = options_.clock->NowMicros();
+  run.pipeline_id = p.id;
+  std::vector<std::string> digests;
+  for (const UploadRecord& u : uploads) {
+    run.uploads.push_back(u.id);
+    run.input_bytes += static_cast<int64_t>(u.size);
+    digests.push_back(KnownDigest(u));
+  }
+  run.source_id = b.source_id;
+  run.source_sha256 = CombinedDigest(digests);
+  run.source_reload = b.reload;
+  RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
+  RETURN_NOT_OK(Fail(failpoint::kSubmitAfterEnqueue));
+  std::string etag;
+  Status created = loader_->runs().Create(run, &etag);
+  if (created.IsAlreadyExists()) return Replay(reservation, reservation.fingerprint);
+  RETURN_NOT_OK(created);
+  {
+    std::lock_guard lock(mu_);
+    ++load_.runs;
+    load_.bytes += run.input_bytes;
+    ++load_.runs_per_pipeline[p.id];
+  }
+  RETURN_NOT_OK(Fail(failpoint::kSubmitAfterRun));
+  Wake();
+  return Submission{std::move(run), /*replayed=*/false};
+}
+
+Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run_id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
+  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
+  if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
+  RunStatus out{std::move(run), -1};
+  if (out.run.state == RunState::kQueued) {
+    ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+    int64_t position = 0;
+    for (const QueueEntry& e : entries) {
+      if (e.run_id == run_id) {
+        out.queue_position = position;
+        break;
+      }
+      ++position;
+    }
+  }
+  return out;
+}
+
+Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
+  std::string etag;
+  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id, &etag));
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
+  if (req.principal != ctx.principal) {
+    ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(run.pipeline_id));
+    RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  }
+  // Leases run on the wall clock (the loader's).
+  if (run.state != RunState::kQueued || run.lease_expires_micros > Clock::System()->NowMicros()) {
+    return Status::FailedPrecondition(
+        "run " + run_id + " is " + std::string(ingest::RunStateName(run.state)) +
+        (run.state == RunState::kQueued ? " and claimed by a worker" : "") +
+        ": only a queued run can be cancelled");
+  }
+  run.state = RunState::kCancelled;
+  run.finished_micros = options_.clock->NowMicros();
+  run.error = "cancelled by " + ctx.principal;
+  RETURN_NOT_OK(BeforeTerminal(run));
+  Status s = loader_->runs().Update(run, &etag);
+  if (s.IsAborted()) {
+    return Status::Conflict("run " + run_id +
+                            " was claimed by a worker meanwhile; it is no "
+                            "longer queued");
+  }
+  RETURN_NOT_OK(s);
+  Wake();  // a worker drops its queue entry
+  return run;
+}
+
+Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string& run_id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
+  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
+  if ((run.state != RunState::kSucceeded && run.state != RunState::kPartial) ||
+      run.commit_id.empty() || run.table_version < 2) {
+    return Status::FailedPrecondition("run " + run_id + " is " +
+                                      std::string(ingest::RunStateName(run.state)) +
+                                      " and committed nothing to revert");
+  }
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(req.branch));
+  const TableState* t = nullptr;
+  for (const auto& [name, state] : snap.tables) {
+    if (state.def.sid == run.table_sid) t = &state;
+  }
+  if (t == nullptr) return Status::NotFound("the table run " + run_id + " loaded was dropped");
+  const WriteMode needed =
+      req.mode == ingest::LoadMode::kReplace ? WriteMode::kReplace : WriteMode::kRestore;
+  RETURN_NOT_OK(ws_->Authorize(snap, *t, ctx.principal, needed));
+  if (t->head.table_version != run.table_version) {
+    std::string later;
+    ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> history, ws_->History(t->def.name, req.branch));
+    for (const TableHistoryEntry& h : history) {
+      if (h.table_version > run.table_version && !h.commit_id.empty()) {
+        later += (later.empty() ? "" : ", ") + h.commit_id + " (" + h.event + " by " +
+                 (h.actor.empty() ? "?" : h.actor) + ")";
+      }
+    }
+    return Status::Conflict(
+               "run " + run_id + " committed table '" + t->def.name + "' version " +
+               std::to_string(run.table_version) + ", but later commits touched it: " +
+               (later.empty() ? "version " + std::to_string(t->head.table_version) : later) +
+               "; revert those first")
+        .WithDetail("run", run_id);
+  }
+  WriteRequest w;
+  w.table = t->def.name;
+  w.table_sid = t->def.sid;
+  w.branch = req.branch;
+  w.mode = WriteMode::kRestore;
+  w.restore_version = run.table_version - 1;
+  w.expected_version = run.table_version;
+  w.expected_schema_version = t->def.schema_version;
+  w.principal = ctx.principal;
+  return ws_->Write(w);
+}
+
+}  // namespace loam::service

@@ -1,0 +1,317 @@
+// Service: workers draining the shared queue, the loader hooks that keep the
+// source identity and cleanup durable, and the maintenance sweeps.
+#include <nlohmann/json.hpp>
+
+#include "common/logging.h"
+#include "common/status_macros.h"
+#include "ingest/input_source.h"
+#include "service/service.h"
+#include "service/staging.h"
+
+namespace loam::service {
+namespace {
+
+using ingest::RunRecord;
+using ingest::RunState;
+
+bool Committed(RunState s) { return s == RunState::kSucceeded || s == RunState::kPartial; }
+
+int64_t WallMicros() { return Clock::System()->NowMicros(); }
+
+}  // namespace
+
+void Service::Wake() {
+  {
+    std::lock_guard lock(mu_);
+    ++wakeups_;
+  }
+  wake_.notify_all();
+}
+
+void Service::StartWorkers() {
+  std::lock_guard lock(mu_);
+  if (!threads_.empty()) return;
+  stopping_ = false;
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  threads_.emplace_back([this] { MaintenanceLoop(); });
+}
+
+void Service::Stop() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads) t.join();
+}
+
+Status Service::WaitForEmptyQueue(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    uint64_t seen = 0;
+    {
+      std::lock_guard lock(mu_);
+      seen = wakeups_;
+    }
+    ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+    if (entries.empty()) return Status::OK();
+    std::unique_lock lock(mu_);
+    const auto poll =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(options_.poll_max_micros);
+    wake_.wait_until(lock, std::min(deadline, poll), [&] { return wakeups_ != seen; });
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable("the queue still holds " + std::to_string(entries.size()) +
+                                 " runs after " + std::to_string(timeout.count()) + " ms");
+    }
+  }
+}
+
+void Service::WorkerLoop(int index) {
+  int64_t poll = options_.poll_min_micros;
+  for (;;) {
+    uint64_t seen = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      seen = wakeups_;
+    }
+    Result<bool> worked = RunWorkerOnce();
+    if (!worked.ok()) LOAM_LOG_WARN("worker {}: {}", index, worked.status().ToString());
+    if (worked.ok() && *worked) {
+      poll = options_.poll_min_micros;
+      continue;
+    }
+    std::unique_lock lock(mu_);
+    const bool woken = wake_.wait_for(lock, std::chrono::microseconds(poll),
+                                      [&] { return stopping_ || wakeups_ != seen; });
+    poll = woken ? options_.poll_min_micros : std::min(poll * 2, options_.poll_max_micros);
+  }
+}
+
+void Service::MaintenanceLoop() {
+  constexpr int64_t kSweepEveryMicros = 3'600'000'000;
+  int64_t next_sweep = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_) return;
+    }
+    Result<CleanupReport> cleaned = cleaner_.RunOnce();
+    if (!cleaned.ok()) LOAM_LOG_WARN("cleaner: {}", cleaned.status().ToString());
+    if (WallMicros() >= next_sweep) {
+      next_sweep = WallMicros() + kSweepEveryMicros;
+      Result<SweepReport> swept = SweepStaging();
+      if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
+      Result<int64_t> records = SweepRecords();
+      if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
+    }
+    std::unique_lock lock(mu_);
+    const uint64_t seen = wakeups_;
+    wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
+                   [&] { return stopping_ || wakeups_ != seen; });
+  }
+}
+
+Result<bool> Service::RunWorkerOnce() {
+  ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+  {
+    QueueLoad load;
+    for (const QueueEntry& e : entries) {
+      ++load.runs;
+      load.bytes += e.bytes;
+      ++load.runs_per_pipeline[e.pipeline_id];
+    }
+    std::lock_guard lock(mu_);
+    load_ = std::move(load);
+    load_at_micros_ = options_.clock->NowMicros();
+  }
+  for (const QueueEntry& e : entries) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ && !threads_.empty()) return false;
+      if (active_.count(e.run_id)) continue;
+    }
+    Result<RunRecord> rec = loader_->runs().Get(e.run_id);
+    if (rec.status().IsNotFound()) {
+      // Its submission stopped before the run record: a retry of that
+      // request creates it, until the entry is this old.
+      if (options_.clock->NowMicros() - e.enqueued_micros > 10 * options_.in_flight_grace_micros) {
+        RETURN_NOT_OK(queue_.Remove(e));
+      }
+      continue;
+    }
+    RETURN_NOT_OK(rec.status());
+    if (ingest::IsTerminal(rec->state)) {
+      RETURN_NOT_OK(queue_.Remove(e));  // its cleanup entry was written before it ended
+      continue;
+    }
+    if (rec->lease_expires_micros > WallMicros()) continue;  // a live worker has it
+    {
+      std::lock_guard lock(mu_);
+      if (!active_.insert(e.run_id).second) continue;
+    }
+    Result<RunRecord> done = loader_->Resume(e.run_id);
+    {
+      std::lock_guard lock(mu_);
+      active_.erase(e.run_id);
+    }
+    if (done.status().IsAborted() || done.status().Is(ErrorCode::kRequestInFlight)) continue;
+    RETURN_NOT_OK(done.status());
+    if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
+      admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
+    }
+    RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
+    RETURN_NOT_OK(queue_.Remove(e));
+    Wake();  // the cleaner
+    return true;
+  }
+  return false;
+}
+
+Result<std::string> Service::SourceDigest(const RunRecord& rec) {
+  if (!rec.source_sha256.empty()) return rec.source_sha256;
+  // S3 uploads without a declared checksum: the worker hashes the bytes.
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
+  std::vector<std::string> digests;
+  for (const std::string& key : req.files) {
+    ASSIGN_OR_RETURN(std::unique_ptr<ingest::ObjectByteSource> src,
+                     ingest::ObjectByteSource::Open(ws_->store(), key));
+    HashingSource h(*src, UINT64_MAX);
+    std::string buf(1 << 20, '\0');
+    for (;;) {
+      ASSIGN_OR_RETURN(size_t n, h.Read(buf.data(), buf.size()));
+      if (n == 0) break;
+    }
+    digests.push_back(h.HexDigest());
+  }
+  if (digests.size() == 1) return digests[0];
+  std::string joined;
+  for (const std::string& d : digests) joined += (joined.empty() ? "" : "\n") + d;
+  return Sha256Hex(joined);
+}
+
+Status Service::ClaimSource(const RunRecord& rec) {
+  if (rec.pipeline_id.empty() || rec.source_id.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(std::string digest, SourceDigest(rec));
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string etag;
+    ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
+                     requests_.FindSource(rec.pipeline_id, rec.source_id, digest, &etag));
+    SourceRecord mine{rec.source_id, digest, rec.id, false, options_.clock->NowMicros(), 0};
+    if (!src) {
+      Status put = requests_.PutSource(rec.pipeline_id, mine);
+      if (put.IsAlreadyExists()) continue;
+      return put;
+    }
+    if (src->run_id == rec.id) return Status::OK();
+    if (src->loaded) {
+      if (rec.source_reload) return Status::OK();  // recorded again when it succeeds
+      return Status::FailedPrecondition("source '" + rec.source_id +
+                                        "' with these bytes was already loaded by run " +
+                                        src->run_id)
+          .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
+          .WithDetail("run", src->run_id);
+    }
+    // Claimed by another run: it stands while that run can still commit.
+    Result<RunRecord> other = loader_->runs().Get(src->run_id);
+    if (other.ok() && !ingest::IsTerminal(other->state)) {
+      return Status::Conflict("source '" + rec.source_id + "' is being loaded by run " +
+                              src->run_id)
+          .WithDetail("run", src->run_id);
+    }
+    if (!other.ok() && !other.status().IsNotFound()) return other.status();
+    Status put = requests_.PutSource(rec.pipeline_id, mine, &etag);
+    if (put.IsAborted()) continue;
+    return put;
+  }
+  return Status::Conflict("source '" + rec.source_id + "' is contended; the run will retry");
+}
+
+Status Service::BeforeTerminal(const RunRecord& rec) {
+  if (rec.pipeline_id.empty()) return Status::OK();
+  if (!rec.source_id.empty() && !rec.validation_only) {
+    std::string digest = rec.source_sha256;
+    if (digest.empty() && Committed(rec.state)) {
+      ASSIGN_OR_RETURN(digest, SourceDigest(rec));
+    }
+    std::string etag;
+    std::optional<SourceRecord> src;
+    if (!digest.empty()) {
+      ASSIGN_OR_RETURN(src, requests_.FindSource(rec.pipeline_id, rec.source_id, digest, &etag));
+    }
+    const int64_t now = options_.clock->NowMicros();
+    if (Committed(rec.state)) {
+      SourceRecord loaded{
+          rec.source_id, digest, rec.id,
+          true,          now,    now + options_.limits.idempotency_retention_seconds * 1'000'000};
+      Status put = requests_.PutSource(rec.pipeline_id, loaded, src ? &etag : nullptr);
+      if (put.IsAborted() || put.IsAlreadyExists()) {
+        return Status::Unavailable("source record of run " + rec.id + " changed; retrying");
+      }
+      RETURN_NOT_OK(put);
+    } else if (src && src->run_id == rec.id && !src->loaded) {
+      RETURN_NOT_OK(requests_.DeleteSource(rec.pipeline_id, *src));  // release the claim
+    }
+  }
+  CleanupEntry entry;
+  entry.run_id = rec.id;
+  entry.upload_ids = rec.uploads;
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
+  for (const std::string& key : req.files) {
+    const size_t slash = key.rfind('/');
+    entry.prefixes.push_back(key.substr(0, slash + 1));
+  }
+  return cleaner_.Enqueue(entry);
+}
+
+Result<SweepReport> Service::SweepStaging() {
+  const auto keep = [this](const std::string& upload_id) -> Result<bool> {
+    Result<UploadRecord> u = uploads_.Get(upload_id);
+    if (u.status().IsNotFound()) return false;
+    RETURN_NOT_OK(u.status());
+    if (u->run_id.empty()) return false;
+    Result<RunRecord> run = loader_->runs().Get(u->run_id);
+    if (run.status().IsNotFound()) return false;
+    RETURN_NOT_OK(run.status());
+    return !ingest::IsTerminal(run->state);
+  };
+  return cleaner_.Sweep(options_.limits.staging_grace_seconds * 1'000'000, keep);
+}
+
+Result<int64_t> Service::SweepRecords() {
+  const int64_t now = options_.clock->NowMicros();
+  const int64_t abandoned = 10 * options_.in_flight_grace_micros;
+  int64_t removed = 0;
+  ASSIGN_OR_RETURN(std::vector<RequestRecord> requests, requests_.List());
+  for (const RequestRecord& r : requests) {
+    Result<RunRecord> run = loader_->runs().Get(r.run_id);
+    bool drop = false;
+    if (run.status().IsNotFound()) {
+      drop = now - r.created_micros > abandoned;  // its run never appeared
+    } else {
+      RETURN_NOT_OK(run.status());
+      drop = r.expires_micros < now && ingest::IsTerminal(run->state);
+    }
+    if (drop) {
+      RETURN_NOT_OK(requests_.Delete(r));
+      ++removed;
+    }
+  }
+  ASSIGN_OR_RETURN(auto sources, requests_.ListSources());
+  for (const auto& [pipeline, s] : sources) {
+    bool drop = s.loaded && s.expires_micros < now;
+    if (!s.loaded && now - s.created_micros > abandoned) {
+      Result<RunRecord> run = loader_->runs().Get(s.run_id);
+      drop = run.status().IsNotFound() || (run.ok() && ingest::IsTerminal(run->state));
+    }
+    if (drop) {
+      RETURN_NOT_OK(requests_.DeleteSource(pipeline, s));
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+}  // namespace loam::service

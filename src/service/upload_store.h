@@ -1,0 +1,50 @@
+// Upload records: "<root>/_control/uploads/<upload_id>.json", one per upload
+// capability handed out, binding the upload to its pipeline, principal,
+// exact staging key, declared size and checksum (docs/format/control.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "loam/object_store.h"
+
+namespace loam::service {
+
+struct UploadRecord {
+  std::string id;  // ULID
+  std::string pipeline_id;
+  std::string principal;
+  int64_t table_sid = 0;
+  std::string key;     // the staging object
+  std::string prefix;  // its upload prefix (what cleanup deletes)
+  uint64_t size = 0;   // declared
+  std::string sha256;  // declared ("" = not declared)
+  std::string content_type;
+  int64_t created_micros = 0;
+  int64_t expires_micros = 0;
+  // Set when the server saw the bytes (local workspaces: AcceptUpload).
+  std::string received_sha256;
+  // The run that loads it, once submitted ("" = none yet).
+  std::string run_id;
+
+  std::string ToJson() const;
+  static Result<UploadRecord> FromJson(std::string_view text);
+};
+
+class UploadStore {
+ public:
+  UploadStore(std::shared_ptr<ObjectStore> store, std::string workspace_root);
+  Status Create(const UploadRecord& r);
+  // NotFound for ids that are not ULIDs too: an id never reaches a key unchecked.
+  Result<UploadRecord> Get(const std::string& id, std::string* etag = nullptr) const;
+  // Aborted when it changed since `etag` was read.
+  Status Update(const UploadRecord& r, const std::string& etag);
+  Status Delete(const std::string& id);
+  std::string Key(const std::string& id) const;
+
+ private:
+  std::shared_ptr<ObjectStore> store_;
+  std::string root_;
+};
+
+}  // namespace loam::service
