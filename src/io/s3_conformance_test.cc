@@ -114,6 +114,27 @@ TEST_F(S3Only, PresignedPutAcceptsExactlyItsObjectUntilExpiry) {
   EXPECT_EQ(unsigned_get.status, 403);
 }
 
+TEST_F(S3Only, PresignedPutWithSizeAndSha256AcceptsOnlyThoseBytes) {
+  const std::string body = "exactly these bytes";
+  const std::vector<std::pair<std::string, std::string>> signed_headers = {
+      {"content-length", std::to_string(body.size())},
+      {"x-amz-content-sha256", s3::Sha256Hex(body)}};
+  const std::string url = store_->PresignUrl("PUT", "up/sha", 300, signed_headers).value();
+  std::string same_size = body;
+  same_size[0] = 'E';
+  HttpResponse other = Send("PUT", url, same_size, signed_headers);
+  EXPECT_GE(other.status, 400) << other.body;
+  // Another size means another Content-Length than the signed one.
+  HttpResponse longer = Send("PUT", url, body + "!",
+                             {{"content-length", std::to_string(body.size() + 1)},
+                              {"x-amz-content-sha256", s3::Sha256Hex(body)}});
+  EXPECT_EQ(longer.status, 403) << longer.body;
+  EXPECT_TRUE(store_->Head("up/sha").status().IsNotFound());
+  HttpResponse ok = Send("PUT", url, body, signed_headers);
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(store_->Get("up/sha").value(), body);
+}
+
 // A 5xx answer to a conditional PUT leaves its outcome unknown: the store
 // reads the object back and decides by its writer nonce, never by guessing.
 TEST_F(S3Only, ConditionalPutWithUnknownOutcomeResolvesByNonce) {

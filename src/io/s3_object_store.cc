@@ -559,6 +559,9 @@ Result<std::string> S3ObjectStore::PresignUrl(
   Call call{std::string(method), FullKey(key)};
   for (const auto& h : headers) call.headers.push_back(h);
   s3::RequestToSign r = ToSign(call);
+  for (const auto& [name, value] : headers) {
+    if (name == "x-amz-content-sha256") r.payload_sha256 = value;  // the body must hash to it
+  }
   const std::string query =
       signer_.PresignQuery(r, now_seconds.value_or(NowSeconds()), expires_seconds);
   return scheme_ + "://" + r.host + r.encoded_path + "?" + query;

@@ -188,7 +188,9 @@ std::string Signer::PresignQuery(const RequestToSign& request, int64_t unix_seco
   if (!credentials.session_token.empty()) {
     presigned.query.emplace_back("X-Amz-Security-Token", credentials.session_token);
   }
-  const std::string creq = CanonicalRequest(presigned, signed_headers, kUnsignedPayload);
+  const std::string creq = CanonicalRequest(
+      presigned, signed_headers,
+      request.payload_sha256.empty() ? kUnsignedPayload : request.payload_sha256);
   return CanonicalQueryString(presigned.query) + "&X-Amz-Signature=" + Signature(creq, unix_seconds);
 }
 

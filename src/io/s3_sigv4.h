@@ -59,8 +59,10 @@ struct Signer {
 
   // The complete query string of a presigned URL (the request's own query
   // plus the X-Amz-* parameters) valid for `expires_seconds` from
-  // `unix_seconds`. The payload is UNSIGNED-PAYLOAD; headers in
-  // `request.headers` (e.g. content-md5) become signed and must be sent.
+  // `unix_seconds`. The payload is UNSIGNED-PAYLOAD unless
+  // `request.payload_sha256` is set (then the request must send that
+  // x-amz-content-sha256); headers in `request.headers` (e.g. content-md5)
+  // become signed and must be sent.
   std::string PresignQuery(const RequestToSign& request, int64_t unix_seconds,
                            int64_t expires_seconds) const;
 

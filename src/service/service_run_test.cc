@@ -8,6 +8,7 @@
 #include "common/subprocess_test_util.h"
 #include "io/fault_injection_object_store.h"
 #include "io/local_object_store.h"
+#include "io/s3_object_store.h"
 #include "service/service_test_util.h"
 
 namespace loam::service {
@@ -301,7 +302,8 @@ TEST_F(ServiceTest, WorkerThreadsDrainTheQueue) {
 TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
   options_.limits.max_concurrent_runs_per_pipeline = 64;
   std::filesystem::path dir;
-  if (testing::TestBackendName() == "memory") {  // a memory store is per process
+  ASSERT_NE(testing::TestBackendName(), "local");  // registered for memory and s3
+  if (testing::TestBackendName() == "memory") {    // a memory store is per process
     dir = std::filesystem::temp_directory_path() / ("loam-svc-mp-" + NewUlidString());
     store_ = LocalObjectStore::Open(dir.string()).value();
     WorkspaceOptions o;
@@ -329,8 +331,13 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
   std::vector<std::string> out = testing::RunInProcesses(
       4,
       [&](int, int fd) {
-        std::shared_ptr<ObjectStore> s =
-            dir.empty() ? testing::NewTestStore() : LocalObjectStore::Open(dir.string()).value();
+        // A store of its own (never the parent's connections), on the same root.
+        std::shared_ptr<ObjectStore> s;
+        if (dir.empty()) {
+          s = S3ObjectStore::Open(dynamic_cast<S3ObjectStore&>(*parent_store).options()).value();
+        } else {
+          s = LocalObjectStore::Open(dir.string()).value();
+        }
         WorkspaceOptions o;
         o.recovery_grace_micros = 60'000'000;
         auto ws = Workspace::Open(s, root_, o).value();
