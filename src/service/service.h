@@ -21,6 +21,7 @@
 #include "service/pipeline.h"
 #include "service/request_store.h"
 #include "service/run_queue.h"
+#include "service/submission.h"
 #include "service/upload_store.h"
 
 namespace loam::service {
@@ -177,6 +178,14 @@ class Service {
                                           const std::string& body_json,
                                           const std::vector<UploadRecord>& uploads) const;
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
+  // What admission needs to know of a new submission that passed every check
+  // but admission: grants, limits, uploads, the source identity.
+  struct Admissible {
+    int64_t bytes = 0;
+    int64_t max_concurrent = 0;
+  };
+  Result<Admissible> CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
+                                        const SubmitBody& b, const std::string& body);
   Result<std::vector<UploadRecord>> CheckUploads(const CallContext& ctx, const Pipeline& p,
                                                  const std::vector<std::string>& ids,
                                                  const std::string& run_id);

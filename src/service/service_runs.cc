@@ -32,17 +32,13 @@ Status CheckIdempotencyKey(std::string_view key) {
   return Status::OK();
 }
 
-// The submission body, read strictly.
-struct SubmitBody {
-  std::vector<std::string> uploads;
-  std::string source_id;
-  bool reload = false;
-  std::optional<std::string> error_policy;
-  std::optional<int64_t> expected_table_version;
-  LoadLimits limits;
-};
+std::string KnownDigest(const UploadRecord& u) {
+  return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
+}
 
-Result<SubmitBody> ParseBody(std::string_view text, int64_t max_uploads) {
+}  // namespace
+
+Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads) {
   json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return Status::InvalidArgument("run submission: not a JSON object");
   StrictObject o(j, "run submission");
@@ -90,25 +86,6 @@ Result<SubmitBody> ParseBody(std::string_view text, int64_t max_uploads) {
   RETURN_NOT_OK(o.Finish());
   return b;
 }
-
-// One digest for the run's data: the upload's own SHA-256, or for several
-// uploads the SHA-256 of their digests joined by '\n' in submission order.
-// "" while any digest is unknown.
-std::string CombinedDigest(const std::vector<std::string>& digests) {
-  for (const std::string& d : digests) {
-    if (d.empty()) return "";
-  }
-  if (digests.size() == 1) return digests[0];
-  std::string joined;
-  for (const std::string& d : digests) joined += (joined.empty() ? "" : "\n") + d;
-  return Sha256Hex(joined);
-}
-
-std::string KnownDigest(const UploadRecord& u) {
-  return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
-}
-
-}  // namespace
 
 Result<QueueLoad> Service::CurrentLoad() {
   const int64_t now = options_.clock->NowMicros();
@@ -162,28 +139,50 @@ Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, 
 }
 
 Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id) {
-  for (UploadRecord& u : uploads) {
-    if (u.run_id == run_id) continue;
-    std::string etag;
-    ASSIGN_OR_RETURN(UploadRecord fresh, uploads_.Get(u.id, &etag));
-    if (!fresh.run_id.empty() && fresh.run_id != run_id) {
-      return Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
-                                        fresh.run_id)
-          .WithDetail("run", fresh.run_id);
+  std::vector<UploadRecord*> claimed;  // by this call, released again if it fails
+  Status s;
+  for (size_t i = 0; i < uploads.size() && s.ok();) {
+    UploadRecord& u = uploads[i];
+    if (u.run_id == run_id) {
+      ++i;
+      continue;
     }
-    fresh.run_id = run_id;
-    Status s = uploads_.Update(fresh, etag);
-    if (s.IsAborted()) return ClaimUploads(uploads, run_id);  // changed meanwhile: look again
-    RETURN_NOT_OK(s);
-    u = std::move(fresh);
+    std::string etag;
+    Result<UploadRecord> fresh = uploads_.Get(u.id, &etag);
+    s = fresh.status();
+    if (!s.ok()) break;
+    if (!fresh->run_id.empty() && fresh->run_id != run_id) {
+      s = Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
+                                     fresh->run_id)
+              .WithDetail("run", fresh->run_id);
+      break;
+    }
+    fresh->run_id = run_id;
+    s = uploads_.Update(*fresh, etag);
+    if (s.IsAborted()) {  // changed meanwhile: look again
+      s = Status::OK();
+      continue;
+    }
+    if (!s.ok()) break;
+    u = std::move(*fresh);
+    claimed.push_back(&u);
+    ++i;
   }
-  return Status::OK();
+  if (s.ok()) return s;
+  for (UploadRecord* u : claimed) {
+    std::string etag;
+    Result<UploadRecord> now = uploads_.Get(u->id, &etag);
+    if (!now.ok() || now->run_id != run_id) continue;
+    now->run_id.clear();
+    static_cast<void>(uploads_.Update(*now, etag));  // best effort; a retry reclaims it
+  }
+  return s;
 }
 
 Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallContext& ctx,
                                                  const std::string& body_json,
                                                  const std::vector<UploadRecord>& uploads) const {
-  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body_json, options_.limits.max_uploads_per_run));
+  ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body_json, options_.limits.max_uploads_per_run));
   ASSIGN_OR_RETURN(LoadLimits pipeline_limits,
                    LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
   ASSIGN_OR_RETURN(LoadLimits limits, LowerOnly(pipeline_limits, b.limits, "request"));
@@ -222,11 +221,48 @@ Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fi
   return Submission{std::move(run), /*replayed=*/true};
 }
 
+Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
+                                                        const SubmitBody& b,
+                                                        const std::string& body) {
+  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  RETURN_NOT_OK(BuildRequest(p, ctx, body, {}).status());  // its limits and policies
+  ASSIGN_OR_RETURN(std::vector<UploadRecord> uploads, CheckUploads(ctx, p, b.uploads, ""));
+  Admissible a;
+  std::vector<std::string> digests;
+  for (const UploadRecord& u : uploads) {
+    a.bytes += static_cast<int64_t>(u.size);
+    digests.push_back(KnownDigest(u));
+  }
+  ASSIGN_OR_RETURN(LoadLimits limits,
+                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
+  ASSIGN_OR_RETURN(limits, LowerOnly(limits, b.limits, "request"));
+  a.max_concurrent = *limits.max_concurrent_runs;
+  if (a.bytes > *limits.max_run_bytes) {
+    return Status::ResourceExhausted("the uploads hold " + std::to_string(a.bytes) +
+                                     " bytes, over the run limit of " +
+                                     std::to_string(*limits.max_run_bytes))
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxRunBytes");
+  }
+  const std::string digest = CombineDigests(digests);
+  if (b.source_id.empty() || b.reload || digest.empty()) return a;
+  ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
+                   requests_.FindSource(p.id, b.source_id, digest));
+  if (src && src->loaded) {
+    return Status::FailedPrecondition("source '" + b.source_id +
+                                      "' with these bytes was already loaded by run " +
+                                      src->run_id + "; send \"reload\": true to load it again")
+        .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
+        .WithDetail("run", src->run_id);
+  }
+  return a;
+}
+
 Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string& pipeline_id,
                                       std::string_view idempotency_key, std::string_view body) {
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
-  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body, options_.limits.max_uploads_per_run));
+  ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   std::string fp_input(body);
   fp_input += '\0' + pipeline_id + '\0' + "submit";
@@ -250,40 +286,9 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
     return CreateRun(ctx, p, *known, std::string(body));
   }
 
-  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
-  ASSIGN_OR_RETURN(ingest::RunRequest request, BuildRequest(p, ctx, std::string(body), {}));
-  static_cast<void>(request);  // validated now; built again with the uploads in CreateRun
-  ASSIGN_OR_RETURN(std::vector<UploadRecord> uploads, CheckUploads(ctx, p, b.uploads, ""));
-  int64_t bytes = 0;
-  std::vector<std::string> digests;
-  for (const UploadRecord& u : uploads) {
-    bytes += static_cast<int64_t>(u.size);
-    digests.push_back(KnownDigest(u));
-  }
-  ASSIGN_OR_RETURN(LoadLimits limits,
-                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
-  ASSIGN_OR_RETURN(limits, LowerOnly(limits, b.limits, "request"));
-  if (bytes > *limits.max_run_bytes) {
-    return Status::ResourceExhausted("the uploads hold " + std::to_string(bytes) +
-                                     " bytes, over the run limit of " +
-                                     std::to_string(*limits.max_run_bytes))
-        .WithErrorCode(ErrorCode::kLimitExceeded)
-        .WithDetail("limit", "maxRunBytes");
-  }
-  const std::string digest = CombinedDigest(digests);
-  if (!b.source_id.empty() && !b.reload && !digest.empty()) {
-    ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
-                     requests_.FindSource(p.id, b.source_id, digest));
-    if (src && src->loaded) {
-      return Status::FailedPrecondition("source '" + b.source_id +
-                                        "' with these bytes was already loaded by run " +
-                                        src->run_id + "; send \"reload\": true to load it again")
-          .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
-          .WithDetail("run", src->run_id);
-    }
-  }
+  ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b, std::string(body)));
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
-  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, bytes, *limits.max_concurrent_runs, load));
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a.bytes, a.max_concurrent, load));
 
   RequestRecord reservation{
       key,         ctx.principal,
@@ -299,13 +304,17 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
                                       const RequestRecord& reservation, const std::string& body) {
   const std::string& run_id = reservation.run_id;
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterReserve));
-  ASSIGN_OR_RETURN(SubmitBody b, ParseBody(body, options_.limits.max_uploads_per_run));
+  ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
   Result<std::vector<UploadRecord>> checked = CheckUploads(ctx, p, b.uploads, run_id);
   Status claimed = checked.status();
   if (claimed.ok()) claimed = ClaimUploads(*checked, run_id);
   if (!claimed.ok()) {
-    // Nothing exists for this key but the reservation: free it for a retry.
-    static_cast<void>(requests_.Delete(reservation));
+    // A refusal: nothing exists for this key but the reservation, so free it
+    // for a corrected request. Transient trouble keeps it: a retry of this
+    // request resumes under the same run id.
+    if (!claimed.IsUnavailable() && !claimed.IsAborted()) {
+      static_cast<void>(requests_.Delete(reservation));
+    }
     return claimed;
   }
   std::vector<UploadRecord>& uploads = *checked;
@@ -325,7 +334,7 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
     digests.push_back(KnownDigest(u));
   }
   run.source_id = b.source_id;
-  run.source_sha256 = CombinedDigest(digests);
+  run.source_sha256 = CombineDigests(digests);
   run.source_reload = b.reload;
   RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterEnqueue));

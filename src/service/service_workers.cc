@@ -186,10 +186,7 @@ Result<std::string> Service::SourceDigest(const RunRecord& rec) {
     }
     digests.push_back(h.HexDigest());
   }
-  if (digests.size() == 1) return digests[0];
-  std::string joined;
-  for (const std::string& d : digests) joined += (joined.empty() ? "" : "\n") + d;
-  return Sha256Hex(joined);
+  return CombineDigests(digests);
 }
 
 Status Service::ClaimSource(const RunRecord& rec) {

@@ -215,6 +215,16 @@ std::string Sha256Hex(std::string_view data) {
   return Hex(out, len);
 }
 
+std::string CombineDigests(const std::vector<std::string>& digests) {
+  for (const std::string& d : digests) {
+    if (d.empty()) return "";
+  }
+  if (digests.size() == 1) return digests[0];
+  std::string joined;
+  for (const std::string& d : digests) joined += (joined.empty() ? "" : "\n") + d;
+  return Sha256Hex(joined);
+}
+
 bool IsSha256Hex(std::string_view s) {
   if (s.size() != 64) return false;
   for (char c : s) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "loam/object_store.h"
 #include "loam/result.h"
@@ -86,6 +87,9 @@ class HashingSource final : public ByteSource {
   std::string digest_;
 };
 
+// One digest for several uploads: the single upload's own, or the SHA-256 of
+// their digests joined by '\n' in order; "" while any digest is unknown ("").
+std::string CombineDigests(const std::vector<std::string>& digests);
 // Lower-case hex SHA-256 of `data`.
 std::string Sha256Hex(std::string_view data);
 // True for exactly 64 lower-case hex digits.

@@ -1,0 +1,26 @@
+// The body of a run submission (docs/service.md, "Submitting a run").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "service/limits.h"
+
+namespace loam::service {
+
+struct SubmitBody {
+  std::vector<std::string> uploads;  // upload ids, each once
+  std::string source_id;
+  bool reload = false;
+  std::optional<std::string> error_policy;
+  std::optional<int64_t> expected_table_version;
+  LoadLimits limits;
+};
+
+// Strict: unknown fields, wrong types, duplicate uploads and
+// "quarantine": true are refused.
+Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads);
+
+}  // namespace loam::service
