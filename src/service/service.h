@@ -172,7 +172,9 @@ class Service {
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
   Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  // The queue's load as admission sees it: the last LIST while it is fresh.
   Result<QueueLoad> CurrentLoad();
+  QueueLoad RememberLoad(const std::vector<QueueEntry>& entries);
   // The request a queued run executes.
   Result<ingest::RunRequest> BuildRequest(const Pipeline& p, const CallContext& ctx,
                                           const std::string& body_json,

@@ -94,6 +94,10 @@ Result<QueueLoad> Service::CurrentLoad() {
     if (load_at_micros_ >= 0 && now - load_at_micros_ < options_.queue_view_micros) return load_;
   }
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+  return RememberLoad(entries);
+}
+
+QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries) {
   QueueLoad load;
   for (const QueueEntry& e : entries) {
     ++load.runs;
@@ -102,7 +106,7 @@ Result<QueueLoad> Service::CurrentLoad() {
   }
   std::lock_guard lock(mu_);
   load_ = load;
-  load_at_micros_ = now;
+  load_at_micros_ = options_.clock->NowMicros();
   return load;
 }
 

@@ -116,17 +116,7 @@ void Service::MaintenanceLoop() {
 
 Result<bool> Service::RunWorkerOnce() {
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
-  {
-    QueueLoad load;
-    for (const QueueEntry& e : entries) {
-      ++load.runs;
-      load.bytes += e.bytes;
-      ++load.runs_per_pipeline[e.pipeline_id];
-    }
-    std::lock_guard lock(mu_);
-    load_ = std::move(load);
-    load_at_micros_ = options_.clock->NowMicros();
-  }
+  RememberLoad(entries);
   for (const QueueEntry& e : entries) {
     {
       std::lock_guard lock(mu_);
