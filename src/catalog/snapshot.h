@@ -20,18 +20,22 @@ struct TableState {
 struct Snapshot {
   std::string branch;
   uint64_t manifest_version = 0;
-  std::optional<GraphHead> graph_head;     // nullopt on a branch without commits of its own
+  std::optional<GraphHead> graph_head;       // nullopt on a branch without commits of its own
   std::map<std::string, TableState> tables;  // live tables by name
   std::vector<Grant> grants;
 
   const TableState* Find(const std::string& name) const;
   // The role `principal` holds on table `sid`, if any.
   std::optional<Role> RoleOf(int64_t sid, const std::string& principal) const;
+  // Whether an admin allowed additive schema changes on table `sid`.
+  bool AllowsAdditiveSchema(int64_t sid) const {
+    return RoleOf(sid, std::string(kAdditiveSchemaPrincipal)).has_value();
+  }
 };
 
 struct SnapshotStats {
   int partition_files_read = 0;
-  int head_rows_decoded = 0;     // rows of the table-head partitions read
+  int head_rows_decoded = 0;  // rows of the table-head partitions read
   int catalog_rows_decoded = 0;
 };
 

@@ -25,7 +25,7 @@ struct TableDef {
   Schema schema;
   std::vector<std::string> keys;  // upsert key columns; may be empty
   int64_t schema_version = 1;
-  int64_t renames = 0;            // renames so far (sequence of table_rename rows)
+  int64_t renames = 0;  // renames so far (sequence of table_rename rows)
 
   std::string SchemaHash() const;
   std::string Location() const { return TableLocation(sid, inc); }
@@ -42,6 +42,11 @@ Result<Schema> SchemaFromJson(std::string_view text);
 
 ManifestRow TableDefRow(const TableDef& def);
 Result<TableDef> ParseTableDef(const ManifestRow& row);
+
+// A table whose schema may grow through additive loads holds this reserved
+// principal as a grant (admin): the setting travels, and is audited, like a
+// grant. Principals starting with "loam:" are system actors, never users.
+inline constexpr std::string_view kAdditiveSchemaPrincipal = "loam:additive-schema";
 
 struct Grant {
   int64_t sid = 0;

@@ -60,6 +60,23 @@ TEST_F(CliTest, InitMintsAWorkspaceIdThatInfoShows) {
   EXPECT_EQ(Run({"info", "--root", dir_ + "/nothing-here"}).code, 4);
 }
 
+TEST_F(CliTest, AdditiveSchemaIsAnAdminSettingAndNeverACliLoad) {
+  CliResult stranger = Run({"table", "additive", "events", "on"}, {{"LOAM_PRINCIPAL", "eve"}});
+  EXPECT_EQ(stranger.code, 5) << stranger.all();
+  EXPECT_EQ(Run({"table", "additive", "events", "maybe"}).code, 2);
+  CliResult on = Ok({"table", "additive", "events", "on", "--json"});
+  EXPECT_EQ(json::parse(on.out).at("additiveSchema"), true);
+  CliResult history = Ok({"history", "events", "--json"});
+  EXPECT_NE(history.out.find("loam:additive-schema"), std::string::npos) << history.out;
+  File("policy.json", R"({"mode":"additive","addColumns":[{"name":"extra","type":"string"}]})");
+  File("x.csv", "id,name,amount,at,tags,extra\n1,a,1.00,,,x\n");
+  const auto before = TreeExceptRuns(ws());
+  CliResult load = Run({"load", "events", "x.csv", "--schema-policy", "policy.json"});
+  EXPECT_EQ(load.code, 5) << load.all();
+  EXPECT_NE(load.all().find("service pipeline"), std::string::npos) << load.all();
+  EXPECT_EQ(TreeExceptRuns(ws()), before);
+}
+
 TEST_F(CliTest, LoadScanAndEveryReadCommand) {
   File("a.csv",
        "id,name,amount,at,tags\n"

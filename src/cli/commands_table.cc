@@ -181,6 +181,26 @@ Status Grant(const Context& ctx, const std::string& table, const std::string& pr
   return Status::OK();
 }
 
+// Allows or forbids additive loads (service pipelines) on a table: admin only.
+Status Additive(const Context& ctx, const std::string& table, const std::string& setting) {
+  if (setting != "on" && setting != "off") {
+    return Status::InvalidArgument("table additive takes on or off, not '" + setting + "'");
+  }
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(Snapshot snap, ws->Current());
+  const TableState* s = snap.Find(table);
+  if (s == nullptr) return Status::NotFound("table '" + table + "' does not exist");
+  RETURN_NOT_OK(ws->Authorize(snap, *s, ctx.principal, WriteMode::kAddColumn));
+  RETURN_NOT_OK(ws->SetAdditiveSchema(table, setting == "on", ctx.principal));
+  if (ctx.json) {
+    std::cout << json{{"table", table}, {"additiveSchema", setting == "on"}}.dump() << "\n";
+  } else {
+    std::cout << table << ": additive schema changes " << (setting == "on" ? "allowed" : "off")
+              << "\n";
+  }
+  return Status::OK();
+}
+
 // Renames and drops need the admin grant (or the owner).
 Status RequireAdmin(const Workspace& ws, const Context& ctx, const std::string& table) {
   ASSIGN_OR_RETURN(Snapshot snap, ws.Current());
@@ -256,6 +276,14 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
   grant->callback([&ctx, g_table, g_who, g_role, run] {
     run(Grant(ctx, g_table->as<std::string>(), g_who->as<std::string>(),
               g_role->as<std::string>()));
+  });
+
+  auto* additive = table->add_subcommand(
+      "additive", "allow (on) or forbid (off) additive schema changes by service pipelines");
+  auto* a_table = additive->add_option("NAME", "table name")->required();
+  auto* a_setting = additive->add_option("SETTING", "on | off")->required();
+  additive->callback([&ctx, a_table, a_setting, run] {
+    run(Additive(ctx, a_table->as<std::string>(), a_setting->as<std::string>()));
   });
 }
 

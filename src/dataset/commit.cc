@@ -47,6 +47,14 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
     case OpType::kCreate:
       return Status::Internal("create is not applied through the commit loop");
     case OpType::kAppend:
+      if (txn.schema) {  // nullable columns added with the rows
+        for (const Field& f : txn.schema->fields) {
+          if (next.schema.IndexOf(f.name) >= 0) {
+            return Status::AlreadyExists("column '" + f.name + "' already exists");
+          }
+          next.schema.fields.push_back(f);
+        }
+      }
       add_fragments(txn.added);
       break;
     case OpType::kDelete:

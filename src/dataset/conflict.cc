@@ -56,19 +56,24 @@ ConflictVerdict CheckConflict(const Transaction& mine, const Transaction& theirs
     case OpType::kRestore:
       return ConflictVerdict::kCompatible;  // replaces whatever is there
     case OpType::kAppend:
-      return Replaces(theirs.op) ? ConflictVerdict::kAbort : ConflictVerdict::kCompatible;
+      if (Replaces(theirs.op)) return ConflictVerdict::kAbort;
+      // An append that adds columns loses to any schema change that landed.
+      if (mine.schema && theirs.schema) return ConflictVerdict::kAbort;
+      return ConflictVerdict::kCompatible;
     case OpType::kDelete:
     case OpType::kMergeInsert:
       if (Replaces(theirs.op)) return ConflictVerdict::kAbort;
-      if (theirs.op == OpType::kCompact && TouchesRemoved(mine, theirs)) return ConflictVerdict::kRetry;
+      if (theirs.op == OpType::kCompact && TouchesRemoved(mine, theirs))
+        return ConflictVerdict::kRetry;
       if (Deletes(theirs.op) && DeletionsOverlap(mine, theirs)) return ConflictVerdict::kRetry;
       // Two upserts that both inserted a key would leave two live rows.
-      if (theirs.op == OpType::kMergeInsert && KeysOverlap(mine, theirs)) return ConflictVerdict::kRetry;
+      if (theirs.op == OpType::kMergeInsert && KeysOverlap(mine, theirs))
+        return ConflictVerdict::kRetry;
       return ConflictVerdict::kCompatible;
     case OpType::kAddColumn:
       if (Replaces(theirs.op)) return ConflictVerdict::kAbort;
-      if (theirs.op == OpType::kAddColumn && mine.schema && theirs.schema &&
-          mine.schema->fields[0].name == theirs.schema->fields[0].name) {
+      if ((theirs.op == OpType::kAddColumn || theirs.op == OpType::kAppend) && mine.schema &&
+          theirs.schema && theirs.schema->IndexOf(mine.schema->fields[0].name) >= 0) {
         return ConflictVerdict::kAbort;
       }
       return ConflictVerdict::kCompatible;

@@ -214,8 +214,10 @@ class Dataset {
   // The same three writes with rows already written as fragment files by
   // WriteFragment (no version references them yet), so a caller can stream
   // rows to storage and commit them at once. The fragments must hold rows of
-  // this dataset's schema.
-  Result<Dataset> AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts = {}) const;
+  // this dataset's schema (with `add_columns`: that schema and then these
+  // nullable columns, which the same commit adds to the dataset).
+  Result<Dataset> AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts = {},
+                               std::vector<Field> add_columns = {}) const;
   Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
                                     std::vector<Fragment> staged, MergeStats* stats = nullptr,
                                     const CommitOptions& opts = {},
@@ -268,7 +270,10 @@ class Dataset {
   // Writes `batch` as one new fragment file that no version references yet.
   // With `allow_inline`, a small fragment is kept in memory instead, to be
   // embedded in the version file that commits it (CommitRewrite).
-  Result<Fragment> WriteFragment(const RecordBatch& batch, bool allow_inline = false) const;
+  // With `schema` (the dataset's fields and then added nullable ones, for
+  // AppendStaged's add_columns) instead of the dataset's schema.
+  Result<Fragment> WriteFragment(const RecordBatch& batch, bool allow_inline = false,
+                                 const Schema* schema = nullptr) const;
   // Deletes the files of fragments written by WriteFragment that no version
   // references and none will (an abandoned load). Never for committed ones.
   Status DeleteStaged(const std::vector<Fragment>& staged) const;

@@ -336,6 +336,26 @@ TEST_F(DatasetTest, AddColumnReadsNullForOldRows) {
   EXPECT_EQ(more.ReadAll(where_val).value().num_rows(), 1);
 }
 
+TEST_F(DatasetTest, AnAppendCanAddNullableColumnsInItsOwnCommit) {
+  Dataset ds = ds_.Append({People({1})}).value();
+  Schema wide = ds.schema();
+  wide.fields.push_back({"age", DataType::Int32()});
+  RecordBatch row(wide);
+  row.AppendRow({int64_t{2}, std::string("b"), 1.0, int64_t{42}}).CheckOK();
+  Fragment staged = ds.WriteFragment(row, false, &wide).value();
+  EXPECT_TRUE(ds.AppendStaged({staged}, {}, {{"age", DataType::Int32(), false}})
+                  .status()
+                  .IsInvalidArgument());
+  Dataset more = ds.AppendStaged({staged}, {}, {{"age", DataType::Int32()}}).value();
+  EXPECT_EQ(more.version(), ds.version() + 1);  // one commit: never the column without its rows
+  EXPECT_EQ(more.schema(), wide);
+  RecordBatch all = more.ReadAll().value();
+  ASSERT_EQ(all.num_rows(), 2);
+  EXPECT_TRUE(all.columns[3].IsNull(0));
+  EXPECT_EQ(all.columns[3].GetInt32(1), 42);
+  EXPECT_EQ(Reopen({.version = ds.version()}).schema(), PeopleSchema());
+}
+
 TEST_F(DatasetTest, TimeTravelByVersionTimestampAndTag) {
   clock_.SetMicros(2'000'000);
   Dataset v2 = ds_.Append({People({1})}).value();
@@ -602,6 +622,44 @@ TEST_F(DatasetTest, ConcurrentAddColumnWithTheSameNameAborts) {
       });
   EXPECT_TRUE(r.status().IsAborted()) << r.status();
   EXPECT_EQ(Reopen().schema().fields.back().type, DataType::String());
+}
+
+TEST_F(DatasetTest, AColumnAddingAppendLosesToAConcurrentSchemaChange) {
+  Schema wide = PeopleSchema();
+  wide.fields.push_back({"x", DataType::Int64()});
+  RecordBatch row(wide);
+  row.AppendRow({int64_t{2}, std::string("b"), 1.0, int64_t{7}}).CheckOK();
+  Result<Dataset> r = Interleave(
+      store_,
+      [&](const Dataset& d) {
+        Fragment f = d.WriteFragment(row, false, &wide).value();
+        return d.AppendStaged({f}, {}, {{"x", DataType::Int64()}});
+      },
+      [](const Dataset& d) {
+        ASSERT_TRUE(d.AddColumn({"y", DataType::String()}).ok());
+      });
+  EXPECT_TRUE(r.status().IsAborted()) << r.status();
+  EXPECT_EQ(Reopen().schema().fields.back().name, "y");
+}
+
+TEST_F(DatasetTest, APlainAppendBesideAColumnAddingOneCommitsAndReadsNullThere) {
+  Result<Dataset> r = Interleave(
+      store_, [](const Dataset& d) { return d.Append({People({9})}); },
+      [](const Dataset& d) {
+        Schema w = d.schema();
+        w.fields.push_back({"z", DataType::Int64()});
+        RecordBatch z(w);
+        z.AppendRow({int64_t{3}, std::string("c"), 1.0, int64_t{5}}).CheckOK();
+        Fragment f = d.WriteFragment(z, false, &w).value();
+        ASSERT_TRUE(d.AppendStaged({f}, {}, {{"z", DataType::Int64()}}).ok());
+      });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->schema().fields.back().name, "z");
+  RecordBatch all = r->ReadAll().value();
+  ASSERT_EQ(all.num_rows(), 2);
+  for (int64_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(all.columns[3].IsNull(i), all.columns[0].GetInt64(i) == 9) << i;
+  }
 }
 
 }  // namespace

@@ -94,9 +94,10 @@ class RangeStream final : public BatchStream {
 
 }  // namespace
 
-Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch, bool allow_inline) const {
-  ASSIGN_OR_RETURN(std::vector<Fragment> frags,
-                   WriteFragments(state_->schema, std::span(&batch, 1), allow_inline));
+Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch, bool allow_inline,
+                                        const Schema* schema) const {
+  ASSIGN_OR_RETURN(std::vector<Fragment> frags, WriteFragments(schema ? *schema : state_->schema,
+                                                               std::span(&batch, 1), allow_inline));
   if (frags.size() != 1)
     return Status::InvalidArgument("a fragment needs 1 to max_rows_per_fragment rows");
   return std::move(frags[0]);
@@ -363,14 +364,22 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
       opts);
 }
 
-Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged,
-                                      const CommitOptions& opts) const {
+Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts,
+                                      std::vector<Field> add_columns) const {
+  for (Field& f : add_columns) {
+    if (!f.nullable) {
+      return Status::InvalidArgument("added column '" + f.name +
+                                     "' must be nullable: existing rows have no value for it");
+    }
+  }
   return RunOperation(
       [&](const DatasetVersion&) -> Result<std::optional<Transaction>> {
-        if (staged.empty()) return std::optional<Transaction>();
+        if (staged.empty() && add_columns.empty()) return std::optional<Transaction>();
         Transaction t;
         t.op = OpType::kAppend;
         t.added = staged;
+        // Columns added by the same commit (applied before the fragments).
+        if (!add_columns.empty()) t.schema = Schema{add_columns};
         return std::optional<Transaction>(std::move(t));
       },
       opts);

@@ -380,11 +380,13 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
 }
 
 Status Workspace::SetGrant(const std::string& table, const std::string& principal,
-                           std::optional<Role> role, const std::string& branch) {
+                           std::optional<Role> role, const std::string& branch,
+                           const std::string& actor) {
   if (principal.empty()) return Status::InvalidArgument("a grant needs a principal");
+  const std::string& by = actor.empty() ? options_.actor : actor;
   PublishSpec spec;
   spec.branch = branch;
-  spec.actor = options_.actor;
+  spec.actor = by;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, table));
     ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
@@ -397,8 +399,7 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
     audit.metadata = json{
         {"principal", principal},
         {"role", role ? json(RoleName(*role)) : json(nullptr)},
-        {"actor",
-         options_.actor}}.dump();
+        {"actor", by}}.dump();
     plan.journal = {audit};
     plan.upserts = {TableHeadRow(*head)};
     const ManifestRow row = GrantRow({def.sid, principal, role.value_or(Role::kReader)});
@@ -410,6 +411,12 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
     return plan;
   };
   return manifest_->Publish(spec).status();
+}
+
+Status Workspace::SetAdditiveSchema(const std::string& table, bool allowed,
+                                    const std::string& actor, const std::string& branch) {
+  return SetGrant(table, std::string(kAdditiveSchemaPrincipal),
+                  allowed ? std::optional<Role>(Role::kAdmin) : std::nullopt, branch, actor);
 }
 
 // --- data -----------------------------------------------------------------------------------
@@ -436,6 +443,35 @@ Status Workspace::AuthorizeRole(const std::string& table, const std::string& pri
                                   (held ? std::string(RoleName(*held)) : std::string("none")) +
                                   "); an admin can grant it with 'loam table grant'");
 }
+
+namespace {
+
+// The table definition an additive append publishes: the table's schema and
+// then `req.add_columns`, nullable. Refused unless an admin allowed it.
+Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
+                                   const WriteRequest& req) {
+  if (req.mode != WriteMode::kAppend || !req.staged_rows) {
+    return Status::InvalidArgument("columns are added only by an append of staged rows");
+  }
+  if (!snap.AllowsAdditiveSchema(t.def.sid)) {
+    return Status::PermissionDenied("table '" + t.def.name +
+                                    "' does not allow additive schema changes; an admin can allow "
+                                    "them");
+  }
+  Schema next = t.def.schema;
+  for (Field f : req.add_columns) {
+    if (next.IndexOf(f.name) >= 0) {
+      return Status::Conflict("column '" + f.name + "' is already in table '" + t.def.name + "'")
+          .WithErrorCode(ErrorCode::kSchemaConflict);
+    }
+    f.nullable = true;
+    next.fields.push_back(std::move(f));
+  }
+  RETURN_NOT_OK(next.Validate());
+  return SchemaToJson(next);
+}
+
+}  // namespace
 
 Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
@@ -501,6 +537,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     next.fields.back().nullable = true;
     s.new_table_def = SchemaToJson(next);
   }
+  if (!req.add_columns.empty()) {
+    ASSIGN_OR_RETURN(s.new_table_def, AdditiveSchema(snap, *t, req));
+  }
   s.planned_txn = NewUlidString();
   const std::string key = SidecarKey(root_, s.operation_id);
   {
@@ -524,7 +563,8 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     opts.trust_snapshot = true;  // just opened at its latest version
     switch (req.mode) {
       case WriteMode::kAppend:
-        return req.staged_rows ? base.AppendStaged(req.staged, opts) : base.Append(req.rows, opts);
+        return req.staged_rows ? base.AppendStaged(req.staged, opts, req.add_columns)
+                               : base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
         const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
         if (keys.empty()) {

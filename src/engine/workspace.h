@@ -75,10 +75,14 @@ struct WriteRequest {
   // Upsert of staged rows: the merge as the caller planned it (see
   // MergePlan); used when the table's fragments are still its basis.
   const MergePlan* merge_plan = nullptr;
-  std::vector<std::string> keys;                   // upsert keys; empty = the table's declared keys
-  std::vector<Predicate> where;                    // delete
-  std::optional<Field> new_column;                 // add column (nullable)
-  std::optional<int64_t> restore_version;          // restore: an older table version
+  std::vector<std::string> keys;           // upsert keys; empty = the table's declared keys
+  std::vector<Predicate> where;            // delete
+  std::optional<Field> new_column;         // add column (nullable)
+  std::optional<int64_t> restore_version;  // restore: an older table version
+  // Append of staged rows: nullable columns the same commit adds (the staged
+  // fragments hold the table's columns and then these). Needs the table to
+  // allow additive schema changes; bumps the schema version.
+  std::vector<Field> add_columns;
   std::optional<int64_t> expected_version;         // the head's table version
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
@@ -155,9 +159,14 @@ class Workspace {
   Result<WriteResult> RenameTable(const std::string& from, const std::string& to,
                                   const std::string& branch = "");
   Result<WriteResult> DropTable(const std::string& name, const std::string& branch = "");
-  // Sets (or with nullopt removes) a principal's role: a metadata-only commit.
+  // Sets (or with nullopt removes) a principal's role: a metadata-only commit,
+  // audited with `actor` ("" = WorkspaceOptions::actor).
   Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
-                  const std::string& branch = "");
+                  const std::string& branch = "", const std::string& actor = "");
+  // Allows (or forbids) additive loads on `table`, audited like a grant
+  // (kAdditiveSchemaPrincipal). The caller checked that `actor` is an admin.
+  Status SetAdditiveSchema(const std::string& table, bool allowed, const std::string& actor,
+                           const std::string& branch = "");
 
   // --- data -------------------------------------------------------------------------
   Result<WriteResult> Write(const WriteRequest& request);

@@ -232,15 +232,34 @@ Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(
         "schema policy: " + what +
-        R"(; expected {"mode":"strict","coercions":[{"sourceColumn":"c","targetColumn":"c","kind":"intToFloat"}]})");
+        R"(; expected {"mode":"strict","coercions":[{"sourceColumn":"c","targetColumn":"c","kind":"intToFloat"}]} or mode "additive" with "addColumns":[{"name":"c","type":"int64"}])");
   };
   if (!j.is_object()) return bad("not a JSON object");
   for (const auto& [key, value] : j.items()) {
-    if (key != "mode" && key != "coercions") return bad("unknown field '" + key + "'");
+    if (key != "mode" && key != "coercions" && key != "addColumns") {
+      return bad("unknown field '" + key + "'");
+    }
   }
-  if (!j.contains("mode") || j["mode"] != "strict")
-    return bad("\"mode\" must be \"strict\" (the only mode)");
+  if (!j.contains("mode") || (j["mode"] != "strict" && j["mode"] != "additive")) {
+    return bad("\"mode\" must be \"strict\" or \"additive\"");
+  }
   SchemaPolicy policy;
+  policy.additive = j["mode"] == "additive";
+  if (j.contains("addColumns")) {
+    if (!policy.additive) return bad("\"addColumns\" needs mode \"additive\"");
+    if (!j["addColumns"].is_array()) return bad("\"addColumns\" must be an array");
+    for (const json& c : j["addColumns"]) {
+      if (!c.is_object() || c.size() != 2 || !c.contains("name") || !c.contains("type") ||
+          !c["name"].is_string() || !c["type"].is_string()) {
+        return bad("each added column needs exactly the strings name and type");
+      }
+      ASSIGN_OR_RETURN(DataType type, DataType::Parse(c["type"].get<std::string>()));
+      policy.add_columns.push_back({c["name"].get<std::string>(), type, /*nullable=*/true});
+    }
+  }
+  if (policy.additive && policy.add_columns.empty()) {
+    return bad("mode \"additive\" needs the columns it may add in \"addColumns\"");
+  }
   if (!j.contains("coercions")) return policy;
   if (!j["coercions"].is_array()) return bad("\"coercions\" must be an array");
   for (const json& c : j["coercions"]) {
@@ -263,7 +282,25 @@ std::string SchemaPolicy::ToJson() const {
                     {"targetColumn", c.target_column},
                     {"kind", CoercionKindName(c.kind)}});
   }
-  return json{{"mode", "strict"}, {"coercions", list}}.dump();
+  if (!additive) return json{{"mode", "strict"}, {"coercions", list}}.dump();
+  json added = json::array();
+  for (const Field& f : add_columns)
+    added.push_back({{"name", f.name}, {"type", f.type.ToString()}});
+  return json{{"mode", "additive"}, {"coercions", list}, {"addColumns", added}}.dump();
+}
+
+Schema SchemaPolicy::Extend(const Schema& table) const {
+  Schema out = table;
+  for (const Field& f : NewColumns(table)) out.fields.push_back(f);
+  return out;
+}
+
+std::vector<Field> SchemaPolicy::NewColumns(const Schema& table) const {
+  std::vector<Field> out;
+  for (const Field& f : add_columns) {
+    if (table.IndexOf(f.name) < 0) out.push_back(f);
+  }
+  return out;
 }
 
 Status SchemaPolicy::AddFlag(std::string_view flag) {
@@ -278,7 +315,24 @@ Status SchemaPolicy::AddFlag(std::string_view flag) {
   return Status::OK();
 }
 
-Status SchemaPolicy::CheckAgainst(const Schema& table) const {
+Status SchemaPolicy::CheckAgainst(const Schema& declared) const {
+  for (size_t i = 0; i < add_columns.size(); ++i) {
+    const Field& f = add_columns[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (add_columns[j].name == f.name) {
+        return Status::InvalidArgument("added column '" + f.name + "' is declared twice");
+      }
+    }
+    const int at = declared.IndexOf(f.name);
+    if (at >= 0 && declared.fields[at].type != f.type) {
+      return Status::InvalidArgument("added column '" + f.name + "' is declared " +
+                                     f.type.ToString() + " but the table has it as " +
+                                     declared.fields[at].type.ToString() +
+                                     "; additive mode never changes a type");
+    }
+  }
+  const Schema table = Extend(declared);
+  RETURN_NOT_OK(table.Validate());
   for (size_t i = 0; i < coercions.size(); ++i) {
     const Coercion& c = coercions[i];
     if (c.source_column != c.target_column) {

@@ -37,13 +37,24 @@ struct Coercion {
 // {"mode":"strict","coercions":[{"sourceColumn":..,"targetColumn":..,"kind":..}]}
 struct SchemaPolicy {
   std::vector<Coercion> coercions;
+  // Mode "additive" (service pipelines, where an admin allowed it on the
+  // table): the declared nullable `add_columns` are accepted in the input,
+  // and those the table lacks are added by the run's own commit. Nothing
+  // else changes: no type changes, drops or renames.
+  bool additive = false;
+  std::vector<Field> add_columns;
 
   static Result<SchemaPolicy> FromJson(std::string_view text);
   std::string ToJson() const;
   // Adds "COLUMN:KIND" (the --coerce flag).
   Status AddFlag(std::string_view flag);
-  // Targets exist, each kind fits its column's type, one coercion per column.
+  // Targets exist, each kind fits its column's type, one coercion per column;
+  // declared added columns are new or already there with their type.
   Status CheckAgainst(const Schema& table) const;
+  // The table's schema and then the declared columns it lacks (additive).
+  Schema Extend(const Schema& table) const;
+  // The declared columns `table` lacks.
+  std::vector<Field> NewColumns(const Schema& table) const;
   // The coercion declared for `column`, or nullptr.
   const Coercion* For(std::string_view column) const;
 };

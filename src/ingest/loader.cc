@@ -81,6 +81,16 @@ Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& 
       }
     }
   }
+  if (req.policy.additive) {
+    if (req.mode != LoadMode::kAppend) {
+      return Status::InvalidArgument("additive schema mode is for appends only");
+    }
+    if (!snap.AllowsAdditiveSchema(t.def.sid)) {
+      return Status::PermissionDenied("table '" + t.def.name +
+                                      "' does not allow additive schema changes; an admin can "
+                                      "allow them");
+    }
+  }
   return req.policy.CheckAgainst(schema);
 }
 
@@ -142,6 +152,11 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
         "(LOAM_FEATURE_SKIP_ROWS); use failRun, or validationOnly to see every problem first");
   }
   if (request.files.empty()) return Status::InvalidArgument("a load needs at least one input file");
+  if (request.policy.additive) {
+    return Status::PermissionDenied(
+        "additive schema mode runs only through a service pipeline that an admin configured on a "
+        "table that allows it; declare the columns with 'loam table' commands instead");
+  }
   Active run;
   run.request = request;
   const std::string text = request.ToJson();
@@ -365,6 +380,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     w.staged_rows = true;
     w.staged = staged->staged;
     w.keys = req.keys;
+    if (req.policy.additive) w.add_columns = req.policy.NewColumns(t->def.schema);
     if (staged->plan) w.merge_plan = &*staged->plan;
     // Upsert counters were planned against this version: commit only on it.
     // So were a keyed append's key checks: a concurrent commit could have

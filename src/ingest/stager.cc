@@ -24,7 +24,9 @@ namespace {
 // batches wait, so parsing and writing overlap with bounded memory.
 class FragmentWriter {
  public:
-  FragmentWriter(const Dataset& data, size_t depth) : data_(data), depth_(depth) {
+  // `schema`: the fragments' schema when it is not the dataset's (additive).
+  FragmentWriter(const Dataset& data, size_t depth, const Schema* schema)
+      : data_(data), depth_(depth), schema_(schema) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~FragmentWriter() { static_cast<void>(Close()); }
@@ -69,7 +71,7 @@ class FragmentWriter {
         queue_.pop_front();
         space_.notify_one();
       }
-      Result<Fragment> f = data_.WriteFragment(batch);
+      Result<Fragment> f = data_.WriteFragment(batch, /*allow_inline=*/false, schema_);
       std::lock_guard<std::mutex> lock(mu_);
       if (!f.ok()) {
         error_ = f.status();
@@ -82,6 +84,7 @@ class FragmentWriter {
 
   const Dataset& data_;
   const size_t depth_;
+  const Schema* schema_;
   std::mutex mu_;
   std::condition_variable ready_, space_;
   std::deque<RecordBatch> queue_ LOAM_GUARDED_BY(mu_);
@@ -176,7 +179,8 @@ class Stager {
   Stager(const RunRequest& req, const TableState& table, const Dataset& data,
          const StagerOptions& options, std::string* failed_file)
       : req_(req),
-        schema_(table.def.schema),
+        // Additive: the table's columns and then the declared ones it lacks.
+        schema_(req.policy.additive ? req.policy.Extend(table.def.schema) : table.def.schema),
         table_(table),
         data_(data),
         options_(options),
@@ -222,7 +226,10 @@ class Stager {
       phase("match the table");
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));  // lease
     }
-    if (options_.stage) writer_ = std::make_unique<FragmentWriter>(data_, 3);
+    if (options_.stage) {
+      writer_ = std::make_unique<FragmentWriter>(
+          data_, 3, schema_.fields.size() > table_.def.schema.fields.size() ? &schema_ : nullptr);
+    }
     if (!upsert) {
       // One pass. A table with declared keys holds one row per key: the
       // run's keys are collected as its rows stream to storage (nothing is
@@ -714,7 +721,7 @@ class Stager {
   }
 
   const RunRequest& req_;
-  const Schema& schema_;
+  const Schema schema_;  // what the input is read as (the table's, or extended)
   const TableState& table_;
   const Dataset& data_;
   const StagerOptions& options_;

@@ -85,6 +85,10 @@ Status Service::CheckContext(const CallContext& ctx) const {
   if (ctx.principal.empty()) {
     return Status::PermissionDenied("a service call needs an authenticated principal");
   }
+  if (ctx.principal.rfind("loam:", 0) == 0) {
+    return Status::PermissionDenied(
+        "principals starting with 'loam:' are reserved for Loam itself");
+  }
   if (ctx.principal.size() > kMaxPrincipalBytes) {
     return Status::PermissionDenied("a principal is at most " + std::to_string(kMaxPrincipalBytes) +
                                     " bytes");
@@ -116,6 +120,34 @@ Status Service::AuthorizeRead(int64_t table_sid, const std::string& principal) c
                                   "' holds no grant on the pipeline's table");
 }
 
+Status Service::CheckAdditive(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
+                              const std::string& principal) const {
+  if (!spec.schema_policy.additive) return Status::OK();
+  if (spec.mode != ingest::LoadMode::kAppend) {
+    return Status::InvalidArgument("schemaPolicy mode \"additive\" is for append pipelines only");
+  }
+  if (!snap.AllowsAdditiveSchema(t.def.sid)) {
+    return Status::PermissionDenied("table '" + t.def.name +
+                                    "' does not allow additive schema changes; an admin can "
+                                    "allow them first");
+  }
+  Status admin = ws_->Authorize(snap, t, principal, WriteMode::kAddColumn);
+  if (!admin.ok()) {
+    return admin.WithMessage("only an admin of table '" + t.def.name +
+                             "' configures an additive pipeline: " + admin.message());
+  }
+  return Status::OK();
+}
+
+Status Service::SetAdditiveSchema(const CallContext& ctx, const std::string& table, bool allowed) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  const TableState* t = snap.Find(table);
+  if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
+  RETURN_NOT_OK(ws_->Authorize(snap, *t, ctx.principal, WriteMode::kAddColumn));
+  return ws_->SetAdditiveSchema(table, allowed, ctx.principal);
+}
+
 // --- pipelines ------------------------------------------------------------------------
 
 Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_view spec_json) {
@@ -145,6 +177,7 @@ Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_vie
     }
   }
   RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
+  RETURN_NOT_OK(CheckAdditive(p.spec, snap, t, ctx.principal));
   p.id = NewUlidString();
   p.table_sid = t.def.sid;
   p.created_by = p.updated_by = ctx.principal;
@@ -192,7 +225,9 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   p.spec = std::move(spec);
   ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
   for (const auto& [name, t] : snap.tables) {
-    if (t.def.sid == p.table_sid) RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
+    if (t.def.sid != p.table_sid) continue;
+    RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
+    RETURN_NOT_OK(CheckAdditive(p.spec, snap, t, ctx.principal));
   }
   p.updated_by = ctx.principal;
   p.updated_micros = options_.clock->NowMicros();

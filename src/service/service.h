@@ -123,6 +123,10 @@ class Service {
                                   std::string_view patch_json);
   Status DeletePipeline(const CallContext& ctx, const std::string& id);
 
+  // Allows (or forbids) additive schema changes on `table`: admin only,
+  // recorded in the journal as the caller's grant-like change.
+  Status SetAdditiveSchema(const CallContext& ctx, const std::string& table, bool allowed);
+
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
                                     const UploadRequest& request);
@@ -172,6 +176,9 @@ class Service {
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
   Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  // An additive pipeline: append mode, a table that allows it, an admin.
+  Status CheckAdditive(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
+                       const std::string& principal) const;
   // The queue's load as admission sees it: the last LIST while it is fresh.
   Result<QueueLoad> CurrentLoad();
   QueueLoad RememberLoad(const std::vector<QueueEntry>& entries);

@@ -113,6 +113,87 @@ TEST_F(ServiceTest, RevertRestoresTheTableBeforeTheRunUnlessSomethingCameAfter) 
   EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), bad.run.id).status().Is(ErrorCode::kPreconditionFailed));
 }
 
+TEST_F(ServiceTest, AdditivePipelinesAddDeclaredColumnsInTheRunsOwnCommit) {
+  bool race = false;
+  options_.failpoint = [&](std::string_view at) -> Status {
+    if (at != "run.before_commit" || !race) return Status::OK();
+    race = false;  // another writer changes the schema between validation and commit
+    WriteRequest w;
+    w.table = "orders";
+    w.mode = WriteMode::kAddColumn;
+    w.new_column = Field{"late", DataType::Int64()};
+    w.principal = "adm";
+    return ws_->Write(w).status();
+  };
+  const std::string spec = R"({"name":"add","table":"orders","format":"csv",
+      "schemaPolicy":{"mode":"additive","addColumns":[{"name":"region","type":"string"}]}})";
+  Status not_allowed = Svc().CreatePipeline(Ctx("adm"), spec).status();
+  EXPECT_TRUE(not_allowed.Is(ErrorCode::kPermissionDenied)) << not_allowed;
+  EXPECT_TRUE(Svc().SetAdditiveSchema(Ctx("ada"), "orders", true).Is(ErrorCode::kPermissionDenied));
+  ASSERT_TRUE(Svc().SetAdditiveSchema(Ctx("adm"), "orders", true).ok());
+  const std::vector<TableHistoryEntry> history = ws_->History("orders").value();
+  EXPECT_EQ(history.back().actor, "adm");
+  EXPECT_NE(history.back().detail.find("loam:additive-schema"), std::string::npos)
+      << history.back().detail;
+  Status writer = Svc().CreatePipeline(Ctx("ada"), spec).status();
+  EXPECT_TRUE(writer.Is(ErrorCode::kPermissionDenied)) << writer;
+  EXPECT_NE(writer.message().find("only an admin"), std::string::npos);
+  const std::string add = MakePipeline(spec, "adm");
+  const std::string plain = AppendPipeline();
+  ASSERT_TRUE(Submit(plain, "p", Body(Upload(plain, "id,amount,note\n1,1,a\n").value())).ok());
+  EXPECT_EQ(Drain(), 1);
+  const int64_t schema_version = ws_->Current().value().tables.at("orders").def.schema_version;
+
+  // Declared columns are accepted and added with the rows, in one commit.
+  const Submission a =
+      Submit(add, "a", Body(Upload(add, "id,amount,note,region\n2,2,b,eu\n").value())).value();
+  EXPECT_EQ(Drain(), 1);
+  ASSERT_EQ(Run(a.run.id).state, RunState::kSucceeded) << Run(a.run.id).error;
+  const TableState t = ws_->Current().value().tables.at("orders");
+  EXPECT_EQ(t.def.schema.fields.back().name, "region");
+  EXPECT_TRUE(t.def.schema.fields.back().nullable);
+  EXPECT_EQ(t.def.schema_version, schema_version + 1);
+  RecordBatch all = ws_->OpenTable(ws_->Current().value(), "orders").value().ReadAll().value();
+  ASSERT_EQ(all.num_rows(), 2);
+  for (int64_t r = 0; r < 2; ++r) {
+    const bool old_row = all.columns[0].GetInt64(r) == 1;
+    EXPECT_EQ(all.columns[3].IsNull(r), old_row);
+    if (!old_row) {
+      EXPECT_EQ(all.columns[3].GetBytes(r), "eu");
+    }
+  }
+  // The version before the run has the old schema: never a mix.
+  EXPECT_EQ(ws_->SnapshotAt("", Run(a.run.id).manifest_version - 1)
+                .value()
+                .tables.at("orders")
+                .def.schema.fields.size(),
+            3u);
+  // An undeclared column still fails, and changes nothing.
+  const Submission b =
+      Submit(add, "b", Body(Upload(add, "id,amount,note,colour\n3,3,c,red\n").value())).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(b.run.id).error_code, "validation_failed") << Run(b.run.id).error;
+  EXPECT_EQ(ws_->Current().value().tables.at("orders").def.schema_version, schema_version + 1);
+  // A schema change between validation and commit ends the run.
+  const std::string add2 = MakePipeline(
+      R"({"name":"add2","table":"orders","format":"csv",
+          "schemaPolicy":{"mode":"additive","addColumns":[{"name":"tier","type":"int64"}]}})",
+      "adm");
+  race = true;
+  const Submission c =
+      Submit(add2, "c", Body(Upload(add2, "id,amount,note,tier\n4,4,d,1\n").value())).value();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(c.run.id).error_code, "schema_conflict") << Run(c.run.id).error;
+  EXPECT_EQ(ws_->Current().value().tables.at("orders").def.schema.IndexOf("tier"), -1);
+  // Turned off while a run waits: the run is refused.
+  const Submission d =
+      Submit(add2, "d", Body(Upload(add2, "id,amount,note,tier\n5,5,e,2\n").value())).value();
+  ASSERT_TRUE(Svc().SetAdditiveSchema(Ctx("adm"), "orders", false).ok());
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(d.run.id).error_code, "permission_denied") << Run(d.run.id).error;
+  EXPECT_EQ(Contents(), "1:100 2:200 ");
+}
+
 TEST_F(ServiceTest, BadInputFailsTheRunAndLeavesTheTableAsItWas) {
   const std::string p = AppendPipeline();
   const Submission a =
