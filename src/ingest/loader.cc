@@ -1,7 +1,10 @@
 #include "ingest/loader.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -93,6 +96,48 @@ Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& 
   }
   return req.policy.CheckAgainst(schema);
 }
+
+// Renews a run's lease every `interval_micros` on its own thread while the
+// commit runs (a long commit must not look like a dead worker). A failed
+// renewal (the run was taken over) stops it; the journal's run_commit row
+// still keeps the commit to at most one.
+class LeaseKeeper {
+ public:
+  LeaseKeeper(std::function<Status()> renew, int64_t interval_micros) {
+    if (interval_micros < 1000) return;  // leases this short are tests' "always expired"
+    thread_ = std::thread([this, renew = std::move(renew), interval_micros] {
+      std::unique_lock lock(mu_);
+      while (!done_) {
+        if (cv_.wait_for(lock, std::chrono::microseconds(interval_micros), [&] { return done_; })) {
+          return;
+        }
+        lock.unlock();
+        const Status s = renew();
+        lock.lock();
+        if (!s.ok()) {
+          LOAM_LOG_WARN("lease renewal during the commit failed: {}", s.ToString());
+          return;
+        }
+      }
+    });
+  }
+  ~LeaseKeeper() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -404,7 +449,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
       }
     }
     const int64_t commit_start = NowMicros();
-    Result<WriteResult> written = ws_->Write(w);
+    Result<WriteResult> written = [&] {
+      LeaseKeeper keeper([&] { return Renew(run); }, options_.lease_micros / 3);
+      return ws_->Write(w);
+    }();
     LOAM_LOG_DEBUG("load phase 'commit': {} ms", (NowMicros() - commit_start) / 1000);
     if (written.ok()) {
       if (req.mode == LoadMode::kUpsert) {  // as committed (planned again if it had to be)

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
 
 #include "common/status_macros.h"
 #include "io/memory_object_store.h"
@@ -89,6 +91,43 @@ class LoaderTest : public ::testing::Test {
   std::shared_ptr<Workspace> ws_;
   std::map<std::string, std::string> files_;
 };
+
+// A commit that takes longer than the lease keeps it: the loader renews it
+// from another thread while the write runs, so no other process takes over.
+TEST_F(LoaderTest, TheLeaseIsRenewedWhileTheCommitRuns) {
+  files_["a.csv"] = "id,name,balance\n1,ann,1.00\n";
+  std::mutex mu;
+  std::condition_variable renewed;
+  bool in_commit = false;
+  int renewals = 0;
+  LoaderOptions o = Options();
+  o.lease_micros = 30'000;  // renewed every 10 ms
+  o.on_progress = [&](const RunRecord& r) {
+    std::lock_guard lock(mu);
+    if (in_commit && r.state == RunState::kCommitting) {
+      ++renewals;
+      renewed.notify_all();
+    }
+  };
+  WorkspaceOptions wo;
+  wo.owner = "owner";
+  wo.recovery_grace_micros = 0;
+  wo.failpoint = [&](std::string_view point) {
+    if (point == loam::failpoint::kAfterTableCommit) {
+      std::unique_lock lock(mu);
+      in_commit = true;
+      // The commit "hangs" here until the lease was renewed twice.
+      EXPECT_TRUE(renewed.wait_for(lock, std::chrono::seconds(30), [&] { return renewals >= 2; }));
+      in_commit = false;
+    }
+    return Status::OK();
+  };
+  ws_ = Workspace::Open(store_, "ws", wo).value();
+  const RunRecord r = Load(Request(LoadMode::kAppend, {"a.csv"}), o);
+  EXPECT_EQ(r.state, RunState::kSucceeded) << r.error;
+  EXPECT_GE(renewals, 2);
+  EXPECT_EQ(Contents(), "1:ann:100 ");
+}
 
 TEST_F(LoaderTest, AppendUpsertReplaceCountAndCommitOnce) {
   files_["a.csv"] = "id,name,balance\n1,ann,1.00\n2,bob,2.00\n3,cy,3.00\n";

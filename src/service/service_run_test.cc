@@ -314,6 +314,28 @@ TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
   EXPECT_EQ(Svc().CleanupBacklog().value(), 0);
 }
 
+// The cleaner dies after deleting the staged objects, before its entry: the
+// next cleaner finds the prefix empty and finishes.
+TEST_F(ServiceTest, ACleanerThatDiesBeforeItsEntryIsDeletedIsFinishedByTheNext) {
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  ws_ = Workspace::Open(faulty, root_, wo).value();
+  const std::string p = AppendPipeline();
+  ASSERT_TRUE(Submit(p, "a", Body(Upload(p, kRows).value())).ok());
+  EXPECT_EQ(Drain(), 1);
+  faulty->AddRule(FaultRule::FailNth("entry delete", MaskOf({ObjectOp::kDelete}), 1,
+                                     Status::Unavailable("killed"), "_control/cleanup/"));
+  EXPECT_EQ(Svc().RunCleanerOnce().value().entries_failed, 1);
+  EXPECT_EQ(faulty->Fired("entry delete"), 1u);
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);  // the objects went first
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 1);
+  svc_.reset();
+  EXPECT_EQ(Svc().RunCleanerOnce().value().entries_done, 1);
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 0);
+  EXPECT_EQ(CountUnder("_control/uploads/"), 0);
+}
+
 TEST_F(ServiceTest, BackoffGrowsAndIsJittered) {
   Cleaner c(store_, root_, &clock_);
   for (int n = 0; n < 12; ++n) {
