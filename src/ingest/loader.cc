@@ -99,8 +99,9 @@ Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& 
 
 // Renews a run's lease every `interval_micros` on its own thread while the
 // commit runs (a long commit must not look like a dead worker). A failed
-// renewal (the run was taken over) stops it; the journal's run_commit row
-// still keeps the commit to at most one.
+// renewal is retried at the next tick; one that lost the compare-and-swap
+// (the run was taken over) stops it, and the journal's run_commit row still
+// keeps the commit to at most one.
 class LeaseKeeper {
  public:
   LeaseKeeper(std::function<Status()> renew, int64_t interval_micros) {
@@ -114,10 +115,12 @@ class LeaseKeeper {
         lock.unlock();
         const Status s = renew();
         lock.lock();
-        if (!s.ok()) {
-          LOAM_LOG_WARN("lease renewal during the commit failed: {}", s.ToString());
+        if (s.IsAborted()) {  // taken over: nothing left to keep
+          LOAM_LOG_WARN("lease renewal during the commit: {}", s.ToString());
           return;
         }
+        if (!s.ok())
+          LOAM_LOG_WARN("lease renewal during the commit failed, retrying: {}", s.ToString());
       }
     });
   }
@@ -283,6 +286,9 @@ Result<RunRecord> Loader::Execute(Active& run) {
   RunRecord& rec = run.record;
   const RunRequest& req = run.request;
   auto finish = [&](RunState state) -> Result<RunRecord> {
+    // Renewing first proves this process still owns the run (and keeps it
+    // for a whole lease) before the hook acts on the run's behalf.
+    if (options_.before_terminal) RETURN_NOT_OK(Renew(run));
     rec.state = state;
     rec.finished_micros = NowMicros();
     rec.lease_expires_micros = 0;

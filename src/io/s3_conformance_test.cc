@@ -28,7 +28,9 @@ class S3Backend : public BackendUnderTest {
   std::shared_ptr<ObjectStore> store_;
 };
 
-BackendFactory S3() { return {"S3", [] { return std::make_unique<S3Backend>(); }}; }
+BackendFactory S3() {
+  return {"S3", [] { return std::make_unique<S3Backend>(); }};
+}
 
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreConformance, ::testing::Values(S3()), BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreCrossProcessConformance, ::testing::Values(S3()),
@@ -114,10 +116,11 @@ TEST_F(S3Only, PresignedPutAcceptsExactlyItsObjectUntilExpiry) {
   EXPECT_EQ(unsigned_get.status, 403);
 }
 
-TEST_F(S3Only, PresignedPutWithSizeAndSha256AcceptsOnlyThoseBytes) {
+TEST_F(S3Only, PresignedPutWithSizeSha256AndIfNoneMatchAcceptsOnlyThoseBytesOnce) {
   const std::string body = "exactly these bytes";
   const std::vector<std::pair<std::string, std::string>> signed_headers = {
       {"content-length", std::to_string(body.size())},
+      {"if-none-match", "*"},
       {"x-amz-content-sha256", s3::Sha256Hex(body)}};
   const std::string url = store_->PresignUrl("PUT", "up/sha", 300, signed_headers).value();
   std::string same_size = body;
@@ -127,12 +130,16 @@ TEST_F(S3Only, PresignedPutWithSizeAndSha256AcceptsOnlyThoseBytes) {
   // Another size means another Content-Length than the signed one.
   HttpResponse longer = Send("PUT", url, body + "!",
                              {{"content-length", std::to_string(body.size() + 1)},
+                              {"if-none-match", "*"},
                               {"x-amz-content-sha256", s3::Sha256Hex(body)}});
   EXPECT_EQ(longer.status, 403) << longer.body;
   EXPECT_TRUE(store_->Head("up/sha").status().IsNotFound());
   HttpResponse ok = Send("PUT", url, body, signed_headers);
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(store_->Get("up/sha").value(), body);
+  // Received once: the same URL cannot replace it.
+  HttpResponse again = Send("PUT", url, body, signed_headers);
+  EXPECT_EQ(again.status, 412) << again.body;
 }
 
 // A 5xx answer to a conditional PUT leaves its outcome unknown: the store
@@ -169,15 +176,18 @@ TEST_F(S3Only, ConditionalPutWithUnknownOutcomeResolvesByNonce) {
   EXPECT_EQ(store_->Get("u/a").value(), "mine");
   // The same for compare-and-swap.
   const ObjectMeta a = store_->Head("u/a").value();
-  auto swapped = attempt(S3Fault::kLoseResponse, [&] { return faulty->PutIfMatch("u/a", "v2", a.etag); });
+  auto swapped =
+      attempt(S3Fault::kLoseResponse, [&] { return faulty->PutIfMatch("u/a", "v2", a.etag); });
   ASSERT_TRUE(swapped.ok()) << swapped.status();
   EXPECT_EQ(store_->Get("u/a").value(), "v2");
   const ObjectMeta b = store_->Head("u/a").value();
-  auto retried = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v3", b.etag); });
+  auto retried =
+      attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v3", b.etag); });
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(store_->Get("u/a").value(), "v3");
   // A stale etag after a server failure: the object moved on without us, a lost race.
-  auto stale = attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v4", b.etag); });
+  auto stale =
+      attempt(S3Fault::kDropRequest, [&] { return faulty->PutIfMatch("u/a", "v4", b.etag); });
   EXPECT_TRUE(stale.status().IsAborted()) << stale.status();
   EXPECT_EQ(store_->Get("u/a").value(), "v3");
 }

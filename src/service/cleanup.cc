@@ -61,10 +61,17 @@ int64_t Cleaner::BackoffMicros(int attempts) {
 }
 
 Status Cleaner::DeletePrefix(const std::string& prefix, int64_t* deleted) {
-  // Exact prefix only: it must lie under the staging tree and end in '/'.
+  // One upload's exact prefix only: "<staging>/.../uploads/<ULID>/", a valid
+  // key prefix (no "." or ".." segments) under the staging tree.
   const std::string staging = (root_.empty() ? "" : root_ + "/") + std::string(kStaging);
-  if (prefix.rfind(staging, 0) != 0 || prefix.back() != '/') {
-    return Status::DataLoss("cleanup entry names '" + prefix + "', outside the staging tree");
+  const size_t at = prefix.rfind("/uploads/");
+  const bool shaped =
+      prefix.rfind(staging, 0) == 0 && prefix.back() == '/' && at != std::string::npos &&
+      ValidateListPrefix(prefix).ok() &&
+      Ulid::Parse(std::string_view(prefix).substr(at + 9, prefix.size() - at - 10)).ok();
+  if (!shaped) {
+    return Status::DataLoss("cleanup entry names '" + prefix +
+                            "', which is not one upload's prefix in the staging tree");
   }
   for (;;) {
     ASSIGN_OR_RETURN(ListPage page, store_->List(prefix, "", 1000));
@@ -82,11 +89,19 @@ Status Cleaner::DeleteUploadRecord(const std::string& upload_id) {
                         ".json");
 }
 
-Result<CleanupReport> Cleaner::RunOnce() {
+Result<CleanupReport> Cleaner::RunOnce(const std::function<Result<bool>(const std::string&)>& due) {
   CleanupReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> entries, store_->ListAll(prefix_));
   const int64_t now = clock_->NowMicros();
   for (const ObjectInfo& o : entries) {
+    if (due) {
+      const std::string name = o.key.substr(prefix_.size());
+      ASSIGN_OR_RETURN(bool ready, due(name.substr(0, name.find('.'))));
+      if (!ready) {
+        ++report.entries_pending;
+        continue;
+      }
+    }
     {
       std::lock_guard lock(mu_);
       auto it = retries_.find(o.key);

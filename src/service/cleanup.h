@@ -48,8 +48,9 @@ class Cleaner {
 
   // Durable: the entry exists when this returns OK. Idempotent.
   Status Enqueue(const CleanupEntry& entry);
-  // One pass over the due entries.
-  Result<CleanupReport> RunOnce();
+  // One pass over the due entries; with `due`, only entries whose run it
+  // calls due (the service: runs that are terminal, or gone).
+  Result<CleanupReport> RunOnce(const std::function<Result<bool>(const std::string&)>& due = {});
   // Age in µs of the oldest entry (0 when there is none).
   Result<int64_t> Backlog() const;
 

@@ -70,6 +70,11 @@ Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<Workspace> ws,
     return Status::InvalidArgument("idempotency retention must be at least 24 h");
   }
   if (options.workers < 0) return Status::InvalidArgument("workers must be 0 or more");
+  if (options.limits.max_upload_ttl_seconds > options.limits.staging_grace_seconds) {
+    return Status::InvalidArgument(
+        "the staging grace must be at least the longest upload lifetime (the sweeper must never "
+        "remove an upload that can still be submitted)");
+  }
   return std::unique_ptr<Service>(new Service(std::move(ws), std::move(options)));
 }
 
@@ -290,6 +295,7 @@ Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::st
   t.expires_micros = r.expires_micros;
   if (options_.presign) {
     t.headers.emplace_back("content-length", std::to_string(req.size));
+    t.headers.emplace_back("if-none-match", "*");  // received once, never overwritten
     if (!req.sha256.empty()) t.headers.emplace_back("x-amz-content-sha256", req.sha256);
     ASSIGN_OR_RETURN(t.url, options_.presign(r.key, ttl, t.headers));
   } else {

@@ -156,7 +156,8 @@ class Service {
   // Claims and runs the oldest run it can to a terminal state. False when
   // no run was due.
   Result<bool> RunWorkerOnce();
-  Result<CleanupReport> RunCleanerOnce() { return cleaner_.RunOnce(); }
+  // One cleaner pass over the entries of runs that are terminal.
+  Result<CleanupReport> RunCleanerOnce();
   // Staging uploads under days older than the grace that no live run needs.
   Result<SweepReport> SweepStaging();
   // Expired idempotency and source records; reservations whose run never
@@ -201,10 +202,12 @@ class Service {
   Status ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id);
   Result<Submission> CreateRun(const CallContext& ctx, const Pipeline& p,
                                const RequestRecord& reservation, const std::string& body);
+  // Whether run `run_id`'s claim on an upload still stands: its run exists,
+  // or it is younger than ten in-flight graces (its submission may finish).
+  Result<bool> ClaimStands(const std::string& run_id) const;
   // Loader hooks.
   Status ClaimSource(const ingest::RunRecord& rec);
   Status BeforeTerminal(const ingest::RunRecord& rec);
-  Result<std::string> SourceDigest(const ingest::RunRecord& rec);
   void WorkerLoop(int index);
   void MaintenanceLoop();
   void Wake();

@@ -1,6 +1,7 @@
-// A randomized model test (seeded, replayable with LOAM_SEED): submissions,
+// A randomized model test (seeded, replayable with LOAM_MODEL_SEED): submissions,
 // retries with the same and with other bodies, cancels, grant revokes,
-// workers killed at every kind of step and restarted, and cleaner runs,
+// workers killed at every kind of step and restarted (the killed worker's
+// pass goes on with the next run), and cleaner runs,
 // checked against a simple model of what each run must end as.
 #include <gtest/gtest.h>
 
@@ -43,7 +44,7 @@ class ServiceModelTest : public ServiceTest {
   }
 
   void RunSeed(uint64_t seed) {
-    SCOPED_TRACE("LOAM_SEED=" + std::to_string(seed));
+    SCOPED_TRACE("LOAM_MODEL_SEED=" + std::to_string(seed));
     std::mt19937_64 rng(seed);
     auto pick = [&](uint64_t n) { return static_cast<size_t>(rng() % n); };
     const std::string p = AppendPipeline();
@@ -126,7 +127,15 @@ class ServiceModelTest : public ServiceTest {
           // A kill after the commit point leaves it committed (unless the
           // run failed before it got there: a revoked grant).
           if (after && granted) r.committed = true;
-          continue;  // the next worker step resumes it
+          // The worker went on with the next run, which ends as usual.
+          if (worked.ok() && *worked && queue.size() > 1) {
+            ModelRun& next = runs[queue[1]];
+            next.expected = granted ? RunState::kSucceeded : RunState::kFailed;
+            if (granted) table.insert(next.ids.begin(), next.ids.end());
+            queue.erase(queue.begin() + 1);
+            EXPECT_EQ(Run(next.run_id).state, next.expected) << next.run_id;
+          }
+          continue;  // the next worker step resumes the killed one
         }
         if (!finished) {
           ASSERT_TRUE(worked.ok()) << worked.status();
@@ -165,7 +174,7 @@ class ServiceModelTest : public ServiceTest {
 };
 
 TEST_F(ServiceModelTest, RandomHistoriesMatchTheModel) {
-  if (const char* s = std::getenv("LOAM_SEED"); s != nullptr && *s != '\0') {
+  if (const char* s = std::getenv("LOAM_MODEL_SEED"); s != nullptr && *s != '\0') {
     RunSeed(std::strtoull(s, nullptr, 10));
     return;
   }

@@ -286,6 +286,30 @@ INSTANTIATE_TEST_SUITE_P(Steps, ServiceCrashTest,
                            return name;
                          });
 
+// A submission that died after claiming its upload but before its run
+// existed holds the upload only for a while: then the upload is free again.
+TEST_F(ServiceTest, AnUploadClaimedByARunThatNeverAppearedIsFreedLater) {
+  int crashes = 1;
+  options_.failpoint = [&](std::string_view at) {
+    if (at == failpoint::kSubmitAfterClaimUploads && crashes-- > 0) {
+      return Status::Unavailable("crash");
+    }
+    return Status::OK();
+  };
+  const std::string p = AppendPipeline();
+  const std::string upload = Upload(p, kRows).value();
+  EXPECT_TRUE(Submit(p, "first", Body(upload)).status().IsUnavailable());
+  Status held = Submit(p, "other", Body(upload)).status();
+  EXPECT_TRUE(held.Is(ErrorCode::kPreconditionFailed)) << held;
+  clock_.AdvanceMicros(11 * options_.in_flight_grace_micros);
+  ASSERT_TRUE(Svc().SweepRecords().ok());  // the abandoned reservation goes
+  Result<Submission> freed = Submit(p, "other", Body(upload));
+  ASSERT_TRUE(freed.ok()) << freed.status();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(freed->run.id).state, RunState::kSucceeded);
+  EXPECT_EQ(RunCommits(), 1);
+}
+
 TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
   auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
   WorkspaceOptions wo;
@@ -352,9 +376,9 @@ TEST_F(ServiceTest, TheSweeperRemovesOnlyAbandonedUploadsOfOldDays) {
   clock_.SetMicros(now - 3 * 86'400'000'000LL);
   const std::string abandoned = Upload(p, kRows).value();
   const std::string queued = Upload(p, "id,amount,note\n8,1,x\n").value();
+  const Submission q = Submit(p, "q", Body(queued)).value();  // still waiting 3 days later
   clock_.SetMicros(now);
   const std::string fresh = Upload(p, "id,amount,note\n9,1,x\n").value();
-  const Submission q = Submit(p, "q", Body(queued)).value();
   SweepReport r = Svc().SweepStaging().value();
   EXPECT_EQ(r.days_visited, 1);
   EXPECT_EQ(r.objects_deleted, 1);

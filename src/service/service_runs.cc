@@ -122,10 +122,18 @@ Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, 
     if (u.pipeline_id != p.id) {
       return Status::InvalidArgument("upload " + id + " was made for another pipeline");
     }
+    if (options_.clock->NowMicros() - u.created_micros >
+        options_.limits.staging_grace_seconds * 1'000'000) {
+      return Status::FailedPrecondition("upload " + id +
+                                        " is older than the staging grace; upload the data again");
+    }
     if (!u.run_id.empty() && u.run_id != run_id) {
-      return Status::FailedPrecondition("upload " + id + " was already submitted in run " +
-                                        u.run_id + "; upload the data again for another run")
-          .WithDetail("run", u.run_id);
+      ASSIGN_OR_RETURN(bool stands, ClaimStands(u.run_id));
+      if (stands) {
+        return Status::FailedPrecondition("upload " + id + " was already submitted in run " +
+                                          u.run_id + "; upload the data again for another run")
+            .WithDetail("run", u.run_id);
+      }
     }
     Result<ObjectMeta> there = ws_->store()->Head(u.key);
     if (there.status().IsNotFound()) {
@@ -142,6 +150,17 @@ Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, 
   return out;
 }
 
+Result<bool> Service::ClaimStands(const std::string& run_id) const {
+  Result<ObjectMeta> there = ws_->store()->Head((ws_->root().empty() ? "" : ws_->root() + "/") +
+                                                "_control/runs/" + run_id + ".json");
+  if (there.ok()) return true;
+  if (!there.status().IsNotFound()) return there.status();
+  Result<Ulid> id = Ulid::Parse(run_id);
+  if (!id.ok()) return false;
+  const int64_t age = options_.clock->NowMicros() - static_cast<int64_t>(id->millis()) * 1000;
+  return age <= 10 * options_.in_flight_grace_micros;
+}
+
 Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id) {
   std::vector<UploadRecord*> claimed;  // by this call, released again if it fails
   Status s;
@@ -156,10 +175,15 @@ Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::stri
     s = fresh.status();
     if (!s.ok()) break;
     if (!fresh->run_id.empty() && fresh->run_id != run_id) {
-      s = Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
-                                     fresh->run_id)
-              .WithDetail("run", fresh->run_id);
-      break;
+      Result<bool> stands = ClaimStands(fresh->run_id);
+      s = stands.status();
+      if (!s.ok()) break;
+      if (*stands) {
+        s = Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
+                                       fresh->run_id)
+                .WithDetail("run", fresh->run_id);
+        break;
+      }
     }
     fresh->run_id = run_id;
     s = uploads_.Update(*fresh, etag);
@@ -249,7 +273,12 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
         .WithDetail("limit", "maxRunBytes");
   }
   const std::string digest = CombineDigests(digests);
-  if (b.source_id.empty() || b.reload || digest.empty()) return a;
+  if (!b.source_id.empty() && digest.empty()) {
+    return Status::InvalidArgument(
+        "a run with a source identity needs the SHA-256 of every upload: declare sha256 when "
+        "creating the uploads");
+  }
+  if (b.source_id.empty() || b.reload) return a;
   ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
                    requests_.FindSource(p.id, b.source_id, digest));
   if (src && src->loaded) {
@@ -267,7 +296,6 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
   ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
-  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   std::string fp_input(body);
   fp_input += '\0' + pipeline_id + '\0' + "submit";
   const std::string fingerprint = Sha256Hex(fp_input);
@@ -287,8 +315,10 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
           .WithDetail("retryAfterMillis", "1000");
     }
     // Its creator stopped half way: finish the creation under the same run id.
+    ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
     return CreateRun(ctx, p, *known, std::string(body));
   }
+  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
 
   ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b, std::string(body)));
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
@@ -346,6 +376,8 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   Status created = loader_->runs().Create(run, &etag);
   if (created.IsAlreadyExists()) return Replay(reservation, reservation.fingerprint);
   RETURN_NOT_OK(created);
+  // Again: a worker may have removed the entry as an orphan just before.
+  RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
   {
     std::lock_guard lock(mu_);
     ++load_.runs;
@@ -445,6 +477,12 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
                (later.empty() ? "version " + std::to_string(t->head.table_version) : later) +
                "; revert those first")
         .WithDetail("run", run_id);
+  }
+  ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t->def.name));
+  ASSIGN_OR_RETURN(Dataset before, data.CheckoutVersion(run.table_version - 1));
+  if (before.schema() != data.schema()) {
+    return Status::FailedPrecondition("run " + run_id + " added columns to table '" + t->def.name +
+                                      "'; a revert never removes columns");
   }
   WriteRequest w;
   w.table = t->def.name;

@@ -4,7 +4,6 @@
 
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "ingest/input_source.h"
 #include "service/service.h"
 #include "service/staging.h"
 
@@ -98,7 +97,7 @@ void Service::MaintenanceLoop() {
       std::unique_lock lock(mu_);
       if (stopping_) return;
     }
-    Result<CleanupReport> cleaned = cleaner_.RunOnce();
+    Result<CleanupReport> cleaned = RunCleanerOnce();
     if (!cleaned.ok()) LOAM_LOG_WARN("cleaner: {}", cleaned.status().ToString());
     if (WallMicros() >= next_sweep) {
       next_sweep = WallMicros() + kSweepEveryMicros;
@@ -114,27 +113,41 @@ void Service::MaintenanceLoop() {
   }
 }
 
+Result<CleanupReport> Service::RunCleanerOnce() {
+  return cleaner_.RunOnce([this](const std::string& run_id) -> Result<bool> {
+    Result<RunRecord> run = loader_->runs().Get(run_id);
+    if (run.status().IsNotFound()) return true;
+    RETURN_NOT_OK(run.status());
+    return ingest::IsTerminal(run->state);
+  });
+}
+
 Result<bool> Service::RunWorkerOnce() {
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
   RememberLoad(entries);
+  // Trouble with one run never holds up the others: the first error is
+  // returned only when no run was finished.
+  Status first_error;
   for (const QueueEntry& e : entries) {
     {
       std::lock_guard lock(mu_);
-      if (stopping_ && !threads_.empty()) return false;
+      if (stopping_) return false;
       if (active_.count(e.run_id)) continue;
     }
     Result<RunRecord> rec = loader_->runs().Get(e.run_id);
     if (rec.status().IsNotFound()) {
       // Its submission stopped before the run record: a retry of that
-      // request creates it, until the entry is this old.
-      if (options_.clock->NowMicros() - e.enqueued_micros > 10 * options_.in_flight_grace_micros) {
-        RETURN_NOT_OK(queue_.Remove(e));
-      }
+      // request creates it (and the entry again) until the entry is this old.
+      ASSIGN_OR_RETURN(bool stands, ClaimStands(e.run_id));
+      if (!stands) RETURN_NOT_OK(queue_.Remove(e));
       continue;
     }
     RETURN_NOT_OK(rec.status());
     if (ingest::IsTerminal(rec->state)) {
-      RETURN_NOT_OK(queue_.Remove(e));  // its cleanup entry was written before it ended
+      // Its cleanup entry normally exists already; make sure before the
+      // queue entry, the last trace of the run, goes.
+      RETURN_NOT_OK(BeforeTerminal(*rec));
+      RETURN_NOT_OK(queue_.Remove(e));
       continue;
     }
     if (rec->lease_expires_micros > WallMicros()) continue;  // a live worker has it
@@ -148,7 +161,11 @@ Result<bool> Service::RunWorkerOnce() {
       active_.erase(e.run_id);
     }
     if (done.status().IsAborted() || done.status().Is(ErrorCode::kRequestInFlight)) continue;
-    RETURN_NOT_OK(done.status());
+    if (!done.ok()) {
+      LOAM_LOG_WARN("run {}: {}", e.run_id, done.status().ToString());
+      if (first_error.ok()) first_error = done.status();
+      continue;
+    }
     if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
       admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
     }
@@ -157,31 +174,14 @@ Result<bool> Service::RunWorkerOnce() {
     Wake();  // the cleaner
     return true;
   }
+  if (!first_error.ok()) return first_error;
   return false;
-}
-
-Result<std::string> Service::SourceDigest(const RunRecord& rec) {
-  if (!rec.source_sha256.empty()) return rec.source_sha256;
-  // S3 uploads without a declared checksum: the worker hashes the bytes.
-  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
-  std::vector<std::string> digests;
-  for (const std::string& key : req.files) {
-    ASSIGN_OR_RETURN(std::unique_ptr<ingest::ObjectByteSource> src,
-                     ingest::ObjectByteSource::Open(ws_->store(), key));
-    HashingSource h(*src, UINT64_MAX);
-    std::string buf(1 << 20, '\0');
-    for (;;) {
-      ASSIGN_OR_RETURN(size_t n, h.Read(buf.data(), buf.size()));
-      if (n == 0) break;
-    }
-    digests.push_back(h.HexDigest());
-  }
-  return CombineDigests(digests);
 }
 
 Status Service::ClaimSource(const RunRecord& rec) {
   if (rec.pipeline_id.empty() || rec.source_id.empty()) return Status::OK();
-  ASSIGN_OR_RETURN(std::string digest, SourceDigest(rec));
+  const std::string& digest = rec.source_sha256;  // known: submission requires it
+  if (digest.empty()) return Status::Internal("run " + rec.id + " has a source without a digest");
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::string etag;
     ASSIGN_OR_RETURN(std::optional<SourceRecord> src,
@@ -201,11 +201,12 @@ Status Service::ClaimSource(const RunRecord& rec) {
           .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
           .WithDetail("run", src->run_id);
     }
-    // Claimed by another run: it stands while that run can still commit.
+    // Claimed by another run: it stands while that run can still commit, and
+    // this run waits (resumable) for it to end either way.
     Result<RunRecord> other = loader_->runs().Get(src->run_id);
     if (other.ok() && !ingest::IsTerminal(other->state)) {
-      return Status::Conflict("source '" + rec.source_id + "' is being loaded by run " +
-                              src->run_id)
+      return Status::Unavailable("source '" + rec.source_id + "' is being loaded by run " +
+                                 src->run_id + "; this run waits for it")
           .WithDetail("run", src->run_id);
     }
     if (!other.ok() && !other.status().IsNotFound()) return other.status();
@@ -213,16 +214,13 @@ Status Service::ClaimSource(const RunRecord& rec) {
     if (put.IsAborted()) continue;
     return put;
   }
-  return Status::Conflict("source '" + rec.source_id + "' is contended; the run will retry");
+  return Status::Unavailable("source '" + rec.source_id + "' is contended; the run will retry");
 }
 
 Status Service::BeforeTerminal(const RunRecord& rec) {
   if (rec.pipeline_id.empty()) return Status::OK();
   if (!rec.source_id.empty() && !rec.validation_only) {
-    std::string digest = rec.source_sha256;
-    if (digest.empty() && Committed(rec.state)) {
-      ASSIGN_OR_RETURN(digest, SourceDigest(rec));
-    }
+    const std::string& digest = rec.source_sha256;
     std::string etag;
     std::optional<SourceRecord> src;
     if (!digest.empty()) {
@@ -289,7 +287,10 @@ Result<int64_t> Service::SweepRecords() {
   ASSIGN_OR_RETURN(auto sources, requests_.ListSources());
   for (const auto& [pipeline, s] : sources) {
     bool drop = s.loaded && s.expires_micros < now;
-    if (!s.loaded && now - s.created_micros > abandoned) {
+    // A claim left by a run that ended without loading: only after the
+    // retention (a delete is unconditional, and a run may be taking it over).
+    const int64_t retention = options_.limits.idempotency_retention_seconds * 1'000'000;
+    if (!s.loaded && now - s.created_micros > retention) {
       Result<RunRecord> run = loader_->runs().Get(s.run_id);
       drop = run.status().IsNotFound() || (run.ok() && ingest::IsTerminal(run->state));
     }
