@@ -184,24 +184,33 @@ class Service {
   Result<QueueLoad> CurrentLoad();
   QueueLoad RememberLoad(const std::vector<QueueEntry>& entries);
   // The request a queued run executes.
+  // An upload record as read for a submission, with its etag for the claim.
+  struct CheckedUpload {
+    UploadRecord record;
+    std::string etag;
+  };
   Result<ingest::RunRequest> BuildRequest(const Pipeline& p, const CallContext& ctx,
-                                          const std::string& body_json,
-                                          const std::vector<UploadRecord>& uploads) const;
+                                          const SubmitBody& b,
+                                          const std::vector<CheckedUpload>& uploads) const;
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
   // What admission needs to know of a new submission that passed every check
   // but admission: grants, limits, uploads, the source identity.
   struct Admissible {
     int64_t bytes = 0;
     int64_t max_concurrent = 0;
+    std::vector<CheckedUpload> uploads;
   };
   Result<Admissible> CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
-                                        const SubmitBody& b, const std::string& body);
-  Result<std::vector<UploadRecord>> CheckUploads(const CallContext& ctx, const Pipeline& p,
-                                                 const std::vector<std::string>& ids,
-                                                 const std::string& run_id);
-  Status ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id);
+                                        const SubmitBody& b);
+  Result<std::vector<CheckedUpload>> CheckUploads(const CallContext& ctx, const Pipeline& p,
+                                                  const std::vector<std::string>& ids,
+                                                  const std::string& run_id);
+  Status ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id);
+  // `checked`: the uploads a new submission already checked; nullptr when a
+  // retry resumes a creation stopped half way (everything is checked again).
   Result<Submission> CreateRun(const CallContext& ctx, const Pipeline& p,
-                               const RequestRecord& reservation, const std::string& body);
+                               const RequestRecord& reservation, const SubmitBody& b,
+                               std::vector<CheckedUpload>* checked);
   // Whether run `run_id`'s claim on an upload still stands: its run exists,
   // or it is younger than ten in-flight graces (its submission may finish).
   Result<bool> ClaimStands(const std::string& run_id) const;

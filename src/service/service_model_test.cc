@@ -33,16 +33,6 @@ struct ModelRun {
 
 class ServiceModelTest : public ServiceTest {
  protected:
-  void Restart(std::function<Status(std::string_view)> failpoint) {
-    svc_.reset();
-    WorkspaceOptions wo;
-    wo.owner = "owner";
-    wo.recovery_grace_micros = 0;
-    wo.failpoint = failpoint;
-    ws_ = Workspace::Open(store_, root_, wo).value();
-    options_.failpoint = failpoint;
-  }
-
   void RunSeed(uint64_t seed) {
     SCOPED_TRACE("LOAM_MODEL_SEED=" + std::to_string(seed));
     std::mt19937_64 rng(seed);

@@ -223,29 +223,19 @@ TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
   const std::string point = GetParam();
   const std::string p = AppendPipeline();
   const std::string upload = Upload(p, kRows).value();
-  svc_.reset();
   int fired = 0;
   auto crash_once = [&](std::string_view at) -> Status {
     if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);
     return Status::OK();
   };
-  WorkspaceOptions wo;
-  wo.owner = "owner";
-  wo.recovery_grace_micros = 0;
-  wo.failpoint = crash_once;
-  ws_ = Workspace::Open(store_, root_, wo).value();
-  options_.failpoint = crash_once;
+  Restart(crash_once);
   Result<Submission> first = Submit(p, "key", Body(upload));
   if (first.ok()) {
     Result<bool> worked = Svc().RunWorkerOnce();
     EXPECT_TRUE(worked.ok() || fired == 1) << worked.status();
   }
   EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
-  // Restart: a new process (workspace, service, loader owner).
-  svc_.reset();
-  wo.failpoint = nullptr;
-  ws_ = Workspace::Open(store_, root_, wo).value();
-  options_.failpoint = nullptr;
+  Restart(nullptr);  // a new process: workspace, service, loader owner
   std::string run_id;
   for (int attempt = 0; attempt < 3 && run_id.empty(); ++attempt) {
     Result<Submission> retry = Submit(p, "key", Body(upload));
@@ -311,10 +301,7 @@ TEST_F(ServiceTest, AnUploadClaimedByARunThatNeverAppearedIsFreedLater) {
 }
 
 TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
-  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
-  WorkspaceOptions wo;
-  wo.recovery_grace_micros = 0;
-  ws_ = Workspace::Open(faulty, root_, wo).value();
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();
   const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
   EXPECT_EQ(Drain(), 1);
@@ -341,10 +328,7 @@ TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
 // The cleaner dies after deleting the staged objects, before its entry: the
 // next cleaner finds the prefix empty and finishes.
 TEST_F(ServiceTest, ACleanerThatDiesBeforeItsEntryIsDeletedIsFinishedByTheNext) {
-  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
-  WorkspaceOptions wo;
-  wo.recovery_grace_micros = 0;
-  ws_ = Workspace::Open(faulty, root_, wo).value();
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();
   ASSERT_TRUE(Submit(p, "a", Body(Upload(p, kRows).value())).ok());
   EXPECT_EQ(Drain(), 1);

@@ -110,12 +110,13 @@ QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries) {
   return load;
 }
 
-Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, const Pipeline& p,
-                                                        const std::vector<std::string>& ids,
-                                                        const std::string& run_id) {
-  std::vector<UploadRecord> out;
+Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
+    const CallContext& ctx, const Pipeline& p, const std::vector<std::string>& ids,
+    const std::string& run_id) {
+  std::vector<CheckedUpload> out;
   for (const std::string& id : ids) {
-    ASSIGN_OR_RETURN(UploadRecord u, uploads_.Get(id));
+    std::string etag;
+    ASSIGN_OR_RETURN(UploadRecord u, uploads_.Get(id, &etag));
     if (u.principal != ctx.principal) {
       return Status::PermissionDenied("upload " + id + " belongs to another principal");
     }
@@ -145,7 +146,7 @@ Result<std::vector<UploadRecord>> Service::CheckUploads(const CallContext& ctx, 
       return Status::FailedPrecondition("upload " + id + " holds " + std::to_string(there->size) +
                                         " bytes, not the declared " + std::to_string(u.size));
     }
-    out.push_back(std::move(u));
+    out.push_back({std::move(u), std::move(etag)});
   }
   return out;
 }
@@ -161,45 +162,49 @@ Result<bool> Service::ClaimStands(const std::string& run_id) const {
   return age <= 10 * options_.in_flight_grace_micros;
 }
 
-Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::string& run_id) {
-  std::vector<UploadRecord*> claimed;  // by this call, released again if it fails
+Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id) {
+  std::vector<CheckedUpload*> claimed;  // by this call, released again if it fails
   Status s;
   for (size_t i = 0; i < uploads.size() && s.ok();) {
-    UploadRecord& u = uploads[i];
-    if (u.run_id == run_id) {
+    CheckedUpload& u = uploads[i];
+    if (u.record.run_id.empty()) {
+      // As read by the check: claim it with that etag, no second read.
+      UploadRecord mine = u.record;
+      mine.run_id = run_id;
+      s = uploads_.Update(mine, u.etag);
+      if (s.ok()) {
+        u.record = std::move(mine);
+        claimed.push_back(&u);
+        ++i;
+        continue;
+      }
+      if (!s.IsAborted()) break;
+      s = Status::OK();  // changed meanwhile: read it again
+    } else if (u.record.run_id == run_id) {
       ++i;
       continue;
-    }
-    std::string etag;
-    Result<UploadRecord> fresh = uploads_.Get(u.id, &etag);
-    s = fresh.status();
-    if (!s.ok()) break;
-    if (!fresh->run_id.empty() && fresh->run_id != run_id) {
-      Result<bool> stands = ClaimStands(fresh->run_id);
+    } else {
+      // Held by a claim that lapsed (see ClaimStands).
+      Result<bool> stands = ClaimStands(u.record.run_id);
       s = stands.status();
       if (!s.ok()) break;
       if (*stands) {
-        s = Status::FailedPrecondition("upload " + u.id + " was just submitted in run " +
-                                       fresh->run_id)
-                .WithDetail("run", fresh->run_id);
+        s = Status::FailedPrecondition("upload " + u.record.id + " was just submitted in run " +
+                                       u.record.run_id)
+                .WithDetail("run", u.record.run_id);
         break;
       }
-    }
-    fresh->run_id = run_id;
-    s = uploads_.Update(*fresh, etag);
-    if (s.IsAborted()) {  // changed meanwhile: look again
-      s = Status::OK();
+      u.record.run_id.clear();  // take it over with the etag it was read with
       continue;
     }
-    if (!s.ok()) break;
-    u = std::move(*fresh);
-    claimed.push_back(&u);
-    ++i;
+    Result<UploadRecord> fresh = uploads_.Get(u.record.id, &u.etag);
+    s = fresh.status();
+    if (s.ok()) u.record = std::move(*fresh);
   }
   if (s.ok()) return s;
-  for (UploadRecord* u : claimed) {
+  for (CheckedUpload* u : claimed) {
     std::string etag;
-    Result<UploadRecord> now = uploads_.Get(u->id, &etag);
+    Result<UploadRecord> now = uploads_.Get(u->record.id, &etag);
     if (!now.ok() || now->run_id != run_id) continue;
     now->run_id.clear();
     static_cast<void>(uploads_.Update(*now, etag));  // best effort; a retry reclaims it
@@ -208,9 +213,8 @@ Status Service::ClaimUploads(std::vector<UploadRecord>& uploads, const std::stri
 }
 
 Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallContext& ctx,
-                                                 const std::string& body_json,
-                                                 const std::vector<UploadRecord>& uploads) const {
-  ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body_json, options_.limits.max_uploads_per_run));
+                                                 const SubmitBody& b,
+                                                 const std::vector<CheckedUpload>& uploads) const {
   ASSIGN_OR_RETURN(LoadLimits pipeline_limits,
                    LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
   ASSIGN_OR_RETURN(LoadLimits limits, LowerOnly(pipeline_limits, b.limits, "request"));
@@ -219,7 +223,7 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   r.mode = p.spec.mode;
   r.keys = p.spec.key_columns;
   r.format = p.spec.format;
-  for (const UploadRecord& u : uploads) r.files.push_back(u.key);
+  for (const CheckedUpload& u : uploads) r.files.push_back(u.record.key);
   r.policy = p.spec.schema_policy;
   r.error_policy = p.spec.error_policy;
   if (b.error_policy) {
@@ -250,16 +254,15 @@ Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fi
 }
 
 Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
-                                                        const SubmitBody& b,
-                                                        const std::string& body) {
+                                                        const SubmitBody& b) {
   RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
-  RETURN_NOT_OK(BuildRequest(p, ctx, body, {}).status());  // its limits and policies
-  ASSIGN_OR_RETURN(std::vector<UploadRecord> uploads, CheckUploads(ctx, p, b.uploads, ""));
+  RETURN_NOT_OK(BuildRequest(p, ctx, b, {}).status());  // its limits and policies
   Admissible a;
+  ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, ""));
   std::vector<std::string> digests;
-  for (const UploadRecord& u : uploads) {
-    a.bytes += static_cast<int64_t>(u.size);
-    digests.push_back(KnownDigest(u));
+  for (const CheckedUpload& u : a.uploads) {
+    a.bytes += static_cast<int64_t>(u.record.size);
+    digests.push_back(KnownDigest(u.record));
   }
   ASSIGN_OR_RETURN(LoadLimits limits,
                    LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
@@ -316,11 +319,11 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
     }
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-    return CreateRun(ctx, p, *known, std::string(body));
+    return CreateRun(ctx, p, *known, b, nullptr);
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
 
-  ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b, std::string(body)));
+  ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b));
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
   RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a.bytes, a.max_concurrent, load));
 
@@ -331,16 +334,23 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
   Status reserved = requests_.Reserve(reservation);
   if (reserved.IsAlreadyExists()) return SubmitRun(ctx, pipeline_id, idempotency_key, body);
   RETURN_NOT_OK(reserved);
-  return CreateRun(ctx, p, reservation, std::string(body));
+  return CreateRun(ctx, p, reservation, b, &a.uploads);
 }
 
 Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
-                                      const RequestRecord& reservation, const std::string& body) {
+                                      const RequestRecord& reservation, const SubmitBody& b,
+                                      std::vector<CheckedUpload>* checked) {
   const std::string& run_id = reservation.run_id;
+  const bool resuming = checked == nullptr;
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterReserve));
-  ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
-  Result<std::vector<UploadRecord>> checked = CheckUploads(ctx, p, b.uploads, run_id);
-  Status claimed = checked.status();
+  std::vector<CheckedUpload> rechecked;
+  Status claimed;
+  if (resuming) {
+    Result<std::vector<CheckedUpload>> again = CheckUploads(ctx, p, b.uploads, run_id);
+    claimed = again.status();
+    if (claimed.ok()) rechecked = std::move(*again);
+    checked = &rechecked;
+  }
   if (claimed.ok()) claimed = ClaimUploads(*checked, run_id);
   if (!claimed.ok()) {
     // A refusal: nothing exists for this key but the reservation, so free it
@@ -351,9 +361,9 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
     }
     return claimed;
   }
-  std::vector<UploadRecord>& uploads = *checked;
+  const std::vector<CheckedUpload>& uploads = *checked;
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterClaimUploads));
-  ASSIGN_OR_RETURN(ingest::RunRequest request, BuildRequest(p, ctx, body, uploads));
+  ASSIGN_OR_RETURN(ingest::RunRequest request, BuildRequest(p, ctx, b, uploads));
   RunRecord run;
   run.id = run_id;
   run.request = request.ToJson();
@@ -362,10 +372,10 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   run.created_micros = options_.clock->NowMicros();
   run.pipeline_id = p.id;
   std::vector<std::string> digests;
-  for (const UploadRecord& u : uploads) {
-    run.uploads.push_back(u.id);
-    run.input_bytes += static_cast<int64_t>(u.size);
-    digests.push_back(KnownDigest(u));
+  for (const CheckedUpload& u : uploads) {
+    run.uploads.push_back(u.record.id);
+    run.input_bytes += static_cast<int64_t>(u.record.size);
+    digests.push_back(KnownDigest(u.record));
   }
   run.source_id = b.source_id;
   run.source_sha256 = CombineDigests(digests);
@@ -376,8 +386,9 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   Status created = loader_->runs().Create(run, &etag);
   if (created.IsAlreadyExists()) return Replay(reservation, reservation.fingerprint);
   RETURN_NOT_OK(created);
-  // Again: a worker may have removed the entry as an orphan just before.
-  RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
+  // A resumed creation is old enough that a worker may have removed its
+  // queue entry as an orphan just before the run record appeared: again.
+  if (resuming) RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
   {
     std::lock_guard lock(mu_);
     ++load_.runs;

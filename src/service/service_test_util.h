@@ -10,6 +10,7 @@
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "io/fault_injection_object_store.h"
 #include "io/http_client.h"
 #include "io/test_store.h"
 #include "service/service.h"
@@ -61,6 +62,27 @@ class ServiceTest : public ::testing::Test {
     return *svc_;
   }
   CallContext Ctx(const std::string& principal) { return {ws_->id(), principal}; }
+
+  // A new process on the same workspace: the service gone, the workspace
+  // reopened with `failpoint` for its writes and for the next service.
+  void Restart(std::function<Status(std::string_view)> failpoint) {
+    svc_.reset();
+    WorkspaceOptions wo;
+    wo.owner = "owner";
+    wo.recovery_grace_micros = 0;
+    wo.failpoint = failpoint;
+    ws_ = Workspace::Open(store_, root_, wo).value();
+    options_.failpoint = std::move(failpoint);
+  }
+  // The workspace reopened through a fault-injecting wrapper of the store.
+  std::shared_ptr<FaultInjectionObjectStore> ReopenFaulty() {
+    svc_.reset();
+    auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+    WorkspaceOptions wo;
+    wo.recovery_grace_micros = 0;
+    ws_ = Workspace::Open(faulty, root_, wo).value();
+    return faulty;
+  }
 
   std::string MakePipeline(const std::string& spec, const std::string& who = "ada") {
     Result<Pipeline> p = Svc().CreatePipeline(Ctx(who), spec);

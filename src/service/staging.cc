@@ -208,13 +208,6 @@ std::string HashingSource::HexDigest() {
   return digest_;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  return Hex(out, len);
-}
-
 std::string CombineDigests(const std::vector<std::string>& digests) {
   for (const std::string& d : digests) {
     if (d.empty()) return "";

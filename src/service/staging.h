@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/s3_sigv4.h"
 #include "loam/object_store.h"
 #include "loam/result.h"
 
@@ -90,8 +91,8 @@ class HashingSource final : public ByteSource {
 // One digest for several uploads: the single upload's own, or the SHA-256 of
 // their digests joined by '\n' in order; "" while any digest is unknown ("").
 std::string CombineDigests(const std::vector<std::string>& digests);
-// Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(std::string_view data);
+// Lower-case hex SHA-256 of `data` (the one S3 signing uses).
+using s3::Sha256Hex;
 // True for exactly 64 lower-case hex digits.
 bool IsSha256Hex(std::string_view s);
 
