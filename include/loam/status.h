@@ -27,6 +27,7 @@ enum class StatusCode : int {
   kResourceExhausted = 9,  // a limit was hit
   kInternal = 10,          // an invariant broke; a bug
   kUnimplemented = 11,
+  kUnauthenticated = 12,  // no valid credentials (the server: a missing or bad token)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -58,9 +59,10 @@ enum class ErrorCode : int {
   kIdempotencyKeyRequired,  // a submission without its Idempotency-Key
   kSourceAlreadyLoaded,     // a succeeded run already loaded this source identity
   kOverloaded,              // admission is full: repeat the same request after Retry-After
+  kUnauthenticated,         // no valid credentials: a missing, expired or bad token
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kOverloaded;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kUnauthenticated;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.
@@ -90,6 +92,7 @@ class [[nodiscard]] Status {
   static Status ResourceExhausted(std::string msg);
   static Status Internal(std::string msg);
   static Status Unimplemented(std::string msg);
+  static Status Unauthenticated(std::string msg);
   // FailedPrecondition that a retry against the latest state can fix.
   static Status Conflict(std::string msg);
 
@@ -127,6 +130,7 @@ class [[nodiscard]] Status {
   bool IsResourceExhausted() const { return code() == StatusCode::kResourceExhausted; }
   bool IsInternal() const { return code() == StatusCode::kInternal; }
   bool IsUnimplemented() const { return code() == StatusCode::kUnimplemented; }
+  bool IsUnauthenticated() const { return code() == StatusCode::kUnauthenticated; }
 
   // Returns this status with `where` prepended to its context. No-op on OK.
   Status WithContext(std::string_view where) const&;

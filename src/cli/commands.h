@@ -13,5 +13,6 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx,
 void AddTableCommands(CLI::App& app, Context& ctx, int* exit);  // table ...
 void AddLoadCommands(CLI::App& app, Context& ctx, int* exit);   // load, runs ...
 void AddReadCommands(CLI::App& app, Context& ctx, int* exit);   // scan, get, count, export
+void AddServeCommands(CLI::App& app, Context& ctx, int* exit);  // serve, token
 
 }  // namespace loam::cli

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/status_macros.h"
-#include "ingest/coercion.h"
+#include "ingest/where_clause.h"
 
 namespace loam::cli {
 namespace {
@@ -26,45 +26,14 @@ struct ReadFlags {
   std::vector<std::string> key;
 };
 
-// A typed value of `field` from its canonical text.
 Result<Value> ParseValue(const Field& field, const std::string& text) {
-  Column c(field.type);
-  Field nullable = field;
-  nullable.nullable = true;
-  Status s = ingest::AppendValue(nullable, nullptr, text, ingest::ValueForm::kCsvQuotedField, &c);
-  if (!s.ok())
-    return Status::InvalidArgument("value for column '" + field.name + "': " + s.message());
-  return c.GetValue(0);
+  return ingest::ParseFieldValue(field, text);
 }
 
-// "COL OP VALUE" with OP one of = < <= > >=, or "COL is null".
 Result<Predicate> ParseWhere(const Schema& schema, const std::string& text) {
-  std::istringstream in(text);
-  std::string col, op;
-  in >> col >> op;
-  std::string value;
-  std::getline(in, value);
-  while (!value.empty() && value.front() == ' ') value.erase(0, 1);
-  const int at = schema.IndexOf(col);
-  if (at < 0) return Status::InvalidArgument("--where: no column '" + col + "'");
-  if (op == "is" && value == "null") return Predicate::IsNull(col);
-  if (value.size() >= 2 && (value.front() == '\'' || value.front() == '"') &&
-      value.back() == value.front()) {
-    value = value.substr(1, value.size() - 2);
-  }
-  static const std::pair<const char*, CompareOp> kOps[] = {{"=", CompareOp::kEq},
-                                                           {"<", CompareOp::kLt},
-                                                           {"<=", CompareOp::kLe},
-                                                           {">", CompareOp::kGt},
-                                                           {">=", CompareOp::kGe}};
-  for (const auto& [name, cmp] : kOps) {
-    if (op == name) {
-      ASSIGN_OR_RETURN(Value v, ParseValue(schema.fields[at], value));
-      return Predicate{col, cmp, {v}};
-    }
-  }
-  return Status::InvalidArgument(
-      "--where takes \"COLUMN OP VALUE\" with OP one of = < <= > >=, or \"COLUMN is null\"");
+  Result<Predicate> p = ingest::ParseWhere(schema, text);
+  if (!p.ok()) return Status::InvalidArgument("--" + p.status().message());
+  return p;
 }
 
 std::vector<std::string> SplitComma(const std::string& s) {

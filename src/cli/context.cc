@@ -32,6 +32,7 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kOverloaded:
       return kExitConflict;
     case ErrorCode::kPermissionDenied:
+    case ErrorCode::kUnauthenticated:
       return kExitDenied;
     case ErrorCode::kLimitExceeded:
       return kExitLimit;

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   AddTableCommands(app, ctx, &exit);
   AddLoadCommands(app, ctx, &exit);
   AddReadCommands(app, ctx, &exit);
+  AddServeCommands(app, ctx, &exit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 
 #include "common/utf8.h"
 #include "ingest/text_value.h"
+#include "ingest/where_clause.h"
 
 namespace loam::cli {
 namespace {
@@ -90,38 +91,31 @@ void RowWriter::Header() {
 }
 
 void RowWriter::Write(const RecordBatch& b) {
-  const Schema& s = b.schema;
   Header();
   std::string line, value;
-  for (int64_t r = 0; r < b.num_rows(); ++r) {
+  for (int64_t r = 0; r < b.num_rows(); ++r, ++rows_) {
     line.clear();
+    if (format_ == RowFormat::kJsonLines) {
+      ingest::AppendJsonLine(b.schema, b, r, &line);
+      out_ << line;
+      continue;
+    }
     std::vector<std::string> cells;
     for (size_t c = 0; c < b.columns.size(); ++c) {
       const Column& col = b.columns[c];
       value.clear();
-      switch (format_) {
-        case RowFormat::kTable:
-          ingest::FormatCanonical(col, r, &value);
-          cells.push_back(Cell(col.IsNull(r) ? "null" : value));
-          break;
-        case RowFormat::kCsv:
-          ingest::FormatCanonical(col, r, &value);
-          line += (c ? "," : "") + CsvQuote(value, col.IsNull(r));
-          break;
-        case RowFormat::kJsonLines:
-          ingest::FormatJsonValue(col, r, &value);
-          line +=
-              std::string(c ? "," : "{") + nlohmann::json(s.fields[c].name).dump() + ":" + value;
-          break;
+      ingest::FormatCanonical(col, r, &value);
+      if (format_ == RowFormat::kTable) {
+        cells.push_back(Cell(col.IsNull(r) ? "null" : value));
+      } else {
+        line += (c ? "," : "") + CsvQuote(value, col.IsNull(r));
       }
     }
     if (format_ == RowFormat::kTable) {
       table_->Add(std::move(cells));
     } else {
-      if (format_ == RowFormat::kJsonLines) line += b.columns.empty() ? "{}" : "}";
       out_ << line << "\n";
     }
-    ++rows_;
   }
 }
 

@@ -33,6 +33,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Internal";
     case StatusCode::kUnimplemented:
       return "Unimplemented";
+    case StatusCode::kUnauthenticated:
+      return "Unauthenticated";
   }
   return "Unknown";
 }
@@ -83,6 +85,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "source_already_loaded";
     case ErrorCode::kOverloaded:
       return "overloaded";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
   }
   return "internal";
 }
@@ -120,6 +124,8 @@ ErrorCode DefaultErrorCode(StatusCode code) {
       return ErrorCode::kInternal;
     case StatusCode::kUnimplemented:
       return ErrorCode::kUnimplemented;
+    case StatusCode::kUnauthenticated:
+      return ErrorCode::kUnauthenticated;
   }
   return ErrorCode::kInternal;
 }
@@ -151,6 +157,7 @@ LOAM_STATUS_FACTORY(PermissionDenied)
 LOAM_STATUS_FACTORY(ResourceExhausted)
 LOAM_STATUS_FACTORY(Internal)
 LOAM_STATUS_FACTORY(Unimplemented)
+LOAM_STATUS_FACTORY(Unauthenticated)
 #undef LOAM_STATUS_FACTORY
 
 Status Status::Conflict(std::string msg) {

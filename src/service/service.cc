@@ -320,6 +320,12 @@ Status Service::AcceptUpload(const std::string& upload_id, std::string_view toke
   if (r.key != g.key || r.size != g.size || r.sha256 != g.sha256) {
     return Status::PermissionDenied("upload token refused: it does not match the upload");
   }
+  return StoreUpload(std::move(r), std::move(etag), body);
+}
+
+Status Service::StoreUpload(UploadRecord r, std::string etag, ByteSource& body) {
+  const UploadGrant g{r.id, r.key, 0, r.size, r.sha256};
+  const std::string& upload_id = r.id;
   HashingSource hashing(body, g.size);
   hashing.at_end = [&g](HashingSource& h) -> Status {
     if (h.bytes() != g.size) {

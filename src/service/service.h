@@ -22,6 +22,7 @@
 #include "service/request_store.h"
 #include "service/run_queue.h"
 #include "service/submission.h"
+#include "service/tables.h"
 #include "service/upload_store.h"
 
 namespace loam::service {
@@ -70,6 +71,9 @@ struct ServiceOptions {
   // How long admission trusts its last LIST of the queue (0: always list).
   int64_t queue_view_micros = 100'000;
   bool skip_rows_enabled = false;
+  // Called by this process's workers for each run they bring to a terminal
+  // state (metrics).
+  std::function<void(const ingest::RunRecord&)> on_run_finished;
   // Failpoints of the service, the loader and the write protocol.
   std::function<Status(std::string_view)> failpoint;
 };
@@ -88,6 +92,13 @@ struct UploadTicket {
   std::string token;  // local: the capability for AcceptUpload
   std::vector<std::pair<std::string, std::string>> headers;  // to send exactly
   int64_t expires_micros = 0;
+};
+
+struct InlineLoad {
+  std::string content_type;  // text/csv or application/x-ndjson
+  std::string_view data;
+  std::string source_id;  // "" = none
+  bool reload = false;
 };
 
 struct Submission {
@@ -113,6 +124,9 @@ class Service {
   const std::string& workspace_id() const { return ws_->id(); }
   // The published ceilings and retention (JSON).
   std::string Limits() const;
+  const ServiceLimits& limits() const { return options_.limits; }
+  // Uploads go to presigned S3 URLs (else to AcceptUpload with a token).
+  bool presigned_uploads() const { return static_cast<bool>(options_.presign); }
 
   // --- pipelines ------------------------------------------------------------
   Result<Pipeline> CreatePipeline(const CallContext& ctx, std::string_view spec_json);
@@ -127,6 +141,21 @@ class Service {
   // recorded in the journal as the caller's grant-like change.
   Status SetAdditiveSchema(const CallContext& ctx, const std::string& table, bool allowed);
 
+  // --- tables -----------------------------------------------------------------
+  // The workspace owner only; `doc_json` as ParseTableDocument reads it.
+  Result<WriteResult> CreateTable(const CallContext& ctx, std::string_view doc_json);
+  // The tables the caller may read (all for the owner).
+  Result<std::vector<TableInfo>> ListTables(const CallContext& ctx);
+  Result<TableInfo> DescribeTable(const CallContext& ctx, const std::string& name);
+  // Streams the rows as JSON Lines to `sink`, a batch's rows at a time.
+  Status ReadRows(const CallContext& ctx, const std::string& name, const RowQuery& query,
+                  const std::function<Status(std::string_view)>& sink);
+  Result<std::vector<TableHistoryEntry>> TableHistory(const CallContext& ctx,
+                                                      const std::string& name);
+  // The owner or an admin of `table`; `role` nullopt revokes.
+  Status SetTableGrant(const CallContext& ctx, const std::string& table,
+                       const std::string& principal, std::optional<Role> role);
+
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
                                     const UploadRequest& request);
@@ -138,7 +167,15 @@ class Service {
   // "expectedTableVersion"?, "reload"?, "limits"?}. Never reads the data.
   Result<Submission> SubmitRun(const CallContext& ctx, const std::string& pipeline_id,
                                std::string_view idempotency_key, std::string_view body);
+  // A small load sent with the request itself: the service stages `data`
+  // as an upload and submits it. The request's identity is the data's
+  // SHA-256, its content type and source id, so a retry with the same key
+  // and bytes replays (a refused submission removes what it staged).
+  Result<Submission> SubmitInline(const CallContext& ctx, const std::string& pipeline_id,
+                                  std::string_view idempotency_key, const InlineLoad& load);
   Result<RunStatus> GetRun(const CallContext& ctx, const std::string& run_id);
+  // The caller's runs and those of tables it may read, oldest first.
+  Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
   // Queued runs only (precondition_failed once a worker started it).
   Result<ingest::RunRecord> CancelRun(const CallContext& ctx, const std::string& run_id);
   // One new commit that restores the table to its version before the
@@ -163,6 +200,17 @@ class Service {
   // Expired idempotency and source records; reservations whose run never
   // appeared. Returns how many records were removed.
   Result<int64_t> SweepRecords();
+  // The shared queue as admission sees it (a LIST at most queue_view old).
+  Result<QueueLoad> QueueLoadNow() { return CurrentLoad(); }
+  // Runs this process's workers hold the lease of now.
+  int64_t RunsActive() {
+    std::lock_guard lock(mu_);
+    return static_cast<int64_t>(active_.size());
+  }
+  bool workers_running() {
+    std::lock_guard lock(mu_);
+    return !threads_.empty() && !stopping_;
+  }
   // Age in µs of the oldest pending cleanup (0: none).
   Result<int64_t> CleanupBacklog() const { return cleaner_.Backlog(); }
 
@@ -177,6 +225,9 @@ class Service {
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
   Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  // The live table `name` if `principal` may read it.
+  Result<const TableState*> ReadableTable(const Snapshot& snap, const std::string& name,
+                                          const std::string& principal) const;
   // An additive pipeline: append mode, a table that allows it, an admin.
   Status CheckAdditive(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
                        const std::string& principal) const;
@@ -193,6 +244,14 @@ class Service {
                                           const SubmitBody& b,
                                           const std::vector<CheckedUpload>& uploads) const;
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
+  static std::string Fingerprint(std::string_view body, const std::string& pipeline_id);
+  // The submission under `key` whose identity is `fingerprint`: a replay, or
+  // a new run of `body()` (called at most once per attempt).
+  Result<Submission> Submit(const CallContext& ctx, const std::string& pipeline_id,
+                            const std::string& key, const std::string& fingerprint,
+                            const std::function<Result<SubmitBody>()>& body);
+  // Stores `body` as upload `r` (read with `etag`), checking size and digest.
+  Status StoreUpload(UploadRecord r, std::string etag, ByteSource& body);
   // What admission needs to know of a new submission that passed every check
   // but admission: grants, limits, uploads, the source identity.
   struct Admissible {

@@ -14,6 +14,12 @@ using json = nlohmann::json;
 using ingest::RunRecord;
 using ingest::RunState;
 
+std::string KnownDigest(const UploadRecord& u) {
+  return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
+}
+
+}  // namespace
+
 Status CheckIdempotencyKey(std::string_view key) {
   if (key.empty()) {
     return Status::InvalidArgument(
@@ -32,11 +38,12 @@ Status CheckIdempotencyKey(std::string_view key) {
   return Status::OK();
 }
 
-std::string KnownDigest(const UploadRecord& u) {
-  return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
+Status CheckSourceId(const std::string& id) {
+  if (id.empty() || id.size() > 1024) {
+    return Status::InvalidArgument("a source id is 1 to 1024 characters");
+  }
+  return Status::OK();
 }
-
-}  // namespace
 
 Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads) {
   json j = json::parse(text, nullptr, false);
@@ -63,9 +70,7 @@ Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads) {
     if (!s->is_object()) return o.Bad("source", "an object {\"id\": ...}");
     StrictObject so(*s, "run submission source");
     RETURN_NOT_OK(so.String("id", &b.source_id, /*required=*/true));
-    if (b.source_id.empty() || b.source_id.size() > 1024) {
-      return so.Bad("id", "1 to 1024 characters");
-    }
+    if (!CheckSourceId(b.source_id).ok()) return so.Bad("id", "1 to 1024 characters");
     RETURN_NOT_OK(so.Finish());
   }
   RETURN_NOT_OK(o.Bool("reload", &b.reload));
@@ -255,7 +260,19 @@ Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fi
 
 Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
                                                         const SubmitBody& b) {
-  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
+  if (b.expected_table_version) {
+    // Refused now when already stale; the commit checks it again.
+    int64_t now_at = -1;
+    for (const auto& [name, t] : snap.tables) {
+      if (t.def.sid == p.table_sid) now_at = t.head.table_version;
+    }
+    if (now_at != *b.expected_table_version) {
+      return Status::FailedPrecondition("the table is at version " + std::to_string(now_at) +
+                                        ", not the expected " +
+                                        std::to_string(*b.expected_table_version));
+    }
+  }
   RETURN_NOT_OK(BuildRequest(p, ctx, b, {}).status());  // its limits and policies
   Admissible a;
   ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, ""));
@@ -299,11 +316,19 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
   ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
+  return Submit(ctx, pipeline_id, std::string(idempotency_key), Fingerprint(body, pipeline_id),
+                [&b]() -> Result<SubmitBody> { return b; });
+}
+
+std::string Service::Fingerprint(std::string_view body, const std::string& pipeline_id) {
   std::string fp_input(body);
   fp_input += '\0' + pipeline_id + '\0' + "submit";
-  const std::string fingerprint = Sha256Hex(fp_input);
-  const std::string key(idempotency_key);
+  return Sha256Hex(fp_input);
+}
 
+Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pipeline_id,
+                                   const std::string& key, const std::string& fingerprint,
+                                   const std::function<Result<SubmitBody>()>& body) {
   // Idempotency: a known key answers before anything else is looked at.
   ASSIGN_OR_RETURN(std::optional<RequestRecord> known, requests_.Find(ctx.principal, key));
   const int64_t now = options_.clock->NowMicros();
@@ -319,10 +344,11 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
     }
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
+    ASSIGN_OR_RETURN(SubmitBody b, body());
     return CreateRun(ctx, p, *known, b, nullptr);
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-
+  ASSIGN_OR_RETURN(SubmitBody b, body());
   ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b));
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
   RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a.bytes, a.max_concurrent, load));
@@ -332,7 +358,7 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
       fingerprint, NewUlidString(),
       now,         now + options_.limits.idempotency_retention_seconds * 1'000'000};
   Status reserved = requests_.Reserve(reservation);
-  if (reserved.IsAlreadyExists()) return SubmitRun(ctx, pipeline_id, idempotency_key, body);
+  if (reserved.IsAlreadyExists()) return Submit(ctx, pipeline_id, key, fingerprint, body);
   RETURN_NOT_OK(reserved);
   return CreateRun(ctx, p, reservation, b, &a.uploads);
 }

@@ -169,6 +169,7 @@ Result<bool> Service::RunWorkerOnce() {
     if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
       admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
     }
+    if (options_.on_run_finished) options_.on_run_finished(*done);
     RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
     RETURN_NOT_OK(queue_.Remove(e));
     Wake();  // the cleaner

@@ -19,6 +19,11 @@ struct SubmitBody {
   LoadLimits limits;
 };
 
+// Required, 1-255 printable ASCII characters.
+Status CheckIdempotencyKey(std::string_view key);
+// 1-1024 characters.
+Status CheckSourceId(const std::string& id);
+
 // Strict: unknown fields, wrong types, duplicate uploads and
 // "quarantine": true are refused.
 Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads);

@@ -1,0 +1,148 @@
+// serve, token: the HTTP server (docs/server.md) and the tokens it accepts.
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/status_macros.h"
+#include "server/jwt.h"
+#include "server/server.h"
+
+namespace loam::cli {
+namespace {
+
+struct ServeFlags {
+  std::string config;
+  std::string listen;
+  std::string public_url;
+  int workers = -1;
+  std::string hs256, public_key, jwks, issuer, audience, upload_secret;
+  bool no_access_log = false;
+};
+
+Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
+  server::ServerConfig c;
+  if (!f.config.empty()) {
+    ASSIGN_OR_RETURN(c, server::ServerConfig::FromJsonFile(f.config));
+  }
+  const auto set = [](std::string* into, const std::string& v) {
+    if (!v.empty()) *into = v;
+  };
+  set(&c.listen, f.listen);
+  set(&c.public_url, f.public_url);
+  set(&c.hs256_secret_file, f.hs256);
+  set(&c.public_key_file, f.public_key);
+  set(&c.jwks_file, f.jwks);
+  set(&c.issuer, f.issuer);
+  set(&c.audience, f.audience);
+  set(&c.upload_secret_file, f.upload_secret);
+  if (f.workers >= 0) c.workers = f.workers;
+  if (f.no_access_log) c.access_log = false;
+  return c;
+}
+
+Status Serve(const Context& ctx, const ServeFlags& f) {
+  ASSIGN_OR_RETURN(server::ServerConfig config, BuildConfig(f));
+  // SIGTERM and SIGINT are taken by sigwait below; blocked before any
+  // thread starts so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv, server::Server::Start(ws, config));
+  std::cout << "loam serve: listening on " << srv->url() << " (workspace " << ws->id() << ")"
+            << std::endl;
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::cout << "loam serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+            << ": finishing requests in flight" << std::endl;
+  srv->Shutdown();
+  std::cout << "loam serve: stopped" << std::endl;
+  return Status::OK();
+}
+
+// "90", "90s", "15m", "1h", "2d" -> seconds.
+Result<int64_t> ParseTtl(const std::string& text) {
+  char* end = nullptr;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  const std::string unit = end;
+  const int64_t scale = unit.empty() || unit == "s" ? 1
+                        : unit == "m"               ? 60
+                        : unit == "h"               ? 3600
+                        : unit == "d"               ? 86400
+                                                    : 0;
+  if (text.empty() || end == text.c_str() || n <= 0 || scale == 0) {
+    return Status::InvalidArgument("--ttl takes a duration such as 90s, 15m, 1h or 2d");
+  }
+  return n * scale;
+}
+
+Status Token(const Context& ctx, const std::string& secret_file, const std::string& sub,
+             const std::string& ttl, const std::string& issuer, const std::string& audience) {
+  server::ServerConfig c;
+  c.hs256_secret_file = secret_file;
+  RETURN_NOT_OK(server::LoadVerifier(c).status());  // the secret is strong enough
+  ASSIGN_OR_RETURN(int64_t seconds, ParseTtl(ttl));
+  ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
+  if (ws->id().empty()) {
+    return Status::FailedPrecondition("the workspace at '" + ctx.root + "' has no id");
+  }
+  std::ifstream in(secret_file, std::ios::binary);
+  std::string secret((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  const int64_t now = Clock::System()->NowMicros() / 1'000'000;
+  nlohmann::json claims = {{"sub", sub},
+                           {"loam_workspace", ws->id()},
+                           {"iat", now},
+                           {"nbf", now},
+                           {"exp", now + seconds}};
+  if (!issuer.empty()) claims["iss"] = issuer;
+  if (!audience.empty()) claims["aud"] = audience;
+  ASSIGN_OR_RETURN(std::string token, server::SignJwt(secret, claims.dump(), /*hs256=*/true));
+  std::cout << token << "\n";
+  return Status::OK();
+}
+
+}  // namespace
+
+void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
+  auto run = ctx.Runner(exit);
+  auto f = std::make_shared<ServeFlags>();
+  auto* serve = app.add_subcommand("serve", "serve the HTTP API (docs/server.md)");
+  serve->add_option("--config", f->config, "JSON file with the settings below (flags win)");
+  serve->add_option("--listen", f->listen, "HOST:PORT (default 127.0.0.1:8080; port 0: any)");
+  serve->add_option("--public-url", f->public_url,
+                    "where clients reach this server, for upload URLs (default http://LISTEN)");
+  serve->add_option("--workers", f->workers, "run workers in this process (default 2)");
+  serve->add_option("--auth-hs256-secret-file", f->hs256, "HS256 secret, 32+ bytes");
+  serve->add_option("--auth-public-key-file", f->public_key,
+                    "PEM public key: RSA 2048+ (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)");
+  serve->add_option("--auth-jwks-file", f->jwks, "JSON Web Key Set of such public keys");
+  serve->add_option("--auth-issuer", f->issuer, "required iss claim");
+  serve->add_option("--auth-audience", f->audience, "required aud claim");
+  serve->add_option("--upload-secret-file", f->upload_secret,
+                    "HMAC key of local upload URLs, 32+ bytes (shared by servers on one root)");
+  serve->add_flag("--no-access-log", f->no_access_log, "no JSON access log on stderr");
+  serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
+
+  auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");
+  auto secret = std::make_shared<std::string>();
+  auto sub = std::make_shared<std::string>();
+  auto ttl = std::make_shared<std::string>("1h");
+  auto issuer = std::make_shared<std::string>();
+  auto audience = std::make_shared<std::string>();
+  token->add_option("--secret-file", *secret, "the server's HS256 secret file")->required();
+  token->add_option("--sub", *sub, "the principal")->required();
+  token->add_option("--ttl", *ttl, "lifetime: 90s, 15m, 1h, 2d");
+  token->add_option("--issuer", *issuer, "iss claim");
+  token->add_option("--audience", *audience, "aud claim");
+  token->callback([&ctx, secret, sub, ttl, issuer, audience, run] {
+    run(Token(ctx, *secret, *sub, *ttl, *issuer, *audience));
+  });
+}
+
+}  // namespace loam::cli

@@ -1,0 +1,135 @@
+// `loam serve` and `loam token` as processes: refusals to start, real HTTP
+// with a minted token, and SIGTERM answering the request in flight.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/cli_test_util.h"
+#include "common/ulid.h"
+#include "server/server_test_util.h"
+
+namespace loam::testing {
+namespace {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+class ServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("loam-serve-" + NewUlidString())).string();
+    std::filesystem::create_directories(dir_);
+    ASSERT_EQ(RunLoam(dir_, {"init"}).code, 0);
+    ASSERT_EQ(
+        RunLoam(dir_, {"table", "create", "t", "--column", "id:int64:not-null", "--key", "id"})
+            .code,
+        0);
+    WriteFile(dir_ + "/secret", "a-serve-test-secret-of-32-bytes-or-more\n");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Waits (bounded) for the "listening on" line; returns the port.
+  uint16_t WaitListening() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string out = Slurp(dir_ + "/.stdout");
+      const size_t at = out.find("listening on http://127.0.0.1:");
+      if (at != std::string::npos && out.find(' ', at + 30) != std::string::npos) {
+        return static_cast<uint16_t>(std::stoi(out.substr(at + 30)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a file, bounded
+    }
+    ADD_FAILURE() << "no listening line: " << Slurp(dir_ + "/.stderr");
+    return 0;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
+  const std::vector<std::string> serve = {"serve", "--listen", "127.0.0.1:0"};
+  CliResult no_auth = RunLoam(dir_, serve);
+  EXPECT_NE(no_auth.code, 0);
+  EXPECT_NE(no_auth.err.find("exactly one of --auth-hs256-secret-file"), std::string::npos)
+      << no_auth.err;
+  WriteFile(dir_ + "/weak", "weak\n");
+  std::vector<std::string> weak = serve;
+  weak.insert(weak.end(), {"--auth-hs256-secret-file", "weak"});
+  CliResult weak_r = RunLoam(dir_, weak);
+  EXPECT_EQ(weak_r.code, 2);
+  EXPECT_NE(weak_r.err.find("at least 32 bytes"), std::string::npos) << weak_r.err;
+  std::vector<std::string> ok = serve;
+  ok.insert(ok.end(), {"--auth-hs256-secret-file", "secret"});
+  CliResult quarantined = RunLoam(dir_, ok, {{"LOAM_QUARANTINE", "1"}});
+  EXPECT_NE(quarantined.code, 0);
+  EXPECT_NE(quarantined.err.find("quarantine"), std::string::npos) << quarantined.err;
+  std::vector<std::string> elsewhere = ok;
+  elsewhere.insert(elsewhere.end(), {"--root", dir_ + "/nothing-here"});
+  CliResult missing = RunLoam(dir_, elsewhere);
+  EXPECT_EQ(missing.code, 4);
+  EXPECT_NE(missing.err.find("no Loam workspace"), std::string::npos) << missing.err;
+  CliResult token = RunLoam(dir_, {"token", "--secret-file", "weak", "--sub", "ada"});
+  EXPECT_EQ(token.code, 2);
+}
+
+TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
+  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+                                     "secret", "--no-access-log"});
+  const uint16_t port = WaitListening();
+  ASSERT_NE(port, 0);
+  // `loam token` writes to .stdout too: keep the server's first.
+  const std::string server_out = Slurp(dir_ + "/.stdout");
+  std::filesystem::create_directories(dir_ + "/client");
+  CliResult token =
+      RunLoam(dir_ + "/client", {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                 dir_ + "/secret", "--sub", "owner", "--ttl", "10m"});
+  ASSERT_EQ(token.code, 0) << token.err;
+  const std::string bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
+  server::HttpResult tables =
+      server::HttpCall(port, "GET", "/v1/tables", "", {{"Authorization", bearer}});
+  ASSERT_EQ(tables.status, 200) << tables.body;
+  EXPECT_EQ(tables.Json()["tables"][0]["name"], "t");
+
+  server::HttpResult p =
+      server::HttpCall(port, "POST", "/v1/pipelines", R"({"name":"p","table":"t","format":"csv"})",
+                       {{"Authorization", bearer}});
+  ASSERT_EQ(p.status, 201) << p.body;
+  server::HttpResult t = server::HttpCall(
+      port, "POST", "/v1/pipelines/" + p.Json()["id"].get<std::string>() + "/uploads",
+      R"({"size":6})", {{"Authorization", bearer}});
+  ASSERT_EQ(t.status, 201) << t.body;
+  const std::string url = t.Json()["url"];
+  const std::string target = url.substr(url.find("/v1/"));
+  // Half a body, then SIGTERM, then the rest: the answer still comes.
+  asio::io_context ioc;
+  asio::ip::tcp::socket s(ioc);
+  s.connect({asio::ip::make_address("127.0.0.1"), port});
+  asio::write(
+      s, asio::buffer("PUT " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nid\n"));
+  // The server has the request once it is counted in flight.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    server::HttpResult m = server::HttpCall(port, "GET", "/metrics");
+    if (m.body.find("loam_http_requests_in_flight 2") != std::string::npos) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << m.body;
+  }
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  asio::write(s, asio::buffer(std::string("1\n2")));
+  std::string answer;
+  char buf[4096];
+  boost::system::error_code ec;
+  for (size_t n; (n = s.read_some(asio::buffer(buf), ec)), !ec;) answer.append(buf, n);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 200") << answer;
+  CliResult done = WaitLoam(dir_, pid);
+  EXPECT_EQ(done.code, 0) << done.err;
+  EXPECT_NE(server_out.find("listening on"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace loam::testing

@@ -1,0 +1,252 @@
+#include "server/api.h"
+
+#include <cmath>
+#include <ctime>
+
+#include "common/status_macros.h"
+#include "server/problem.h"
+
+namespace loam::server {
+
+using nlohmann::json;
+
+Response JsonResponse(int status, const json& body) {
+  Response r{static_cast<http::status>(status), 11};
+  r.set(http::field::content_type, "application/json");
+  r.body() = body.dump();
+  r.body() += "\n";
+  return r;
+}
+
+Response EmptyResponse(int status) { return Response{static_cast<http::status>(status), 11}; }
+
+std::string Rfc3339(int64_t micros) {
+  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof(frac), ".%06lldZ", static_cast<long long>(micros % 1'000'000));
+  return std::string(buf, n) + frac;
+}
+
+json RunJson(const ingest::RunRecord& run, int64_t queue_position) {
+  const auto at = [](int64_t micros) { return micros > 0 ? json(Rfc3339(micros)) : json(); };
+  json errors = json::array();
+  for (const ingest::RunError& e : run.errors) {
+    errors.push_back({{"file", e.file}, {"reason", e.reason}});
+  }
+  json j = {{"id", run.id},
+            {"state", ingest::RunStateName(run.state)},
+            {"pipelineId", run.pipeline_id},
+            {"table", run.table},
+            {"submittedAt", at(run.created_micros)},
+            {"validationOnly", run.validation_only},
+            {"uploads", run.uploads},
+            {"inputBytes", run.input_bytes},
+            {"counters",
+             {{"rowsRead", run.counters.rows_read},
+              {"inserted", run.counters.inserted},
+              {"updated", run.counters.updated},
+              {"unchanged", run.counters.unchanged},
+              {"deleted", run.counters.deleted},
+              {"rejected", run.counters.rejected},
+              {"errors", errors}}},
+            {"timings",
+             {{"submittedAt", at(run.created_micros)},
+              {"startedAt", at(run.started_micros)},
+              {"validatedAt", at(run.validated_micros)},
+              {"finishedAt", at(run.finished_micros)}}}};
+  if (!run.source_id.empty()) j["source"] = {{"id", run.source_id}, {"reload", run.source_reload}};
+  if (!run.error_code.empty()) j["errorCode"] = run.error_code;
+  if (!run.error.empty()) j["error"] = run.error;
+  if (!run.commit_id.empty()) {
+    j["commit"] = {{"commitId", run.commit_id},
+                   {"manifestVersion", run.manifest_version},
+                   {"tableVersion", run.table_version}};
+  }
+  if (queue_position >= 0) j["queuePosition"] = queue_position;
+  return j;
+}
+
+Api::Api(service::Service* service, ApiOptions options)
+    : svc_(service), options_(std::move(options)) {
+  AddRoutes();
+}
+
+void Api::AddRoutes() {
+  const auto open = [this](const char* m, const char* p, RouteFn fn) {
+    router_.Add(m, p, RouteSpec{fn, false});
+  };
+  const auto authed = [this](const char* m, const char* p, RouteFn fn) {
+    router_.Add(m, p, RouteSpec{fn, true});
+  };
+  open("GET", "/healthz", &Api::Healthz);
+  open("GET", "/readyz", &Api::Readyz);
+  open("GET", "/metrics", &Api::Metrics);
+  // The upload capability in the URL authorises this one /v1 route: the
+  // client sends exactly the method, headers and bytes it was given.
+  open("PUT", "/v1/uploads/{uploadId}", &Api::PutUpload);
+  authed("GET", "/v1/openapi.json", &Api::OpenApi);
+  authed("GET", "/v1/limits", &Api::GetLimits);
+  authed("POST", "/v1/tables", &Api::CreateTable);
+  authed("GET", "/v1/tables", &Api::ListTables);
+  authed("GET", "/v1/tables/{name}", &Api::GetTable);
+  authed("GET", "/v1/tables/{name}/rows", &Api::GetRows);
+  authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
+  authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
+  authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
+  authed("POST", "/v1/pipelines", &Api::CreatePipeline);
+  authed("GET", "/v1/pipelines", &Api::ListPipelines);
+  authed("GET", "/v1/pipelines/{id}", &Api::GetPipeline);
+  authed("PATCH", "/v1/pipelines/{id}", &Api::PatchPipeline);
+  authed("DELETE", "/v1/pipelines/{id}", &Api::DeletePipeline);
+  authed("POST", "/v1/pipelines/{id}/uploads", &Api::CreateUpload);
+  authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
+  authed("GET", "/v1/runs", &Api::ListRuns);
+  authed("GET", "/v1/runs/{id}", &Api::GetRun);
+  authed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
+  authed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
+}
+
+HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
+  const std::string_view target = header.target();
+  if (header.method() == http::verb::put && target.substr(0, 12) == "/v1/uploads/") {
+    return {true, static_cast<uint64_t>(svc_->limits().max_run_bytes)};
+  }
+  const std::string_view type = header[http::field::content_type];
+  if (header.method() == http::verb::post &&
+      (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson")) {
+    return {false, options_.inline_body_limit};
+  }
+  return {false, options_.json_body_limit};
+}
+
+Response Api::Handle(const Request& request) {
+  return Dispatch(request.base(), request.body(), nullptr);
+}
+
+Response Api::HandleStream(const RequestHeader& header, ByteSource& body) {
+  static const std::string kNoBody;
+  return Dispatch(header, kNoBody, &body);
+}
+
+Response Api::Refuse(const RequestHeader& header, http::status status, std::string_view code,
+                     std::string message) {
+  const auto start = std::chrono::steady_clock::now();
+  const ErrorCode error = ErrorCodeFromName(code);
+  Status s = Status(error == ErrorCode::kLimitExceeded ? StatusCode::kResourceExhausted
+                                                       : StatusCode::kInvalidArgument,
+                    std::move(message))
+                 .WithErrorCode(error);
+  Response r = JsonResponse(static_cast<int>(status), ProblemDocument(s, static_cast<int>(status)));
+  r.set(http::field::content_type, "application/problem+json");
+  return Finish(header, "(refused)", nullptr, std::move(r), start);
+}
+
+Response Api::Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<Target> target = ParseTarget(header.target());
+  if (!target.ok()) return Finish(header, "(unmatched)", nullptr, Problem(target.status()), start);
+  auto match = router_.Find(header.method_string(), target->path);
+  if (match.handler == nullptr) {
+    if (!match.path_known) {
+      return Finish(header, "(unmatched)", nullptr,
+                    Problem(Status::NotFound("no route " + target->path)), start);
+    }
+    Response r = Problem(Status::InvalidArgument(std::string(header.method_string()) +
+                                                 " is not allowed on " + target->path));
+    r.result(http::status::method_not_allowed);
+    r.set(http::field::allow, router_.Allowed(target->path));
+    return Finish(header, match.pattern, nullptr, std::move(r), start);
+  }
+  Call call{header, body, stream, std::move(*target), std::move(match.params), {}, {}};
+  if (match.handler->authenticated) {
+    Result<service::CallContext> ctx = Authenticate(header);
+    if (!ctx.ok()) {
+      Response r = Problem(ctx.status());
+      r.set(http::field::www_authenticate, ctx.status().Is(ErrorCode::kUnauthenticated)
+                                               ? "Bearer realm=\"loam\", error=\"invalid_token\""
+                                               : "Bearer realm=\"loam\"");
+      return Finish(header, match.pattern, &call, std::move(r), start);
+    }
+    call.ctx = std::move(*ctx);
+  }
+  Response r = (this->*(match.handler->fn))(call);
+  return Finish(header, match.pattern, &call, std::move(r), start);
+}
+
+Result<service::CallContext> Api::Authenticate(const RequestHeader& header) const {
+  auto range = header.equal_range(http::field::authorization);
+  if (range.first == range.second) {
+    return Status::Unauthenticated("this route needs Authorization: Bearer <token>");
+  }
+  if (std::next(range.first) != range.second) {
+    return Status::Unauthenticated("more than one Authorization header");
+  }
+  const std::string_view value = range.first->value();
+  if (value.size() < 7 || (value.substr(0, 7) != "Bearer " && value.substr(0, 7) != "bearer ")) {
+    return Status::Unauthenticated("the Authorization header must be \"Bearer <token>\"");
+  }
+  const int64_t now = Clock::System()->NowMicros() / 1'000'000;
+  ASSIGN_OR_RETURN(JwtClaims claims, options_.verifier->Verify(value.substr(7), now));
+  if (claims.workspace != svc_->workspace_id()) {
+    return Status::Unauthenticated("bearer token is for workspace '" + claims.workspace +
+                                   "', not this one ('" + svc_->workspace_id() + "')");
+  }
+  return service::CallContext{svc_->workspace_id(), claims.subject};
+}
+
+Response Api::Problem(const Status& s) {
+  const int status = HttpStatusFor(s.error_code());
+  Response r = JsonResponse(status, ProblemDocument(s, status));
+  r.set(http::field::content_type, "application/problem+json");
+  const std::string_view retry_ms = s.detail("retryAfterMillis");
+  if (!retry_ms.empty()) {
+    const int64_t ms = std::atoll(std::string(retry_ms).c_str());
+    const int64_t secs = std::max<int64_t>(1, (ms + 999) / 1000);
+    r.set(http::field::retry_after, std::to_string(secs));
+    const std::string limit(s.detail("limit"));
+    if (s.Is(ErrorCode::kOverloaded) && !limit.empty()) {
+      metrics_.Overloaded(limit);
+      const service::ServiceLimits& l = svc_->limits();
+      std::string policy = "\"" + limit + "\"";
+      if (limit == "principalRequestRate") {
+        policy += ";q=" + std::to_string(static_cast<int64_t>(l.principal_burst)) + ";w=" +
+                  std::to_string(static_cast<int64_t>(
+                      std::ceil(l.principal_burst / l.principal_requests_per_second)));
+      } else if (limit == "maxQueuedRuns") {
+        policy += ";q=" + std::to_string(l.max_queued_runs);
+      } else if (limit == "maxQueuedBytes") {
+        policy += ";q=" + std::to_string(l.max_queued_bytes);
+      } else if (limit == "tinyRunsPerMinute") {
+        policy += ";q=" + std::to_string(l.tiny_runs_per_minute) + ";w=60";
+      }
+      r.set("RateLimit-Policy", policy);
+      r.set("RateLimit", "\"" + limit + "\";r=0;t=" + std::to_string(secs));
+    }
+  }
+  return r;
+}
+
+Response Api::Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,
+                     std::chrono::steady_clock::time_point start) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int status = static_cast<int>(r.result_int());
+  metrics_.ObserveRequest(header.method_string(), route, status, seconds);
+  if (options_.access_log) {
+    json line = {{"time", Rfc3339(Clock::System()->NowMicros())},
+                 {"method", std::string(header.method_string())},
+                 {"route", std::string(route)},
+                 {"status", status},
+                 {"latencyMs", seconds * 1000}};
+    if (call != nullptr && !call->ctx.principal.empty()) line["principal"] = call->ctx.principal;
+    if (call != nullptr && !call->run_id.empty()) line["runId"] = call->run_id;
+    options_.access_log(line.dump());
+  }
+  return r;
+}
+
+}  // namespace loam::server

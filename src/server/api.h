@@ -1,0 +1,117 @@
+// Api: the HTTP API of `loam serve` (docs/server.md, docs/openapi.yaml).
+// Maps each route onto one Service call and nothing else: it authenticates
+// the bearer token, reads the request's JSON or data, calls the service and
+// writes its answer, or the error as an RFC 9457 problem with the stable
+// code. Every request is counted in the metrics and written to the access
+// log (never a token or row data).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "server/http_server.h"
+#include "server/jwt.h"
+#include "server/metrics.h"
+#include "server/router.h"
+#include "service/service.h"
+
+namespace loam::server {
+
+struct ApiOptions {
+  std::shared_ptr<JwtVerifier> verifier;  // required
+  // Where clients reach this server ("http://127.0.0.1:8080"): the base of
+  // local upload URLs.
+  std::string public_url;
+  uint64_t json_body_limit = 1 << 20;
+  uint64_t inline_body_limit = 8 << 20;  // data sent with a submission
+  // A rows answer is built whole: larger ones are refused (limit_exceeded).
+  uint64_t rows_response_limit = 64 << 20;
+  std::string openapi_json;  // served at /v1/openapi.json
+  // One JSON line per request; nullptr: no access log.
+  std::function<void(const std::string&)> access_log;
+  // Requests being served now (the in-flight gauge).
+  std::function<int64_t()> in_flight;
+};
+
+class Api : public HttpHandler {
+ public:
+  Api(service::Service* service, ApiOptions options);
+
+  BodyPlan PlanBody(const RequestHeader& header) override;
+  Response Handle(const Request& request) override;
+  Response HandleStream(const RequestHeader& header, ByteSource& body) override;
+  Response Refuse(const RequestHeader& header, http::status status, std::string_view code,
+                  std::string message) override;
+
+  ServerMetrics& metrics() { return metrics_; }
+  // Before serving: the base of local upload URLs.
+  void set_public_url(std::string url) { options_.public_url = std::move(url); }
+
+ private:
+  // What a route handler gets.
+  struct Call {
+    const RequestHeader& header;
+    const std::string& body;  // "" for streamed requests
+    ByteSource* stream;       // streamed requests only
+    Target target;
+    std::map<std::string, std::string> params;
+    service::CallContext ctx;  // empty for routes without a bearer token
+    std::string run_id;        // for the access log
+  };
+  using RouteFn = Response (Api::*)(Call&);
+  struct RouteSpec {
+    RouteFn fn;
+    bool authenticated;
+  };
+
+  void AddRoutes();
+  Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream);
+  Result<service::CallContext> Authenticate(const RequestHeader& header) const;
+  // The problem answer for `s` (and its Retry-After / RateLimit fields).
+  Response Problem(const Status& s);
+  Response Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,
+                  std::chrono::steady_clock::time_point start);
+
+  // Routes (api_routes.cc, api_runs.cc).
+  Response Healthz(Call& c);
+  Response Readyz(Call& c);
+  Response Metrics(Call& c);
+  Response OpenApi(Call& c);
+  Response GetLimits(Call& c);
+  Response CreateTable(Call& c);
+  Response ListTables(Call& c);
+  Response GetTable(Call& c);
+  Response GetRows(Call& c);
+  Response GetHistory(Call& c);
+  Response PutGrant(Call& c);
+  Response DeleteGrant(Call& c);
+  Response CreatePipeline(Call& c);
+  Response ListPipelines(Call& c);
+  Response GetPipeline(Call& c);
+  Response PatchPipeline(Call& c);
+  Response DeletePipeline(Call& c);
+  Response CreateUpload(Call& c);
+  Response PutUpload(Call& c);
+  Response SubmitRun(Call& c);
+  Response ListRuns(Call& c);
+  Response GetRun(Call& c);
+  Response CancelRun(Call& c);
+  Response RevertRun(Call& c);
+
+  service::Service* svc_;
+  ApiOptions options_;
+  ServerMetrics metrics_;
+  Router<RouteSpec> router_;
+};
+
+// Shared by the route files.
+Response JsonResponse(int status, const nlohmann::json& body);
+Response EmptyResponse(int status);
+nlohmann::json RunJson(const ingest::RunRecord& run, int64_t queue_position = -1);
+std::string Rfc3339(int64_t micros);
+
+}  // namespace loam::server

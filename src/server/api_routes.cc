@@ -1,0 +1,265 @@
+// Api routes: health, metrics, the OpenAPI document, limits, tables,
+// pipelines and uploads.
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "common/strict_json.h"
+#include "server/api.h"
+#include "server/problem.h"
+
+namespace loam::server {
+
+using nlohmann::json;
+
+namespace {
+
+json TableJson(const service::TableInfo& t) {
+  json j = {{"name", t.name},
+            {"tableId", t.table_id},
+            {"columns", json::parse(SchemaToJson(t.schema))},
+            {"keys", t.keys},
+            {"version", t.table_version},
+            {"rowCount", t.row_count},
+            {"schemaVersion", t.schema_version},
+            {"manifestVersion", t.manifest_version},
+            {"additiveSchema", t.additive_schema}};
+  if (!t.grants.empty()) {
+    json grants = json::array();
+    for (const Grant& g : t.grants) {
+      grants.push_back({{"principal", g.principal}, {"role", RoleName(g.role)}});
+    }
+    j["grants"] = grants;
+  }
+  return j;
+}
+
+Result<json> ParseBody(const std::string& body, const char* what) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument(std::string(what) + ": not a JSON object");
+  return j;
+}
+
+}  // namespace
+
+Response Api::Healthz(Call&) { return JsonResponse(200, {{"status", "ok"}}); }
+
+Response Api::Readyz(Call&) {
+  if (!svc_->workers_running()) {
+    return Problem(Status::Unavailable("the service's workers are not running"));
+  }
+  Result<Snapshot> snap = svc_->workspace().Current();
+  if (!snap.ok())
+    return Problem(Status::Unavailable("workspace unreachable: " + snap.status().message()));
+  return JsonResponse(200, {{"status", "ready"},
+                            {"workspaceId", svc_->workspace_id()},
+                            {"manifestVersion", snap->manifest_version}});
+}
+
+Response Api::Metrics(Call&) {
+  GaugeSample g;
+  if (Result<service::QueueLoad> load = svc_->QueueLoadNow(); load.ok()) {
+    g.queue_runs = load->runs;
+    g.queue_bytes = load->bytes;
+  }
+  g.leases_held = svc_->RunsActive();
+  if (Result<int64_t> backlog = svc_->CleanupBacklog(); backlog.ok()) {
+    g.cleanup_backlog_seconds = static_cast<double>(*backlog) / 1e6;
+  }
+  if (options_.in_flight) g.in_flight_requests = options_.in_flight();
+  Response r{http::status::ok, 11};
+  r.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  r.body() = metrics_.Render(g);
+  return r;
+}
+
+Response Api::OpenApi(Call&) {
+  Response r{http::status::ok, 11};
+  r.set(http::field::content_type, "application/json");
+  r.body() = options_.openapi_json;
+  return r;
+}
+
+Response Api::GetLimits(Call&) {
+  Response r{http::status::ok, 11};
+  r.set(http::field::content_type, "application/json");
+  r.body() = svc_->Limits() + "\n";
+  return r;
+}
+
+// --- tables -------------------------------------------------------------------
+
+Response Api::CreateTable(Call& c) {
+  Result<WriteResult> w = svc_->CreateTable(c.ctx, c.body);
+  if (!w.ok()) return Problem(w.status());
+  Result<service::TableInfo> t =
+      svc_->DescribeTable(c.ctx, json::parse(c.body, nullptr, false).value("name", std::string()));
+  if (!t.ok()) return Problem(t.status());
+  Response r = JsonResponse(201, TableJson(*t));
+  r.set(http::field::location, "/v1/tables/" + t->name);
+  return r;
+}
+
+Response Api::ListTables(Call& c) {
+  Result<std::vector<service::TableInfo>> tables = svc_->ListTables(c.ctx);
+  if (!tables.ok()) return Problem(tables.status());
+  json out = json::array();
+  for (const service::TableInfo& t : *tables) out.push_back(TableJson(t));
+  return JsonResponse(200, {{"tables", out}});
+}
+
+Response Api::GetTable(Call& c) {
+  Result<service::TableInfo> t = svc_->DescribeTable(c.ctx, c.params["name"]);
+  if (!t.ok()) return Problem(t.status());
+  return JsonResponse(200, TableJson(*t));
+}
+
+Response Api::GetRows(Call& c) {
+  service::RowQuery q;
+  for (const auto& [name, value] : c.target.query) {
+    int64_t* into = name == "limit" ? &q.limit : name == "version" ? &q.manifest_version : nullptr;
+    if (name == "where") {
+      q.where = value;
+    } else if (into != nullptr) {
+      char* end = nullptr;
+      *into = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || *into < 0) {
+        return Problem(Status::InvalidArgument(name + " must be a non-negative integer"));
+      }
+    } else {
+      return Problem(Status::InvalidArgument("unknown query parameter '" + name +
+                                             "' (limit, where, version)"));
+    }
+  }
+  Response r{http::status::ok, 11};
+  r.set(http::field::content_type, "application/x-ndjson");
+  std::string& out = r.body();
+  Status s = svc_->ReadRows(c.ctx, c.params["name"], q, [&](std::string_view rows) -> Status {
+    if (out.size() + rows.size() > options_.rows_response_limit) {
+      return Status::ResourceExhausted("the rows are over " +
+                                       std::to_string(options_.rows_response_limit) +
+                                       " bytes: narrow them with limit or where, or use "
+                                       "`loam export`");
+    }
+    out += rows;
+    return Status::OK();
+  });
+  if (!s.ok()) return Problem(s);
+  return r;
+}
+
+Response Api::GetHistory(Call& c) {
+  Result<std::vector<TableHistoryEntry>> h = svc_->TableHistory(c.ctx, c.params["name"]);
+  if (!h.ok()) return Problem(h.status());
+  json out = json::array();
+  for (const TableHistoryEntry& e : *h) {
+    json j = {{"event", e.event},
+              {"tableVersion", e.table_version},
+              {"commitId", e.commit_id},
+              {"actor", e.actor},
+              {"createdAt", Rfc3339(e.created_micros)}};
+    if (e.row_count) j["rowCount"] = *e.row_count;
+    if (!e.detail.empty()) j["detail"] = e.detail;
+    out.push_back(std::move(j));
+  }
+  return JsonResponse(200, {{"table", c.params["name"]}, {"history", out}});
+}
+
+Response Api::PutGrant(Call& c) {
+  Result<json> j = ParseBody(c.body, "grant");
+  if (!j.ok()) return Problem(j.status());
+  StrictObject o(*j, "grant");
+  std::string role_name;
+  Status s = o.String("role", &role_name, /*required=*/true);
+  if (s.ok()) s = o.Finish();
+  Result<Role> role = s.ok() ? ParseRole(role_name) : Result<Role>(s);
+  if (!role.ok()) return Problem(role.status());
+  s = svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], *role);
+  if (!s.ok()) return Problem(s);
+  return JsonResponse(
+      200,
+      {{"table", c.params["name"]}, {"principal", c.params["principal"]}, {"role", role_name}});
+}
+
+Response Api::DeleteGrant(Call& c) {
+  Status s = svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], std::nullopt);
+  if (!s.ok()) return Problem(s);
+  return EmptyResponse(204);
+}
+
+// --- pipelines ----------------------------------------------------------------
+
+Response Api::CreatePipeline(Call& c) {
+  Result<service::Pipeline> p = svc_->CreatePipeline(c.ctx, c.body);
+  if (!p.ok()) return Problem(p.status());
+  Response r = JsonResponse(201, p->ToJson());
+  r.set(http::field::location, "/v1/pipelines/" + p->id);
+  return r;
+}
+
+Response Api::ListPipelines(Call& c) {
+  Result<std::vector<service::Pipeline>> ps = svc_->ListPipelines(c.ctx);
+  if (!ps.ok()) return Problem(ps.status());
+  json out = json::array();
+  for (const service::Pipeline& p : *ps) out.push_back(p.ToJson());
+  return JsonResponse(200, {{"pipelines", out}});
+}
+
+Response Api::GetPipeline(Call& c) {
+  Result<service::Pipeline> p = svc_->GetPipeline(c.ctx, c.params["id"]);
+  if (!p.ok()) return Problem(p.status());
+  return JsonResponse(200, p->ToJson());
+}
+
+Response Api::PatchPipeline(Call& c) {
+  Result<service::Pipeline> p = svc_->UpdatePipeline(c.ctx, c.params["id"], c.body);
+  if (!p.ok()) return Problem(p.status());
+  return JsonResponse(200, p->ToJson());
+}
+
+Response Api::DeletePipeline(Call& c) {
+  Status s = svc_->DeletePipeline(c.ctx, c.params["id"]);
+  if (!s.ok()) return Problem(s);
+  return EmptyResponse(204);
+}
+
+// --- uploads --------------------------------------------------------------------
+
+Response Api::CreateUpload(Call& c) {
+  Result<json> j = ParseBody(c.body, "upload");
+  if (!j.ok()) return Problem(j.status());
+  StrictObject o(*j, "upload");
+  service::UploadRequest req;
+  Status s = o.Int("size", &req.size, 0, int64_t{1} << 50);
+  if (s.ok() && o.Field("size") == nullptr) s = o.Bad("size", "given (the upload's bytes)");
+  if (s.ok()) s = o.String("sha256", &req.sha256);
+  if (s.ok()) s = o.String("contentType", &req.content_type);
+  if (s.ok()) s = o.Int("ttlSeconds", &req.ttl_seconds, 1, int64_t{1} << 31);
+  if (s.ok()) s = o.Finish();
+  if (!s.ok()) return Problem(s);
+  Result<service::UploadTicket> t = svc_->CreateUpload(c.ctx, c.params["id"], req);
+  if (!t.ok()) return Problem(t.status());
+  json headers = json::object();
+  for (const auto& [name, value] : t->headers) headers[name] = value;
+  std::string url = t->url;
+  if (url.empty()) {
+    url = options_.public_url + "/v1/uploads/" + t->upload_id + "?token=" + t->token;
+    headers["content-length"] = std::to_string(req.size);
+  }
+  return JsonResponse(201, {{"uploadId", t->upload_id},
+                            {"url", url},
+                            {"method", t->method},
+                            {"headers", headers},
+                            {"expiresAt", Rfc3339(t->expires_micros)}});
+}
+
+Response Api::PutUpload(Call& c) {
+  auto token = c.target.query.find("token");
+  if (token == c.target.query.end()) {
+    return Problem(Status::PermissionDenied("an upload URL carries its token; this one has none"));
+  }
+  Status s = svc_->AcceptUpload(c.params["uploadId"], token->second, *c.stream);
+  if (!s.ok()) return Problem(s);
+  return JsonResponse(200, {{"uploadId", c.params["uploadId"]}, {"received", true}});
+}
+
+}  // namespace loam::server

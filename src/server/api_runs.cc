@@ -1,0 +1,122 @@
+// Api routes: run submission (uploads named in JSON, or data inline),
+// listing, status, cancel and revert.
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "server/api.h"
+
+namespace loam::server {
+
+using nlohmann::json;
+
+namespace {
+
+// The one Idempotency-Key header ("" when absent); InvalidArgument when sent twice.
+Result<std::string> IdempotencyKey(const RequestHeader& h) {
+  auto range = h.equal_range("Idempotency-Key");
+  if (range.first == range.second) return std::string();
+  if (std::next(range.first) != range.second) {
+    return Status::InvalidArgument("send one Idempotency-Key header, not several");
+  }
+  return std::string(range.first->value());
+}
+
+}  // namespace
+
+Response Api::SubmitRun(Call& c) {
+  Result<std::string> key = IdempotencyKey(c.header);
+  if (!key.ok()) return Problem(key.status());
+  const std::string type(c.header[http::field::content_type]);
+  const std::string media = type.substr(0, type.find(';'));
+  Result<service::Submission> sub = Status::OK();
+  if (media == "text/csv" || media == "application/x-ndjson") {
+    service::InlineLoad load;
+    load.content_type = media;
+    load.data = c.body;
+    load.source_id = std::string(c.header["Loam-Source-Id"]);
+    const std::string_view reload = c.header["Loam-Reload"];
+    if (!reload.empty() && reload != "true" && reload != "false") {
+      return Problem(Status::InvalidArgument("Loam-Reload is true or false"));
+    }
+    load.reload = reload == "true";
+    sub = svc_->SubmitInline(c.ctx, c.params["id"], *key, load);
+  } else if (media.empty() || media == "application/json") {
+    sub = svc_->SubmitRun(c.ctx, c.params["id"], *key, c.body);
+  } else {
+    return Problem(Status::InvalidArgument(
+        "a submission is application/json (uploads) or text/csv / application/x-ndjson (inline "
+        "data), not '" +
+        media + "'"));
+  }
+  if (!sub.ok()) return Problem(sub.status());
+  c.run_id = sub->run.id;
+  Response r = JsonResponse(202, RunJson(sub->run));
+  r.set(http::field::location, "/v1/runs/" + sub->run.id);
+  if (sub->replayed) r.set("Idempotency-Replayed", "true");
+  return r;
+}
+
+Response Api::ListRuns(Call& c) {
+  service::RunFilter f;
+  for (const auto& [name, value] : c.target.query) {
+    if (name == "pipeline") {
+      f.pipeline_id = value;
+    } else if (name == "state") {
+      bool known = false;
+      for (int s = 0; s <= static_cast<int>(ingest::RunState::kCancelled); ++s) {
+        if (ingest::RunStateName(static_cast<ingest::RunState>(s)) == value) {
+          f.state = static_cast<ingest::RunState>(s);
+          known = true;
+        }
+      }
+      if (!known) return Problem(Status::InvalidArgument("unknown run state '" + value + "'"));
+    } else if (name == "idempotencyKey") {
+      f.idempotency_key = value;
+    } else if (name == "cursor") {
+      f.cursor = value;
+    } else if (name == "limit") {
+      char* end = nullptr;
+      const long long v = std::strtoll(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || v < 1 || v > 1000) {
+        return Problem(Status::InvalidArgument("limit must be from 1 to 1000"));
+      }
+      f.limit = static_cast<int>(v);
+    } else {
+      return Problem(Status::InvalidArgument("unknown query parameter '" + name +
+                                             "' (pipeline, state, idempotencyKey, cursor, limit)"));
+    }
+  }
+  Result<service::RunPage> page = svc_->ListRuns(c.ctx, f);
+  if (!page.ok()) return Problem(page.status());
+  json runs = json::array();
+  for (const ingest::RunRecord& r : page->runs) runs.push_back(RunJson(r));
+  json out = {{"runs", runs}};
+  out["nextCursor"] = page->next_cursor.empty() ? json() : json(page->next_cursor);
+  return JsonResponse(200, out);
+}
+
+Response Api::GetRun(Call& c) {
+  c.run_id = c.params["id"];
+  Result<service::RunStatus> run = svc_->GetRun(c.ctx, c.params["id"]);
+  if (!run.ok()) return Problem(run.status());
+  return JsonResponse(200, RunJson(run->run, run->queue_position));
+}
+
+Response Api::CancelRun(Call& c) {
+  c.run_id = c.params["id"];
+  Result<ingest::RunRecord> run = svc_->CancelRun(c.ctx, c.params["id"]);
+  if (!run.ok()) return Problem(run.status());
+  return JsonResponse(200, RunJson(*run));
+}
+
+Response Api::RevertRun(Call& c) {
+  c.run_id = c.params["id"];
+  Result<WriteResult> w = svc_->RevertRun(c.ctx, c.params["id"]);
+  if (!w.ok()) return Problem(w.status());
+  return JsonResponse(200, {{"revertedRun", c.params["id"]},
+                            {"commitId", w->commit_id},
+                            {"manifestVersion", w->manifest_version},
+                            {"tableVersion", w->table_version}});
+}
+
+}  // namespace loam::server

@@ -1,0 +1,377 @@
+#include "server/http_server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "server/body_pipe.h"
+
+namespace loam::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+class Session;
+
+class HttpServer::Impl {
+ public:
+  Impl(const HttpServerOptions& options, HttpHandler* handler)
+      : options_(options),
+        handler_(handler),
+        acceptor_(ioc_),
+        pool_(std::max(1, options.handler_threads)) {}
+
+  Status Listen();
+  void Run();
+  void Shutdown();
+
+  const HttpServerOptions& options() const { return options_; }
+  HttpHandler& handler() { return *handler_; }
+  asio::thread_pool& pool() { return pool_; }
+  bool stopping() const { return stopping_.load(); }
+  uint16_t port() const { return port_; }
+  int64_t in_flight() const { return in_flight_.load(); }
+
+  void RequestStarted() { in_flight_.fetch_add(1); }
+  void RequestEnded();
+  void Unregister(uint64_t id);
+
+ private:
+  void Accept();
+
+  // Declared first so that sessions destroyed with the io_context's
+  // pending handlers can still unregister.
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::map<uint64_t, std::weak_ptr<Session>> sessions_;
+  uint64_t next_id_ = 0;
+  bool shut_ = false;
+
+  const HttpServerOptions options_;
+  HttpHandler* handler_;
+  asio::io_context ioc_;
+  // Keeps the I/O threads running while no socket operation is pending (a
+  // handler may still post its answer) until Shutdown has drained.
+  asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
+  tcp::acceptor acceptor_;
+  asio::thread_pool pool_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> in_flight_{0};
+
+  friend class Session;
+};
+
+// One connection: read a header, read (or stream) its body, hand the request
+// to the handler pool, write the answer, and again while keep-alive holds.
+// Every step runs on the connection's strand.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer::Impl* server, uint64_t id)
+      : stream_(std::move(socket)), server_(server), id_(id) {}
+  ~Session() { server_->Unregister(id_); }
+
+  void Start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+  // From Shutdown: an idle connection closes; a busy one closes after its answer.
+  void CloseWhenIdle() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->close_after_ = true;
+      if (!self->busy_) self->Close();
+    });
+  }
+
+ private:
+  const HttpServerOptions& options() const { return server_->options(); }
+  HttpHandler& handler() { return server_->handler(); }
+
+  void ReadHeader() {
+    if (server_->stopping()) return Close();
+    parser_.emplace();
+    parser_->header_limit(options().header_limit);
+    parser_->body_limit(boost::none);  // each route's limit is set once its header is read
+    body_.clear();
+    pipe_.reset();
+    body_complete_ = false;
+    responded_ = false;
+    stream_.expires_after(options().header_timeout);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == http::error::header_limit) {
+      return Refuse(
+          http::status::request_header_fields_too_large, "limit_exceeded",
+          "the request header is over " + std::to_string(options().header_limit) + " bytes");
+    }
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+        ec == asio::error::eof) {
+      return Close();
+    }
+    if (ec)
+      return Refuse(http::status::bad_request, "invalid_argument",
+                    "malformed request: " + ec.message());
+    busy_ = true;
+    server_->RequestStarted();
+    const RequestHeader& header = parser_->get().base();
+    plan_ = handler().PlanBody(header);
+    parser_->body_limit(plan_.limit);
+    if (parser_->content_length() && *parser_->content_length() > plan_.limit) {
+      return Refuse(http::status::payload_too_large, "limit_exceeded",
+                    "the request body is over the limit of " + std::to_string(plan_.limit) +
+                        " bytes for this route");
+    }
+    if (plan_.stream) {
+      pipe_ = std::make_shared<BodyPipe>(options().stream_buffer);
+      asio::post(server_->pool(), [self = shared_from_this(), header = RequestHeader(header)] {
+        Response r = self->handler().HandleStream(header, *self->pipe_);
+        asio::post(self->stream_.get_executor(),
+                   [self, r = std::move(r)]() mutable { self->OnStreamHandled(std::move(r)); });
+      });
+    }
+    if (http::token_list(header[http::field::expect]).exists("100-continue") &&
+        !parser_->is_done()) {
+      auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
+      stream_.expires_after(options().write_timeout);
+      return http::async_write(stream_, *cont,
+                               [self = shared_from_this(), cont](beast::error_code e, size_t) {
+                                 if (e) return self->Abort();
+                                 self->ReadBody();
+                               });
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    if (responded_) return;
+    if (parser_->is_done()) return BodyDone();
+    parser_->get().body().data = chunk_;
+    parser_->get().body().size = sizeof(chunk_);
+    stream_.expires_after(options().body_timeout);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    if (ec == http::error::need_buffer) ec = {};
+    if (responded_) return;
+    if (ec == http::error::body_limit) {
+      return Refuse(http::status::payload_too_large, "limit_exceeded",
+                    "the request body is over the limit of " + std::to_string(plan_.limit) +
+                        " bytes for this route");
+    }
+    if (ec) return Abort();
+    const size_t got = sizeof(chunk_) - parser_->get().body().size;
+    if (!pipe_) {
+      body_.append(chunk_, got);
+      return ReadBody();
+    }
+    if (got > 0) {
+      auto resume = [self = shared_from_this()] {
+        asio::post(self->stream_.get_executor(), [self] { self->ReadBody(); });
+      };
+      if (!pipe_->Push(std::string(chunk_, got), resume)) return;  // resumed when drained
+    }
+    ReadBody();
+  }
+
+  void BodyDone() {
+    body_complete_ = true;
+    if (pipe_) return pipe_->Finish();  // the handler answers when it has read it
+    auto request = std::make_shared<Request>(parser_->get().base());
+    request->body() = std::move(body_);
+    asio::post(server_->pool(), [self = shared_from_this(), request] {
+      Response r = self->handler().Handle(*request);
+      asio::post(self->stream_.get_executor(),
+                 [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
+    });
+  }
+
+  void OnStreamHandled(Response r) {
+    if (body_complete_) return Write(std::move(r));
+    // Answered before the body ended (a refusal): the rest of the body is
+    // never read, so the connection closes after the answer.
+    close_after_ = true;
+    Write(pending_ ? std::move(*pending_) : std::move(r));
+  }
+
+  void Refuse(http::status status, std::string_view code, std::string message) {
+    if (!busy_) {
+      busy_ = true;
+      server_->RequestStarted();
+    }
+    close_after_ = true;
+    if (pipe_) pipe_->Fail(Status::InvalidArgument(message));
+    Response r = handler().Refuse(parser_->get().base(), status, code, std::move(message));
+    if (pipe_) {
+      pending_ = std::move(r);  // after the handler gives up on the body
+      return;
+    }
+    Write(std::move(r));
+  }
+
+  void Write(Response r) {
+    if (responded_) return;
+    responded_ = true;
+    auto res = std::make_shared<Response>(std::move(r));
+    res->version(11);
+    res->keep_alive(!close_after_ && !server_->stopping() && parser_->get().keep_alive());
+    res->prepare_payload();
+    stream_.expires_after(options().write_timeout);
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res](beast::error_code ec, size_t) {
+                        self->busy_ = false;
+                        self->server_->RequestEnded();
+                        if (ec || !res->keep_alive()) return self->Close();
+                        self->ReadHeader();
+                      });
+  }
+
+  // The connection broke or timed out mid-request.
+  void Abort() {
+    if (pipe_) pipe_->Fail(Status::Unavailable("the client's connection ended mid-body"));
+    if (busy_ && !responded_) {
+      responded_ = true;
+      busy_ = false;
+      server_->RequestEnded();
+    }
+    Close();
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  HttpServer::Impl* server_;
+  const uint64_t id_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::buffer_body>> parser_;
+  HttpHandler::BodyPlan plan_;
+  char chunk_[64 * 1024];
+  std::string body_;
+  std::shared_ptr<BodyPipe> pipe_;
+  std::optional<Response> pending_;
+  bool busy_ = false;
+  bool body_complete_ = false;
+  bool responded_ = false;
+  bool close_after_ = false;
+};
+
+Status HttpServer::Impl::Listen() {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(options_.address, ec);
+  if (ec)
+    return Status::InvalidArgument("listen address '" + options_.address + "': " + ec.message());
+  const tcp::endpoint endpoint(address, options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("cannot listen on " + options_.address + ":" +
+                               std::to_string(options_.port) + ": " + ec.message());
+  }
+  port_ = acceptor_.local_endpoint().port();
+  return Status::OK();
+}
+
+void HttpServer::Impl::Run() {
+  Accept();
+  for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
+    threads_.emplace_back([this] { ioc_.run(); });
+  }
+}
+
+void HttpServer::Impl::Accept() {
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || stopping()) return;
+    if (!ec) {
+      std::shared_ptr<Session> session;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (static_cast<int>(sessions_.size()) < options_.max_connections) {
+          const uint64_t id = next_id_++;
+          session = std::make_shared<Session>(std::move(socket), this, id);
+          sessions_[id] = session;
+        }
+      }
+      if (session) session->Start();  // else the socket closes here
+    }
+    Accept();
+  });
+}
+
+void HttpServer::Impl::RequestEnded() {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.fetch_sub(1);
+  idle_.notify_all();
+}
+
+void HttpServer::Impl::Unregister(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.erase(id);
+  idle_.notify_all();
+}
+
+void HttpServer::Impl::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shut_) return;
+    shut_ = true;
+  }
+  stopping_ = true;
+  asio::post(ioc_, [this] {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+  });
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, weak] : sessions_) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (auto& s : live) s->CloseWhenIdle();
+  live.clear();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });
+  }
+  work_.reset();
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  pool_.join();
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() { Shutdown(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Bind(const HttpServerOptions& options,
+                                                     HttpHandler* handler) {
+  auto impl = std::make_unique<Impl>(options, handler);
+  if (Status s = impl->Listen(); !s.ok()) return s;
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Serve() { impl_->Run(); }
+
+uint16_t HttpServer::port() const { return impl_->port(); }
+int64_t HttpServer::in_flight() const { return impl_->in_flight(); }
+void HttpServer::Shutdown() { impl_->Shutdown(); }
+
+}  // namespace loam::server

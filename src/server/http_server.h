@@ -1,0 +1,87 @@
+// HttpServer: HTTP/1.1 over TCP on Boost.Beast (docs/server.md). A fixed
+// pool of I/O threads runs every socket operation asynchronously, each under
+// a deadline, so a slow or stalled client holds no thread; handlers (which
+// block on the object store) run on a separate fixed pool. Keep-alive,
+// header and body limits, `Expect: 100-continue`, streamed request bodies
+// with backpressure, and a graceful Shutdown that finishes in-flight
+// requests. Knows nothing of the API: an HttpHandler answers.
+#pragma once
+
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "loam/object_store.h"
+#include "loam/result.h"
+
+namespace loam::server {
+
+namespace http = boost::beast::http;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+using RequestHeader = http::request_header<>;
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  uint16_t port = 8080;  // 0: an ephemeral port (see HttpServer::port)
+  int io_threads = 2;
+  int handler_threads = 8;
+  int max_connections = 1024;  // more are accepted and closed at once
+  uint32_t header_limit = 16 * 1024;
+  // The whole request header must arrive within this (also the keep-alive
+  // idle time between requests).
+  std::chrono::milliseconds header_timeout{30'000};
+  // Each read of the body must progress within this.
+  std::chrono::milliseconds body_timeout{30'000};
+  std::chrono::milliseconds write_timeout{60'000};
+  // Streamed bodies: bytes held between the socket and the handler.
+  size_t stream_buffer = 1 << 20;
+  // Shutdown waits this long for in-flight requests.
+  std::chrono::milliseconds drain_timeout{60'000};
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  struct BodyPlan {
+    bool stream = false;  // HandleStream consumes the body as it arrives
+    uint64_t limit = 0;   // larger bodies are refused with 413
+  };
+  // Decided from the header alone, before any of the body is read.
+  virtual BodyPlan PlanBody(const RequestHeader& header) = 0;
+  virtual Response Handle(const Request& request) = 0;
+  virtual Response HandleStream(const RequestHeader& header, ByteSource& body) = 0;
+  // The answer to a request refused before a handler saw it (malformed,
+  // headers or body over the limit).
+  virtual Response Refuse(const RequestHeader& header, http::status status, std::string_view code,
+                          std::string message) = 0;
+};
+
+class HttpServer {
+ public:
+  // Binds the listening socket (port() is known from here on); `handler`
+  // must outlive the server. Nothing is accepted before Serve.
+  static Result<std::unique_ptr<HttpServer>> Bind(const HttpServerOptions& options,
+                                                  HttpHandler* handler);
+  void Serve();
+  ~HttpServer();  // Shutdown()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  uint16_t port() const;
+  // Requests being read, handled or answered now.
+  int64_t in_flight() const;
+  // Stops accepting, closes idle connections, waits for in-flight requests
+  // to be answered (up to drain_timeout), then stops the threads.
+  void Shutdown();
+
+  class Impl;
+
+ private:
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace loam::server

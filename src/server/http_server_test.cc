@@ -1,0 +1,160 @@
+// HttpServer on real sockets with a small handler: keep-alive, limits,
+// timeouts against slow clients, 100-continue, streamed bodies and a
+// graceful shutdown that answers the request in flight.
+#include <future>
+
+#include "server/server_test_util.h"
+
+namespace loam::server {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Answers with the body's size; streams PUT bodies.
+class CountingHandler : public HttpHandler {
+ public:
+  BodyPlan PlanBody(const RequestHeader& h) override {
+    return {h.method() == http::verb::put, 1 << 20};
+  }
+  Response Handle(const Request& r) override { return Answer(r.body().size()); }
+  Response HandleStream(const RequestHeader&, ByteSource& body) override {
+    started.set_value();
+    size_t total = 0;
+    char buf[4096];
+    for (;;) {
+      Result<size_t> n = body.Read(buf, sizeof(buf));
+      if (!n.ok()) return Answer(0, http::status::bad_request);
+      if (*n == 0) break;
+      total += *n;
+    }
+    return Answer(total);
+  }
+  Response Refuse(const RequestHeader&, http::status status, std::string_view code,
+                  std::string) override {
+    Response r{status, 11};
+    r.body() = std::string(code);
+    return r;
+  }
+  std::promise<void> started;
+
+ private:
+  static Response Answer(size_t n, http::status s = http::status::ok) {
+    Response r{s, 11};
+    r.body() = std::to_string(n);
+    return r;
+  }
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start() {
+    server_ = HttpServer::Bind(options_, &handler_).value();
+    server_->Serve();
+  }
+  tcp::socket Connect() {
+    tcp::socket s(ioc_);
+    s.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+    return s;
+  }
+  // Everything the server sends until it closes the connection.
+  static std::string ReadToClose(tcp::socket& s) {
+    std::string out;
+    char buf[4096];
+    boost::system::error_code ec;
+    for (;;) {
+      const size_t n = s.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      out.append(buf, n);
+    }
+    return out;
+  }
+
+  HttpServerOptions options_{.address = "127.0.0.1", .port = 0};
+  CountingHandler handler_;
+  std::unique_ptr<HttpServer> server_;
+  asio::io_context ioc_;
+};
+
+TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  Start();
+  tcp::socket s = Connect();
+  const std::string two =
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";
+  asio::write(s, asio::buffer(two));
+  const std::string out = ReadToClose(s);
+  EXPECT_NE(out.find("\r\n\r\n3"), std::string::npos) << out;
+  EXPECT_NE(out.find("\r\n\r\n5"), std::string::npos) << out;
+}
+
+TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
+  options_.header_limit = 1024;
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer("GET / HTTP/1.1\r\nX-Big: " + std::string(4096, 'a') + "\r\n\r\n"));
+  EXPECT_EQ(ReadToClose(s).substr(0, 12), "HTTP/1.1 431");
+}
+
+TEST_F(HttpServerTest, SlowHeadersAreCutOffAtTheDeadline) {
+  options_.header_timeout = std::chrono::milliseconds(300);
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string("GET / HTTP/1.1\r\nX-Slow: ")));
+  // The header never ends: the server closes the connection, answering nothing.
+  EXPECT_EQ(ReadToClose(s), "");
+  // Meanwhile and after, other clients are served.
+  EXPECT_EQ(HttpCall(server_->port(), "POST", "/x", "abcd").body, "4");
+}
+
+TEST_F(HttpServerTest, StalledBodiesAreCutOffAndTheHandlerSeesAnError) {
+  options_.body_timeout = std::chrono::milliseconds(300);
+  Start();
+  tcp::socket s = Connect();
+  asio::write(
+      s, asio::buffer(std::string("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")));
+  EXPECT_EQ(ReadToClose(s), "");  // no answer for a body that never came
+}
+
+TEST_F(HttpServerTest, ExpectContinueAndBodyLimit) {
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string(
+                     "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n"
+                     "Connection: close\r\n\r\n")));
+  char buf[64];
+  const size_t n = s.read_some(asio::buffer(buf));
+  EXPECT_EQ(std::string(buf, n).substr(0, 12), "HTTP/1.1 100");
+  asio::write(s, asio::buffer(std::string("abcd")));
+  std::string rest = ReadToClose(s);
+  EXPECT_EQ(rest.substr(0, 12), "HTTP/1.1 200") << rest;
+
+  tcp::socket big = Connect();
+  asio::write(big, asio::buffer("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                std::to_string(2 << 20) + "\r\n\r\n"));
+  EXPECT_EQ(ReadToClose(big).substr(0, 12), "HTTP/1.1 413");
+}
+
+TEST_F(HttpServerTest, ShutdownAnswersTheRequestInFlight) {
+  Start();
+  tcp::socket s = Connect();
+  asio::write(
+      s, asio::buffer(std::string("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nabc")));
+  handler_.started.get_future().wait();  // the handler is reading the body
+  tcp::socket idle = Connect();
+  auto stopped = std::async(std::launch::async, [&] { server_->Shutdown(); });
+  EXPECT_EQ(ReadToClose(idle), "");  // an idle connection is closed
+  asio::write(s, asio::buffer(std::string("def")));
+  const std::string out = ReadToClose(s);
+  EXPECT_EQ(out.substr(0, 12), "HTTP/1.1 200") << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.size() - 1), "6");
+  stopped.get();
+  boost::system::error_code ec;
+  tcp::socket after(ioc_);
+  after.connect({asio::ip::make_address("127.0.0.1"), server_->port()}, ec);
+  EXPECT_TRUE(ec) << "still accepting after shutdown";
+}
+
+}  // namespace
+}  // namespace loam::server

@@ -1,0 +1,61 @@
+#include "server/router.h"
+
+namespace loam::server {
+
+namespace {
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+Result<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '%') {
+      const int hi = i + 2 < text.size() ? HexValue(text[i + 1]) : -1;
+      const int lo = i + 2 < text.size() ? HexValue(text[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        return Status::InvalidArgument("malformed percent-encoding in the request target");
+      }
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Result<Target> ParseTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/') {
+    return Status::InvalidArgument("the request target must be a path starting with '/'");
+  }
+  Target t;
+  const size_t q = target.find('?');
+  t.path = std::string(target.substr(0, q));
+  if (q == std::string_view::npos) return t;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) continue;
+    const size_t eq = pair.find('=');
+    Result<std::string> name = PercentDecode(pair.substr(0, eq), true);
+    Result<std::string> value = PercentDecode(
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+    if (!name.ok()) return name.status();
+    if (!value.ok()) return value.status();
+    t.query[*name] = std::move(*value);
+  }
+  return t;
+}
+
+}  // namespace loam::server

@@ -1,0 +1,163 @@
+#include "server/server.h"
+
+#include <openssl/rand.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/status_macros.h"
+#include "common/strict_json.h"
+#include "server/openapi.h"
+
+namespace loam::server {
+
+namespace {
+
+Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status::InvalidArgument(std::string("cannot read the ") + what + " '" + path + "'");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A secret file's bytes without a trailing newline.
+Result<std::string> ReadSecret(const std::string& path, const char* what) {
+  ASSIGN_OR_RETURN(std::string s, ReadWholeFile(path, what));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+Result<std::pair<std::string, uint16_t>> SplitListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::InvalidArgument("--listen takes HOST:PORT, e.g. 127.0.0.1:8080");
+  }
+  char* end = nullptr;
+  const std::string port = listen.substr(colon + 1);
+  const long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
+    return Status::InvalidArgument("--listen: '" + port + "' is not a port");
+  }
+  return std::make_pair(listen.substr(0, colon), static_cast<uint16_t>(p));
+}
+
+Result<std::string> UploadSecret(const ServerConfig& c) {
+  if (!c.upload_secret_file.empty()) {
+    ASSIGN_OR_RETURN(std::string s, ReadSecret(c.upload_secret_file, "upload secret file"));
+    if (s.size() < 32) {
+      return Status::InvalidArgument("the upload secret must be at least 32 bytes; this one has " +
+                                     std::to_string(s.size()));
+    }
+    return s;
+  }
+  if (!c.hs256_secret_file.empty()) {
+    ASSIGN_OR_RETURN(std::string s, ReadSecret(c.hs256_secret_file, "HS256 secret file"));
+    return s + "/loam upload tokens";  // a key of its own, derived
+  }
+  std::string s(32, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(s.data()), 32) != 1) {
+    return Status::Internal("no random bytes for the upload secret");
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "config file"));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
+  ServerConfig c;
+  StrictObject o(j, path);
+  RETURN_NOT_OK(o.String("listen", &c.listen));
+  RETURN_NOT_OK(o.String("publicUrl", &c.public_url));
+  RETURN_NOT_OK(o.Int("workers", &c.workers, 0, 256));
+  RETURN_NOT_OK(o.Int("ioThreads", &c.http.io_threads, 1, 256));
+  RETURN_NOT_OK(o.Int("handlerThreads", &c.http.handler_threads, 1, 1024));
+  RETURN_NOT_OK(o.Int("maxConnections", &c.http.max_connections, 1, 1 << 20));
+  RETURN_NOT_OK(o.String("authHs256SecretFile", &c.hs256_secret_file));
+  RETURN_NOT_OK(o.String("authPublicKeyFile", &c.public_key_file));
+  RETURN_NOT_OK(o.String("authJwksFile", &c.jwks_file));
+  RETURN_NOT_OK(o.String("authIssuer", &c.issuer));
+  RETURN_NOT_OK(o.String("authAudience", &c.audience));
+  RETURN_NOT_OK(o.Int("authLeewaySeconds", &c.leeway_seconds, 0, 300));
+  RETURN_NOT_OK(o.String("uploadSecretFile", &c.upload_secret_file));
+  RETURN_NOT_OK(o.Bool("accessLog", &c.access_log));
+  RETURN_NOT_OK(o.Finish());
+  return c;
+}
+
+Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& c) {
+  const int sources =
+      !c.hs256_secret_file.empty() + !c.public_key_file.empty() + !c.jwks_file.empty();
+  if (sources != 1) {
+    return Status::InvalidArgument(
+        "configure exactly one of --auth-hs256-secret-file, --auth-public-key-file and "
+        "--auth-jwks-file (" +
+        std::to_string(sources) + " given)");
+  }
+  JwtPolicy policy;
+  policy.issuer = c.issuer;
+  policy.audience = c.audience;
+  policy.leeway_seconds = c.leeway_seconds;
+  if (!c.hs256_secret_file.empty()) {
+    ASSIGN_OR_RETURN(std::string secret, ReadSecret(c.hs256_secret_file, "HS256 secret file"));
+    return JwtVerifier::FromSecret(std::move(secret), policy);
+  }
+  if (!c.public_key_file.empty()) {
+    ASSIGN_OR_RETURN(std::string pem, ReadWholeFile(c.public_key_file, "public key file"));
+    return JwtVerifier::FromPublicKeyPem(pem, policy);
+  }
+  ASSIGN_OR_RETURN(std::string jwks, ReadWholeFile(c.jwks_file, "JWKS file"));
+  return JwtVerifier::FromJwks(jwks, policy);
+}
+
+Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
+                                              const ServerConfig& config) {
+  ASSIGN_OR_RETURN(std::shared_ptr<JwtVerifier> verifier, LoadVerifier(config));
+  ASSIGN_OR_RETURN(auto listen, SplitListen(config.listen));
+  ASSIGN_OR_RETURN(std::string openapi, OpenApiJson());
+  std::unique_ptr<Server> server(new Server());
+  service::ServiceOptions so;
+  so.limits = config.limits;
+  so.workers = config.workers;
+  ASSIGN_OR_RETURN(so.upload_secret, UploadSecret(config));
+  // The metrics live in the Api, made after the service: runs finished
+  // before it exists are not counted.
+  Server* self = server.get();
+  so.on_run_finished = [self](const ingest::RunRecord& r) {
+    if (self->api_) self->api_->metrics().RunFinished(r);
+  };
+  ASSIGN_OR_RETURN(server->service_, service::Service::Open(std::move(ws), std::move(so)));
+
+  ApiOptions ao;
+  ao.verifier = std::move(verifier);
+  ao.openapi_json = std::move(openapi);
+  if (config.access_log) {
+    ao.access_log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
+  }
+  ao.in_flight = [self] { return self->http_ ? self->http_->in_flight() : 0; };
+  HttpServerOptions ho = config.http;
+  ho.address = listen.first;
+  ho.port = listen.second;
+  // The port is known once bound; local upload URLs name it.
+  server->api_ = std::make_unique<Api>(server->service_.get(), ao);
+  ASSIGN_OR_RETURN(server->http_, HttpServer::Bind(ho, server->api_.get()));
+  server->url_ = "http://" + listen.first + ":" + std::to_string(server->http_->port());
+  server->api_->set_public_url(config.public_url.empty() ? server->url_ : config.public_url);
+  server->service_->StartWorkers();
+  server->http_->Serve();
+  return server;
+}
+
+Server::~Server() { Shutdown(); }
+
+void Server::Shutdown() {
+  if (http_) http_->Shutdown();
+  if (service_) service_->Stop();
+}
+
+}  // namespace loam::server

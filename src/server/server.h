@@ -1,0 +1,65 @@
+// Server: `loam serve` as a library. Opens the service on a workspace,
+// verifies its configuration (auth keys, upload secret), and serves the API
+// over HTTP until Shutdown (docs/server.md).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/workspace.h"
+#include "server/api.h"
+#include "server/http_server.h"
+#include "service/service.h"
+
+namespace loam::server {
+
+struct ServerConfig {
+  std::string listen = "127.0.0.1:8080";  // HOST:PORT; port 0 = ephemeral
+  std::string public_url;                 // default http://<listen address>
+  int workers = 2;                        // run workers in this process
+  // Threads, limits and timeouts of the HTTP layer (address and port come
+  // from `listen`).
+  HttpServerOptions http;
+  // Authentication: exactly one of the three key sources.
+  std::string hs256_secret_file;
+  std::string public_key_file;
+  std::string jwks_file;
+  std::string issuer;
+  std::string audience;
+  int64_t leeway_seconds = 60;
+  // The HMAC key of local upload URLs (32+ bytes). Default: derived from
+  // the HS256 secret, else random per process (one server per local root).
+  std::string upload_secret_file;
+  bool access_log = true;  // one JSON line per request on stderr
+  service::ServiceLimits limits;
+
+  // A --config FILE: a JSON object with these fields in camelCase.
+  static Result<ServerConfig> FromJsonFile(const std::string& path);
+};
+
+// The verifier the configuration names; InvalidArgument when none, several,
+// or a weak one (an HS256 secret under 32 bytes) is configured.
+Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& config);
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Start(std::shared_ptr<Workspace> ws,
+                                               const ServerConfig& config);
+  ~Server();
+
+  uint16_t port() const { return http_->port(); }
+  const std::string& url() const { return url_; }
+  service::Service& service() { return *service_; }
+  // Stops accepting, answers the requests in flight, then lets the workers
+  // finish their runs; queued runs stay queued for the next server.
+  void Shutdown();
+
+ private:
+  Server() = default;
+  std::unique_ptr<service::Service> service_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<HttpServer> http_;
+  std::string url_;
+};
+
+}  // namespace loam::server

@@ -1,0 +1,397 @@
+// The API over real HTTP: routes, statuses, auth, identities, uploads,
+// admission and metrics. Every answer is checked against docs/openapi.yaml.
+#include <regex>
+
+#include "server/server_test_util.h"
+#include "service/staging.h"
+
+namespace loam::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kPipeline[] =
+    R"({"name":"orders-in","table":"orders","mode":"upsert","format":"csv"})";
+
+class ApiTest : public ServerTest {
+ protected:
+  std::string MakePipeline(const std::string& spec = kPipeline) {
+    HttpResult r = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", spec);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.Json().value("id", "");
+  }
+
+  // Creates an upload and PUTs `data` to its URL exactly as the ticket says.
+  std::string Upload(const std::string& pipeline, const std::string& data,
+                     const std::string& sub = "ada") {
+    const json req = {{"size", data.size()}, {"sha256", service::Sha256Hex(data)}};
+    HttpResult t = Call(sub, "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                        "/v1/pipelines/{id}/uploads", req.dump());
+    EXPECT_EQ(t.status, 201) << t.body;
+    const json ticket = t.Json();
+    Headers headers;
+    for (const auto& [k, v] : ticket["headers"].items()) {
+      if (k != "content-length") headers.emplace_back(k, v.get<std::string>());
+    }
+    const std::string url = ticket["url"];
+    const std::string prefix = Srv().url();
+    EXPECT_EQ(url.substr(0, prefix.size()), prefix);
+    HttpResult put =
+        Call("", "PUT", url.substr(prefix.size()), "/v1/uploads/{uploadId}", data, headers);
+    EXPECT_EQ(put.status, 200) << put.body;
+    return ticket["uploadId"];
+  }
+
+  HttpResult Submit(const std::string& pipeline, const std::string& key, const std::string& body,
+                    const std::string& sub = "ada") {
+    Headers h = {{"Content-Type", "application/json"}};
+    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
+    return Call(sub, "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
+                h);
+  }
+
+  json WaitRun(const std::string& run_id) {
+    EXPECT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+    HttpResult r = Call("ada", "GET", "/v1/runs/" + run_id, "/v1/runs/{id}");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.Json();
+  }
+};
+
+TEST_F(ApiTest, HealthAndReadiness) {
+  HttpResult h = Call("", "GET", "/healthz", "/healthz");
+  EXPECT_EQ(h.status, 200);
+  HttpResult r = Call("", "GET", "/readyz", "/readyz");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["workspaceId"], ws_->id());
+  Srv().service().Stop();  // workers gone: not ready
+  HttpResult stopped = Call("", "GET", "/readyz", "/readyz");
+  EXPECT_EQ(stopped.status, 503);
+  EXPECT_EQ(stopped.Json()["code"], "unavailable");
+}
+
+TEST_F(ApiTest, UnknownRoutesAndMethods) {
+  HttpResult r = HttpCall(Port(), "GET", "/v1/nothing", "", Auth("ada"));
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(r.Header("content-type"), "application/problem+json");
+  EXPECT_EQ(r.Json()["code"], "not_found");
+  HttpResult m = HttpCall(Port(), "DELETE", "/v1/tables", "", Auth("ada"));
+  EXPECT_EQ(m.status, 405);
+  EXPECT_EQ(m.Header("allow"), "POST, GET");
+}
+
+TEST_F(ApiTest, EveryV1RouteNeedsABearerToken) {
+  for (const char* target : {"/v1/tables", "/v1/pipelines", "/v1/runs", "/v1/limits",
+                             "/v1/openapi.json", "/v1/tables/orders"}) {
+    HttpResult r = HttpCall(Port(), "GET", target);
+    EXPECT_EQ(r.status, 401) << target;
+    EXPECT_EQ(r.Json()["code"], "unauthenticated") << target;
+    EXPECT_EQ(r.Header("www-authenticate").substr(0, 6), "Bearer") << target;
+  }
+}
+
+TEST_F(ApiTest, TablesCreateDescribeReadHistoryAndGrants) {
+  const std::string doc =
+      R"({"name":"events","columns":[{"name":"id","type":"int64","nullable":false},{"name":"v","type":"string"}],"keys":["id"]})";
+  HttpResult denied = Call("ada", "POST", "/v1/tables", "/v1/tables", doc);
+  EXPECT_EQ(denied.status, 403) << denied.body;
+  HttpResult created = Call("owner", "POST", "/v1/tables", "/v1/tables", doc);
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.Header("location"), "/v1/tables/events");
+  EXPECT_EQ(created.Json()["keys"], json::array({"id"}));
+  EXPECT_EQ(created.Json()["rowCount"], 0);
+  HttpResult again = Call("owner", "POST", "/v1/tables", "/v1/tables", doc);
+  EXPECT_EQ(again.status, 409);
+  EXPECT_EQ(again.Json()["code"], "already_exists");
+  HttpResult bad = Call("owner", "POST", "/v1/tables", "/v1/tables", R"({"name":"x","colums":[]})");
+  EXPECT_EQ(bad.status, 400);
+
+  HttpResult list = Call("rex", "GET", "/v1/tables", "/v1/tables");
+  ASSERT_EQ(list.status, 200);
+  ASSERT_EQ(list.Json()["tables"].size(), 1u);  // rex reads orders only
+  EXPECT_EQ(list.Json()["tables"][0]["name"], "orders");
+  HttpResult hidden = Call("rex", "GET", "/v1/tables/events", "/v1/tables/{name}");
+  EXPECT_EQ(hidden.status, 403);
+  HttpResult missing = Call("rex", "GET", "/v1/tables/nope", "/v1/tables/{name}");
+  EXPECT_EQ(missing.status, 404);
+
+  HttpResult grant = Call("owner", "PUT", "/v1/tables/events/grants/rex",
+                          "/v1/tables/{name}/grants/{principal}", R"({"role":"reader"})");
+  ASSERT_EQ(grant.status, 200) << grant.body;
+  EXPECT_EQ(Call("rex", "GET", "/v1/tables/events", "/v1/tables/{name}").status, 200);
+  HttpResult not_admin = Call("rex", "PUT", "/v1/tables/events/grants/bob",
+                              "/v1/tables/{name}/grants/{principal}", R"({"role":"admin"})");
+  EXPECT_EQ(not_admin.status, 403);
+  HttpResult bad_role = Call("owner", "PUT", "/v1/tables/events/grants/bob",
+                             "/v1/tables/{name}/grants/{principal}", R"({"role":"god"})");
+  EXPECT_EQ(bad_role.status, 400);
+  HttpResult revoke = Call("owner", "DELETE", "/v1/tables/events/grants/rex",
+                           "/v1/tables/{name}/grants/{principal}");
+  EXPECT_EQ(revoke.status, 204);
+  EXPECT_EQ(Call("rex", "GET", "/v1/tables/events", "/v1/tables/{name}").status, 403);
+
+  HttpResult history =
+      Call("owner", "GET", "/v1/tables/events/history", "/v1/tables/{name}/history");
+  ASSERT_EQ(history.status, 200);
+  EXPECT_GE(history.Json()["history"].size(), 3u);  // created, granted, revoked
+}
+
+TEST_F(ApiTest, UploadSubmitRunAndReadRows) {
+  const std::string pipeline = MakePipeline();
+  const int64_t before =
+      Call("rex", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["manifestVersion"];
+  const std::string upload = Upload(pipeline, "id,amount,note\n1,9.50,a\n2,3.25,b\n3,1.00,c\n");
+  const std::string body = json{{"uploads", {upload}}, {"source", {{"id", "day-1"}}}}.dump();
+  HttpResult run = Submit(pipeline, "key-1", body);
+  ASSERT_EQ(run.status, 202) << run.body;
+  const std::string run_id = run.Json()["id"];
+  EXPECT_EQ(run.Header("location"), "/v1/runs/" + run_id);
+  EXPECT_EQ(run.Json()["pipelineId"], pipeline);
+  EXPECT_EQ(run.Header("idempotency-replayed"), "");
+
+  HttpResult replay = Submit(pipeline, "key-1", body);
+  ASSERT_EQ(replay.status, 202) << replay.body;
+  EXPECT_EQ(replay.Json()["id"], run_id);
+  EXPECT_EQ(replay.Header("idempotency-replayed"), "true");
+
+  const json done = WaitRun(run_id);
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["counters"]["inserted"], 3);
+  EXPECT_EQ(done["counters"]["rowsRead"], 3);
+  EXPECT_TRUE(done["commit"]["commitId"].is_string());
+
+  HttpResult rows = Call("rex", "GET", "/v1/tables/orders/rows?limit=2", "/v1/tables/{name}/rows");
+  ASSERT_EQ(rows.status, 200) << rows.body;
+  EXPECT_EQ(rows.Header("content-type"), "application/x-ndjson");
+  EXPECT_EQ(
+      rows.body,
+      "{\"id\":1,\"amount\":9.50,\"note\":\"a\"}\n{\"id\":2,\"amount\":3.25,\"note\":\"b\"}\n");
+  HttpResult where =
+      Call("rex", "GET", "/v1/tables/orders/rows?where=note%20%3D%20c", "/v1/tables/{name}/rows");
+  EXPECT_EQ(where.body, "{\"id\":3,\"amount\":1.00,\"note\":\"c\"}\n");
+  HttpResult old = Call("rex", "GET", "/v1/tables/orders/rows?version=" + std::to_string(before),
+                        "/v1/tables/{name}/rows");
+  EXPECT_EQ(old.status, 200) << old.body;
+  EXPECT_EQ(old.body, "");  // before any load
+  HttpResult table = Call("rex", "GET", "/v1/tables/orders", "/v1/tables/{name}");
+  EXPECT_EQ(table.Json()["rowCount"], 3);
+
+  // The same source again is refused; a listing finds the run by its key.
+  const std::string upload2 = Upload(pipeline, "id,amount,note\n1,9.50,a\n2,3.25,b\n3,1.00,c\n");
+  HttpResult dup =
+      Submit(pipeline, "key-2", json{{"uploads", {upload2}}, {"source", {{"id", "day-1"}}}}.dump());
+  EXPECT_EQ(dup.status, 409) << dup.body;
+  EXPECT_EQ(dup.Json()["code"], "source_already_loaded");
+  EXPECT_EQ(dup.Json()["run"], run_id);
+  HttpResult listed = Call("ada", "GET", "/v1/runs?idempotencyKey=key-1", "/v1/runs");
+  ASSERT_EQ(listed.status, 200);
+  ASSERT_EQ(listed.Json()["runs"].size(), 1u);
+  EXPECT_EQ(listed.Json()["runs"][0]["id"], run_id);
+  HttpResult by_state =
+      Call("ada", "GET", "/v1/runs?state=succeeded&pipeline=" + pipeline, "/v1/runs");
+  EXPECT_EQ(by_state.Json()["runs"].size(), 1u);
+  EXPECT_TRUE(by_state.Json()["nextCursor"].is_null());
+}
+
+TEST_F(ApiTest, IdempotencyRulesThroughHttp) {
+  const std::string pipeline = MakePipeline();
+  const std::string upload = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
+  const std::string body = json{{"uploads", {upload}}}.dump();
+  HttpResult no_key = Submit(pipeline, "", body);
+  EXPECT_EQ(no_key.status, 400);
+  EXPECT_EQ(no_key.Json()["code"], "idempotency_key_required");
+  HttpResult long_key = Submit(pipeline, std::string(256, 'k'), body);
+  EXPECT_EQ(long_key.status, 400);
+  HttpResult two_keys =
+      Call("ada", "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
+           {{"Idempotency-Key", "a"}, {"Idempotency-Key", "b"}});
+  EXPECT_EQ(two_keys.status, 400);
+  ASSERT_EQ(Submit(pipeline, "k", body).status, 202);
+  HttpResult reused = Submit(pipeline, "k", json{{"uploads", {upload}}, {"reload", true}}.dump());
+  EXPECT_EQ(reused.status, 422);
+  EXPECT_EQ(reused.Json()["code"], "idempotency_key_reused");
+  HttpResult unknown_field = Submit(pipeline, "k2", R"({"uploads":["x"],"bogus":1})");
+  EXPECT_EQ(unknown_field.status, 400);
+  EXPECT_NE(unknown_field.Json()["detail"].get<std::string>().find("bogus"), std::string::npos);
+}
+
+TEST_F(ApiTest, InlineDataReplaysByItsBytes) {
+  const std::string pipeline = MakePipeline();
+  const std::string csv = "id,amount,note\n7,7.00,x\n";
+  Headers h = {
+      {"Content-Type", "text/csv"}, {"Idempotency-Key", "inline-1"}, {"Loam-Source-Id", "feed-7"}};
+  const std::string target = "/v1/pipelines/" + pipeline + "/runs";
+  HttpResult first = Call("ada", "POST", target, "/v1/pipelines/{id}/runs", csv, h);
+  ASSERT_EQ(first.status, 202) << first.body;
+  HttpResult again = Call("ada", "POST", target, "/v1/pipelines/{id}/runs", csv, h);
+  ASSERT_EQ(again.status, 202) << again.body;
+  EXPECT_EQ(again.Json()["id"], first.Json()["id"]);
+  EXPECT_EQ(again.Header("idempotency-replayed"), "true");
+  HttpResult other = Call("ada", "POST", target, "/v1/pipelines/{id}/runs", csv + "8,1.00,y\n", h);
+  EXPECT_EQ(other.status, 422) << other.body;
+  Headers json_lines = {{"Content-Type", "application/x-ndjson"}, {"Idempotency-Key", "inline-2"}};
+  HttpResult wrong =
+      Call("ada", "POST", target, "/v1/pipelines/{id}/runs", "{\"id\":1}\n", json_lines);
+  EXPECT_EQ(wrong.status, 400) << wrong.body;  // the pipeline loads CSV
+  const json done = WaitRun(first.Json()["id"]);
+  EXPECT_EQ(done["state"], "succeeded") << done.dump();
+  EXPECT_EQ(done["counters"]["inserted"], 1);
+}
+
+TEST_F(ApiTest, UploadCapabilityRefusals) {
+  const std::string pipeline = MakePipeline();
+  const std::string data = "id,amount,note\n1,1.00,a\n";
+  const json req = {{"size", data.size()}};
+  HttpResult t = Call("ada", "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                      "/v1/pipelines/{id}/uploads", req.dump());
+  ASSERT_EQ(t.status, 201) << t.body;
+  const std::string url = t.Json()["url"].get<std::string>().substr(Srv().url().size());
+  const std::string id = t.Json()["uploadId"];
+  const std::string token = url.substr(url.find("token=") + 6);
+  std::string tampered = token;
+  tampered[tampered.size() / 2] = tampered[tampered.size() / 2] == 'A' ? 'B' : 'A';
+  const std::string p = "/v1/uploads/{uploadId}";
+  EXPECT_EQ(Call("", "PUT", "/v1/uploads/" + id + "?token=" + tampered, p, data).status, 403);
+  EXPECT_EQ(Call("", "PUT", "/v1/uploads/" + id, p, data).status, 403);
+  HttpResult short_body = Call("", "PUT", url, p, data.substr(1));
+  EXPECT_EQ(short_body.status, 400) << short_body.body;
+  ASSERT_EQ(Call("", "PUT", url, p, data).status, 200);
+  HttpResult twice = Call("", "PUT", url, p, data);
+  EXPECT_EQ(twice.status, 409);
+  for (const char* evil : {"..", "%2e%2e", "a%2Fb", "a%00b", "%2F"}) {
+    HttpResult r =
+        HttpCall(Port(), "PUT", std::string("/v1/uploads/") + evil + "?token=" + token, data);
+    EXPECT_EQ(r.status, 404) << evil << " " << r.body;
+  }
+  // Another principal's pipeline upload: rex holds no writer grant.
+  HttpResult rex = Call("rex", "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                        "/v1/pipelines/{id}/uploads", req.dump());
+  EXPECT_EQ(rex.status, 403);
+}
+
+TEST_F(ApiTest, BodiesOverTheLimitAre413) {
+  const std::string big(2 << 20, ' ');
+  HttpResult r = Call("owner", "POST", "/v1/tables", "/v1/tables", "{" + big + "}");
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.Json()["code"], "limit_exceeded");
+}
+
+TEST_F(ApiTest, FailedExpectedTableVersionIs412) {
+  const std::string pipeline = MakePipeline();
+  const std::string upload = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
+  HttpResult stale =
+      Submit(pipeline, "v", json{{"uploads", {upload}}, {"expectedTableVersion", 99}}.dump());
+  EXPECT_EQ(stale.status, 412) << stale.body;
+  EXPECT_EQ(stale.Json()["code"], "precondition_failed");
+  const int64_t at = Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["version"];
+  HttpResult fresh =
+      Submit(pipeline, "v", json{{"uploads", {upload}}, {"expectedTableVersion", at}}.dump());
+  ASSERT_EQ(fresh.status, 202) << fresh.body;  // the refusal freed the key and the upload
+  EXPECT_EQ(WaitRun(fresh.Json()["id"])["state"], "succeeded");
+}
+
+TEST_F(ApiTest, OverloadIs429WithRetryAfterAndCreatesNothing) {
+  config_.limits.principal_burst = 1;
+  config_.limits.principal_requests_per_second = 0.001;
+  const std::string pipeline = MakePipeline();
+  const std::string u1 = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
+  const std::string u2 = Upload(pipeline, "id,amount,note\n2,1.00,a\n");
+  ASSERT_EQ(Submit(pipeline, "first", json{{"uploads", {u1}}}.dump()).status, 202);
+  HttpResult full = Submit(pipeline, "second", json{{"uploads", {u2}}}.dump());
+  ASSERT_EQ(full.status, 429) << full.body;
+  EXPECT_EQ(full.Json()["code"], "overloaded");
+  EXPECT_EQ(full.Json()["limit"], "principalRequestRate");
+  EXPECT_GE(std::stoll(full.Header("retry-after")), 1);
+  EXPECT_EQ(full.Header("ratelimit-policy"), "\"principalRequestRate\";q=1;w=1000");
+  EXPECT_EQ(full.Header("ratelimit").substr(0, 23), "\"principalRequestRate\";");
+  HttpResult none = Call("ada", "GET", "/v1/runs?idempotencyKey=second", "/v1/runs");
+  EXPECT_EQ(none.Json()["runs"].size(), 0u);
+  HttpResult metrics = Call("", "GET", "/metrics", "/metrics");
+  EXPECT_NE(metrics.body.find("loam_admission_rejections_total{limit=\"principalRequestRate\"} 1"),
+            std::string::npos)
+      << metrics.body;
+}
+
+TEST_F(ApiTest, CancelAndRevertRuns) {
+  config_.workers = 0;  // runs stay queued until a worker is asked
+  const std::string pipeline = MakePipeline();
+  const std::string u1 = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
+  HttpResult queued = Submit(pipeline, "c1", json{{"uploads", {u1}}}.dump());
+  ASSERT_EQ(queued.status, 202);
+  const std::string id = queued.Json()["id"];
+  HttpResult got = Call("ada", "GET", "/v1/runs/" + id, "/v1/runs/{id}");
+  EXPECT_EQ(got.Json()["queuePosition"], 0);
+  HttpResult cancelled = Call("ada", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel");
+  ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+  EXPECT_EQ(cancelled.Json()["state"], "cancelled");
+  HttpResult twice = Call("ada", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel");
+  EXPECT_EQ(twice.status, 412);
+
+  const std::string u2 = Upload(pipeline, "id,amount,note\n5,1.00,a\n");
+  HttpResult run = Submit(pipeline, "c2", json{{"uploads", {u2}}}.dump());
+  ASSERT_EQ(run.status, 202);
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  HttpResult reverted =
+      Call("ada", "POST", "/v1/runs/" + run.Json()["id"].get<std::string>() + "/revert",
+           "/v1/runs/{id}/revert");
+  ASSERT_EQ(reverted.status, 200) << reverted.body;
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 0);
+  HttpResult unknown = Call("ada", "GET", "/v1/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/runs/{id}");
+  EXPECT_EQ(unknown.status, 404);
+}
+
+TEST_F(ApiTest, PipelinesCrud) {
+  const std::string id = MakePipeline();
+  HttpResult dup = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", kPipeline);
+  EXPECT_EQ(dup.status, 409);
+  HttpResult list = Call("ada", "GET", "/v1/pipelines", "/v1/pipelines");
+  ASSERT_EQ(list.Json()["pipelines"].size(), 1u);
+  HttpResult patched = Call("ada", "PATCH", "/v1/pipelines/" + id, "/v1/pipelines/{id}",
+                            R"({"errorPolicy":"validationOnly"})");
+  ASSERT_EQ(patched.status, 200) << patched.body;
+  EXPECT_EQ(patched.Json()["errorPolicy"], "validationOnly");
+  HttpResult rename =
+      Call("ada", "PATCH", "/v1/pipelines/" + id, "/v1/pipelines/{id}", R"({"name":"other"})");
+  EXPECT_EQ(rename.status, 400);
+  EXPECT_EQ(Call("rex", "DELETE", "/v1/pipelines/" + id, "/v1/pipelines/{id}").status, 403);
+  EXPECT_EQ(Call("ada", "DELETE", "/v1/pipelines/" + id, "/v1/pipelines/{id}").status, 204);
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines/" + id, "/v1/pipelines/{id}").status, 404);
+}
+
+TEST_F(ApiTest, LimitsAndOpenApi) {
+  HttpResult limits = Call("ada", "GET", "/v1/limits", "/v1/limits");
+  ASSERT_EQ(limits.status, 200);
+  EXPECT_TRUE(limits.Json().is_object());
+  HttpResult doc = Call("ada", "GET", "/v1/openapi.json", "/v1/openapi.json");
+  ASSERT_EQ(doc.status, 200);
+  EXPECT_EQ(doc.Json()["openapi"], "3.1.0");
+  EXPECT_TRUE(doc.Json()["paths"].contains("/v1/pipelines/{id}/runs"));
+}
+
+// Prometheus text: "# HELP"/"# TYPE" comments and `name{labels} value`.
+TEST_F(ApiTest, MetricsParseAndCountWhatHappened) {
+  Call("ada", "GET", "/v1/tables", "/v1/tables");
+  Call("ada", "GET", "/v1/tables", "/v1/tables");
+  HttpCall(Port(), "GET", "/v1/tables");  // 401
+  HttpResult m = Call("", "GET", "/metrics", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? ([-+0-9.eE]+|[-+]?Inf|NaN)$)");
+  std::map<std::string, double> values;
+  std::istringstream in(m.body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) continue;
+    ASSERT_TRUE(std::regex_match(line, sample)) << line;
+    values[line.substr(0, line.rfind(' '))] = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_EQ(
+      (values["loam_http_requests_total{method=\"GET\",route=\"/v1/tables\",status=\"200\"}"]), 2);
+  EXPECT_EQ(
+      (values["loam_http_requests_total{method=\"GET\",route=\"/v1/tables\",status=\"401\"}"]), 1);
+  EXPECT_EQ(values.count("loam_queue_runs"), 1u);
+  EXPECT_EQ(values.count("loam_worker_leases_held"), 1u);
+}
+
+}  // namespace
+}  // namespace loam::server

@@ -1,0 +1,208 @@
+// Service: tables (create, list, describe, rows, history, grants) and the
+// run listing, each authorised for the calling principal.
+#include <nlohmann/json.hpp>
+
+#include "common/status_macros.h"
+#include "common/strict_json.h"
+#include "common/ulid.h"
+#include "ingest/where_clause.h"
+#include "service/service.h"
+
+namespace loam::service {
+
+using ingest::RunRecord;
+using nlohmann::json;
+
+Result<TableDocument> ParseTableDocument(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return Status::InvalidArgument(
+        R"(a table is a JSON object: {"name":"t","columns":[{"name":"id","type":"int64","nullable":false}],"keys":["id"]})");
+  }
+  StrictObject o(j, "table");
+  TableDocument doc;
+  RETURN_NOT_OK(o.String("name", &doc.name, /*required=*/true));
+  const json* columns = o.Field("columns");
+  if (columns == nullptr || !columns->is_array() || columns->empty()) {
+    return o.Bad("columns", "a non-empty array of {\"name\",\"type\",\"nullable\"}");
+  }
+  RETURN_NOT_OK(o.Strings("keys", &doc.keys));
+  RETURN_NOT_OK(o.Finish());
+  ASSIGN_OR_RETURN(doc.schema, SchemaFromJson(columns->dump()));
+  return doc;
+}
+
+namespace {
+
+bool CanSeeGrants(const Workspace& ws, const Snapshot& snap, int64_t sid,
+                  const std::string& principal) {
+  return principal == ws.owner() || snap.RoleOf(sid, principal) == Role::kAdmin;
+}
+
+TableInfo Describe(const Workspace& ws, const Snapshot& snap, const TableState& t,
+                   const std::string& principal) {
+  TableInfo info;
+  info.name = t.def.name;
+  info.table_id = t.def.sid;
+  info.schema = t.def.schema;
+  info.keys = t.def.keys;
+  info.schema_version = t.def.schema_version;
+  info.table_version = t.head.table_version;
+  info.row_count = t.head.row_count.value_or(0);
+  info.manifest_version = snap.manifest_version;
+  info.additive_schema = snap.AllowsAdditiveSchema(t.def.sid);
+  if (CanSeeGrants(ws, snap, t.def.sid, principal)) {
+    for (const Grant& g : snap.grants) {
+      if (g.sid == t.def.sid && g.principal != kAdditiveSchemaPrincipal) info.grants.push_back(g);
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+Result<const TableState*> Service::ReadableTable(const Snapshot& snap, const std::string& name,
+                                                 const std::string& principal) const {
+  const TableState* t = snap.Find(name);
+  if (t == nullptr) return Status::NotFound("table '" + name + "' does not exist");
+  if (principal != ws_->owner() && !snap.RoleOf(t->def.sid, principal)) {
+    return Status::PermissionDenied("principal '" + principal + "' holds no grant on table '" +
+                                    name + "'");
+  }
+  return t;
+}
+
+Result<WriteResult> Service::CreateTable(const CallContext& ctx, std::string_view doc_json) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  if (ctx.principal != ws_->owner()) {
+    return Status::PermissionDenied("only the workspace owner creates tables; '" + ctx.principal +
+                                    "' is not the owner");
+  }
+  ASSIGN_OR_RETURN(TableDocument doc, ParseTableDocument(doc_json));
+  return ws_->CreateTable(doc.name, doc.schema, doc.keys);
+}
+
+Result<std::vector<TableInfo>> Service::ListTables(const CallContext& ctx) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  std::vector<TableInfo> out;
+  for (const auto& [name, t] : snap.tables) {
+    if (ctx.principal == ws_->owner() || snap.RoleOf(t.def.sid, ctx.principal)) {
+      out.push_back(Describe(*ws_, snap, t, ctx.principal));
+    }
+  }
+  return out;
+}
+
+Result<TableInfo> Service::DescribeTable(const CallContext& ctx, const std::string& name) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, name, ctx.principal));
+  return Describe(*ws_, snap, *t, ctx.principal);
+}
+
+Status Service::ReadRows(const CallContext& ctx, const std::string& name, const RowQuery& query,
+                         const std::function<Status(std::string_view)>& sink) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  // Grants are those of now, whatever version is read.
+  ASSIGN_OR_RETURN(Snapshot now, ws_->Current());
+  RETURN_NOT_OK(ReadableTable(now, name, ctx.principal).status());
+  Snapshot snap = std::move(now);
+  if (query.manifest_version >= 0) {
+    ASSIGN_OR_RETURN(snap, ws_->SnapshotAt("", static_cast<uint64_t>(query.manifest_version)));
+  }
+  ASSIGN_OR_RETURN(Dataset table, ws_->OpenTable(snap, name));
+  const Schema& schema = snap.Find(name)->def.schema;
+  ScanSpec spec;
+  if (!query.where.empty()) {
+    ASSIGN_OR_RETURN(Predicate p, ingest::ParseWhere(schema, query.where));
+    spec.where.push_back(std::move(p));
+  }
+  int64_t left = query.limit < 0 ? INT64_MAX : query.limit;
+  std::string text;
+  bool stopped = false;  // the limit was reached: the scan ends early
+  Status s = table.ScanEach(spec, [&](const RecordBatch& b) -> Status {
+    text.clear();
+    for (int64_t r = 0; r < b.num_rows() && left > 0; ++r, --left) {
+      ingest::AppendJsonLine(schema, b, r, &text);
+    }
+    RETURN_NOT_OK(sink(text));
+    if (left > 0) return Status::OK();
+    stopped = true;
+    return Status::Aborted("row limit reached");
+  });
+  return stopped ? Status::OK() : s;
+}
+
+Result<std::vector<TableHistoryEntry>> Service::TableHistory(const CallContext& ctx,
+                                                             const std::string& name) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  RETURN_NOT_OK(ReadableTable(snap, name, ctx.principal).status());
+  return ws_->History(name);
+}
+
+Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
+                              const std::string& principal, std::optional<Role> role) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  RETURN_NOT_OK(CheckContext({ctx.workspace_id, principal}));  // the grantee's name
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, table, ctx.principal));
+  if (!CanSeeGrants(*ws_, snap, t->def.sid, ctx.principal)) {
+    return Status::PermissionDenied("principal '" + ctx.principal + "' needs the admin grant on '" +
+                                    table + "' to change its grants");
+  }
+  return ws_->SetGrant(table, principal, role, /*branch=*/"", ctx.principal);
+}
+
+Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filter) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  if (filter.limit < 1 || filter.limit > 1000) {
+    return Status::InvalidArgument("limit must be from 1 to 1000");
+  }
+  if (!filter.cursor.empty() && !Ulid::Parse(filter.cursor).ok()) {
+    return Status::InvalidArgument("cursor is not one this server gave");
+  }
+  RunPage page;
+  if (!filter.idempotency_key.empty()) {
+    ASSIGN_OR_RETURN(auto r, requests_.Find(ctx.principal, filter.idempotency_key));
+    if (!r || r->run_id <= filter.cursor) return page;
+    Result<RunStatus> run = GetRun(ctx, r->run_id);
+    if (run.status().IsNotFound()) return page;  // reserved; its run is not created yet
+    RETURN_NOT_OK(run.status());
+    if ((filter.pipeline_id.empty() || run->run.pipeline_id == filter.pipeline_id) &&
+        (!filter.state || run->run.state == *filter.state)) {
+      page.runs.push_back(std::move(run->run));
+    }
+    return page;
+  }
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  const std::string prefix = (ws_->root().empty() ? "" : ws_->root() + "/") + "_control/runs/";
+  const std::string after = filter.cursor.empty() ? "" : prefix + filter.cursor + ".json";
+  // One store LIST page per call: a sparse filter returns fewer runs and a
+  // cursor rather than reading the whole history.
+  ASSIGN_OR_RETURN(ListPage listed, ws_->store()->List(prefix, after, 1000));
+  size_t i = 0;
+  for (; i < listed.objects.size(); ++i) {
+    const std::string& key = listed.objects[i].key;
+    const std::string id = key.substr(prefix.size(), key.size() - prefix.size() - 5);
+    page.next_cursor = id;
+    Result<RunRecord> rec = loader_->runs().Get(id);
+    if (rec.status().IsNotFound()) continue;
+    RETURN_NOT_OK(rec.status());
+    if (!filter.pipeline_id.empty() && rec->pipeline_id != filter.pipeline_id) continue;
+    if (filter.state && rec->state != *filter.state) continue;
+    ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec->request));
+    if (req.principal != ctx.principal && ctx.principal != ws_->owner() &&
+        !snap.RoleOf(rec->table_sid, ctx.principal)) {
+      continue;
+    }
+    page.runs.push_back(std::move(*rec));
+    if (static_cast<int>(page.runs.size()) == filter.limit) break;
+  }
+  const bool more = listed.truncated || i + 1 < listed.objects.size();
+  if (!more) page.next_cursor.clear();
+  return page;
+}
+
+}  // namespace loam::service

@@ -1,0 +1,57 @@
+// What the service tells about tables and runs: the shapes its table and
+// run-listing calls return (Service::ListTables, ReadRows, ListRuns).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/table_def.h"
+#include "ingest/run_record.h"
+
+namespace loam::service {
+
+// A table as a reader sees it.
+struct TableInfo {
+  std::string name;
+  int64_t table_id = 0;
+  Schema schema;
+  std::vector<std::string> keys;
+  int64_t schema_version = 0;
+  int64_t table_version = 0;
+  int64_t row_count = 0;
+  uint64_t manifest_version = 0;  // of the snapshot read
+  bool additive_schema = false;
+  std::vector<Grant> grants;  // only for the owner and admins
+};
+
+// The table document of POST /v1/tables and `loam table create --schema`:
+// {"name", "columns":[{"name","type","nullable"}], "keys":[...]}.
+struct TableDocument {
+  std::string name;
+  Schema schema;
+  std::vector<std::string> keys;
+};
+Result<TableDocument> ParseTableDocument(std::string_view text);
+
+struct RowQuery {
+  int64_t limit = -1;             // -1: every row
+  std::string where;              // "COL OP VALUE" (ingest/where_clause.h)
+  int64_t manifest_version = -1;  // -1: current (time travel otherwise)
+};
+
+struct RunFilter {
+  std::string pipeline_id;  // "" = any
+  std::optional<ingest::RunState> state;
+  std::string idempotency_key;  // the caller's key; "" = any
+  std::string cursor;           // the last run id of the previous page
+  int limit = 100;              // 1..1000
+};
+
+struct RunPage {
+  std::vector<ingest::RunRecord> runs;  // oldest first
+  std::string next_cursor;              // "" at the end
+};
+
+}  // namespace loam::service
