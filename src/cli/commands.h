@@ -14,5 +14,6 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit);  // table ...
 void AddLoadCommands(CLI::App& app, Context& ctx, int* exit);   // load, runs ...
 void AddReadCommands(CLI::App& app, Context& ctx, int* exit);   // scan, get, count, export
 void AddServeCommands(CLI::App& app, Context& ctx, int* exit);  // serve, token
+void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);  // submit
 
 }  // namespace loam::cli

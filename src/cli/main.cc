@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   AddLoadCommands(app, ctx, &exit);
   AddReadCommands(app, ctx, &exit);
   AddServeCommands(app, ctx, &exit);
+  AddSubmitCommands(app, ctx, &exit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

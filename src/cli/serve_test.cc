@@ -131,5 +131,61 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
   EXPECT_NE(server_out.find("listening on"), std::string::npos);
 }
 
+TEST_F(ServeTest, SubmitKilledAfterSendingIsResumedIntoExactlyOneRun) {
+  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+                                     "secret", "--no-access-log"});
+  const uint16_t port = WaitListening();
+  ASSERT_NE(port, 0);
+  const std::string client = dir_ + "/client";
+  std::filesystem::create_directories(client);
+  CliResult token = RunLoam(client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                     dir_ + "/secret", "--sub", "owner"});
+  ASSERT_EQ(token.code, 0) << token.err;
+  WriteFile(client + "/token", token.out);
+  const std::string bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
+  server::HttpResult p =
+      server::HttpCall(port, "POST", "/v1/pipelines", R"({"name":"p","table":"t","format":"csv"})",
+                       {{"Authorization", bearer}});
+  ASSERT_EQ(p.status, 201) << p.body;
+  const std::string pipeline = p.Json()["id"];
+  std::string csv = "id\n";
+  for (int i = 0; i < 1000; ++i) csv += std::to_string(i) + "\n";
+  WriteFile(client + "/data.csv", csv);
+  const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  std::map<std::string, std::string> crash = env;
+  crash["LOAM_CRASH_AT"] = "submit.after_send";
+  CliResult killed = RunLoam(client,
+                             {"submit", pipeline, "data.csv", "--server", url, "--token-file",
+                              "token", "--source-id", "data-1"},
+                             crash);
+  EXPECT_EQ(killed.signal, SIGKILL) << killed.all();
+  const auto left =
+      std::distance(std::filesystem::directory_iterator(client + "/state/loam/submissions"), {});
+  EXPECT_EQ(left, 1);  // the submission's state survived the client
+  CliResult resumed = RunLoam(client, {"submit", "--resume", "--wait"}, env);
+  ASSERT_EQ(resumed.code, 0) << resumed.all();
+  EXPECT_NE(resumed.out.find("\"state\":\"succeeded\""), std::string::npos) << resumed.out;
+  EXPECT_EQ(
+      std::distance(std::filesystem::directory_iterator(client + "/state/loam/submissions"), {}),
+      0);
+  server::HttpResult runs = server::HttpCall(port, "GET", "/v1/runs?pipeline=" + pipeline, "",
+                                             {{"Authorization", bearer}});
+  ASSERT_EQ(runs.status, 200);
+  EXPECT_EQ(runs.Json()["runs"].size(), 1u) << runs.body;
+  server::HttpResult table =
+      server::HttpCall(port, "GET", "/v1/tables/t", "", {{"Authorization", bearer}});
+  EXPECT_EQ(table.Json()["rowCount"], 1000);
+  // The same source again: refused, and the client says why with the code's exit status.
+  CliResult again = RunLoam(client,
+                            {"submit", pipeline, "data.csv", "--server", url, "--token-file",
+                             "token", "--source-id", "data-1"},
+                            env);
+  EXPECT_EQ(again.code, 3) << again.all();
+  EXPECT_NE(again.err.find("409"), std::string::npos) << again.err;
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
+}
+
 }  // namespace
 }  // namespace loam::testing

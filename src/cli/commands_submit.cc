@@ -1,0 +1,366 @@
+// submit: files to a pipeline of a `loam serve` server, following the retry
+// contract (docs/server.md, "Clients"): the exact request bytes, the
+// idempotency key and the source identity are persisted (fsynced) before the
+// first send; 429 waits Retry-After, 5xx and broken connections back off
+// with jitter, always resending the same bytes with the same key; the state
+// is removed only on a run reference or a non-retryable answer.
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "cli/commands.h"
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "io/http_client.h"
+
+namespace loam::cli {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct SubmitFlags {
+  std::string pipeline;
+  std::vector<std::string> files;
+  std::string server;
+  std::string token_file;
+  std::string source_id;
+  bool wait = false;
+  bool resume = false;
+  int64_t retry_for_seconds = 900;
+};
+
+fs::path StateDir() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path base = xdg != nullptr && *xdg != '\0' ? fs::path(xdg)
+                        : home != nullptr              ? fs::path(home) / ".local/state"
+                                                       : fs::path(".");
+  return base / "loam" / "submissions";
+}
+
+// Writes `state` durably: a temporary file, fsync, rename, fsync of the directory.
+Status Persist(const fs::path& path, const json& state) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const std::string tmp = path.string() + ".tmp";
+  const std::string text = state.dump();
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Status::Unavailable("cannot write " + tmp);
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::Unavailable("cannot write " + path.string());
+  }
+  const int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return Status::OK();
+}
+
+// A file mapped read-only (sent without copying it into memory).
+class MappedFile {
+ public:
+  static Result<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) return Status::NotFound("cannot read '" + path + "'");
+    struct stat st {};
+    ::fstat(fd, &st);
+    auto f = std::unique_ptr<MappedFile>(new MappedFile());
+    f->size_ = static_cast<size_t>(st.st_size);
+    if (f->size_ > 0) {
+      f->data_ = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (f->data_ == MAP_FAILED) f->data_ = nullptr;
+    }
+    ::close(fd);
+    if (f->size_ > 0 && f->data_ == nullptr)
+      return Status::Unavailable("cannot map '" + path + "'");
+    return f;
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  MappedFile() = default;
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+class Submitter {
+ public:
+  Submitter(fs::path path, json state, std::string token)
+      : path_(std::move(path)),
+        state_(std::move(state)),
+        token_(std::move(token)),
+        client_(HttpOptions{}) {}
+
+  // Uploads what is not uploaded, builds and persists the request once,
+  // submits it until answered; returns the run.
+  Result<json> Run(int64_t retry_for_seconds);
+  Result<int> Wait(const std::string& run_id);
+
+ private:
+  Status UploadAll();
+  // One request with retries per the contract; the final answer.
+  Result<HttpResponse> SendWithRetries(const HttpRequest& req);
+  std::string Url(const std::string& route) const {
+    return state_["server"].get<std::string>() + route;
+  }
+  std::vector<std::pair<std::string, std::string>> Auth() const {
+    return {{"Authorization", "Bearer " + token_}};
+  }
+
+  fs::path path_;
+  json state_;
+  std::string token_;
+  HttpClient client_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
+  std::chrono::milliseconds backoff(200);
+  for (int attempt = 1;; ++attempt) {
+    Result<HttpResponse> r = client_.Send(req);
+    std::chrono::milliseconds wait(0);
+    std::string why;
+    if (!r.ok()) {
+      why = r.status().message();
+    } else if (r->status == 429 || r->status == 503 || r->status >= 500 ||
+               (r->status == 409 && !r->Header("retry-after").empty())) {
+      why = "HTTP " + std::to_string(r->status);
+      const std::string_view after = r->Header("retry-after");
+      if (!after.empty()) wait = std::chrono::seconds(std::atoll(std::string(after).c_str()));
+    } else {
+      return r;
+    }
+    if (wait.count() == 0) {
+      // Full jitter on an exponential backoff, capped at 30 s.
+      wait = std::chrono::milliseconds(
+          std::uniform_int_distribution<int64_t>(backoff.count() / 2, backoff.count())(rng_));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+    }
+    if (std::chrono::steady_clock::now() + wait > deadline_) {
+      return Status::Unavailable(why + " after " + std::to_string(attempt) +
+                                 " attempts; the submission is kept: finish it with "
+                                 "`loam submit --resume`");
+    }
+    std::cerr << "loam submit: " << why << "; retrying in " << wait.count() << " ms\n";
+    std::this_thread::sleep_for(wait);
+  }
+}
+
+// The error of a non-retryable answer, with its stable code.
+Status ProblemStatus(const HttpResponse& r) {
+  json p = json::parse(r.body, nullptr, false);
+  const std::string code = p.is_object() ? p.value("code", "internal") : "internal";
+  const std::string detail = p.is_object() ? p.value("detail", r.body) : r.body;
+  return Status(StatusCode::kFailedPrecondition, "HTTP " + std::to_string(r.status) + ": " + detail)
+      .WithErrorCode(ErrorCodeFromName(code));
+}
+
+Status Submitter::UploadAll() {
+  for (json& f : state_["files"]) {
+    if (f.value("uploaded", false)) continue;
+    ASSIGN_OR_RETURN(auto file, MappedFile::Open(f["path"]));
+    if (file->bytes().size() != f["size"].get<size_t>() ||
+        Sha256Hex(file->bytes()) != f["sha256"]) {
+      return Status::FailedPrecondition("'" + f["path"].get<std::string>() +
+                                        "' changed since it was submitted");
+    }
+    const std::string ticket_body = json{{"size", f["size"]}, {"sha256", f["sha256"]}}.dump();
+    HttpRequest create{"POST",
+                       Url("/v1/pipelines/" + state_["pipeline"].get<std::string>() + "/uploads"),
+                       Auth(), ticket_body};
+    create.headers.emplace_back("Content-Type", "application/json");
+    ASSIGN_OR_RETURN(HttpResponse t, SendWithRetries(create));
+    if (t.status != 201) return ProblemStatus(t);
+    const json ticket = json::parse(t.body);
+    HttpRequest put{ticket["method"], ticket["url"], {}, file->bytes()};
+    for (const auto& [k, v] : ticket["headers"].items()) {
+      if (k != "content-length") put.headers.emplace_back(k, v.get<std::string>());  // curl sets it
+    }
+    ASSIGN_OR_RETURN(HttpResponse sent, SendWithRetries(put));
+    if (sent.status != 200) return ProblemStatus(sent);
+    f["uploadId"] = ticket["uploadId"];
+    f["uploaded"] = true;
+    RETURN_NOT_OK(Persist(path_, state_));
+  }
+  return Status::OK();
+}
+
+Result<json> Submitter::Run(int64_t retry_for_seconds) {
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(retry_for_seconds);
+  if (!state_.contains("request")) {
+    RETURN_NOT_OK(UploadAll());
+    json body = {{"uploads", json::array()}};
+    for (const json& f : state_["files"]) body["uploads"].push_back(f["uploadId"]);
+    if (!state_.value("sourceId", "").empty()) body["source"] = {{"id", state_["sourceId"]}};
+    state_["request"] = body.dump();  // the exact bytes, resent on every retry
+    RETURN_NOT_OK(Persist(path_, state_));
+  }
+  const std::string request = state_["request"];
+  HttpRequest submit{"POST",
+                     Url("/v1/pipelines/" + state_["pipeline"].get<std::string>() + "/runs"),
+                     Auth(), request};
+  submit.headers.emplace_back("Content-Type", "application/json");
+  submit.headers.emplace_back("Idempotency-Key", state_["key"]);
+  ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(submit));
+  if (auto crash = Context::CrashHook()) {
+    RETURN_NOT_OK(crash("submit.after_send"));  // crash tests: the answer is lost
+  }
+  std::error_code ec;
+  if (r.status != 202) {
+    fs::remove(path_, ec);  // a non-retryable answer ends the submission
+    return ProblemStatus(r);
+  }
+  fs::remove(path_, ec);
+  return json::parse(r.body);
+}
+
+Result<int> Submitter::Wait(const std::string& run_id) {
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::hours(24);
+  std::chrono::milliseconds poll(100);
+  for (;;) {
+    ASSIGN_OR_RETURN(HttpResponse r,
+                     SendWithRetries(HttpRequest{"GET", Url("/v1/runs/" + run_id), Auth(), {}}));
+    if (r.status != 200) return ProblemStatus(r);
+    const json run = json::parse(r.body);
+    const std::string state = run["state"];
+    const json& c = run["counters"];
+    std::cerr << "\rrun " << run_id << ": " << state << ", " << c["rowsRead"] << " rows read, "
+              << c["inserted"] << " inserted, " << c["updated"] << " updated, " << c["rejected"]
+              << " rejected   " << std::flush;
+    if (state == "succeeded" || state == "failed" || state == "partial" || state == "cancelled") {
+      std::cerr << "\n";
+      std::cout << run.dump() << "\n";
+      if (state == "succeeded") return kExitOk;
+      if (state == "partial") return kExitPartial;
+      if (state == "cancelled") return kExitRunFailed;
+      return ExitCodeFor(ErrorCodeFromName(run.value("errorCode", "internal")));
+    }
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, std::chrono::milliseconds(2000));
+  }
+}
+
+Result<std::string> ReadToken(const std::string& file) {
+  std::string token;
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return Status::NotFound("cannot read the token file '" + file + "'");
+    std::getline(in, token);
+  } else if (const char* env = std::getenv("LOAM_TOKEN"); env != nullptr) {
+    token = env;
+  }
+  if (token.empty()) return Status::InvalidArgument("give --token-file FILE or LOAM_TOKEN");
+  return token;
+}
+
+Status SubmitOne(const SubmitFlags& f, const fs::path& path, json state, int* exit) {
+  ASSIGN_OR_RETURN(std::string token, ReadToken(state.value("tokenFile", "")));
+  Submitter s(path, state, token);
+  ASSIGN_OR_RETURN(json run, s.Run(f.retry_for_seconds));
+  const std::string id = run["id"];
+  std::cerr << "run " << id << " " << run["state"].get<std::string>() << "\n";
+  if (!f.wait && !state.value("wait", false)) {
+    std::cout << run.dump() << "\n";
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(*exit, s.Wait(id));
+  return Status::OK();
+}
+
+Status Submit(const SubmitFlags& f, int* exit) {
+  if (f.resume) {
+    std::error_code ec;
+    int left = 0;
+    for (const auto& entry : fs::directory_iterator(StateDir(), ec)) {
+      if (entry.path().extension() != ".json") continue;
+      std::ifstream in(entry.path());
+      json state = json::parse(in, nullptr, false);
+      if (!state.is_object()) continue;
+      std::cerr << "loam submit: resuming " << entry.path().filename().string() << "\n";
+      Status s = SubmitOne(f, entry.path(), state, exit);
+      if (!s.ok()) {
+        std::cerr << "loam submit: " << s.message() << "\n";
+        ++left;
+      }
+    }
+    if (left > 0) return Status::Unavailable(std::to_string(left) + " submissions remain");
+    return Status::OK();
+  }
+  if (f.pipeline.empty() || f.files.empty() || f.server.empty()) {
+    return Status::InvalidArgument("submit takes PIPELINE FILE... --server URL (or --resume)");
+  }
+  json state = {{"version", 1},
+                {"server", f.server},
+                {"pipeline", f.pipeline},
+                {"key", "loam-submit-" + NewUlidString()},
+                {"sourceId", f.source_id},
+                {"tokenFile", f.token_file.empty() ? "" : fs::absolute(f.token_file).string()},
+                {"wait", f.wait},
+                {"files", json::array()}};
+  for (const std::string& p : f.files) {
+    ASSIGN_OR_RETURN(auto file, MappedFile::Open(p));
+    state["files"].push_back({{"path", fs::absolute(p).string()},
+                              {"size", file->bytes().size()},
+                              {"sha256", Sha256Hex(file->bytes())}});
+  }
+  const fs::path path = StateDir() / (state["key"].get<std::string>() + ".json");
+  RETURN_NOT_OK(Persist(path, state));  // before the first send
+  return SubmitOne(f, path, state, exit);
+}
+
+}  // namespace
+
+void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit) {
+  auto run = ctx.Runner(exit);
+  auto f = std::make_shared<SubmitFlags>();
+  auto* submit = app.add_subcommand(
+      "submit", "submit files to a pipeline of a loam serve server, retrying per the contract");
+  submit->add_option("PIPELINE", f->pipeline, "pipeline id");
+  submit->add_option("FILE", f->files, "files to load");
+  submit->add_option("--server", f->server, "the server's URL, e.g. http://127.0.0.1:8080");
+  submit->add_option("--token-file", f->token_file, "bearer token file (else LOAM_TOKEN)");
+  submit->add_option("--source-id", f->source_id, "the source identity (one load per source)");
+  submit->add_option("--retry-for", f->retry_for_seconds, "seconds of retrying before giving up");
+  submit->add_flag("--wait", f->wait, "follow the run to its end; exit with the run's code");
+  submit->add_flag("--resume", f->resume, "finish submissions a stopped client left");
+  submit->callback([f, run, exit] {
+    int code = kExitOk;
+    Status s = Submit(*f, &code);
+    run(s);
+    if (s.ok()) *exit = code;
+  });
+}
+
+}  // namespace loam::cli
