@@ -86,6 +86,20 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("authLeewaySeconds", &c.leeway_seconds, 0, 300));
   RETURN_NOT_OK(o.String("uploadSecretFile", &c.upload_secret_file));
   RETURN_NOT_OK(o.Bool("accessLog", &c.access_log));
+  if (const nlohmann::json* a = o.Field("admission"); a != nullptr) {
+    if (!a->is_object()) return o.Bad("admission", "an object");
+    StrictObject ao(*a, path + " admission");
+    service::ServiceLimits& l = c.limits;
+    RETURN_NOT_OK(ao.Int("maxQueuedRuns", &l.max_queued_runs, 1, int64_t{1} << 40));
+    RETURN_NOT_OK(ao.Int("maxQueuedBytes", &l.max_queued_bytes, 1, int64_t{1} << 60));
+    RETURN_NOT_OK(
+        ao.Int("maxConcurrentRunsPerPipeline", &l.max_concurrent_runs_per_pipeline, 1, 1 << 20));
+    RETURN_NOT_OK(
+        ao.Number("principalRequestsPerSecond", &l.principal_requests_per_second, 0.001, 1e9));
+    RETURN_NOT_OK(ao.Number("principalBurst", &l.principal_burst, 1, 1e9));
+    RETURN_NOT_OK(ao.Int("tinyRunsPerMinute", &l.tiny_runs_per_minute, 1, int64_t{1} << 40));
+    RETURN_NOT_OK(ao.Finish());
+  }
   RETURN_NOT_OK(o.Finish());
   return c;
 }

@@ -1,0 +1,105 @@
+// The JS client against a real `loam serve` (LOAM_BINARY): uploads, a run
+// followed to its end, replays, and the 429 retry with the same key.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LoamClient, LoamError } from '../index.js';
+
+const bin = process.env.LOAM_BINARY;
+if (!bin) throw new Error('set LOAM_BINARY to the loam command');
+
+let dir, server, baseUrl, client, pipelineId;
+const env = { ...process.env, USER: 'owner', LOAM_PRINCIPAL: '', LOAM_ROOT: '' };
+const loam = (...args) => execFileSync(bin, args, { cwd: dir, env }).toString();
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'loam-js-'));
+  loam('init');
+  loam('table', 'create', 't', '--column', 'id:int64:not-null', '--column', 'v:string', '--key', 'id');
+  writeFileSync(join(dir, 'secret'), 'a-js-client-test-secret-of-32-bytes+\n');
+  // One submission per second per principal: the second in a row meets a 429.
+  writeFileSync(join(dir, 'config.json'),
+                JSON.stringify({ admission: { principalBurst: 1, principalRequestsPerSecond: 1 } }));
+  server = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--auth-hs256-secret-file', 'secret',
+                       '--config', 'config.json', '--no-access-log'], { cwd: dir, env });
+  baseUrl = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/[0-9.:]+)/);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`loam serve exited ${code}`)));
+  });
+  const token = loam('token', '--secret-file', 'secret', '--sub', 'owner').trim();
+  client = new LoamClient({ baseUrl, token, retryForMs: 60_000 });
+  const res = await fetch(`${baseUrl}/v1/pipelines`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'js', table: 't', mode: 'upsert', format: 'csv' }),
+  });
+  assert.equal(res.status, 201);
+  pipelineId = (await res.json()).id;
+});
+
+after(async () => {
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.on('exit', resolve));
+    server.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function stage(csv) {
+  const bytes = Buffer.from(csv);
+  const ticket = await client.createUpload(pipelineId, {
+    size: bytes.length,
+    sha256: createHash('sha256').update(bytes).digest('hex'),
+  });
+  await client.upload(ticket, bytes);
+  return ticket.uploadId;
+}
+
+test('a run is submitted, replayed with its key, and followed to its end', async () => {
+  const uploadId = await stage('id,v\n1,a\n2,b\n3,c\n');
+  const key = randomUUID();
+  const body = { uploads: [uploadId], source: { id: 'js-1' } };
+  const { run, replayed } = await client.submitRun(pipelineId, body, { idempotencyKey: key });
+  assert.equal(replayed, false);
+  assert.equal(run.state, 'queued');
+  const again = await client.submitRun(pipelineId, body, { idempotencyKey: key });
+  assert.equal(again.run.id, run.id);
+  assert.equal(again.replayed, true);
+  const done = await client.waitForRun(run.id);
+  assert.equal(done.state, 'succeeded');
+  assert.equal(done.counters.inserted, 3);
+  await assert.rejects(client.submitRun(pipelineId, { uploads: [uploadId], reload: true }, { idempotencyKey: key }),
+                       (err) => err instanceof LoamError && err.code === 'idempotency_key_reused');
+});
+
+test('a 429 is waited out and the same request is repeated', async () => {
+  const first = await stage('id,v\n10,x\n');
+  const second = await stage('id,v\n11,y\n');
+  const retries = [];
+  const a = await client.submitRun(pipelineId, { uploads: [first] }, { idempotencyKey: randomUUID() });
+  const b = await client.submitRun(pipelineId, { uploads: [second] }, {
+    idempotencyKey: randomUUID(),
+    onRetry: (r) => retries.push(r),
+  });
+  assert.ok(retries.length >= 1, 'the second submission met admission');
+  assert.equal(retries[0].why, 'HTTP 429');
+  assert.ok(retries[0].waitMs >= 1000, `waited Retry-After, not ${retries[0].waitMs} ms`);
+  assert.notEqual(a.run.id, b.run.id);
+  assert.equal((await client.waitForRun(b.run.id)).state, 'succeeded');
+});
+
+test('refusals carry the stable code', async () => {
+  await assert.rejects(client.getRun('01ARZ3NDEKTSV4RRFFQ69G5FAV'),
+                       (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');
+  await assert.rejects(client.submitRun(pipelineId, { uploads: ['nope'] }, {}), TypeError);
+});
