@@ -157,6 +157,17 @@ class ServerTest : public ::testing::Test {
     if (!sub.empty()) headers.emplace_back("Authorization", "Bearer " + Token(sub));
     HttpResult r = HttpCall(Port(), method, target, body, headers);
     EXPECT_EQ(doc_.Undeclared(method, pattern, r), "") << r.body;
+    // tests/openapi/validate.mjs checks every body against its schema.
+    if (const char* record = std::getenv("LOAM_API_RECORD"); record != nullptr) {
+      std::ofstream(record, std::ios::app)
+          << nlohmann::json{{"method", method},
+                            {"pattern", pattern},
+                            {"status", r.status},
+                            {"contentType", r.Header("content-type")},
+                            {"body", r.body}}
+                 .dump()
+          << "\n";
+    }
     return r;
   }
 
