@@ -16,6 +16,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.h"
@@ -249,6 +250,7 @@ Result<json> Submitter::Run(int64_t retry_for_seconds) {
 Result<int> Submitter::Wait(const std::string& run_id) {
   deadline_ = std::chrono::steady_clock::now() + std::chrono::hours(24);
   std::chrono::milliseconds poll(100);
+  std::string last;
   for (;;) {
     ASSIGN_OR_RETURN(HttpResponse r,
                      SendWithRetries(HttpRequest{"GET", Url("/v1/runs/" + run_id), Auth(), {}}));
@@ -256,11 +258,19 @@ Result<int> Submitter::Wait(const std::string& run_id) {
     const json run = json::parse(r.body);
     const std::string state = run["state"];
     const json& c = run["counters"];
-    std::cerr << "\rrun " << run_id << ": " << state << ", " << c["rowsRead"] << " rows read, "
-              << c["inserted"] << " inserted, " << c["updated"] << " updated, " << c["rejected"]
-              << " rejected   " << std::flush;
+    std::ostringstream line;
+    line << "run " << run_id << ": " << state << ", " << c["rowsRead"] << " rows read, "
+         << c["inserted"] << " inserted, " << c["updated"] << " updated, " << c["rejected"]
+         << " rejected";
+    // One progress line rewritten on a terminal; a line per change otherwise.
+    if (::isatty(2)) {
+      std::cerr << "\r" << line.str() << "   " << std::flush;
+    } else if (line.str() != last) {
+      std::cerr << line.str() << "\n";
+    }
+    last = line.str();
     if (state == "succeeded" || state == "failed" || state == "partial" || state == "cancelled") {
-      std::cerr << "\n";
+      if (::isatty(2)) std::cerr << "\n";
       std::cout << run.dump() << "\n";
       if (state == "succeeded") return kExitOk;
       if (state == "partial") return kExitPartial;
