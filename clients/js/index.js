@@ -92,8 +92,13 @@ export class LoamClient {
       if (!retryable) throw new LoamError(r.status, r.json);
       why ??= `HTTP ${r.status}`;
       let wait;
-      if (retryAfter) {
-        wait = Number(retryAfter) * 1000;
+      // Retry-After is seconds or an HTTP date.
+      const seconds = Number(retryAfter);
+      const date = Date.parse(retryAfter ?? '');
+      if (retryAfter && Number.isFinite(seconds)) {
+        wait = seconds * 1000;
+      } else if (retryAfter && Number.isFinite(date)) {
+        wait = Math.max(0, date - Date.now());
       } else {
         wait = backoff / 2 + Math.random() * (backoff / 2);
         backoff = Math.min(backoff * 2, 30_000);

@@ -115,6 +115,15 @@ std::string Sha256Hex(std::string_view data) {
   return out;
 }
 
+// A transport error without the URL's query (upload URLs carry their token).
+std::string Redacted(std::string text) {
+  for (size_t q = text.find('?'); q != std::string::npos; q = text.find('?', q + 1)) {
+    const size_t end = text.find_first_of(" '\"", q);
+    text.replace(q, (end == std::string::npos ? text.size() : end) - q, "?…");
+  }
+  return text;
+}
+
 class Submitter {
  public:
   Submitter(fs::path path, json state, std::string token)
@@ -154,7 +163,7 @@ Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
     std::chrono::milliseconds wait(0);
     std::string why;
     if (!r.ok()) {
-      why = r.status().message();
+      why = Redacted(r.status().message());
     } else if (r->status == 429 || r->status == 503 || r->status >= 500 ||
                (r->status == 409 && !r->Header("retry-after").empty())) {
       why = "HTTP " + std::to_string(r->status);
@@ -179,13 +188,22 @@ Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
   }
 }
 
-// The error of a non-retryable answer, with its stable code.
+// The error of a non-retryable answer, with its stable code and, as detail
+// httpStatus, its status.
 Status ProblemStatus(const HttpResponse& r) {
   json p = json::parse(r.body, nullptr, false);
   const std::string code = p.is_object() ? p.value("code", "internal") : "internal";
   const std::string detail = p.is_object() ? p.value("detail", r.body) : r.body;
   return Status(StatusCode::kFailedPrecondition, "HTTP " + std::to_string(r.status) + ": " + detail)
-      .WithErrorCode(ErrorCodeFromName(code));
+      .WithErrorCode(ErrorCodeFromName(code))
+      .WithDetail("httpStatus", std::to_string(r.status));
+}
+
+// Whether a failed submission must keep its state for --resume: retries ran
+// out, or the token was refused (a new one may finish it; the run may exist).
+bool KeepState(const Status& s) {
+  const std::string_view http = s.detail("httpStatus");
+  return http.empty() || http == "401" || http == "403";
 }
 
 Status Submitter::UploadAll() {
@@ -210,7 +228,8 @@ Status Submitter::UploadAll() {
       if (k != "content-length") put.headers.emplace_back(k, v.get<std::string>());  // curl sets it
     }
     ASSIGN_OR_RETURN(HttpResponse sent, SendWithRetries(put));
-    if (sent.status != 200) return ProblemStatus(sent);
+    // 409: an earlier attempt's bytes arrived (the server checked their digest).
+    if (sent.status != 200 && sent.status != 409) return ProblemStatus(sent);
     f["uploadId"] = ticket["uploadId"];
     f["uploaded"] = true;
     RETURN_NOT_OK(Persist(path_, state_));
@@ -220,8 +239,12 @@ Status Submitter::UploadAll() {
 
 Result<json> Submitter::Run(int64_t retry_for_seconds) {
   deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(retry_for_seconds);
+  std::error_code ec;
   if (!state_.contains("request")) {
-    RETURN_NOT_OK(UploadAll());
+    if (Status up = UploadAll(); !up.ok()) {
+      if (!KeepState(up)) fs::remove(path_, ec);  // nothing was submitted
+      return up;
+    }
     json body = {{"uploads", json::array()}};
     for (const json& f : state_["files"]) body["uploads"].push_back(f["uploadId"]);
     if (!state_.value("sourceId", "").empty()) body["source"] = {{"id", state_["sourceId"]}};
@@ -238,10 +261,15 @@ Result<json> Submitter::Run(int64_t retry_for_seconds) {
   if (auto crash = Context::CrashHook()) {
     RETURN_NOT_OK(crash("submit.after_send"));  // crash tests: the answer is lost
   }
-  std::error_code ec;
   if (r.status != 202) {
+    Status refused = ProblemStatus(r);
+    if (KeepState(refused)) {
+      return refused.WithMessage(refused.message() +
+                                 "; the submission is kept: finish it with `loam submit --resume` "
+                                 "and a valid token");
+    }
     fs::remove(path_, ec);  // a non-retryable answer ends the submission
-    return ProblemStatus(r);
+    return refused;
   }
   fs::remove(path_, ec);
   return json::parse(r.body);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <ctime>
+#include <set>
 
 #include "common/status_macros.h"
 #include "server/problem.h"
@@ -13,7 +14,9 @@ using nlohmann::json;
 Response JsonResponse(int status, const json& body) {
   Response r{static_cast<http::status>(status), 11};
   r.set(http::field::content_type, "application/json");
-  r.body() = body.dump();
+  // Request bytes (names, ids, headers) can reach a message: invalid UTF-8
+  // is replaced, never thrown.
+  r.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
   r.body() += "\n";
   return r;
 }
@@ -70,6 +73,34 @@ json RunJson(const ingest::RunRecord& run, int64_t queue_position) {
   return j;
 }
 
+namespace {
+
+// JSON nested deeper than `max_depth` (copying, comparing and printing a
+// document recurse per level): a cheap scan before any parse, skipping strings.
+bool TooDeep(std::string_view body, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 Api::Api(service::Service* service, ApiOptions options)
     : svc_(service), options_(std::move(options)) {
   AddRoutes();
@@ -115,21 +146,40 @@ HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   if (header.method() == http::verb::put && target.substr(0, 12) == "/v1/uploads/") {
     return {true, static_cast<uint64_t>(svc_->limits().max_run_bytes)};
   }
-  const std::string_view type = header[http::field::content_type];
-  if (header.method() == http::verb::post &&
-      (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson")) {
-    return {false, options_.inline_body_limit};
-  }
+  if (IsInlineSubmission(header)) return {false, options_.inline_body_limit};
   return {false, options_.json_body_limit};
 }
 
+// A run submission carrying its data (the one route whose body may be CSV or
+// JSON Lines rather than one JSON document).
+bool Api::IsInlineSubmission(const RequestHeader& header) {
+  const std::string_view type = header[http::field::content_type];
+  const std::string_view target = header.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  return header.method() == http::verb::post && path.substr(0, 14) == "/v1/pipelines/" &&
+         path.size() > 19 && path.substr(path.size() - 5) == "/runs" &&
+         (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson");
+}
+
 Response Api::Handle(const Request& request) {
-  return Dispatch(request.base(), request.body(), nullptr);
+  return Guarded(request.base(), [&] { return Dispatch(request.base(), request.body(), nullptr); });
 }
 
 Response Api::HandleStream(const RequestHeader& header, ByteSource& body) {
   static const std::string kNoBody;
-  return Dispatch(header, kNoBody, &body);
+  return Guarded(header, [&] { return Dispatch(header, kNoBody, &body); });
+}
+
+// No exception leaves a handler thread (it would end the process): one is
+// a bug, answered 500.
+Response Api::Guarded(const RequestHeader& header, const std::function<Response()>& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Finish(header, "(error)", nullptr,
+                  Problem(Status::Internal(std::string("unexpected: ") + e.what())),
+                  std::chrono::steady_clock::now());
+  }
 }
 
 Response Api::Refuse(const RequestHeader& header, http::status status, std::string_view code,
@@ -160,6 +210,13 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
     r.result(http::status::method_not_allowed);
     r.set(http::field::allow, router_.Allowed(target->path));
     return Finish(header, match.pattern, nullptr, std::move(r), start);
+  }
+  if (stream == nullptr && !IsInlineSubmission(header) && TooDeep(body, options_.max_json_depth)) {
+    return Finish(
+        header, match.pattern, nullptr,
+        Problem(Status::InvalidArgument("the request body nests deeper than " +
+                                        std::to_string(options_.max_json_depth) + " levels")),
+        start);
   }
   Call call{header, body, stream, std::move(*target), std::move(match.params), {}, {}};
   if (match.handler->authenticated) {
@@ -235,7 +292,12 @@ Response Api::Finish(const RequestHeader& header, std::string_view route, Call* 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int status = static_cast<int>(r.result_int());
-  metrics_.ObserveRequest(header.method_string(), route, status, seconds);
+  // Methods are the client's text: unknown ones share one label.
+  static const std::set<std::string_view> kMethods = {"GET",   "HEAD",   "POST",   "PUT",
+                                                      "PATCH", "DELETE", "OPTIONS"};
+  const std::string_view method =
+      kMethods.count(header.method_string()) ? header.method_string() : "other";
+  metrics_.ObserveRequest(method, route, status, seconds);
   if (options_.access_log) {
     json line = {{"time", Rfc3339(Clock::System()->NowMicros())},
                  {"method", std::string(header.method_string())},
@@ -244,7 +306,7 @@ Response Api::Finish(const RequestHeader& header, std::string_view route, Call* 
                  {"latencyMs", seconds * 1000}};
     if (call != nullptr && !call->ctx.principal.empty()) line["principal"] = call->ctx.principal;
     if (call != nullptr && !call->run_id.empty()) line["runId"] = call->run_id;
-    options_.access_log(line.dump());
+    options_.access_log(line.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return r;
 }

@@ -27,6 +27,7 @@ struct ApiOptions {
   // local upload URLs.
   std::string public_url;
   uint64_t json_body_limit = 1 << 20;
+  int max_json_depth = 32;               // deeper request bodies are refused unparsed
   uint64_t inline_body_limit = 8 << 20;  // data sent with a submission
   // A rows answer is built whole: larger ones are refused (limit_exceeded).
   uint64_t rows_response_limit = 64 << 20;
@@ -70,6 +71,8 @@ class Api : public HttpHandler {
 
   void AddRoutes();
   Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream);
+  Response Guarded(const RequestHeader& header, const std::function<Response()>& fn);
+  static bool IsInlineSubmission(const RequestHeader& header);
   Result<service::CallContext> Authenticate(const RequestHeader& header) const;
   // The problem answer for `s` (and its Retry-After / RateLimit fields).
   Response Problem(const Status& s);

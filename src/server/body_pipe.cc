@@ -6,6 +6,7 @@ namespace loam::server {
 
 bool BodyPipe::Push(std::string data, std::function<void()> on_space) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (abandoned_) return true;
   buffered_ += data.size();
   chunks_.push_back(std::move(data));
   ready_.notify_one();
@@ -56,6 +57,14 @@ Result<size_t> BodyPipe::Read(char* dst, size_t n) {
   }
   if (resume) resume();
   return copied;
+}
+
+void BodyPipe::Abandon() {
+  std::lock_guard<std::mutex> lock(mu_);
+  abandoned_ = true;
+  chunks_.clear();
+  buffered_ = 0;
+  on_space_ = nullptr;
 }
 
 bool BodyPipe::drained() const {

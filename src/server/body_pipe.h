@@ -23,6 +23,9 @@ class BodyPipe : public ByteSource {
   bool Push(std::string data, std::function<void()> on_space);
   void Finish();          // the body ended
   void Fail(Status why);  // the connection broke or timed out
+  // The consumer is done (answered early): drops what is buffered and the
+  // producer's pending callback; later pushes are dropped.
+  void Abandon();
   // Consumer (handler side).
   Result<size_t> Read(char* dst, size_t n) override;
   // True when the consumer read the body to its end.
@@ -37,6 +40,7 @@ class BodyPipe : public ByteSource {
   size_t buffered_ = 0;
   bool finished_ = false;
   bool drained_ = false;
+  bool abandoned_ = false;
   Status failed_;
   std::function<void()> on_space_;
 };

@@ -24,7 +24,7 @@ class HttpServer::Impl {
   Impl(const HttpServerOptions& options, HttpHandler* handler)
       : options_(options),
         handler_(handler),
-        acceptor_(ioc_),
+        acceptor_(asio::make_strand(ioc_)),
         pool_(std::max(1, options.handler_threads)) {}
 
   Status Listen();
@@ -41,6 +41,13 @@ class HttpServer::Impl {
   void RequestStarted() { in_flight_.fetch_add(1); }
   void RequestEnded();
   void Unregister(uint64_t id);
+  // Streamed bodies still open at the end of Shutdown's drain are failed,
+  // so no handler waits on a client forever.
+  void RegisterPipe(std::weak_ptr<BodyPipe> pipe) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(pipes_, [](const std::weak_ptr<BodyPipe>& p) { return p.expired(); });
+    pipes_.push_back(std::move(pipe));
+  }
 
  private:
   void Accept();
@@ -50,6 +57,7 @@ class HttpServer::Impl {
   std::mutex mu_;
   std::condition_variable idle_;
   std::map<uint64_t, std::weak_ptr<Session>> sessions_;
+  std::vector<std::weak_ptr<BodyPipe>> pipes_;
   uint64_t next_id_ = 0;
   bool shut_ = false;
 
@@ -60,6 +68,7 @@ class HttpServer::Impl {
   // handler may still post its answer) until Shutdown has drained.
   asio::executor_work_guard<asio::io_context::executor_type> work_{ioc_.get_executor()};
   tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_{acceptor_.get_executor()};
   asio::thread_pool pool_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
@@ -134,6 +143,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (plan_.stream) {
       pipe_ = std::make_shared<BodyPipe>(options().stream_buffer);
+      server_->RegisterPipe(pipe_);
       asio::post(server_->pool(), [self = shared_from_this(), header = RequestHeader(header)] {
         Response r = self->handler().HandleStream(header, *self->pipe_);
         asio::post(self->stream_.get_executor(),
@@ -144,9 +154,16 @@ class Session : public std::enable_shared_from_this<Session> {
         !parser_->is_done()) {
       auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_, 11);
       stream_.expires_after(options().write_timeout);
+      writing_continue_ = true;
       return http::async_write(stream_, *cont,
                                [self = shared_from_this(), cont](beast::error_code e, size_t) {
+                                 self->writing_continue_ = false;
                                  if (e) return self->Abort();
+                                 if (self->deferred_) {  // answered meanwhile
+                                   Response r = std::move(*self->deferred_);
+                                   self->deferred_.reset();
+                                   return self->Write(std::move(r));
+                                 }
                                  self->ReadBody();
                                });
     }
@@ -165,8 +182,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnBody(beast::error_code ec) {
+    reading_ = false;
     if (ec == http::error::need_buffer) ec = {};
-    if (responded_) return;
+    if (responded_) {
+      if (lingering_) ec ? Close() : Linger();  // the read was in flight when it began
+      return;
+    }
     if (ec == http::error::body_limit) {
       return Refuse(http::status::payload_too_large, "limit_exceeded",
                     "the request body is over the limit of " + std::to_string(plan_.limit) +
@@ -179,8 +200,11 @@ class Session : public std::enable_shared_from_this<Session> {
       return ReadBody();
     }
     if (got > 0) {
-      auto resume = [self = shared_from_this()] {
-        asio::post(self->stream_.get_executor(), [self] { self->ReadBody(); });
+      // Weak: the pipe (owned by this session) must not keep it alive.
+      auto resume = [weak = weak_from_this()] {
+        if (auto self = weak.lock()) {
+          asio::post(self->stream_.get_executor(), [self] { self->ReadBody(); });
+        }
       };
       if (!pipe_->Push(std::string(chunk_, got), resume)) return;  // resumed when drained
     }
@@ -200,6 +224,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnStreamHandled(Response r) {
+    stream_answered_ = true;
+    pipe_->Abandon();  // nothing more is read into it
     if (body_complete_) return Write(std::move(r));
     // Answered before the body ended (a refusal): the rest of the body is
     // never read, so the connection closes after the answer.
@@ -223,7 +249,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(Response r) {
-    if (responded_) return;
+    if (responded_) {
+      return;
+    }
+    if (writing_continue_) {  // one write at a time: after the interim 100
+      deferred_ = std::move(r);
+      return;
+    }
     responded_ = true;
     auto res = std::make_shared<Response>(std::move(r));
     res->version(11);
@@ -242,12 +274,40 @@ class Session : public std::enable_shared_from_this<Session> {
   // The connection broke or timed out mid-request.
   void Abort() {
     if (pipe_) pipe_->Fail(Status::Unavailable("the client's connection ended mid-body"));
+    // A stream handler still running ends the request when it answers.
+    if (pipe_ && !stream_answered_) {
+      Close();
+      return;
+    }
     if (busy_ && !responded_) {
       responded_ = true;
       busy_ = false;
       server_->RequestEnded();
     }
     Close();
+  }
+
+  // After an answer: when the client may still be sending a body we did not
+  // read, stop sending and discard what arrives for a moment before closing
+  // (a lingering close), so that its TCP stack does not reset the
+  // connection before the client has read the answer.
+  void CloseAfterAnswer() {
+    if (body_complete_ || !parser_) return Close();
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lingered_ = 0;
+    lingering_ = true;
+    if (!reading_) Linger();  // else OnBody continues it: one read at a time
+  }
+
+  void Linger() {
+    stream_.expires_after(std::chrono::seconds(2));
+    stream_.async_read_some(asio::buffer(chunk_),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->lingered_ += n;
+                              if (ec || self->lingered_ > (4u << 20)) return self->Close();
+                              self->Linger();
+                            });
   }
 
   void Close() {
@@ -265,7 +325,13 @@ class Session : public std::enable_shared_from_this<Session> {
   char chunk_[64 * 1024];
   std::string body_;
   std::shared_ptr<BodyPipe> pipe_;
-  std::optional<Response> pending_;
+  std::optional<Response> pending_;   // a refusal, sent once the handler gives up the body
+  std::optional<Response> deferred_;  // an answer waiting for the interim 100 to be written
+  bool writing_continue_ = false;
+  size_t lingered_ = 0;
+  bool lingering_ = false;
+  bool reading_ = false;  // a body read is in flight
+  bool stream_answered_ = false;
   bool busy_ = false;
   bool body_complete_ = false;
   bool responded_ = false;
@@ -300,7 +366,14 @@ void HttpServer::Impl::Run() {
 void HttpServer::Impl::Accept() {
   acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || stopping()) return;
-    if (!ec) {
+    if (ec) {  // e.g. out of file descriptors: retry shortly, never spin
+      accept_retry_.expires_after(std::chrono::milliseconds(50));
+      accept_retry_.async_wait([this](beast::error_code e) {
+        if (!e && !stopping()) Accept();
+      });
+      return;
+    }
+    {
       std::shared_ptr<Session> session;
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -335,7 +408,7 @@ void HttpServer::Impl::Shutdown() {
     shut_ = true;
   }
   stopping_ = true;
-  asio::post(ioc_, [this] {
+  asio::post(acceptor_.get_executor(), [this] {
     beast::error_code ignored;
     acceptor_.close(ignored);
   });
@@ -351,11 +424,14 @@ void HttpServer::Impl::Shutdown() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     idle_.wait_for(lock, options_.drain_timeout, [this] { return sessions_.empty(); });
+    for (const auto& weak : pipes_) {
+      if (auto pipe = weak.lock()) pipe->Fail(Status::Unavailable("the server is shutting down"));
+    }
   }
+  pool_.join();  // handlers end: none waits on a body any more
   work_.reset();
   ioc_.stop();
   for (std::thread& t : threads_) t.join();
-  pool_.join();
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -135,6 +135,45 @@ TEST_F(HttpServerTest, ExpectContinueAndBodyLimit) {
   EXPECT_EQ(ReadToClose(big).substr(0, 12), "HTTP/1.1 413");
 }
 
+// Answered before the body (a refused upload): one answer, after the interim
+// 100 if one was being written, and the connection closes; nothing leaks.
+class RefusingHandler : public CountingHandler {
+ public:
+  Response HandleStream(const RequestHeader&, ByteSource&) override {
+    Response r{http::status::forbidden, 11};
+    r.body() = "no";
+    return r;
+  }
+};
+
+TEST(HttpServerEarlyAnswer, StreamsRefusedBeforeTheirBodyCloseCleanly) {
+  RefusingHandler handler;
+  HttpServerOptions options{.address = "127.0.0.1", .port = 0};
+  options.stream_buffer = 1024;  // the pipe fills at once
+  // A leaked session would hold Shutdown for this long (ctest's timeout fails it first).
+  options.drain_timeout = std::chrono::hours(1);
+  auto server = HttpServer::Bind(options, &handler).value();
+  server->Serve();
+  asio::io_context ioc;
+  for (int i = 0; i < 20; ++i) {
+    tcp::socket s(ioc);
+    s.connect({asio::ip::make_address("127.0.0.1"), server->port()});
+    const std::string expect = i % 2 ? "Expect: 100-continue\r\n" : "";
+    boost::system::error_code ec;  // the server may close before all is sent
+    asio::write(s,
+                asio::buffer("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n" + expect +
+                             "\r\n" + std::string(64 * 1024, 'x')),
+                ec);
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = s.read_some(asio::buffer(buf), ec)), !ec;) out.append(buf, n);
+    EXPECT_NE(out.find("HTTP/1.1 403"), std::string::npos) << out;
+    EXPECT_EQ(out.find("HTTP/1.1 403", out.find("HTTP/1.1 403") + 1), std::string::npos) << out;
+  }
+  server->Shutdown();  // returns once every session is gone
+  EXPECT_EQ(server->in_flight(), 0);
+}
+
 TEST_F(HttpServerTest, ShutdownAnswersTheRequestInFlight) {
   Start();
   tcp::socket s = Connect();

@@ -277,7 +277,10 @@ Status JwtVerifier::CheckClaims(const std::string& payload, int64_t now, JwtClai
   if (!c.is_object()) return Denied("has a payload that is not a JSON object");
   const auto time = [&](const char* name) -> std::optional<int64_t> {
     if (!c.contains(name) || !c[name].is_number()) return std::nullopt;
-    return static_cast<int64_t>(c[name].get<double>());
+    if (c[name].is_number_integer() && !c[name].is_number_unsigned()) return c[name].get<int64_t>();
+    const double v = c[name].get<double>();
+    if (!(v > -9e18 && v < 9e18)) return std::nullopt;  // also NaN
+    return static_cast<int64_t>(v);
   };
   const std::optional<int64_t> exp = time("exp");
   if (!exp) return Denied("has no numeric exp claim (an expiry is required)");

@@ -94,11 +94,11 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 void Print(const Phase& p) {
-  std::printf("%-13s %7zu requests  %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  non-202 %lld\n",
-              p.name.c_str(), p.latencies_ms.size(),
-              static_cast<double>(p.latencies_ms.size()) / p.seconds,
-              Percentile(p.latencies_ms, 0.50), Percentile(p.latencies_ms, 0.99),
-              Percentile(p.latencies_ms, 1.0), static_cast<long long>(p.bad));
+  std::printf(
+      "%-13s %7zu requests  %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  non-202 %lld\n",
+      p.name.c_str(), p.latencies_ms.size(), static_cast<double>(p.latencies_ms.size()) / p.seconds,
+      Percentile(p.latencies_ms, 0.50), Percentile(p.latencies_ms, 0.99),
+      Percentile(p.latencies_ms, 1.0), static_cast<long long>(p.bad));
 }
 
 int Main(int argc, char** argv) {
@@ -127,7 +127,8 @@ int Main(int argc, char** argv) {
   const uint16_t port = server->port();
   const int64_t now = loam::Clock::System()->NowMicros() / 1'000'000;
   const std::string token =
-      SignJwt(kSecret, json{{"sub", "owner"}, {"loam_workspace", ws->id()}, {"exp", now + 3600}}.dump(),
+      SignJwt(kSecret,
+              json{{"sub", "owner"}, {"loam_workspace", ws->id()}, {"exp", now + 3600}}.dump(),
               true)
           .value();
   const std::vector<std::pair<std::string, std::string>> auth = {
@@ -158,9 +159,8 @@ int Main(int argc, char** argv) {
   setup.Send("POST", runs, replay_body, with_key("replay"), nullptr);
   std::printf("server_bench: %d connections x %d requests, local disk, %u cores\n", kConnections,
               per_connection, std::thread::hardware_concurrency());
-  Print(Drive("replay", port, per_connection, [&](int, int) {
-    return std::make_tuple(runs, replay_body, with_key("replay"));
-  }));
+  Print(Drive("replay", port, per_connection,
+              [&](int, int) { return std::make_tuple(runs, replay_body, with_key("replay")); }));
   Print(Drive("fresh", port, per_connection, [&](int c, int i) {
     const std::string id = ids[static_cast<size_t>(c * per_connection + i)];
     return std::make_tuple(runs, json{{"uploads", {id}}}.dump(),

@@ -276,6 +276,81 @@ TEST_F(ApiTest, BodiesOverTheLimitAre413) {
   EXPECT_EQ(r.Json()["code"], "limit_exceeded");
 }
 
+TEST_F(ApiTest, DeeplyNestedBodiesAreRefusedUnparsed) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  HttpResult r = Call("owner", "POST", "/v1/tables", "/v1/tables", deep);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.Json()["detail"].get<std::string>().find("nests deeper"), std::string::npos);
+  // Brackets inside strings are text, not nesting.
+  const std::string name(200, '[');
+  HttpResult ok =
+      Call("owner", "POST", "/v1/tables", "/v1/tables",
+           json{{"name", "t" + name}, {"columns", {{{"name", "a"}, {"type", "int64"}}}}}.dump());
+  EXPECT_EQ(ok.body.find("nests deeper"), std::string::npos) << ok.body;
+}
+
+TEST_F(ApiTest, HostileBytesInTargetsAndMethodsAreAnsweredNotFatal) {
+  HttpResult bad = HttpCall(Port(), "GET", "/\xff\xfe", "", {});
+  EXPECT_EQ(bad.status, 404);
+  EXPECT_TRUE(bad.Json().is_object()) << bad.body;
+  HttpResult in_name = HttpCall(Port(), "GET", "/v1/tables/%FF%FE", "", Auth("owner"));
+  EXPECT_EQ(in_name.status, 404) << in_name.body;
+  HttpResult source = HttpCall(Port(), "POST", "/v1/pipelines/" + MakePipeline() + "/runs",
+                               "id,amount,note\n1,1.00,a\n",
+                               {{"Authorization", "Bearer " + Token("ada")},
+                                {"Content-Type", "text/csv"},
+                                {"Idempotency-Key", "k"},
+                                {"Loam-Source-Id", "\xff"}});
+  EXPECT_EQ(source.status, 400) << source.body;
+  {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket raw(ioc);
+    raw.connect({boost::asio::ip::make_address("127.0.0.1"), Port()});
+    boost::asio::write(
+        raw, boost::asio::buffer(
+                 std::string("BREW /v1/tables HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")));
+    std::string out;
+    char buf[1024];
+    boost::system::error_code ec;
+    for (size_t n; (n = raw.read_some(boost::asio::buffer(buf), ec)), !ec;) out.append(buf, n);
+    EXPECT_EQ(out.substr(0, 12), "HTTP/1.1 405") << out;
+  }
+  HttpResult m = Call("", "GET", "/metrics", "/metrics");
+  EXPECT_EQ(m.body.find("BREW"), std::string::npos);
+  EXPECT_NE(m.body.find("method=\"other\""), std::string::npos);
+  EXPECT_EQ(Call("", "GET", "/healthz", "/healthz").status, 200);  // still serving
+}
+
+TEST_F(ApiTest, TimeTravelReadsOnlyTheGrantedTableAndHistoryHidesGrants) {
+  // "orders" at an old version is another table than the one rex may read now.
+  const int64_t old =
+      Call("owner", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["manifestVersion"];
+  ASSERT_TRUE(ws_->RenameTable("orders", "orders_old").ok());
+  const std::string doc =
+      R"({"name":"orders","columns":[{"name":"id","type":"int64","nullable":false}]})";
+  ASSERT_EQ(Call("owner", "POST", "/v1/tables", "/v1/tables", doc).status, 201);
+  ASSERT_EQ(Call("owner", "PUT", "/v1/tables/orders/grants/bob",
+                 "/v1/tables/{name}/grants/{principal}", R"({"role":"reader"})")
+                .status,
+            200);
+  HttpResult now = Call("bob", "GET", "/v1/tables/orders/rows", "/v1/tables/{name}/rows");
+  EXPECT_EQ(now.status, 200);
+  HttpResult then = Call("bob", "GET", "/v1/tables/orders/rows?version=" + std::to_string(old),
+                         "/v1/tables/{name}/rows");
+  EXPECT_EQ(then.status, 404) << then.body;
+  HttpResult history = Call("bob", "GET", "/v1/tables/orders/history", "/v1/tables/{name}/history");
+  ASSERT_EQ(history.status, 200);
+  const json events = history.Json()["history"];
+  ASSERT_FALSE(events.empty());
+  for (const json& e : events) EXPECT_NE(e["event"], "table_grant") << e.dump();
+  HttpResult admin_view =
+      Call("owner", "GET", "/v1/tables/orders/history", "/v1/tables/{name}/history");
+  bool saw_grant = false;
+  const json all = admin_view.Json()["history"];
+  for (const json& e : all) saw_grant = saw_grant || e["event"] == "table_grant";
+  EXPECT_TRUE(saw_grant) << admin_view.body;
+}
+
 TEST_F(ApiTest, FailedExpectedTableVersionIs412) {
   const std::string pipeline = MakePipeline();
   const std::string upload = Upload(pipeline, "id,amount,note\n1,1.00,a\n");

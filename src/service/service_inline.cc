@@ -11,25 +11,27 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
                                          std::string_view idempotency_key, const InlineLoad& load) {
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
-  ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   const bool csv = load.content_type == "text/csv";
   if (!csv && load.content_type != "application/x-ndjson") {
     return Status::InvalidArgument("inline data is text/csv or application/x-ndjson, not '" +
                                    load.content_type + "'");
   }
-  if (csv != (p.spec.format == ingest::InputFormat::kCsv)) {
-    return Status::InvalidArgument("pipeline '" + p.spec.name + "' loads " +
-                                   (csv ? "JSON Lines" : "CSV") + ", not " + load.content_type);
-  }
+  if (!load.source_id.empty()) RETURN_NOT_OK(CheckSourceId(load.source_id));
   const std::string sha = Sha256Hex(load.data);
   nlohmann::json identity = {
       {"inline",
        {{"sha256", sha}, {"size", load.data.size()}, {"contentType", load.content_type}}}};
   if (!load.source_id.empty()) identity["source"] = {{"id", load.source_id}};
   if (load.reload) identity["reload"] = true;
-  if (!load.source_id.empty()) RETURN_NOT_OK(CheckSourceId(load.source_id));
   std::vector<std::string> staged;  // upload ids this request stored
+  // Called only when the key is new (a replay never stages): the pipeline
+  // as it is now must take this data.
   const auto stage = [&]() -> Result<SubmitBody> {
+    ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
+    if (csv != (p.spec.format == ingest::InputFormat::kCsv)) {
+      return Status::InvalidArgument("pipeline '" + p.spec.name + "' loads " +
+                                     (csv ? "JSON Lines" : "CSV") + ", not " + load.content_type);
+    }
     UploadRequest req;
     req.size = load.data.size();
     req.sha256 = sha;
@@ -47,7 +49,7 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
     return b;
   };
   Result<Submission> out = Submit(ctx, pipeline_id, std::string(idempotency_key),
-                                  Fingerprint(identity.dump(), p.id), stage);
+                                  Fingerprint(identity.dump(), pipeline_id), stage);
   // A refusal leaves nothing behind: what this request staged and no run
   // claimed goes now (the staging sweeper would, a day later).
   for (const std::string& id : staged) {

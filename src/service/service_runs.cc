@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "common/utf8.h"
 #include "service/service.h"
 #include "service/staging.h"
 
@@ -39,8 +40,8 @@ Status CheckIdempotencyKey(std::string_view key) {
 }
 
 Status CheckSourceId(const std::string& id) {
-  if (id.empty() || id.size() > 1024) {
-    return Status::InvalidArgument("a source id is 1 to 1024 characters");
+  if (id.empty() || id.size() > 1024 || !IsValidUtf8(id)) {
+    return Status::InvalidArgument("a source id is 1 to 1024 characters of UTF-8");
   }
   return Status::OK();
 }

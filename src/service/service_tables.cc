@@ -106,10 +106,19 @@ Status Service::ReadRows(const CallContext& ctx, const std::string& name, const 
   RETURN_NOT_OK(CheckContext(ctx));
   // Grants are those of now, whatever version is read.
   ASSIGN_OR_RETURN(Snapshot now, ws_->Current());
-  RETURN_NOT_OK(ReadableTable(now, name, ctx.principal).status());
+  ASSIGN_OR_RETURN(const TableState* current, ReadableTable(now, name, ctx.principal));
+  const int64_t sid = current->def.sid;
+  const int64_t inc = current->def.inc;
   Snapshot snap = std::move(now);
   if (query.manifest_version >= 0) {
     ASSIGN_OR_RETURN(snap, ws_->SnapshotAt("", static_cast<uint64_t>(query.manifest_version)));
+    // The grant is on this table: the name may have meant another one then
+    // (renamed away, or dropped and created again).
+    const TableState* then = snap.Find(name);
+    if (then == nullptr || then->def.sid != sid || then->def.inc != inc) {
+      return Status::NotFound("table '" + name + "' did not exist at manifest version " +
+                              std::to_string(query.manifest_version));
+    }
   }
   ASSIGN_OR_RETURN(Dataset table, ws_->OpenTable(snap, name));
   const Schema& schema = snap.Find(name)->def.schema;
@@ -138,8 +147,15 @@ Result<std::vector<TableHistoryEntry>> Service::TableHistory(const CallContext& 
                                                              const std::string& name) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
-  RETURN_NOT_OK(ReadableTable(snap, name, ctx.principal).status());
-  return ws_->History(name);
+  ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, name, ctx.principal));
+  ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> all, ws_->History(name));
+  if (CanSeeGrants(*ws_, snap, t->def.sid, ctx.principal)) return all;
+  // Who holds which role is for the owner and admins (as in DescribeTable).
+  std::vector<TableHistoryEntry> out;
+  for (TableHistoryEntry& e : all) {
+    if (e.event != "table_grant") out.push_back(std::move(e));
+  }
+  return out;
 }
 
 Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
