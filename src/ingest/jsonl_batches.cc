@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "ingest/json_check.h"
 
@@ -18,29 +19,6 @@ std::string_view TrimRight(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
-}
-
-// Deepest nesting of brackets in `json` (outside strings): {"a":[1]} is 2.
-int NestingDepth(std::string_view json) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
 }
 
 }  // namespace
@@ -188,7 +166,7 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
         text = v.raw_json_token();
       }
       text = TrimRight(text);
-      if (NestingDepth(text) > limits_.max_json_depth) {
+      if (JsonNestingDepth(text) > limits_.max_json_depth) {
         return LimitError(where, "nested deeper than " + std::to_string(limits_.max_json_depth) +
                                      " levels; flatten the value or raise the depth limit");
       }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "common/logging.h"
@@ -15,6 +16,9 @@
 #include "ingest/stager.h"
 
 namespace loam::ingest {
+
+// A run retries a commit that lost to a concurrent change this many times.
+constexpr int kConflictRetries = 8;
 namespace {
 
 using json = nlohmann::json;
@@ -480,11 +484,15 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     if (!EndsRun(s)) return s;  // outcome unknown: resume decides (the staged files may be in use)
     discard();
-    if (s.Is(ErrorCode::kConflict) && attempt < 4) {
+    if (s.Is(ErrorCode::kConflict) && attempt < kConflictRetries) {
       // The table moved, or a write to it is in progress: back off, then
-      // validate and plan against it again.
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds((100 << attempt) + static_cast<int>(NowMicros() % 100)));
+      // validate and plan against it again. Full jitter: writers that
+      // collided once must not retry in step (several processes appending
+      // to one table collide often).
+      const int64_t cap_ms = std::min<int64_t>(2000, int64_t{100} << std::min(attempt, 5));
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng)));
       rec.state = RunState::kValidating;
       RETURN_NOT_OK(Renew(run));
       continue;

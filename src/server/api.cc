@@ -4,6 +4,7 @@
 #include <ctime>
 #include <set>
 
+#include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "server/problem.h"
 
@@ -72,34 +73,6 @@ json RunJson(const ingest::RunRecord& run, int64_t queue_position) {
   if (queue_position >= 0) j["queuePosition"] = queue_position;
   return j;
 }
-
-namespace {
-
-// JSON nested deeper than `max_depth` (copying, comparing and printing a
-// document recurse per level): a cheap scan before any parse, skipping strings.
-bool TooDeep(std::string_view body, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 Api::Api(service::Service* service, ApiOptions options)
     : svc_(service), options_(std::move(options)) {
@@ -211,7 +184,10 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
     r.set(http::field::allow, router_.Allowed(target->path));
     return Finish(header, match.pattern, nullptr, std::move(r), start);
   }
-  if (stream == nullptr && !IsInlineSubmission(header) && TooDeep(body, options_.max_json_depth)) {
+  // Copying, comparing and printing a document recurse per level: deep
+  // bodies are refused before any parse.
+  if (stream == nullptr && !IsInlineSubmission(header) &&
+      JsonNestingDepth(body) > options_.max_json_depth) {
     return Finish(
         header, match.pattern, nullptr,
         Problem(Status::InvalidArgument("the request body nests deeper than " +

@@ -45,8 +45,14 @@ inline HttpResult HttpCall(uint16_t port, const std::string& method, const std::
   beast::tcp_stream stream(ioc);
   stream.connect({boost::asio::ip::make_address("127.0.0.1"), port});
   http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  for (const auto& [k, v] : headers) req.insert(k, v);
+  req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
+  for (const auto& [k, v] : headers) {
+    if (beast::iequals(k, "host")) {
+      req.set(http::field::host, v);  // e.g. the host a presigned URL signed
+    } else {
+      req.insert(k, v);
+    }
+  }
   req.body() = body;
   if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
     req.prepare_payload();

@@ -479,6 +479,10 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
   EXPECT_EQ(total, kRuns);  // each run finished by exactly one process
   EXPECT_EQ(Drain(), 0);
   EXPECT_EQ(RunCommits(), kRuns);
+  for (const ingest::RunRecord& r : ingest::RunStore(store_, root_).List().value()) {
+    EXPECT_EQ(r.state, ingest::RunState::kSucceeded)
+        << r.id << ": " << r.error_code << " " << r.error;
+  }
   const Snapshot snap = ws_->Current().value();
   EXPECT_EQ(snap.tables.at("events").head.row_count, 2 * kRuns);
   // Linear: every commit's parent is the one before it.
