@@ -34,10 +34,7 @@ Result<size_t> BodyPipe::Read(char* dst, size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
     ready_.wait(lock, [&] { return !chunks_.empty() || finished_ || !failed_.ok(); });
     if (!failed_.ok()) return failed_;
-    if (chunks_.empty()) {
-      drained_ = true;
-      return size_t{0};
-    }
+    if (chunks_.empty()) return size_t{0};
     while (copied < n && !chunks_.empty()) {
       const std::string& front = chunks_.front();
       const size_t take = std::min(n - copied, front.size() - offset_);
@@ -65,11 +62,6 @@ void BodyPipe::Abandon() {
   chunks_.clear();
   buffered_ = 0;
   on_space_ = nullptr;
-}
-
-bool BodyPipe::drained() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return drained_;
 }
 
 }  // namespace loam::server

@@ -28,8 +28,6 @@ class BodyPipe : public ByteSource {
   void Abandon();
   // Consumer (handler side).
   Result<size_t> Read(char* dst, size_t n) override;
-  // True when the consumer read the body to its end.
-  bool drained() const;
 
  private:
   const size_t capacity_;
@@ -39,7 +37,6 @@ class BodyPipe : public ByteSource {
   size_t offset_ = 0;  // into chunks_.front()
   size_t buffered_ = 0;
   bool finished_ = false;
-  bool drained_ = false;
   bool abandoned_ = false;
   Status failed_;
   std::function<void()> on_space_;

@@ -125,8 +125,6 @@ class Service {
   // The published ceilings and retention (JSON).
   std::string Limits() const;
   const ServiceLimits& limits() const { return options_.limits; }
-  // Uploads go to presigned S3 URLs (else to AcceptUpload with a token).
-  bool presigned_uploads() const { return static_cast<bool>(options_.presign); }
 
   // --- pipelines ------------------------------------------------------------
   Result<Pipeline> CreatePipeline(const CallContext& ctx, std::string_view spec_json);
