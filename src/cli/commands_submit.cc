@@ -5,7 +5,6 @@
 // with jitter, always resending the same bytes with the same key; the state
 // is removed only on a run reference or a non-retryable answer.
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "io/http_client.h"
+#include "io/s3_sigv4.h"
 
 namespace loam::cli {
 namespace {
@@ -102,18 +102,7 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+using s3::Sha256Hex;  // the one digest helper of the S3 signer
 
 // A transport error without the URL's query (upload URLs carry their token).
 std::string Redacted(std::string text) {
