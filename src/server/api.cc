@@ -134,13 +134,14 @@ bool Api::IsInlineSubmission(const RequestHeader& header) {
          (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson");
 }
 
-Response Api::Handle(const Request& request) {
-  return Guarded(request.base(), [&] { return Dispatch(request.base(), request.body(), nullptr); });
+Response Api::Handle(const Request& request, ChunkedBody& out) {
+  return Guarded(request.base(),
+                 [&] { return Dispatch(request.base(), request.body(), nullptr, &out); });
 }
 
 Response Api::HandleStream(const RequestHeader& header, ByteSource& body) {
   static const std::string kNoBody;
-  return Guarded(header, [&] { return Dispatch(header, kNoBody, &body); });
+  return Guarded(header, [&] { return Dispatch(header, kNoBody, &body, nullptr); });
 }
 
 // No exception leaves a handler thread (it would end the process): one is
@@ -168,7 +169,8 @@ Response Api::Refuse(const RequestHeader& header, http::status status, std::stri
   return Finish(header, "(refused)", nullptr, std::move(r), start);
 }
 
-Response Api::Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream) {
+Response Api::Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
+                       ChunkedBody* out) {
   const auto start = std::chrono::steady_clock::now();
   Result<Target> target = ParseTarget(header.target());
   if (!target.ok()) return Finish(header, "(unmatched)", nullptr, Problem(target.status()), start);
@@ -194,7 +196,7 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
                                         std::to_string(options_.max_json_depth) + " levels")),
         start);
   }
-  Call call{header, body, stream, std::move(*target), std::move(match.params), {}, {}};
+  Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
   if (match.handler->authenticated) {
     Result<service::CallContext> ctx = Authenticate(header);
     if (!ctx.ok()) {
@@ -282,6 +284,7 @@ Response Api::Finish(const RequestHeader& header, std::string_view route, Call* 
                  {"latencyMs", seconds * 1000}};
     if (call != nullptr && !call->ctx.principal.empty()) line["principal"] = call->ctx.principal;
     if (call != nullptr && !call->run_id.empty()) line["runId"] = call->run_id;
+    if (call != nullptr && !call->cut_short.empty()) line["cutShort"] = call->cut_short;
     options_.access_log(line.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return r;

@@ -29,8 +29,9 @@ struct ApiOptions {
   uint64_t json_body_limit = 1 << 20;
   int max_json_depth = 32;               // deeper request bodies are refused unparsed
   uint64_t inline_body_limit = 8 << 20;  // data sent with a submission
-  // A rows answer is built whole: larger ones are refused (limit_exceeded).
-  uint64_t rows_response_limit = 64 << 20;
+  // A rows answer up to this size goes whole (Content-Length); a larger one
+  // in chunks of about this size as the scan produces them.
+  size_t rows_chunk = 256 << 10;
   std::string openapi_json;  // served at /v1/openapi.json
   // One JSON line per request; nullptr: no access log.
   std::function<void(const std::string&)> access_log;
@@ -43,7 +44,7 @@ class Api : public HttpHandler {
   Api(service::Service* service, ApiOptions options);
 
   BodyPlan PlanBody(const RequestHeader& header) override;
-  Response Handle(const Request& request) override;
+  Response Handle(const Request& request, ChunkedBody& out) override;
   Response HandleStream(const RequestHeader& header, ByteSource& body) override;
   Response Refuse(const RequestHeader& header, http::status status, std::string_view code,
                   std::string message) override;
@@ -58,10 +59,12 @@ class Api : public HttpHandler {
     const RequestHeader& header;
     const std::string& body;  // "" for streamed requests
     ByteSource* stream;       // streamed requests only
+    ChunkedBody* out;         // nullptr for streamed requests
     Target target;
     std::map<std::string, std::string> params;
     service::CallContext ctx;  // empty for routes without a bearer token
     std::string run_id;        // for the access log
+    std::string cut_short;     // a chunked answer that ended early: the error code
   };
   using RouteFn = Response (Api::*)(Call&);
   struct RouteSpec {
@@ -70,7 +73,8 @@ class Api : public HttpHandler {
   };
 
   void AddRoutes();
-  Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream);
+  Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
+                    ChunkedBody* out);
   Response Guarded(const RequestHeader& header, const std::function<Response()>& fn);
   static bool IsInlineSubmission(const RequestHeader& header);
   Result<service::CallContext> Authenticate(const RequestHeader& header) const;

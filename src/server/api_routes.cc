@@ -130,21 +130,32 @@ Response Api::GetRows(Call& c) {
                                              "' (limit, where, version)"));
     }
   }
-  Response r{http::status::ok, 11};
-  r.set(http::field::content_type, "application/x-ndjson");
-  std::string& out = r.body();
+  // Up to rows_chunk the answer goes whole; beyond, in chunks as the scan
+  // produces them, so no answer is held in memory. Errors found before the
+  // first chunk (grant, table, where, version) are still problems; one after
+  // it cuts the body short, which the client sees as an incomplete answer.
+  Response head{http::status::ok, 11};
+  head.set(http::field::content_type, "application/x-ndjson");
+  std::string pending;
+  const auto flush = [&]() -> Status {
+    if (!c.out->begun()) RETURN_NOT_OK(c.out->Begin(head));
+    Status s = c.out->Write(pending);
+    pending.clear();
+    return s;
+  };
   Status s = svc_->ReadRows(c.ctx, c.params["name"], q, [&](std::string_view rows) -> Status {
-    if (out.size() + rows.size() > options_.rows_response_limit) {
-      return Status::ResourceExhausted("the rows are over " +
-                                       std::to_string(options_.rows_response_limit) +
-                                       " bytes: narrow them with limit or where, or use "
-                                       "`loam export`");
-    }
-    out += rows;
-    return Status::OK();
+    pending += rows;
+    return pending.size() < options_.rows_chunk ? Status::OK() : flush();
   });
-  if (!s.ok()) return Problem(s);
-  return r;
+  if (!c.out->begun()) {
+    if (!s.ok()) return Problem(s);
+    head.body() = std::move(pending);
+    return head;
+  }
+  if (s.ok()) s = flush();
+  if (s.ok()) s = c.out->End();
+  if (!s.ok()) c.cut_short = ErrorCodeName(s.error_code());
+  return head;  // the status that went out
 }
 
 Response Api::GetHistory(Call& c) {

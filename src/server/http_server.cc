@@ -3,6 +3,8 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -111,6 +113,8 @@ class Session : public std::enable_shared_from_this<Session> {
     pipe_.reset();
     body_complete_ = false;
     responded_ = false;
+    chunked_ = false;
+    chunked_complete_ = false;
     stream_.expires_after(options().header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
@@ -217,10 +221,96 @@ class Session : public std::enable_shared_from_this<Session> {
     auto request = std::make_shared<Request>(parser_->get().base());
     request->body() = std::move(body_);
     asio::post(server_->pool(), [self = shared_from_this(), request] {
-      Response r = self->handler().Handle(*request);
+      ChunkWriter out(self.get());
+      Response r = self->handler().Handle(*request, out);
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     });
+  }
+
+  // ChunkedBody for a handler thread: each call runs its write on the
+  // session's strand and waits for it. The handler holds the session alive,
+  // and nothing else reads or writes the socket while it runs (the request
+  // body is complete).
+  class ChunkWriter : public ChunkedBody {
+   public:
+    explicit ChunkWriter(Session* session) : session_(session) {}
+    Status Begin(const Response& head) override {
+      if (begun_) return Status::Internal("a chunked answer began twice");
+      begun_ = true;
+      return Run([&](auto done) { session_->WriteChunkedHead(head, std::move(done)); });
+    }
+    Status Write(std::string_view chunk) override {
+      if (!begun_ || ended_) return Status::Internal("a chunk outside a chunked answer");
+      if (chunk.empty()) return Status::OK();  // a zero-size chunk would end the body
+      return Run([&](auto done) {
+        const auto bytes = asio::buffer(chunk.data(), chunk.size());
+        if (session_->unframed_) return session_->WriteBuffers(bytes, std::move(done));
+        session_->WriteBuffers(http::make_chunk(bytes), std::move(done));
+      });
+    }
+    Status End() override {
+      if (!begun_ || ended_) return Status::Internal("a chunked answer ended twice");
+      ended_ = true;
+      return Run([&](auto done) {
+        session_->chunked_complete_ = true;
+        if (session_->unframed_) return done({});  // the close ends the body
+        session_->WriteBuffers(http::make_chunk_last(), std::move(done));
+      });
+    }
+    bool begun() const override { return begun_; }
+
+   private:
+    using Done = std::function<void(beast::error_code)>;
+    Status Run(const std::function<void(Done)>& op) {
+      if (failed_) return Status::Unavailable("the answer could not be sent");
+      std::promise<beast::error_code> result;
+      asio::post(session_->stream_.get_executor(),
+                 [&] { op([&](beast::error_code ec) { result.set_value(ec); }); });
+      const beast::error_code ec = result.get_future().get();
+      if (!ec) return Status::OK();
+      failed_ = true;
+      return Status::Unavailable("the answer could not be sent: " + ec.message());
+    }
+    Session* session_;
+    bool begun_ = false;
+    bool ended_ = false;
+    bool failed_ = false;
+  };
+
+  void WriteChunkedHead(const Response& head, std::function<void(beast::error_code)> done) {
+    responded_ = true;
+    chunked_ = true;
+    auto res = std::make_shared<http::response<http::empty_body>>(head.result(), 11);
+    for (const auto& field : head) res->set(field.name_string(), field.value());
+    // HTTP/1.0 has no chunks: the body ends when the connection closes.
+    unframed_ = parser_->get().version() < 11;
+    if (unframed_) close_after_ = true;
+    res->keep_alive(!close_after_ && !server_->stopping() && parser_->get().keep_alive());
+    res->chunked(!unframed_);
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+    stream_.expires_after(options().write_timeout);
+    http::async_write_header(
+        stream_, *sr,
+        [res, sr, done = std::move(done)](beast::error_code ec, size_t) { done(ec); });
+  }
+
+  template <class Buffers>
+  void WriteBuffers(const Buffers& buffers, std::function<void(beast::error_code)> done) {
+    stream_.expires_after(options().write_timeout);
+    asio::async_write(stream_, buffers,
+                      [done = std::move(done)](beast::error_code ec, size_t) { done(ec); });
+  }
+
+  // After a chunked answer's handler returned: the next request, or a close
+  // when the answer was cut short or the connection does not persist.
+  void FinishChunked() {
+    busy_ = false;
+    server_->RequestEnded();
+    if (!chunked_complete_ || close_after_ || server_->stopping() || !parser_->get().keep_alive()) {
+      return Close();
+    }
+    ReadHeader();
   }
 
   void OnStreamHandled(Response r) {
@@ -249,9 +339,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(Response r) {
-    if (responded_) {
-      return;
-    }
+    if (chunked_) return FinishChunked();
+    if (responded_) return;
     if (writing_continue_) {  // one write at a time: after the interim 100
       deferred_ = std::move(r);
       return;
@@ -336,6 +425,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool body_complete_ = false;
   bool responded_ = false;
   bool close_after_ = false;
+  bool chunked_ = false;           // the answer is going out in chunks
+  bool chunked_complete_ = false;  // ... and its last chunk was sent
+  bool unframed_ = false;          // ... to an HTTP/1.0 client: without chunk framing
 };
 
 Status HttpServer::Impl::Listen() {

@@ -42,6 +42,25 @@ struct HttpServerOptions {
   std::chrono::milliseconds drain_timeout{60'000};
 };
 
+// An answer's body sent in chunks (Transfer-Encoding: chunked) while the
+// handler produces it, from the handler's thread. Each call blocks until its
+// bytes are written, so a slow reader slows the producer and nothing piles
+// up in memory. An error means the client is gone or read nothing within the
+// write timeout: the handler stops producing.
+class ChunkedBody {
+ public:
+  virtual ~ChunkedBody() = default;
+  // Sends the status line and fields of `head` (its body is ignored).
+  [[nodiscard]] virtual Status Begin(const Response& head) = 0;
+  // After Begin; an empty chunk sends nothing.
+  [[nodiscard]] virtual Status Write(std::string_view chunk) = 0;
+  // The last chunk: the answer is complete. A handler that began and returns
+  // without End truncates the answer: the connection closes before the last
+  // chunk, which tells the client the body is incomplete.
+  [[nodiscard]] virtual Status End() = 0;
+  virtual bool begun() const = 0;
+};
+
 class HttpHandler {
  public:
   virtual ~HttpHandler() = default;
@@ -51,7 +70,9 @@ class HttpHandler {
   };
   // Decided from the header alone, before any of the body is read.
   virtual BodyPlan PlanBody(const RequestHeader& header) = 0;
-  virtual Response Handle(const Request& request) = 0;
+  // The answer; or, once `out` has begun, nothing more (the return value is
+  // ignored): the body went out in chunks.
+  virtual Response Handle(const Request& request, ChunkedBody& out) = 0;
   virtual Response HandleStream(const RequestHeader& header, ByteSource& body) = 0;
   // The answer to a request refused before a handler saw it (malformed,
   // headers or body over the limit).

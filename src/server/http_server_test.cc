@@ -17,7 +17,30 @@ class CountingHandler : public HttpHandler {
   BodyPlan PlanBody(const RequestHeader& h) override {
     return {h.method() == http::verb::put, 1 << 20};
   }
-  Response Handle(const Request& r) override { return Answer(r.body().size()); }
+  // GET /chunks/N: N chunks "chunk i\n"; GET /cut: one chunk, then stops
+  // without the last; GET /flood: 1 MiB chunks until a write fails.
+  Response Handle(const Request& r, ChunkedBody& out) override {
+    const std::string_view target = r.target();
+    if (target.substr(0, 8) == "/chunks/" || target == "/cut" || target == "/flood") {
+      Response head{http::status::ok, 11};
+      head.set(http::field::content_type, "text/plain");
+      if (!out.Begin(head).ok()) return head;
+      if (target == "/flood") {
+        const std::string mib(1 << 20, 'x');
+        Status s;
+        for (int i = 0; i < 4096 && s.ok(); ++i) s = out.Write(mib);
+        flood.set_value(s);
+        return head;
+      }
+      const int n = target == "/cut" ? 1 : std::stoi(std::string(target.substr(8)));
+      for (int i = 0; i < n; ++i) {
+        if (!out.Write("chunk " + std::to_string(i) + "\n").ok()) return head;
+      }
+      if (target != "/cut") (void)out.End();
+      return head;
+    }
+    return Answer(r.body().size());
+  }
   Response HandleStream(const RequestHeader&, ByteSource& body) override {
     started.set_value();
     size_t total = 0;
@@ -37,6 +60,7 @@ class CountingHandler : public HttpHandler {
     return r;
   }
   std::promise<void> started;
+  std::promise<Status> flood;  // how /flood ended
 
  private:
   static Response Answer(size_t n, http::status s = http::status::ok) {
@@ -172,6 +196,73 @@ TEST(HttpServerEarlyAnswer, StreamsRefusedBeforeTheirBodyCloseCleanly) {
   }
   server->Shutdown();  // returns once every session is gone
   EXPECT_EQ(server->in_flight(), 0);
+}
+
+TEST_F(HttpServerTest, ChunkedAnswersArriveWholeAndKeepTheConnection) {
+  Start();
+  boost::beast::tcp_stream s(Connect());
+  boost::beast::flat_buffer buffer;
+  for (const char* target : {"/chunks/3", "/chunks/0", "/a"}) {
+    http::request<http::string_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, "x");
+    http::write(s, req);
+    http::response<http::string_body> res;
+    http::read(s, buffer, res);  // the same connection each time
+    ASSERT_EQ(res.result_int(), 200) << target;
+    if (std::string_view(target) == "/chunks/3") {
+      EXPECT_TRUE(res.chunked());
+      EXPECT_EQ(res.body(), "chunk 0\nchunk 1\nchunk 2\n");
+    } else if (std::string_view(target) == "/chunks/0") {
+      EXPECT_TRUE(res.chunked());
+      EXPECT_EQ(res.body(), "");
+    } else {
+      EXPECT_FALSE(res.chunked());
+      EXPECT_EQ(res.body(), "0");
+    }
+  }
+}
+
+TEST_F(HttpServerTest, ChunkedAnswerCutShortEndsWithoutTheLastChunk) {
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string("GET /cut HTTP/1.1\r\nHost: x\r\n\r\n")));
+  const std::string out = ReadToClose(s);  // the server closes the connection
+  EXPECT_NE(out.find("Transfer-Encoding: chunked"), std::string::npos) << out;
+  EXPECT_NE(out.find("chunk 0\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\r\n0\r\n\r\n"), std::string::npos) << "a last chunk was sent: " << out;
+  // A client's parser sees an incomplete message.
+  boost::beast::tcp_stream c(Connect());
+  http::request<http::empty_body> req{http::verb::get, "/cut", 11};
+  req.set(http::field::host, "x");
+  http::write(c, req);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  boost::beast::error_code ec;
+  http::read(c, buffer, res, ec);
+  EXPECT_EQ(ec, http::error::partial_message) << ec.message();
+}
+
+TEST_F(HttpServerTest, ChunkedAnswerToHttp10IsUnframedAndClosed) {
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string("GET /chunks/2 HTTP/1.0\r\n\r\n")));
+  const std::string out = ReadToClose(s);
+  EXPECT_EQ(out.find("chunked"), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.size() - 16), "chunk 0\nchunk 1\n") << out;
+}
+
+// A client that never reads: the producer's writes stop at the socket
+// buffers and fail at the write deadline; memory holds one chunk, not 4 GiB.
+TEST_F(HttpServerTest, ChunkedAnswerToAStalledReaderFailsTheProducer) {
+  options_.write_timeout = std::chrono::milliseconds(300);
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")));
+  const Status ended = handler_.flood.get_future().get();
+  EXPECT_TRUE(ended.Is(ErrorCode::kUnavailable)) << ended.ToString();
+  EXPECT_LT(ReadToClose(s).size(), size_t{1} << 30);
+  // Others are still served.
+  EXPECT_EQ(HttpCall(server_->port(), "POST", "/x", "abcd").body, "4");
 }
 
 TEST_F(HttpServerTest, ShutdownAnswersTheRequestInFlight) {

@@ -1,6 +1,7 @@
 // The API over real HTTP: routes, statuses, auth, identities, uploads,
 // admission and metrics. Every answer is checked against docs/openapi.yaml.
 
+#include "io/fault_injection_object_store.h"
 #include "server/server_test_util.h"
 #include "service/staging.h"
 
@@ -235,6 +236,111 @@ TEST_F(ApiTest, InlineDataReplaysByItsBytes) {
   const json done = WaitRun(first.Json()["id"]);
   EXPECT_EQ(done["state"], "succeeded") << done.dump();
   EXPECT_EQ(done["counters"]["inserted"], 1);
+}
+
+// A rows answer larger than one chunk streams as the scan produces it: the
+// client gets every row once; small answers still carry Content-Length, and
+// errors found before the first chunk are problems.
+TEST_F(ApiTest, LargeRowsAnswersStreamInChunks) {
+  const std::string pipeline = MakePipeline();
+  constexpr int kRows = 20000;
+  std::string csv = "id,amount,note\n";
+  for (int i = 0; i < kRows; ++i) {
+    csv +=
+        std::to_string(i) + "," + std::to_string(i % 997) + ".25,note-" + std::to_string(i) + "\n";
+  }
+  Headers h = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "big-1"}};
+  HttpResult run =
+      Call("ada", "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", csv, h);
+  ASSERT_EQ(run.status, 202) << run.body;
+  ASSERT_EQ(WaitRun(run.Json()["id"])["state"], "succeeded");
+
+  HttpResult all = Call("rex", "GET", "/v1/tables/orders/rows", "/v1/tables/{name}/rows");
+  ASSERT_EQ(all.status, 200) << all.body.substr(0, 500);
+  EXPECT_EQ(all.Header("transfer-encoding"), "chunked");
+  EXPECT_EQ(all.Header("content-type"), "application/x-ndjson");
+  EXPECT_GT(all.body.size(), size_t{256} << 10);  // over one chunk
+  std::vector<int> seen(kRows, 0);
+  size_t lines = 0;
+  for (size_t at = 0; at < all.body.size();) {
+    const size_t end = all.body.find('\n', at);
+    ASSERT_NE(end, std::string::npos) << "an unterminated last line";
+    const json row = json::parse(all.body.substr(at, end - at));
+    const int64_t id = row["id"];
+    ASSERT_TRUE(id >= 0 && id < kRows) << row.dump();
+    EXPECT_EQ(row["note"], "note-" + std::to_string(id));
+    ++seen[id];
+    ++lines;
+    at = end + 1;
+  }
+  EXPECT_EQ(lines, static_cast<size_t>(kRows));
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), kRows);
+
+  HttpResult few = Call("rex", "GET", "/v1/tables/orders/rows?limit=3", "/v1/tables/{name}/rows");
+  EXPECT_EQ(few.Header("transfer-encoding"), "");
+  EXPECT_EQ(few.Header("content-length"), std::to_string(few.body.size()));
+  EXPECT_EQ(std::count(few.body.begin(), few.body.end(), '\n'), 3);
+
+  HttpResult bad =
+      Call("rex", "GET", "/v1/tables/orders/rows?where=nope%20%3D%201", "/v1/tables/{name}/rows");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.Header("content-type"), "application/problem+json");
+  EXPECT_EQ(bad.Json()["code"], "invalid_argument") << bad.body;
+}
+
+// The store failing after the first chunk went out: the connection closes
+// without the last chunk, so the client knows the answer is incomplete.
+TEST_F(ApiTest, RowsAnswerCutShortMidScanIsIncompleteToTheClient) {
+  const std::string pipeline =
+      MakePipeline(R"({"name":"orders-in","table":"orders","mode":"append","format":"csv"})");
+  for (int load = 0; load < 2; ++load) {  // two fragments, each over one chunk
+    std::string csv = "id,amount,note\n";
+    for (int i = 0; i < 10000; ++i) {
+      csv += std::to_string(load * 10000 + i) + ",1.00," + std::string(30, 'n') + "\n";
+    }
+    Headers h = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "load-" + std::to_string(load)}};
+    HttpResult run = Call("ada", "POST", "/v1/pipelines/" + pipeline + "/runs",
+                          "/v1/pipelines/{id}/runs", csv, h);
+    ASSERT_EQ(run.status, 202) << run.body;
+    ASSERT_EQ(WaitRun(run.Json()["id"])["state"], "succeeded");
+  }
+  std::vector<std::string> fragments;  // the table's, in key (ULID: load) order
+  for (const ObjectInfo& o : store_->ListAll("").value()) {
+    if (o.key.ends_with(".lfrag") && o.key.find("__manifest") == std::string::npos) {
+      fragments.push_back(o.key);
+    }
+  }
+  ASSERT_EQ(fragments.size(), 2u);
+  server_.reset();
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  FaultRule rule = FaultRule::FailNth("second-fragment", kAllOps, 1,
+                                      Status::Unavailable("injected read failure"),
+                                      fragments[1]);  // the later load, scanned second
+  rule.times = FaultRule::kForever;
+  faulty->AddRule(rule);
+  WorkspaceOptions o;
+  o.actor = "owner";
+  ws_ = Workspace::Open(faulty, "", o).value();
+
+  namespace beast = boost::beast;
+  boost::asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.connect({boost::asio::ip::make_address("127.0.0.1"), Port()});
+  http::request<http::empty_body> req{http::verb::get, "/v1/tables/orders/rows", 11};
+  req.set(http::field::host, "x");
+  req.set(http::field::authorization, "Bearer " + Token("rex"));
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1ull << 30);
+  beast::error_code ec;
+  http::read(stream, buffer, parser, ec);
+  EXPECT_EQ(ec, http::error::partial_message) << ec.message();
+  EXPECT_EQ(parser.get().result_int(), 200);
+  EXPECT_TRUE(parser.get().chunked());
+  EXPECT_NE(parser.get().body().find("{\"id\":0,"), std::string::npos);
+  EXPECT_EQ(parser.get().body().find("{\"id\":10000,"), std::string::npos);
+  EXPECT_GE(faulty->Fired("second-fragment"), 1u);
 }
 
 TEST_F(ApiTest, UploadCapabilityRefusals) {
