@@ -98,6 +98,8 @@ bool CsvReader::ParseSimpleRecord() {
       const char* p = block + __builtin_ctz(mask);
       if (*p == '"') return false;
       if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
+      // A record near its length limit is measured (and refused) by ParseRecord.
+      if (static_cast<size_t>(p - begin) > options_.max_field_bytes * 16) return false;
       fields_.emplace_back(field, static_cast<size_t>(p - field));
       if (fields_.size() > options_.max_columns) return false;
       if (*p == delim) {

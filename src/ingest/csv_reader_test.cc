@@ -177,6 +177,18 @@ TEST(CsvReader, MalformedInputNamesLineColumnAndFix) {
   ExpectError("a\n12345\n", "line 2, column 1", "limit of 4 bytes", small);
   ExpectError("a\n\"12\n345\"\n", "line 2, column 1", "limit of 4 bytes", small);
   EXPECT_TRUE(Parse("a\n1234\n\"12\"\"4\"\n", small).ok());  // the limit is after unquoting
+  // A record over 16 x the field limit, quoted or not (no field over it).
+  std::string header, unquoted, quoted;
+  for (int c = 0; c < 20; ++c) {
+    header += (c ? ",c" : "c") + std::to_string(c);
+    unquoted += c ? ",abcd" : "abcd";
+    quoted += c ? ",\"abcd\"" : "\"abcd\"";
+  }
+  CsvOptions wide = small;
+  wide.max_columns = 32;
+  header += "\n";
+  ExpectError(header + unquoted + "\n", "line 2", "record is longer than the limit of 64", wide);
+  ExpectError(header + quoted + "\n", "line 2", "record is longer than the limit of 64", wide);
 }
 
 // Random fields (quotes, delimiters, newlines, CR) survive a write/read round trip.

@@ -203,7 +203,9 @@ std::string RunRecord::ToJson() const {
                     {"inputBytes", input_bytes},     {"sourceId", source_id},
                     {"sourceSha256", source_sha256}, {"sourceReload", source_reload}};
   }
-  return j.dump();
+  // Messages can quote input bytes (a column name): invalid UTF-8 is
+  // replaced, never thrown, so a failed run can always be recorded.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<RunRecord> RunRecord::FromJson(std::string_view text) {

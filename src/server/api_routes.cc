@@ -269,6 +269,13 @@ Response Api::PutUpload(Call& c) {
     return Problem(Status::PermissionDenied("an upload URL carries its token; this one has none"));
   }
   Status s = svc_->AcceptUpload(c.params["uploadId"], token->second, *c.stream);
+  // A body over the size its ticket declared is a request body over its
+  // limit: 413 (docs/errors.md), not the 422 of a load limit.
+  if (s.Is(ErrorCode::kLimitExceeded)) {
+    Response r = JsonResponse(413, ProblemDocument(s, 413));
+    r.set(http::field::content_type, "application/problem+json");
+    return r;
+  }
   if (!s.ok()) return Problem(s);
   return JsonResponse(200, {{"uploadId", c.params["uploadId"]}, {"received", true}});
 }

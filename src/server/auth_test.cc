@@ -178,6 +178,16 @@ TEST(JwtTest, JwksKeysSelectedByKid) {
 
 class AuthHttpTest : public ServerTest {};
 
+// `token` with its payload re-encoded to name "owner" (the workspace owner)
+// and its original signature kept.
+std::string TamperedPayload(const std::string& token) {
+  const size_t first = token.find('.');
+  const size_t second = token.rfind('.');
+  json claims = json::parse(Base64UrlDecode(token.substr(first + 1, second - first - 1)).value());
+  claims["sub"] = "owner";
+  return token.substr(0, first) + "." + Base64UrlEncode(claims.dump()) + token.substr(second);
+}
+
 TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
   config_.issuer = "iss-1";
   config_.audience = "aud-1";
@@ -187,6 +197,7 @@ TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
   };
   EXPECT_EQ(status(Token("ada", 600, good)).status, 200);
   const int64_t now = Now();
+  const std::string fresh = Token("ada", 600, good);
   std::vector<std::pair<std::string, std::string>> bad = {
       {"expired", Token("ada", -3600, good)},
       {"not yet valid",
@@ -203,6 +214,10 @@ TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
       {"alg none", Unsigned({{"alg", "none"}},
                             {{"sub", "ada"}, {"loam_workspace", ws_->id()}, {"exp", now + 60}})},
       {"garbage", "not-a-token"},
+      {"tampered payload", TamperedPayload(Token("ada", 600, good))},
+      {"truncated signature", fresh.substr(0, fresh.rfind('.') + 10)},
+      {"signature dropped", fresh.substr(0, fresh.rfind('.'))},
+      {"truncated payload", fresh.substr(0, fresh.find('.') + 12)},
   };
   for (const auto& [why, token] : bad) {
     HttpResult r = status(token);
@@ -230,7 +245,59 @@ TEST_F(AuthHttpTest, HsRsConfusionThroughHttp) {
         .status;
   };
   EXPECT_EQ(get(SignJwt(k.private_pem, claims.dump(), false).value()), 200);
-  EXPECT_EQ(get(SignJwt(k.public_pem, claims.dump(), true).value()), 401);
+  const std::string confused = SignJwt(k.public_pem, claims.dump(), true).value();
+  HttpResult r =
+      HttpCall(Port(), "GET", "/v1/tables/orders", "", {{"Authorization", "Bearer " + confused}});
+  EXPECT_EQ(r.status, 401) << r.body;
+  EXPECT_EQ(r.Json()["code"], "unauthenticated");
+  EXPECT_NE(r.Header("www-authenticate").find("invalid_token"), std::string::npos);
+  // An RS256 token whose payload was changed after signing.
+  const std::string rs = SignJwt(k.private_pem, claims.dump(), false).value();
+  HttpResult tampered = HttpCall(Port(), "GET", "/v1/tables", "",
+                                 {{"Authorization", "Bearer " + TamperedPayload(rs)}});
+  EXPECT_EQ(tampered.status, 401) << tampered.body;
+  EXPECT_EQ(tampered.Json()["code"], "unauthenticated");
+}
+
+// The raw answer to one request written as `request` (no client-side
+// limits on its size), read until the server closes.
+std::string RawExchange(uint16_t port, const std::string& request) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket raw(ioc);
+  raw.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::system::error_code ec;
+  boost::asio::write(raw, boost::asio::buffer(request), ec);  // may be cut off by the answer
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = raw.read_some(boost::asio::buffer(buf), ec)), !ec;) out.append(buf, n);
+  return out;
+}
+
+// A token too large for the 16 KiB header limit is 431; one under it is
+// verified and refused (401). Neither harms the server.
+TEST_F(AuthHttpTest, EnormousTokensAreRefusedNotFatal) {
+  const std::string good = Token("ada");
+  for (const size_t size : {size_t{12} << 10, size_t{17} << 10, size_t{63} << 10}) {
+    const std::string token = good + std::string(size - good.size(), 'A');
+    HttpResult r =
+        HttpCall(Port(), "GET", "/v1/tables", "", {{"Authorization", "Bearer " + token}});
+    EXPECT_EQ(r.status, size < (16 << 10) ? 401 : 431) << size << ": " << r.body;
+    EXPECT_EQ(r.Header("content-type"), "application/problem+json") << size;
+    if (r.status == 401) {
+      EXPECT_EQ(r.Json()["code"], "unauthenticated") << size;
+      EXPECT_NE(r.Header("www-authenticate").find("invalid_token"), std::string::npos) << size;
+    } else {
+      EXPECT_EQ(r.Json()["code"], "limit_exceeded") << size;
+    }
+  }
+  // 64 KiB and 1 MiB tokens, past what the test's HTTP client will send.
+  for (const size_t size : {size_t{64} << 10, size_t{1} << 20}) {
+    const std::string answer =
+        RawExchange(Port(), "GET /v1/tables HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                std::string(size, 'A') + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 431") << size << ": " << answer.substr(0, 200);
+  }
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables", "/v1/tables").status, 200);  // still serving
 }
 
 TEST_F(AuthHttpTest, ServerRefusesWeakOrMissingAuthConfiguration) {

@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "common/utf8.h"
 #include "ingest/input_source.h"
 #include "ingest/quarantine.h"
 #include "io/s3_object_store.h"
@@ -93,6 +94,9 @@ Status Service::CheckContext(const CallContext& ctx) const {
   if (ctx.principal.rfind("loam:", 0) == 0) {
     return Status::PermissionDenied(
         "principals starting with 'loam:' are reserved for Loam itself");
+  }
+  if (!IsValidUtf8(ctx.principal)) {
+    return Status::PermissionDenied("a principal must be valid UTF-8");
   }
   if (ctx.principal.size() > kMaxPrincipalBytes) {
     return Status::PermissionDenied("a principal is at most " + std::to_string(kMaxPrincipalBytes) +

@@ -26,6 +26,19 @@ Result<TableDocument> ParseTableDocument(std::string_view text) {
   if (columns == nullptr || !columns->is_array() || columns->empty()) {
     return o.Bad("columns", "a non-empty array of {\"name\",\"type\",\"nullable\"}");
   }
+  // Each column as strictly as the document: a misspelt "nullable" must not
+  // make a nullable column.
+  for (size_t i = 0; i < columns->size(); ++i) {
+    const json& c = (*columns)[i];
+    if (!c.is_object()) continue;  // SchemaFromJson names the problem
+    StrictObject co(c, "table column " + std::to_string(i + 1));
+    std::string ignored;
+    RETURN_NOT_OK(co.String("name", &ignored));
+    RETURN_NOT_OK(co.String("type", &ignored));
+    bool nullable = true;
+    RETURN_NOT_OK(co.Bool("nullable", &nullable));
+    RETURN_NOT_OK(co.Finish());
+  }
   RETURN_NOT_OK(o.Strings("keys", &doc.keys));
   RETURN_NOT_OK(o.Finish());
   ASSIGN_OR_RETURN(doc.schema, SchemaFromJson(columns->dump()));
