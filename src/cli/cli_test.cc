@@ -207,7 +207,12 @@ TEST_F(CliTest, HistoryBranchesAndTimeTravel) {
   CliResult verify = Ok({"heads", "verify"});
   EXPECT_NE(verify.out.find("all match the journal"), std::string::npos) << verify.out;
   Ok({"branch", "delete", "dev"});
-  Ok({"table", "drop", "happenings"});
+  // --json names the drop's commit, as the journal has it.
+  json dropped = json::parse(Ok({"--json", "table", "drop", "happenings"}).out);
+  EXPECT_EQ(dropped["dropped"], "happenings");
+  json newest = json::parse(Ok({"--json", "log"}).out)[0];
+  EXPECT_EQ(dropped["manifestVersion"], newest["manifestVersion"]);
+  EXPECT_EQ(dropped["commit"], newest["commit"]);
   EXPECT_EQ(Run({"count", "happenings"}).code, 4);
 }
 

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "common/status_macros.h"
+#include "io/fault_injection_object_store.h"
 #include "server/jwt.h"
 #include "server/server.h"
 
@@ -20,6 +21,9 @@ struct ServeFlags {
   int workers = -1;
   std::string hs256, public_key, jwks, issuer, audience, upload_secret;
   bool no_access_log = false;
+  // Test only (bench/readiness): this share of object store calls fails
+  // with `unavailable`, as a flaky store would.
+  double test_store_faults = 0;
 };
 
 Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
@@ -43,6 +47,23 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   return c;
 }
 
+// The workspace over a store that fails `rate` of its calls (after the
+// open itself, so the server starts).
+Result<std::shared_ptr<Workspace>> OpenWithStoreFaults(const Context& ctx, double rate) {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, OpenObjectStore(ctx.root));
+  auto store = std::make_shared<FaultInjectionObjectStore>(base, static_cast<uint64_t>(getpid()));
+  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "", ctx.Options()));
+  FaultRule rule;
+  rule.name = "test-store-faults";
+  rule.times = FaultRule::kForever;
+  rule.probability = rate;
+  rule.status = Status::Unavailable("injected store fault (--test-store-faults)");
+  store->AddRule(std::move(rule));
+  std::cout << "loam serve: TEST ONLY: failing " << rate * 100 << "% of object store calls"
+            << std::endl;
+  return ws;
+}
+
 Status Serve(const Context& ctx, const ServeFlags& f) {
   ASSIGN_OR_RETURN(server::ServerConfig config, BuildConfig(f));
   // SIGTERM and SIGINT are taken by sigwait below; blocked before any
@@ -52,7 +73,12 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  std::shared_ptr<Workspace> ws;
+  if (f.test_store_faults > 0) {
+    ASSIGN_OR_RETURN(ws, OpenWithStoreFaults(ctx, f.test_store_faults));
+  } else {
+    ASSIGN_OR_RETURN(ws, ctx.Open());
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv, server::Server::Start(ws, config));
   std::cout << "loam serve: listening on " << srv->url() << " (workspace " << ws->id() << ")"
             << std::endl;
@@ -127,6 +153,10 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   serve->add_option("--upload-secret-file", f->upload_secret,
                     "HMAC key of local upload URLs, 32+ bytes (shared by servers on one root)");
   serve->add_flag("--no-access-log", f->no_access_log, "no JSON access log on stderr");
+  serve
+      ->add_option("--test-store-faults", f->test_store_faults,
+                   "TEST ONLY: fail this share (0-1) of object store calls with unavailable")
+      ->check(CLI::Range(0.0, 1.0));
   serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
 
   auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");

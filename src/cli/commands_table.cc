@@ -262,8 +262,16 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
     run([&]() -> Status {
       ASSIGN_OR_RETURN(auto ws, ctx.Open());
       RETURN_NOT_OK(RequireAdmin(*ws, ctx, drop_name->as<std::string>()));
-      RETURN_NOT_OK(ws->DropTable(drop_name->as<std::string>()).status());
-      if (!ctx.json) std::cout << "dropped " << drop_name->as<std::string>() << "\n";
+      ASSIGN_OR_RETURN(WriteResult w, ws->DropTable(drop_name->as<std::string>()));
+      if (ctx.json) {
+        std::cout << json{{"dropped", drop_name->as<std::string>()},
+                          {"manifestVersion", w.manifest_version},
+                          {"commit", w.commit_id}}
+                         .dump()
+                  << "\n";
+      } else {
+        std::cout << "dropped " << drop_name->as<std::string>() << "\n";
+      }
       return Status::OK();
     }());
   });

@@ -76,6 +76,22 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   EXPECT_NE(missing.err.find("no Loam workspace"), std::string::npos) << missing.err;
   CliResult token = RunLoam(dir_, {"token", "--secret-file", "weak", "--sub", "ada"});
   EXPECT_EQ(token.code, 2);
+  // The config file is read strictly, field by field.
+  WriteFile(dir_ + "/lease.json", R"({"leaseSeconds": 0})");
+  std::vector<std::string> lease = ok;
+  lease.insert(lease.end(), {"--config", "lease.json"});
+  CliResult lease_r = RunLoam(dir_, lease);
+  EXPECT_EQ(lease_r.code, 2);
+  EXPECT_NE(lease_r.err.find("leaseSeconds"), std::string::npos) << lease_r.err;
+  WriteFile(dir_ + "/typo.json", R"({"leaseSecond": 5})");
+  std::vector<std::string> typo = ok;
+  typo.insert(typo.end(), {"--config", "typo.json"});
+  CliResult typo_r = RunLoam(dir_, typo);
+  EXPECT_EQ(typo_r.code, 2);
+  EXPECT_NE(typo_r.err.find("leaseSecond"), std::string::npos) << typo_r.err;
+  std::vector<std::string> faults = ok;
+  faults.insert(faults.end(), {"--test-store-faults", "1.5"});
+  EXPECT_EQ(RunLoam(dir_, faults).code, 2);
 }
 
 TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {

@@ -1,0 +1,401 @@
+// The readiness harness (bench/readiness runs it; docs/benchmarks.md records
+// its tables). Starts real `loam serve` processes on a fresh workspace, drives
+// a production-shaped mix through the HTTP API only, injects faults, then
+// checks from outside that every accepted run ended exactly once and every
+// succeeded run's rows are in its table exactly once. Never part of CI;
+// every request targets loopback and every loop is bounded in count or time.
+import { spawn, execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+
+import { parseOptions, MIX, pick, sizeOf, makeRows } from './readiness-lib/workload.mjs';
+import { percentile, printReport } from './readiness-lib/report.mjs';
+import { checkOutcome } from './readiness-lib/checks.mjs';
+
+const opt = parseOptions(process.argv.slice(2));
+const LOAM = process.env.LOAM_BINARY ?? path.resolve('build/release/src/cli/loam');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.now();
+
+// --- the workspace and its servers ------------------------------------------------
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'loam-readiness-'));
+const root = opt.backend === 's3'
+  ? `s3://${process.env.LOAM_S3_TEST_BUCKET ?? 'loam-test'}/readiness-${Date.now()}`
+  : path.join(work, 'ws');
+const loam = (...a) => execFileSync(LOAM, ['--root', root, ...a], { encoding: 'utf8' });
+loam('init');
+const owner = JSON.parse(loam('info', '--json')).owner;
+const secretFile = path.join(work, 'secret');
+fs.writeFileSync(secretFile, crypto.randomBytes(24).toString('hex'));
+const token = (sub) => loam('token', '--secret-file', secretFile, '--sub', sub, '--ttl', '4h').trim();
+const configFile = path.join(work, 'config.json');
+fs.writeFileSync(configFile, JSON.stringify({
+  workers: opt.workers,
+  leaseSeconds: opt.leaseSeconds,
+  accessLog: false,
+  handlerThreads: 32,
+  admission: opt.profile === 'mix' ? {} : { tinyRunsPerMinute: 1_000_000, principalRequestsPerSecond: 10_000, principalBurst: 10_000 },
+}));
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const servers = [];  // {port, url, child, rss, kills}
+async function startServer(s) {
+  const args = ['--root', root, 'serve', '--listen', `127.0.0.1:${s.port}`, '--config', configFile,
+    '--auth-hs256-secret-file', secretFile];
+  if (opt.storeFaults > 0) args.push('--test-store-faults', String(opt.storeFaults));
+  // Its log (warnings of injected faults, takeovers) goes to a file.
+  s.log ??= fs.openSync(path.join(work, `serve-${s.port}.log`), 'a');
+  s.child = spawn(LOAM, args, { stdio: ['ignore', 'pipe', s.log] });
+  s.exited = new Promise((r) => s.child.on('exit', r));
+  await new Promise((resolve, reject) => {
+    let out = '';
+    s.child.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('listening on')) resolve();
+    });
+    s.child.on('exit', (code) => reject(new Error(`loam serve exited ${code} before listening`)));
+  });
+}
+for (let i = 0; i < opt.processes; i++) {
+  const s = { port: await freePort(), rss: 0, kills: 0 };
+  s.url = `http://127.0.0.1:${s.port}`;
+  await startServer(s);
+  servers.push(s);
+}
+const rssTimer = setInterval(() => {
+  for (const s of servers) {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${s.child.pid}/status`, 'utf8'));
+      if (m) s.rss = Math.max(s.rss, Number(m[1]) * 1024);
+    } catch { /* between a kill and its restart */ }
+  }
+}, 500);
+
+// --- HTTP, following the retry contract ---------------------------------------------
+const stats = { attempts: 0, accepted: [], rejected429: 0, retryAfterGiven: [], retryNeeded: [],
+  firstRetryAccepted: 0, retriesAfter429: 0, connectionErrors: 0, serverErrors: 0, backlog: 0 };
+let nextServer = 0;
+const serverFor = (hint) => servers[(hint ?? nextServer++) % servers.length];
+
+// One request; retried on 429 (after Retry-After), 5xx and broken connections
+// (jittered backoff), always the same method, body and headers. Bounded by
+// a deadline. Returns {status, json, ms (of the answering attempt)}.
+async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', hint, raw } = {}) {
+  const deadline = now() + 10 * 60_000;
+  let backoff = 100;
+  let first429 = null;
+  let after429 = false;
+  for (let attempt = 0; ; attempt++) {
+    const s = serverFor(hint === undefined ? undefined : hint + attempt);
+    const url = pathOrUrl.startsWith('http') ? pathOrUrl : s.url + pathOrUrl;
+    const h = raw ? headers : { authorization: `Bearer ${tokens[sub]}`, ...headers };
+    const t0 = now();
+    let res;
+    try {
+      stats.attempts++;
+      res = await fetch(url, { method, headers: h, body });
+    } catch {
+      stats.connectionErrors++;
+      if (now() > deadline) throw new Error(`${method} ${pathOrUrl}: no answer before the deadline`);
+      await sleep(backoff / 2 + Math.random() * backoff / 2);
+      backoff = Math.min(backoff * 2, 5000);
+      continue;
+    }
+    const text = await res.text();
+    const ms = now() - t0;
+    if (after429) {
+      stats.retriesAfter429++;
+      if (res.status !== 429) stats.firstRetryAccepted++;
+      after429 = false;
+    }
+    if (res.status === 429) {
+      stats.rejected429++;
+      const wait = Number(res.headers.get('retry-after') ?? '1') * 1000;
+      stats.retryAfterGiven.push(wait);
+      first429 ??= now();
+      after429 = true;
+      if (now() + wait > deadline) throw new Error(`${method} ${pathOrUrl}: overloaded past the deadline`);
+      await sleep(wait);
+      continue;
+    }
+    if (res.status === 409 && process.env.LOAM_READINESS_VERBOSE) console.error(`${method} ${pathOrUrl}: 409 ${text.slice(0, 300)}`);
+    if (res.status >= 500 && stats.serverErrors++ < 5) console.error(`${method} ${pathOrUrl}: ${res.status} ${text.slice(0, 300)}`);
+    // 5xx, and 409 with Retry-After (request_in_flight: the first attempt
+    // is still creating the run): the same request again.
+    if ((res.status >= 500 || (res.status === 409 && res.headers.get('retry-after'))) && now() < deadline) {
+      await sleep(backoff / 2 + Math.random() * backoff / 2);
+      backoff = Math.min(backoff * 2, 5000);
+      continue;
+    }
+    if (first429 !== null) stats.retryNeeded.push(now() - first429);
+    let json;
+    try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
+    return { status: res.status, json, ms, headers: res.headers, text };
+  }
+}
+
+// --- tables, grants and pipelines ---------------------------------------------------
+const tokens = {};
+call.base = () => serverFor().url;
+call.token = (sub) => tokens[sub];
+for (const sub of [owner, 'loader-a', 'loader-b', 'loader-c', 'loader-r']) tokens[sub] = token(sub);
+const columns = [
+  { name: 'id', type: 'int64', nullable: false },
+  { name: 'amount', type: 'decimal(12,2)' },
+  { name: 'note', type: 'string' },
+];
+const pipelines = {};
+for (const kind of MIX) {
+  if (!pipelines[kind.table]) {
+    const t = await call('POST', '/v1/tables', { sub: owner, body: JSON.stringify({ name: kind.table, columns, keys: ['id'] }), headers: { 'content-type': 'application/json' } });
+    if (t.status !== 201) throw new Error(`create table ${kind.table}: ${t.status} ${t.text}`);
+    for (const sub of ['loader-a', 'loader-b', 'loader-c', 'loader-r']) {
+      if ((sub === 'loader-r') !== (kind.table === 'guarded')) continue;
+      const g = await call('PUT', `/v1/tables/${kind.table}/grants/${sub}`, { sub: owner, body: '{"role":"writer"}', headers: { 'content-type': 'application/json' } });
+      if (g.status !== 200 && g.status !== 204) throw new Error(`grant: ${g.status} ${g.text}`);
+    }
+  }
+  for (let p = 0; p < kind.pipelines; p++) {
+    const spec = { name: `${kind.name}-${p}`, table: kind.table, mode: kind.mode, format: kind.format };
+    if (kind.mode === 'upsert') spec.keyColumns = ['id'];
+    const r = await call('POST', '/v1/pipelines', { sub: owner, body: JSON.stringify(spec), headers: { 'content-type': 'application/json' } });
+    if (r.status !== 201) throw new Error(`pipeline ${spec.name}: ${r.status} ${r.text}`);
+    (pipelines[kind.name] ??= []).push(r.json.id);
+  }
+}
+
+// --- one submission -----------------------------------------------------------------
+const submissions = [];  // {n, kind, rows, bytes, key, runIds:Set, outcome, ...}
+let nextSubmission = 0;
+
+// `only`: {bytes} for one plain CSV append of that size.
+async function submitOne(clientIndex, only) {
+  const n = nextSubmission++;
+  const kind = only ? { ...MIX[0] } : pick(opt, n);
+  const sub = kind.table === 'guarded' ? 'loader-r' : ['loader-a', 'loader-b', 'loader-c'][n % 3];
+  const bytesWanted = only ? only.bytes : sizeOf(opt, n);
+  const { data, rows } = makeRows(kind, n, bytesWanted, kind.invalid);
+  const payload = kind.gzip ? zlib.gzipSync(data, { level: 1 }) : data;
+  const sha256 = crypto.createHash('sha256').update(payload).digest('hex');
+  const pipelineId = pipelines[kind.name][n % pipelines[kind.name].length];
+  const rec = { n, kind: kind.name, table: kind.table, mode: kind.mode, rows, bytes: payload.length,
+    invalid: kind.invalid, validationOnly: kind.validationOnly, key: `sub-${n}`, runIds: new Set(),
+    sub, submittedAt: Date.now() };
+  submissions.push(rec);
+  const hint = clientIndex;
+  const ticket = await call('POST', `/v1/pipelines/${pipelineId}/uploads`, { sub, hint,
+    body: JSON.stringify({ size: payload.length, sha256 }), headers: { 'content-type': 'application/json' } });
+  if (ticket.status !== 201) { rec.refused = `upload ${ticket.status} ${ticket.json?.code}`; return; }
+  const t = ticket.json;
+  const headers = { ...t.headers };
+  delete headers['content-length'];
+  const put = await call(t.method, t.url, { body: payload, headers, raw: true });
+  if (put.status !== 200) { rec.refused = `put ${put.status}`; return; }
+  const body = { uploads: [t.uploadId] };
+  if (kind.sourceId) body.source = { id: `src-${n}` };
+  if (kind.validationOnly) body.errorPolicy = 'validationOnly';
+  const text = JSON.stringify(body);
+  const runHeaders = { 'content-type': 'application/json', 'idempotency-key': rec.key };
+  const runPath = `/v1/pipelines/${pipelineId}/runs`;
+  if (kind.dropResponse) {
+    // The request is sent and the answer dropped: the client cannot know
+    // whether a run exists, and resends the same bytes with the same key.
+    const ac = new AbortController();
+    const sent = fetch(serverFor(hint).url + runPath, { method: 'POST', body: text, signal: ac.signal,
+      headers: { authorization: `Bearer ${tokens[sub]}`, ...runHeaders } }).catch(() => {});
+    setTimeout(() => ac.abort(), Math.random() * 20);
+    await sent;
+  }
+  const r = await call('POST', runPath, { sub, hint, body: text, headers: runHeaders });
+  if (r.status !== 202) { rec.refused = `run ${r.status} ${r.json?.code}`; return; }
+  rec.runIds.add(r.json.id);
+  stats.accepted.push(r.ms);
+  if (kind.retry) {  // the same request again, as a client that lost the answer would
+    const again = await call('POST', runPath, { sub, hint, body: text, headers: runHeaders });
+    if (again.status === 202) rec.runIds.add(again.json.id);
+  }
+}
+
+// --- the load: open-loop arrivals at `rate`, at most `clients` at once ---------------
+async function drive(rate, seconds) {
+  const end = now() + seconds * 1000;
+  const inFlight = new Set();
+  let due = now();
+  let client = 0;
+  let errors = 0;
+  while (now() < end) {
+    if (inFlight.size >= opt.clients) { await Promise.race(inFlight); continue; }
+    if (opt.profile !== 'mix' || rate === Infinity) { /* closed loop: as fast as clients go */ } else {
+      due += (-Math.log(1 - Math.random()) * 1000) / rate;  // Poisson arrivals
+      if (due > now()) await sleep(due - now());
+    }
+    const p = submitOne(client++ % opt.clients).catch((e) => { errors++; console.error(e.message); });
+    inFlight.add(p);
+    p.finally(() => inFlight.delete(p));
+  }
+  await Promise.all(inFlight);
+  return errors;
+}
+
+// --- faults -------------------------------------------------------------------------
+const faults = { kills: 0, revokedAt: null, droppedAt: null };
+let killing = false;
+async function killLoop() {
+  killing = true;
+  while (killing && (opt.killTrials === 0 || faults.kills < opt.killTrials)) {
+    await sleep(opt.killEvery * (0.5 + Math.random()));
+    if (!killing) break;
+    const s = servers[Math.floor(Math.random() * servers.length)];
+    s.child.kill('SIGKILL');
+    await s.exited;
+    s.kills++;
+    faults.kills++;
+    await startServer(s);
+  }
+}
+async function revokeLater(ms) {
+  await sleep(ms);
+  const r = await call('DELETE', '/v1/tables/guarded/grants/loader-r', { sub: owner });
+  faults.revokedAt = { status: r.status, at: Date.now() };
+}
+async function dropLater(ms) {
+  await sleep(ms);
+  faults.dropVersion = JSON.parse(loam('--json', 'table', 'drop', 'doomed')).manifestVersion;
+  faults.droppedAt = Date.now();
+}
+
+// --- run ------------------------------------------------------------------------------
+const started = now();
+const phases = [];
+const faultTasks = [];
+if (opt.faults) {
+  faultTasks.push(killLoop());
+  faultTasks.push(revokeLater(opt.seconds * 400));
+  faultTasks.push(dropLater(opt.seconds * 600));
+}
+const slowloris = opt.slowloris > 0 ? startSlowloris(opt.slowloris) : null;
+const backlogTimer = setInterval(async () => {
+  try {
+    const m = await (await fetch(serverFor().url + '/metrics')).text();
+    const v = /loam_cleanup_backlog_seconds (\S+)/.exec(m);
+    if (v && Number.isFinite(Number(v[1]))) stats.backlog = Math.max(stats.backlog, Number(v[1]));
+  } catch { /* a server being restarted */ }
+}, 1000);
+
+async function phase(name, rate, seconds) {
+  const mark = { name, rate, seconds, from: stats.accepted.length, subFrom: submissions.length, t0: now(), r429: stats.rejected429 };
+  mark.errors = await drive(rate, seconds);
+  mark.t1 = now();
+  mark.to = stats.accepted.length;
+  mark.subTo = submissions.length;
+  mark.r429 = stats.rejected429 - mark.r429;
+  phases.push(mark);
+}
+if (opt.killTrials > 0) {
+  // A kill run: load at the target rate until that many kills happened.
+  const until = faultTasks[0];
+  let done = false;
+  until.then(() => { done = true; });
+  while (!done) await phase('kill-trials', opt.rate, 10);
+} else {
+  await phase('target', opt.rate, opt.seconds);
+  if (opt.profile === 'mix' && opt.maxMib >= 100) {
+    // One 100 MiB load on an idle server: its terminal time alone.
+    const mark = { name: 'one 100 MiB CSV append alone', from: stats.accepted.length, subFrom: submissions.length, t0: now(), r429: 0 };
+    await submitOne(0, { bytes: 100 << 20 });
+    const s = submissions.at(-1);
+    const id = [...s.runIds][0];
+    for (const end = now() + 300_000; id && now() < end;) {
+      const r = await call('GET', `/v1/runs/${id}`, { sub: owner });
+      if (['succeeded', 'failed', 'partial', 'cancelled'].includes(r.json?.state)) break;
+      await sleep(100);
+    }
+    Object.assign(mark, { t1: now(), to: stats.accepted.length, subTo: submissions.length, alone: true });
+    phases.push(mark);
+  }
+  if (opt.overload > 0) {
+    await phase(`${opt.overload}x overload`, opt.rate * opt.overload, opt.seconds / 2);
+    await phase('recovery', opt.rate, opt.seconds / 2);
+  }
+}
+killing = false;
+await Promise.all(faultTasks);
+slowloris?.stop();
+const loadSeconds = (now() - started) / 1000;
+
+// Every accepted run reaches a terminal state.
+const runs = new Map();
+const ids = [...new Set(submissions.flatMap((s) => [...s.runIds]))];
+const pollDeadline = now() + 10 * 60_000;
+await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+  for (let i = w; i < ids.length; i += 16) {
+    for (;;) {
+      const r = await call('GET', `/v1/runs/${ids[i]}`, { sub: owner });
+      if (r.status === 200 && ['succeeded', 'failed', 'partial', 'cancelled'].includes(r.json.state)) {
+        runs.set(ids[i], r.json);
+        break;
+      }
+      if (r.status !== 200 || now() > pollDeadline) { runs.set(ids[i], { lost: true, status: r.status }); break; }
+      await sleep(200);
+    }
+  }
+}));
+// The cleaner removes the staging of terminal runs (it runs every second).
+const cleanDeadline = now() + 60_000;
+let staging = await listStaging();
+while (staging.length > 0 && now() < cleanDeadline) {
+  await sleep(1000);
+  staging = await listStaging();
+}
+clearInterval(backlogTimer);
+clearInterval(rssTimer);
+
+const outcome = await checkOutcome({ opt, submissions, runs, faults, staging, loam, call, owner });
+printReport({ opt, phases, stats, submissions, runs, outcome, servers, faults, loadSeconds, percentile });
+for (const s of servers) s.child.kill('SIGTERM');
+await Promise.all(servers.map((s) => s.exited));
+if (!opt.keep && outcome.ok) fs.rmSync(work, { recursive: true, force: true });
+else console.log(`workspace and server logs kept in ${work}`);
+process.exit(outcome.ok ? 0 : 1);
+
+// Objects under the staging prefix (local: the directory; S3: a ListObjectsV2).
+async function listStaging() {
+  if (opt.backend === 'local') {
+    const dir = path.join(root, 'ingestion-staging');
+    if (!fs.existsSync(dir)) return [];
+    return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+  }
+  const [bucket, ...rest] = root.slice(5).split('/');
+  const prefix = `${rest.join('/')}/ingestion-staging/`;
+  const out = execFileSync('curl', ['-sf', '--aws-sigv4', `aws:amz:${process.env.AWS_REGION ?? 'us-east-1'}:s3`,
+    '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
+    `${process.env.AWS_ENDPOINT_URL}/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(prefix)}`], { encoding: 'utf8' });
+  return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+}
+
+// Connections that trickle a header byte by byte and never finish it.
+function startSlowloris(count) {
+  const sockets = [];
+  const line = 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ';
+  const timer = setInterval(() => {
+    for (const s of sockets) if (!s.destroyed) s.write('a');
+  }, 1000);
+  for (let i = 0; i < count; i++) {
+    const s = net.connect(serverFor(i).port, '127.0.0.1', () => s.write(line));
+    s.on('error', () => {});
+    sockets.push(s);
+  }
+  return { stop() { clearInterval(timer); for (const s of sockets) s.destroy(); } };
+}
