@@ -313,6 +313,7 @@ if (opt.killTrials > 0) {
   await phase('target', opt.rate, opt.seconds);
   if (opt.profile === 'mix' && opt.maxMib >= 100) {
     // One 100 MiB load on an idle server: its terminal time alone.
+    await waitTerminal([...new Set(submissions.flatMap((s) => [...s.runIds]))], new Map());
     const mark = { name: 'one 100 MiB CSV append alone', from: stats.accepted.length, subFrom: submissions.length, t0: now(), r429: 0 };
     await submitOne(0, { bytes: 100 << 20 });
     const s = submissions.at(-1);
@@ -337,21 +338,7 @@ const loadSeconds = (now() - started) / 1000;
 
 // Every accepted run reaches a terminal state.
 const runs = new Map();
-const ids = [...new Set(submissions.flatMap((s) => [...s.runIds]))];
-const pollDeadline = now() + 10 * 60_000;
-await Promise.all(Array.from({ length: 16 }, async (_, w) => {
-  for (let i = w; i < ids.length; i += 16) {
-    for (;;) {
-      const r = await call('GET', `/v1/runs/${ids[i]}`, { sub: owner });
-      if (r.status === 200 && ['succeeded', 'failed', 'partial', 'cancelled'].includes(r.json.state)) {
-        runs.set(ids[i], r.json);
-        break;
-      }
-      if (r.status !== 200 || now() > pollDeadline) { runs.set(ids[i], { lost: true, status: r.status }); break; }
-      await sleep(200);
-    }
-  }
-}));
+await waitTerminal([...new Set(submissions.flatMap((s) => [...s.runIds]))], runs);
 // The cleaner removes the staging of terminal runs (it runs every second).
 const cleanDeadline = now() + 60_000;
 let staging = await listStaging();
@@ -369,6 +356,24 @@ await Promise.all(servers.map((s) => s.exited));
 if (!opt.keep && outcome.ok) fs.rmSync(work, { recursive: true, force: true });
 else console.log(`workspace and server logs kept in ${work}`);
 process.exit(outcome.ok ? 0 : 1);
+
+// Polls each run until it is terminal (10 minutes at most), into `runs`.
+async function waitTerminal(ids, runs) {
+  const deadline = now() + 10 * 60_000;
+  await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+    for (let i = w; i < ids.length; i += 16) {
+      for (;;) {
+        const r = await call('GET', `/v1/runs/${ids[i]}`, { sub: owner });
+        if (r.status === 200 && ['succeeded', 'failed', 'partial', 'cancelled'].includes(r.json.state)) {
+          runs.set(ids[i], r.json);
+          break;
+        }
+        if (r.status !== 200 || now() > deadline) { runs.set(ids[i], { lost: true, status: r.status }); break; }
+        await sleep(200);
+      }
+    }
+  }));
+}
 
 // Objects under the staging prefix (local: the directory; S3: a ListObjectsV2).
 async function listStaging() {

@@ -88,8 +88,9 @@ export const ROW_ID_SPAN = 1e7;  // row ids: submission * span + row
 // The input of submission `n`, about `bytes` long: rows with ids n*span+i.
 // An invalid input has a bad amount in its last row.
 export function makeRows(kind, n, bytes, invalid) {
-  const rows = Math.max(1, Math.min(ROW_ID_SPAN - 1, Math.floor(bytes / 64)));
   const pad = 'x'.repeat(24);
+  const rowBytes = kind.format === 'csv' ? 52 : 79;  // about, for ids of 10 digits
+  const rows = Math.max(1, Math.min(ROW_ID_SPAN - 1, Math.floor(bytes / rowBytes)));
   const parts = [kind.format === 'csv' ? 'id,amount,note\n' : ''];
   let chunk = [];
   for (let i = 0; i < rows; i++) {

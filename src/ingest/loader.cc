@@ -17,8 +17,11 @@
 
 namespace loam::ingest {
 
-// A run retries a commit that lost to a concurrent change this many times.
+// A run retries a commit that lost to a concurrent change at least this many
+// times, and for as long as the conflicts last less than the budget: writers
+// sharing a table under load lose often, and a valid run must not fail for it.
 constexpr int kConflictRetries = 8;
+constexpr auto kConflictBudget = std::chrono::seconds(120);
 namespace {
 
 using json = nlohmann::json;
@@ -348,6 +351,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
   rec.errors.clear();
   RETURN_NOT_OK(Renew(run));
 
+  std::optional<std::chrono::steady_clock::time_point> first_conflict;
   for (int attempt = 0;; ++attempt) {
     // --- validate: the whole input, typed and checked, before any mutation ---
     ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(req.branch));
@@ -484,7 +488,12 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
     if (!EndsRun(s)) return s;  // outcome unknown: resume decides (the staged files may be in use)
     discard();
-    if (s.Is(ErrorCode::kConflict) && attempt < kConflictRetries) {
+    if (s.Is(ErrorCode::kConflict) && !first_conflict) {
+      first_conflict = std::chrono::steady_clock::now();
+    }
+    if (s.Is(ErrorCode::kConflict) &&
+        (attempt < kConflictRetries ||
+         std::chrono::steady_clock::now() - *first_conflict < kConflictBudget)) {
       // The table moved, or a write to it is in progress: back off, then
       // validate and plan against it again. Full jitter: writers that
       // collided once must not retry in step (several processes appending
