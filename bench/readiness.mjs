@@ -163,7 +163,8 @@ for (const kind of MIX) {
     if (t.status !== 201) throw new Error(`create table ${kind.table}: ${t.status} ${t.text}`);
     for (const sub of ['loader-a', 'loader-b', 'loader-c', 'loader-r']) {
       if ((sub === 'loader-r') !== (kind.table === 'guarded')) continue;
-      const g = await call('PUT', `/v1/tables/${kind.table}/grants/${sub}`, { sub: owner, body: '{"role":"writer"}', headers: { 'content-type': 'application/json' } });
+      const role = kind.mode === 'replace' ? 'admin' : 'writer';  // replace needs admin
+      const g = await call('PUT', `/v1/tables/${kind.table}/grants/${sub}`, { sub: owner, body: JSON.stringify({ role }), headers: { 'content-type': 'application/json' } });
       if (g.status !== 200 && g.status !== 204) throw new Error(`grant: ${g.status} ${g.text}`);
     }
   }

@@ -255,6 +255,8 @@ Response Api::Problem(const Status& s) {
         policy += ";q=" + std::to_string(l.max_queued_runs);
       } else if (limit == "maxQueuedBytes") {
         policy += ";q=" + std::to_string(l.max_queued_bytes);
+      } else if (limit == "maxQueueWait") {
+        policy += ";q=" + std::to_string(l.max_queue_wait_seconds);
       } else if (limit == "tinyRunsPerMinute") {
         policy += ";q=" + std::to_string(l.tiny_runs_per_minute) + ";w=60";
       }

@@ -99,6 +99,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
         ao.Number("principalRequestsPerSecond", &l.principal_requests_per_second, 0.001, 1e9));
     RETURN_NOT_OK(ao.Number("principalBurst", &l.principal_burst, 1, 1e9));
     RETURN_NOT_OK(ao.Int("tinyRunsPerMinute", &l.tiny_runs_per_minute, 1, int64_t{1} << 40));
+    RETURN_NOT_OK(ao.Int("maxQueueWaitSeconds", &l.max_queue_wait_seconds, 0, 86'400));
     RETURN_NOT_OK(ao.Finish());
   }
   RETURN_NOT_OK(o.Finish());

@@ -83,6 +83,17 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
                       std::to_string(limits_.max_queued_bytes) + " with this run's " +
                       std::to_string(bytes) + ")");
   }
+  // The queue ahead, drained at the measured pace: by run count over the
+  // workers, or by bytes at the measured throughput, whichever is slower.
+  const double wait = std::max(static_cast<double>(load.runs) * run_micros / workers_,
+                               static_cast<double>(load.bytes) / rate * 1e6);
+  const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
+  if (limits_.max_queue_wait_seconds > 0 && wait > max_wait) {
+    return Refuse("maxQueueWait", wait - max_wait,
+                  "a new run would wait about " + std::to_string(std::lround(wait / 1e6)) +
+                      " s for the " + std::to_string(load.runs) + " runs queued ahead (at most " +
+                      std::to_string(limits_.max_queue_wait_seconds) + " s)");
+  }
   auto it = load.runs_per_pipeline.find(pipeline_id);
   const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
   if (running >= max_concurrent) {

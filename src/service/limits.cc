@@ -95,6 +95,7 @@ json ServiceLimits::ToJson() const {
             {"principalBurst", principal_burst},
             {"tinyRunBytes", tiny_run_bytes},
             {"tinyRunsPerMinute", tiny_runs_per_minute},
+            {"maxQueueWaitSeconds", max_queue_wait_seconds},
             {"retryAfterMinMillis", retry_after_min_millis},
             {"retryAfterMaxMillis", retry_after_max_millis}}},
           {"uploads",

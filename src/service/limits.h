@@ -38,6 +38,9 @@ struct ServiceLimits {
   double principal_burst = 100;
   int64_t tiny_run_bytes = 64 << 10;   // runs below this size are "tiny" ...
   int64_t tiny_runs_per_minute = 120;  // ... and limited per pipeline: batch instead
+  // A new run would wait longer than this for the queue ahead of it (at the
+  // measured pace of this process's workers): refused. 0 = no limit.
+  int64_t max_queue_wait_seconds = 30;
   int64_t retry_after_min_millis = 1000;
   int64_t retry_after_max_millis = 300'000;
   // Loads.

@@ -359,6 +359,26 @@ TEST_F(ServiceTest, AdmissionRefusesBeforeAnyRunOrKeyExists) {
 
 TEST_F(ServiceTest, EachAdmissionLimitTripsWithItsName) {
   {
+    // Until runs are measured a run is taken to last 1 s: with a 1 s limit
+    // the queue fills within a few runs per worker.
+    options_.limits.max_queue_wait_seconds = 1;
+    svc_.reset();
+    const std::string p = AppendPipeline("wait");
+    Status s;
+    int admitted = 0;
+    for (int i = 0; i < 20 && s.ok(); ++i) {
+      const std::string row = "id,amount,note\n" + std::to_string(100 + i) + ",1,x\n";
+      s = Submit(p, "w" + std::to_string(i), Body(Upload(p, row).value())).status();
+      if (s.ok()) ++admitted;
+    }
+    EXPECT_EQ(s.detail("limit"), "maxQueueWait") << s;
+    EXPECT_NE(s.message().find("would wait about"), std::string::npos) << s;
+    EXPECT_GE(std::stoll(std::string(s.detail("retryAfterMillis"))),
+              options_.limits.retry_after_min_millis);
+    EXPECT_EQ(Drain(), admitted);
+  }
+  {
+    options_.limits = {};
     options_.limits.max_queued_bytes = 40;
     svc_.reset();
     const std::string p = AppendPipeline("bytes");
