@@ -381,7 +381,11 @@ async function listStaging() {
   if (opt.backend === 'local') {
     const dir = path.join(root, 'ingestion-staging');
     if (!fs.existsSync(dir)) return [];
-    return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+    // Temp files of writers killed mid-put are not objects (the local store
+    // removes them an hour later): counted apart.
+    const files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    stats.killedWriterTemps = files.filter((e) => e.name.startsWith('.tmp-')).length;
+    return files.filter((e) => !e.name.startsWith('.tmp-')).map((e) => e.name);
   }
   const [bucket, ...rest] = root.slice(5).split('/');
   const prefix = `${rest.join('/')}/ingestion-staging/`;

@@ -69,6 +69,7 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   line('lost runs (accepted, never terminal)', outcome.lost);
   line('heads verify', outcome.headsVerify);
   line('staging objects left after the cleaner', outcome.stagingLeft);
+  if (stats.killedWriterTemps) line('temp files of killed writers (removed after 1 h)', stats.killedWriterTemps);
   line('cleanup backlog max age', `${stats.backlog.toFixed(1)} s`);
   line('connection errors retried', stats.connectionErrors);
   if (opt.faults) {

@@ -23,6 +23,10 @@ namespace {
 constexpr size_t kIoChunk = 1 << 20;
 constexpr int kLockStripes = 64;
 constexpr std::string_view kTempPrefix = ".tmp-";
+// A temp file untouched this long was left by a writer that died (a live
+// writer's temp is written to, or renamed, within seconds): a List that
+// passes it removes it.
+constexpr int64_t kStaleTempSeconds = 3600;
 
 Status ErrnoStatus(std::string_view what, const std::string& path, int err) {
   std::string msg = std::string(what) + " '" + path + "': " + std::strerror(err);
@@ -439,6 +443,14 @@ Result<ListPage> LocalObjectStore::List(std::string_view prefix, std::string_vie
   return page;
 }
 
+// Removes the temp file at `path` if it is older than kStaleTempSeconds
+// (best effort: another List may remove it first).
+void LocalObjectStore::RemoveIfStale(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (st.st_mtime + kStaleTempSeconds < ::time(nullptr)) ::unlink(path.c_str());
+}
+
 // Appends keys under directory `dir_key` ("" or "a/b/") matching `prefix` and
 // sorting after `start_after`, in key order, until `want` are collected.
 Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view prefix,
@@ -456,7 +468,12 @@ Status LocalObjectStore::ListDir(const std::string& dir_key, std::string_view pr
   };
   std::vector<Entry> entries;
   while (struct dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;  // ".", "..", temp files, .loam
+    if (e->d_name[0] == '.') {  // ".", "..", temp files, .loam
+      if (std::string_view(e->d_name).starts_with(kTempPrefix)) {
+        RemoveIfStale(dir_path + "/" + e->d_name);
+      }
+      continue;
+    }
     std::string key = dir_key + e->d_name;
     bool is_dir = e->d_type == DT_DIR;
     if (e->d_type == DT_UNKNOWN) {

@@ -6,6 +6,8 @@
 //   - put-if-absent:  link(temp, final); EEXIST means the race was lost;
 //   - put-if-match:   under the key's lock stripe, compare the etag, rename;
 //   - then the parent directory is fsynced.
+// A temp file left by a killed writer is never an object; a List that walks
+// its directory removes it once it is an hour old.
 // So a name that survives a crash always has its whole content, even on a
 // file system without a journal: the content is durable before the name
 // exists. (An O_TMPFILE + linkat put was tried: it names the file before
@@ -71,6 +73,7 @@ class LocalObjectStore final : public ObjectStore {
                                   bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
   Status Unlink(std::string_view key, bool durable);
+  static void RemoveIfStale(const std::string& path);
   Status ListDir(const std::string& dir_key, std::string_view prefix, std::string_view start_after,
                  size_t want, ListPage* page) const;
 

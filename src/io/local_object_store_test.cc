@@ -66,6 +66,21 @@ TEST_F(LocalObjectStoreTest, StrayTempFilesAreInvisible) {
   EXPECT_EQ(listed[0].key, "t/real");
 }
 
+// A List removes temp files an hour old (their writer died) and leaves
+// younger ones (a writer may still be filling them).
+TEST_F(LocalObjectStoreTest, ListRemovesTempFilesLeftByDeadWriters) {
+  fs::create_directories(dir_ / "t");
+  std::ofstream(dir_ / "t" / ".tmp-dead-1") << "partial";
+  std::ofstream(dir_ / "t" / ".tmp-live-2") << "partial";
+  const auto two_hours_ago = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  fs::last_write_time(dir_ / "t" / ".tmp-dead-1", two_hours_ago);
+  ASSERT_TRUE(store_->Put("t/real", "x").ok());
+  EXPECT_EQ(store_->ListAll("t/").value().size(), 1u);
+  EXPECT_FALSE(fs::exists(dir_ / "t" / ".tmp-dead-1"));
+  EXPECT_TRUE(fs::exists(dir_ / "t" / ".tmp-live-2"));
+  EXPECT_EQ(store_->Get("t/real").value(), "x");
+}
+
 TEST_F(LocalObjectStoreTest, DeleteRemovesEmptyDirectories) {
   ASSERT_TRUE(store_->Put("x/y/z/obj", "1").ok());
   ASSERT_TRUE(store_->Put("x/keep", "1").ok());
