@@ -8,6 +8,9 @@ namespace {
 
 constexpr double kDefaultBytesPerSecond = 32.0 * (1 << 20);
 constexpr double kDefaultRunMicros = 1'000'000;
+// Runs of at least this many bytes measure the throughput; smaller ones,
+// whose time is mostly fixed cost, measure the cost of a run.
+constexpr int64_t kThroughputRunBytes = 1 << 20;
 constexpr double kEwma = 0.2;
 constexpr int64_t kMinute = 60'000'000;
 
@@ -29,11 +32,27 @@ double Admission::MeanRunMicros() const {
 void Admission::RecordRun(int64_t bytes, int64_t micros) {
   if (micros <= 0) return;
   std::lock_guard lock(mu_);
-  const double rate = static_cast<double>(bytes) * 1e6 / static_cast<double>(micros);
-  bytes_per_second_ = bytes_per_second_ > 0 ? (1 - kEwma) * bytes_per_second_ + kEwma * rate : rate;
-  mean_run_micros_ = mean_run_micros_ > 0
-                         ? (1 - kEwma) * mean_run_micros_ + kEwma * static_cast<double>(micros)
-                         : static_cast<double>(micros);
+  const auto ewma = [](double old, double x) {
+    return old > 0 ? (1 - kEwma) * old + kEwma * x : x;
+  };
+  if (bytes >= kThroughputRunBytes) {
+    bytes_per_second_ =
+        ewma(bytes_per_second_, static_cast<double>(bytes) * 1e6 / static_cast<double>(micros));
+  } else {
+    small_run_micros_ = ewma(small_run_micros_, static_cast<double>(micros));
+  }
+  mean_run_micros_ = ewma(mean_run_micros_, static_cast<double>(micros));
+}
+
+double Admission::QueueWaitMicros(const QueueLoad& load) const {
+  double per_run;
+  {
+    std::lock_guard lock(mu_);
+    per_run = small_run_micros_ > 0 ? small_run_micros_ : kDefaultRunMicros;
+  }
+  return (static_cast<double>(load.runs) * per_run +
+          static_cast<double>(load.bytes) / BytesPerSecond() * 1e6) /
+         workers_;
 }
 
 Status Admission::Refuse(const std::string& limit, double wait_micros,
@@ -55,6 +74,7 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
   const int64_t now = clock_->NowMicros();
   const double rate = BytesPerSecond();
   const double run_micros = MeanRunMicros();
+  const double wait = QueueWaitMicros(load);
   std::lock_guard lock(mu_);
   // Request rate per principal: a token bucket.
   Bucket& b = buckets_[principal];
@@ -83,10 +103,6 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
                       std::to_string(limits_.max_queued_bytes) + " with this run's " +
                       std::to_string(bytes) + ")");
   }
-  // The queue ahead, drained at the measured pace: by run count over the
-  // workers, or by bytes at the measured throughput, whichever is slower.
-  const double wait = std::max(static_cast<double>(load.runs) * run_micros / workers_,
-                               static_cast<double>(load.bytes) / rate * 1e6);
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
   if (limits_.max_queue_wait_seconds > 0 && wait > max_wait) {
     return Refuse("maxQueueWait", wait - max_wait,

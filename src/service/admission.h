@@ -35,6 +35,10 @@ class Admission {
   // Measured bytes per second and mean run time (defaults until measured).
   double BytesPerSecond() const;
   double MeanRunMicros() const;
+  // How long the queue ahead of a new run takes to drain here: each queued
+  // run's fixed cost (measured on runs under 1 MiB) plus its bytes at the
+  // throughput (measured on runs of 1 MiB and more), over the workers.
+  double QueueWaitMicros(const QueueLoad& load) const;
 
  private:
   Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
@@ -51,6 +55,7 @@ class Admission {
   std::map<std::string, std::deque<int64_t>> tiny_;  // per pipeline: times of tiny runs
   double bytes_per_second_ = 0;                      // EWMA; 0 = not measured
   double mean_run_micros_ = 0;                       // EWMA; 0 = not measured
+  double small_run_micros_ = 0;                      // EWMA of runs under 1 MiB
 };
 
 }  // namespace loam::service
