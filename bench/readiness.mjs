@@ -85,7 +85,7 @@ const rssTimer = setInterval(() => {
 
 // --- HTTP, following the retry contract ---------------------------------------------
 const stats = { attempts: 0, accepted: [], rejected429: 0, retryAfterGiven: [], retryNeeded: [],
-  firstRetryAccepted: 0, retriesAfter429: 0, connectionErrors: 0, serverErrors: 0, backlog: 0 };
+  firstRetryAccepted: 0, retriesAfter429: 0, connectionErrors: 0, serverErrors: 0, backlog: 0, internalErrors: [], clientErrors: [] };
 let nextServer = 0;
 const serverFor = (hint) => servers[(hint ?? nextServer++) % servers.length];
 
@@ -103,9 +103,11 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
     const h = raw ? headers : { authorization: `Bearer ${tokens[sub]}`, ...headers };
     const t0 = now();
     let res;
+    let text;
     try {
       stats.attempts++;
       res = await fetch(url, { method, headers: h, body });
+      text = await res.text();  // a server killed mid-answer fails here
     } catch {
       stats.connectionErrors++;
       if (now() > deadline) throw new Error(`${method} ${pathOrUrl}: no answer before the deadline`);
@@ -113,7 +115,6 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       backoff = Math.min(backoff * 2, 5000);
       continue;
     }
-    const text = await res.text();
     const ms = now() - t0;
     if (after429) {
       stats.retriesAfter429++;
@@ -131,6 +132,7 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       continue;
     }
     if (res.status === 409 && process.env.LOAM_READINESS_VERBOSE) console.error(`${method} ${pathOrUrl}: 409 ${text.slice(0, 300)}`);
+    if (res.status >= 500 && res.status !== 503) stats.internalErrors.push(`${method} ${pathOrUrl}: ${res.status} ${text.slice(0, 200)}`);
     if (res.status >= 500 && stats.serverErrors++ < 5) console.error(`${method} ${pathOrUrl}: ${res.status} ${text.slice(0, 300)}`);
     // 5xx, and 409 with Retry-After (request_in_flight: the first attempt
     // is still creating the run): the same request again.
@@ -242,7 +244,7 @@ async function drive(rate, seconds) {
       due += (-Math.log(1 - Math.random()) * 1000) / rate;  // Poisson arrivals
       if (due > now()) await sleep(due - now());
     }
-    const p = submitOne(client++ % opt.clients).catch((e) => { errors++; console.error(e.message); });
+    const p = submitOne(client++ % opt.clients).catch((e) => { errors++; stats.clientErrors.push(e.message); });
     inFlight.add(p);
     p.finally(() => inFlight.delete(p));
   }
@@ -270,6 +272,7 @@ async function revokeLater(ms) {
   await sleep(ms);
   const r = await call('DELETE', '/v1/tables/guarded/grants/loader-r', { sub: owner });
   faults.revokedAt = { status: r.status, at: Date.now() };
+  if (r.status !== 204 && r.status !== 200) throw new Error(`the revoke answered ${r.status}`);
 }
 async function dropLater(ms) {
   await sleep(ms);
@@ -350,7 +353,7 @@ while (staging.length > 0 && now() < cleanDeadline) {
 clearInterval(backlogTimer);
 clearInterval(rssTimer);
 
-const outcome = await checkOutcome({ opt, submissions, runs, faults, staging, loam, call, owner });
+const outcome = await checkOutcome({ opt, submissions, runs, faults, staging, loam, call, owner, stats });
 printReport({ opt, phases, stats, submissions, runs, outcome, servers, faults, loadSeconds, percentile });
 for (const s of servers) s.child.kill('SIGTERM');
 await Promise.all(servers.map((s) => s.exited));
@@ -389,7 +392,9 @@ async function listStaging() {
   }
   const [bucket, ...rest] = root.slice(5).split('/');
   const prefix = `${rest.join('/')}/ingestion-staging/`;
+  // RGW wants the payload hash signed: that of an empty body.
   const out = execFileSync('curl', ['-sf', '--aws-sigv4', `aws:amz:${process.env.AWS_REGION ?? 'us-east-1'}:s3`,
+    '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
     '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
     `${process.env.AWS_ENDPOINT_URL}/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(prefix)}`], { encoding: 'utf8' });
   return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);

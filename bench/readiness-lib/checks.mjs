@@ -7,12 +7,22 @@ import { ROW_ID_SPAN } from './workload.mjs';
 
 const TERMINAL = ['succeeded', 'failed', 'partial', 'cancelled'];
 
-export async function checkOutcome({ submissions, runs, faults, staging, loam, call, owner }) {
+export async function checkOutcome({ submissions, runs, faults, staging, loam, call, owner, stats }) {
   const problems = [];
+  // A 5xx other than 503 (a store fault) is a server bug; a submission the
+  // client gave up on is a lost submission.
+  for (const e of stats.internalErrors.slice(0, 5)) problems.push(`server error: ${e}`);
+  for (const e of stats.clientErrors.slice(0, 5)) problems.push(`submission abandoned: ${e}`);
   const out = { problems, duplicates: 0, lost: 0, states: {}, refused: {}, failures: {} };
   // Runs per idempotency key: one, whatever the retries and dropped answers.
   for (const s of submissions) {
-    if (s.refused) out.refused[s.refused] = (out.refused[s.refused] ?? 0) + 1;
+    if (s.refused) {
+      out.refused[s.refused] = (out.refused[s.refused] ?? 0) + 1;
+      // Refusals are expected only for the revoked principal and the dropped table.
+      if (s.table !== 'guarded' && s.table !== 'doomed') {
+        problems.push(`submission ${s.key} (${s.kind}) refused: ${s.refused}`);
+      }
+    }
     if (s.runIds.size > 1) { out.duplicates++; problems.push(`key ${s.key}: runs ${[...s.runIds]}`); }
     for (const id of s.runIds) {
       const run = runs.get(id);
@@ -26,6 +36,10 @@ export async function checkOutcome({ submissions, runs, faults, staging, loam, c
       if (run.state === 'failed') {
         const why = `${s.invalid ? 'invalid input' : s.table === 'doomed' || s.table === 'guarded' ? s.table : 'valid input'}: ${run.errorCode}`;
         out.failures[why] = (out.failures[why] ?? 0) + 1;
+        // Valid input fails only on its table's drop or its grant's revoke.
+        if (!s.invalid && s.table !== 'doomed' && s.table !== 'guarded') {
+          problems.push(`valid input ${s.key} (${s.kind}) failed: ${run.errorCode} ${run.error}`);
+        }
         if (!s.invalid && process.env.LOAM_READINESS_VERBOSE) console.error(`${s.key} ${s.kind}: ${run.error}`);
       }
       if (s.invalid && run.state === 'succeeded') problems.push(`invalid input ${s.key} succeeded`);
@@ -55,7 +69,7 @@ export async function checkOutcome({ submissions, runs, faults, staging, loam, c
   // No commit on a table after its grant was revoked or after it was dropped.
   if (faults.revokedAt) {
     const h = await call('GET', '/v1/tables/guarded/history', { sub: owner });
-    const revokes = (h.json?.history ?? []).filter((e) => e.event === 'table_grant' && /loader-r/.test(e.detail ?? ''));
+    const revokes = (h.json?.history ?? []).filter((e) => e.event === 'table_grant' && e.detail === 'loader-r: revoked');
     const last = revokes.at(-1);
     const v = last ? byCommit.get(last.commitId)?.manifestVersion : undefined;
     if (v === undefined) problems.push('the revocation is not in the history');

@@ -7,7 +7,7 @@ export function parseOptions(argv) {
   const o = {
     backend: 'local', processes: 1, clients: 64, seconds: 60, rate: 8, profile: 'mix',
     overload: 0, faults: false, killEvery: 5000, killTrials: 0, storeFaults: 0, slowloris: 0,
-    workers: 2, leaseSeconds: 2, maxMib: 100, largeMib: 20, seed: 1, keep: false,
+    workers: 2, leaseSeconds: 5, maxMib: 100, largeMib: 20, seed: 1, keep: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -21,7 +21,9 @@ export function parseOptions(argv) {
   if (!['local', 's3'].includes(o.backend)) throw new Error('--backend local|s3');
   if (!['mix', 'small', 'large'].includes(o.profile)) throw new Error('--profile mix|small|large');
   if (o.killTrials > 0) { o.faults = true; o.killEvery = Math.min(o.killEvery, 300); }
-  if (o.faults && o.storeFaults === 0 && o.killTrials === 0) o.storeFaults = 0.002;
+  // Store faults wrap the store, which hides the S3 presigner (uploads would
+  // go through the server): on S3 they stay off unless asked for.
+  if (o.faults && o.storeFaults === 0 && o.killTrials === 0 && o.backend === 'local') o.storeFaults = 0.002;
   return o;
 }
 

@@ -156,7 +156,8 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   serve
       ->add_option("--test-store-faults", f->test_store_faults,
                    "TEST ONLY: fail this share (0-1) of object store calls with unavailable")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->group("");  // not in --help: docs/cli.md names it
   serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
 
   auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");

@@ -37,6 +37,16 @@ class HttpServer::Impl {
   HttpHandler& handler() { return *handler_; }
   asio::thread_pool& pool() { return pool_; }
   bool stopping() const { return stopping_.load(); }
+  // Shutdown's drain has ended: chunked answers still going stop.
+  bool streams_over() const { return streams_over_.load(); }
+  // A chunked answer holds a handler thread while a client reads it: at most
+  // max_chunked_answers at once, so slow readers cannot take every thread.
+  bool AcquireStream() {
+    if (streams_.fetch_add(1) < options_.max_chunked_answers) return true;
+    streams_.fetch_sub(1);
+    return false;
+  }
+  void ReleaseStream() { streams_.fetch_sub(1); }
   uint16_t port() const { return port_; }
   int64_t in_flight() const { return in_flight_.load(); }
 
@@ -75,6 +85,8 @@ class HttpServer::Impl {
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> streams_over_{false};
+  std::atomic<int> streams_{0};
   std::atomic<int64_t> in_flight_{0};
 
   friend class Session;
@@ -91,6 +103,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+  // From Shutdown, after the drain: closes whatever is still open.
+  void CloseNow() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
   }
   // From Shutdown: an idle connection closes; a busy one closes after its answer.
   void CloseWhenIdle() {
@@ -235,8 +251,13 @@ class Session : public std::enable_shared_from_this<Session> {
   class ChunkWriter : public ChunkedBody {
    public:
     explicit ChunkWriter(Session* session) : session_(session) {}
+    ~ChunkWriter() override { Release(); }
     Status Begin(const Response& head) override {
       if (begun_) return Status::Internal("a chunked answer began twice");
+      if (!session_->server_->AcquireStream()) {
+        return Status::Unavailable("too many streamed answers at once; try again shortly");
+      }
+      holds_stream_ = true;
       begun_ = true;
       return Run([&](auto done) { session_->WriteChunkedHead(head, std::move(done)); });
     }
@@ -252,37 +273,54 @@ class Session : public std::enable_shared_from_this<Session> {
     Status End() override {
       if (!begun_ || ended_) return Status::Internal("a chunked answer ended twice");
       ended_ = true;
-      return Run([&](auto done) {
+      Status s = Run([&](auto done) {
         session_->chunked_complete_ = true;
         if (session_->unframed_) return done({});  // the close ends the body
         session_->WriteBuffers(http::make_chunk_last(), std::move(done));
       });
+      Release();
+      return s;
     }
     bool begun() const override { return begun_; }
 
    private:
+    // The slot among max_chunked_answers, once the answer ended or failed.
+    void Release() {
+      if (holds_stream_) session_->server_->ReleaseStream();
+      holds_stream_ = false;
+    }
     using Done = std::function<void(beast::error_code)>;
-    Status Run(const std::function<void(Done)>& op) {
+    // The operation and the promise are owned by the strand's side: Run may
+    // return (its frame gone) while the completion is still unwinding.
+    Status Run(std::function<void(Done)> op) {
       if (failed_) return Status::Unavailable("the answer could not be sent");
-      std::promise<beast::error_code> result;
-      asio::post(session_->stream_.get_executor(),
-                 [&] { op([&](beast::error_code ec) { result.set_value(ec); }); });
-      const beast::error_code ec = result.get_future().get();
+      if (session_->server_->streams_over()) {
+        failed_ = true;  // Shutdown's drain has ended: stop producing
+        return Status::Unavailable("the server is shutting down");
+      }
+      auto result = std::make_shared<std::promise<beast::error_code>>();
+      std::future<beast::error_code> answer = result->get_future();
+      asio::post(session_->stream_.get_executor(), [op = std::move(op), result] {
+        op([result](beast::error_code ec) { result->set_value(ec); });
+      });
+      const beast::error_code ec = answer.get();
       if (!ec) return Status::OK();
       failed_ = true;
+      Release();  // before the handler hears of it: its slot is free
       return Status::Unavailable("the answer could not be sent: " + ec.message());
     }
     Session* session_;
     bool begun_ = false;
     bool ended_ = false;
     bool failed_ = false;
+    bool holds_stream_ = false;
   };
 
   void WriteChunkedHead(const Response& head, std::function<void(beast::error_code)> done) {
     responded_ = true;
     chunked_ = true;
     auto res = std::make_shared<http::response<http::empty_body>>(head.result(), 11);
-    for (const auto& field : head) res->set(field.name_string(), field.value());
+    for (const auto& field : head) res->insert(field.name_string(), field.value());
     // HTTP/1.0 has no chunks: the body ends when the connection closes.
     unframed_ = parser_->get().version() < 11;
     if (unframed_) close_after_ = true;
@@ -519,7 +557,15 @@ void HttpServer::Impl::Shutdown() {
     for (const auto& weak : pipes_) {
       if (auto pipe = weak.lock()) pipe->Fail(Status::Unavailable("the server is shutting down"));
     }
+    streams_over_ = true;
+    for (auto& [id, weak] : sessions_) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
   }
+  // A chunked answer still being read is cut off: its pending write fails,
+  // so its handler returns and the pool can be joined.
+  for (auto& s : live) s->CloseNow();
+  live.clear();
   pool_.join();  // handlers end: none waits on a body any more
   work_.reset();
   ioc_.stop();

@@ -38,6 +38,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{60'000};
   // Streamed bodies: bytes held between the socket and the handler.
   size_t stream_buffer = 1 << 20;
+  // Chunked answers at once (each holds a handler thread while its client
+  // reads); more are refused with `unavailable` before their first byte.
+  int max_chunked_answers = 4;
   // Shutdown waits this long for in-flight requests.
   std::chrono::milliseconds drain_timeout{60'000};
 };

@@ -24,8 +24,9 @@ class CountingHandler : public HttpHandler {
     if (target.substr(0, 8) == "/chunks/" || target == "/cut" || target == "/flood") {
       Response head{http::status::ok, 11};
       head.set(http::field::content_type, "text/plain");
-      if (!out.Begin(head).ok()) return head;
+      if (!out.Begin(head).ok()) return Response{http::status::service_unavailable, 11};
       if (target == "/flood") {
+        flood_begun.set_value();
         const std::string mib(1 << 20, 'x');
         Status s;
         for (int i = 0; i < 4096 && s.ok(); ++i) s = out.Write(mib);
@@ -61,6 +62,7 @@ class CountingHandler : public HttpHandler {
   }
   std::promise<void> started;
   std::promise<Status> flood;  // how /flood ended
+  std::promise<void> flood_begun;
 
  private:
   static Response Answer(size_t n, http::status s = http::status::ok) {
@@ -248,6 +250,7 @@ TEST_F(HttpServerTest, ChunkedAnswerToHttp10IsUnframedAndClosed) {
   asio::write(s, asio::buffer(std::string("GET /chunks/2 HTTP/1.0\r\n\r\n")));
   const std::string out = ReadToClose(s);
   EXPECT_EQ(out.find("chunked"), std::string::npos) << out;
+  ASSERT_GE(out.size(), 16u) << out;
   EXPECT_EQ(out.substr(out.size() - 16), "chunk 0\nchunk 1\n") << out;
 }
 
@@ -263,6 +266,34 @@ TEST_F(HttpServerTest, ChunkedAnswerToAStalledReaderFailsTheProducer) {
   EXPECT_LT(ReadToClose(s).size(), size_t{1} << 30);
   // Others are still served.
   EXPECT_EQ(HttpCall(server_->port(), "POST", "/x", "abcd").body, "4");
+}
+
+// Chunked answers hold a handler thread each: past the limit the next one
+// is refused before its first byte, and the slot frees when one ends.
+TEST_F(HttpServerTest, ChunkedAnswersBeyondTheLimitAreRefused) {
+  options_.max_chunked_answers = 1;
+  Start();
+  auto reader = std::make_unique<tcp::socket>(Connect());
+  asio::write(*reader, asio::buffer(std::string("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")));
+  handler_.flood_begun.get_future().wait();
+  EXPECT_EQ(HttpCall(server_->port(), "GET", "/chunks/2").status, 503);
+  reader.reset();  // the stalled reader leaves: its producer's write fails
+  EXPECT_TRUE(handler_.flood.get_future().get().Is(ErrorCode::kUnavailable));
+  HttpResult after = HttpCall(server_->port(), "GET", "/chunks/2");
+  EXPECT_EQ(after.status, 200);
+  EXPECT_EQ(after.body, "chunk 0\nchunk 1\n");
+}
+
+// A client that stops reading a chunked answer does not hold Shutdown past
+// its drain: the connection is closed and the producer stops.
+TEST_F(HttpServerTest, ShutdownCutsOffAStalledChunkedAnswerAfterTheDrain) {
+  options_.drain_timeout = std::chrono::milliseconds(300);
+  Start();
+  tcp::socket s = Connect();
+  asio::write(s, asio::buffer(std::string("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")));
+  handler_.flood_begun.get_future().wait();
+  server_->Shutdown();  // returns: ctest's timeout fails a hang
+  EXPECT_TRUE(handler_.flood.get_future().get().Is(ErrorCode::kUnavailable));
 }
 
 TEST_F(HttpServerTest, ShutdownAnswersTheRequestInFlight) {

@@ -226,13 +226,13 @@ TEST_F(SecurityTest, TraversalInEveryIdIsRefusedAndTouchesNothing) {
   HttpResult t = Call("owner", "POST", "/v1/pipelines", "/v1/pipelines",
                       R"({"name":"p2","table":"../orders","mode":"append","format":"csv"})");
   EXPECT_TRUE(IsClientProblem(t)) << t.status;
-  // A grantee that is not UTF-8 cannot be written into the journal: refused
-  // (it once reached the journal's JSON writer and was answered 500).
-  HttpResult grantee = Call("owner", "PUT", "/v1/tables/orders/grants/ad%FF",
-                            "/v1/tables/{name}/grants/{principal}", R"({"role":"reader"})",
-                            {{"Content-Type", "application/json"}});
-  EXPECT_EQ(grantee.status, 403) << grantee.body;
-  EXPECT_EQ(grantee.Json()["code"], "permission_denied") << grantee.body;
+  // A grantee that is not UTF-8 cannot be written into the journal: bad
+  // input (it once reached the journal's JSON writer and was answered 500).
+  HttpResult grantee =
+      Call("owner", "PUT", "/v1/tables/orders/grants/ad%FF", "/v1/tables/{name}/grants/{principal}",
+           R"({"role":"reader"})", {{"Content-Type", "application/json"}});
+  EXPECT_EQ(grantee.status, 400) << grantee.body;
+  EXPECT_EQ(grantee.Json()["code"], "invalid_argument") << grantee.body;
 
   EXPECT_EQ(Added(before, FilesOnDisk()), "");
   EXPECT_EQ(TableState(), std::make_pair(version, rows));

@@ -75,7 +75,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.String("listen", &c.listen));
   RETURN_NOT_OK(o.String("publicUrl", &c.public_url));
   RETURN_NOT_OK(o.Int("workers", &c.workers, 0, 256));
-  RETURN_NOT_OK(o.Int("leaseSeconds", &c.lease_seconds, 1, 3600));
+  RETURN_NOT_OK(o.Int("leaseSeconds", &c.lease_seconds, 5, 3600));
   RETURN_NOT_OK(o.Int("ioThreads", &c.http.io_threads, 1, 256));
   RETURN_NOT_OK(o.Int("handlerThreads", &c.http.handler_threads, 1, 1024));
   RETURN_NOT_OK(o.Int("maxConnections", &c.http.max_connections, 1, 1 << 20));

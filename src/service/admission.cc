@@ -17,7 +17,10 @@ constexpr int64_t kMinute = 60'000'000;
 }  // namespace
 
 Admission::Admission(ServiceLimits limits, Clock* clock, int workers)
-    : limits_(std::move(limits)), clock_(clock), workers_(std::max(1, workers)) {}
+    : limits_(std::move(limits)),
+      clock_(clock),
+      workers_(std::max(1, workers)),
+      measures_runs_(workers > 0) {}
 
 double Admission::BytesPerSecond() const {
   std::lock_guard lock(mu_);
@@ -104,7 +107,8 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
                       std::to_string(bytes) + ")");
   }
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
-  if (limits_.max_queue_wait_seconds > 0 && wait > max_wait) {
+  // A process without workers measures no runs: it cannot estimate the wait.
+  if (measures_runs_ && limits_.max_queue_wait_seconds > 0 && wait > max_wait) {
     return Refuse("maxQueueWait", wait - max_wait,
                   "a new run would wait about " + std::to_string(std::lround(wait / 1e6)) +
                       " s for the " + std::to_string(load.runs) + " runs queued ahead (at most " +

@@ -46,6 +46,7 @@ class Admission {
   const ServiceLimits limits_;
   Clock* clock_;
   const int workers_;
+  const bool measures_runs_;  // this process runs workers
   mutable std::mutex mu_;
   struct Bucket {
     double tokens = 0;

@@ -300,6 +300,29 @@ TEST_F(ServiceTest, AnUploadClaimedByARunThatNeverAppearedIsFreedLater) {
   EXPECT_EQ(RunCommits(), 1);
 }
 
+// Two requests with one key race: the twin looked the key up before the
+// first reserved it, and checks the uploads after the first claimed them. It
+// is answered with the first's run (a replay), never "already submitted".
+TEST_F(ServiceTest, ARequestRacingItsTwinWithTheSameKeyGetsTheSameRun) {
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
+  const std::string p = AppendPipeline();
+  const std::string body = Body(Upload(p, kRows).value(), R"("source":{"id":"day-1"})");
+  Result<Submission> first = Status::Internal("not run");
+  // The twin's pipeline read comes after its key lookup: the first request
+  // runs whole right there.
+  faulty->AddRule(FaultRule::HookAt(
+      "first runs", kAllOps, 1, [&] { first = Submit(p, "k", body); },
+      "_control/pipelines/" + p + ".json"));
+  Result<Submission> twin = Submit(p, "k", body);
+  EXPECT_EQ(faulty->Fired("first runs"), 1u);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(twin.ok()) << twin.status();
+  EXPECT_EQ(twin->run.id, first->run.id);
+  EXPECT_TRUE(twin->replayed);
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(RunCommits(), 1);
+}
+
 TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
   std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();

@@ -350,9 +350,17 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   ASSIGN_OR_RETURN(SubmitBody b, body());
-  ASSIGN_OR_RETURN(Admissible a, CheckNewSubmission(ctx, p, b));
+  Result<Admissible> a = CheckNewSubmission(ctx, p, b);
+  if (!a.ok()) {
+    // A twin of this request (same key) may have reserved the key and
+    // claimed the uploads or the source since the lookup above: its run
+    // answers for both, as a replay or as in flight.
+    ASSIGN_OR_RETURN(std::optional<RequestRecord> twin, requests_.Find(ctx.principal, key));
+    if (twin) return Submit(ctx, pipeline_id, key, fingerprint, body);
+    return a.status();
+  }
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
-  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a.bytes, a.max_concurrent, load));
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a->bytes, a->max_concurrent, load));
 
   RequestRecord reservation{
       key,         ctx.principal,
@@ -361,7 +369,7 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
   Status reserved = requests_.Reserve(reservation);
   if (reserved.IsAlreadyExists()) return Submit(ctx, pipeline_id, key, fingerprint, body);
   RETURN_NOT_OK(reserved);
-  return CreateRun(ctx, p, reservation, b, &a.uploads);
+  return CreateRun(ctx, p, reservation, b, &a->uploads);
 }
 
 Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,

@@ -5,6 +5,7 @@
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "common/ulid.h"
+#include "common/utf8.h"
 #include "ingest/where_clause.h"
 #include "service/service.h"
 
@@ -174,6 +175,9 @@ Result<std::vector<TableHistoryEntry>> Service::TableHistory(const CallContext& 
 Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
                               const std::string& principal, std::optional<Role> role) {
   RETURN_NOT_OK(CheckContext(ctx));
+  if (!IsValidUtf8(principal)) {
+    return Status::InvalidArgument("a grantee's name must be valid UTF-8");
+  }
   RETURN_NOT_OK(CheckContext({ctx.workspace_id, principal}));  // the grantee's name
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
   ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, table, ctx.principal));

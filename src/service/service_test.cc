@@ -360,8 +360,11 @@ TEST_F(ServiceTest, AdmissionRefusesBeforeAnyRunOrKeyExists) {
 TEST_F(ServiceTest, EachAdmissionLimitTripsWithItsName) {
   {
     // Until runs are measured a run is taken to last 1 s: with a 1 s limit
-    // the queue fills within a few runs per worker.
+    // the queue fills within a few runs per worker. (A service without
+    // workers measures nothing and does not apply the limit: one worker,
+    // not started; Drain runs the queue.)
     options_.limits.max_queue_wait_seconds = 1;
+    options_.workers = 1;
     svc_.reset();
     const std::string p = AppendPipeline("wait");
     Status s;
@@ -379,6 +382,7 @@ TEST_F(ServiceTest, EachAdmissionLimitTripsWithItsName) {
   }
   {
     options_.limits = {};
+    options_.workers = 0;
     options_.limits.max_queued_bytes = 40;
     svc_.reset();
     const std::string p = AppendPipeline("bytes");
