@@ -56,13 +56,6 @@ class SecurityTest : public ServerTest {
     return ticket["uploadId"];
   }
 
-  HttpResult Submit(const std::string& pipeline, const std::string& key, const std::string& body,
-                    const std::string& sub = "ada") {
-    Headers h = {{"Content-Type", "application/json"}};
-    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
-    return Call(sub, "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
-                h);
-  }
   HttpResult SubmitInline(const std::string& pipeline, const std::string& key,
                           const std::string& data, const std::string& type = "text/csv",
                           Headers extra = {}) {

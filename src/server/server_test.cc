@@ -42,14 +42,6 @@ class ApiTest : public ServerTest {
     return ticket["uploadId"];
   }
 
-  HttpResult Submit(const std::string& pipeline, const std::string& key, const std::string& body,
-                    const std::string& sub = "ada") {
-    Headers h = {{"Content-Type", "application/json"}};
-    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
-    return Call(sub, "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
-                h);
-  }
-
   json WaitRun(const std::string& run_id) {
     EXPECT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
     HttpResult r = Call("ada", "GET", "/v1/runs/" + run_id, "/v1/runs/{id}");

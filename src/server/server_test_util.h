@@ -177,6 +177,15 @@ class ServerTest : public ::testing::Test {
     return r;
   }
 
+  // A JSON run submission to `pipeline` as `sub`, with `key` unless empty.
+  HttpResult Submit(const std::string& pipeline, const std::string& key, const std::string& body,
+                    const std::string& sub = "ada") {
+    Headers h = {{"Content-Type", "application/json"}};
+    if (!key.empty()) h.emplace_back("Idempotency-Key", key);
+    return Call(sub, "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
+                h);
+  }
+
   std::filesystem::path dir_;
   std::string secret_file_;
   std::shared_ptr<ObjectStore> store_;
