@@ -60,9 +60,10 @@ enum class ErrorCode : int {
   kSourceAlreadyLoaded,     // a succeeded run already loaded this source identity
   kOverloaded,              // admission is full: repeat the same request after Retry-After
   kUnauthenticated,         // no valid credentials: a missing, expired or bad token
+  kMigrationRequired,       // the workspace is in an older or half-migrated format: loam migrate
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kUnauthenticated;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kMigrationRequired;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.

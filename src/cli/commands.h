@@ -15,5 +15,6 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit);   // load, runs ..
 void AddReadCommands(CLI::App& app, Context& ctx, int* exit);   // scan, get, count, export
 void AddServeCommands(CLI::App& app, Context& ctx, int* exit);  // serve, token
 void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);  // submit
+void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);  // migrate
 
 }  // namespace loam::cli

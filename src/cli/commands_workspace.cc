@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "common/clock.h"
 #include "common/status_macros.h"
 
 namespace loam::cli {
@@ -16,14 +17,7 @@ using json = nlohmann::json;
 std::string BranchName(const std::string& b) { return b.empty() ? "main" : b; }
 std::string FromMain(const std::string& b) { return b == "main" ? "" : b; }
 
-std::string Time(int64_t micros) {
-  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
-  char buf[32];
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string Time(int64_t micros) { return FormatUtcSeconds(micros); }
 
 Status Init(const Context& ctx) {
   ASSIGN_OR_RETURN(auto ws, ctx.Init());

@@ -39,6 +39,7 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kDataLoss:
       return kExitCorrupt;
     case ErrorCode::kUnsupportedFormat:
+    case ErrorCode::kMigrationRequired:
       return kExitFormat;
     case ErrorCode::kUnavailable:
     case ErrorCode::kInternal:

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   AddReadCommands(app, ctx, &exit);
   AddServeCommands(app, ctx, &exit);
   AddSubmitCommands(app, ctx, &exit);
+  AddMigrateCommands(app, ctx, &exit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

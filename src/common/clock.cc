@@ -1,6 +1,7 @@
 #include "common/clock.h"
 
 #include <chrono>
+#include <ctime>
 
 namespace loam {
 namespace {
@@ -18,6 +19,15 @@ class SystemClock final : public Clock {
 Clock* Clock::System() {
   static SystemClock* clock = new SystemClock();
   return clock;
+}
+
+std::string FormatUtcSeconds(int64_t micros) {
+  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
+  char buf[32];
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace loam

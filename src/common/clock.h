@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace loam {
 
@@ -28,5 +29,8 @@ class ManualClock final : public Clock {
  private:
   std::atomic<int64_t> now_;
 };
+
+// "2026-12-02T03:28:13Z": UTC, whole seconds (for messages and listings).
+std::string FormatUtcSeconds(int64_t micros);
 
 }  // namespace loam

@@ -87,6 +87,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "overloaded";
     case ErrorCode::kUnauthenticated:
       return "unauthenticated";
+    case ErrorCode::kMigrationRequired:
+      return "migration_required";
   }
   return "internal";
 }

@@ -1,10 +1,12 @@
-// Workspaces written by older builds open, read, verify and take new writes
-// (testdata/README.md lists what wrote each one).
+// Workspaces written by older builds are refused until `loam migrate`
+// converts them; then they read, verify and take new writes (testdata/
+// README.md lists what wrote each one).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
 
+#include "engine/migration.h"
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
 #include "io/local_object_store.h"
@@ -23,6 +25,8 @@ class CompatTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::copy(fs::path(LOAM_TESTDATA_DIR) / "workspace_v1", dir_, fs::copy_options::recursive);
     store_ = LocalObjectStore::Open(dir_.string()).value();
+    Result<MigrationReport> migrated = MigrateWorkspace(store_, "", testing::TestOptions());
+    ASSERT_TRUE(migrated.ok()) << migrated.status();
     ws_ = Workspace::Open(store_, "", testing::TestOptions()).value();
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -45,13 +49,34 @@ class CompatTest : public ::testing::Test {
 const std::map<int64_t, std::string> kWritten = {
     {1, "ada"}, {2, "hopper"}, {3, "edsger"}, {4, "barbara"}};
 
+TEST(CompatRefusalTest, AFormatOneWorkspaceIsRefusedUntilMigrated) {
+  const fs::path dir = fs::temp_directory_path() / ("loam-compat-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::copy(fs::path(LOAM_TESTDATA_DIR) / "workspace_v1", dir, fs::copy_options::recursive);
+  auto store = LocalObjectStore::Open(dir.string()).value();
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", testing::TestOptions());
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
+  EXPECT_NE(ws.status().message().find("has no format stamp (written by an earlier Loam, head "
+                                       "directory format 5)"),
+            std::string::npos)
+      << ws.status();
+  Result<MigrationReport> r = MigrateWorkspace(store, "", testing::TestOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->from, "unstamped heads (head directory format 5)");
+  ASSERT_EQ(r->branches.size(), 1u);
+  EXPECT_EQ(r->branches[0].heads, 2);
+  EXPECT_TRUE(Workspace::Open(store, "", testing::TestOptions()).ok());
+  fs::remove_all(dir);
+}
+
 TEST_F(CompatTest, AFormatOneWorkspaceReadsAndVerifies) {
   EXPECT_EQ(People(), kWritten);
   Snapshot snap = ws_->Current().value();
   ASSERT_NE(snap.Find("empty_t"), nullptr);
   EXPECT_EQ(snap.Find("people")->head.table_version, 3);
   testing::ExpectHeadsMatchFold(*ws_);
-  EXPECT_EQ(ws_->History("people").value().size(), 5u);  // incarnation, schema, 3 versions
+  // incarnation, schema, 3 versions, and the migration's baseline
+  EXPECT_EQ(ws_->History("people").value().size(), 6u);
 }
 
 TEST_F(CompatTest, NewWritesLandInlineNextToFormatOneFiles) {

@@ -1,6 +1,8 @@
 // heads verify and heads repair (docs/format/manifest.md, "The journal
 // fold"): the stored heads and the catalog compared with the journal's
 // fold, read-only; and the audited commit that rewrites them from it.
+#include "engine/heads_check.h"
+
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -49,8 +51,8 @@ Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const T
   return def;
 }
 
-// The catalog set against the folded heads: findings, and (when `plan` is
-// given) the rows that fix them.
+}  // namespace
+
 void CheckCatalog(const HeadsInspection& in, std::vector<std::string>* problems,
                   PublishPlan* plan) {
   std::map<int64_t, TableDef> defs;
@@ -103,8 +105,6 @@ void CheckCatalog(const HeadsInspection& in, std::vector<std::string>* problems,
     }
   }
 }
-
-}  // namespace
 
 Result<int> Workspace::PendingSidecars() const {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));

@@ -85,6 +85,11 @@ Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> 
   const std::string info = json{{"format", 1}, {"owner", options.owner}, {"id", id}}.dump();
   StringSource src(info);
   RETURN_NOT_OK(store->Write(WorkspaceInfoKey(root), src, {PutCondition::kIfAbsent}).status());
+  FormatStamp stamp;
+  stamp.format = kWorkspaceFormat;
+  stamp.stamped_by = "init";
+  stamp.stamped_micros = options.manifest.dataset.clock->NowMicros();
+  RETURN_NOT_OK(WriteFormatStamp(*store, root, stamp));
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
   ws->owner_ = ws->options_.owner;
@@ -94,7 +99,15 @@ Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> 
 
 Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
                                                    std::string root, WorkspaceOptions options) {
+  // The stamp first: nothing of a workspace in another format is read as if
+  // it were this one's (docs/format/manifest.md, "Workspace format").
+  Result<FormatStamp> stamp = ReadFormatStamp(*store, root);
+  if (!stamp.ok() && !stamp.status().IsNotFound()) return stamp.status();
   ASSIGN_OR_RETURN(auto manifest, Manifest::Open(store, root, options.manifest));
+  if (!options.any_format && !(stamp.ok() && stamp->format == kWorkspaceFormat)) {
+    ASSIGN_OR_RETURN(FormatFinding found, FindFormat(*store, root, *manifest));
+    RETURN_NOT_OK(ServableOrRefusal(found, root));
+  }
   ASSIGN_OR_RETURN(WorkspaceInfo info, ReadInfo(*store, root));
   std::shared_ptr<Workspace> ws(
       new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));

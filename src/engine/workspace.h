@@ -16,6 +16,7 @@
 #include "catalog/snapshot.h"
 #include "catalog/table_def.h"
 #include "dataset/dataset.h"
+#include "engine/format_stamp.h"
 #include "engine/sidecar.h"
 #include "manifest/fold.h"
 #include "manifest/manifest.h"
@@ -49,6 +50,9 @@ struct WorkspaceOptions {
   // Open recovers sidecars older than the grace period; false opens read-only
   // in spirit (heads verify): nothing is rolled forward or back.
   bool recover_on_open = true;
+  // Opens a workspace whatever its format stamp says (only `loam migrate`,
+  // which converts it). Every other open refuses all but kWorkspaceFormat.
+  bool any_format = false;
 };
 
 // kRestore makes `restore_version`'s rows the table's content again (a new

@@ -63,6 +63,7 @@ bool EndsRun(const Status& s) {
     case ErrorCode::kSchemaConflict:
     case ErrorCode::kPreconditionFailed:
     case ErrorCode::kUnsupportedFormat:
+    case ErrorCode::kMigrationRequired:
     case ErrorCode::kSourceAlreadyLoaded:
       return true;
     case ErrorCode::kConflict:

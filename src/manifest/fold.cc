@@ -1,5 +1,6 @@
 #include "manifest/fold.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -45,8 +46,13 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
       out.graphs[g.branch] = g;
       continue;
     }
-    if (!r.stable_table_id || !r.incarnation_id) continue;  // run_commit
+    if (!r.stable_table_id || !r.incarnation_id) continue;  // run_commit, migration rows
     const int64_t sid = *r.stable_table_id;
+    if (r.object_type == object_type::kHeadBaseline) {
+      // Migration built this head from the events before it: they end here.
+      ASSIGN_OR_RETURN(out.tables[sid], ParseHeadBaseline(r));
+      continue;
+    }
     if (r.object_type == object_type::kIncarnation) {
       if (out.tables.count(sid)) {
         return Status::DataLoss("journal incarnates stable id " + std::to_string(sid) + " twice");
@@ -156,12 +162,47 @@ void ReadLeniently(const Manifest& manifest, const ManifestVersion& v, uint32_t 
 
 }  // namespace
 
-Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch) {
+std::vector<std::string> CheckBaselines(const std::vector<ManifestRow>& journal) {
+  std::vector<std::string> problems;
+  std::map<int64_t, TableHead> baselines;
+  const ManifestRow* marker = nullptr;
+  for (const ManifestRow& r : journal) {
+    if (r.object_type == object_type::kHeadsMarker) marker = &r;
+    if (r.object_type != object_type::kHeadBaseline) continue;
+    Result<TableHead> h = ParseHeadBaseline(r);
+    if (!h.ok()) {
+      problems.push_back(h.status().message());
+    } else if (!baselines.emplace(h->sid, *h).second) {
+      problems.push_back("table " + std::to_string(h->sid) + " has two baselines");
+    }
+  }
+  if (marker == nullptr) {
+    if (!baselines.empty()) problems.push_back("baselines without a heads marker");
+    return problems;
+  }
+  const json meta = Meta(*marker);
+  const std::string digest = Str(meta, "baseline_digest");
+  const int64_t count = meta.value("head_count", int64_t{-1});
+  if (digest != HeadSetDigest(baselines) || count != static_cast<int64_t>(baselines.size())) {
+    problems.push_back("heads marker '" + marker->object_id + "' records " + std::to_string(count) +
+                       " baselines with digest " + digest + "; the journal holds " +
+                       std::to_string(baselines.size()) + " with digest " +
+                       HeadSetDigest(baselines));
+  }
+  return problems;
+}
+
+Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch,
+                                     std::optional<uint64_t> version) {
   HeadsInspection in;
-  ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
-  ASSIGN_OR_RETURN(in.version, manifest.At(branch, ds.version()));
-  ASSIGN_OR_RETURN(in.journal, manifest.Journal(branch, ds.version()));
+  if (!version) {
+    ASSIGN_OR_RETURN(Dataset ds, manifest.OpenDataset(branch));
+    version = ds.version();
+  }
+  ASSIGN_OR_RETURN(in.version, manifest.At(branch, *version));
+  ASSIGN_OR_RETURN(in.journal, manifest.Journal(branch, *version));
   ASSIGN_OR_RETURN(in.folded, FoldJournal(in.journal));
+  in.problems = CheckBaselines(in.journal);
   std::set<std::string> seen;
   for (uint32_t p = 0; p < kNumPartitions; ++p) {
     if (p == kCatalogPartition) continue;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,13 @@ struct HeadsInspection {
   std::vector<ManifestRow> catalog;  // the catalog partition's rows
   std::vector<std::string> problems;
 };
-Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch);
+// At the branch's latest version unless `version` is given. A journal with a
+// heads marker also has its baselines checked against the marker's digest.
+Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch,
+                                     std::optional<uint64_t> version = std::nullopt);
+
+// The marker's findings: its baselines against its digest and count.
+std::vector<std::string> CheckBaselines(const std::vector<ManifestRow>& journal);
 
 // One line per head (table or graph) that differs between the fold and the
 // stored heads; tombstoned heads are compared like live ones.

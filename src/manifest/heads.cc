@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hash.h"
+
 namespace loam {
 namespace {
 
@@ -71,11 +73,13 @@ Result<TableHead> ParseTableHead(const ManifestRow& row) {
     return Malformed(row, "identity columns disagree with the payload");
   }
   if (!row.table_version || *row.table_version < 1) return Malformed(row, "no table version");
-  if (h.state == HeadState::kLive && !row.row_count) return Malformed(row, "live head without row count");
+  if (h.state == HeadState::kLive && !row.row_count)
+    return Malformed(row, "live head without row count");
   if (h.state == HeadState::kTombstoned && row.row_count) {
     return Malformed(row, "tombstoned head with a row count");
   }
-  if (row.table_key.empty() || row.location.empty()) return Malformed(row, "no table key or location");
+  if (row.table_key.empty() || row.location.empty())
+    return Malformed(row, "no table key or location");
   h.table_key = row.table_key;
   h.location = row.location;
   h.table_version = *row.table_version;
@@ -109,6 +113,44 @@ Result<GraphHead> ParseGraphHead(const ManifestRow& row) {
   g.parent_commit = j["parent_commit"].get<std::string>();
   g.manifest_version = *row.table_version;
   return g;
+}
+
+ManifestRow HeadBaselineRow(const TableHead& h) {
+  ManifestRow r = TableHeadRow(h);
+  r.object_id = HeadBaselineId(h.sid, h.inc);
+  r.object_type = std::string(object_type::kHeadBaseline);
+  return r;
+}
+
+Result<TableHead> ParseHeadBaseline(const ManifestRow& row) {
+  if (row.object_type != object_type::kHeadBaseline) return Malformed(row, "not a head baseline");
+  if (row.object_id !=
+      HeadBaselineId(row.stable_table_id.value_or(0), row.incarnation_id.value_or(0))) {
+    return Malformed(row, "id disagrees with its identity columns");
+  }
+  ManifestRow as_head = row;
+  as_head.object_id = TableHeadId(*row.stable_table_id);
+  as_head.object_type = std::string(object_type::kTableHead);
+  return ParseTableHead(as_head);
+}
+
+std::string HeadSetDigest(const std::map<int64_t, TableHead>& tables,
+                          const std::map<std::string, GraphHead>& graphs) {
+  std::string text;
+  auto add = [&text](const ManifestRow& r) {
+    text += json{r.object_id,
+                 r.table_key,
+                 r.location,
+                 r.table_version.value_or(-1),
+                 r.table_branch.value_or(""),
+                 r.row_count.value_or(-1),
+                 r.metadata}
+                .dump();
+    text += '\n';
+  };
+  for (const auto& [sid, h] : tables) add(TableHeadRow(h));
+  for (const auto& [branch, g] : graphs) add(GraphHeadRow(g));
+  return Hash128Hex(text);
 }
 
 }  // namespace loam

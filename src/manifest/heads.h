@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -17,12 +18,12 @@ struct TableHead {
   int64_t sid = 0;
   int64_t inc = 0;
   std::string schema_hash;
-  std::string head_commit;   // graph commit that last wrote this head
-  std::string table_key;     // current name (last name when tombstoned)
-  std::string location;      // table dataset directory
+  std::string head_commit;  // graph commit that last wrote this head
+  std::string table_key;    // current name (last name when tombstoned)
+  std::string location;     // table dataset directory
   int64_t table_version = 0;
-  std::string owner_branch;  // branch whose fork holds table_version ("" = main)
-  std::string owner_ref;     // that branch's id (its fork's name; "" = main)
+  std::string owner_branch;          // branch whose fork holds table_version ("" = main)
+  std::string owner_ref;             // that branch's id (its fork's name; "" = main)
   std::optional<int64_t> row_count;  // null when tombstoned
 
   friend bool operator==(const TableHead&, const TableHead&) = default;
@@ -43,5 +44,16 @@ struct GraphHead {
 
 ManifestRow GraphHeadRow(const GraphHead& g);
 Result<GraphHead> ParseGraphHead(const ManifestRow& row);
+
+// An incarnation baseline (`head_baseline:<sid>:<inc>`, a journal row): one
+// identity's head as `loam migrate` built it from the journal. The fold
+// starts an identity from its baseline; the columns and payload are a head's.
+ManifestRow HeadBaselineRow(const TableHead& h);
+Result<TableHead> ParseHeadBaseline(const ManifestRow& row);
+
+// xxh3-128 (hex) of the heads' rows in stable-id order, then the graph heads'
+// rows in branch order: the digests a heads marker records.
+std::string HeadSetDigest(const std::map<int64_t, TableHead>& tables,
+                          const std::map<std::string, GraphHead>& graphs = {});
 
 }  // namespace loam

@@ -377,7 +377,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     }
     plan.upserts.push_back(
         GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));
-  } else if (!plan.journal.empty()) {
+  } else if (!plan.journal.empty() && !plan.journal_without_graph_commit) {
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }
 

@@ -87,6 +87,9 @@ struct PublishPlan {
   std::vector<ManifestRow> removes;  // mutable rows (id and type) to delete
   // A metadata-only commit (grants) creates no graph commit.
   bool graph_commit = true;
+  // Without a graph commit, journal rows are refused unless this is set
+  // (`loam migrate`: baselines, marker and record, no graph head move).
+  bool journal_without_graph_commit = false;
   // Partitions rewritten from `upserts` alone, ignoring what they hold now
   // (heads repair).
   std::set<uint32_t> rebuild;

@@ -39,7 +39,9 @@ bool IsJournalType(std::string_view t) {
   return t == object_type::kTableVersion || t == object_type::kTableTombstone ||
          t == object_type::kIncarnation || t == object_type::kTableRename ||
          t == object_type::kTableSchema || t == object_type::kGraphCommit ||
-         t == object_type::kRunCommit || t == object_type::kTableGrant;
+         t == object_type::kRunCommit || t == object_type::kTableGrant ||
+         t == object_type::kHeadBaseline || t == object_type::kHeadsMarker ||
+         t == object_type::kMigrationRecord;
 }
 
 const Schema& ManifestSchema() {
@@ -144,6 +146,15 @@ std::string GraphHeadId(std::string_view branch) {
 std::string TableDefId(int64_t sid) { return "table_def:" + Pad(sid, 8); }
 std::string GrantId(int64_t sid, std::string_view principal) {
   return "grant:" + Pad(sid, 8) + ":" + std::string(principal);
+}
+std::string HeadBaselineId(int64_t sid, int64_t inc) {
+  return "head_baseline:" + Pad(sid, 8) + ":" + Pad(inc, 8);
+}
+std::string HeadsMarkerId(int workspace_format) {
+  return "heads_marker:" + Pad(workspace_format, 8);
+}
+std::string MigrationRecordId(std::string_view migration_token) {
+  return "migration_record:" + std::string(migration_token);
 }
 std::string TableLocation(int64_t sid, int64_t inc) {
   return "tables/" + Pad(sid, 8) + "-" + Pad(inc, 8);

@@ -26,6 +26,10 @@ inline constexpr std::string_view kTableSchema = "table_schema";
 inline constexpr std::string_view kGraphCommit = "graph_commit";
 inline constexpr std::string_view kRunCommit = "run_commit";
 inline constexpr std::string_view kTableGrant = "table_grant";  // a grant set or revoked (format 7)
+// Written by `loam migrate` (workspace format 5; docs/format/manifest.md).
+inline constexpr std::string_view kHeadBaseline = "head_baseline";  // a head as migration built it
+inline constexpr std::string_view kHeadsMarker = "heads_marker";    // a branch's heads are complete
+inline constexpr std::string_view kMigrationRecord = "migration_record";  // the audit of one
 // Mutable, one per id.
 inline constexpr std::string_view kTableHead = "table_head";
 inline constexpr std::string_view kGraphHead = "graph_head";
@@ -72,6 +76,10 @@ std::string TableHeadId(int64_t sid);
 std::string GraphHeadId(std::string_view branch);
 std::string TableDefId(int64_t sid);
 std::string GrantId(int64_t sid, std::string_view principal);
+std::string HeadBaselineId(int64_t sid, int64_t inc);
+// Deterministic per workspace format: a branch forked later inherits it.
+std::string HeadsMarkerId(int workspace_format);
+std::string MigrationRecordId(std::string_view migration_token);
 
 // The workspace-relative directory of a table incarnation's dataset.
 std::string TableLocation(int64_t sid, int64_t inc);

@@ -38,6 +38,7 @@ int HttpStatusFor(ErrorCode code) {
     case ErrorCode::kUnavailable:
       return 503;
     case ErrorCode::kUnsupportedFormat:
+    case ErrorCode::kMigrationRequired:
     case ErrorCode::kDataLoss:
     case ErrorCode::kInternal:
       return 500;

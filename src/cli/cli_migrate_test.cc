@@ -1,0 +1,137 @@
+// The workspace format boundary through the front door: every entry point
+// (a normal command, `loam serve`, `loam heads verify`, `loam migrate`)
+// against an unstamped, a partially migrated, a current and a newer
+// workspace; and `loam migrate` killed with SIGKILL, then taken over.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_test_util.h"
+#include "common/ulid.h"
+#include "engine/format_stamp.h"
+
+namespace loam::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class CliMigrateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("loam-migrate-" + NewUlidString())).string();
+    std::filesystem::create_directories(dir_);
+    Ok({"init"});
+    Ok({"table", "create", "t", "--column", "id:int64:not-null", "--key", "id"});
+    WriteFile(dir_ + "/x.csv", "id\n1\n2\n");
+    Ok({"load", "t", "x.csv"});
+    Ok({"branch", "create", "dev"});
+    WriteFile(dir_ + "/y.csv", "id\n3\n");
+    Ok({"load", "t", "y.csv", "--branch", "dev"});
+    WriteFile(dir_ + "/secret", "0123456789abcdef0123456789abcdef");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CliResult Run(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env = {}) {
+    return RunLoam(dir_, args, env);
+  }
+  CliResult Ok(const std::vector<std::string>& args) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.code, 0) << ::testing::PrintToString(args) << "\n" << r.all();
+    return r;
+  }
+  void Unstamp() { std::filesystem::remove(dir_ + "/loam-data/_control/format.json"); }
+  // Every entry point but migrate refuses with `code`, `exit` and `message`.
+  void ExpectRefusedEverywhere(const std::string& message, int exit = 9) {
+    const std::vector<std::vector<std::string>> commands = {
+        {"log"},
+        {"scan", "t"},
+        {"heads", "verify"},
+        {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret"}};
+    for (const auto& args : commands) {
+      CliResult r = Run(args);
+      EXPECT_EQ(r.code, exit) << args[0] << "\n" << r.all();
+      EXPECT_NE(r.err.find(message), std::string::npos) << args[0] << "\n" << r.all();
+    }
+  }
+  std::string TokenIn(const std::string& text) {
+    const size_t at = text.find("--take-over ");
+    return at == std::string::npos ? "" : text.substr(at + 12, 26);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliMigrateTest, ACurrentWorkspaceServesAndHasNothingToMigrate) {
+  Ok({"log"});
+  Ok({"heads", "verify"});
+  CliResult r = Ok({"migrate"});
+  EXPECT_EQ(r.out, "the workspace is already in format 5; nothing to migrate\n");
+}
+
+TEST_F(CliMigrateTest, AnUnstampedWorkspaceIsRefusedUntilMigrated) {
+  Unstamp();
+  ExpectRefusedEverywhere(
+      "has no format stamp (written by an earlier Loam, head directory format 7); this Loam "
+      "serves workspace format 5 only: stop every writer (servers, loads, maintenance), then run "
+      "'loam migrate'");
+  CliResult refused = Run({"--json", "log"});
+  EXPECT_EQ(json::parse(refused.out)["error"]["code"], "migration_required");
+  CliResult m = Ok({"--json", "migrate"});
+  json j = json::parse(m.out);
+  EXPECT_EQ(j["from"], "unstamped heads (head directory format 7)");
+  ASSERT_EQ(j["branches"].size(), 2u);
+  EXPECT_EQ(j["branches"][0]["branch"], "main");
+  EXPECT_EQ(j["branches"][1]["branch"], "dev");
+  EXPECT_EQ(j["branches"][1]["heads"], 1);
+  Ok({"heads", "verify"});
+  Ok({"heads", "verify", "--branch", "dev"});
+  EXPECT_EQ(Ok({"count", "t", "--branch", "dev"}).out, "3\n");
+  EXPECT_EQ(Ok({"migrate"}).out, "the workspace is already in format 5; nothing to migrate\n");
+}
+
+TEST_F(CliMigrateTest, ANewerWorkspaceIsRefusedByEveryEntryPointAndByMigrate) {
+  auto store = OpenObjectStore(dir_ + "/loam-data").value();
+  ASSERT_TRUE(store->Delete(FormatStampKey("")).ok());
+  ASSERT_TRUE(WriteFormatStamp(*store, "", {kWorkspaceFormat + 1, "init", "", 1}).ok());
+  const std::string message =
+      "is in workspace format 6, written by a newer Loam; this Loam serves workspace format 5 "
+      "only: use a Loam that supports format 6";
+  ExpectRefusedEverywhere(message);
+  CliResult m = Run({"migrate"});
+  EXPECT_EQ(m.code, 9) << m.all();
+  EXPECT_NE(m.err.find(message), std::string::npos) << m.all();
+  EXPECT_EQ(json::parse(Run({"--json", "log"}).out)["error"]["code"], "unsupported_format");
+}
+
+TEST_F(CliMigrateTest, AKilledMigrationStaysOfflineUntilTakenOver) {
+  Unstamp();
+  CliResult killed = Run({"migrate"}, {{"LOAM_CRASH_AT", "migrate.after_branch_commit"}});
+  ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
+  CliResult log = Run({"log"});
+  const std::string token = TokenIn(log.err);
+  ASSERT_EQ(token.size(), 26u) << log.all();
+  ExpectRefusedEverywhere("is partially migrated (migration " + token +
+                          " did not finish); this Loam serves workspace format 5 only: make sure "
+                          "that migration's process is gone, then run 'loam migrate --take-over " +
+                          token + "'");
+  CliResult second = Run({"migrate"});
+  EXPECT_EQ(second.code, 3) << second.all();
+  EXPECT_NE(second.err.find("holds this workspace; if its process is gone, run 'loam migrate "
+                            "--take-over " +
+                            token + "'"),
+            std::string::npos)
+      << second.all();
+  CliResult resumed = Ok({"--json", "migrate", "--take-over", token});
+  json j = json::parse(resumed.out);
+  EXPECT_EQ(j["migration"], token);
+  EXPECT_EQ(j["tookOver"], true);
+  EXPECT_EQ(j["branches"][0]["alreadyDone"], true);  // main committed before the kill
+  EXPECT_EQ(j["branches"][1]["alreadyDone"], false);
+  Ok({"heads", "verify"});
+  Ok({"heads", "verify", "--branch", "dev"});
+  EXPECT_EQ(Ok({"count", "t"}).out, "2\n");
+}
+
+}  // namespace
+}  // namespace loam::testing

@@ -1,0 +1,82 @@
+// migrate: the offline conversion of a workspace in an earlier format
+// (engine/migration.h; docs/operations.md, "Migrating a workspace").
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/status_macros.h"
+#include "engine/migration.h"
+
+namespace loam::cli {
+namespace {
+
+using json = nlohmann::json;
+
+json BranchJson(const BranchMigration& b) {
+  return json{{"branch", b.branch.empty() ? "main" : b.branch},
+              {"incarnation", b.incarnation},
+              {"sourceVersion", b.source_version},
+              {"producedVersion", b.produced_version},
+              {"heads", b.heads},
+              {"baselineDigest", b.baseline_digest},
+              {"headDigest", b.head_digest},
+              {"alreadyDone", b.already_done}};
+}
+
+void PrintText(const MigrationReport& r) {
+  if (r.already_current) {
+    std::cout << "the workspace is already in format " << kWorkspaceFormat
+              << "; nothing to migrate\n";
+    return;
+  }
+  std::cout << "migrated from " << r.from << " to workspace format " << kWorkspaceFormat
+            << " (migration " << r.token << (r.took_over ? ", taken over" : "") << ")\n";
+  const RecoveryReport& rec = r.recovery;
+  std::cout << "write sidecars settled: " << rec.rolled_forward << " rolled forward, "
+            << rec.rolled_back << " rolled back, " << rec.already_published + rec.without_effect
+            << " without effect\n";
+  for (const BranchMigration& b : r.branches) {
+    std::cout << "  " << (b.branch.empty() ? "main" : b.branch) << ": " << b.heads
+              << " table heads, manifest version " << b.source_version << " -> "
+              << b.produced_version << (b.already_done ? " (done earlier)" : "") << "\n";
+  }
+}
+
+Status Migrate(const Context& ctx, const std::string& take_over) {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(ctx.root));
+  WorkspaceOptions options = ctx.Options();
+  MigrateOptions m;
+  m.take_over = take_over;
+  ASSIGN_OR_RETURN(MigrationReport r, MigrateWorkspace(store, "", options, m));
+  if (!ctx.json) {
+    PrintText(r);
+    return Status::OK();
+  }
+  json branches = json::array();
+  for (const BranchMigration& b : r.branches) branches.push_back(BranchJson(b));
+  std::cout << json{{"alreadyCurrent", r.already_current},
+                    {"from", r.from},
+                    {"format", kWorkspaceFormat},
+                    {"migration", r.token},
+                    {"tookOver", r.took_over},
+                    {"rolledForward", r.recovery.rolled_forward},
+                    {"rolledBack", r.recovery.rolled_back},
+                    {"branches", branches}}
+                   .dump()
+            << "\n";
+  return Status::OK();
+}
+
+}  // namespace
+
+void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit) {
+  auto run = ctx.Runner(exit);
+  auto* migrate = app.add_subcommand(
+      "migrate", "offline: convert a workspace of an earlier format, every branch, stamp last");
+  auto take_over = std::make_shared<std::string>();
+  migrate->add_option("--take-over", *take_over,
+                      "resume the claimed migration with this token (its process is gone)");
+  migrate->callback([&ctx, take_over, run] { run(Migrate(ctx, *take_over)); });
+}
+
+}  // namespace loam::cli

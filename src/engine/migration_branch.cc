@@ -1,0 +1,237 @@
+// One branch of `loam migrate` (migration.h), and the migration ledger.
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/status_macros.h"
+#include "engine/heads_check.h"
+#include "engine/migration_internal.h"
+
+namespace loam::migration_internal {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Named(const std::string& branch) {
+  return "branch '" + (branch.empty() ? std::string("main") : branch) + "'";
+}
+
+json Meta(const ManifestRow& r) {
+  json j = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : json::object();
+}
+
+// Grants of the journal-only format: its table_grant rows replayed in order
+// onto the live identities (a later row for a principal replaces an earlier).
+std::vector<ManifestRow> FoldGrants(const HeadsInspection& in) {
+  std::map<std::pair<int64_t, std::string>, Role> grants;
+  for (const ManifestRow& r : in.journal) {
+    if (r.object_type != object_type::kTableGrant || !r.stable_table_id) continue;
+    auto head = in.folded.tables.find(*r.stable_table_id);
+    if (head == in.folded.tables.end() || head->second.state != HeadState::kLive ||
+        head->second.inc != r.incarnation_id) {
+      continue;
+    }
+    const json meta = Meta(r);
+    const std::string principal = meta.value("principal", "");
+    const auto key = std::make_pair(*r.stable_table_id, principal);
+    Result<Role> role = meta.contains("role") && meta["role"].is_string()
+                            ? ParseRole(meta["role"].get<std::string>())
+                            : Result<Role>(Status::NotFound("revoked"));
+    if (role.ok()) {
+      grants[key] = *role;
+    } else {
+      grants.erase(key);
+    }
+  }
+  std::vector<ManifestRow> rows;
+  for (const auto& [key, role] : grants) rows.push_back(GrantRow({key.first, key.second, role}));
+  return rows;
+}
+
+// The rows of the migration commit: every head partition rewritten from the
+// fold (graph heads included: no graph commit moves this branch's), the
+// catalog mended from the journal, one baseline per identity, the marker and
+// the audit record.
+Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration& b,
+                               const std::string& token, const std::string& from,
+                               int64_t now_micros) {
+  PublishPlan plan = HeadsRepairPlan(in, b.branch);
+  plan.graph_commit = false;
+  plan.journal_without_graph_commit = true;
+  auto own = in.folded.graphs.find(b.branch);
+  if (own != in.folded.graphs.end()) plan.upserts.push_back(GraphHeadRow(own->second));
+  std::vector<std::string> catalog_problems;
+  CheckCatalog(in, &catalog_problems, &plan);
+  const bool had_catalog =
+      std::any_of(in.catalog.begin(), in.catalog.end(),
+                  [](const ManifestRow& r) { return r.object_type == object_type::kTableDef; });
+  if (!had_catalog) {
+    for (ManifestRow& g : FoldGrants(in)) plan.upserts.push_back(std::move(g));
+  }
+  for (const auto& [sid, h] : in.folded.tables) plan.journal.push_back(HeadBaselineRow(h));
+  ManifestRow marker;
+  marker.object_id = HeadsMarkerId(kWorkspaceFormat);
+  marker.object_type = std::string(object_type::kHeadsMarker);
+  marker.metadata = json{
+      {"workspace_format", kWorkspaceFormat},
+      {"heads_format", kManifestFormatVersion},
+      {"source_version", b.source_version},
+      {"head_count", b.heads},
+      {"baseline_digest", b.baseline_digest},
+      {"head_digest", b.head_digest},
+      {"migration",
+       token}}.dump();
+  ManifestRow record;
+  record.object_id = MigrationRecordId(token);
+  record.object_type = std::string(object_type::kMigrationRecord);
+  record.metadata = json{{"actor", kMigrationActor},           {"from", from},
+                         {"to_format", kWorkspaceFormat},      {"branch", b.branch},
+                         {"source_version", b.source_version}, {"created_at", now_micros},
+                         {"catalog_mended", catalog_problems}}
+                        .dump();
+  plan.journal.push_back(std::move(marker));
+  plan.journal.push_back(std::move(record));
+  return plan;
+}
+
+// A marker already on the branch: complete when it matches the heads there,
+// a loud conflict otherwise.
+Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRow& marker,
+                                      BranchMigration b) {
+  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(manifest, b.branch));
+  const json meta = Meta(marker);
+  b.source_version = meta.value("source_version", uint64_t{0});
+  b.produced_version = ManifestVersionOf(marker);
+  b.heads = meta.value("head_count", int64_t{0});
+  b.baseline_digest = meta.value("baseline_digest", "");
+  b.head_digest = HeadSetDigest(in.stored.tables, in.stored.graphs);
+  b.already_done = true;
+  if (b.head_digest != meta.value("head_digest", "") || !in.problems.empty()) {
+    return Status::FailedPrecondition(
+               Named(b.branch) + " carries a heads marker (migration " +
+               meta.value("migration", "") + ", from manifest version " +
+               std::to_string(b.source_version) + ") that does not match its heads: " +
+               (in.problems.empty() ? "the head-set digest differs" : in.problems.front()) +
+               "; run 'loam heads verify --branch " + (b.branch.empty() ? "main" : b.branch) + "'")
+        .WithErrorCode(ErrorCode::kConflict);
+  }
+  return b;
+}
+
+// Reopens the produced version through the normal head reader and checks it
+// against the fold it was built from.
+Status VerifyProduced(const Manifest& manifest, const BranchMigration& b) {
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(b.branch, b.produced_version));
+  RETURN_NOT_OK(ReadSnapshot(manifest, v).status());
+  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(manifest, b.branch, b.produced_version));
+  if (!in.problems.empty()) {
+    return Status::DataLoss(Named(b.branch) + " after migration: " + in.problems.front());
+  }
+  if (HeadSetDigest(in.stored.tables, in.stored.graphs) != b.head_digest) {
+    return Status::DataLoss(Named(b.branch) + " after migration: heads differ from the fold");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string LedgerKey(const std::string& root, const std::string& token,
+                      const std::string& incarnation) {
+  return MigrationPrefix(root) + token + "/branch-" +
+         (incarnation.empty() ? std::string("main") : incarnation) + ".json";
+}
+
+Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigration& b,
+                   bool done) {
+  const std::string body = json{
+      {"format", 1},
+      {"state", done ? "done" : "pending"},
+      {"branch", b.branch},
+      {"incarnation", b.incarnation},
+      {"source_version", b.source_version},
+      {"produced_version", b.produced_version},
+      {"head_count", b.heads},
+      {"baseline_digest", b.baseline_digest},
+      {"head_digest",
+       b.head_digest}}.dump();
+  StringSource src(body);
+  return store.Write(key, src, {}).status();
+}
+
+Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
+                                        const std::string& token) {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store.ListAll(MigrationPrefix(root) + token + "/"));
+  std::pair<int, int> counts{0, 0};
+  for (const ObjectInfo& o : all) {
+    if (o.key.find("/branch-") == std::string::npos) continue;
+    ASSIGN_OR_RETURN(std::string text, store.Get(o.key));
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const bool done = j.is_object() && j.value("state", "") == "done";
+    (done ? counts.first : counts.second)++;
+  }
+  return counts;
+}
+
+Result<BranchRefs> ReadBranchRefs(const Manifest& manifest) {
+  BranchRefs refs{{"", ""}};
+  ASSIGN_OR_RETURN(std::vector<std::string> names, manifest.ListBranches());
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(refs[name], manifest.BranchId(name));
+  }
+  return refs;
+}
+
+Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
+                                      const std::string& from, const std::string& branch,
+                                      const std::string& incarnation,
+                                      const std::function<Status(std::string_view)>& fail) {
+  Manifest& manifest = ws.manifest();
+  ObjectStore& store = *ws.store();
+  const std::string ledger = LedgerKey(ws.root(), token, incarnation);
+  BranchMigration b;
+  b.branch = branch;
+  b.incarnation = incarnation;
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
+                   manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
+  if (marker) {
+    ASSIGN_OR_RETURN(b, ConfirmMarker(manifest, *marker, std::move(b)));
+    RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/true));
+    return b;
+  }
+  // Pin the tip and fold it once.
+  ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
+  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(manifest, branch, tip.version));
+  b.source_version = tip.version;
+  b.heads = static_cast<int64_t>(in.folded.tables.size());
+  b.baseline_digest = HeadSetDigest(in.folded.tables);
+  b.head_digest = HeadSetDigest(in.folded.tables, in.folded.graphs);
+  RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/false));
+  ASSIGN_OR_RETURN(PublishPlan plan,
+                   BranchPlan(in, b, token, from, manifest.options().dataset.clock->NowMicros()));
+  RETURN_NOT_OK(fail(failpoint::kMigrateBeforeBranchCommit));
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = std::string(kMigrationActor);
+  spec.commit_id = token;
+  spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
+    if (view.base().version != tip.version || ref != incarnation) {
+      return Status::FailedPrecondition(
+                 Named(branch) + " changed during migration (pinned at manifest version " +
+                 std::to_string(tip.version) + ", ref " + incarnation + "; now version " +
+                 std::to_string(view.base().version) + ", ref " + ref +
+                 "): a writer is active; stop every writer and run 'loam migrate --take-over " +
+                 token + "'")
+          .WithErrorCode(ErrorCode::kConflict);
+    }
+    return plan;
+  };
+  ASSIGN_OR_RETURN(PublishResult published, manifest.Publish(spec));
+  b.produced_version = published.manifest_version;
+  RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranchCommit));
+  RETURN_NOT_OK(VerifyProduced(manifest, b));
+  RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/true));
+  return b;
+}
+
+}  // namespace loam::migration_internal

@@ -1,0 +1,381 @@
+// The workspace format stamp and `loam migrate` (engine/migration.h): the
+// refusals, the all-branch conversion, crashes at every failpoint, takeover,
+// branch incarnation checks and branches made after the migration.
+#include "engine/migration.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/workspace_test_util.h"
+#include "io/test_store.h"
+
+namespace loam {
+namespace {
+
+using testing::Append;
+using testing::EventSchema;
+using testing::ExpectHeadsMatchFold;
+using testing::RowsOf;
+
+const std::vector<std::string> kBranches = {"", "dev", "dev2", "lazy"};
+
+// What a branch looks like from outside: its current state, data and log.
+struct BranchState {
+  std::map<std::string, TableHead> heads;
+  std::map<std::string, TableDef> defs;
+  std::optional<GraphHead> graph_head;
+  std::vector<Grant> grants;
+  std::map<std::string, int64_t> rows;
+  std::vector<std::string> log;
+  friend bool operator==(const BranchState&, const BranchState&) = default;
+};
+
+BranchState Capture(const Workspace& ws, const std::string& branch) {
+  BranchState s;
+  Snapshot snap = ws.Current(branch).value();
+  for (const auto& [name, t] : snap.tables) {
+    s.heads[name] = t.head;
+    s.defs[name] = t.def;
+    s.rows[name] = RowsOf(ws, name, branch);
+  }
+  s.graph_head = snap.graph_head;
+  s.grants = snap.grants;
+  for (const GraphCommitInfo& c : ws.Log(branch).value()) s.log.push_back(c.id);
+  return s;
+}
+
+// Main, an owned fork (dev), a branch of a branch with a drop (dev2), a
+// branch that never wrote (lazy); renames, drops, a recreated name, grants.
+void BuildHistory(Workspace& ws) {
+  ASSERT_TRUE(ws.CreateTable("orders", EventSchema(), {"id"}).ok());
+  ASSERT_TRUE(ws.Write(Append("orders", {1, 2, 3})).ok());
+  ASSERT_TRUE(ws.CreateTable("people", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws.Write(Append("people", {1})).ok());
+  ASSERT_TRUE(ws.SetGrant("orders", "alice", Role::kWriter).ok());
+  ASSERT_TRUE(ws.SetGrant("orders", "bob", Role::kReader).ok());
+  ASSERT_TRUE(ws.SetGrant("orders", "bob", std::nullopt).ok());
+  ASSERT_TRUE(ws.CreateTable("scratch", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws.DropTable("scratch").ok());
+  ASSERT_TRUE(ws.CreateTable("scratch", EventSchema(), {}).ok());  // a new identity
+  ASSERT_TRUE(ws.CreateBranch("dev").ok());
+  ASSERT_TRUE(ws.Write(Append("orders", {4, 5}, "dev")).ok());
+  ASSERT_TRUE(ws.RenameTable("people", "persons", "dev").ok());
+  ASSERT_TRUE(ws.CreateBranch("lazy", "dev").ok());
+  ASSERT_TRUE(ws.CreateBranch("dev2", "dev").ok());
+  ASSERT_TRUE(ws.DropTable("orders", "dev2").ok());
+  ASSERT_TRUE(ws.Write(Append("orders", {6})).ok());
+  ASSERT_TRUE(ws.DropTable("people").ok());
+}
+
+// Fails the `nth` call at `point` (counting from 1), as a crash there would.
+std::function<Status(std::string_view)> CrashAt(std::string point, int nth = 1) {
+  auto seen = std::make_shared<int>(0);
+  return [point, nth, seen](std::string_view at) {
+    if (at == point && ++*seen == nth) return Status::Aborted("crashed at " + point);
+    return Status::OK();
+  };
+}
+
+class MigrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = testing::NewTestStore();
+    auto ws = Workspace::Init(store_, "ws", testing::TestOptions()).value();
+    BuildHistory(*ws);
+    for (const std::string& b : kBranches) before_[b] = Capture(*ws, b);
+    // What a Loam from before the stamp left: the same objects, no stamp.
+    ASSERT_TRUE(store_->Delete(FormatStampKey("ws")).ok());
+  }
+
+  Result<std::shared_ptr<Workspace>> Open() {
+    return Workspace::Open(store_, "ws", testing::TestOptions());
+  }
+  Result<MigrationReport> Migrate(std::function<Status(std::string_view)> fail = {},
+                                  std::string take_over = "") {
+    WorkspaceOptions o = testing::TestOptions();
+    o.failpoint = std::move(fail);
+    return MigrateWorkspace(store_, "ws", o, MigrateOptions{std::move(take_over)});
+  }
+  bool Stamped() { return ReadFormatStamp(*store_, "ws").ok(); }
+
+  // Every branch as before, every marker in place, heads verified, stamped.
+  void ExpectMigrated() {
+    ASSERT_TRUE(Stamped());
+    EXPECT_TRUE(store_->Get(MigrationClaimKey("ws")).status().IsNotFound());
+    auto ws = Open();
+    ASSERT_TRUE(ws.ok()) << ws.status();
+    for (const std::string& b : kBranches) {
+      SCOPED_TRACE("branch '" + b + "'");
+      EXPECT_EQ(Capture(**ws, b), before_[b]);
+      ExpectHeadsMatchFold(**ws, b);
+      auto marker = (*ws)->manifest().FindJournalRow(b, HeadsMarkerId(kWorkspaceFormat));
+      ASSERT_TRUE(marker.ok() && marker->has_value());
+    }
+  }
+
+  std::shared_ptr<ObjectStore> store_;
+  std::map<std::string, BranchState> before_;
+};
+
+TEST(FormatStampTest, ANewWorkspaceIsStampedAndOpens) {
+  auto store = testing::NewTestStore();
+  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  Result<FormatStamp> stamp = ReadFormatStamp(*store, "ws");
+  ASSERT_TRUE(stamp.ok()) << stamp.status();
+  EXPECT_EQ(stamp->format, kWorkspaceFormat);
+  EXPECT_EQ(stamp->stamped_by, "init");
+  EXPECT_TRUE(Workspace::Open(store, "ws", testing::TestOptions()).ok());
+  Result<MigrationReport> again = MigrateWorkspace(store, "ws", testing::TestOptions());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->already_current);
+}
+
+TEST(FormatStampTest, AnEditedStampFailsItsChecksum) {
+  auto store = testing::NewTestStore();
+  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  std::string text = store->Get(FormatStampKey("ws")).value();
+  text.replace(text.find("\"format\":5"), 10, "\"format\":4");
+  StringSource src(text);
+  ASSERT_TRUE(store->Write(FormatStampKey("ws"), src, {}).ok());
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "ws", testing::TestOptions());
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kDataLoss) << ws.status();
+  EXPECT_NE(ws.status().message().find("fails its checksum"), std::string::npos);
+}
+
+TEST_F(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
+  Result<std::shared_ptr<Workspace>> ws = Open();
+  ASSERT_FALSE(ws.ok());
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
+  EXPECT_EQ(ws.status().message(),
+            "ws has no format stamp (written by an earlier Loam, head directory format 7); this "
+            "Loam serves workspace format 5 only: stop every writer (servers, loads, "
+            "maintenance), then run 'loam migrate' (docs/operations.md, \"Migrating a "
+            "workspace\")");
+}
+
+TEST_F(MigrationTest, ANewerWorkspaceIsRefusedByOpenAndByMigrate) {
+  ASSERT_TRUE(WriteFormatStamp(*store_, "ws", {kWorkspaceFormat + 1, "init", "", 1}).ok());
+  const std::string want =
+      "ws is in workspace format 6, written by a newer Loam; this Loam serves workspace format 5 "
+      "only: use a Loam that supports format 6";
+  Result<std::shared_ptr<Workspace>> ws = Open();
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kUnsupportedFormat);
+  EXPECT_EQ(ws.status().message(), want);
+  Result<MigrationReport> m = Migrate();
+  EXPECT_EQ(m.status().error_code(), ErrorCode::kUnsupportedFormat);
+  EXPECT_EQ(m.status().message(), want);
+}
+
+TEST_F(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
+  Result<MigrationReport> r = Migrate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->already_current);
+  EXPECT_EQ(r->from, "unstamped heads (head directory format 7)");
+  ASSERT_EQ(r->branches.size(), kBranches.size());
+  for (const BranchMigration& b : r->branches) {
+    EXPECT_EQ(b.produced_version, b.source_version + 1) << b.branch;  // one commit per branch
+    EXPECT_FALSE(b.already_done);
+  }
+  ExpectMigrated();
+  Result<FormatStamp> stamp = ReadFormatStamp(*store_, "ws");
+  EXPECT_EQ(stamp->stamped_by, "migrate");
+  EXPECT_EQ(stamp->migration, r->token);
+  // One baseline per identity ever made on the branch, tombstoned ones too;
+  // the audit record is signed by the migration actor; no graph commit.
+  auto ws = Open().value();
+  std::vector<ManifestRow> rows =
+      ws->manifest().CommitRows("", r->branches[0].produced_version).value();
+  std::set<std::string> types;
+  int baselines = 0;
+  for (const ManifestRow& row : rows) {
+    types.insert(row.object_type);
+    baselines += row.object_type == object_type::kHeadBaseline;
+  }
+  EXPECT_EQ(baselines, 4);  // orders, people (dropped), scratch (dropped), scratch again
+  EXPECT_TRUE(types.count("migration_record"));
+  EXPECT_FALSE(types.count("graph_commit"));
+  auto record = ws->manifest().FindJournalRow("", MigrationRecordId(r->token)).value();
+  ASSERT_TRUE(record.has_value());
+  EXPECT_NE(record->metadata.find("\"actor\":\"loam:migration\""), std::string::npos);
+  // Running it again finds nothing to do.
+  Result<MigrationReport> again = Migrate();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->already_current);
+}
+
+TEST_F(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
+  Result<MigrationReport> crashed = Migrate(CrashAt("migrate.after_claim"));
+  ASSERT_FALSE(crashed.ok());
+  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
+  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+  Result<std::shared_ptr<Workspace>> ws = Open();
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
+  EXPECT_NE(ws.status().message().find("is partially migrated (migration " + token),
+            std::string::npos)
+      << ws.status();
+  Result<MigrationReport> second = Migrate();
+  EXPECT_EQ(second.status().error_code(), ErrorCode::kPreconditionFailed);
+  EXPECT_NE(second.status().message().find("run 'loam migrate --take-over " + token + "'"),
+            std::string::npos)
+      << second.status();
+  Result<MigrationReport> wrong = Migrate({}, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+  EXPECT_EQ(wrong.status().error_code(), ErrorCode::kPreconditionFailed);
+  EXPECT_FALSE(Stamped());
+  Result<MigrationReport> resumed = Migrate({}, token);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_TRUE(resumed->took_over);
+  EXPECT_EQ(resumed->token, token);
+  ExpectMigrated();
+}
+
+// A crash at every failpoint (and at the second and fourth branch's
+// commits): the workspace stays refused and unstamped until a takeover
+// finishes, which converges on the same result.
+TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
+  const std::vector<std::pair<std::string, int>> points = {
+      {"migrate.after_claim", 1},          {"migrate.before_branch_commit", 1},
+      {"migrate.after_branch_commit", 1},  {"migrate.after_branch", 1},
+      {"migrate.before_branch_commit", 2}, {"migrate.after_branch_commit", 4},
+      {"migrate.after_branch", 4},         {"migrate.before_stamp", 1},
+      {"migrate.after_stamp", 1}};
+  for (const auto& [point, nth] : points) {
+    SCOPED_TRACE(point + " #" + std::to_string(nth));
+    SetUp();  // a fresh unstamped workspace
+    Result<MigrationReport> crashed = Migrate(CrashAt(point, nth));
+    ASSERT_FALSE(crashed.ok());
+    const bool stamped = point == "migrate.after_stamp";
+    EXPECT_EQ(Stamped(), stamped);
+    EXPECT_EQ(Open().ok(), stamped);
+    std::string token;
+    if (!stamped) {
+      const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
+      token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+    }
+    Result<MigrationReport> resumed = Migrate({}, token);
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    EXPECT_EQ(resumed->already_current, stamped);
+    int done_earlier = 0;
+    for (const BranchMigration& b : resumed->branches) done_earlier += b.already_done;
+    if (point == "migrate.after_branch_commit" || point == "migrate.after_branch") {
+      EXPECT_EQ(done_earlier, nth);  // confirmed by their markers, not converted twice
+    }
+    ExpectMigrated();
+  }
+}
+
+TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
+  WorkspaceOptions any = testing::TestOptions();
+  any.any_format = true;
+  auto other = Workspace::Open(store_, "ws", any).value();
+  bool done = false;
+  auto recreate = [&](std::string_view at) {
+    if (at == "migrate.after_branch" && !done) {
+      done = true;
+      EXPECT_TRUE(other->DeleteBranch("lazy").ok());
+      EXPECT_TRUE(other->CreateBranch("lazy", "dev").ok());
+    }
+    return Status::OK();
+  };
+  Result<MigrationReport> r = Migrate(recreate);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().error_code(), ErrorCode::kConflict);
+  EXPECT_NE(r.status().message().find("branch 'lazy' changed during migration"), std::string::npos)
+      << r.status();
+  EXPECT_FALSE(Stamped());
+}
+
+TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
+  ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());  // main is done
+  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
+  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+  // A writer that ignored the claim moves main's heads after its marker.
+  WorkspaceOptions any = testing::TestOptions();
+  any.any_format = true;
+  auto rogue = Workspace::Open(store_, "ws", any).value();
+  ASSERT_TRUE(rogue->Write(Append("orders", {7})).ok());
+  Result<MigrationReport> r = Migrate({}, token);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().error_code(), ErrorCode::kConflict);
+  EXPECT_NE(r.status().message().find("branch 'main' carries a heads marker"), std::string::npos)
+      << r.status();
+  EXPECT_FALSE(Stamped());
+}
+
+TEST_F(MigrationTest, APendingWriteIsSettledBeforeAnyTipIsPinned) {
+  WorkspaceOptions o = testing::TestOptions();
+  o.any_format = true;
+  o.failpoint = CrashAt(std::string(failpoint::kAfterTableCommit));
+  auto crashing = Workspace::Open(store_, "ws", o).value();
+  ASSERT_FALSE(crashing->Write(Append("orders", {8, 9}, "dev")).ok());
+  Result<MigrationReport> r = Migrate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->recovery.rolled_forward, 1);
+  auto ws = Open().value();
+  EXPECT_EQ(RowsOf(*ws, "orders", "dev"), before_["dev"].rows["orders"] + 2);
+  EXPECT_EQ(ws->PendingSidecars().value(), 0);
+  for (const std::string& b : kBranches) ExpectHeadsMatchFold(*ws, b);
+}
+
+TEST_F(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
+  ASSERT_TRUE(Migrate().ok());
+  auto ws = Open().value();
+  ASSERT_TRUE(ws->CreateBranch("later", "dev").ok());
+  auto marker = ws->manifest().FindJournalRow("later", HeadsMarkerId(kWorkspaceFormat)).value();
+  ASSERT_TRUE(marker.has_value());  // inherited, content-scoped
+  ExpectHeadsMatchFold(*ws, "later");
+  ASSERT_TRUE(ws->Write(Append("orders", {10}, "later")).ok());
+  ExpectHeadsMatchFold(*ws, "later");
+  EXPECT_EQ(RowsOf(*ws, "orders", "later"), before_["dev"].rows["orders"] + 1);
+  EXPECT_EQ(Capture(*ws, "dev"), before_["dev"]);
+}
+
+// Seeded random histories: whatever the mix of operations and branches,
+// every branch reads the same after migration as the fold gave before.
+TEST(MigrationModelTest, RandomHistoriesMigrateToTheSameState) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    auto store = testing::NewTestStore();
+    auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+    std::vector<std::string> branches = {""};
+    int next_table = 0;
+    for (int step = 0; step < 40; ++step) {
+      const std::string branch = branches[rng() % branches.size()];
+      Snapshot snap = ws->Current(branch).value();
+      std::vector<std::string> names;
+      for (const auto& [name, t] : snap.tables) names.push_back(name);
+      const int op = static_cast<int>(rng() % 6);
+      if (op == 0 || names.empty()) {
+        ASSERT_TRUE(
+            ws->CreateTable("t" + std::to_string(next_table++), EventSchema(), {}, branch).ok());
+      } else if (op <= 2) {
+        ASSERT_TRUE(ws->Write(Append(names[rng() % names.size()], {step}, branch)).ok());
+      } else if (op == 3) {
+        ASSERT_TRUE(
+            ws->RenameTable(names[rng() % names.size()], "r" + std::to_string(next_table++), branch)
+                .ok());
+      } else if (op == 4) {
+        ASSERT_TRUE(ws->DropTable(names[rng() % names.size()], branch).ok());
+      } else if (branches.size() < 4) {
+        branches.push_back("b" + std::to_string(step));
+        ASSERT_TRUE(ws->CreateBranch(branches.back(), branch).ok());
+      }
+    }
+    std::map<std::string, BranchState> before;
+    for (const std::string& b : branches) before[b] = Capture(*ws, b);
+    ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
+    Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
+    ASSERT_TRUE(r.ok()) << r.status();
+    auto after = Workspace::Open(store, "ws", testing::TestOptions()).value();
+    for (const std::string& b : branches) {
+      EXPECT_EQ(Capture(*after, b), before[b]) << "branch '" << b << "'";
+      ExpectHeadsMatchFold(*after, b);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace loam
