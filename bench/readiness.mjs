@@ -38,7 +38,11 @@ fs.writeFileSync(configFile, JSON.stringify({
   leaseSeconds: opt.leaseSeconds,
   accessLog: false,
   handlerThreads: 32,
-  admission: opt.profile === 'mix' ? {} : { tinyRunsPerMinute: 1_000_000, principalRequestsPerSecond: 10_000, principalBurst: 10_000 },
+  // The scale profiles measure the workers, not admission: nothing is refused.
+  admission: opt.profile === 'mix' ? {} : {
+    tinyRunsPerMinute: 1_000_000, principalRequestsPerSecond: 10_000, principalBurst: 10_000,
+    maxQueueWaitSeconds: 86_400, maxQueuedRuns: 100_000,
+  },
 }));
 
 async function freePort() {

@@ -31,6 +31,10 @@ void PrintText(const MigrationReport& r) {
   }
   std::cout << "migrated from " << r.from << " to workspace format " << kWorkspaceFormat
             << " (migration " << r.token << (r.took_over ? ", taken over" : "") << ")\n";
+  if (r.took_over) {
+    std::cout << "taken over after classifying: " << r.ledger_done << " branches done, "
+              << r.ledger_pending << " not done, " << r.sidecars_found << " write sidecars\n";
+  }
   const RecoveryReport& rec = r.recovery;
   std::cout << "write sidecars settled: " << rec.rolled_forward << " rolled forward, "
             << rec.rolled_back << " rolled back, " << rec.already_published + rec.without_effect
@@ -42,11 +46,9 @@ void PrintText(const MigrationReport& r) {
   }
 }
 
-Status Migrate(const Context& ctx, const std::string& take_over) {
+Status Migrate(const Context& ctx, const MigrateOptions& m) {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(ctx.root));
   WorkspaceOptions options = ctx.Options();
-  MigrateOptions m;
-  m.take_over = take_over;
   ASSIGN_OR_RETURN(MigrationReport r, MigrateWorkspace(store, "", options, m));
   if (!ctx.json) {
     PrintText(r);
@@ -59,6 +61,9 @@ Status Migrate(const Context& ctx, const std::string& take_over) {
                     {"format", kWorkspaceFormat},
                     {"migration", r.token},
                     {"tookOver", r.took_over},
+                    {"ledgerDone", r.ledger_done},
+                    {"ledgerPending", r.ledger_pending},
+                    {"sidecarsFound", r.sidecars_found},
                     {"rolledForward", r.recovery.rolled_forward},
                     {"rolledBack", r.recovery.rolled_back},
                     {"branches", branches}}
@@ -73,10 +78,12 @@ void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit) {
   auto run = ctx.Runner(exit);
   auto* migrate = app.add_subcommand(
       "migrate", "offline: convert a workspace of an earlier format, every branch, stamp last");
-  auto take_over = std::make_shared<std::string>();
-  migrate->add_option("--take-over", *take_over,
+  auto m = std::make_shared<MigrateOptions>();
+  migrate->add_option("--take-over", m->take_over,
                       "resume the claimed migration with this token (its process is gone)");
-  migrate->callback([&ctx, take_over, run] { run(Migrate(ctx, *take_over)); });
+  migrate->add_flag("--repin-branches", m->repin_branches,
+                    "with --take-over: record the branch set as it is now");
+  migrate->callback([&ctx, m, run] { run(Migrate(ctx, *m)); });
 }
 
 }  // namespace loam::cli

@@ -17,8 +17,8 @@ std::string Under(const std::string& root, std::string_view key) {
   return (root.empty() ? "" : root + "/") + std::string(key);
 }
 
-// The checksum covers the stamp's fields in this order, so a torn or edited
-// stamp never passes for another format.
+// The checksum covers the JSON text of every other field (keys sorted, no
+// spaces), so a torn or edited stamp never passes for another format.
 std::string Checksum(const json& fields) {
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Hash64(fields.dump())));
@@ -26,7 +26,7 @@ std::string Checksum(const json& fields) {
 }
 
 json Fields(const FormatStamp& s) {
-  return json{{"magic", kMagic},
+  return json{{"magic", std::string(kMagic)},
               {"format", s.format},
               {"stamped_by", s.stamped_by},
               {"migration", s.migration},
@@ -57,12 +57,13 @@ Result<FormatStamp> ReadFormatStamp(ObjectStore& store, const std::string& root)
   }
   FormatStamp s;
   s.format = j["format"].get<int>();
+  if (s.format > kWorkspaceFormat) return s;
+  const std::string checksum = j["checksum"].get<std::string>();
+  j.erase("checksum");
+  if (checksum != Checksum(j)) return Status::DataLoss(key + " fails its checksum");
   s.stamped_by = j.value("stamped_by", "");
   s.migration = j.value("migration", "");
   s.stamped_micros = j.value("stamped_micros", int64_t{0});
-  if (j["checksum"].get<std::string>() != Checksum(Fields(s))) {
-    return Status::DataLoss(key + " fails its checksum");
-  }
   return s;
 }
 
@@ -74,15 +75,20 @@ Status WriteFormatStamp(ObjectStore& store, const std::string& root, const Forma
   return store.Write(FormatStampKey(root), src, {PutCondition::kIfAbsent}).status();
 }
 
+FormatFinding FindingOf(const FormatStamp& stamp) {
+  FormatFinding f;
+  f.stamped_format = stamp.format;
+  f.found = stamp.format > kWorkspaceFormat   ? FoundFormat::kNewer
+            : stamp.format < kWorkspaceFormat ? FoundFormat::kOlderStamped
+                                              : FoundFormat::kCurrent;
+  return f;
+}
+
 Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
                                  const Manifest& manifest) {
   FormatFinding f;
   Result<FormatStamp> stamp = ReadFormatStamp(store, root);
-  if (stamp.ok()) {
-    f.stamped_format = stamp->format;
-    f.found = stamp->format > kWorkspaceFormat ? FoundFormat::kNewer : FoundFormat::kCurrent;
-    return f;
-  }
+  if (stamp.ok()) return FindingOf(*stamp);
   if (!stamp.status().IsNotFound()) return stamp.status();
   Result<std::string> claim = store.Get(MigrationClaimKey(root));
   if (claim.ok()) {
@@ -119,6 +125,11 @@ Status ServableOrRefusal(const FormatFinding& f, const std::string& root) {
                  ", written by a newer Loam; " + needs + ": use a Loam that supports format " +
                  std::to_string(f.stamped_format))
           .WithErrorCode(ErrorCode::kUnsupportedFormat);
+    case FoundFormat::kOlderStamped:
+      return Status::DataLoss(FormatStampKey(root) + " says workspace format " +
+                              std::to_string(f.stamped_format) +
+                              ", which no Loam stamps (the stamp begins with format " +
+                              std::to_string(kWorkspaceFormat) + "): the stamp is damaged");
     case FoundFormat::kPartiallyMigrated:
       return migrate(Where(root) + " is partially migrated (migration " + f.migration_token +
                      " did not finish); " + needs +

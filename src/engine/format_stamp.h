@@ -34,7 +34,8 @@ struct FormatStamp {
 };
 
 // NotFound when there is no stamp; DataLoss when it is malformed or its
-// checksum does not match.
+// checksum does not match. A later format's stamp is returned unchecked
+// beyond its magic and number (its layout may differ).
 Result<FormatStamp> ReadFormatStamp(ObjectStore& store, const std::string& root);
 // Put-if-absent: a stamp is never rewritten.
 Status WriteFormatStamp(ObjectStore& store, const std::string& root, const FormatStamp& stamp);
@@ -44,7 +45,8 @@ Status WriteFormatStamp(ObjectStore& store, const std::string& root, const Forma
 enum class FoundFormat {
   kCurrent,            // stamped kWorkspaceFormat
   kNewer,              // stamped with a later format
-  kPartiallyMigrated,  // unstamped, with a migration claim or ledger
+  kOlderStamped,       // stamped with an earlier format, which no Loam writes: damage
+  kPartiallyMigrated,  // unstamped, with a migration claim
   kJournalOnly,        // format 4: no head directory on main
   kUnstampedHeads,     // heads written by a Loam before the stamp (head directory 5-7)
 };
@@ -56,14 +58,16 @@ struct FormatFinding {
   std::string migration_token;  // kPartiallyMigrated
 };
 
+// What a readable stamp says.
+FormatFinding FindingOf(const FormatStamp& stamp);
 // Reads the stamp; only when it is missing, the migration claim and main's
 // latest manifest header.
 Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
                                  const Manifest& manifest);
 
 // OK for kCurrent; otherwise FailedPrecondition (code migration_required,
-// or unsupported_format for a newer workspace) saying what was found, what
-// this Loam needs and the exact command to run.
+// or unsupported_format for a newer workspace; DataLoss for an older stamp)
+// saying what was found, what this Loam needs and the exact command to run.
 Status ServableOrRefusal(const FormatFinding& finding, const std::string& root);
 
 }  // namespace loam

@@ -119,6 +119,8 @@ Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
   report.manifest_version = in.version.version;
   report.tables_checked = static_cast<int>(in.folded.tables.size());
   report.problems = in.problems;
+  report.problems.insert(report.problems.end(), in.baseline_problems.begin(),
+                         in.baseline_problems.end());
   CheckCatalog(in, &report.problems, nullptr);
   ASSIGN_OR_RETURN(report.pending_sidecars, PendingSidecars());
   ASSIGN_OR_RETURN(report.unindexed_journal_fragments, manifest_->JournalIndexTail(branch));
@@ -130,6 +132,11 @@ Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
   // their age, so the fold sees every published write.
   RETURN_NOT_OK(Recover(0).status());
   ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
+  if (!in.baseline_problems.empty()) {
+    return Status::DataLoss("the journal's migration baselines disagree with their marker (" +
+                            in.baseline_problems.front() +
+                            "); heads repair cannot mend journal rows");
+  }
   HeadsReport report;
   report.manifest_version = in.version.version;
   report.tables_checked = static_cast<int>(in.folded.tables.size());

@@ -34,68 +34,129 @@ std::string Describe(const FormatFinding& f) {
 
 Status Held(const std::string& token, const std::string& since) {
   return Status::FailedPrecondition(
-             "migration " + token + " (claimed at " + since +
-             ") holds this workspace; if its process is gone, run 'loam migrate --take-over " +
+             "migration " + token + (since.empty() ? "" : " (claimed at " + since + ")") +
+             " holds this workspace; if its process is gone, run 'loam migrate --take-over " +
              token + "'")
       .WithErrorCode(ErrorCode::kPreconditionFailed);
 }
 
+Status Refused(std::string message) {
+  return Status::FailedPrecondition(std::move(message))
+      .WithErrorCode(ErrorCode::kPreconditionFailed);
+}
+
+// The claim: `token` names the migration (its ledger), `owner` the process
+// that holds it now; a takeover installs a new owner by compare-and-swap, so
+// a process that outlived its takeover cannot stamp.
+struct ClaimState {
+  std::string token;
+  std::string owner;
+  std::string from;
+  std::string claimed_at;
+};
+
+Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ClaimState c;
+  if (j.is_object()) {
+    c.token = j.value("token", "");
+    c.owner = j.value("owner", c.token);
+    c.from = j.value("from", "");
+    c.claimed_at = j.value("claimed_at", "");
+  }
+  if (c.token.empty()) return Status::DataLoss(key + " is malformed");
+  return c;
+}
+
+Status PutClaim(ObjectStore& store, const std::string& key, const ClaimState& c, int64_t now,
+                PutOptions put, const json& extra = json::object()) {
+  json j = {{"format", 1},
+            {"operation", "migrate"},
+            {"from", c.from},
+            {"to_format", kWorkspaceFormat},
+            {"token", c.token},
+            {"owner", c.owner},
+            {"claimed_at", FormatUtcSeconds(now)},
+            {"claimed_micros", now}};
+  j.update(extra);
+  const std::string body = j.dump();
+  StringSource src(body);
+  return store.Write(key, src, put).status();
+}
+
 // Create-if-absent claim; a held claim is taken over only by its token.
-Status Claim(ObjectStore& store, const std::string& root, const std::string& from,
-             const MigrateOptions& m, int64_t now, MigrationReport* report) {
+Result<ClaimState> Claim(ObjectStore& store, const std::string& root, const std::string& from,
+                         const MigrateOptions& m, int64_t now) {
   const std::string key = MigrationClaimKey(root);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    Result<std::string> held = store.Get(key);
+    ObjectMeta meta;
+    Result<std::string> held = store.Get(key, &meta);
     if (held.ok()) {
-      json j = json::parse(*held, nullptr, /*allow_exceptions=*/false);
-      const std::string token = j.is_object() ? j.value("token", "") : "";
-      if (token.empty()) return Status::DataLoss(key + " is malformed");
-      if (m.take_over != token) {
-        if (!m.take_over.empty()) {
-          return Status::FailedPrecondition("--take-over " + m.take_over + " does not name the " +
-                                            "claimed migration, " + token)
-              .WithErrorCode(ErrorCode::kPreconditionFailed);
-        }
-        return Held(token, j.value("claimed_at", ""));
+      ASSIGN_OR_RETURN(ClaimState c, ParseClaim(key, *held));
+      if (m.take_over.empty()) return Held(c.token, c.claimed_at);
+      if (m.take_over != c.token) {
+        return Refused("--take-over " + m.take_over + " does not name the claimed migration, " +
+                       c.token);
       }
-      report->token = token;
-      report->took_over = true;
-      return Status::OK();
+      return c;
     }
     if (!held.status().IsNotFound()) return held.status();
     if (!m.take_over.empty()) {
-      return Status::FailedPrecondition(
-                 "no migration is claimed: run 'loam migrate' without "
-                 "--take-over")
-          .WithErrorCode(ErrorCode::kPreconditionFailed);
+      return Refused("no migration is claimed: run 'loam migrate' without --take-over");
     }
-    report->token = NewUlidString();
-    const std::string body = json{
-        {"format", 1},
-        {"operation", "migrate"},
-        {"from", from},
-        {"to_format", kWorkspaceFormat},
-        {"token", report->token},
-        {"claimed_at", FormatUtcSeconds(now)},
-        {"claimed_micros", now}}.dump();
-    StringSource src(body);
-    Status put = store.Write(key, src, {PutCondition::kIfAbsent}).status();
-    if (!put.IsAlreadyExists()) return put;  // OK, or an I/O error
+    ClaimState c{NewUlidString(), "", from, ""};
+    c.owner = c.token;
+    Status put = PutClaim(store, key, c, now, {PutCondition::kIfAbsent});
+    if (put.ok()) return c;
+    if (!put.IsAlreadyExists()) return put;
   }
   return Status::Conflict("the migration claim changed twice while it was read");
 }
 
-// The branch refs captured by the first run of this migration; every later
-// run (and finalization) must find the same set.
+// A takeover, once the ledger and the sidecars are classified: a new owner
+// replaces the old one by compare-and-swap, with the classification.
+Status TakeOver(ObjectStore& store, const std::string& root, ClaimState* c, int64_t now,
+                const MigrationReport& report) {
+  const std::string key = MigrationClaimKey(root);
+  ObjectMeta meta;
+  ASSIGN_OR_RETURN(std::string text, store.Get(key, &meta));
+  ASSIGN_OR_RETURN(ClaimState held, ParseClaim(key, text));
+  if (held.owner != c->owner) return Held(held.token, "");
+  c->owner = NewUlidString();
+  PutOptions put{PutCondition::kIfMatch, meta.etag};
+  json found = {{"taken_over_micros", now},
+                {"ledger_done", report.ledger_done},
+                {"ledger_pending", report.ledger_pending},
+                {"sidecars_found", report.sidecars_found}};
+  Status s = PutClaim(store, key, *c, now, put, found);
+  if (s.IsFailedPrecondition() || s.IsAlreadyExists()) return Held(c->token, "");
+  return s;
+}
+
+Status StillOwner(ObjectStore& store, const std::string& root, const ClaimState& c) {
+  const std::string key = MigrationClaimKey(root);
+  ASSIGN_OR_RETURN(std::string text, store.Get(key));
+  ASSIGN_OR_RETURN(ClaimState held, ParseClaim(key, text));
+  if (held.owner != c.owner) {
+    return Refused("migration " + c.token + " was taken over by another process; this one stops");
+  }
+  return Status::OK();
+}
+
+// The branch refs captured by the first run of this migration (or re-pinned
+// by a takeover with --repin-branches); every later run and finalization
+// must find the same set.
 Result<BranchRefs> PinRefs(ObjectStore& store, const std::string& root, const std::string& token,
-                           const BranchRefs& now) {
+                           const BranchRefs& now, bool repin) {
   json refs = json::object();
   for (const auto& [name, inc] : now) refs[name.empty() ? std::string("main") : name] = inc;
   const std::string body = json{{"format", 1}, {"refs", refs}}.dump();
   StringSource src(body);
-  Status put = store.Write(RefsKey(root, token), src, {PutCondition::kIfAbsent}).status();
-  if (put.ok()) return now;
-  if (!put.IsAlreadyExists()) return put;
+  PutOptions put;
+  if (!repin) put.condition = PutCondition::kIfAbsent;
+  Status written = store.Write(RefsKey(root, token), src, put).status();
+  if (written.ok()) return now;
+  if (!written.IsAlreadyExists()) return written;
   ASSIGN_OR_RETURN(std::string text, store.Get(RefsKey(root, token)));
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("refs") || !j["refs"].is_object()) {
@@ -108,22 +169,44 @@ Result<BranchRefs> PinRefs(ObjectStore& store, const std::string& root, const st
   return pinned;
 }
 
-Status SameRefs(const BranchRefs& pinned, const BranchRefs& now, const std::string& when) {
+Status SameRefs(const BranchRefs& pinned, const BranchRefs& now, const std::string& when,
+                const std::string& token) {
+  const std::string next =
+      "; the migration stops. Stop every writer; once the branch set is "
+      "settled, 'loam migrate --take-over " +
+      token + " --repin-branches' records the new set and goes on";
   for (const auto& [name, inc] : pinned) {
     auto it = now.find(name);
     if (it == now.end() || it->second != inc) {
-      return Status::Conflict("branch '" + name + "' " +
-                              (it == now.end() ? "was deleted" : "was deleted and recreated") +
-                              " " + when +
-                              "; the migration stops: stop every writer and run "
-                              "'loam migrate --take-over TOKEN' once the branch set is settled")
-          .WithErrorCode(ErrorCode::kConflict);
+      return Refused("branch '" + (name.empty() ? std::string("main") : name) + "' " +
+                     (it == now.end() ? "was deleted" : "was deleted and recreated") + " " + when +
+                     next);
     }
   }
   for (const auto& [name, inc] : now) {
-    if (!pinned.count(name)) {
-      return Status::Conflict("branch '" + name + "' was created " + when + "; the migration stops")
-          .WithErrorCode(ErrorCode::kConflict);
+    if (!pinned.count(name)) return Refused("branch '" + name + "' was created " + when + next);
+  }
+  return Status::OK();
+}
+
+// Every pinned branch's record is done, and its heads are still the ones the
+// migration published (a writer that ignored the claim is caught here).
+Status CheckBeforeStamp(Workspace& ws, const std::string& token, const BranchRefs& pinned,
+                        const std::vector<BranchMigration>& branches) {
+  ASSIGN_OR_RETURN(auto counts,
+                   migration_internal::CountLedger(*ws.store(), ws.root(), token, pinned));
+  if (counts.second != 0) {
+    return Refused("migration ledger holds " + std::to_string(counts.second) +
+                   " incomplete records; not stamping");
+  }
+  for (const BranchMigration& b : branches) {
+    ASSIGN_OR_RETURN(std::string digest,
+                     migration_internal::StoredHeadDigest(ws.manifest(), b.branch));
+    if (digest != b.head_digest) {
+      return Refused("branch '" + (b.branch.empty() ? std::string("main") : b.branch) +
+                     "' changed after its migration commit (a writer is still running); not "
+                     "stamping. Stop every writer and run 'loam migrate --take-over " +
+                     token + "'");
     }
   }
   return Status::OK();
@@ -140,11 +223,17 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   options.any_format = true;
   options.recover_on_open = false;
   options.system_actor = true;
+  const Clock& clock = *options.manifest.dataset.clock;
+  if (migrate.repin_branches && migrate.take_over.empty()) {
+    return Refused("--repin-branches needs --take-over TOKEN");
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, root, options));
   ASSIGN_OR_RETURN(FormatFinding found, FindFormat(*store, root, ws->manifest()));
   MigrationReport report;
   report.from = Describe(found);
-  if (found.found == FoundFormat::kNewer) return ServableOrRefusal(found, root);
+  if (found.found == FoundFormat::kNewer || found.found == FoundFormat::kOlderStamped) {
+    return ServableOrRefusal(found, root);
+  }
   if (found.found == FoundFormat::kCurrent) {
     report.already_current = true;
     // A run that stamped and then stopped leaves its claim: release it.
@@ -152,21 +241,35 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     if (!gone.ok() && !gone.IsNotFound()) return gone;
     return report;
   }
-  const int64_t now = options.manifest.dataset.clock->NowMicros();
-  RETURN_NOT_OK(Claim(*store, root, report.from, migrate, now, &report));
+  ASSIGN_OR_RETURN(ClaimState claim, Claim(*store, root, report.from, migrate, clock.NowMicros()));
+  report.token = claim.token;
+  report.took_over = !migrate.take_over.empty();
+  if (!claim.from.empty()) report.from = claim.from;
+  if (ReadFormatStamp(*store, root).ok()) {  // another run stamped meanwhile
+    if (!report.took_over) RETURN_NOT_OK(store->Delete(MigrationClaimKey(root)));
+    report.already_current = true;
+    return report;
+  }
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterClaim));
+  ASSIGN_OR_RETURN(BranchRefs refs, migration_internal::ReadBranchRefs(ws->manifest()));
+  if (report.took_over) {
+    // Classified before anything is touched: the ledger and the sidecars.
+    ASSIGN_OR_RETURN(auto counts, migration_internal::CountLedger(*store, root, claim.token, refs));
+    report.ledger_done = counts.first;
+    report.ledger_pending = counts.second;
+    ASSIGN_OR_RETURN(report.sidecars_found, ws->PendingSidecars());
+    RETURN_NOT_OK(TakeOver(*store, root, &claim, clock.NowMicros(), report));
+  }
 
   // The barrier: every write settled before any tip is pinned.
   ASSIGN_OR_RETURN(report.recovery, ws->Recover(0));
   if (!report.recovery.failures.empty()) {
-    return Status::FailedPrecondition("write sidecars could not be settled (" +
-                                      report.recovery.failures.front() +
-                                      "); the workspace stays claimed by migration " + report.token)
-        .WithErrorCode(ErrorCode::kPreconditionFailed);
+    return Refused("write sidecars could not be settled (" + report.recovery.failures.front() +
+                   "); the workspace stays claimed by migration " + report.token);
   }
-  ASSIGN_OR_RETURN(BranchRefs refs, migration_internal::ReadBranchRefs(ws->manifest()));
-  ASSIGN_OR_RETURN(BranchRefs pinned, PinRefs(*store, root, report.token, refs));
-  RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began"));
+  ASSIGN_OR_RETURN(BranchRefs pinned,
+                   PinRefs(*store, root, report.token, refs, migrate.repin_branches));
+  RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began", report.token));
   for (const auto& [name, inc] : pinned) {
     ASSIGN_OR_RETURN(BranchMigration b, migration_internal::MigrateBranch(
                                             *ws, report.token, report.from, name, inc, fail));
@@ -174,21 +277,21 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranch));
   }
 
-  // Finalize: the same refs, every ledger record done, then the stamp.
+  // Finalize: the same refs, every ledger record done, heads untouched since
+  // their commit, the claim still ours; then the stamp, the commit point.
   ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws->manifest()));
-  RETURN_NOT_OK(SameRefs(pinned, after, "during the migration"));
-  ASSIGN_OR_RETURN(auto counts, migration_internal::CountLedger(*store, root, report.token));
-  if (counts.second != 0 || counts.first != static_cast<int>(pinned.size())) {
-    return Status::Internal("migration ledger holds " + std::to_string(counts.first) +
-                            " complete and " + std::to_string(counts.second) +
-                            " incomplete records for " + std::to_string(pinned.size()) +
-                            " branches; not stamping");
-  }
+  RETURN_NOT_OK(SameRefs(pinned, after, "during the migration", report.token));
+  RETURN_NOT_OK(CheckBeforeStamp(*ws, report.token, pinned, report.branches));
+  RETURN_NOT_OK(StillOwner(*store, root, claim));
   RETURN_NOT_OK(fail(failpoint::kMigrateBeforeStamp));
-  FormatStamp stamp{kWorkspaceFormat, "migrate", report.token,
-                    options.manifest.dataset.clock->NowMicros()};
+  FormatStamp stamp{kWorkspaceFormat, "migrate", report.token, clock.NowMicros()};
   Status stamped = WriteFormatStamp(*store, root, stamp);
-  if (!stamped.ok() && !stamped.IsAlreadyExists()) return stamped;
+  if (stamped.IsAlreadyExists()) {
+    ASSIGN_OR_RETURN(FormatStamp there, ReadFormatStamp(*store, root));
+    if (there.format != kWorkspaceFormat) return ServableOrRefusal(FindingOf(there), root);
+  } else {
+    RETURN_NOT_OK(stamped);
+  }
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterStamp));
   Status released = store->Delete(MigrationClaimKey(root));
   if (!released.ok() && !released.IsNotFound()) return released;

@@ -38,6 +38,9 @@ inline constexpr std::string_view kMigrationActor = "loam:migration";
 struct MigrateOptions {
   // The token of a claimed migration whose process is gone: resume it.
   std::string take_over;
+  // With take_over: record the branch set as it is now (after branches were
+  // created, deleted or recreated while the migration was stopped).
+  bool repin_branches = false;
 };
 
 struct BranchMigration {
@@ -56,6 +59,11 @@ struct MigrationReport {
   std::string from;              // what was found ("format 4", "unstamped heads", ...)
   std::string token;
   bool took_over = false;
+  // A takeover's classification, before it touched anything: ledger records
+  // of the current branches (done, pending) and write sidecars found.
+  int ledger_done = 0;
+  int ledger_pending = 0;
+  int sidecars_found = 0;
   RecoveryReport recovery;
   std::vector<BranchMigration> branches;
 };

@@ -94,36 +94,13 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
   return plan;
 }
 
-// A marker already on the branch: complete when it matches the heads there,
-// a loud conflict otherwise.
-Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRow& marker,
-                                      BranchMigration b) {
-  ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(manifest, b.branch));
-  const json meta = Meta(marker);
-  b.source_version = meta.value("source_version", uint64_t{0});
-  b.produced_version = ManifestVersionOf(marker);
-  b.heads = meta.value("head_count", int64_t{0});
-  b.baseline_digest = meta.value("baseline_digest", "");
-  b.head_digest = HeadSetDigest(in.stored.tables, in.stored.graphs);
-  b.already_done = true;
-  if (b.head_digest != meta.value("head_digest", "") || !in.problems.empty()) {
-    return Status::FailedPrecondition(
-               Named(b.branch) + " carries a heads marker (migration " +
-               meta.value("migration", "") + ", from manifest version " +
-               std::to_string(b.source_version) + ") that does not match its heads: " +
-               (in.problems.empty() ? "the head-set digest differs" : in.problems.front()) +
-               "; run 'loam heads verify --branch " + (b.branch.empty() ? "main" : b.branch) + "'")
-        .WithErrorCode(ErrorCode::kConflict);
-  }
-  return b;
-}
-
 // Reopens the produced version through the normal head reader and checks it
-// against the fold it was built from.
+// against the fold it was built from and its marker's baselines.
 Status VerifyProduced(const Manifest& manifest, const BranchMigration& b) {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest.At(b.branch, b.produced_version));
   RETURN_NOT_OK(ReadSnapshot(manifest, v).status());
   ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(manifest, b.branch, b.produced_version));
+  in.problems.insert(in.problems.end(), in.baseline_problems.begin(), in.baseline_problems.end());
   if (!in.problems.empty()) {
     return Status::DataLoss(Named(b.branch) + " after migration: " + in.problems.front());
   }
@@ -131,6 +108,33 @@ Status VerifyProduced(const Manifest& manifest, const BranchMigration& b) {
     return Status::DataLoss(Named(b.branch) + " after migration: heads differ from the fold");
   }
   return Status::OK();
+}
+
+// A marker already on the branch (a run stopped after its commit): complete
+// when the heads there still match it and its version verifies; a loud
+// refusal otherwise, and the workspace is never stamped over it.
+Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRow& marker,
+                                      BranchMigration b) {
+  const json meta = Meta(marker);
+  b.source_version = meta.value("source_version", uint64_t{0});
+  b.produced_version = ManifestVersionOf(marker);
+  b.heads = meta.value("head_count", int64_t{0});
+  b.baseline_digest = meta.value("baseline_digest", "");
+  b.head_digest = meta.value("head_digest", "");
+  b.already_done = true;
+  ASSIGN_OR_RETURN(std::string now, StoredHeadDigest(manifest, b.branch));
+  if (now != b.head_digest) {
+    return Status::FailedPrecondition(
+               Named(b.branch) + " carries a heads marker (migration " +
+               meta.value("migration", "") + ", from manifest version " +
+               std::to_string(b.source_version) +
+               ") that does not match its heads: something committed on it after its "
+               "migration commit (manifest version " +
+               std::to_string(b.produced_version) + "); the workspace will not be stamped over it")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  RETURN_NOT_OK(VerifyProduced(manifest, b));
+  return b;
 }
 
 }  // namespace
@@ -159,17 +163,24 @@ Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigra
 }
 
 Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
-                                        const std::string& token) {
-  ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store.ListAll(MigrationPrefix(root) + token + "/"));
+                                        const std::string& token, const BranchRefs& refs) {
   std::pair<int, int> counts{0, 0};
-  for (const ObjectInfo& o : all) {
-    if (o.key.find("/branch-") == std::string::npos) continue;
-    ASSIGN_OR_RETURN(std::string text, store.Get(o.key));
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  for (const auto& [name, inc] : refs) {
+    Result<std::string> text = store.Get(LedgerKey(root, token, inc));
+    if (!text.ok() && !text.status().IsNotFound()) return text.status();
+    json j = json::parse(text.ok() ? *text : "", nullptr, /*allow_exceptions=*/false);
     const bool done = j.is_object() && j.value("state", "") == "done";
     (done ? counts.first : counts.second)++;
   }
   return counts;
+}
+
+Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch) {
+  ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
+  std::vector<std::string> problems;
+  FoldedHeads stored = ReadStoredHeads(manifest, tip, &problems);
+  if (!problems.empty()) return Status::DataLoss(Named(branch) + ": " + problems.front());
+  return HeadSetDigest(stored.tables, stored.graphs);
 }
 
 Result<BranchRefs> ReadBranchRefs(const Manifest& manifest) {
@@ -220,15 +231,21 @@ Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
                  Named(branch) + " changed during migration (pinned at manifest version " +
                  std::to_string(tip.version) + ", ref " + incarnation + "; now version " +
                  std::to_string(view.base().version) + ", ref " + ref +
-                 "): a writer is active; stop every writer and run 'loam migrate --take-over " +
+                 "): a writer is active, or the branch was recreated; stop every writer and run "
+                 "'loam migrate --take-over " +
                  token + "'")
-          .WithErrorCode(ErrorCode::kConflict);
+          .WithErrorCode(ErrorCode::kPreconditionFailed);
     }
     return plan;
   };
   ASSIGN_OR_RETURN(PublishResult published, manifest.Publish(spec));
   b.produced_version = published.manifest_version;
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranchCommit));
+  ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
+  if (ref != incarnation) {
+    return Status::FailedPrecondition(Named(branch) + " was recreated during its migration commit")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
   RETURN_NOT_OK(VerifyProduced(manifest, b));
   RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/true));
   return b;

@@ -15,12 +15,14 @@ namespace loam::migration_internal {
 std::string LedgerKey(const std::string& root, const std::string& token,
                       const std::string& incarnation);
 Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigration& b, bool done);
-// The records of a migration: done and pending counts.
-Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
-                                        const std::string& token);
-
 // Branch name -> ref incarnation, main ("") included.
 using BranchRefs = std::map<std::string, std::string>;
+
+// The records of `refs`' branches: done, and not done (pending or missing).
+Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
+                                        const std::string& token, const BranchRefs& refs);
+// HeadSetDigest of the heads stored at the branch's latest version.
+Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch);
 Result<BranchRefs> ReadBranchRefs(const Manifest& manifest);
 
 // Converts one branch (or confirms a matching marker there): pins its tip,

@@ -266,6 +266,82 @@ TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
   }
 }
 
+TEST_F(MigrationTest, AnOlderStampIsDamageNotAFormat) {
+  ASSERT_TRUE(WriteFormatStamp(*store_, "ws", {kPredecessorFormat, "init", "", 1}).ok());
+  const std::string want =
+      "ws/_control/format.json says workspace format 4, which no Loam stamps (the stamp begins "
+      "with format 5): the stamp is damaged";
+  Result<std::shared_ptr<Workspace>> ws = Open();
+  EXPECT_EQ(ws.status().error_code(), ErrorCode::kDataLoss);
+  EXPECT_EQ(ws.status().message(), want);
+  EXPECT_EQ(Migrate().status().message(), want);
+}
+
+// A writer that ignored the claim commits on a converted branch before the
+// stamp: finalization sees the heads moved and does not stamp.
+TEST_F(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
+  WorkspaceOptions any = testing::TestOptions();
+  any.any_format = true;
+  auto rogue = Workspace::Open(store_, "ws", any).value();
+  bool wrote = false;
+  auto write_once = [&](std::string_view at) {
+    if (at == "migrate.after_branch" && !wrote) {
+      wrote = true;
+      EXPECT_TRUE(rogue->Write(Append("orders", {11})).ok());
+    }
+    return Status::OK();
+  };
+  Result<MigrationReport> r = Migrate(write_once);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().error_code(), ErrorCode::kPreconditionFailed);
+  EXPECT_NE(r.status().message().find("branch 'main' changed after its migration commit"),
+            std::string::npos)
+      << r.status();
+  EXPECT_FALSE(Stamped());
+}
+
+// A branch created while a migration is stopped: the takeover refuses until
+// told to record the new set, then converts it too.
+TEST_F(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
+  ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());
+  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
+  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+  WorkspaceOptions any = testing::TestOptions();
+  any.any_format = true;
+  ASSERT_TRUE(Workspace::Open(store_, "ws", any).value()->CreateBranch("late", "dev").ok());
+  Result<MigrationReport> refused = Migrate({}, token);
+  EXPECT_EQ(refused.status().error_code(), ErrorCode::kPreconditionFailed);
+  EXPECT_NE(refused.status().message().find("branch 'late' was created since the migration "
+                                            "began; the migration stops. Stop every writer; once "
+                                            "the branch set is settled, 'loam migrate "
+                                            "--take-over " +
+                                            token + " --repin-branches'"),
+            std::string::npos)
+      << refused.status();
+  WorkspaceOptions o = testing::TestOptions();
+  Result<MigrationReport> r = MigrateWorkspace(store_, "ws", o, MigrateOptions{token, true});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->from, "unstamped heads (head directory format 7)");  // from the claim
+  EXPECT_EQ(r->ledger_done, 1);  // main, before the takeover touched anything
+  EXPECT_EQ(r->ledger_pending, 4);
+  EXPECT_EQ(r->branches.size(), 5u);
+  ExpectMigrated();
+  auto ws = Open().value();
+  EXPECT_EQ(Capture(*ws, "late").heads, before_["dev"].heads);
+}
+
+TEST_F(MigrationTest, ABranchCannotForkFromBeforeTheMigration) {
+  ASSERT_TRUE(Migrate().ok());
+  auto ws = Open().value();
+  const uint64_t migrated = ws->manifest().Current("").value().version;
+  Status s = ws->CreateBranch("old", "", migrated - 2);
+  EXPECT_EQ(s.error_code(), ErrorCode::kPreconditionFailed);
+  EXPECT_NE(s.message().find("predates its migration to workspace format 5"), std::string::npos)
+      << s;
+  EXPECT_TRUE(ws->CreateBranch("new", "", migrated).ok());
+  ExpectHeadsMatchFold(*ws, "new");
+}
+
 TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
   WorkspaceOptions any = testing::TestOptions();
   any.any_format = true;
@@ -281,7 +357,7 @@ TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
   };
   Result<MigrationReport> r = Migrate(recreate);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().error_code(), ErrorCode::kConflict);
+  EXPECT_EQ(r.status().error_code(), ErrorCode::kPreconditionFailed);
   EXPECT_NE(r.status().message().find("branch 'lazy' changed during migration"), std::string::npos)
       << r.status();
   EXPECT_FALSE(Stamped());
@@ -298,7 +374,7 @@ TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
   ASSERT_TRUE(rogue->Write(Append("orders", {7})).ok());
   Result<MigrationReport> r = Migrate({}, token);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().error_code(), ErrorCode::kConflict);
+  EXPECT_EQ(r.status().error_code(), ErrorCode::kPreconditionFailed);
   EXPECT_NE(r.status().message().find("branch 'main' carries a heads marker"), std::string::npos)
       << r.status();
   EXPECT_FALSE(Stamped());

@@ -52,72 +52,7 @@ ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
   return r;
 }
 
-// "<root>/_control/workspace.json": facts fixed when the workspace is made.
-std::string WorkspaceInfoKey(const std::string& root) {
-  return (root.empty() ? "" : root + "/") + "_control/workspace.json";
-}
-
-struct WorkspaceInfo {
-  std::string owner;
-  std::string id;  // "" for workspaces made before ids existed
-};
-
-Result<WorkspaceInfo> ReadInfo(ObjectStore& store, const std::string& root) {
-  Result<std::string> text = store.Get(WorkspaceInfoKey(root));
-  if (text.status().IsNotFound()) return WorkspaceInfo{};  // made before owners existed
-  RETURN_NOT_OK(text.status());
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("owner") || !j["owner"].is_string() ||
-      (j.contains("id") && !j["id"].is_string())) {
-    return Status::DataLoss("malformed " + WorkspaceInfoKey(root));
-  }
-  return WorkspaceInfo{j["owner"].get<std::string>(), j.value("id", "")};
-}
-
 }  // namespace
-
-// --- opening -------------------------------------------------------------------------
-
-Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> store,
-                                                   std::string root, WorkspaceOptions options) {
-  ASSIGN_OR_RETURN(auto manifest, Manifest::Create(store, root, options.manifest));
-  const std::string id = NewUlidString();
-  const std::string info = json{{"format", 1}, {"owner", options.owner}, {"id", id}}.dump();
-  StringSource src(info);
-  RETURN_NOT_OK(store->Write(WorkspaceInfoKey(root), src, {PutCondition::kIfAbsent}).status());
-  FormatStamp stamp;
-  stamp.format = kWorkspaceFormat;
-  stamp.stamped_by = "init";
-  stamp.stamped_micros = options.manifest.dataset.clock->NowMicros();
-  RETURN_NOT_OK(WriteFormatStamp(*store, root, stamp));
-  std::shared_ptr<Workspace> ws(
-      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
-  ws->owner_ = ws->options_.owner;
-  ws->id_ = id;
-  return ws;
-}
-
-Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
-                                                   std::string root, WorkspaceOptions options) {
-  // The stamp first: nothing of a workspace in another format is read as if
-  // it were this one's (docs/format/manifest.md, "Workspace format").
-  Result<FormatStamp> stamp = ReadFormatStamp(*store, root);
-  if (!stamp.ok() && !stamp.status().IsNotFound()) return stamp.status();
-  ASSIGN_OR_RETURN(auto manifest, Manifest::Open(store, root, options.manifest));
-  if (!options.any_format && !(stamp.ok() && stamp->format == kWorkspaceFormat)) {
-    ASSIGN_OR_RETURN(FormatFinding found, FindFormat(*store, root, *manifest));
-    RETURN_NOT_OK(ServableOrRefusal(found, root));
-  }
-  ASSIGN_OR_RETURN(WorkspaceInfo info, ReadInfo(*store, root));
-  std::shared_ptr<Workspace> ws(
-      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
-  ws->owner_ = std::move(info.owner);
-  ws->id_ = std::move(info.id);
-  if (ws->options_.recover_on_open) {
-    RETURN_NOT_OK(ws->Recover(ws->options_.recovery_grace_micros).status());
-  }
-  return ws;
-}
 
 std::string Workspace::TableRoot(const std::string& location) const {
   return root_.empty() ? location : root_ + "/" + location;
@@ -690,6 +625,18 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
   uint64_t at = 0;
   if (version) {
     at = *version;
+    // Before `from`'s migration commit its manifest has no complete heads.
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
+                     manifest_->FindJournalRow(from, HeadsMarkerId(kWorkspaceFormat)));
+    if (marker && at < ManifestVersionOf(*marker)) {
+      return Status::FailedPrecondition("manifest version " + std::to_string(at) + " of branch '" +
+                                        (from.empty() ? std::string("main") : from) +
+                                        "' predates its migration to workspace format " +
+                                        std::to_string(kWorkspaceFormat) + " (at version " +
+                                        std::to_string(ManifestVersionOf(*marker)) +
+                                        "); fork from that version or later")
+          .WithErrorCode(ErrorCode::kPreconditionFailed);
+    }
   } else {
     ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(from));
     at = v.version;
@@ -748,6 +695,7 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
   std::vector<TableHistoryEntry> out;
   for (const ManifestRow& r : journal) {
     if (r.stable_table_id != t->def.sid || r.incarnation_id != t->def.inc) continue;
+    if (r.object_type == object_type::kHeadBaseline) continue;  // migration's, not an event
     json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
     TableHistoryEntry e;
     e.event = r.object_type;

@@ -32,7 +32,17 @@ std::string Describe(const TableHead& h) {
 
 Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
   FoldedHeads out;
-  for (const ManifestRow& r : journal) {
+  // A migrated journal starts every identity from its baseline: the table
+  // events before the first baseline are not replayed (graph commits are).
+  size_t first_baseline = 0;
+  while (first_baseline < journal.size() &&
+         journal[first_baseline].object_type != object_type::kHeadBaseline) {
+    ++first_baseline;
+  }
+  if (first_baseline == journal.size()) first_baseline = 0;
+  for (size_t i = 0; i < journal.size(); ++i) {
+    const ManifestRow& r = journal[i];
+    if (i < first_baseline && r.object_type != object_type::kGraphCommit) continue;
     const json meta = Meta(r);
     if (r.object_type == object_type::kGraphCommit) {
       GraphHead g;
@@ -192,6 +202,16 @@ std::vector<std::string> CheckBaselines(const std::vector<ManifestRow>& journal)
   return problems;
 }
 
+FoldedHeads ReadStoredHeads(const Manifest& manifest, const ManifestVersion& v,
+                            std::vector<std::string>* problems) {
+  FoldedHeads stored;
+  std::set<std::string> seen;
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (p != kCatalogPartition) ReadLeniently(manifest, v, p, &seen, &stored, problems);
+  }
+  return stored;
+}
+
 Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch,
                                      std::optional<uint64_t> version) {
   HeadsInspection in;
@@ -202,12 +222,8 @@ Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string
   ASSIGN_OR_RETURN(in.version, manifest.At(branch, *version));
   ASSIGN_OR_RETURN(in.journal, manifest.Journal(branch, *version));
   ASSIGN_OR_RETURN(in.folded, FoldJournal(in.journal));
-  in.problems = CheckBaselines(in.journal);
-  std::set<std::string> seen;
-  for (uint32_t p = 0; p < kNumPartitions; ++p) {
-    if (p == kCatalogPartition) continue;
-    ReadLeniently(manifest, in.version, p, &seen, &in.stored, &in.problems);
-  }
+  in.baseline_problems = CheckBaselines(in.journal);
+  in.stored = ReadStoredHeads(manifest, in.version, &in.problems);
   Result<std::vector<ManifestRow>> catalog =
       manifest.ReadPartitionUnchecked(in.version, kCatalogPartition);
   if (catalog.ok()) {

@@ -39,13 +39,20 @@ struct HeadsInspection {
   std::vector<ManifestRow> journal;
   FoldedHeads folded;
   FoldedHeads stored;
-  std::vector<ManifestRow> catalog;  // the catalog partition's rows
-  std::vector<std::string> problems;
+  std::vector<ManifestRow> catalog;   // the catalog partition's rows
+  std::vector<std::string> problems;  // heads that differ from the fold (repairable)
+  // Baselines against their marker: journal rows, which no commit can mend.
+  std::vector<std::string> baseline_problems;
 };
 // At the branch's latest version unless `version` is given. A journal with a
 // heads marker also has its baselines checked against the marker's digest.
 Result<HeadsInspection> InspectHeads(const Manifest& manifest, const std::string& branch,
                                      std::optional<uint64_t> version = std::nullopt);
+
+// The heads stored at `v` (every head partition, the catalog's aside),
+// read leniently: what is unreadable, misplaced or duplicated is a problem.
+FoldedHeads ReadStoredHeads(const Manifest& manifest, const ManifestVersion& v,
+                            std::vector<std::string>* problems);
 
 // The marker's findings: its baselines against its digest and count.
 std::vector<std::string> CheckBaselines(const std::vector<ManifestRow>& journal);

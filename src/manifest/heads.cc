@@ -124,8 +124,8 @@ ManifestRow HeadBaselineRow(const TableHead& h) {
 
 Result<TableHead> ParseHeadBaseline(const ManifestRow& row) {
   if (row.object_type != object_type::kHeadBaseline) return Malformed(row, "not a head baseline");
-  if (row.object_id !=
-      HeadBaselineId(row.stable_table_id.value_or(0), row.incarnation_id.value_or(0))) {
+  if (!row.stable_table_id || !row.incarnation_id ||
+      row.object_id != HeadBaselineId(*row.stable_table_id, *row.incarnation_id)) {
     return Malformed(row, "id disagrees with its identity columns");
   }
   ManifestRow as_head = row;
