@@ -98,8 +98,24 @@ export async function checkOutcome({ submissions, runs, faults, staging, loam, c
       expected.sort((a, b) => b.run.commit.manifestVersion - a.run.commit.manifestVersion);
       expected = expected.slice(0, 1);
     }
-    const want = new Map(expected.map((s) => [s.n, new Uint8Array(s.rows)]));
-    const r = await tallyRows(call, owner, table, want, problems);
+    // A streamed answer cut short (a store fault mid-scan; the server ends
+    // the stream without its last chunk) is read again, as a client would.
+    let want;
+    let r;
+    for (let attempt = 1; ; attempt++) {
+      want = new Map(expected.map((s) => [s.n, new Uint8Array(s.rows)]));
+      const found = [];
+      try {
+        r = await tallyRows(call, owner, table, want, found);
+      } catch (e) {
+        if (attempt < 10) continue;
+        problems.push(`${table} rows: read cut short ${attempt} times (${e.message})`);
+        r = 0;
+        break;
+      }
+      problems.push(...found);
+      break;
+    }
     out.rows += r;
     for (const [n, seen] of want) {
       const missing = seen.reduce((m, b) => m + (b === 0), 0);
@@ -128,6 +144,7 @@ async function tallyRows(call, owner, table, want, problems) {
   const res = await fetch(`${call.base()}/v1/tables/${table}/rows`, {
     headers: { authorization: `Bearer ${call.token(owner)}` },
   });
+  if (res.status >= 500) throw new Error(`${table} rows: ${res.status}`);  // read again
   if (res.status !== 200) { problems.push(`${table} rows: ${res.status}`); return 0; }
   const decoder = new TextDecoder();
   let rest = '';

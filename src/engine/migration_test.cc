@@ -100,6 +100,20 @@ class MigrationTest : public ::testing::Test {
     return MigrateWorkspace(store_, "ws", o, MigrateOptions{std::move(take_over)});
   }
   bool Stamped() { return ReadFormatStamp(*store_, "ws").ok(); }
+  // The claimed migration's token.
+  std::string ClaimToken() {
+    const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
+    const size_t at = claim.find("\"token\":\"");
+    return at == std::string::npos ? "" : claim.substr(at + 9, 26);
+  }
+  // The workspace as a writer that ignores the format sees it (a process
+  // started before the migration, or an old binary).
+  std::shared_ptr<Workspace> OpenAnyFormat(std::function<Status(std::string_view)> fail = {}) {
+    WorkspaceOptions o = testing::TestOptions();
+    o.any_format = true;
+    o.failpoint = std::move(fail);
+    return Workspace::Open(store_, "ws", o).value();
+  }
 
   // Every branch as before, every marker in place, heads verified, stamped.
   void ExpectMigrated() {
@@ -209,8 +223,7 @@ TEST_F(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
 TEST_F(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   Result<MigrationReport> crashed = Migrate(CrashAt("migrate.after_claim"));
   ASSERT_FALSE(crashed.ok());
-  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
-  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+  const std::string token = ClaimToken();
   Result<std::shared_ptr<Workspace>> ws = Open();
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   EXPECT_NE(ws.status().message().find("is partially migrated (migration " + token),
@@ -250,10 +263,7 @@ TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
     EXPECT_EQ(Stamped(), stamped);
     EXPECT_EQ(Open().ok(), stamped);
     std::string token;
-    if (!stamped) {
-      const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
-      token = claim.substr(claim.find("\"token\":\"") + 9, 26);
-    }
+    if (!stamped) token = ClaimToken();
     Result<MigrationReport> resumed = Migrate({}, token);
     ASSERT_TRUE(resumed.ok()) << resumed.status();
     EXPECT_EQ(resumed->already_current, stamped);
@@ -280,9 +290,7 @@ TEST_F(MigrationTest, AnOlderStampIsDamageNotAFormat) {
 // A writer that ignored the claim commits on a converted branch before the
 // stamp: finalization sees the heads moved and does not stamp.
 TEST_F(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
-  WorkspaceOptions any = testing::TestOptions();
-  any.any_format = true;
-  auto rogue = Workspace::Open(store_, "ws", any).value();
+  auto rogue = OpenAnyFormat();
   bool wrote = false;
   auto write_once = [&](std::string_view at) {
     if (at == "migrate.after_branch" && !wrote) {
@@ -304,11 +312,8 @@ TEST_F(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
 // told to record the new set, then converts it too.
 TEST_F(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
   ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());
-  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
-  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
-  WorkspaceOptions any = testing::TestOptions();
-  any.any_format = true;
-  ASSERT_TRUE(Workspace::Open(store_, "ws", any).value()->CreateBranch("late", "dev").ok());
+  const std::string token = ClaimToken();
+  ASSERT_TRUE(OpenAnyFormat()->CreateBranch("late", "dev").ok());
   Result<MigrationReport> refused = Migrate({}, token);
   EXPECT_EQ(refused.status().error_code(), ErrorCode::kPreconditionFailed);
   EXPECT_NE(refused.status().message().find("branch 'late' was created since the migration "
@@ -343,9 +348,7 @@ TEST_F(MigrationTest, ABranchCannotForkFromBeforeTheMigration) {
 }
 
 TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
-  WorkspaceOptions any = testing::TestOptions();
-  any.any_format = true;
-  auto other = Workspace::Open(store_, "ws", any).value();
+  auto other = OpenAnyFormat();
   bool done = false;
   auto recreate = [&](std::string_view at) {
     if (at == "migrate.after_branch" && !done) {
@@ -365,12 +368,9 @@ TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
 
 TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
   ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());  // main is done
-  const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
-  const std::string token = claim.substr(claim.find("\"token\":\"") + 9, 26);
+  const std::string token = ClaimToken();
   // A writer that ignored the claim moves main's heads after its marker.
-  WorkspaceOptions any = testing::TestOptions();
-  any.any_format = true;
-  auto rogue = Workspace::Open(store_, "ws", any).value();
+  auto rogue = OpenAnyFormat();
   ASSERT_TRUE(rogue->Write(Append("orders", {7})).ok());
   Result<MigrationReport> r = Migrate({}, token);
   ASSERT_FALSE(r.ok());
@@ -381,10 +381,7 @@ TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
 }
 
 TEST_F(MigrationTest, APendingWriteIsSettledBeforeAnyTipIsPinned) {
-  WorkspaceOptions o = testing::TestOptions();
-  o.any_format = true;
-  o.failpoint = CrashAt(std::string(failpoint::kAfterTableCommit));
-  auto crashing = Workspace::Open(store_, "ws", o).value();
+  auto crashing = OpenAnyFormat(CrashAt(std::string(failpoint::kAfterTableCommit)));
   ASSERT_FALSE(crashing->Write(Append("orders", {8, 9}, "dev")).ok());
   Result<MigrationReport> r = Migrate();
   ASSERT_TRUE(r.ok()) << r.status();
