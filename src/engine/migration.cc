@@ -234,6 +234,13 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   if (found.found == FoundFormat::kNewer || found.found == FoundFormat::kOlderStamped) {
     return ServableOrRefusal(found, root);
   }
+  if (found.found == FoundFormat::kJournalOnly) {
+    // Its write sidecars would have to be settled against the fold, which
+    // recovery cannot do yet; nothing is claimed or written.
+    return Status::Unimplemented(
+        "converting workspace format " + std::to_string(kPredecessorFormat) +
+        " (a journal-only manifest) is not built yet; this workspace was left untouched");
+  }
   if (found.found == FoundFormat::kCurrent) {
     report.already_current = true;
     // A run that stamped and then stopped leaves its claim: release it.

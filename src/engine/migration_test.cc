@@ -276,6 +276,29 @@ TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
   }
 }
 
+// The journal-only format: every version past the first without a head
+// directory. Detected and refused by every open; `loam migrate` does not
+// convert it yet and leaves it untouched.
+TEST(FormatFourTest, AJournalOnlyWorkspaceIsRefusedAndLeftUntouched) {
+  auto store = testing::NewTestStore();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
+  // What a format-4 writer leaves on main: journal rows and no head directory.
+  Dataset main = ws->manifest().OpenDataset("").value();
+  ASSERT_TRUE(main.CommitRewrite({}, {}, EncodeHeadDirectory(HeadDirectory{})).ok());
+  ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
+  const size_t objects = store->ListAll("ws/").value().size();
+  Result<std::shared_ptr<Workspace>> open = Workspace::Open(store, "ws", testing::TestOptions());
+  EXPECT_EQ(open.status().error_code(), ErrorCode::kMigrationRequired);
+  EXPECT_NE(open.status().message().find("ws is in workspace format 4 (a journal-only manifest, "
+                                         "no format stamp)"),
+            std::string::npos)
+      << open.status();
+  Result<MigrationReport> m = MigrateWorkspace(store, "ws", testing::TestOptions());
+  EXPECT_EQ(m.status().error_code(), ErrorCode::kUnimplemented) << m.status();
+  EXPECT_EQ(store->ListAll("ws/").value().size(), objects);  // no claim, nothing written
+}
+
 TEST_F(MigrationTest, AnOlderStampIsDamageNotAFormat) {
   ASSERT_TRUE(WriteFormatStamp(*store_, "ws", {kPredecessorFormat, "init", "", 1}).ok());
   const std::string want =
