@@ -55,6 +55,9 @@ async function freePort() {
 }
 
 const servers = [];  // {port, url, child, rss, kills}
+// Whatever ends this process (a failed check, a harness bug), no serve
+// process outlives it.
+process.on('exit', () => { for (const s of servers) s.child?.kill('SIGKILL'); });
 async function startServer(s) {
   const args = ['--root', root, 'serve', '--listen', `127.0.0.1:${s.port}`, '--config', configFile,
     '--auth-hs256-secret-file', secretFile];
