@@ -212,25 +212,15 @@ Status CheckBeforeStamp(Workspace& ws, const std::string& token, const BranchRef
   return Status::OK();
 }
 
-}  // namespace
+using FailFn = std::function<Status(std::string_view)>;
 
-Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
-                                         const std::string& root, WorkspaceOptions options,
-                                         const MigrateOptions& migrate) {
-  auto fail = [&options](std::string_view point) {
-    return options.failpoint ? options.failpoint(point) : Status::OK();
-  };
-  options.any_format = true;
-  options.recover_on_open = false;
-  options.system_actor = true;
-  const Clock& clock = *options.manifest.dataset.clock;
-  if (migrate.repin_branches && migrate.take_over.empty()) {
-    return Refused("--repin-branches needs --take-over TOKEN");
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, root, options));
-  ASSIGN_OR_RETURN(FormatFinding found, FindFormat(*store, root, ws->manifest()));
-  MigrationReport report;
-  report.from = Describe(found);
+// Up to the barrier: the format, the claim, a takeover's classification.
+// False when there is nothing to migrate (`report` says why).
+Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
+                   const MigrateOptions& m, const Clock& clock, ClaimState* claim,
+                   MigrationReport* report) {
+  ASSIGN_OR_RETURN(FormatFinding found, FindFormat(store, root, ws.manifest()));
+  report->from = Describe(found);
   if (found.found == FoundFormat::kNewer || found.found == FoundFormat::kOlderStamped) {
     return ServableOrRefusal(found, root);
   }
@@ -242,21 +232,69 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
         " (a journal-only manifest) is not built yet; this workspace was left untouched");
   }
   if (found.found == FoundFormat::kCurrent) {
-    report.already_current = true;
+    report->already_current = true;
     // A run that stamped and then stopped leaves its claim: release it.
-    Status gone = store->Delete(MigrationClaimKey(root));
+    Status gone = store.Delete(MigrationClaimKey(root));
     if (!gone.ok() && !gone.IsNotFound()) return gone;
-    return report;
+    return false;
   }
-  ASSIGN_OR_RETURN(ClaimState claim, Claim(*store, root, report.from, migrate, clock.NowMicros()));
-  report.token = claim.token;
-  report.took_over = !migrate.take_over.empty();
-  if (!claim.from.empty()) report.from = claim.from;
-  if (ReadFormatStamp(*store, root).ok()) {  // another run stamped meanwhile
-    if (!report.took_over) RETURN_NOT_OK(store->Delete(MigrationClaimKey(root)));
-    report.already_current = true;
-    return report;
+  ASSIGN_OR_RETURN(*claim, Claim(store, root, report->from, m, clock.NowMicros()));
+  report->token = claim->token;
+  report->took_over = !m.take_over.empty();
+  if (!claim->from.empty()) report->from = claim->from;
+  if (ReadFormatStamp(store, root).ok()) {  // another run stamped meanwhile
+    if (!report->took_over) RETURN_NOT_OK(store.Delete(MigrationClaimKey(root)));
+    report->already_current = true;
+    return false;
   }
+  return true;
+}
+
+// After the branches: the same refs, every ledger record done, heads
+// untouched since their commit, the claim still ours; then the stamp, the
+// commit point, and the claim released.
+Status Finish(Workspace& ws, const BranchRefs& pinned, const ClaimState& claim, const Clock& clock,
+              const FailFn& fail, const MigrationReport& report) {
+  ObjectStore& store = *ws.store();
+  const std::string& root = ws.root();
+  ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws.manifest()));
+  RETURN_NOT_OK(SameRefs(pinned, after, "during the migration", report.token));
+  RETURN_NOT_OK(CheckBeforeStamp(ws, report.token, pinned, report.branches));
+  RETURN_NOT_OK(StillOwner(store, root, claim));
+  RETURN_NOT_OK(fail(failpoint::kMigrateBeforeStamp));
+  FormatStamp stamp{kWorkspaceFormat, "migrate", report.token, clock.NowMicros()};
+  Status stamped = WriteFormatStamp(store, root, stamp);
+  if (stamped.IsAlreadyExists()) {
+    ASSIGN_OR_RETURN(FormatStamp there, ReadFormatStamp(store, root));
+    if (there.format != kWorkspaceFormat) return ServableOrRefusal(FindingOf(there), root);
+  } else {
+    RETURN_NOT_OK(stamped);
+  }
+  RETURN_NOT_OK(fail(failpoint::kMigrateAfterStamp));
+  Status released = store.Delete(MigrationClaimKey(root));
+  return released.IsNotFound() ? Status::OK() : released;
+}
+
+}  // namespace
+
+Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
+                                         const std::string& root, WorkspaceOptions options,
+                                         const MigrateOptions& migrate) {
+  const FailFn fail = [&options](std::string_view point) {
+    return options.failpoint ? options.failpoint(point) : Status::OK();
+  };
+  options.any_format = true;
+  options.recover_on_open = false;
+  options.system_actor = true;
+  const Clock& clock = *options.manifest.dataset.clock;
+  if (migrate.repin_branches && migrate.take_over.empty()) {
+    return Refused("--repin-branches needs --take-over TOKEN");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, root, options));
+  MigrationReport report;
+  ClaimState claim;
+  ASSIGN_OR_RETURN(bool go_on, Begin(*store, root, *ws, migrate, clock, &claim, &report));
+  if (!go_on) return report;
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterClaim));
   ASSIGN_OR_RETURN(BranchRefs refs, migration_internal::ReadBranchRefs(ws->manifest()));
   if (report.took_over) {
@@ -267,7 +305,6 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     ASSIGN_OR_RETURN(report.sidecars_found, ws->PendingSidecars());
     RETURN_NOT_OK(TakeOver(*store, root, &claim, clock.NowMicros(), report));
   }
-
   // The barrier: every write settled before any tip is pinned.
   ASSIGN_OR_RETURN(report.recovery, ws->Recover(0));
   if (!report.recovery.failures.empty()) {
@@ -283,25 +320,7 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     report.branches.push_back(std::move(b));
     RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranch));
   }
-
-  // Finalize: the same refs, every ledger record done, heads untouched since
-  // their commit, the claim still ours; then the stamp, the commit point.
-  ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws->manifest()));
-  RETURN_NOT_OK(SameRefs(pinned, after, "during the migration", report.token));
-  RETURN_NOT_OK(CheckBeforeStamp(*ws, report.token, pinned, report.branches));
-  RETURN_NOT_OK(StillOwner(*store, root, claim));
-  RETURN_NOT_OK(fail(failpoint::kMigrateBeforeStamp));
-  FormatStamp stamp{kWorkspaceFormat, "migrate", report.token, clock.NowMicros()};
-  Status stamped = WriteFormatStamp(*store, root, stamp);
-  if (stamped.IsAlreadyExists()) {
-    ASSIGN_OR_RETURN(FormatStamp there, ReadFormatStamp(*store, root));
-    if (there.format != kWorkspaceFormat) return ServableOrRefusal(FindingOf(there), root);
-  } else {
-    RETURN_NOT_OK(stamped);
-  }
-  RETURN_NOT_OK(fail(failpoint::kMigrateAfterStamp));
-  Status released = store->Delete(MigrationClaimKey(root));
-  if (!released.ok() && !released.IsNotFound()) return released;
+  RETURN_NOT_OK(Finish(*ws, pinned, claim, clock, fail, report));
   return report;
 }
 
