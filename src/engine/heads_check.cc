@@ -18,8 +18,8 @@ std::string Name(int64_t sid, const std::string& name) {
   return "table " + std::to_string(sid) + " '" + name + "'";
 }
 
-// The definition the journal gives a live head: its latest schema row, its
-// renames, its current name.
+}  // namespace
+
 Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const TableHead& h) {
   TableDef def;
   def.sid = h.sid;
@@ -51,7 +51,32 @@ Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const T
   return def;
 }
 
-}  // namespace
+std::vector<ManifestRow> GrantsFromJournal(const HeadsInspection& in) {
+  std::map<std::pair<int64_t, std::string>, Role> grants;
+  for (const ManifestRow& r : in.journal) {
+    if (r.object_type != object_type::kTableGrant || !r.stable_table_id) continue;
+    auto head = in.folded.tables.find(*r.stable_table_id);
+    if (head == in.folded.tables.end() || head->second.state != HeadState::kLive ||
+        head->second.inc != r.incarnation_id) {
+      continue;
+    }
+    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    if (!meta.is_object()) meta = json::object();
+    const std::string principal = meta.value("principal", "");
+    const auto key = std::make_pair(*r.stable_table_id, principal);
+    Result<Role> role = meta.contains("role") && meta["role"].is_string()
+                            ? ParseRole(meta["role"].get<std::string>())
+                            : Result<Role>(Status::NotFound("revoked"));
+    if (role.ok()) {
+      grants[key] = *role;
+    } else {
+      grants.erase(key);
+    }
+  }
+  std::vector<ManifestRow> rows;
+  for (const auto& [key, role] : grants) rows.push_back(GrantRow({key.first, key.second, role}));
+  return rows;
+}
 
 void CheckCatalog(const HeadsInspection& in, std::vector<std::string>* problems,
                   PublishPlan* plan) {

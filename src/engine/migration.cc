@@ -53,6 +53,9 @@ struct ClaimState {
   std::string owner;
   std::string from;
   std::string claimed_at;
+  // The source's workspace format: kPredecessorFormat for the journal-only
+  // manifest (its barrier cannot publish), 0 for unstamped heads.
+  int from_format = 0;
 };
 
 Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
@@ -63,6 +66,7 @@ Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
     c.owner = j.value("owner", c.token);
     c.from = j.value("from", "");
     c.claimed_at = j.value("claimed_at", "");
+    c.from_format = j.value("from_format", 0);
   }
   if (c.token.empty()) return Status::DataLoss(key + " is malformed");
   return c;
@@ -73,6 +77,7 @@ Status PutClaim(ObjectStore& store, const std::string& key, const ClaimState& c,
   json j = {{"format", 1},
             {"operation", "migrate"},
             {"from", c.from},
+            {"from_format", c.from_format},
             {"to_format", kWorkspaceFormat},
             {"token", c.token},
             {"owner", c.owner},
@@ -86,7 +91,7 @@ Status PutClaim(ObjectStore& store, const std::string& key, const ClaimState& c,
 
 // Create-if-absent claim; a held claim is taken over only by its token.
 Result<ClaimState> Claim(ObjectStore& store, const std::string& root, const std::string& from,
-                         const MigrateOptions& m, int64_t now) {
+                         int from_format, const MigrateOptions& m, int64_t now) {
   const std::string key = MigrationClaimKey(root);
   for (int attempt = 0; attempt < 2; ++attempt) {
     ObjectMeta meta;
@@ -104,7 +109,7 @@ Result<ClaimState> Claim(ObjectStore& store, const std::string& root, const std:
     if (!m.take_over.empty()) {
       return Refused("no migration is claimed: run 'loam migrate' without --take-over");
     }
-    ClaimState c{NewUlidString(), "", from, ""};
+    ClaimState c{NewUlidString(), "", from, "", from_format};
     c.owner = c.token;
     Status put = PutClaim(store, key, c, now, {PutCondition::kIfAbsent});
     if (put.ok()) return c;
@@ -224,13 +229,6 @@ Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
   if (found.found == FoundFormat::kNewer || found.found == FoundFormat::kOlderStamped) {
     return ServableOrRefusal(found, root);
   }
-  if (found.found == FoundFormat::kJournalOnly) {
-    // Its write sidecars would have to be settled against the fold, which
-    // recovery cannot do yet; nothing is claimed or written.
-    return Status::Unimplemented(
-        "converting workspace format " + std::to_string(kPredecessorFormat) +
-        " (a journal-only manifest) is not built yet; this workspace was left untouched");
-  }
   if (found.found == FoundFormat::kCurrent) {
     report->already_current = true;
     // A run that stamped and then stopped leaves its claim: release it.
@@ -238,7 +236,8 @@ Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
     if (!gone.ok() && !gone.IsNotFound()) return gone;
     return false;
   }
-  ASSIGN_OR_RETURN(*claim, Claim(store, root, report->from, m, clock.NowMicros()));
+  const int from_format = found.found == FoundFormat::kJournalOnly ? kPredecessorFormat : 0;
+  ASSIGN_OR_RETURN(*claim, Claim(store, root, report->from, from_format, m, clock.NowMicros()));
   report->token = claim->token;
   report->took_over = !m.take_over.empty();
   if (!claim->from.empty()) report->from = claim->from;
@@ -305,8 +304,11 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     ASSIGN_OR_RETURN(report.sidecars_found, ws->PendingSidecars());
     RETURN_NOT_OK(TakeOver(*store, root, &claim, clock.NowMicros(), report));
   }
-  // The barrier: every write settled before any tip is pinned.
-  ASSIGN_OR_RETURN(report.recovery, ws->Recover(0));
+  // The barrier: every write settled before any tip is pinned (against the
+  // journal's fold where there are no heads to read or publish).
+  ASSIGN_OR_RETURN(report.recovery, claim.from_format == kPredecessorFormat
+                                        ? ws->RecoverAgainstJournal()
+                                        : ws->Recover(0));
   if (!report.recovery.failures.empty()) {
     return Refused("write sidecars could not be settled (" + report.recovery.failures.front() +
                    "); the workspace stays claimed by migration " + report.token);

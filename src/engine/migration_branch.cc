@@ -20,34 +20,6 @@ json Meta(const ManifestRow& r) {
   return j.is_object() ? j : json::object();
 }
 
-// Grants of the journal-only format: its table_grant rows replayed in order
-// onto the live identities (a later row for a principal replaces an earlier).
-std::vector<ManifestRow> FoldGrants(const HeadsInspection& in) {
-  std::map<std::pair<int64_t, std::string>, Role> grants;
-  for (const ManifestRow& r : in.journal) {
-    if (r.object_type != object_type::kTableGrant || !r.stable_table_id) continue;
-    auto head = in.folded.tables.find(*r.stable_table_id);
-    if (head == in.folded.tables.end() || head->second.state != HeadState::kLive ||
-        head->second.inc != r.incarnation_id) {
-      continue;
-    }
-    const json meta = Meta(r);
-    const std::string principal = meta.value("principal", "");
-    const auto key = std::make_pair(*r.stable_table_id, principal);
-    Result<Role> role = meta.contains("role") && meta["role"].is_string()
-                            ? ParseRole(meta["role"].get<std::string>())
-                            : Result<Role>(Status::NotFound("revoked"));
-    if (role.ok()) {
-      grants[key] = *role;
-    } else {
-      grants.erase(key);
-    }
-  }
-  std::vector<ManifestRow> rows;
-  for (const auto& [key, role] : grants) rows.push_back(GrantRow({key.first, key.second, role}));
-  return rows;
-}
-
 // The rows of the migration commit: every head partition rewritten from the
 // fold (graph heads included: no graph commit moves this branch's), the
 // catalog mended from the journal, one baseline per identity, the marker and
@@ -66,7 +38,7 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
       std::any_of(in.catalog.begin(), in.catalog.end(),
                   [](const ManifestRow& r) { return r.object_type == object_type::kTableDef; });
   if (!had_catalog) {
-    for (ManifestRow& g : FoldGrants(in)) plan.upserts.push_back(std::move(g));
+    for (ManifestRow& g : GrantsFromJournal(in)) plan.upserts.push_back(std::move(g));
   }
   for (const auto& [sid, h] : in.folded.tables) plan.journal.push_back(HeadBaselineRow(h));
   ManifestRow marker;

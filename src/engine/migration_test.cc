@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "engine/format4_writer.h"
 #include "engine/workspace_test_util.h"
 #include "io/test_store.h"
 
@@ -63,6 +64,7 @@ void BuildHistory(Workspace& ws) {
   ASSERT_TRUE(ws.CreateBranch("dev").ok());
   ASSERT_TRUE(ws.Write(Append("orders", {4, 5}, "dev")).ok());
   ASSERT_TRUE(ws.RenameTable("people", "persons", "dev").ok());
+  ASSERT_TRUE(ws.DropTable("scratch", "dev").ok());
   ASSERT_TRUE(ws.CreateBranch("lazy", "dev").ok());
   ASSERT_TRUE(ws.CreateBranch("dev2", "dev").ok());
   ASSERT_TRUE(ws.DropTable("orders", "dev2").ok());
@@ -79,15 +81,42 @@ std::function<Status(std::string_view)> CrashAt(std::string point, int nth = 1) 
   };
 }
 
-class MigrationTest : public ::testing::Test {
+// What `loam migrate` converts: heads written by a Loam before the stamp, or
+// the journal-only format 4 (written by the test-only writer from the same
+// history, with a write that crashed before its publish left pending).
+enum class Source { kUnstampedHeads, kFormat4 };
+
+std::string SourceName(const ::testing::TestParamInfo<Source>& info) {
+  return info.param == Source::kFormat4 ? "Format4" : "UnstampedHeads";
+}
+
+class MigrationTest : public ::testing::TestWithParam<Source> {
  protected:
   void SetUp() override {
     store_ = testing::NewTestStore();
-    auto ws = Workspace::Init(store_, "ws", testing::TestOptions()).value();
+    const bool v4 = GetParam() == Source::kFormat4;
+    const std::string at = v4 ? "src" : "ws";
+    auto ws = Workspace::Init(store_, at, testing::TestOptions()).value();
     BuildHistory(*ws);
     for (const std::string& b : kBranches) before_[b] = Capture(*ws, b);
-    // What a Loam from before the stamp left: the same objects, no stamp.
-    ASSERT_TRUE(store_->Delete(FormatStampKey("ws")).ok());
+    if (!v4) {
+      // What a Loam from before the stamp left: the same objects, no stamp.
+      ASSERT_TRUE(store_->Delete(FormatStampKey("ws")).ok());
+      return;
+    }
+    WorkspaceOptions o = testing::TestOptions();
+    o.failpoint = CrashAt(std::string(failpoint::kAfterTableCommit));
+    ASSERT_FALSE(
+        Workspace::Open(store_, at, o).value()->Write(Append("orders", {8, 9}, "dev")).ok());
+    ASSERT_TRUE(
+        testing::WriteFormat4(*store_, at, store_, "ws", testing::TestOptions().manifest.dataset)
+            .ok());
+  }
+  bool Format4() const { return GetParam() == Source::kFormat4; }
+  // What MigrationReport::from says.
+  std::string From() const {
+    return Format4() ? "format 4 (journal-only manifest)"
+                     : "unstamped heads (head directory format 7)";
   }
 
   Result<std::shared_ptr<Workspace>> Open() {
@@ -108,9 +137,11 @@ class MigrationTest : public ::testing::Test {
   }
   // The workspace as a writer that ignores the format sees it (a process
   // started before the migration, or an old binary).
+  // Without recovery on open: the barrier is the migration's to run.
   std::shared_ptr<Workspace> OpenAnyFormat(std::function<Status(std::string_view)> fail = {}) {
     WorkspaceOptions o = testing::TestOptions();
     o.any_format = true;
+    o.recover_on_open = false;
     o.failpoint = std::move(fail);
     return Workspace::Open(store_, "ws", o).value();
   }
@@ -159,18 +190,22 @@ TEST(FormatStampTest, AnEditedStampFailsItsChecksum) {
   EXPECT_NE(ws.status().message().find("fails its checksum"), std::string::npos);
 }
 
-TEST_F(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
+TEST_P(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
   Result<std::shared_ptr<Workspace>> ws = Open();
   ASSERT_FALSE(ws.ok());
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
+  const std::string found = Format4() ? "ws is in workspace format 4 (a journal-only manifest, no "
+                                        "format stamp)"
+                                      : "ws has no format stamp (written by an earlier Loam, head "
+                                        "directory format 7)";
   EXPECT_EQ(ws.status().message(),
-            "ws has no format stamp (written by an earlier Loam, head directory format 7); this "
-            "Loam serves workspace format 5 only: stop every writer (servers, loads, "
-            "maintenance), then run 'loam migrate' (docs/operations.md, \"Migrating a "
-            "workspace\")");
+            found +
+                "; this Loam serves workspace format 5 only: stop every writer (servers, loads, "
+                "maintenance), then run 'loam migrate' (docs/operations.md, \"Migrating a "
+                "workspace\")");
 }
 
-TEST_F(MigrationTest, ANewerWorkspaceIsRefusedByOpenAndByMigrate) {
+TEST_P(MigrationTest, ANewerWorkspaceIsRefusedByOpenAndByMigrate) {
   ASSERT_TRUE(WriteFormatStamp(*store_, "ws", {kWorkspaceFormat + 1, "init", "", 1}).ok());
   const std::string want =
       "ws is in workspace format 6, written by a newer Loam; this Loam serves workspace format 5 "
@@ -183,11 +218,11 @@ TEST_F(MigrationTest, ANewerWorkspaceIsRefusedByOpenAndByMigrate) {
   EXPECT_EQ(m.status().message(), want);
 }
 
-TEST_F(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
+TEST_P(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
   Result<MigrationReport> r = Migrate();
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->already_current);
-  EXPECT_EQ(r->from, "unstamped heads (head directory format 7)");
+  EXPECT_EQ(r->from, From());
   ASSERT_EQ(r->branches.size(), kBranches.size());
   for (const BranchMigration& b : r->branches) {
     EXPECT_EQ(b.produced_version, b.source_version + 1) << b.branch;  // one commit per branch
@@ -220,7 +255,7 @@ TEST_F(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
   EXPECT_TRUE(again->already_current);
 }
 
-TEST_F(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
+TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   Result<MigrationReport> crashed = Migrate(CrashAt("migrate.after_claim"));
   ASSERT_FALSE(crashed.ok());
   const std::string token = ClaimToken();
@@ -247,7 +282,7 @@ TEST_F(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
 // A crash at every failpoint (and at the second and fourth branch's
 // commits): the workspace stays refused and unstamped until a takeover
 // finishes, which converges on the same result.
-TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
+TEST_P(MigrationTest, ACrashAnywhereResumesAndConverges) {
   const std::vector<std::pair<std::string, int>> points = {
       {"migrate.after_claim", 1},          {"migrate.before_branch_commit", 1},
       {"migrate.after_branch_commit", 1},  {"migrate.after_branch", 1},
@@ -256,7 +291,7 @@ TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
       {"migrate.after_stamp", 1}};
   for (const auto& [point, nth] : points) {
     SCOPED_TRACE(point + " #" + std::to_string(nth));
-    SetUp();  // a fresh unstamped workspace
+    SetUp();  // a fresh workspace to migrate
     Result<MigrationReport> crashed = Migrate(CrashAt(point, nth));
     ASSERT_FALSE(crashed.ok());
     const bool stamped = point == "migrate.after_stamp";
@@ -276,30 +311,7 @@ TEST_F(MigrationTest, ACrashAnywhereResumesAndConverges) {
   }
 }
 
-// The journal-only format: every version past the first without a head
-// directory. Detected and refused by every open; `loam migrate` does not
-// convert it yet and leaves it untouched.
-TEST(FormatFourTest, AJournalOnlyWorkspaceIsRefusedAndLeftUntouched) {
-  auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
-  ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
-  // What a format-4 writer leaves on main: journal rows and no head directory.
-  Dataset main = ws->manifest().OpenDataset("").value();
-  ASSERT_TRUE(main.CommitRewrite({}, {}, EncodeHeadDirectory(HeadDirectory{})).ok());
-  ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
-  const size_t objects = store->ListAll("ws/").value().size();
-  Result<std::shared_ptr<Workspace>> open = Workspace::Open(store, "ws", testing::TestOptions());
-  EXPECT_EQ(open.status().error_code(), ErrorCode::kMigrationRequired);
-  EXPECT_NE(open.status().message().find("ws is in workspace format 4 (a journal-only manifest, "
-                                         "no format stamp)"),
-            std::string::npos)
-      << open.status();
-  Result<MigrationReport> m = MigrateWorkspace(store, "ws", testing::TestOptions());
-  EXPECT_EQ(m.status().error_code(), ErrorCode::kUnimplemented) << m.status();
-  EXPECT_EQ(store->ListAll("ws/").value().size(), objects);  // no claim, nothing written
-}
-
-TEST_F(MigrationTest, AnOlderStampIsDamageNotAFormat) {
+TEST_P(MigrationTest, AnOlderStampIsDamageNotAFormat) {
   ASSERT_TRUE(WriteFormatStamp(*store_, "ws", {kPredecessorFormat, "init", "", 1}).ok());
   const std::string want =
       "ws/_control/format.json says workspace format 4, which no Loam stamps (the stamp begins "
@@ -312,7 +324,7 @@ TEST_F(MigrationTest, AnOlderStampIsDamageNotAFormat) {
 
 // A writer that ignored the claim commits on a converted branch before the
 // stamp: finalization sees the heads moved and does not stamp.
-TEST_F(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
+TEST_P(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
   auto rogue = OpenAnyFormat();
   bool wrote = false;
   auto write_once = [&](std::string_view at) {
@@ -333,7 +345,7 @@ TEST_F(MigrationTest, ACommitAfterABranchIsConvertedStopsTheStamp) {
 
 // A branch created while a migration is stopped: the takeover refuses until
 // told to record the new set, then converts it too.
-TEST_F(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
+TEST_P(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
   ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());
   const std::string token = ClaimToken();
   ASSERT_TRUE(OpenAnyFormat()->CreateBranch("late", "dev").ok());
@@ -349,7 +361,7 @@ TEST_F(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
   WorkspaceOptions o = testing::TestOptions();
   Result<MigrationReport> r = MigrateWorkspace(store_, "ws", o, MigrateOptions{token, true});
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->from, "unstamped heads (head directory format 7)");  // from the claim
+  EXPECT_EQ(r->from, From());    // from the claim
   EXPECT_EQ(r->ledger_done, 1);  // main, before the takeover touched anything
   EXPECT_EQ(r->ledger_pending, 4);
   EXPECT_EQ(r->branches.size(), 5u);
@@ -358,7 +370,7 @@ TEST_F(MigrationTest, ANewBranchNeedsARepinAndIsThenConverted) {
   EXPECT_EQ(Capture(*ws, "late").heads, before_["dev"].heads);
 }
 
-TEST_F(MigrationTest, ABranchCannotForkFromBeforeTheMigration) {
+TEST_P(MigrationTest, ABranchCannotForkFromBeforeTheMigration) {
   ASSERT_TRUE(Migrate().ok());
   auto ws = Open().value();
   const uint64_t migrated = ws->manifest().Current("").value().version;
@@ -370,7 +382,7 @@ TEST_F(MigrationTest, ABranchCannotForkFromBeforeTheMigration) {
   ExpectHeadsMatchFold(*ws, "new");
 }
 
-TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
+TEST_P(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
   auto other = OpenAnyFormat();
   bool done = false;
   auto recreate = [&](std::string_view at) {
@@ -389,7 +401,7 @@ TEST_F(MigrationTest, ABranchRecreatedDuringMigrationIsCaught) {
   EXPECT_FALSE(Stamped());
 }
 
-TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
+TEST_P(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
   ASSERT_FALSE(Migrate(CrashAt("migrate.after_branch")).ok());  // main is done
   const std::string token = ClaimToken();
   // A writer that ignored the claim moves main's heads after its marker.
@@ -403,19 +415,29 @@ TEST_F(MigrationTest, AMarkerThatDisagreesWithItsHeadsIsALoudConflict) {
   EXPECT_FALSE(Stamped());
 }
 
-TEST_F(MigrationTest, APendingWriteIsSettledBeforeAnyTipIsPinned) {
-  auto crashing = OpenAnyFormat(CrashAt(std::string(failpoint::kAfterTableCommit)));
-  ASSERT_FALSE(crashing->Write(Append("orders", {8, 9}, "dev")).ok());
+// Heads to read and publish: the write is rolled forward. Format 4 (its
+// write crashed in SetUp): judged against the fold, it is rolled back, since
+// a publish there would be a format-4 commit; its run would run again.
+TEST_P(MigrationTest, APendingWriteIsSettledBeforeAnyTipIsPinned) {
+  if (!Format4()) {
+    auto crashing = OpenAnyFormat(CrashAt(std::string(failpoint::kAfterTableCommit)));
+    ASSERT_FALSE(crashing->Write(Append("orders", {8, 9}, "dev")).ok());
+  }
+  EXPECT_EQ(OpenAnyFormat()->PendingSidecars().value(), 1);
   Result<MigrationReport> r = Migrate();
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->recovery.rolled_forward, 1);
+  EXPECT_EQ(r->recovery.rolled_forward, Format4() ? 0 : 1);
+  EXPECT_EQ(r->recovery.rolled_back, Format4() ? 1 : 0);
   auto ws = Open().value();
-  EXPECT_EQ(RowsOf(*ws, "orders", "dev"), before_["dev"].rows["orders"] + 2);
+  EXPECT_EQ(RowsOf(*ws, "orders", "dev"), before_["dev"].rows["orders"] + (Format4() ? 0 : 2));
   EXPECT_EQ(ws->PendingSidecars().value(), 0);
   for (const std::string& b : kBranches) ExpectHeadsMatchFold(*ws, b);
+  // The next write on the rolled-back table lands on the head's content.
+  ASSERT_TRUE(ws->Write(Append("orders", {12}, "dev")).ok());
+  EXPECT_EQ(RowsOf(*ws, "orders", "dev"), before_["dev"].rows["orders"] + (Format4() ? 1 : 3));
 }
 
-TEST_F(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
+TEST_P(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
   ASSERT_TRUE(Migrate().ok());
   auto ws = Open().value();
   ASSERT_TRUE(ws->CreateBranch("later", "dev").ok());
@@ -428,8 +450,48 @@ TEST_F(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
   EXPECT_EQ(Capture(*ws, "dev"), before_["dev"]);
 }
 
+INSTANTIATE_TEST_SUITE_P(Sources, MigrationTest,
+                         ::testing::Values(Source::kUnstampedHeads, Source::kFormat4), SourceName);
+
+// The definition as the journal records it (TableDef's other fields are
+// the catalog's own).
+std::string Described(const TableDef& d) {
+  std::string keys;
+  for (const std::string& k : d.keys) keys += k + ",";
+  return d.name + " inc " + std::to_string(d.inc) + " schema " + d.SchemaHash() + " v" +
+         std::to_string(d.schema_version) + " keys " + keys;
+}
+
+// Time travel after migration: every version of every branch reads the same
+// from format 4's journal-only versions (folded) as from the heads the same
+// history wrote ("ws").
+void ExpectSameHistory(const std::shared_ptr<ObjectStore>& store,
+                       const std::map<std::string, uint64_t>& tips) {
+  auto heads = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  auto folded = Workspace::Open(store, "v4", testing::TestOptions()).value();
+  for (const auto& [b, tip] : tips) {
+    const uint64_t fork = b.empty() ? 1 : heads->manifest().BranchParent(b)->parent_version;
+    for (uint64_t v = fork + 1; v <= tip; ++v) {
+      SCOPED_TRACE("branch '" + b + "' version " + std::to_string(v));
+      Snapshot want = heads->SnapshotAt(b, v).value();
+      Result<Snapshot> got = folded->SnapshotAt(b, v);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->tables.size(), want.tables.size());
+      for (const auto& [name, t] : want.tables) {
+        const TableState* g = got->Find(name);
+        ASSERT_NE(g, nullptr) << name;
+        EXPECT_EQ(g->head, t.head);
+        EXPECT_EQ(Described(g->def), Described(t.def));
+      }
+      EXPECT_EQ(got->grants, want.grants);
+      EXPECT_EQ(got->graph_head, want.graph_head);
+    }
+  }
+}
+
 // Seeded random histories: whatever the mix of operations and branches,
-// every branch reads the same after migration as the fold gave before.
+// every branch reads the same after migration as the fold gave before, from
+// unstamped heads and from format 4, and every earlier version reads the same.
 TEST(MigrationModelTest, RandomHistoriesMigrateToTheSameState) {
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
@@ -461,15 +523,26 @@ TEST(MigrationModelTest, RandomHistoriesMigrateToTheSameState) {
       }
     }
     std::map<std::string, BranchState> before;
-    for (const std::string& b : branches) before[b] = Capture(*ws, b);
-    ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
-    Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
-    ASSERT_TRUE(r.ok()) << r.status();
-    auto after = Workspace::Open(store, "ws", testing::TestOptions()).value();
+    std::map<std::string, uint64_t> tips;  // before the migration
     for (const std::string& b : branches) {
-      EXPECT_EQ(Capture(*after, b), before[b]) << "branch '" << b << "'";
-      ExpectHeadsMatchFold(*after, b);
+      before[b] = Capture(*ws, b);
+      tips[b] = ws->manifest().Current(b).value().version;
     }
+    ASSERT_TRUE(
+        testing::WriteFormat4(*store, "ws", store, "v4", testing::TestOptions().manifest.dataset)
+            .ok());
+    ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
+    for (const std::string root : {"ws", "v4"}) {
+      SCOPED_TRACE(root);
+      Result<MigrationReport> r = MigrateWorkspace(store, root, testing::TestOptions());
+      ASSERT_TRUE(r.ok()) << r.status();
+      auto after = Workspace::Open(store, root, testing::TestOptions()).value();
+      for (const std::string& b : branches) {
+        EXPECT_EQ(Capture(*after, b), before[b]) << "branch '" << b << "'";
+        ExpectHeadsMatchFold(*after, b);
+      }
+    }
+    ExpectSameHistory(store, tips);
   }
 }
 

@@ -10,14 +10,54 @@ namespace loam {
 
 Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
-  return RecoverWhere([&](const Sidecar& s) { return now - s.created_micros >= grace_micros; });
+  return RecoverWhere([&](const Sidecar& s) { return now - s.created_micros >= grace_micros; },
+                      StoredHeads());
 }
 
 Result<RecoveryReport> Workspace::RecoverRun(const std::string& run_id) {
-  return RecoverWhere([&](const Sidecar& s) { return s.run_id == run_id; });
+  return RecoverWhere([&](const Sidecar& s) { return s.run_id == run_id; }, StoredHeads());
 }
 
-Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due) {
+Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
+  // One set of heads per branch: stored ones where an earlier run of the
+  // migration converted the branch, otherwise the fold at its latest version.
+  auto heads_of = std::make_shared<std::map<std::string, FoldedHeads>>();
+  RecoveryHeads heads;
+  heads.publish = false;
+  heads.read = [this, heads_of](const std::string& branch,
+                                int64_t sid) -> Result<std::optional<TableHead>> {
+    auto it = heads_of->find(branch);
+    if (it == heads_of->end()) {
+      ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
+      FoldedHeads found;
+      if (v.dir.files.empty()) {
+        ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch, v.version));
+        ASSIGN_OR_RETURN(found, FoldJournal(journal));
+      } else {
+        std::vector<std::string> problems;
+        found = ReadStoredHeads(*manifest_, v, &problems);
+        if (!problems.empty()) return Status::DataLoss(problems.front());
+      }
+      it = heads_of->emplace(branch, std::move(found)).first;
+    }
+    auto head = it->second.tables.find(sid);
+    if (head == it->second.tables.end()) return std::optional<TableHead>();
+    return std::optional<TableHead>(head->second);
+  };
+  return RecoverWhere([](const Sidecar&) { return true; }, heads);
+}
+
+Workspace::RecoveryHeads Workspace::StoredHeads() const {
+  RecoveryHeads heads;
+  heads.read = [this](const std::string& branch, int64_t sid) -> Result<std::optional<TableHead>> {
+    ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
+    return manifest_->ReadTableHead(v, sid);
+  };
+  return heads;
+}
+
+Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due,
+                                               const RecoveryHeads& heads) {
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
   for (const ObjectInfo& o : sidecars) {
@@ -39,7 +79,7 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
         report.left_to_live_writers++;
         continue;
       }
-      if (s.ok()) st = RecoverOne(o.key, *s, &report);
+      if (s.ok()) st = RecoverOne(o.key, *s, heads, &report);
     }
     // One sidecar that cannot be recovered must not stop the workspace: it
     // is reported (and its table's writers meet a conflict until it is).
@@ -63,7 +103,8 @@ Status Workspace::MoveAside(const std::string& key, const std::string& text,
   return Status::OK();
 }
 
-Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report) {
+Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, const RecoveryHeads& heads,
+                             RecoveryReport* report) {
   auto finish = [&](int* counter) {
     (*counter)++;
     return store_->DeleteRelaxed(key);
@@ -75,10 +116,7 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
       return finish(&report->without_effect);
     RETURN_NOT_OK(id.status());
   }
-  auto head_now = [&]() -> Result<std::optional<TableHead>> {
-    ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(s.branch));
-    return manifest_->ReadTableHead(v, s.sid);
-  };
+  auto head_now = [&]() { return heads.read(s.branch, s.sid); };
   auto published = [&](const std::optional<TableHead>& h) {
     return h && (h->head_commit == s.commit_id || h->head_commit == s.rollback_commit_id);
   };
@@ -101,7 +139,7 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
   const bool head_expects_us = cur->state == HeadState::kLive && cur->inc == s.inc &&
                                cur->table_version == s.expected_version &&
                                cur->owner_ref == s.expected_owner_ref;
-  if (head_expects_us && fork->state().txn.id == s.planned_txn) {
+  if (heads.publish && head_expects_us && fork->state().txn.id == s.planned_txn) {
     Result<WriteResult> r = PublishTableChange(s, *cur, static_cast<int64_t>(fork->version()),
                                                static_cast<int64_t>(fork->CountRows()), s.commit_id,
                                                "loam:recovery", s.run_id, "rolled_forward");
@@ -120,13 +158,16 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, RecoveryR
       cur->table_version > s.expected_version) {
     return finish(&report->without_effect);
   }
-  RETURN_NOT_OK(RollBack(s, *cur, *fork));
+  RETURN_NOT_OK(RollBack(s, *cur, *fork, heads.publish));
   return finish(&report->rolled_back);
 }
 
-// Restores the fork to the expected content and, when the head still names
-// that fork at the expected version, publishes the restored version.
-Status Workspace::RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork) {
+// Restores the fork to the expected content and, when `publish` and the head
+// still names that fork at the expected version, publishes the restored
+// version (otherwise the head names the expected version itself, whose
+// content the restore brought back; OpenFork accepts that).
+Status Workspace::RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork,
+                           bool publish) {
   const bool head_expects_us = cur.state == HeadState::kLive && cur.inc == s.inc &&
                                cur.table_version == s.expected_version &&
                                cur.owner_ref == s.expected_owner_ref;
@@ -139,7 +180,7 @@ Status Workspace::RollBack(const Sidecar& s, const TableHead& cur, const Dataset
                                             {.expected_version = fork.version()}));
     RETURN_NOT_OK(Fail(failpoint::kRecoveryAfterRestore));
   }
-  if (head_expects_us && s.fork == s.expected_owner_ref) {
+  if (publish && head_expects_us && s.fork == s.expected_owner_ref) {
     Sidecar undo = s;
     undo.new_table_def.clear();  // the restored content has the old schema
     RETURN_NOT_OK(PublishTableChange(undo, cur, static_cast<int64_t>(restored.version()),

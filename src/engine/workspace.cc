@@ -6,6 +6,7 @@
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "engine/journal_snapshot.h"
 
 namespace loam {
 namespace {
@@ -71,6 +72,7 @@ Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* st
 
 Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
+  if (IsJournalOnly(v)) return SnapshotFromJournal(*manifest_, v);  // before a migration
   return ReadSnapshot(*manifest_, v);
 }
 
@@ -581,7 +583,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
       return landed;
     }
     // The manifest refused the table's new version: undo it now.
-    if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed));
+    if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed, /*publish=*/true));
     RETURN_NOT_OK(store_->DeleteRelaxed(key));
     return published.status();
   }

@@ -204,6 +204,12 @@ class Workspace {
   // Recovers the sidecars of run `run_id` whatever their age: the caller
   // knows their writer is gone (its run lease expired).
   Result<RecoveryReport> RecoverRun(const std::string& run_id);
+  // `loam migrate`'s barrier on a journal-only (format 4) workspace: every
+  // sidecar, whatever its age, judged against the fold of its branch's
+  // journal. A write whose commit the journal does not hold is rolled back
+  // (its table fork restored); nothing is published, since a commit there
+  // would be a format-4 commit.
+  Result<RecoveryReport> RecoverAgainstJournal();
 
   // The principal that holds every role ("" = none; see WorkspaceOptions).
   const std::string& owner() const { return owner_; }
@@ -244,11 +250,19 @@ class Workspace {
                                          PublishAuthorisation auth = {});
   Status AuthorizeRole(const std::string& table, const std::string& principal,
                        std::optional<Role> held, WriteMode mode) const;
+  // Where recovery reads a table's current head, and whether it may publish.
+  struct RecoveryHeads {
+    std::function<Result<std::optional<TableHead>>(const std::string& branch, int64_t sid)> read;
+    bool publish = true;
+  };
+  RecoveryHeads StoredHeads() const;
   // Recovers the sidecar at `key`; counts the outcome in `report`.
-  Status RecoverOne(const std::string& key, const Sidecar& s, RecoveryReport* report);
+  Status RecoverOne(const std::string& key, const Sidecar& s, const RecoveryHeads& heads,
+                    RecoveryReport* report);
   Status MoveAside(const std::string& key, const std::string& text, RecoveryReport* report);
-  Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork);
-  Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due);
+  Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork, bool publish);
+  Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due,
+                                      const RecoveryHeads& heads);
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
