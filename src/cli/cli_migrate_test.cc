@@ -1,7 +1,8 @@
 // The workspace format boundary through the front door: every entry point
 // (a normal command, `loam serve`, `loam heads verify`, `loam migrate`)
-// against an unstamped, a partially migrated, a current and a newer
-// workspace; and `loam migrate` killed with SIGKILL, then taken over.
+// against a format-4 (testdata/workspace_v4), an unstamped, a partially
+// migrated, a current and a newer workspace; and `loam migrate` killed with
+// SIGKILL, then taken over.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -131,6 +132,40 @@ TEST_F(CliMigrateTest, AKilledMigrationStaysOfflineUntilTakenOver) {
   Ok({"heads", "verify"});
   Ok({"heads", "verify", "--branch", "dev"});
   EXPECT_EQ(Ok({"count", "t"}).out, "2\n");
+}
+
+// The journal-only format 4 (the fixture's history: testdata/README.md):
+// refused everywhere, converted by `loam migrate` through a SIGKILL and a
+// takeover; its pre-migration versions still read, folded from the journal.
+TEST_F(CliMigrateTest, AFormatFourWorkspaceIsRefusedThenMigratedThroughAKill) {
+  const std::filesystem::path data = dir_ + "/loam-data";
+  std::filesystem::remove_all(data);
+  std::filesystem::copy(std::filesystem::path(LOAM_TESTDATA_DIR) / "workspace_v4", data,
+                        std::filesystem::copy_options::recursive);
+  ExpectRefusedEverywhere(
+      "is in workspace format 4 (a journal-only manifest, no format stamp); this Loam serves "
+      "workspace format 5 only: stop every writer (servers, loads, maintenance), then run 'loam "
+      "migrate'");
+  EXPECT_EQ(json::parse(Run({"--json", "log"}).out)["error"]["code"], "migration_required");
+  CliResult killed = Run({"migrate"}, {{"LOAM_CRASH_AT", "migrate.after_branch_commit"}});
+  ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
+  const std::string token = TokenIn(Run({"log"}).err);
+  ASSERT_EQ(token.size(), 26u);
+  ExpectRefusedEverywhere("is partially migrated (migration " + token + " did not finish)");
+  json j = json::parse(Ok({"--json", "migrate", "--take-over", token}).out);
+  EXPECT_EQ(j["from"], "format 4 (journal-only manifest)");
+  EXPECT_EQ(j["branches"].size(), 4u);
+  EXPECT_EQ(j["branches"][0]["alreadyDone"], true);
+  for (const std::string branch : {"main", "dev", "dev2", "lazy"}) {
+    Ok({"heads", "verify", "--branch", branch});
+  }
+  EXPECT_EQ(Ok({"count", "orders", "--branch", "dev"}).out, "5\n");
+  EXPECT_EQ(Ok({"count", "orders"}).out, "4\n");
+  // Version 6 of main, before the migration: orders held 3 rows.
+  EXPECT_EQ(Ok({"count", "orders", "--version", "6"}).out, "3\n");
+  CliResult dropped = Run({"count", "orders", "--branch", "dev2"});
+  EXPECT_NE(dropped.code, 0);
+  EXPECT_NE(dropped.err.find("orders"), std::string::npos) << dropped.all();
 }
 
 }  // namespace

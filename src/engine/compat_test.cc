@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "engine/migration.h"
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
 #include "io/local_object_store.h"
+#include "manifest/fold.h"
 
 namespace loam {
 namespace {
@@ -111,6 +114,75 @@ TEST_F(CompatTest, NewWritesLandInlineNextToFormatOneFiles) {
   ws_ = Workspace::Open(store_, "", testing::TestOptions()).value();
   EXPECT_EQ(People(), expected);
   testing::ExpectHeadsMatchFold(*ws_);
+}
+
+// testdata/workspace_v4: the journal-only format 4, with four branches, a
+// grant history, tombstones on three branches and a pending write sidecar
+// (written by loam_format4_fixture; testdata/workspace_v4.json holds what
+// each branch read when the same history was written with heads).
+class CompatFormatFourTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("loam-compat-v4-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::copy(fs::path(LOAM_TESTDATA_DIR) / "workspace_v4", dir_, fs::copy_options::recursive);
+    store_ = LocalObjectStore::Open(dir_.string()).value();
+    std::ifstream in(fs::path(LOAM_TESTDATA_DIR) / "workspace_v4.json");
+    expected_ = nlohmann::json::parse(in);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::shared_ptr<ObjectStore> store_;
+  nlohmann::json expected_;
+};
+
+TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
+  Result<std::shared_ptr<Workspace>> refused = Workspace::Open(store_, "", testing::TestOptions());
+  EXPECT_EQ(refused.status().error_code(), ErrorCode::kMigrationRequired);
+  EXPECT_NE(refused.status().message().find("is in workspace format 4 (a journal-only manifest"),
+            std::string::npos)
+      << refused.status();
+  Result<MigrationReport> r = MigrateWorkspace(store_, "", testing::TestOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->from, "format 4 (journal-only manifest)");
+  EXPECT_EQ(r->branches.size(), 4u);
+  EXPECT_EQ(r->recovery.rolled_back, 1);  // the crashed write: never published
+  auto ws = Workspace::Open(store_, "", testing::TestOptions()).value();
+  EXPECT_EQ(ws->PendingSidecars().value(), 0);
+  for (const auto& [name, want] : expected_.items()) {
+    SCOPED_TRACE("branch " + name);
+    const std::string branch = name == "main" ? "" : name;
+    Snapshot snap = ws->Current(branch).value();
+    nlohmann::json tables = nlohmann::json::object();
+    for (const auto& [table, t] : snap.tables) {
+      tables[table] = {{"rows", ws->OpenTable(snap, table).value().CountRows()},
+                       {"sid", t.def.sid},
+                       {"inc", t.def.inc}};
+    }
+    EXPECT_EQ(tables, want["tables"]);
+    EXPECT_EQ(snap.grants.size(), want["grants"].get<size_t>());
+    EXPECT_EQ(ws->Log(branch).value().size(), want["log"].get<size_t>());
+    // The heads published are byte for byte the ones the same history wrote.
+    ManifestVersion tip = ws->manifest().Current(branch).value();
+    std::vector<std::string> problems;
+    FoldedHeads heads = ReadStoredHeads(ws->manifest(), tip, &problems);
+    EXPECT_TRUE(problems.empty());
+    EXPECT_EQ(HeadSetDigest(heads.tables, heads.graphs), want["head_digest"].get<std::string>());
+    testing::ExpectHeadsMatchFold(*ws, branch);
+    // Time travel to the last format-4 version reads the fold there.
+    Snapshot before = ws->SnapshotAt(branch, want["manifest_version"].get<uint64_t>()).value();
+    EXPECT_EQ(before.tables.size(), snap.tables.size());
+    for (const auto& [table, t] : snap.tables) {
+      ASSERT_NE(before.Find(table), nullptr) << table;
+      EXPECT_EQ(before.Find(table)->head, t.head);
+    }
+  }
+  // New writes land, on a branch whose crashed write was rolled back too.
+  ASSERT_TRUE(ws->Write(testing::Append("orders", {10}, "dev")).ok());
+  EXPECT_EQ(testing::RowsOf(*ws, "orders", "dev"),
+            expected_["dev"]["tables"]["orders"]["rows"].get<int64_t>() + 1);
+  testing::ExpectHeadsMatchFold(*ws, "dev");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 //
 //   loam_format4_fixture <output directory> <expectations file>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,8 @@ Status Run(const std::string& dir, const std::string& expectations) {
   ASSIGN_OR_RETURN(auto local, LocalObjectStore::Open(dir));
   ASSIGN_OR_RETURN(testing::Format4Stats stats,
                    testing::WriteFormat4(*memory, "src", local, "", options.manifest.dataset));
+  local.reset();
+  std::filesystem::remove_all(std::filesystem::path(dir) / ".loam");  // the store's lock files
   std::ofstream(expectations) << expected.dump(2) << "\n";
   std::printf("%d objects copied, %d manifest versions, %d journal rows\n", stats.objects_copied,
               stats.versions_written, stats.journal_rows);
