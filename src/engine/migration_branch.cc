@@ -15,11 +15,6 @@ std::string Named(const std::string& branch) {
   return "branch '" + (branch.empty() ? std::string("main") : branch) + "'";
 }
 
-json Meta(const ManifestRow& r) {
-  json j = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() ? j : json::object();
-}
-
 // The rows of the migration commit: every head partition rewritten from the
 // fold (graph heads included: no graph commit moves this branch's), the
 // catalog mended from the journal, one baseline per identity, the marker and
@@ -41,18 +36,14 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
     for (ManifestRow& g : GrantsFromJournal(in)) plan.upserts.push_back(std::move(g));
   }
   for (const auto& [sid, h] : in.folded.tables) plan.journal.push_back(HeadBaselineRow(h));
-  ManifestRow marker;
-  marker.object_id = HeadsMarkerId(kWorkspaceFormat);
-  marker.object_type = std::string(object_type::kHeadsMarker);
-  marker.metadata = json{
-      {"workspace_format", kWorkspaceFormat},
-      {"heads_format", kManifestFormatVersion},
-      {"source_version", b.source_version},
-      {"head_count", b.heads},
-      {"baseline_digest", b.baseline_digest},
-      {"head_digest", b.head_digest},
-      {"migration",
-       token}}.dump();
+  HeadsMarker marker;
+  marker.workspace_format = kWorkspaceFormat;
+  marker.heads_format = kManifestFormatVersion;
+  marker.source_version = b.source_version;
+  marker.head_count = b.heads;
+  marker.baseline_digest = b.baseline_digest;
+  marker.head_digest = b.head_digest;
+  marker.migration = token;
   ManifestRow record;
   record.object_id = MigrationRecordId(token);
   record.object_type = std::string(object_type::kMigrationRecord);
@@ -61,7 +52,7 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
                          {"source_version", b.source_version}, {"created_at", now_micros},
                          {"catalog_mended", catalog_problems}}
                         .dump();
-  plan.journal.push_back(std::move(marker));
+  plan.journal.push_back(HeadsMarkerRow(marker));
   plan.journal.push_back(std::move(record));
   return plan;
 }
@@ -85,21 +76,20 @@ Status VerifyProduced(const Manifest& manifest, const BranchMigration& b) {
 // A marker already on the branch (a run stopped after its commit): complete
 // when the heads there still match it and its version verifies; a loud
 // refusal otherwise, and the workspace is never stamped over it.
-Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRow& marker,
+Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRow& row,
                                       BranchMigration b) {
-  const json meta = Meta(marker);
-  b.source_version = meta.value("source_version", uint64_t{0});
-  b.produced_version = ManifestVersionOf(marker);
-  b.heads = meta.value("head_count", int64_t{0});
-  b.baseline_digest = meta.value("baseline_digest", "");
-  b.head_digest = meta.value("head_digest", "");
+  ASSIGN_OR_RETURN(HeadsMarker marker, ParseHeadsMarker(row));
+  b.source_version = marker.source_version;
+  b.produced_version = marker.produced_version;
+  b.heads = marker.head_count;
+  b.baseline_digest = marker.baseline_digest;
+  b.head_digest = marker.head_digest;
   b.already_done = true;
   ASSIGN_OR_RETURN(std::string now, StoredHeadDigest(manifest, b.branch));
   if (now != b.head_digest) {
     return Status::FailedPrecondition(
-               Named(b.branch) + " carries a heads marker (migration " +
-               meta.value("migration", "") + ", from manifest version " +
-               std::to_string(b.source_version) +
+               Named(b.branch) + " carries a heads marker (migration " + marker.migration +
+               ", from manifest version " + std::to_string(b.source_version) +
                ") that does not match its heads: something committed on it after its "
                "migration commit (manifest version " +
                std::to_string(b.produced_version) + "); the workspace will not be stamped over it")

@@ -450,6 +450,37 @@ TEST_P(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
   EXPECT_EQ(Capture(*ws, "dev"), before_["dev"]);
 }
 
+// A fork inherits the source's marker; a damaged one is refused there, once,
+// rather than spread to another branch.
+TEST(InheritedMarkerTest, AForkOfABranchWithADamagedMarkerIsRefused) {
+  auto store = testing::NewTestStore();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
+  PublishSpec spec;
+  spec.build = [](PublishView&) -> Result<PublishPlan> {
+    PublishPlan plan;
+    plan.graph_commit = false;
+    plan.journal_without_graph_commit = true;
+    ManifestRow marker;
+    marker.object_id = HeadsMarkerId(kWorkspaceFormat);
+    marker.object_type = std::string(object_type::kHeadsMarker);
+    marker.metadata = R"({"workspace_format":5,"heads_format":7,"head_count":1})";
+    plan.journal.push_back(marker);
+    return plan;
+  };
+  ASSERT_TRUE(ws->manifest().Publish(spec).ok());
+  Status s = ws->CreateBranch("dev");
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_EQ(s.message(),
+            "the heads marker of branch 'main' is damaged (head row 'heads_marker:00000005' is "
+            "malformed: source_version is missing); run 'loam heads verify'");
+  EXPECT_TRUE(ws->ListBranches().value().empty());
+  // heads verify names it too.
+  HeadsReport report = ws->VerifyHeads().value();
+  ASSERT_FALSE(report.problems.empty());
+  EXPECT_NE(report.problems.back().find("source_version is missing"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sources, MigrationTest,
                          ::testing::Values(Source::kUnstampedHeads, Source::kFormat4), SourceName);
 

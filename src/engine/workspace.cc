@@ -627,21 +627,30 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
   uint64_t at = 0;
   if (version) {
     at = *version;
-    // Before `from`'s migration commit its manifest has no complete heads.
-    ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
-                     manifest_->FindJournalRow(from, HeadsMarkerId(kWorkspaceFormat)));
-    if (marker && at < ManifestVersionOf(*marker)) {
-      return Status::FailedPrecondition("manifest version " + std::to_string(at) + " of branch '" +
-                                        (from.empty() ? std::string("main") : from) +
-                                        "' predates its migration to workspace format " +
-                                        std::to_string(kWorkspaceFormat) + " (at version " +
-                                        std::to_string(ManifestVersionOf(*marker)) +
-                                        "); fork from that version or later")
-          .WithErrorCode(ErrorCode::kPreconditionFailed);
-    }
   } else {
     ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(from));
     at = v.version;
+  }
+  // A branch of a migrated one inherits its heads marker: checked here, once
+  // (journal rows never change), not on every read.
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
+                   manifest_->FindJournalRow(from, HeadsMarkerId(kWorkspaceFormat)));
+  if (row) {
+    const std::string source = "branch '" + (from.empty() ? std::string("main") : from) + "'";
+    Result<HeadsMarker> marker = ParseHeadsMarker(*row);
+    if (!marker.ok()) {
+      return Status::DataLoss("the heads marker of " + source + " is damaged (" +
+                              marker.status().message() + "); run 'loam heads verify'");
+    }
+    // Before the migration commit the manifest has no complete heads.
+    if (at < marker->produced_version) {
+      return Status::FailedPrecondition("manifest version " + std::to_string(at) + " of " + source +
+                                        " predates its migration to workspace format " +
+                                        std::to_string(kWorkspaceFormat) + " (at version " +
+                                        std::to_string(marker->produced_version) +
+                                        "); fork from that version or later")
+          .WithErrorCode(ErrorCode::kPreconditionFailed);
+    }
   }
   return manifest_->CreateBranch(name, from, at);
 }

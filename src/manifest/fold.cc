@@ -190,9 +190,13 @@ std::vector<std::string> CheckBaselines(const std::vector<ManifestRow>& journal)
     if (!baselines.empty()) problems.push_back("baselines without a heads marker");
     return problems;
   }
-  const json meta = Meta(*marker);
-  const std::string digest = Str(meta, "baseline_digest");
-  const int64_t count = meta.value("head_count", int64_t{-1});
+  Result<HeadsMarker> parsed = ParseHeadsMarker(*marker);
+  if (!parsed.ok()) {
+    problems.push_back(parsed.status().message());
+    return problems;
+  }
+  const std::string& digest = parsed->baseline_digest;
+  const int64_t count = parsed->head_count;
   if (digest != HeadSetDigest(baselines) || count != static_cast<int64_t>(baselines.size())) {
     problems.push_back("heads marker '" + marker->object_id + "' records " + std::to_string(count) +
                        " baselines with digest " + digest + "; the journal holds " +

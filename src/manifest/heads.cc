@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/status_macros.h"
+#include "manifest/directory.h"
 
 namespace loam {
 namespace {
@@ -132,6 +134,59 @@ Result<TableHead> ParseHeadBaseline(const ManifestRow& row) {
   as_head.object_id = TableHeadId(*row.stable_table_id);
   as_head.object_type = std::string(object_type::kTableHead);
   return ParseTableHead(as_head);
+}
+
+ManifestRow HeadsMarkerRow(const HeadsMarker& m) {
+  ManifestRow r;
+  r.object_id = HeadsMarkerId(m.workspace_format);
+  r.object_type = std::string(object_type::kHeadsMarker);
+  r.metadata = json{{"workspace_format", m.workspace_format},
+                    {"heads_format", m.heads_format},
+                    {"source_version", m.source_version},
+                    {"head_count", m.head_count},
+                    {"baseline_digest", m.baseline_digest},
+                    {"head_digest", m.head_digest},
+                    {"migration", m.migration}}
+                   .dump();
+  return r;
+}
+
+Result<HeadsMarker> ParseHeadsMarker(const ManifestRow& row) {
+  if (row.object_type != object_type::kHeadsMarker) return Malformed(row, "not a heads marker");
+  ASSIGN_OR_RETURN(json j, ParseObject(row));
+  for (const char* k : {"workspace_format", "heads_format", "source_version", "head_count"}) {
+    if (!HasInt(j, k)) return Malformed(row, std::string(k) + " is missing");
+  }
+  for (const char* k : {"baseline_digest", "head_digest", "migration"}) {
+    if (!HasString(j, k)) return Malformed(row, std::string(k) + " is missing");
+  }
+  HeadsMarker m;
+  m.workspace_format = j["workspace_format"].get<int>();
+  m.heads_format = j["heads_format"].get<uint32_t>();
+  m.source_version = j["source_version"].get<uint64_t>();
+  m.produced_version = HasInt(j, "manifest_version") ? j["manifest_version"].get<uint64_t>() : 0;
+  m.head_count = j["head_count"].get<int64_t>();
+  m.baseline_digest = j["baseline_digest"].get<std::string>();
+  m.head_digest = j["head_digest"].get<std::string>();
+  m.migration = j["migration"].get<std::string>();
+  auto hex32 = [](const std::string& d) {
+    return d.size() == 32 && d.find_first_not_of("0123456789abcdef") == std::string::npos;
+  };
+  if (row.object_id != HeadsMarkerId(m.workspace_format)) {
+    return Malformed(row, "id disagrees with its workspace format");
+  }
+  if (m.heads_format < kOldestManifestFormat || m.heads_format > kManifestFormatVersion) {
+    return Malformed(row, "heads format " + std::to_string(m.heads_format) + " is unknown");
+  }
+  if (m.source_version == 0 || m.source_version >= m.produced_version) {
+    return Malformed(row, "source version " + std::to_string(m.source_version) +
+                              " is not before its commit, version " +
+                              std::to_string(m.produced_version));
+  }
+  if (m.head_count < 0 || !hex32(m.baseline_digest) || !hex32(m.head_digest)) {
+    return Malformed(row, "its count or a digest is malformed");
+  }
+  return m;
 }
 
 std::string HeadSetDigest(const std::map<int64_t, TableHead>& tables,

@@ -51,6 +51,26 @@ Result<GraphHead> ParseGraphHead(const ManifestRow& row);
 ManifestRow HeadBaselineRow(const TableHead& h);
 Result<TableHead> ParseHeadBaseline(const ManifestRow& row);
 
+// A branch's heads marker (`heads_marker:<format>`, a journal row written by
+// `loam migrate`; docs/format/manifest.md): content-scoped (no branch, no
+// ref incarnation), so a branch forked later inherits it unchanged.
+struct HeadsMarker {
+  int workspace_format = 0;
+  uint32_t heads_format = 0;      // the head directory format published
+  uint64_t source_version = 0;    // the pinned tip the fold was taken at
+  uint64_t produced_version = 0;  // the migration commit (from the row's commit metadata)
+  int64_t head_count = 0;         // baselines: one per identity
+  std::string baseline_digest;    // HeadSetDigest of the baselines
+  std::string head_digest;        // HeadSetDigest of the heads and graph heads published
+  std::string migration;          // the migration's token
+};
+
+ManifestRow HeadsMarkerRow(const HeadsMarker& m);
+// DataLoss unless every field is there and consistent: a known format, a
+// source version before the produced one, a count of zero or more, digests of
+// 32 hex digits.
+Result<HeadsMarker> ParseHeadsMarker(const ManifestRow& row);
+
 // xxh3-128 (hex) of the heads' rows in stable-id order, then the graph heads'
 // rows in branch order: the digests a heads marker records.
 std::string HeadSetDigest(const std::map<int64_t, TableHead>& tables,

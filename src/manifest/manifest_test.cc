@@ -68,5 +68,44 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
   EXPECT_TRUE(DecodeHeadDirectory("LMH4....").status().IsDataLoss());
 }
 
+// The heads marker is parsed strictly: what a fork inherits must be whole.
+TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
+  HeadsMarker m;
+  m.workspace_format = 5;
+  m.heads_format = kManifestFormatVersion;
+  m.source_version = 9;
+  m.head_count = 3;
+  m.baseline_digest = std::string(32, 'a');
+  m.head_digest = std::string(32, 'b');
+  m.migration = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+  ManifestRow row = HeadsMarkerRow(m);
+  EXPECT_EQ(row.object_id, "heads_marker:00000005");
+  row.metadata = WithCommit(row.metadata, m.migration, 10);  // as published
+  Result<HeadsMarker> back = ParseHeadsMarker(row);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->produced_version, 10u);
+  EXPECT_EQ(back->head_digest, m.head_digest);
+  const std::vector<std::pair<std::string, std::string>> broken = {
+      {"\"head_count\":3", "\"head_count\":\"3\""},
+      {"\"heads_format\":7", "\"heads_format\":4"},
+      {"\"source_version\":9", "\"source_version\":10"},
+      {std::string(32, 'a'), std::string(31, 'a')},
+      {"\"migration\":\"", "\"token\":\""}};
+  for (const auto& [from, to] : broken) {
+    ManifestRow bad = row;
+    const size_t at = bad.metadata.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    bad.metadata.replace(at, from.size(), to);
+    Result<HeadsMarker> parsed = ParseHeadsMarker(bad);
+    EXPECT_TRUE(parsed.status().IsDataLoss()) << to;
+    EXPECT_NE(parsed.status().message().find("head row 'heads_marker:00000005' is malformed"),
+              std::string::npos)
+        << parsed.status();
+  }
+  ManifestRow wrong_id = row;
+  wrong_id.object_id = "heads_marker:00000006";
+  EXPECT_TRUE(ParseHeadsMarker(wrong_id).status().IsDataLoss());
+}
+
 }  // namespace
 }  // namespace loam
