@@ -23,35 +23,28 @@ using json = nlohmann::json;
 using testing::Append;
 using testing::EventSchema;
 
-const std::vector<std::string> kBranches = {"", "dev", "dev2", "lazy"};
-
-Status BuildHistory(Workspace& ws) {
-  RETURN_NOT_OK(ws.CreateTable("orders", EventSchema(), {"id"}).status());
-  RETURN_NOT_OK(ws.Write(Append("orders", {1, 2, 3})).status());
-  RETURN_NOT_OK(ws.CreateTable("people", EventSchema(), {}).status());
-  RETURN_NOT_OK(ws.Write(Append("people", {1})).status());
-  RETURN_NOT_OK(ws.SetGrant("orders", "alice", Role::kWriter));
-  RETURN_NOT_OK(ws.SetGrant("orders", "bob", Role::kReader));
-  RETURN_NOT_OK(ws.SetGrant("orders", "bob", std::nullopt));
-  RETURN_NOT_OK(ws.CreateTable("scratch", EventSchema(), {}).status());
-  RETURN_NOT_OK(ws.DropTable("scratch").status());
-  RETURN_NOT_OK(ws.CreateTable("scratch", EventSchema(), {}).status());  // a new identity
-  RETURN_NOT_OK(ws.CreateBranch("dev"));
-  RETURN_NOT_OK(ws.Write(Append("orders", {4, 5}, "dev")).status());  // dev owns a fork
-  RETURN_NOT_OK(ws.RenameTable("people", "persons", "dev").status());
-  RETURN_NOT_OK(ws.DropTable("scratch", "dev").status());
-  RETURN_NOT_OK(ws.CreateBranch("lazy", "dev"));  // never writes: inherits lazily
-  RETURN_NOT_OK(ws.CreateBranch("dev2", "dev"));
-  RETURN_NOT_OK(ws.DropTable("orders", "dev2").status());
-  RETURN_NOT_OK(ws.Write(Append("orders", {6})).status());
-  RETURN_NOT_OK(ws.DropTable("people").status());
-  return Status::OK();
+json Grants(const Snapshot& snap) {
+  json out = json::array();
+  for (const Grant& g : snap.grants) {
+    out.push_back(std::to_string(g.sid) + ":" + g.principal + ":" + std::string(RoleName(g.role)));
+  }
+  return out;
 }
 
-// What a branch reads: table -> rows, the head digest, the log length.
+// Every table of a snapshot: its ids and head version.
+json Tables(const Snapshot& snap) {
+  json out = json::object();
+  for (const auto& [name, t] : snap.tables) {
+    out[name] = {t.def.sid, t.def.inc, t.head.table_version};
+  }
+  return out;
+}
+
+// What a branch reads: table -> rows and ids, grants, the head digest, the
+// log length, and the tables at each of the branch's own versions.
 Result<json> Expectations(const Workspace& ws) {
   json out = json::object();
-  for (const std::string& b : kBranches) {
+  for (const std::string& b : testing::BranchedHistoryBranches()) {
     ASSIGN_OR_RETURN(Snapshot snap, ws.Current(b));
     json tables = json::object();
     for (const auto& [name, t] : snap.tables) {
@@ -63,11 +56,18 @@ Result<json> Expectations(const Workspace& ws) {
     FoldedHeads heads = ReadStoredHeads(ws.manifest(), tip, &problems);
     if (!problems.empty()) return Status::Internal(problems.front());
     ASSIGN_OR_RETURN(std::vector<GraphCommitInfo> log, ws.Log(b));
+    ASSIGN_OR_RETURN(BranchInfo parent, ws.manifest().BranchParent(b));
+    json versions = json::object();
+    for (uint64_t v = b.empty() ? 2 : parent.parent_version + 1; v <= tip.version; ++v) {
+      ASSIGN_OR_RETURN(Snapshot at, ws.SnapshotAt(b, v));
+      versions[std::to_string(v)] = {{"tables", Tables(at)}, {"grants", Grants(at)}};
+    }
     out[b.empty() ? "main" : b] = {{"tables", tables},
-                                   {"grants", snap.grants.size()},
+                                   {"grants", Grants(snap)},
                                    {"head_digest", HeadSetDigest(heads.tables, heads.graphs)},
                                    {"manifest_version", tip.version},
-                                   {"log", log.size()}};
+                                   {"log", log.size()},
+                                   {"versions", versions}};
   }
   return out;
 }
@@ -76,7 +76,7 @@ Status Run(const std::string& dir, const std::string& expectations) {
   auto memory = std::make_shared<MemoryObjectStore>();
   WorkspaceOptions options = testing::TestOptions();
   ASSIGN_OR_RETURN(auto ws, Workspace::Init(memory, "src", options));
-  RETURN_NOT_OK(BuildHistory(*ws));
+  RETURN_NOT_OK(testing::BuildBranchedHistory(*ws));
   ASSIGN_OR_RETURN(json expected, Expectations(*ws));
   // A write that crashed after its table commit: its sidecar stays pending.
   options.failpoint = [](std::string_view at) {

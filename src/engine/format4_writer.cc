@@ -77,8 +77,9 @@ class BranchReplay {
   std::map<uint64_t, std::vector<ManifestRow>> written_;
 };
 
-// Every object of the workspace but its manifest and its stamp; the
-// manifest's refs are copied as they are (the same branch ids).
+// Every object of the workspace but its manifest, its stamp and any
+// migration's records; the manifest's refs are copied as they are (the same
+// branch ids).
 Status CopyObjects(ObjectStore& from, const std::string& from_root, ObjectStore& to,
                    const std::string& to_root, Format4Stats* stats) {
   const std::string prefix = from_root.empty() ? "" : from_root + "/";
@@ -87,7 +88,10 @@ Status CopyObjects(ObjectStore& from, const std::string& from_root, ObjectStore&
   for (const ObjectInfo& o : all) {
     const std::string rel = o.key.substr(prefix.size());
     const bool ref = o.key.starts_with(manifest + "_refs/");
-    if ((o.key.starts_with(manifest) && !ref) || o.key == FormatStampKey(from_root)) continue;
+    if ((o.key.starts_with(manifest) && !ref) || o.key == FormatStampKey(from_root) ||
+        o.key.starts_with(MigrationPrefix(from_root))) {
+      continue;
+    }
     ASSIGN_OR_RETURN(std::string bytes, from.Get(o.key));
     RETURN_NOT_OK(to.Put(Under(to_root, rel), bytes).status());
     stats->objects_copied++;
@@ -128,7 +132,8 @@ Status ReplayBranch(const Manifest& source, const std::string& branch, uint64_t 
   std::map<uint64_t, std::vector<ManifestRow>> by_version;
   for (ManifestRow& r : journal) {
     const uint64_t v = ManifestVersionOf(r);
-    if (v > fork) by_version[v].push_back(std::move(r));
+    if (v == 0) return Status::DataLoss("journal row '" + r.object_id + "' names no version");
+    if (v > fork) by_version[v].push_back(std::move(r));  // older ones: the parent's
   }
   BranchReplay replay(std::move(twin), stats);
   for (uint64_t v = fork + 1; v <= tip.version; ++v) {

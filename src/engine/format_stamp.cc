@@ -101,7 +101,7 @@ Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
   ASSIGN_OR_RETURN(ManifestVersion main, manifest.Current(""));
   // Every publish since format 5 of the head directory writes one; a version
   // past the first without any is the journal-only predecessor.
-  if (main.version > 1 && main.dir.files.empty()) {
+  if (IsJournalOnly(main)) {
     f.found = FoundFormat::kJournalOnly;
   } else {
     f.found = FoundFormat::kUnstampedHeads;

@@ -51,12 +51,13 @@ Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const T
   return def;
 }
 
-std::vector<ManifestRow> GrantsFromJournal(const HeadsInspection& in) {
+std::vector<ManifestRow> GrantsFromJournal(const std::vector<ManifestRow>& journal,
+                                           const FoldedHeads& folded) {
   std::map<std::pair<int64_t, std::string>, Role> grants;
-  for (const ManifestRow& r : in.journal) {
+  for (const ManifestRow& r : journal) {
     if (r.object_type != object_type::kTableGrant || !r.stable_table_id) continue;
-    auto head = in.folded.tables.find(*r.stable_table_id);
-    if (head == in.folded.tables.end() || head->second.state != HeadState::kLive ||
+    auto head = folded.tables.find(*r.stable_table_id);
+    if (head == folded.tables.end() || head->second.state != HeadState::kLive ||
         head->second.inc != r.incarnation_id) {
       continue;
     }

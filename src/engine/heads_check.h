@@ -22,6 +22,7 @@ Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const T
 // table_grant journal rows replayed in order onto the live identities (a
 // later row for a principal replaces an earlier one; a row without a role
 // revokes).
-std::vector<ManifestRow> GrantsFromJournal(const HeadsInspection& in);
+std::vector<ManifestRow> GrantsFromJournal(const std::vector<ManifestRow>& journal,
+                                           const FoldedHeads& folded);
 
 }  // namespace loam

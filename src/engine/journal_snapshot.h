@@ -8,11 +8,7 @@
 
 namespace loam {
 
-// True for a version that holds journal rows but no head directory files:
-// only versions a migration converted from format 4 are like that.
-inline bool IsJournalOnly(const ManifestVersion& v) { return v.version > 1 && v.dir.files.empty(); }
-
-// The snapshot of a journal-only version: heads folded from its journal,
+// The snapshot of a journal-only version (IsJournalOnly): heads folded from its journal,
 // definitions rebuilt from its schema rows, grants from its grant rows.
 // DataLoss when the journal cannot give a live table its definition.
 Result<Snapshot> SnapshotFromJournal(const Manifest& manifest, const ManifestVersion& v);

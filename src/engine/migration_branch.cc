@@ -33,7 +33,8 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
       std::any_of(in.catalog.begin(), in.catalog.end(),
                   [](const ManifestRow& r) { return r.object_type == object_type::kTableDef; });
   if (!had_catalog) {
-    for (ManifestRow& g : GrantsFromJournal(in)) plan.upserts.push_back(std::move(g));
+    for (ManifestRow& g : GrantsFromJournal(in.journal, in.folded))
+      plan.upserts.push_back(std::move(g));
   }
   for (const auto& [sid, h] : in.folded.tables) plan.journal.push_back(HeadBaselineRow(h));
   HeadsMarker marker;

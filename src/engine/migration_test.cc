@@ -21,7 +21,7 @@ using testing::EventSchema;
 using testing::ExpectHeadsMatchFold;
 using testing::RowsOf;
 
-const std::vector<std::string> kBranches = {"", "dev", "dev2", "lazy"};
+const std::vector<std::string>& kBranches = testing::BranchedHistoryBranches();
 
 // What a branch looks like from outside: its current state, data and log.
 struct BranchState {
@@ -46,30 +46,6 @@ BranchState Capture(const Workspace& ws, const std::string& branch) {
   s.grants = snap.grants;
   for (const GraphCommitInfo& c : ws.Log(branch).value()) s.log.push_back(c.id);
   return s;
-}
-
-// Main, an owned fork (dev), a branch of a branch with a drop (dev2), a
-// branch that never wrote (lazy); renames, drops, a recreated name, grants.
-void BuildHistory(Workspace& ws) {
-  ASSERT_TRUE(ws.CreateTable("orders", EventSchema(), {"id"}).ok());
-  ASSERT_TRUE(ws.Write(Append("orders", {1, 2, 3})).ok());
-  ASSERT_TRUE(ws.CreateTable("people", EventSchema(), {}).ok());
-  ASSERT_TRUE(ws.Write(Append("people", {1})).ok());
-  ASSERT_TRUE(ws.SetGrant("orders", "alice", Role::kWriter).ok());
-  ASSERT_TRUE(ws.SetGrant("orders", "bob", Role::kReader).ok());
-  ASSERT_TRUE(ws.SetGrant("orders", "bob", std::nullopt).ok());
-  ASSERT_TRUE(ws.CreateTable("scratch", EventSchema(), {}).ok());
-  ASSERT_TRUE(ws.DropTable("scratch").ok());
-  ASSERT_TRUE(ws.CreateTable("scratch", EventSchema(), {}).ok());  // a new identity
-  ASSERT_TRUE(ws.CreateBranch("dev").ok());
-  ASSERT_TRUE(ws.Write(Append("orders", {4, 5}, "dev")).ok());
-  ASSERT_TRUE(ws.RenameTable("people", "persons", "dev").ok());
-  ASSERT_TRUE(ws.DropTable("scratch", "dev").ok());
-  ASSERT_TRUE(ws.CreateBranch("lazy", "dev").ok());
-  ASSERT_TRUE(ws.CreateBranch("dev2", "dev").ok());
-  ASSERT_TRUE(ws.DropTable("orders", "dev2").ok());
-  ASSERT_TRUE(ws.Write(Append("orders", {6})).ok());
-  ASSERT_TRUE(ws.DropTable("people").ok());
 }
 
 // Fails the `nth` call at `point` (counting from 1), as a crash there would.
@@ -97,7 +73,7 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
     const bool v4 = GetParam() == Source::kFormat4;
     const std::string at = v4 ? "src" : "ws";
     auto ws = Workspace::Init(store_, at, testing::TestOptions()).value();
-    BuildHistory(*ws);
+    ASSERT_TRUE(testing::BuildBranchedHistory(*ws).ok());
     for (const std::string& b : kBranches) before_[b] = Capture(*ws, b);
     if (!v4) {
       // What a Loam from before the stamp left: the same objects, no stamp.
@@ -280,15 +256,17 @@ TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
 }
 
 // A crash at every failpoint (and at the second and fourth branch's
-// commits): the workspace stays refused and unstamped until a takeover
-// finishes, which converges on the same result.
+// commits; on format 4 also inside the barrier's roll-back): the workspace
+// stays refused and unstamped until a takeover finishes, which converges on
+// the same result.
 TEST_P(MigrationTest, ACrashAnywhereResumesAndConverges) {
-  const std::vector<std::pair<std::string, int>> points = {
+  std::vector<std::pair<std::string, int>> points = {
       {"migrate.after_claim", 1},          {"migrate.before_branch_commit", 1},
       {"migrate.after_branch_commit", 1},  {"migrate.after_branch", 1},
       {"migrate.before_branch_commit", 2}, {"migrate.after_branch_commit", 4},
       {"migrate.after_branch", 4},         {"migrate.before_stamp", 1},
       {"migrate.after_stamp", 1}};
+  if (Format4()) points.push_back({"recovery.after_restore", 1});  // inside the barrier
   for (const auto& [point, nth] : points) {
     SCOPED_TRACE(point + " #" + std::to_string(nth));
     SetUp();  // a fresh workspace to migrate
@@ -430,6 +408,14 @@ TEST_P(MigrationTest, APendingWriteIsSettledBeforeAnyTipIsPinned) {
   EXPECT_EQ(r->recovery.rolled_back, Format4() ? 1 : 0);
   auto ws = Open().value();
   EXPECT_EQ(RowsOf(*ws, "orders", "dev"), before_["dev"].rows["orders"] + (Format4() ? 0 : 2));
+  if (Format4()) {  // the fork itself was restored to the version its head names
+    const TableHead head = ws->Current("dev").value().Find("orders")->head;
+    OpenSpec fork;
+    fork.branch = head.owner_ref;
+    Dataset latest = Dataset::Open(store_, "ws/" + head.location, fork).value();
+    EXPECT_EQ(latest.state().txn.op, OpType::kRestore);
+    EXPECT_EQ(static_cast<int64_t>(latest.state().txn.restore_version), head.table_version);
+  }
   EXPECT_EQ(ws->PendingSidecars().value(), 0);
   for (const std::string& b : kBranches) ExpectHeadsMatchFold(*ws, b);
   // The next write on the rolled-back table lands on the head's content.
@@ -448,6 +434,30 @@ TEST_P(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
   ExpectHeadsMatchFold(*ws, "later");
   EXPECT_EQ(RowsOf(*ws, "orders", "later"), before_["dev"].rows["orders"] + 1);
   EXPECT_EQ(Capture(*ws, "dev"), before_["dev"]);
+}
+
+// On format 4 a write that crashed after its publish is finished, not
+// undone: the fold holds its commit.
+TEST(Format4BarrierTest, AWriteTheJournalHoldsIsFinishedNotUndone) {
+  auto store = testing::NewTestStore();
+  auto ws = Workspace::Init(store, "src", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
+  WorkspaceOptions o = testing::TestOptions();
+  o.recover_on_open = false;
+  o.failpoint = CrashAt(std::string(failpoint::kAfterPublish));
+  auto crashing = Workspace::Open(store, "src", o).value();
+  ASSERT_FALSE(crashing->Write(Append("orders", {1, 2})).ok());
+  ASSERT_EQ(crashing->PendingSidecars().value(), 1);
+  ASSERT_TRUE(
+      testing::WriteFormat4(*store, "src", store, "ws", testing::TestOptions().manifest.dataset)
+          .ok());
+  Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->recovery.already_published, 1);
+  EXPECT_EQ(r->recovery.rolled_back, 0);
+  auto migrated = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  EXPECT_EQ(RowsOf(*migrated, "orders"), 2);
+  EXPECT_EQ(migrated->PendingSidecars().value(), 0);
 }
 
 // A fork inherits the source's marker; a damaged one is refused there, once,
@@ -472,8 +482,8 @@ TEST(InheritedMarkerTest, AForkOfABranchWithADamagedMarkerIsRefused) {
   Status s = ws->CreateBranch("dev");
   EXPECT_EQ(s.code(), StatusCode::kDataLoss);
   EXPECT_EQ(s.message(),
-            "the heads marker of branch 'main' is damaged (head row 'heads_marker:00000005' is "
-            "malformed: source_version is missing); run 'loam heads verify'");
+            "the heads marker of branch 'main' is damaged (heads marker 'heads_marker:00000005' "
+            "is malformed: source_version is missing); run 'loam heads verify'");
   EXPECT_TRUE(ws->ListBranches().value().empty());
   // heads verify names it too.
   HeadsReport report = ws->VerifyHeads().value();
@@ -483,15 +493,6 @@ TEST(InheritedMarkerTest, AForkOfABranchWithADamagedMarkerIsRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Sources, MigrationTest,
                          ::testing::Values(Source::kUnstampedHeads, Source::kFormat4), SourceName);
-
-// The definition as the journal records it (TableDef's other fields are
-// the catalog's own).
-std::string Described(const TableDef& d) {
-  std::string keys;
-  for (const std::string& k : d.keys) keys += k + ",";
-  return d.name + " inc " + std::to_string(d.inc) + " schema " + d.SchemaHash() + " v" +
-         std::to_string(d.schema_version) + " keys " + keys;
-}
 
 // Time travel after migration: every version of every branch reads the same
 // from format 4's journal-only versions (folded) as from the heads the same
@@ -512,7 +513,7 @@ void ExpectSameHistory(const std::shared_ptr<ObjectStore>& store,
         const TableState* g = got->Find(name);
         ASSERT_NE(g, nullptr) << name;
         EXPECT_EQ(g->head, t.head);
-        EXPECT_EQ(Described(g->def), Described(t.def));
+        EXPECT_EQ(g->def, t.def);
       }
       EXPECT_EQ(got->grants, want.grants);
       EXPECT_EQ(got->graph_head, want.graph_head);

@@ -1,7 +1,9 @@
 // Recovery of write sidecars (DESIGN.md "Write protocol"): a sidecar left by
 // a crashed write is rolled forward when its table effect is confirmed and
 // the head still expects it, otherwise rolled back; both publish as actor
-// "loam:recovery", and both are idempotent.
+// "loam:recovery", and both are idempotent. The migration's barrier on a
+// journal-only workspace (RecoverAgainstJournal) judges by the journal's
+// fold and only rolls back, publishing nothing.
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
@@ -30,7 +32,7 @@ Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
     if (it == heads_of->end()) {
       ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
       FoldedHeads found;
-      if (v.dir.files.empty()) {
+      if (v.dir.files.empty()) {  // no heads to read: a journal-only version
         ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch, v.version));
         ASSIGN_OR_RETURN(found, FoldJournal(journal));
       } else {

@@ -2,7 +2,6 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
-#include <tuple>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -617,120 +616,6 @@ Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::str
   s.owner_branch = branch;
   return PublishTableChange(s, t->head, static_cast<int64_t>(fork.version()),
                             t->head.row_count.value_or(0), NewUlidString(), options_.actor, "", "");
-}
-
-// --- branches ------------------------------------------------------------------------------
-
-Status Workspace::CreateBranch(const std::string& name, const std::string& from,
-                               std::optional<uint64_t> version) {
-  RETURN_NOT_OK(ValidateRefName("branch", name));
-  uint64_t at = 0;
-  if (version) {
-    at = *version;
-  } else {
-    ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(from));
-    at = v.version;
-  }
-  // A branch of a migrated one inherits its heads marker: checked here, once
-  // (journal rows never change), not on every read.
-  ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
-                   manifest_->FindJournalRow(from, HeadsMarkerId(kWorkspaceFormat)));
-  if (row) {
-    const std::string source = "branch '" + (from.empty() ? std::string("main") : from) + "'";
-    Result<HeadsMarker> marker = ParseHeadsMarker(*row);
-    if (!marker.ok()) {
-      return Status::DataLoss("the heads marker of " + source + " is damaged (" +
-                              marker.status().message() + "); run 'loam heads verify'");
-    }
-    // Before the migration commit the manifest has no complete heads.
-    if (at < marker->produced_version) {
-      return Status::FailedPrecondition("manifest version " + std::to_string(at) + " of " + source +
-                                        " predates its migration to workspace format " +
-                                        std::to_string(kWorkspaceFormat) + " (at version " +
-                                        std::to_string(marker->produced_version) +
-                                        "); fork from that version or later")
-          .WithErrorCode(ErrorCode::kPreconditionFailed);
-    }
-  }
-  return manifest_->CreateBranch(name, from, at);
-}
-
-Status Workspace::DeleteBranch(const std::string& name) { return manifest_->DeleteBranch(name); }
-
-Result<std::vector<std::string>> Workspace::ListBranches() const {
-  return manifest_->ListBranches();
-}
-
-// --- history -----------------------------------------------------------------------------------
-
-Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) const {
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
-  std::vector<GraphCommitInfo> out;
-  for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
-    if (it->object_type != object_type::kGraphCommit) continue;
-    json meta = json::parse(it->metadata, nullptr, /*allow_exceptions=*/false);
-    GraphCommitInfo c;
-    c.id = it->object_id.substr(GraphCommitId("").size());
-    c.branch = it->table_branch.value_or("");
-    c.manifest_version = it->table_version.value_or(0);
-    if (meta.is_object()) {
-      const json parents = meta.value("parents", json::array());
-      for (const json& p : parents) {
-        if (p.is_string()) c.parents.push_back(p.get<std::string>());
-      }
-      if (meta.contains("actor") && meta["actor"].is_string()) c.actor = meta["actor"];
-      if (meta.contains("run_id") && meta["run_id"].is_string()) c.run_id = meta["run_id"];
-      if (meta.contains("created_at") && meta["created_at"].is_number_integer()) {
-        c.created_micros = meta["created_at"];
-      }
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
-Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& table,
-                                                          const std::string& branch) const {
-  ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
-  const TableState* t = snap.Find(table);
-  if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
-  std::map<std::string, std::pair<std::string, int64_t>> commits;  // id -> actor, created
-  for (const ManifestRow& r : journal) {
-    if (r.object_type != object_type::kGraphCommit) continue;
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
-    if (!meta.is_object()) continue;
-    commits[r.object_id.substr(GraphCommitId("").size())] = {meta.value("actor", ""),
-                                                             meta.value("created_at", int64_t{0})};
-  }
-  std::vector<TableHistoryEntry> out;
-  for (const ManifestRow& r : journal) {
-    if (r.stable_table_id != t->def.sid || r.incarnation_id != t->def.inc) continue;
-    if (r.object_type == object_type::kHeadBaseline) continue;  // migration's, not an event
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
-    TableHistoryEntry e;
-    e.event = r.object_type;
-    e.object_id = r.object_id;
-    e.table_key = r.table_key;
-    e.table_version = r.table_version.value_or(0);
-    e.owner_branch = r.table_branch.value_or("");
-    e.row_count = r.row_count;
-    if (meta.is_object() && meta.contains("commit") && meta["commit"].is_string()) {
-      e.commit_id = meta["commit"];
-    }
-    if (auto c = commits.find(e.commit_id); c != commits.end()) {
-      std::tie(e.actor, e.created_micros) = c->second;
-    }
-    if (meta.is_object() && r.object_type == object_type::kTableGrant) {
-      const json role = meta.value("role", json(nullptr));
-      e.detail = meta.value("principal", "") + ": " +
-                 (role.is_string() ? role.get<std::string>() : std::string("revoked"));
-    } else if (meta.is_object() && r.object_type == object_type::kTableRename) {
-      e.detail = meta.value("old", "") + " -> " + meta.value("new", "");
-    }
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 }  // namespace loam

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "engine/workspace.h"
 #include "io/memory_object_store.h"
 
@@ -37,6 +38,36 @@ inline WorkspaceOptions TestOptions() {
   o.manifest.cache_bytes = 0;
   o.system_actor = true;
   return o;
+}
+
+// A history with every shape migration must keep: main; an owned fork (dev);
+// a branch of a branch with a drop (dev2); a branch that never wrote (lazy);
+// a rename; tombstones on three branches; a name dropped and created again
+// (a new identity); grants set and revoked.
+inline const std::vector<std::string>& BranchedHistoryBranches() {
+  static const std::vector<std::string> branches = {"", "dev", "dev2", "lazy"};
+  return branches;
+}
+inline Status BuildBranchedHistory(Workspace& ws) {
+  RETURN_NOT_OK(ws.CreateTable("orders", EventSchema(), {"id"}).status());
+  RETURN_NOT_OK(ws.Write(Append("orders", {1, 2, 3})).status());
+  RETURN_NOT_OK(ws.CreateTable("people", EventSchema(), {}).status());
+  RETURN_NOT_OK(ws.Write(Append("people", {1})).status());
+  RETURN_NOT_OK(ws.SetGrant("orders", "alice", Role::kWriter));
+  RETURN_NOT_OK(ws.SetGrant("orders", "bob", Role::kReader));
+  RETURN_NOT_OK(ws.SetGrant("orders", "bob", std::nullopt));
+  RETURN_NOT_OK(ws.CreateTable("scratch", EventSchema(), {}).status());
+  RETURN_NOT_OK(ws.DropTable("scratch").status());
+  RETURN_NOT_OK(ws.CreateTable("scratch", EventSchema(), {}).status());  // a new identity
+  RETURN_NOT_OK(ws.CreateBranch("dev"));
+  RETURN_NOT_OK(ws.Write(Append("orders", {4, 5}, "dev")).status());  // dev owns a fork
+  RETURN_NOT_OK(ws.RenameTable("people", "persons", "dev").status());
+  RETURN_NOT_OK(ws.DropTable("scratch", "dev").status());
+  RETURN_NOT_OK(ws.CreateBranch("lazy", "dev"));  // never writes: inherits lazily
+  RETURN_NOT_OK(ws.CreateBranch("dev2", "dev"));
+  RETURN_NOT_OK(ws.DropTable("orders", "dev2").status());
+  RETURN_NOT_OK(ws.Write(Append("orders", {6})).status());
+  return ws.DropTable("people").status();
 }
 
 // Live row count of `table` on `branch`, read through its head.

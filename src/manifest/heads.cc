@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
-#include "common/status_macros.h"
 #include "manifest/directory.h"
 
 namespace loam {
@@ -152,13 +151,17 @@ ManifestRow HeadsMarkerRow(const HeadsMarker& m) {
 }
 
 Result<HeadsMarker> ParseHeadsMarker(const ManifestRow& row) {
-  if (row.object_type != object_type::kHeadsMarker) return Malformed(row, "not a heads marker");
-  ASSIGN_OR_RETURN(json j, ParseObject(row));
+  auto bad = [&row](const std::string& why) {
+    return Status::DataLoss("heads marker '" + row.object_id + "' is malformed: " + why);
+  };
+  if (row.object_type != object_type::kHeadsMarker) return bad("not a heads marker");
+  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return bad("metadata is not a JSON object");
   for (const char* k : {"workspace_format", "heads_format", "source_version", "head_count"}) {
-    if (!HasInt(j, k)) return Malformed(row, std::string(k) + " is missing");
+    if (!HasInt(j, k)) return bad(std::string(k) + " is missing");
   }
   for (const char* k : {"baseline_digest", "head_digest", "migration"}) {
-    if (!HasString(j, k)) return Malformed(row, std::string(k) + " is missing");
+    if (!HasString(j, k)) return bad(std::string(k) + " is missing");
   }
   HeadsMarker m;
   m.workspace_format = j["workspace_format"].get<int>();
@@ -173,18 +176,17 @@ Result<HeadsMarker> ParseHeadsMarker(const ManifestRow& row) {
     return d.size() == 32 && d.find_first_not_of("0123456789abcdef") == std::string::npos;
   };
   if (row.object_id != HeadsMarkerId(m.workspace_format)) {
-    return Malformed(row, "id disagrees with its workspace format");
+    return bad("id disagrees with its workspace format");
   }
   if (m.heads_format < kOldestManifestFormat || m.heads_format > kManifestFormatVersion) {
-    return Malformed(row, "heads format " + std::to_string(m.heads_format) + " is unknown");
+    return bad("heads format " + std::to_string(m.heads_format) + " is unknown");
   }
   if (m.source_version == 0 || m.source_version >= m.produced_version) {
-    return Malformed(row, "source version " + std::to_string(m.source_version) +
-                              " is not before its commit, version " +
-                              std::to_string(m.produced_version));
+    return bad("source version " + std::to_string(m.source_version) +
+               " is not before its commit, version " + std::to_string(m.produced_version));
   }
   if (m.head_count < 0 || !hex32(m.baseline_digest) || !hex32(m.head_digest)) {
-    return Malformed(row, "its count or a digest is malformed");
+    return bad("its count or a digest is malformed");
   }
   return m;
 }

@@ -52,6 +52,12 @@ struct ManifestVersion {
   HeadDirectory dir;
 };
 
+// A version past the first without head directory files: a journal-only
+// (format 4) version, whose state is the fold of its journal. After a
+// migration only versions from before it look like this (a version holding
+// nothing at all would too, and folds to the same nothing).
+inline bool IsJournalOnly(const ManifestVersion& v) { return v.version > 1 && v.dir.files.empty(); }
+
 struct ManifestReadStats {
   int partition_files_read = 0;  // fetched from the store (not the cache)
   int rows_decoded = 0;          // mutable rows turned into ManifestRow values

@@ -98,7 +98,7 @@ TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
     bad.metadata.replace(at, from.size(), to);
     Result<HeadsMarker> parsed = ParseHeadsMarker(bad);
     EXPECT_TRUE(parsed.status().IsDataLoss()) << to;
-    EXPECT_NE(parsed.status().message().find("head row 'heads_marker:00000005' is malformed"),
+    EXPECT_NE(parsed.status().message().find("heads marker 'heads_marker:00000005' is malformed"),
               std::string::npos)
         << parsed.status();
   }
