@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "engine/format4_fixture.h"
 #include "engine/migration.h"
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
@@ -137,22 +138,6 @@ class CompatFormatFourTest : public ::testing::Test {
   nlohmann::json expected_;
 };
 
-nlohmann::json Grants(const Snapshot& snap) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const Grant& g : snap.grants) {
-    out.push_back(std::to_string(g.sid) + ":" + g.principal + ":" + std::string(RoleName(g.role)));
-  }
-  return out;
-}
-
-nlohmann::json Tables(const Snapshot& snap) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, t] : snap.tables) {
-    out[name] = {t.def.sid, t.def.inc, t.head.table_version};
-  }
-  return out;
-}
-
 TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
   Result<std::shared_ptr<Workspace>> refused = Workspace::Open(store_, "", testing::TestOptions());
   EXPECT_EQ(refused.status().error_code(), ErrorCode::kMigrationRequired);
@@ -177,7 +162,7 @@ TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
                        {"inc", t.def.inc}};
     }
     EXPECT_EQ(tables, want["tables"]);
-    EXPECT_EQ(Grants(snap), want["grants"]);
+    EXPECT_EQ(testing::FixtureGrants(snap), want["grants"]);
     EXPECT_EQ(ws->Log(branch).value().size(), want["log"].get<size_t>());
     // The heads published are byte for byte the ones the same history wrote.
     ManifestVersion tip = ws->manifest().Current(branch).value();
@@ -190,8 +175,8 @@ TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
     for (const auto& [version, at] : want["versions"].items()) {
       SCOPED_TRACE("version " + version);
       Snapshot then = ws->SnapshotAt(branch, std::stoull(version)).value();
-      EXPECT_EQ(Tables(then), at["tables"]);
-      EXPECT_EQ(Grants(then), at["grants"]);
+      EXPECT_EQ(testing::FixtureTables(then), at["tables"]);
+      EXPECT_EQ(testing::FixtureGrants(then), at["grants"]);
     }
   }
   // The crashed write's fork was restored to the version its head names.

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status_macros.h"
+#include "engine/format4_fixture.h"
 #include "engine/format4_writer.h"
 #include "engine/workspace_test_util.h"
 #include "io/local_object_store.h"
@@ -22,23 +23,6 @@ namespace {
 using json = nlohmann::json;
 using testing::Append;
 using testing::EventSchema;
-
-json Grants(const Snapshot& snap) {
-  json out = json::array();
-  for (const Grant& g : snap.grants) {
-    out.push_back(std::to_string(g.sid) + ":" + g.principal + ":" + std::string(RoleName(g.role)));
-  }
-  return out;
-}
-
-// Every table of a snapshot: its ids and head version.
-json Tables(const Snapshot& snap) {
-  json out = json::object();
-  for (const auto& [name, t] : snap.tables) {
-    out[name] = {t.def.sid, t.def.inc, t.head.table_version};
-  }
-  return out;
-}
 
 // What a branch reads: table -> rows and ids, grants, the head digest, the
 // log length, and the tables at each of the branch's own versions.
@@ -60,10 +44,11 @@ Result<json> Expectations(const Workspace& ws) {
     json versions = json::object();
     for (uint64_t v = b.empty() ? 2 : parent.parent_version + 1; v <= tip.version; ++v) {
       ASSIGN_OR_RETURN(Snapshot at, ws.SnapshotAt(b, v));
-      versions[std::to_string(v)] = {{"tables", Tables(at)}, {"grants", Grants(at)}};
+      versions[std::to_string(v)] = {{"tables", testing::FixtureTables(at)},
+                                     {"grants", testing::FixtureGrants(at)}};
     }
     out[b.empty() ? "main" : b] = {{"tables", tables},
-                                   {"grants", Grants(snap)},
+                                   {"grants", testing::FixtureGrants(snap)},
                                    {"head_digest", HeadSetDigest(heads.tables, heads.graphs)},
                                    {"manifest_version", tip.version},
                                    {"log", log.size()},
