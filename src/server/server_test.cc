@@ -484,6 +484,48 @@ TEST_F(ApiTest, OverloadIs429WithRetryAfterAndCreatesNothing) {
       << metrics.body;
 }
 
+// A crowd refused for want of room is told successive times, and let in in
+// the order it was refused: a newcomer does not take the room a refused
+// client was told to come back for.
+TEST_F(ApiTest, RefusedClientsAreToldSuccessiveTimesAndLetInInTheirOrder) {
+  config_.workers = 0;  // runs stay queued until a worker is asked
+  config_.limits.max_queued_runs = 1;
+  const std::string pipeline = MakePipeline();
+  const auto body = [&](int id) {
+    const std::string csv = "id,amount,note\n" + std::to_string(id) + ",1.00,a\n";
+    return json{{"uploads", {Upload(pipeline, csv)}}}.dump();
+  };
+  ASSERT_EQ(Submit(pipeline, "queued", body(1)).status, 202);
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 3; ++i) {
+    bodies.push_back(body(10 + i));
+    HttpResult refused = Submit(pipeline, "crowd" + std::to_string(i), bodies.back());
+    ASSERT_EQ(refused.status, 429) << refused.body;
+    EXPECT_EQ(refused.Json()["limit"], "maxQueuedRuns");
+    // No run measured yet: a run is taken to last 1 s, and each client
+    // waits for the queued run and for every client refused before it.
+    EXPECT_EQ(refused.Header("retry-after"), std::to_string(i + 1)) << refused.body;
+  }
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  // The queue is empty now, but the three refused clients stand ahead of a
+  // newcomer. (The run just finished is measured: the waits are priced
+  // from it from here on.)
+  const auto detail = [](const HttpResult& r) { return r.Json()["detail"].get<std::string>(); };
+  HttpResult newcomer = Submit(pipeline, "newcomer", body(20));
+  ASSERT_EQ(newcomer.status, 429) << newcomer.body;
+  EXPECT_NE(detail(newcomer).find("0 runs are queued and 3 refused before it"), std::string::npos)
+      << newcomer.body;
+  EXPECT_EQ(
+      Call("ada", "GET", "/v1/runs?idempotencyKey=newcomer", "/v1/runs").Json()["runs"].size(), 0u);
+  HttpResult first = Submit(pipeline, "crowd0", bodies[0]);
+  EXPECT_EQ(first.status, 202) << first.body;
+  HttpResult second = Submit(pipeline, "crowd1", bodies[1]);
+  ASSERT_EQ(second.status, 429) << second.body;
+  // Next in line: only the run just admitted is ahead of it.
+  EXPECT_NE(detail(second).find("1 runs are queued (at most 1)"), std::string::npos) << second.body;
+}
+
 TEST_F(ApiTest, CancelAndRevertRuns) {
   config_.workers = 0;  // runs stay queued until a worker is asked
   const std::string pipeline = MakePipeline();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/status_macros.h"
+
 namespace loam::service {
 namespace {
 
@@ -24,12 +26,37 @@ Admission::Admission(ServiceLimits limits, Clock* clock, int workers)
 
 double Admission::BytesPerSecond() const {
   std::lock_guard lock(mu_);
-  return bytes_per_second_ > 0 ? bytes_per_second_ : kDefaultBytesPerSecond;
+  return BytesPerSecondLocked();
 }
 
 double Admission::MeanRunMicros() const {
   std::lock_guard lock(mu_);
+  return MeanRunMicrosLocked();
+}
+
+double Admission::QueueWaitMicros(const QueueLoad& load) const {
+  std::lock_guard lock(mu_);
+  return QueueWaitMicrosLocked(load);
+}
+
+size_t Admission::Waiting() const {
+  std::lock_guard lock(mu_);
+  return line_.size();
+}
+
+double Admission::BytesPerSecondLocked() const {
+  return bytes_per_second_ > 0 ? bytes_per_second_ : kDefaultBytesPerSecond;
+}
+
+double Admission::MeanRunMicrosLocked() const {
   return mean_run_micros_ > 0 ? mean_run_micros_ : kDefaultRunMicros;
+}
+
+double Admission::QueueWaitMicrosLocked(const QueueLoad& load) const {
+  const double per_run = small_run_micros_ > 0 ? small_run_micros_ : kDefaultRunMicros;
+  return (static_cast<double>(load.runs) * per_run +
+          static_cast<double>(load.bytes) / BytesPerSecondLocked() * 1e6) /
+         workers_;
 }
 
 void Admission::RecordRun(int64_t bytes, int64_t micros) {
@@ -47,22 +74,14 @@ void Admission::RecordRun(int64_t bytes, int64_t micros) {
   mean_run_micros_ = ewma(mean_run_micros_, static_cast<double>(micros));
 }
 
-double Admission::QueueWaitMicros(const QueueLoad& load) const {
-  double per_run;
-  {
-    std::lock_guard lock(mu_);
-    per_run = small_run_micros_ > 0 ? small_run_micros_ : kDefaultRunMicros;
-  }
-  return (static_cast<double>(load.runs) * per_run +
-          static_cast<double>(load.bytes) / BytesPerSecond() * 1e6) /
-         workers_;
+int64_t Admission::RetryAfterMillis(double wait_micros) const {
+  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(wait_micros / 1000)),
+                             limits_.retry_after_min_millis, limits_.retry_after_max_millis);
 }
 
 Status Admission::Refuse(const std::string& limit, double wait_micros,
                          const std::string& why) const {
-  const int64_t millis =
-      std::clamp<int64_t>(static_cast<int64_t>(std::ceil(wait_micros / 1000)),
-                          limits_.retry_after_min_millis, limits_.retry_after_max_millis);
+  const int64_t millis = RetryAfterMillis(wait_micros);
   return Status::ResourceExhausted("overloaded (" + limit + "): " + why +
                                    "; nothing was created: " +
                                    "repeat the same request with the same idempotency key after " +
@@ -72,12 +91,50 @@ Status Admission::Refuse(const std::string& limit, double wait_micros,
       .WithDetail("retryAfterMillis", std::to_string(millis));
 }
 
-Status Admission::Admit(const std::string& principal, const std::string& pipeline_id, int64_t bytes,
-                        int64_t max_concurrent, const QueueLoad& load) {
+Status Admission::CheckRoom(const std::string& holder, int64_t bytes, const QueueLoad& load,
+                            int64_t now) {
+  // The queue as this request finds it: what is queued, then the requests
+  // refused before it that have not come back yet.
+  const WaitingLine::Ahead ahead = line_.AheadOf(holder, now);
+  QueueLoad seen = load;
+  seen.runs += ahead.runs;
+  seen.bytes += ahead.bytes;
+  const std::string waiting =
+      ahead.runs == 0 ? "" : " and " + std::to_string(ahead.runs) + " refused before it";
+  // A process without workers measures no runs: it cannot estimate the wait.
+  const double queued = QueueWaitMicrosLocked(seen);
+  const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
+  Status refused;
+  double wait = 0;
+  if (seen.runs >= limits_.max_queued_runs) {
+    wait = static_cast<double>(seen.runs - limits_.max_queued_runs + 1) * MeanRunMicrosLocked() /
+           workers_;
+    refused = Refuse("maxQueuedRuns", wait,
+                     std::to_string(load.runs) + " runs are queued" + waiting + " (at most " +
+                         std::to_string(limits_.max_queued_runs) + ")");
+  } else if (seen.bytes + bytes > limits_.max_queued_bytes) {
+    wait = static_cast<double>(seen.bytes + bytes - limits_.max_queued_bytes) /
+           BytesPerSecondLocked() * 1e6;
+    refused = Refuse("maxQueuedBytes", wait,
+                     std::to_string(load.bytes) + " bytes are queued" + waiting + " (at most " +
+                         std::to_string(limits_.max_queued_bytes) + " with this run's " +
+                         std::to_string(bytes) + ")");
+  } else if (measures_runs_ && limits_.max_queue_wait_seconds > 0 && queued > max_wait) {
+    wait = queued - max_wait;
+    refused =
+        Refuse("maxQueueWait", wait,
+               "a new run would wait about " + std::to_string(std::lround(queued / 1e6)) +
+                   " s for the " + std::to_string(load.runs) + " runs queued ahead" + waiting +
+                   " (at most " + std::to_string(limits_.max_queue_wait_seconds) + " s)");
+  }
+  if (!refused.ok()) line_.Refused(holder, bytes, now + RetryAfterMillis(wait) * 1000);
+  return refused;
+}
+
+Status Admission::Admit(const std::string& principal, const std::string& key,
+                        const std::string& pipeline_id, int64_t bytes, int64_t max_concurrent,
+                        const QueueLoad& load) {
   const int64_t now = clock_->NowMicros();
-  const double rate = BytesPerSecond();
-  const double run_micros = MeanRunMicros();
-  const double wait = QueueWaitMicros(load);
   std::lock_guard lock(mu_);
   // Request rate per principal: a token bucket.
   Bucket& b = buckets_[principal];
@@ -92,32 +149,13 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
                   "principal '" + principal + "' sends more than " +
                       std::to_string(limits_.principal_requests_per_second) + " requests/s");
   }
-  if (load.runs >= limits_.max_queued_runs) {
-    const double drain =
-        static_cast<double>(load.runs - limits_.max_queued_runs + 1) * run_micros / workers_;
-    return Refuse("maxQueuedRuns", drain,
-                  std::to_string(load.runs) + " runs are queued (at most " +
-                      std::to_string(limits_.max_queued_runs) + ")");
-  }
-  if (load.bytes + bytes > limits_.max_queued_bytes) {
-    const double excess = static_cast<double>(load.bytes + bytes - limits_.max_queued_bytes);
-    return Refuse("maxQueuedBytes", excess / rate * 1e6,
-                  std::to_string(load.bytes) + " bytes are queued (at most " +
-                      std::to_string(limits_.max_queued_bytes) + " with this run's " +
-                      std::to_string(bytes) + ")");
-  }
-  const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
-  // A process without workers measures no runs: it cannot estimate the wait.
-  if (measures_runs_ && limits_.max_queue_wait_seconds > 0 && wait > max_wait) {
-    return Refuse("maxQueueWait", wait - max_wait,
-                  "a new run would wait about " + std::to_string(std::lround(wait / 1e6)) +
-                      " s for the " + std::to_string(load.runs) + " runs queued ahead (at most " +
-                      std::to_string(limits_.max_queue_wait_seconds) + " s)");
-  }
+  // Keys are printable ASCII: the NUL makes the pair unambiguous.
+  const std::string holder = principal + '\0' + key;
+  RETURN_NOT_OK(CheckRoom(holder, bytes, load, now));
   auto it = load.runs_per_pipeline.find(pipeline_id);
   const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
   if (running >= max_concurrent) {
-    return Refuse("maxConcurrentRuns", run_micros,
+    return Refuse("maxConcurrentRuns", MeanRunMicrosLocked(),
                   "pipeline " + pipeline_id + " has " + std::to_string(running) +
                       " runs not finished (at most " + std::to_string(max_concurrent) + ")");
   }
@@ -132,6 +170,7 @@ Status Admission::Admit(const std::string& principal, const std::string& pipelin
     }
     times.push_back(now);
   }
+  line_.Admitted(holder);
   b.tokens -= 1;
   return Status::OK();
 }

@@ -2,7 +2,9 @@
 // a submission may enter the queue. A refusal is `overloaded` with the limit
 // that tripped (detail "limit") and a retry-after (detail
 // "retryAfterMillis") computed from the queue and the measured throughput,
-// clamped to the published bounds.
+// clamped to the published bounds. The queue-wide limits (runs, bytes, wait)
+// see the queue plus the waiting line: the requests refused before this one
+// and not yet back, so refused clients are let in in the order they came.
 #pragma once
 
 #include <deque>
@@ -12,6 +14,7 @@
 
 #include "common/clock.h"
 #include "service/limits.h"
+#include "service/waiting_line.h"
 
 namespace loam::service {
 
@@ -27,9 +30,10 @@ class Admission {
   Admission(ServiceLimits limits, Clock* clock, int workers);
 
   // OK and counted, or `overloaded`. `max_concurrent` is the pipeline's
-  // effective limit on its non-terminal runs.
-  Status Admit(const std::string& principal, const std::string& pipeline_id, int64_t bytes,
-               int64_t max_concurrent, const QueueLoad& load);
+  // effective limit on its non-terminal runs; `key` is the request's
+  // idempotency key, which names its place in the waiting line.
+  Status Admit(const std::string& principal, const std::string& key, const std::string& pipeline_id,
+               int64_t bytes, int64_t max_concurrent, const QueueLoad& load);
   // A run finished: feeds the throughput estimate.
   void RecordRun(int64_t bytes, int64_t micros);
   // Measured bytes per second and mean run time (defaults until measured).
@@ -39,9 +43,19 @@ class Admission {
   // run's fixed cost (measured on runs under 1 MiB) plus its bytes at the
   // throughput (measured on runs of 1 MiB and more), over the workers.
   double QueueWaitMicros(const QueueLoad& load) const;
+  // Places held in the waiting line.
+  size_t Waiting() const;
 
  private:
+  int64_t RetryAfterMillis(double wait_micros) const;  // clamped to the published bounds
   Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
+  // The refusals of the queue-wide limits, or OK; a refusal keeps or gives
+  // `holder` a place in the line.
+  Status CheckRoom(const std::string& holder, int64_t bytes, const QueueLoad& load, int64_t now);
+  // Unlocked: callers hold `mu_`.
+  double BytesPerSecondLocked() const;
+  double MeanRunMicrosLocked() const;
+  double QueueWaitMicrosLocked(const QueueLoad& load) const;
 
   const ServiceLimits limits_;
   Clock* clock_;
@@ -57,6 +71,7 @@ class Admission {
   double bytes_per_second_ = 0;                      // EWMA; 0 = not measured
   double mean_run_micros_ = 0;                       // EWMA; 0 = not measured
   double small_run_micros_ = 0;                      // EWMA of runs under 1 MiB
+  WaitingLine line_;
 };
 
 }  // namespace loam::service

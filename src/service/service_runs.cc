@@ -360,7 +360,7 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     return a.status();
   }
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
-  RETURN_NOT_OK(admission_.Admit(ctx.principal, p.id, a->bytes, a->max_concurrent, load));
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, key, p.id, a->bytes, a->max_concurrent, load));
 
   RequestRecord reservation{
       key,         ctx.principal,

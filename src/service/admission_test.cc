@@ -1,0 +1,189 @@
+#include "service/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace loam::service {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000;
+
+int64_t RetryAfterMillis(const Status& s) {
+  return std::stoll(std::string(s.detail("retryAfterMillis")));
+}
+
+class AdmissionTest : public ::testing::Test {
+ protected:
+  AdmissionTest() : clock_(1'000 * kSecond) {
+    limits_.principal_requests_per_second = 1e6;  // never the limit here
+    limits_.principal_burst = 1e6;
+    limits_.tiny_runs_per_minute = 1'000'000;
+    limits_.max_concurrent_runs_per_pipeline = 1'000'000;
+  }
+
+  Status Admit(Admission& a, const std::string& key, const QueueLoad& load) {
+    return a.Admit("ada", key, "p", 0, 1'000'000, load);
+  }
+
+  static QueueLoad Runs(int64_t n) {
+    QueueLoad load;
+    load.runs = n;
+    return load;
+  }
+
+  ServiceLimits limits_;
+  ManualClock clock_;
+};
+
+TEST_F(AdmissionTest, ACrowdRefusedAtOnceIsToldSuccessiveTimes) {
+  limits_.max_queue_wait_seconds = 10;
+  Admission a(limits_, &clock_, 1);
+  a.RecordRun(1024, kSecond);  // one worker whose small runs take 1 s
+  const QueueLoad full = Runs(11);  // 11 s of work ahead: over the 10 s bound
+  std::vector<int64_t> told;
+  for (int i = 0; i < 5; ++i) {
+    Status s = Admit(a, "k" + std::to_string(i), full);
+    ASSERT_TRUE(s.Is(ErrorCode::kOverloaded)) << s;
+    EXPECT_EQ(s.detail("limit"), "maxQueueWait");
+    told.push_back(RetryAfterMillis(s));
+  }
+  // Each client waits for the queue and for the clients refused before it:
+  // one run (1 s, one worker) apart, not all the same wait.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(told[i], (i + 1) * 1000) << i;
+  EXPECT_EQ(a.Waiting(), 5u);
+  // Asking again keeps the place: the same answer, not one at the end.
+  EXPECT_EQ(RetryAfterMillis(Admit(a, "k2", full)), 3000);
+  EXPECT_EQ(a.Waiting(), 5u);
+}
+
+TEST_F(AdmissionTest, RefusedClientsAreAdmittedInTheirOrderBeforeNewcomers) {
+  limits_.max_queued_runs = 3;
+  Admission a(limits_, &clock_, 1);  // no run measured: a run is taken to last 1 s
+  ASSERT_TRUE(Admit(a, "first", Runs(3)).Is(ErrorCode::kOverloaded));
+  ASSERT_TRUE(Admit(a, "second", Runs(3)).Is(ErrorCode::kOverloaded));
+  // The queue drained to room for one: a newcomer finds both ahead of it.
+  Status newcomer = Admit(a, "newcomer", Runs(2));
+  ASSERT_TRUE(newcomer.Is(ErrorCode::kOverloaded)) << newcomer;
+  EXPECT_NE(newcomer.message().find("2 runs are queued and 2 refused before it"), std::string::npos)
+      << newcomer;
+  // The second is still behind the first, who takes the room.
+  EXPECT_TRUE(Admit(a, "second", Runs(2)).Is(ErrorCode::kOverloaded));
+  EXPECT_TRUE(Admit(a, "first", Runs(2)).ok());
+  EXPECT_TRUE(Admit(a, "second", Runs(2)).ok());
+  EXPECT_EQ(a.Waiting(), 1u);  // the newcomer
+  EXPECT_TRUE(Admit(a, "newcomer", Runs(2)).ok());
+  EXPECT_EQ(a.Waiting(), 0u);
+}
+
+TEST_F(AdmissionTest, APlaceIsKeptUntilAWhileAfterItsTimeThenGivenUp) {
+  limits_.max_queued_runs = 1;
+  Admission a(limits_, &clock_, 1);
+  ASSERT_TRUE(Admit(a, "absent", Runs(1)).Is(ErrorCode::kOverloaded));  // told 1 s
+  Status behind = Admit(a, "present", Runs(1));
+  ASSERT_TRUE(behind.Is(ErrorCode::kOverloaded));
+  EXPECT_EQ(RetryAfterMillis(behind), 2000);
+  // Just before the hold runs out the absent client still stands ahead.
+  clock_.AdvanceMicros(1 * kSecond + WaitingLine::kHoldAfterDueMicros);
+  EXPECT_TRUE(Admit(a, "present", Runs(0)).Is(ErrorCode::kOverloaded));
+  clock_.AdvanceMicros(1);
+  EXPECT_TRUE(Admit(a, "present", Runs(0)).ok());
+  // Coming back late, the absent client starts again at the end.
+  Status late = Admit(a, "absent", Runs(1));
+  EXPECT_EQ(RetryAfterMillis(late), 1000);
+  EXPECT_EQ(a.Waiting(), 1u);
+}
+
+TEST_F(AdmissionTest, ThePrincipalRateAndPipelineLimitsTakeNoPlace) {
+  limits_.principal_burst = 1;
+  limits_.principal_requests_per_second = 0.001;
+  Admission a(limits_, &clock_, 1);
+  ASSERT_TRUE(Admit(a, "one", Runs(0)).ok());
+  Status rate = Admit(a, "two", Runs(0));
+  EXPECT_EQ(rate.detail("limit"), "principalRequestRate") << rate;
+  QueueLoad per_pipeline = Runs(1);
+  per_pipeline.runs_per_pipeline["p"] = 1;
+  Status concurrent = a.Admit("bob", "three", "p", 1024, 1, per_pipeline);
+  EXPECT_EQ(concurrent.detail("limit"), "maxConcurrentRuns") << concurrent;
+  EXPECT_EQ(a.Waiting(), 0u);
+}
+
+TEST_F(AdmissionTest, BytesAheadCountAgainstTheByteCeiling) {
+  limits_.max_queued_bytes = 10'000;
+  Admission a(limits_, &clock_, 1);
+  QueueLoad load;
+  load.runs = 1;
+  load.bytes = 9'000;
+  Status big = a.Admit("ada", "big", "p", 4'000, 100, load);
+  ASSERT_EQ(big.detail("limit"), "maxQueuedBytes") << big;
+  load.bytes = 0;  // drained; the refused 4,000 bytes stand ahead
+  Status small = a.Admit("ada", "small", "p", 7'000, 100, load);
+  EXPECT_EQ(small.detail("limit"), "maxQueuedBytes") << small;
+  EXPECT_TRUE(a.Admit("ada", "big", "p", 4'000, 100, load).ok());
+}
+
+// Clients that wait exactly what they are told, against a queue one worker
+// drains at one run a second, while newcomers keep arriving at twice that
+// rate: every refused client is admitted on its first return, in the order
+// it was first refused, and the last is told the time it needed.
+TEST_F(AdmissionTest, UnderSteadyOverloadEveryRetryIsAdmittedOnItsFirstReturn) {
+  limits_.max_queue_wait_seconds = 10;
+  Admission a(limits_, &clock_, 1);
+  a.RecordRun(1024, kSecond);  // one worker whose small runs take 1 s
+  const int64_t start = clock_.NowMicros();
+  int64_t queued = 10;
+  struct Client {
+    std::string key;
+    int64_t back_at = 0;  // 0: not refused
+    int refusals = 0;
+  };
+  std::vector<Client> clients;
+  std::vector<std::string> admitted;
+  std::vector<std::string> refused_order;
+  for (int64_t ms = 0; ms < 60'000; ms += 10) {
+    const int64_t now = start + ms * 1000;
+    clock_.SetMicros(now);
+    if (ms > 0 && ms % 1000 == 0) --queued;  // the worker finishes a run
+    const auto ask = [&](Client& c) {
+      Status s = Admit(a, c.key, Runs(queued));
+      if (s.ok()) {
+        ++queued;
+        admitted.push_back(c.key);
+        c.back_at = -1;
+        return;
+      }
+      ASSERT_EQ(s.detail("limit"), "maxQueueWait") << s;
+      if (c.refusals++ == 0) refused_order.push_back(c.key);
+      c.back_at = now + RetryAfterMillis(s) * 1000;
+    };
+    for (Client& c : clients) {
+      if (c.back_at > 0 && c.back_at <= now) ask(c);
+    }
+    if (ms % 500 == 0) {  // a newcomer twice a second
+      clients.push_back(Client{"c" + std::to_string(clients.size())});
+      ask(clients.back());
+    }
+  }
+  ASSERT_GT(refused_order.size(), 50u);
+  int waited_out = 0;
+  for (const Client& c : clients) {
+    if (c.back_at == -1 && c.refusals > 0) {
+      ++waited_out;
+      EXPECT_EQ(c.refusals, 1) << c.key << " was refused again after waiting";
+    }
+  }
+  EXPECT_GT(waited_out, 40);
+  // Admitted in the order first refused (the first ones needed no wait).
+  std::vector<std::string> after_refusal;
+  for (const std::string& k : admitted) {
+    for (const std::string& r : refused_order) {
+      if (r == k) after_refusal.push_back(k);
+    }
+  }
+  EXPECT_EQ(after_refusal, std::vector<std::string>(refused_order.begin(),
+                                                    refused_order.begin() + after_refusal.size()));
+}
+
+}  // namespace
+}  // namespace loam::service

@@ -1,0 +1,57 @@
+// WaitingLine: the submissions refused for want of room in the shared queue,
+// in the order they were first refused. A refused request keeps its place
+// while its client waits out the retry-after, so its retry is not refused
+// again by the crowd refused after it: admission counts the work of the
+// places ahead of a request as if it were already queued. Without it every
+// refused client is told the same short wait and they all retry into the
+// same room at once.
+//
+// A place is named by who holds it (principal and idempotency key), lasts
+// until a while after the time its holder was told to come back, and ends
+// when its holder is admitted. The line lives in one process: a retry that
+// reaches another process is new there. Not thread-safe: `Admission` holds
+// its lock around every call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace loam::service {
+
+class WaitingLine {
+ public:
+  // A place is dropped when its holder has not come back this long after
+  // the time it was given; a later retry starts again at the end.
+  static constexpr int64_t kHoldAfterDueMicros = 15'000'000;
+  // At most this many places; a request refused beyond it holds none.
+  static constexpr size_t kMaxPlaces = 100'000;
+
+  struct Ahead {
+    int64_t runs = 0;   // places ahead
+    int64_t bytes = 0;  // their declared upload bytes
+  };
+
+  // The places ahead of `holder` (every place, if it holds none), after
+  // dropping those whose holders stayed away.
+  Ahead AheadOf(const std::string& holder, int64_t now_micros);
+  // `holder` was refused and told to come back at `due_micros`: it keeps its
+  // place, or takes the last one.
+  void Refused(const std::string& holder, int64_t bytes, int64_t due_micros);
+  // `holder` was admitted: its place ends.
+  void Admitted(const std::string& holder);
+  size_t size() const { return places_.size(); }
+
+ private:
+  struct Place {
+    std::string holder;
+    int64_t bytes = 0;
+    int64_t hold_until_micros = 0;
+  };
+  uint64_t next_order_ = 0;
+  std::map<uint64_t, Place> places_;  // by order of first refusal
+  std::unordered_map<std::string, uint64_t> order_of_;
+};
+
+}  // namespace loam::service
