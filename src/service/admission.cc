@@ -16,6 +16,11 @@ constexpr int64_t kThroughputRunBytes = 1 << 20;
 constexpr double kEwma = 0.2;
 constexpr int64_t kMinute = 60'000'000;
 
+// " and N refused before it", naming the places ahead in a refusal.
+std::string RefusedBefore(int64_t ahead) {
+  return ahead == 0 ? "" : " and " + std::to_string(ahead) + " refused before it";
+}
+
 }  // namespace
 
 Admission::Admission(ServiceLimits limits, Clock* clock, int workers)
@@ -41,7 +46,10 @@ double Admission::QueueWaitMicros(const QueueLoad& load) const {
 
 size_t Admission::Waiting() const {
   std::lock_guard lock(mu_);
-  return line_.size();
+  size_t n = queue_line_.size();
+  for (const auto& [id, line] : concurrency_lines_) n += line.size();
+  for (const auto& [id, line] : tiny_lines_) n += line.size();
+  return n;
 }
 
 double Admission::BytesPerSecondLocked() const {
@@ -91,16 +99,15 @@ Status Admission::Refuse(const std::string& limit, double wait_micros,
       .WithDetail("retryAfterMillis", std::to_string(millis));
 }
 
-Status Admission::CheckRoom(const std::string& holder, int64_t bytes, const QueueLoad& load,
-                            int64_t now) {
+Status Admission::CheckQueue(const std::string& holder, int64_t bytes, const QueueLoad& load,
+                             int64_t now) {
   // The queue as this request finds it: what is queued, then the requests
   // refused before it that have not come back yet.
-  const WaitingLine::Ahead ahead = line_.AheadOf(holder, now);
+  const WaitingLine::Ahead ahead = queue_line_.AheadOf(holder, now);
   QueueLoad seen = load;
   seen.runs += ahead.runs;
   seen.bytes += ahead.bytes;
-  const std::string waiting =
-      ahead.runs == 0 ? "" : " and " + std::to_string(ahead.runs) + " refused before it";
+  const std::string waiting = RefusedBefore(ahead.runs);
   // A process without workers measures no runs: it cannot estimate the wait.
   const double queued = QueueWaitMicrosLocked(seen);
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
@@ -127,8 +134,54 @@ Status Admission::CheckRoom(const std::string& holder, int64_t bytes, const Queu
                    " s for the " + std::to_string(load.runs) + " runs queued ahead" + waiting +
                    " (at most " + std::to_string(limits_.max_queue_wait_seconds) + " s)");
   }
-  if (!refused.ok()) line_.Refused(holder, bytes, now + RetryAfterMillis(wait) * 1000);
+  if (!refused.ok()) queue_line_.Refused(holder, bytes, now + RetryAfterMillis(wait) * 1000);
   return refused;
+}
+
+Status Admission::CheckConcurrency(const std::string& holder, const std::string& pipeline_id,
+                                   int64_t max_concurrent, const QueueLoad& load, int64_t now) {
+  const auto it = load.runs_per_pipeline.find(pipeline_id);
+  const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
+  WaitingLine& line = concurrency_lines_[pipeline_id];
+  const int64_t ahead = line.AheadOf(holder, now).runs;
+  if (running + ahead < max_concurrent) return Status::OK();
+  // The pipeline's runs are taken to be spread evenly through the queue:
+  // one of them finishes every (queue's wait ÷ its runs), and no faster
+  // than the workers finish runs.
+  const double floor = MeanRunMicrosLocked() / workers_;
+  const double every =
+      running > 0 ? std::max(floor, QueueWaitMicrosLocked(load) / static_cast<double>(running))
+                  : floor;
+  const double wait = static_cast<double>(running + ahead - max_concurrent + 1) * every;
+  line.Refused(holder, 0, now + RetryAfterMillis(wait) * 1000);
+  return Refuse("maxConcurrentRuns", wait,
+                "pipeline " + pipeline_id + " has " + std::to_string(running) +
+                    " runs not finished" + RefusedBefore(ahead) + " (at most " +
+                    std::to_string(max_concurrent) + ")");
+}
+
+Status Admission::CheckTinyWindow(const std::string& holder, const std::string& pipeline_id,
+                                  int64_t now) {
+  std::deque<int64_t>& times = tiny_[pipeline_id];
+  while (!times.empty() && times.front() <= now - kMinute) times.pop_front();
+  WaitingLine& line = tiny_lines_[pipeline_id];
+  const int64_t ahead = line.AheadOf(holder, now).runs;
+  const int64_t limit = std::max<int64_t>(1, limits_.tiny_runs_per_minute);
+  const int64_t taken = static_cast<int64_t>(times.size());
+  if (taken + ahead < limit) return Status::OK();
+  // Slots free as the window's times leave it, in order, and each goes to
+  // the next in line; the free ones now go to those ahead, who take them
+  // about now. Place j after those waits for the (j mod limit)-th slot to
+  // free, (j div limit) windows later.
+  const int64_t j = ahead - (limit - taken);
+  const int64_t k = j % limit;
+  const int64_t slot = k < taken ? times[k] : now;
+  const double wait = static_cast<double>(slot + (j / limit + 1) * kMinute - now);
+  line.Refused(holder, 0, now + RetryAfterMillis(wait) * 1000);
+  return Refuse("tinyRunsPerMinute", wait,
+                "pipeline " + pipeline_id + " had " + std::to_string(taken) + " runs under " +
+                    std::to_string(limits_.tiny_run_bytes) + " bytes in the last minute" +
+                    RefusedBefore(ahead) + "; batch small files into larger runs");
 }
 
 Status Admission::Admit(const std::string& principal, const std::string& key,
@@ -151,26 +204,19 @@ Status Admission::Admit(const std::string& principal, const std::string& key,
   }
   // Keys are printable ASCII: the NUL makes the pair unambiguous.
   const std::string holder = principal + '\0' + key;
-  RETURN_NOT_OK(CheckRoom(holder, bytes, load, now));
-  auto it = load.runs_per_pipeline.find(pipeline_id);
-  const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
-  if (running >= max_concurrent) {
-    return Refuse("maxConcurrentRuns", MeanRunMicrosLocked(),
-                  "pipeline " + pipeline_id + " has " + std::to_string(running) +
-                      " runs not finished (at most " + std::to_string(max_concurrent) + ")");
+  RETURN_NOT_OK(CheckQueue(holder, bytes, load, now));
+  RETURN_NOT_OK(CheckConcurrency(holder, pipeline_id, max_concurrent, load, now));
+  const bool tiny = bytes < limits_.tiny_run_bytes;
+  if (tiny) RETURN_NOT_OK(CheckTinyWindow(holder, pipeline_id, now));
+  // Admitted: the request leaves every line it stood in.
+  queue_line_.Admitted(holder);
+  for (auto* lines : {&concurrency_lines_, &tiny_lines_}) {
+    const auto line = lines->find(pipeline_id);
+    if (line == lines->end()) continue;
+    line->second.Admitted(holder);
+    if (line->second.size() == 0) lines->erase(line);
   }
-  if (bytes < limits_.tiny_run_bytes) {
-    std::deque<int64_t>& times = tiny_[pipeline_id];
-    while (!times.empty() && times.front() <= now - kMinute) times.pop_front();
-    if (static_cast<int64_t>(times.size()) >= limits_.tiny_runs_per_minute) {
-      return Refuse("tinyRunsPerMinute", static_cast<double>(times.front() + kMinute - now),
-                    "pipeline " + pipeline_id + " had " + std::to_string(times.size()) +
-                        " runs under " + std::to_string(limits_.tiny_run_bytes) +
-                        " bytes in the last minute; batch small files into larger runs");
-    }
-    times.push_back(now);
-  }
-  line_.Admitted(holder);
+  if (tiny) tiny_[pipeline_id].push_back(now);
   b.tokens -= 1;
   return Status::OK();
 }

@@ -2,9 +2,12 @@
 // a submission may enter the queue. A refusal is `overloaded` with the limit
 // that tripped (detail "limit") and a retry-after (detail
 // "retryAfterMillis") computed from the queue and the measured throughput,
-// clamped to the published bounds. The queue-wide limits (runs, bytes, wait)
-// see the queue plus the waiting line: the requests refused before this one
-// and not yet back, so refused clients are let in in the order they came.
+// clamped to the published bounds. Each room (the queue, a pipeline's
+// concurrency, a pipeline's tiny-run window) keeps a waiting line: its limit
+// sees what the room holds plus the requests refused before this one and not
+// yet back, so refused clients are told successive times and let in in the
+// order they came. The per-principal rate keeps none: a principal's own
+// requests are its own crowd.
 #pragma once
 
 #include <deque>
@@ -43,15 +46,18 @@ class Admission {
   // run's fixed cost (measured on runs under 1 MiB) plus its bytes at the
   // throughput (measured on runs of 1 MiB and more), over the workers.
   double QueueWaitMicros(const QueueLoad& load) const;
-  // Places held in the waiting line.
+  // Places held in all waiting lines.
   size_t Waiting() const;
 
  private:
   int64_t RetryAfterMillis(double wait_micros) const;  // clamped to the published bounds
   Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
-  // The refusals of the queue-wide limits, or OK; a refusal keeps or gives
-  // `holder` a place in the line.
-  Status CheckRoom(const std::string& holder, int64_t bytes, const QueueLoad& load, int64_t now);
+  // The refusals of each room, or OK; a refusal keeps or gives `holder` a
+  // place in that room's line.
+  Status CheckQueue(const std::string& holder, int64_t bytes, const QueueLoad& load, int64_t now);
+  Status CheckConcurrency(const std::string& holder, const std::string& pipeline_id,
+                          int64_t max_concurrent, const QueueLoad& load, int64_t now);
+  Status CheckTinyWindow(const std::string& holder, const std::string& pipeline_id, int64_t now);
   // Unlocked: callers hold `mu_`.
   double BytesPerSecondLocked() const;
   double MeanRunMicrosLocked() const;
@@ -71,7 +77,9 @@ class Admission {
   double bytes_per_second_ = 0;                      // EWMA; 0 = not measured
   double mean_run_micros_ = 0;                       // EWMA; 0 = not measured
   double small_run_micros_ = 0;                      // EWMA of runs under 1 MiB
-  WaitingLine line_;
+  WaitingLine queue_line_;
+  std::map<std::string, WaitingLine> concurrency_lines_;  // per pipeline
+  std::map<std::string, WaitingLine> tiny_lines_;         // per pipeline
 };
 
 }  // namespace loam::service

@@ -40,7 +40,7 @@ class AdmissionTest : public ::testing::Test {
 TEST_F(AdmissionTest, ACrowdRefusedAtOnceIsToldSuccessiveTimes) {
   limits_.max_queue_wait_seconds = 10;
   Admission a(limits_, &clock_, 1);
-  a.RecordRun(1024, kSecond);  // one worker whose small runs take 1 s
+  a.RecordRun(1024, kSecond);       // one worker whose small runs take 1 s
   const QueueLoad full = Runs(11);  // 11 s of work ahead: over the 10 s bound
   std::vector<int64_t> told;
   for (int i = 0; i < 5; ++i) {
@@ -95,18 +95,62 @@ TEST_F(AdmissionTest, APlaceIsKeptUntilAWhileAfterItsTimeThenGivenUp) {
   EXPECT_EQ(a.Waiting(), 1u);
 }
 
-TEST_F(AdmissionTest, ThePrincipalRateAndPipelineLimitsTakeNoPlace) {
+TEST_F(AdmissionTest, ThePrincipalRateTakesNoPlace) {
   limits_.principal_burst = 1;
   limits_.principal_requests_per_second = 0.001;
   Admission a(limits_, &clock_, 1);
   ASSERT_TRUE(Admit(a, "one", Runs(0)).ok());
   Status rate = Admit(a, "two", Runs(0));
   EXPECT_EQ(rate.detail("limit"), "principalRequestRate") << rate;
-  QueueLoad per_pipeline = Runs(1);
-  per_pipeline.runs_per_pipeline["p"] = 1;
-  Status concurrent = a.Admit("bob", "three", "p", 1024, 1, per_pipeline);
-  EXPECT_EQ(concurrent.detail("limit"), "maxConcurrentRuns") << concurrent;
   EXPECT_EQ(a.Waiting(), 0u);
+}
+
+TEST_F(AdmissionTest, APipelinesConcurrencyKeepsALine) {
+  Admission a(limits_, &clock_, 1);
+  a.RecordRun(1024, kSecond);
+  QueueLoad load = Runs(4);  // 4 s of queue, 2 of its runs from pipeline p
+  load.runs_per_pipeline["p"] = 2;
+  std::vector<int64_t> told;
+  for (int i = 0; i < 3; ++i) {
+    Status s = a.Admit("ada", "k" + std::to_string(i), "p", 0, 2, load);
+    ASSERT_EQ(s.detail("limit"), "maxConcurrentRuns") << s;
+    told.push_back(RetryAfterMillis(s));
+  }
+  // One of p's runs finishes about every 4 s ÷ 2: each client one more apart.
+  EXPECT_EQ(told, (std::vector<int64_t>{2000, 4000, 6000}));
+  load.runs_per_pipeline["p"] = 1;
+  Status newcomer = a.Admit("ada", "new", "p", 0, 2, load);
+  EXPECT_EQ(newcomer.detail("limit"), "maxConcurrentRuns") << newcomer;
+  EXPECT_NE(newcomer.message().find("1 runs not finished and 3 refused before it"),
+            std::string::npos)
+      << newcomer;
+  EXPECT_TRUE(a.Admit("ada", "k0", "p", 0, 2, load).ok());
+  EXPECT_EQ(a.Waiting(), 3u);
+  // Another pipeline has its own line.
+  EXPECT_TRUE(a.Admit("ada", "q0", "q", 0, 2, load).ok());
+}
+
+TEST_F(AdmissionTest, ATinyRunWindowKeepsALine) {
+  limits_.tiny_runs_per_minute = 3;
+  Admission a(limits_, &clock_, 1);
+  for (int i = 0; i < 3; ++i) {  // tiny runs at 0, 10 and 20 s
+    ASSERT_TRUE(Admit(a, "t" + std::to_string(i), Runs(0)).ok());
+    clock_.AdvanceMicros(10 * kSecond);
+  }
+  clock_.AdvanceMicros(20 * kSecond);  // now 50 s: the first leaves the window in 10 s
+  std::vector<int64_t> told;
+  for (int i = 0; i < 4; ++i) {
+    Status s = Admit(a, "k" + std::to_string(i), Runs(0));
+    ASSERT_EQ(s.detail("limit"), "tinyRunsPerMinute") << s;
+    told.push_back(RetryAfterMillis(s));
+  }
+  // Each waits for the next slot to free; the fourth for the first slot's
+  // next turn, a window after the first client takes it.
+  EXPECT_EQ(told, (std::vector<int64_t>{10'000, 20'000, 30'000, 70'000}));
+  clock_.AdvanceMicros(10 * kSecond);
+  EXPECT_TRUE(Admit(a, "newcomer", Runs(0)).Is(ErrorCode::kOverloaded));
+  EXPECT_TRUE(Admit(a, "k1", Runs(0)).Is(ErrorCode::kOverloaded));  // not its turn yet
+  EXPECT_TRUE(Admit(a, "k0", Runs(0)).ok());
 }
 
 TEST_F(AdmissionTest, BytesAheadCountAgainstTheByteCeiling) {

@@ -2,20 +2,24 @@
 
 namespace loam::service {
 
+void WaitingLine::Drop(std::map<uint64_t, Place>::iterator it) {
+  expiries_.erase({it->second.hold_until_micros, it->first});
+  order_of_.erase(it->second.holder);
+  total_bytes_ -= it->second.bytes;
+  places_.erase(it);
+}
+
 WaitingLine::Ahead WaitingLine::AheadOf(const std::string& holder, int64_t now_micros) {
   // Holders who stayed away lose their places (`holder` too: it is new again).
-  for (auto it = places_.begin(); it != places_.end();) {
-    if (it->second.hold_until_micros >= now_micros) {
-      ++it;
-      continue;
-    }
-    order_of_.erase(it->second.holder);
-    it = places_.erase(it);
+  while (!expiries_.empty() && expiries_.begin()->first < now_micros) {
+    Drop(places_.find(expiries_.begin()->second));
   }
   const auto mine = order_of_.find(holder);
-  const auto end = mine == order_of_.end() ? places_.end() : places_.find(mine->second);
+  if (mine == order_of_.end()) {
+    return Ahead{static_cast<int64_t>(places_.size()), total_bytes_};
+  }
   Ahead ahead;
-  for (auto it = places_.begin(); it != end; ++it) {
+  for (auto it = places_.begin(); it->first != mine->second; ++it) {
     ++ahead.runs;
     ahead.bytes += it->second.bytes;
   }
@@ -23,19 +27,25 @@ WaitingLine::Ahead WaitingLine::AheadOf(const std::string& holder, int64_t now_m
 }
 
 void WaitingLine::Refused(const std::string& holder, int64_t bytes, int64_t due_micros) {
-  auto it = order_of_.find(holder);
-  if (it == order_of_.end()) {
-    if (places_.size() >= kMaxPlaces) return;
-    it = order_of_.emplace(holder, next_order_++).first;
+  uint64_t order;
+  if (const auto it = order_of_.find(holder); it != order_of_.end()) {
+    order = it->second;
+    Drop(places_.find(order));  // taken again below, in the same order
+  } else if (places_.size() < kMaxPlaces) {
+    order = next_order_++;
+  } else {
+    return;
   }
-  places_[it->second] = Place{holder, bytes, due_micros + kHoldAfterDueMicros};
+  const Place place{holder, bytes, due_micros + kHoldAfterDueMicros};
+  places_.emplace(order, place);
+  order_of_.emplace(holder, order);
+  expiries_.emplace(place.hold_until_micros, order);
+  total_bytes_ += bytes;
 }
 
 void WaitingLine::Admitted(const std::string& holder) {
   const auto it = order_of_.find(holder);
-  if (it == order_of_.end()) return;
-  places_.erase(it->second);
-  order_of_.erase(it);
+  if (it != order_of_.end()) Drop(places_.find(it->second));
 }
 
 }  // namespace loam::service

@@ -15,8 +15,10 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace loam::service {
 
@@ -34,7 +36,9 @@ class WaitingLine {
   };
 
   // The places ahead of `holder` (every place, if it holds none), after
-  // dropping those whose holders stayed away.
+  // dropping those whose holders stayed away. Costs the dropped places plus,
+  // for a holder, its position: a client that comes back on time finds
+  // those ahead of it mostly admitted.
   Ahead AheadOf(const std::string& holder, int64_t now_micros);
   // `holder` was refused and told to come back at `due_micros`: it keeps its
   // place, or takes the last one.
@@ -49,9 +53,13 @@ class WaitingLine {
     int64_t bytes = 0;
     int64_t hold_until_micros = 0;
   };
+  void Drop(std::map<uint64_t, Place>::iterator it);
+
   uint64_t next_order_ = 0;
   std::map<uint64_t, Place> places_;  // by order of first refusal
   std::unordered_map<std::string, uint64_t> order_of_;
+  std::set<std::pair<int64_t, uint64_t>> expiries_;  // (hold_until_micros, order)
+  int64_t total_bytes_ = 0;
 };
 
 }  // namespace loam::service
