@@ -92,6 +92,7 @@ const rssTimer = setInterval(() => {
 
 // --- HTTP, following the retry contract ---------------------------------------------
 const stats = { attempts: 0, accepted: [], rejected429: 0, retryAfterGiven: [], retryNeeded: [],
+  firstRetryAfter: [], refusalsPerRequest: [], limits429: {},
   firstRetryAccepted: 0, retriesAfter429: 0, connectionErrors: 0, serverErrors: 0, backlog: 0, internalErrors: [], clientErrors: [] };
 let nextServer = 0;
 const serverFor = (hint) => servers[(hint ?? nextServer++) % servers.length];
@@ -104,6 +105,7 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
   let backoff = 100;
   let first429 = null;
   let after429 = false;
+  let refusals = 0;
   for (let attempt = 0; ; attempt++) {
     const s = serverFor(hint === undefined ? undefined : hint + attempt);
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : s.url + pathOrUrl;
@@ -132,6 +134,11 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       stats.rejected429++;
       const wait = Number(res.headers.get('retry-after') ?? '1') * 1000;
       stats.retryAfterGiven.push(wait);
+      if (first429 === null) stats.firstRetryAfter.push(wait);
+      refusals++;
+      let limit = 'unnamed';
+      try { limit = JSON.parse(text).limit ?? limit; } catch { /* not a problem document */ }
+      stats.limits429[limit] = (stats.limits429[limit] ?? 0) + 1;
       first429 ??= now();
       after429 = true;
       if (now() + wait > deadline) throw new Error(`${method} ${pathOrUrl}: overloaded past the deadline`);
@@ -148,7 +155,10 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       backoff = Math.min(backoff * 2, 5000);
       continue;
     }
-    if (first429 !== null) stats.retryNeeded.push(now() - first429);
+    if (first429 !== null) {
+      stats.retryNeeded.push(now() - first429);
+      stats.refusalsPerRequest.push(refusals);
+    }
     let json;
     try { json = text ? JSON.parse(text) : undefined; } catch { json = undefined; }
     return { status: res.status, json, ms, headers: res.headers, text };

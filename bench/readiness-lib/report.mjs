@@ -58,8 +58,11 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   }
   if (stats.retryAfterGiven.length) {
     line('Retry-After given p50 / max', `${ms(percentile(stats.retryAfterGiven, 50))} / ${ms(percentile(stats.retryAfterGiven, 100))}`);
+    line('first Retry-After given to a request p50 / p95', `${ms(percentile(stats.firstRetryAfter, 50))} / ${ms(percentile(stats.firstRetryAfter, 95))}`);
     line('wait actually needed (first 429 → accepted) p50 / p95', `${ms(percentile(stats.retryNeeded, 50))} / ${ms(percentile(stats.retryNeeded, 95))}`);
     line('retries after Retry-After accepted at once', `${stats.firstRetryAccepted} of ${stats.retriesAfter429}`);
+    line('429 answers per refused request p50 / max', `${percentile(stats.refusalsPerRequest, 50)} / ${percentile(stats.refusalsPerRequest, 100)}`);
+    line('429 answers by limit', JSON.stringify(stats.limits429));
   }
   line('runs by state', JSON.stringify(outcome.states));
   line('failed runs by cause', JSON.stringify(outcome.failures));
