@@ -524,6 +524,29 @@ TEST_F(ApiTest, RefusedClientsAreToldSuccessiveTimesAndLetInInTheirOrder) {
   ASSERT_EQ(second.status, 429) << second.body;
   // Next in line: only the run just admitted is ahead of it.
   EXPECT_NE(detail(second).find("1 runs are queued (at most 1)"), std::string::npos) << second.body;
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  // The queue is empty again: the next in line gets in, the newcomer waits.
+  HttpResult again = Submit(pipeline, "newcomer", body(20));
+  ASSERT_EQ(again.status, 429) << again.body;
+  EXPECT_NE(detail(again).find("0 runs are queued and 2 refused before it"), std::string::npos)
+      << again.body;
+  EXPECT_EQ(Submit(pipeline, "crowd1", bodies[1]).status, 202);
+}
+
+TEST_F(ApiTest, ARunThatCanNeverFitTheQueueIs422AndCreatesNothing) {
+  config_.limits.max_queued_bytes = 16;
+  const std::string pipeline = MakePipeline();
+  const std::string upload = Upload(pipeline, "id,amount,note\n1,1.00,a\n");  // 24 bytes
+  HttpResult never = Submit(pipeline, "never", json{{"uploads", {upload}}}.dump());
+  ASSERT_EQ(never.status, 422) << never.body;
+  EXPECT_EQ(never.Json()["code"], "limit_exceeded");
+  EXPECT_EQ(never.Json()["limit"], "maxQueuedBytes");
+  EXPECT_EQ(never.Header("retry-after"), "");
+  EXPECT_NE(never.Json()["detail"].get<std::string>().find("can never fit"), std::string::npos);
+  EXPECT_EQ(Call("ada", "GET", "/v1/runs?idempotencyKey=never", "/v1/runs").Json()["runs"].size(),
+            0u);
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 0);
 }
 
 TEST_F(ApiTest, CancelAndRevertRuns) {

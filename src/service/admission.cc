@@ -16,6 +16,15 @@ constexpr int64_t kThroughputRunBytes = 1 << 20;
 constexpr double kEwma = 0.2;
 constexpr int64_t kMinute = 60'000'000;
 
+// `holder` leaves `pipeline_id`'s line in `lines`; a line left empty goes.
+void LeaveLine(std::map<std::string, WaitingLine>* lines, const std::string& pipeline_id,
+               const std::string& holder) {
+  const auto line = lines->find(pipeline_id);
+  if (line == lines->end()) return;
+  line->second.Admitted(holder);
+  if (line->second.size() == 0) lines->erase(line);
+}
+
 // " and N refused before it", naming the places ahead in a refusal.
 std::string RefusedBefore(int64_t ahead) {
   return ahead == 0 ? "" : " and " + std::to_string(ahead) + " refused before it";
@@ -99,16 +108,23 @@ Status Admission::Refuse(const std::string& limit, double wait_micros,
       .WithDetail("retryAfterMillis", std::to_string(millis));
 }
 
-Status Admission::CheckQueue(const std::string& holder, int64_t bytes, const QueueLoad& load,
-                             int64_t now) {
+Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& load, int64_t now) {
+  if (bytes > limits_.max_queued_bytes) {
+    // It would never fit: no place, and no point in coming back.
+    return Status::ResourceExhausted("a run of " + std::to_string(bytes) +
+                                     " bytes can never fit the queue's ceiling of " +
+                                     std::to_string(limits_.max_queued_bytes) +
+                                     " bytes (maxQueuedBytes); nothing was created")
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxQueuedBytes");
+  }
   // The queue as this request finds it: what is queued, then the requests
   // refused before it that have not come back yet.
-  const WaitingLine::Ahead ahead = queue_line_.AheadOf(holder, now);
+  const WaitingLine::Ahead ahead = queue_line_.AheadOf(who.holder, now);
   QueueLoad seen = load;
   seen.runs += ahead.runs;
   seen.bytes += ahead.bytes;
   const std::string waiting = RefusedBefore(ahead.runs);
-  // A process without workers measures no runs: it cannot estimate the wait.
   const double queued = QueueWaitMicrosLocked(seen);
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
   Status refused;
@@ -127,6 +143,7 @@ Status Admission::CheckQueue(const std::string& holder, int64_t bytes, const Que
                          std::to_string(limits_.max_queued_bytes) + " with this run's " +
                          std::to_string(bytes) + ")");
   } else if (measures_runs_ && limits_.max_queue_wait_seconds > 0 && queued > max_wait) {
+    // (A process without workers measures no runs: it cannot estimate the wait.)
     wait = queued - max_wait;
     refused =
         Refuse("maxQueueWait", wait,
@@ -134,38 +151,39 @@ Status Admission::CheckQueue(const std::string& holder, int64_t bytes, const Que
                    " s for the " + std::to_string(load.runs) + " runs queued ahead" + waiting +
                    " (at most " + std::to_string(limits_.max_queue_wait_seconds) + " s)");
   }
-  if (!refused.ok()) queue_line_.Refused(holder, bytes, now + RetryAfterMillis(wait) * 1000);
+  if (!refused.ok()) {
+    queue_line_.Refused(who.holder, who.principal, bytes, now + RetryAfterMillis(wait) * 1000);
+  }
   return refused;
 }
 
-Status Admission::CheckConcurrency(const std::string& holder, const std::string& pipeline_id,
+Status Admission::CheckConcurrency(const Asker& who, const std::string& pipeline_id,
                                    int64_t max_concurrent, const QueueLoad& load, int64_t now) {
   const auto it = load.runs_per_pipeline.find(pipeline_id);
   const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
   WaitingLine& line = concurrency_lines_[pipeline_id];
-  const int64_t ahead = line.AheadOf(holder, now).runs;
+  const int64_t ahead = line.AheadOf(who.holder, now).runs;
   if (running + ahead < max_concurrent) return Status::OK();
   // The pipeline's runs are taken to be spread evenly through the queue:
   // one of them finishes every (queue's wait ÷ its runs), and no faster
   // than the workers finish runs.
-  const double floor = MeanRunMicrosLocked() / workers_;
+  const double fastest = MeanRunMicrosLocked() / workers_;
   const double every =
-      running > 0 ? std::max(floor, QueueWaitMicrosLocked(load) / static_cast<double>(running))
-                  : floor;
+      running > 0 ? std::max(fastest, QueueWaitMicrosLocked(load) / static_cast<double>(running))
+                  : fastest;
   const double wait = static_cast<double>(running + ahead - max_concurrent + 1) * every;
-  line.Refused(holder, 0, now + RetryAfterMillis(wait) * 1000);
+  line.Refused(who.holder, who.principal, 0, now + RetryAfterMillis(wait) * 1000);
   return Refuse("maxConcurrentRuns", wait,
                 "pipeline " + pipeline_id + " has " + std::to_string(running) +
                     " runs not finished" + RefusedBefore(ahead) + " (at most " +
                     std::to_string(max_concurrent) + ")");
 }
 
-Status Admission::CheckTinyWindow(const std::string& holder, const std::string& pipeline_id,
-                                  int64_t now) {
+Status Admission::CheckTinyWindow(const Asker& who, const std::string& pipeline_id, int64_t now) {
   std::deque<int64_t>& times = tiny_[pipeline_id];
   while (!times.empty() && times.front() <= now - kMinute) times.pop_front();
   WaitingLine& line = tiny_lines_[pipeline_id];
-  const int64_t ahead = line.AheadOf(holder, now).runs;
+  const int64_t ahead = line.AheadOf(who.holder, now).runs;
   const int64_t limit = std::max<int64_t>(1, limits_.tiny_runs_per_minute);
   const int64_t taken = static_cast<int64_t>(times.size());
   if (taken + ahead < limit) return Status::OK();
@@ -177,7 +195,7 @@ Status Admission::CheckTinyWindow(const std::string& holder, const std::string& 
   const int64_t k = j % limit;
   const int64_t slot = k < taken ? times[k] : now;
   const double wait = static_cast<double>(slot + (j / limit + 1) * kMinute - now);
-  line.Refused(holder, 0, now + RetryAfterMillis(wait) * 1000);
+  line.Refused(who.holder, who.principal, 0, now + RetryAfterMillis(wait) * 1000);
   return Refuse("tinyRunsPerMinute", wait,
                 "pipeline " + pipeline_id + " had " + std::to_string(taken) + " runs under " +
                     std::to_string(limits_.tiny_run_bytes) + " bytes in the last minute" +
@@ -202,22 +220,28 @@ Status Admission::Admit(const std::string& principal, const std::string& key,
                   "principal '" + principal + "' sends more than " +
                       std::to_string(limits_.principal_requests_per_second) + " requests/s");
   }
-  // Keys are printable ASCII: the NUL makes the pair unambiguous.
-  const std::string holder = principal + '\0' + key;
-  RETURN_NOT_OK(CheckQueue(holder, bytes, load, now));
-  RETURN_NOT_OK(CheckConcurrency(holder, pipeline_id, max_concurrent, load, now));
-  const bool tiny = bytes < limits_.tiny_run_bytes;
-  if (tiny) RETURN_NOT_OK(CheckTinyWindow(holder, pipeline_id, now));
-  // Admitted: the request leaves every line it stood in.
-  queue_line_.Admitted(holder);
-  for (auto* lines : {&concurrency_lines_, &tiny_lines_}) {
-    const auto line = lines->find(pipeline_id);
-    if (line == lines->end()) continue;
-    line->second.Admitted(holder);
-    if (line->second.size() == 0) lines->erase(line);
-  }
-  if (tiny) tiny_[pipeline_id].push_back(now);
+  // Every request past the rate check costs a token, refused or not: a
+  // refusal may hold a place in a line.
   b.tokens -= 1;
+  // Keys are printable ASCII: the NUL makes the pair unambiguous.
+  const Asker who{principal, principal + '\0' + key};
+  const bool tiny = bytes < limits_.tiny_run_bytes;
+  // A request refused by a later room gives up its places in the earlier
+  // ones, whose room it could not use: it would hold back those behind it.
+  RETURN_NOT_OK(CheckQueue(who, bytes, load, now));
+  if (Status s = CheckConcurrency(who, pipeline_id, max_concurrent, load, now); !s.ok()) {
+    queue_line_.Admitted(who.holder);
+    return s;
+  }
+  if (Status s = tiny ? CheckTinyWindow(who, pipeline_id, now) : Status::OK(); !s.ok()) {
+    queue_line_.Admitted(who.holder);
+    LeaveLine(&concurrency_lines_, pipeline_id, who.holder);
+    return s;
+  }
+  queue_line_.Admitted(who.holder);
+  LeaveLine(&concurrency_lines_, pipeline_id, who.holder);
+  LeaveLine(&tiny_lines_, pipeline_id, who.holder);
+  if (tiny) tiny_[pipeline_id].push_back(now);
   return Status::OK();
 }
 

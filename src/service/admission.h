@@ -52,12 +52,17 @@ class Admission {
  private:
   int64_t RetryAfterMillis(double wait_micros) const;  // clamped to the published bounds
   Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
-  // The refusals of each room, or OK; a refusal keeps or gives `holder` a
-  // place in that room's line.
-  Status CheckQueue(const std::string& holder, int64_t bytes, const QueueLoad& load, int64_t now);
-  Status CheckConcurrency(const std::string& holder, const std::string& pipeline_id,
-                          int64_t max_concurrent, const QueueLoad& load, int64_t now);
-  Status CheckTinyWindow(const std::string& holder, const std::string& pipeline_id, int64_t now);
+  // Who asks: the place a refusal keeps or gives is `holder`'s, owned by
+  // `principal`.
+  struct Asker {
+    std::string principal;
+    std::string holder;
+  };
+  // The refusal of each room, or OK.
+  Status CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& load, int64_t now);
+  Status CheckConcurrency(const Asker& who, const std::string& pipeline_id, int64_t max_concurrent,
+                          const QueueLoad& load, int64_t now);
+  Status CheckTinyWindow(const Asker& who, const std::string& pipeline_id, int64_t now);
   // Unlocked: callers hold `mu_`.
   double BytesPerSecondLocked() const;
   double MeanRunMicrosLocked() const;

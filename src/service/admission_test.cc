@@ -71,10 +71,53 @@ TEST_F(AdmissionTest, RefusedClientsAreAdmittedInTheirOrderBeforeNewcomers) {
   // The second is still behind the first, who takes the room.
   EXPECT_TRUE(Admit(a, "second", Runs(2)).Is(ErrorCode::kOverloaded));
   EXPECT_TRUE(Admit(a, "first", Runs(2)).ok());
+  // The queue is full again until one more run finishes.
+  EXPECT_TRUE(Admit(a, "second", Runs(3)).Is(ErrorCode::kOverloaded));
   EXPECT_TRUE(Admit(a, "second", Runs(2)).ok());
   EXPECT_EQ(a.Waiting(), 1u);  // the newcomer
+  EXPECT_TRUE(Admit(a, "newcomer", Runs(3)).Is(ErrorCode::kOverloaded));
   EXPECT_TRUE(Admit(a, "newcomer", Runs(2)).ok());
   EXPECT_EQ(a.Waiting(), 0u);
+}
+
+TEST_F(AdmissionTest, ARunThatCanNeverFitIsRefusedForGoodAndHoldsNoPlace) {
+  limits_.max_queued_bytes = 1'000;
+  Admission a(limits_, &clock_, 1);
+  Status never = a.Admit("ada", "huge", "p", 1'001, 100, Runs(0));
+  EXPECT_TRUE(never.Is(ErrorCode::kLimitExceeded)) << never;
+  EXPECT_EQ(never.detail("limit"), "maxQueuedBytes");
+  EXPECT_TRUE(never.detail("retryAfterMillis").empty()) << never;
+  EXPECT_EQ(a.Waiting(), 0u);
+  EXPECT_TRUE(a.Admit("ada", "fits", "p", 1'000, 100, Runs(0)).ok());
+}
+
+TEST_F(AdmissionTest, ARequestRefusedByALaterRoomLeavesTheEarlierLine) {
+  limits_.max_queued_runs = 2;
+  Admission a(limits_, &clock_, 1);
+  QueueLoad load = Runs(2);
+  load.runs_per_pipeline["p"] = 2;
+  ASSERT_EQ(a.Admit("ada", "x", "p", 0, 2, load).detail("limit"), "maxQueuedRuns");
+  ASSERT_EQ(a.Waiting(), 1u);
+  // The queue has room again, but p is still busy: x now waits in p's line
+  // only, and holds back nobody who wants the queue's room for another
+  // pipeline.
+  load = Runs(1);
+  load.runs_per_pipeline["p"] = 1;
+  ASSERT_EQ(a.Admit("ada", "x", "p", 0, 1, load).detail("limit"), "maxConcurrentRuns");
+  EXPECT_EQ(a.Waiting(), 1u);
+  EXPECT_TRUE(a.Admit("ada", "y", "q", 0, 1, load).ok());
+}
+
+TEST_F(AdmissionTest, RefusedRequestsCostTheirPrincipalTokens) {
+  limits_.principal_burst = 3;
+  limits_.principal_requests_per_second = 0.001;
+  limits_.max_queued_runs = 1;
+  Admission a(limits_, &clock_, 1);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Admit(a, "k" + std::to_string(i), Runs(1)).detail("limit"), "maxQueuedRuns");
+  }
+  EXPECT_EQ(Admit(a, "k3", Runs(0)).detail("limit"), "principalRequestRate");
+  EXPECT_EQ(a.Waiting(), 3u);
 }
 
 TEST_F(AdmissionTest, APlaceIsKeptUntilAWhileAfterItsTimeThenGivenUp) {

@@ -232,6 +232,9 @@ class Service {
   // The queue's load as admission sees it: the last LIST while it is fresh.
   Result<QueueLoad> CurrentLoad();
   QueueLoad RememberLoad(const std::vector<QueueEntry>& entries);
+  // A run admitted (or its creation resumed) counts in the remembered load
+  // until the next listing.
+  void CountAdmitted(const std::string& pipeline_id, int64_t bytes);
   // The request a queued run executes.
   // An upload record as read for a submission, with its etag for the claim.
   struct CheckedUpload {

@@ -116,6 +116,13 @@ QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries) {
   return load;
 }
 
+void Service::CountAdmitted(const std::string& pipeline_id, int64_t bytes) {
+  std::lock_guard lock(mu_);
+  ++load_.runs;
+  load_.bytes += bytes;
+  ++load_.runs_per_pipeline[pipeline_id];
+}
+
 Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
     const CallContext& ctx, const Pipeline& p, const std::vector<std::string>& ids,
     const std::string& run_id) {
@@ -361,6 +368,9 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
   }
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
   RETURN_NOT_OK(admission_.Admit(ctx.principal, key, p.id, a->bytes, a->max_concurrent, load));
+  // Counted at once, so a request admitted next (a waiting line's next
+  // holder, say) does not find the room this one took still free.
+  CountAdmitted(p.id, a->bytes);
 
   RequestRecord reservation{
       key,         ctx.principal,
@@ -424,12 +434,7 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   // A resumed creation is old enough that a worker may have removed its
   // queue entry as an orphan just before the run record appeared: again.
   if (resuming) RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));
-  {
-    std::lock_guard lock(mu_);
-    ++load_.runs;
-    load_.bytes += run.input_bytes;
-    ++load_.runs_per_pipeline[p.id];
-  }
+  if (resuming) CountAdmitted(p.id, run.input_bytes);  // a fresh run was counted at admission
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterRun));
   Wake();
   return Submission{std::move(run), /*replayed=*/false};

@@ -388,8 +388,15 @@ TEST_F(ServiceTest, EachAdmissionLimitTripsWithItsName) {
     const std::string p = AppendPipeline("bytes");
     Status first = Submit(p, "a1", Body(Upload(p, kRows).value())).status();
     ASSERT_TRUE(first.ok()) << first;
-    Status s = Submit(p, "b1", Body(Upload(p, kRows + "3,1,x\n4,1,y\n5,1,z\n").value())).status();
+    // 21 bytes fit the ceiling alone, not behind the 33 queued.
+    Status s = Submit(p, "b1", Body(Upload(p, "id,amount,note\n9,1,x\n").value())).status();
+    EXPECT_TRUE(s.Is(ErrorCode::kOverloaded)) << s;
     EXPECT_EQ(s.detail("limit"), "maxQueuedBytes") << s;
+    // 51 bytes never fit: refused for good.
+    Status never =
+        Submit(p, "c1", Body(Upload(p, kRows + "3,1,x\n4,1,y\n5,1,z\n").value())).status();
+    EXPECT_TRUE(never.Is(ErrorCode::kLimitExceeded)) << never;
+    EXPECT_EQ(never.detail("limit"), "maxQueuedBytes") << never;
     EXPECT_EQ(Drain(), 1);
   }
   {

@@ -5,6 +5,7 @@ namespace loam::service {
 void WaitingLine::Drop(std::map<uint64_t, Place>::iterator it) {
   expiries_.erase({it->second.hold_until_micros, it->first});
   order_of_.erase(it->second.holder);
+  if (--owned_[it->second.owner] == 0) owned_.erase(it->second.owner);
   total_bytes_ -= it->second.bytes;
   places_.erase(it);
 }
@@ -26,20 +27,23 @@ WaitingLine::Ahead WaitingLine::AheadOf(const std::string& holder, int64_t now_m
   return ahead;
 }
 
-void WaitingLine::Refused(const std::string& holder, int64_t bytes, int64_t due_micros) {
+void WaitingLine::Refused(const std::string& holder, const std::string& owner, int64_t bytes,
+                          int64_t due_micros) {
   uint64_t order;
   if (const auto it = order_of_.find(holder); it != order_of_.end()) {
     order = it->second;
     Drop(places_.find(order));  // taken again below, in the same order
-  } else if (places_.size() < kMaxPlaces) {
+  } else if (places_.size() < kMaxPlaces &&
+             (!owned_.count(owner) || owned_.at(owner) < kMaxPlacesPerOwner)) {
     order = next_order_++;
   } else {
     return;
   }
-  const Place place{holder, bytes, due_micros + kHoldAfterDueMicros};
+  const Place place{holder, owner, bytes, due_micros + kHoldAfterDueMicros};
   places_.emplace(order, place);
   order_of_.emplace(holder, order);
   expiries_.emplace(place.hold_until_micros, order);
+  ++owned_[owner];
   total_bytes_ += bytes;
 }
 
