@@ -106,8 +106,12 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
   let first429 = null;
   let after429 = false;
   let refusals = 0;
+  // A 429 is retried on the same server, which keeps the request's place in
+  // its waiting line; trouble (a broken connection, a 5xx) moves to the next.
+  let moves = 0;
+  let s = serverFor(hint);
   for (let attempt = 0; ; attempt++) {
-    const s = serverFor(hint === undefined ? undefined : hint + attempt);
+    if (attempt > 0 && !after429) s = serverFor(hint === undefined ? undefined : hint + ++moves);
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : s.url + pathOrUrl;
     const h = raw ? headers : { authorization: `Bearer ${tokens[sub]}`, ...headers };
     const t0 = now();
@@ -119,6 +123,7 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       text = await res.text();  // a server killed mid-answer fails here
     } catch {
       stats.connectionErrors++;
+      after429 = false;  // the next attempt moves to another server
       if (now() > deadline) throw new Error(`${method} ${pathOrUrl}: no answer before the deadline`);
       await sleep(backoff / 2 + Math.random() * backoff / 2);
       backoff = Math.min(backoff * 2, 5000);
@@ -132,7 +137,9 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
     }
     if (res.status === 429) {
       stats.rejected429++;
-      const wait = Number(res.headers.get('retry-after') ?? '1') * 1000;
+      // The body's retryAfterMillis is exact; the header rounds up to seconds.
+      let wait = Number(res.headers.get('retry-after') ?? '1') * 1000;
+      try { wait = JSON.parse(text).retryAfterMillis ?? wait; } catch { /* the header's */ }
       stats.retryAfterGiven.push(wait);
       if (first429 === null) stats.firstRetryAfter.push(wait);
       refusals++;
@@ -141,7 +148,10 @@ async function call(method, pathOrUrl, { body, headers = {}, sub = 'loader-a', h
       stats.limits429[limit] = (stats.limits429[limit] ?? 0) + 1;
       first429 ??= now();
       after429 = true;
-      if (now() + wait > deadline) throw new Error(`${method} ${pathOrUrl}: overloaded past the deadline`);
+      if (now() + wait > deadline) {
+        stats.refusalsPerRequest.push(refusals);
+        throw new Error(`${method} ${pathOrUrl}: overloaded past the deadline`);
+      }
       await sleep(wait);
       continue;
     }
