@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/thread_annotations.h"
 #include "service/limits.h"
 #include "service/waiting_line.h"
 
@@ -77,14 +78,15 @@ class Admission {
     double tokens = 0;
     int64_t at_micros = 0;
   };
-  std::map<std::string, Bucket> buckets_;            // per principal
-  std::map<std::string, std::deque<int64_t>> tiny_;  // per pipeline: times of tiny runs
-  double bytes_per_second_ = 0;                      // EWMA; 0 = not measured
-  double mean_run_micros_ = 0;                       // EWMA; 0 = not measured
-  double small_run_micros_ = 0;                      // EWMA of runs under 1 MiB
-  WaitingLine queue_line_;
-  std::map<std::string, WaitingLine> concurrency_lines_;  // per pipeline
-  std::map<std::string, WaitingLine> tiny_lines_;         // per pipeline
+  std::map<std::string, Bucket> buckets_ LOAM_GUARDED_BY(mu_);  // per principal
+  // Per pipeline: the times of its tiny runs in the last minute.
+  std::map<std::string, std::deque<int64_t>> tiny_ LOAM_GUARDED_BY(mu_);
+  double bytes_per_second_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA; 0 = not measured
+  double mean_run_micros_ LOAM_GUARDED_BY(mu_) = 0;   // EWMA; 0 = not measured
+  double small_run_micros_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA of runs under 1 MiB
+  WaitingLine queue_line_ LOAM_GUARDED_BY(mu_);
+  std::map<std::string, WaitingLine> concurrency_lines_ LOAM_GUARDED_BY(mu_);  // per pipeline
+  std::map<std::string, WaitingLine> tiny_lines_ LOAM_GUARDED_BY(mu_);         // per pipeline
 };
 
 }  // namespace loam::service
