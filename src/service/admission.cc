@@ -121,9 +121,9 @@ Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& l
   // The queue as this request finds it: what is queued, then the requests
   // refused before it that have not come back yet.
   const WaitingLine::Ahead ahead = queue_line_.AheadOf(who.holder, now);
-  QueueLoad seen = load;
-  seen.runs += ahead.runs;
-  seen.bytes += ahead.bytes;
+  QueueLoad seen;  // only the totals: the wait needs no per-pipeline counts
+  seen.runs = load.runs + ahead.runs;
+  seen.bytes = load.bytes + ahead.bytes;
   const std::string waiting = RefusedBefore(ahead.runs);
   const double queued = QueueWaitMicrosLocked(seen);
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
