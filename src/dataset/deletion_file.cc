@@ -8,7 +8,7 @@
 
 namespace loam {
 namespace {
-constexpr std::string_view kMagic = "LOAMDELV";
+constexpr std::string_view kDeletionFileMagic = "LOAMDELV";
 constexpr uint16_t kVersion = 1;
 }  // namespace
 
@@ -49,7 +49,7 @@ DeletionVector DeletionVector::Minus(const DeletionVector& base) const {
 }
 
 std::string DeletionVector::Encode() const {
-  std::string out(kMagic);
+  std::string out(kDeletionFileMagic);
   PutFixed16(&out, kVersion);
   PutFixed16(&out, 0);
   PutFixed32(&out, static_cast<uint32_t>(rows_.size()));
@@ -59,7 +59,7 @@ std::string DeletionVector::Encode() const {
 }
 
 Result<DeletionVector> DeletionVector::Decode(std::string_view bytes, const std::string& what) {
-  if (bytes.size() < 24 || bytes.substr(0, 8) != kMagic) {
+  if (bytes.size() < 24 || bytes.substr(0, 8) != kDeletionFileMagic) {
     return Status::DataLoss(what + " is not a Loam deletion file");
   }
   const std::string_view body = bytes.substr(0, bytes.size() - 8);

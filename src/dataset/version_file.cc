@@ -15,7 +15,7 @@
 namespace loam {
 namespace {
 
-constexpr std::string_view kMagic = "LOAMVERS";
+constexpr std::string_view kVersionFileMagic = "LOAMVERS";
 // Version 2 added inline fragments (data_offset); version 1 is still read.
 constexpr uint16_t kFormatVersion = 2;
 constexpr uint16_t kOldestReadableFormat = 1;
@@ -327,7 +327,7 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
     if (f.inline_deletion) append_placed(*f.inline_deletion, f.deletion_offset, f.deletion_path);
   }
   const uint64_t body_offset = inline_start + inline_bytes.size();
-  std::string out(kMagic);
+  std::string out(kVersionFileMagic);
   out.reserve(body_offset + body.size() + 8);
   PutFixed16(&out, kFormatVersion);
   PutFixed16(&out, 0);
@@ -357,7 +357,7 @@ struct ParsedHeader {
 };
 
 Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what) {
-  if (bytes.size() < kVersionHeaderSize || bytes.substr(0, 8) != kMagic) {
+  if (bytes.size() < kVersionHeaderSize || bytes.substr(0, 8) != kVersionFileMagic) {
     return Status::DataLoss(what + " is not a Loam version file");
   }
   Decoder d(bytes.substr(8, kVersionHeaderSize - 8), what);

@@ -5,7 +5,7 @@
 namespace loam::ingest {
 namespace {
 
-Schema Events() {
+Schema CsvEvents() {
   return Schema{{{"id", DataType::Int64(), false},
                  {"name", DataType::String()},
                  {"at", DataType::Timestamp()}}};
@@ -14,7 +14,7 @@ Schema Events() {
 TEST(CsvBatches, MapsColumnsByNameInBatches) {
   const std::string src_text = "at,id\n2026-11-30T00:00:00Z,1\n,2\n1970-01-01T00:00:00Z,3\n";
   StringSource src(src_text);
-  CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
+  CsvBatches in = CsvBatches::Open(src, CsvEvents(), "events.csv").value();
   std::optional<RecordBatch> first = in.Next(2).value();
   ASSERT_TRUE(first.has_value());
   ASSERT_EQ(first->num_rows(), 2);
@@ -31,7 +31,7 @@ TEST(CsvBatches, MapsColumnsByNameInBatches) {
 
 void ExpectOpenFails(const std::string& text, const std::string& message) {
   StringSource src(text);
-  Status s = CsvBatches::Open(src, Events(), "events.csv").status();
+  Status s = CsvBatches::Open(src, CsvEvents(), "events.csv").status();
   EXPECT_TRUE(s.IsInvalidArgument()) << s;
   EXPECT_NE(s.message().find(message), std::string::npos) << s;
 }
@@ -47,7 +47,7 @@ TEST(CsvBatches, StrictSchemaPolicy) {
 TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
   const std::string src_text = "id,name\n1,a\n2,b\nx3,c\n";
   StringSource src(src_text);
-  CsvBatches in = CsvBatches::Open(src, Events(), "events.csv").value();
+  CsvBatches in = CsvBatches::Open(src, CsvEvents(), "events.csv").value();
   Status s = in.Next(100).status();
   EXPECT_TRUE(s.IsInvalidArgument()) << s;
   EXPECT_NE(s.message().find("events.csv: line 4, column 1 ('id', int64): expected an integer"),
@@ -55,7 +55,7 @@ TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
       << s;
   const std::string quoted_text = "id,name\n1,\"open\n";
   StringSource quoted(quoted_text);
-  CsvBatches again = CsvBatches::Open(quoted, Events(), "q.csv").value();
+  CsvBatches again = CsvBatches::Open(quoted, CsvEvents(), "q.csv").value();
   EXPECT_NE(again.Next(10).status().message().find("q.csv: CSV line 2, column 2"),
             std::string::npos);
 }

@@ -7,7 +7,7 @@
 namespace loam::ingest {
 namespace {
 
-Schema Events() {
+Schema JsonlEvents() {
   return Schema{{{"id", DataType::Int64(), false},
                  {"name", DataType::String()},
                  {"doc", DataType::Json()},
@@ -17,7 +17,7 @@ Schema Events() {
 Result<std::vector<RecordBatch>> ReadAll(const std::string& text, ParseLimits limits = {},
                                          SchemaPolicy policy = {}) {
   StringSource src(text);
-  JsonlBatches in(src, Events(), policy, "e.jsonl", limits);
+  JsonlBatches in(src, JsonlEvents(), policy, "e.jsonl", limits);
   std::vector<RecordBatch> out;
   while (true) {
     ASSIGN_OR_RETURN(auto b, in.Next(2));

@@ -10,7 +10,7 @@
 namespace loam::ingest {
 namespace {
 
-Schema Events() { return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}}; }
+Schema RowSourceEvents() { return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}}; }
 
 // `rows` CSV records, one per line; the row with id `bad` (if any) is not an int64.
 std::string Csv(int rows, int bad = -1) {
@@ -22,7 +22,7 @@ std::string Csv(int rows, int bad = -1) {
 }
 
 std::unique_ptr<RowSource> Open(const std::string& text, bool prefetch, size_t batch) {
-  auto source = OpenRowSource(std::make_unique<StringSource>(text), InputFormat::kCsv, Events(),
+  auto source = OpenRowSource(std::make_unique<StringSource>(text), InputFormat::kCsv, RowSourceEvents(),
                               SchemaPolicy{}, "events.csv")
                     .value();
   return prefetch ? Prefetch(std::move(source), batch) : std::move(source);
@@ -63,7 +63,7 @@ TEST(RowSource, RefusesADelimiterThatCsvReserves) {
   for (char d : {'"', '\n', '\r'}) {
     ParseLimits limits;
     limits.csv_delimiter = d;
-    Status s = OpenRowSource(std::make_unique<StringSource>(Csv(2)), InputFormat::kCsv, Events(),
+    Status s = OpenRowSource(std::make_unique<StringSource>(Csv(2)), InputFormat::kCsv, RowSourceEvents(),
                              SchemaPolicy{}, "events.csv", limits)
                    .status();
     EXPECT_TRUE(s.IsInvalidArgument()) << s;
@@ -94,7 +94,7 @@ TEST(Prefetch, StopsParsingWhenDroppedEarly) {
   const std::string text = Csv(200000);
   auto read = std::make_shared<std::atomic<size_t>>(0);
   auto source = OpenRowSource(std::make_unique<CountingSource>(text, read), InputFormat::kCsv,
-                              Events(), SchemaPolicy{}, "events.csv")
+                              RowSourceEvents(), SchemaPolicy{}, "events.csv")
                     .value();
   auto ahead = Prefetch(std::move(source), 100, /*depth=*/2);
   EXPECT_EQ(ahead->Next(100).value()->num_rows(), 100);

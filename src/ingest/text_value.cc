@@ -15,7 +15,7 @@ namespace {
 __extension__ using U128 = unsigned __int128;
 __extension__ using I128 = __int128;
 
-Status Expected(std::string_view form) {
+Status ExpectedForm(std::string_view form) {
   return Status::InvalidArgument("expected " + std::string(form));
 }
 
@@ -261,7 +261,7 @@ Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t ma
     return "an integer from " + std::to_string(min) + " to " + std::to_string(max) +
            " written as plain digits (e.g. -42)";
   };
-  if (!IsCanonicalInteger(text)) return Expected(form());
+  if (!IsCanonicalInteger(text)) return ExpectedForm(form());
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < min || v > max) {
@@ -272,7 +272,7 @@ Result<int64_t> ParseCanonicalInt(std::string_view text, int64_t min, int64_t ma
 
 Result<int32_t> ParseCanonicalDate(std::string_view text) {
   int64_t days = 0;
-  if (text.size() != 10 || !DatePart(text, &days)) return Expected(kDateForm);
+  if (text.size() != 10 || !DatePart(text, &days)) return ExpectedForm(kDateForm);
   return static_cast<int32_t>(days);
 }
 
@@ -282,13 +282,13 @@ Result<int64_t> ParseCanonicalTimestamp(std::string_view text) {
   if (text.size() < 20 || !DatePart(text, &days) || text[10] != 'T' || text[13] != ':' ||
       text[16] != ':' || !Number(text, 11, 2, &h) || !Number(text, 14, 2, &mi) ||
       !Number(text, 17, 2, &sec) || h > 23 || mi > 59 || sec > 59 || text.back() != 'Z') {
-    return Expected(kTimestampForm);
+    return ExpectedForm(kTimestampForm);
   }
   int64_t micros = 0;
   std::string_view frac = text.substr(19, text.size() - 20);
   if (!frac.empty()) {
     if (frac.front() != '.' || frac.size() < 2 || frac.size() > 7 || !AllDigits(frac.substr(1))) {
-      return Expected(kTimestampForm);
+      return ExpectedForm(kTimestampForm);
     }
     frac.remove_prefix(1);
     for (size_t i = 0; i < 6; ++i) micros = micros * 10 + (i < frac.size() ? frac[i] - '0' : 0);
@@ -311,7 +311,7 @@ Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int s
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
   if (!AllDigits(whole) || (whole.size() > 1 && whole.front() == '0') ||
       (dot != std::string_view::npos && !AllDigits(frac))) {
-    return Expected(form());
+    return ExpectedForm(form());
   }
   const size_t int_digits = whole == "0" ? 0 : whole.size();
   if (frac.size() > static_cast<size_t>(scale) ||
@@ -346,7 +346,7 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
         out->AppendBool(text == "true");
         return Status::OK();
       }
-      return Expected("true or false");
+      return ExpectedForm("true or false");
     case TypeId::kInt32: {
       ASSIGN_OR_RETURN(int64_t v, ParseCanonicalInt(text, std::numeric_limits<int32_t>::min(),
                                                     std::numeric_limits<int32_t>::max()));
@@ -368,12 +368,12 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
       if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
       const size_t stop = digits.find_first_of(".eE");
       if (stop == std::string_view::npos || !IsCanonicalInteger(digits.substr(0, stop))) {
-        return Expected(kForm);
+        return ExpectedForm(kForm);
       }
       double v = 0;
       const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
       if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-        return Expected(kForm);
+        return ExpectedForm(kForm);
       }
       out->AppendFloat64(v);
       return Status::OK();
@@ -388,7 +388,7 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
       return Status::OK();
     case TypeId::kBinary: {
       std::string bytes;
-      if (!Base64Decode(text, &bytes)) return Expected("base64 (RFC 4648, with '=' padding)");
+      if (!Base64Decode(text, &bytes)) return ExpectedForm("base64 (RFC 4648, with '=' padding)");
       out->AppendBytes(bytes);
       return Status::OK();
     }
@@ -410,7 +410,7 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
     }
     case TypeId::kJson:
       if (!CheckJsonDocument(text, kJsonDepthCeiling).ok()) {
-        return Expected("a JSON document (RFC 8259) in UTF-8");
+        return ExpectedForm("a JSON document (RFC 8259) in UTF-8");
       }
       out->AppendBytes(text);
       return Status::OK();

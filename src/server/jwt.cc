@@ -17,12 +17,13 @@ namespace loam::server {
 
 using nlohmann::json;
 
-namespace {
-
-struct PkeyFree {
+// Named (not in the anonymous namespace): JwtVerifier::Key holds one.
+struct JwtPkeyFree {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
 };
-using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using Pkey = std::unique_ptr<EVP_PKEY, JwtPkeyFree>;
+
+namespace {
 
 Status Denied(const std::string& why) { return Status::Unauthenticated("bearer token " + why); }
 

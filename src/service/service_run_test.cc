@@ -16,8 +16,6 @@ namespace {
 
 using ingest::RunState;
 
-const std::string kRows = "id,amount,note\n1,1.50,a\n2,2.50,b\n";
-
 TEST_F(ServiceTest, AGrantRevokedWhileQueuedPreventsTheCommit) {
   const std::string p = AppendPipeline();
   const Submission s = Submit(p, "k", Body(Upload(p, kRows).value())).value();

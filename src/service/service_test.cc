@@ -13,8 +13,6 @@ namespace {
 
 using ingest::RunState;
 
-const std::string kRows = "id,amount,note\n1,1.50,a\n2,2.50,b\n";
-
 TEST_F(ServiceTest, CallsFromAnotherWorkspaceOrWithoutPrincipalAreRefused) {
   const std::string p = AppendPipeline();
   Status other = Svc().GetPipeline({"01J0000000000000000000000W", "ada"}, p).status();

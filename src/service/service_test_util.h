@@ -7,6 +7,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -23,6 +24,9 @@ inline Schema OrdersSchema() {
                  {"amount", DataType::Decimal(10, 2)},
                  {"note", DataType::String()}}};
 }
+
+// Two rows of OrdersSchema() as CSV.
+inline const std::string kRows = "id,amount,note\n1,1.50,a\n2,2.50,b\n";
 
 inline constexpr char kSecret[] = "0123456789abcdef0123456789abcdef-test";
 
