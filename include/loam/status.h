@@ -61,9 +61,11 @@ enum class ErrorCode : int {
   kOverloaded,              // admission is full: repeat the same request after Retry-After
   kUnauthenticated,         // no valid credentials: a missing, expired or bad token
   kMigrationRequired,       // the workspace is in an older or half-migrated format: loam migrate
+  kRevertBlocked,           // later commits touched the run's table: revert those first
+  kMethodNotAllowed,        // the HTTP method is not one the route serves
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kMigrationRequired;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kMethodNotAllowed;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.

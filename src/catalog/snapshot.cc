@@ -11,6 +11,13 @@ const TableState* Snapshot::Find(const std::string& name) const {
   return it == tables.end() ? nullptr : &it->second;
 }
 
+const TableState* Snapshot::FindSid(int64_t sid) const {
+  for (const auto& [name, t] : tables) {
+    if (t.def.sid == sid) return &t;
+  }
+  return nullptr;
+}
+
 std::optional<Role> Snapshot::RoleOf(int64_t sid, const std::string& principal) const {
   for (const Grant& g : grants) {
     if (g.sid == sid && g.principal == principal) return g.role;

@@ -25,6 +25,8 @@ struct Snapshot {
   std::vector<Grant> grants;
 
   const TableState* Find(const std::string& name) const;
+  // The live table whose stable id is `sid`, under whatever name it has now.
+  const TableState* FindSid(int64_t sid) const;
   // The role `principal` holds on table `sid`, if any.
   std::optional<Role> RoleOf(int64_t sid, const std::string& principal) const;
   // Whether an admin allowed additive schema changes on table `sid`.

@@ -43,9 +43,12 @@ Status Malformed(const ManifestRow& row, const std::string& why) {
 
 std::string_view RoleName(Role r) {
   switch (r) {
-    case Role::kReader: return "reader";
-    case Role::kWriter: return "writer";
-    case Role::kAdmin: return "admin";
+    case Role::kReader:
+      return "reader";
+    case Role::kWriter:
+      return "writer";
+    case Role::kAdmin:
+      return "admin";
   }
   return "unknown";
 }
@@ -54,7 +57,8 @@ Result<Role> ParseRole(std::string_view name) {
   for (Role r : {Role::kReader, Role::kWriter, Role::kAdmin}) {
     if (name == RoleName(r)) return r;
   }
-  return Status::InvalidArgument("unknown role '" + std::string(name) + "' (reader, writer, admin)");
+  return Status::InvalidArgument("unknown role '" + std::string(name) +
+                                 "' (reader, writer, admin)");
 }
 
 std::string TableDef::SchemaHash() const {
@@ -64,8 +68,8 @@ std::string TableDef::SchemaHash() const {
 
 Status ValidateTableName(std::string_view name) {
   auto bad = [&](std::string_view why) {
-    return Status::InvalidArgument("invalid table name '" + std::string(name) + "': " +
-                                   std::string(why));
+    return Status::InvalidArgument("invalid table name '" + std::string(name) +
+                                   "': " + std::string(why));
   };
   if (name.empty() || name.size() > 128) return bad("must be 1 to 128 characters");
   if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) {
@@ -92,12 +96,43 @@ Status ValidateTableDef(const TableDef& def) {
       return Status::InvalidArgument("key column '" + k + "' is not a column of table '" +
                                      def.name + "'");
     }
-    if (!seen.insert(k).second) return Status::InvalidArgument("key column '" + k + "' is listed twice");
+    if (!seen.insert(k).second)
+      return Status::InvalidArgument("key column '" + k + "' is listed twice");
     if (def.schema.fields[i].nullable) {
       return Status::InvalidArgument("key column '" + k + "' must be declared not-null");
     }
   }
   return Status::OK();
+}
+
+Result<std::vector<std::string>> UpsertKeys(const TableDef& def,
+                                            const std::vector<std::string>& keys) {
+  if (keys.empty()) {
+    if (def.keys.empty()) {
+      return Status::InvalidArgument(
+          "an upsert into '" + def.name +
+          "' needs key columns: the table declares none, so the load names them "
+          "(--key, keyColumns)");
+    }
+    return def.keys;
+  }
+  std::set<std::string> seen;
+  for (const std::string& k : keys) {
+    if (def.schema.IndexOf(k) < 0) {
+      return Status::InvalidArgument("key column '" + k + "' is not in table '" + def.name + "'");
+    }
+    if (!seen.insert(k).second) {
+      return Status::InvalidArgument("key column '" + k + "' is listed twice");
+    }
+  }
+  if (!def.keys.empty() && seen != std::set<std::string>(def.keys.begin(), def.keys.end())) {
+    std::string declared;
+    for (const std::string& k : def.keys) declared += (declared.empty() ? "" : ", ") + k;
+    return Status::InvalidArgument("an upsert into '" + def.name +
+                                   "' must match on its declared key (" + declared +
+                                   "), not on other columns");
+  }
+  return def.keys.empty() ? keys : def.keys;  // the declared order
 }
 
 std::string SchemaToJson(const Schema& schema) { return SchemaJson(schema).dump(); }

@@ -36,6 +36,13 @@ struct TableDef {
 Status ValidateTableName(std::string_view name);
 // Name, schema and keys (keys exist, are unique and not nullable).
 Status ValidateTableDef(const TableDef& def);
+// The key an upsert into `def` matches on. On a keyed table it is the declared
+// key: `keys` must be empty or name exactly the declared columns (in any
+// order; the declared order is returned), else a row could be inserted whose
+// declared key the table holds. On an unkeyed table `keys` (existing columns,
+// none twice) is the load's own logical key and must not be empty.
+Result<std::vector<std::string>> UpsertKeys(const TableDef& def,
+                                            const std::vector<std::string>& keys);
 
 std::string SchemaToJson(const Schema& schema);
 Result<Schema> SchemaFromJson(std::string_view text);

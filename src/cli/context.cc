@@ -15,6 +15,7 @@ int ExitCodeFor(ErrorCode code) {
       return kExitOk;
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kIdempotencyKeyRequired:
+    case ErrorCode::kMethodNotAllowed:
       return kExitUsage;
     case ErrorCode::kValidationFailed:
     case ErrorCode::kDuplicateKey:
@@ -30,6 +31,7 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kRunAlreadyCommitted:
     case ErrorCode::kSourceAlreadyLoaded:
     case ErrorCode::kOverloaded:
+    case ErrorCode::kRevertBlocked:
       return kExitConflict;
     case ErrorCode::kPermissionDenied:
     case ErrorCode::kUnauthenticated:

@@ -89,6 +89,10 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "unauthenticated";
     case ErrorCode::kMigrationRequired:
       return "migration_required";
+    case ErrorCode::kRevertBlocked:
+      return "revert_blocked";
+    case ErrorCode::kMethodNotAllowed:
+      return "method_not_allowed";
   }
   return "internal";
 }

@@ -166,15 +166,33 @@ Result<WriteResult> Workspace::PublishTableChange(
                      view.Find(TableDefId(s.sid), kCatalogPartition));
     if (!def_row) return Conflict("table '" + cur->table_key + "' left the catalog meanwhile");
     ASSIGN_OR_RETURN(TableDef def, ParseTableDef(*def_row));
-    if (auth.principal != nullptr) {
+    // Grants as of the version this commit lands on.
+    auto role_of = [&](const std::string& principal) -> Result<std::optional<Role>> {
       ASSIGN_OR_RETURN(std::optional<ManifestRow> grant_row,
-                       view.Find(GrantRow({s.sid, *auth.principal}).object_id, kCatalogPartition));
-      std::optional<Role> held;
-      if (grant_row) {
-        ASSIGN_OR_RETURN(Grant g, ParseGrant(*grant_row));
-        held = g.role;
-      }
+                       view.Find(GrantRow({s.sid, principal}).object_id, kCatalogPartition));
+      if (!grant_row) return std::optional<Role>();
+      ASSIGN_OR_RETURN(Grant g, ParseGrant(*grant_row));
+      return std::optional<Role>(g.role);
+    };
+    if (auth.principal != nullptr) {
+      ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.principal));
       RETURN_NOT_OK(AuthorizeRole(def.name, *auth.principal, held, auth.mode));
+    }
+    if (auth.additive) {
+      ASSIGN_OR_RETURN(std::optional<Role> allowed, role_of(std::string(kAdditiveSchemaPrincipal)));
+      if (!allowed) {
+        return Status::PermissionDenied("table '" + def.name +
+                                        "' no longer allows additive schema changes");
+      }
+      if (auth.additive_admin != nullptr && !auth.additive_admin->empty()) {
+        ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.additive_admin));
+        Status admin = AuthorizeRole(def.name, *auth.additive_admin, held, WriteMode::kAddColumn);
+        if (!admin.ok()) {
+          return admin.WithMessage("the additive load was configured by '" + *auth.additive_admin +
+                                   "', no longer an admin of table '" + def.name +
+                                   "': " + admin.message());
+        }
+      }
     }
     PublishPlan plan;
     TableHead next = *cur;
@@ -449,7 +467,8 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
           .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
     }
   }
-  RETURN_NOT_OK(Authorize(snap, *t, req.principal, req.mode));
+  const WriteMode auth_mode = req.authorize_as.value_or(req.mode);
+  RETURN_NOT_OK(Authorize(snap, *t, req.principal, auth_mode));
   const TableHead head = t->head;
   if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
     return Status::FailedPrecondition("table '" + req.table + "' changed from schema version " +
@@ -515,12 +534,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
         return req.staged_rows ? base.AppendStaged(req.staged, opts, req.add_columns)
                                : base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
-        const std::vector<std::string>& keys = req.keys.empty() ? t->def.keys : req.keys;
-        if (keys.empty()) {
-          return Status::InvalidArgument(
-              "upsert into '" + req.table +
-              "' needs key columns: declare them on the table or pass keys");
-        }
+        ASSIGN_OR_RETURN(std::vector<std::string> keys, UpsertKeys(t->def, req.keys));
         return req.staged_rows
                    ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts, req.merge_plan)
                    : base.MergeInsert(keys, req.rows, &result.merge, opts);
@@ -562,25 +576,30 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     return result;
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
-  Result<WriteResult> published =
-      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
-                         static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
-                         req.run_id, "", {&req.principal, req.mode});
+  Result<WriteResult> published = PublishTableChange(
+      s, head, static_cast<int64_t>(committed->version()),
+      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, req.run_id, "",
+      {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin});
   if (!published.ok()) {
-    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
-    ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
-    if (cur && cur->head_commit == s.commit_id) {
-      // The publish landed although its answer was lost.
+    // Whether the publish landed although its answer was lost is decided by
+    // an exact look-up of this write's own commit, never by the table's head:
+    // a concurrent grant, rename or write may have moved the head since. A
+    // failed look-up leaves the sidecar for recovery to decide.
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> own,
+                     manifest_->FindJournalRow(req.branch, GraphCommitId(s.commit_id)));
+    if (own) {
       RETURN_NOT_OK(store_->DeleteRelaxed(key));
       WriteResult landed;
-      landed.manifest_version = now.version;
+      landed.manifest_version = static_cast<uint64_t>(own->table_version.value_or(0));
       landed.commit_id = s.commit_id;
       landed.sid = s.sid;
-      landed.table_version = cur->table_version;
-      landed.row_count = cur->row_count.value_or(0);
+      landed.table_version = static_cast<int64_t>(committed->version());
+      landed.row_count = static_cast<int64_t>(committed->CountRows());
       landed.merge = result.merge;
       return landed;
     }
+    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
+    ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
     // The manifest refused the table's new version: undo it now.
     if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed, /*publish=*/true));
     RETURN_NOT_OK(store_->DeleteRelaxed(key));

@@ -71,6 +71,9 @@ struct WriteRequest {
   // The owner passes. Empty only on a workspace opened as the system actor.
   std::string principal;
   WriteMode mode = WriteMode::kAppend;
+  // The mode whose role `principal` needs, when not `mode`'s: a revert of a
+  // replace restores (a writer's mode) but needs the admin a replace needs.
+  std::optional<WriteMode> authorize_as;
   std::vector<RecordBatch> rows;  // append / upsert / replace
   // Instead of `rows`: fragments already written with Dataset::WriteFragment
   // on the table (OpenTable), so a load can stream rows to storage first.
@@ -87,6 +90,9 @@ struct WriteRequest {
   // fragments hold the table's columns and then these). Needs the table to
   // allow additive schema changes; bumps the schema version.
   std::vector<Field> add_columns;
+  // With add_columns: the admin who configured the additive load (a
+  // pipeline's last editor); checked again, like the flag, in the commit.
+  std::string additive_admin;
   std::optional<int64_t> expected_version;         // the head's table version
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
@@ -139,6 +145,10 @@ struct RecoveryReport {
 struct PublishAuthorisation {
   const std::string* principal = nullptr;  // nullptr: not checked (recovery, forks)
   WriteMode mode = WriteMode::kAppend;
+  // An additive append: the table must still allow additive schema changes,
+  // and `additive_admin` (when not empty) must still hold admin.
+  bool additive = false;
+  const std::string* additive_admin = nullptr;
 };
 
 class Workspace {

@@ -4,6 +4,7 @@
 
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
+#include "io/fault_injection_object_store.h"
 #include "io/test_store.h"
 
 namespace loam {
@@ -176,6 +177,34 @@ void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
   EXPECT_EQ(log.front().actor, "loam:recovery");
   EXPECT_EQ(head.head_commit, log.front().id);
   ExpectConsistent(*ws, "");
+}
+
+// A's manifest version lands but its reply is lost, and before A looks again
+// B renames the table, so the head names B's commit. A judges by its own
+// commit: the write is reported as the success it is and its rows stay.
+TEST(WorkspaceRecoveryTest, ALostPublishReplyIsJudgedByTheWritesOwnCommit) {
+  auto base = testing::NewTestStore();
+  auto ws = Workspace::Init(base, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
+  WorkspaceOptions live = testing::TestOptions();
+  live.recovery_grace_micros = 60'000'000;  // A is alive: B leaves its sidecar alone
+  auto b = Workspace::Open(base, "ws", live).value();
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(base);
+  auto a = Workspace::Open(faulty, "ws", live).value();
+  faulty->AddRule(FaultRule::LoseReplyAt(
+      "lost-publish", WriteOpMask(), 1, Status::Unavailable("reply lost"),
+      [&] { EXPECT_TRUE(b->RenameTable("t", "t2").ok()); }, "__manifest/_versions/"));
+  Result<WriteResult> w = a->Write(Append("t", {3}));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(faulty->Fired("lost-publish"), 1u);
+  EXPECT_EQ(w->table_version, 3);
+  EXPECT_EQ(w->row_count, 3);
+  const TableHead head = ws->Current().value().Find("t2")->head;
+  EXPECT_EQ(head.table_version, 3);
+  EXPECT_EQ(head.row_count, 3);
+  EXPECT_EQ(RowsOf(*ws, "t2"), 3);  // the fork was not rolled back beneath the head
+  EXPECT_TRUE(base->ListAll("ws/_recovery/").value().empty());  // no sidecar left
 }
 
 TEST(WorkspaceRecoveryTest, ARefusedPublishRollsTheTableBack) {

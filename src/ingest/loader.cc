@@ -1,5 +1,6 @@
 #include "ingest/loader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -79,19 +80,7 @@ Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& 
                     const TableState& t) {
   RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
   const Schema& schema = t.def.schema;
-  const std::vector<std::string>& keys = req.keys.empty() ? t.def.keys : req.keys;
-  if (req.mode == LoadMode::kUpsert) {
-    if (keys.empty()) {
-      return Status::InvalidArgument("upsert into '" + t.def.name +
-                                     "' needs key columns: the table declares none, so pass --key");
-    }
-    for (const std::string& k : keys) {
-      if (schema.IndexOf(k) < 0) {
-        return Status::InvalidArgument("key column '" + k + "' is not in table '" + t.def.name +
-                                       "'");
-      }
-    }
-  }
+  if (req.mode == LoadMode::kUpsert) RETURN_NOT_OK(UpsertKeys(t.def, req.keys).status());
   if (req.policy.additive) {
     if (req.mode != LoadMode::kAppend) {
       return Status::InvalidArgument("additive schema mode is for appends only");
@@ -205,7 +194,8 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   if (request.error_policy == ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
     return Status::PermissionDenied(
         "the skipRows error policy is behind a feature flag that is off "
-        "(LOAM_FEATURE_SKIP_ROWS); use failRun, or validationOnly to see every problem first");
+        "(LOAM_FEATURE_SKIP_ROWS); use failRun, or validationOnly to check the input without "
+        "loading it");
   }
   if (request.files.empty()) return Status::InvalidArgument("a load needs at least one input file");
   if (request.policy.additive) {
@@ -287,7 +277,51 @@ Result<RunRecord> Loader::Resume(const std::string& run_id) {
   // A run past `queued` may have reached its commit: resume settles that first.
   run.resumed = run.record.state != RunState::kQueued;
   RETURN_NOT_OK(Renew(run));  // CAS: exactly one process takes it
-  return Execute(run);
+  Result<RunRecord> done = Execute(run);
+  if (done.ok()) return done;
+  return AfterFailedAttempt(run, done.status());
+}
+
+Result<RunRecord> Loader::AfterFailedAttempt(Active& run, const Status& s) {
+  // Not the run's fault: the lease went to another process, or the run
+  // waits its turn (its source held by another run).
+  if (s.IsAborted() || s.Is(ErrorCode::kRequestInFlight) || !s.detail("run").empty()) return s;
+  // The stored record, not this attempt's copy: the attempt may have ended
+  // half way through reporting a terminal state.
+  std::string etag;
+  Result<RunRecord> stored = runs_.Get(run.record.id, &etag);
+  if (!stored.ok() || stored->lease_owner != owner_ || IsTerminal(stored->state)) return s;
+  run.record = std::move(*stored);
+  run.etag = std::move(etag);
+  RunRecord& rec = run.record;
+  ++rec.attempts;
+  rec.last_error_code = std::string(ErrorCodeName(s.error_code()));
+  rec.last_error = s.message();
+  if (rec.attempts < options_.max_attempts) {
+    const int shift = std::min(rec.attempts - 1, 16);
+    rec.lease_expires_micros =
+        NowMicros() + std::min<int64_t>(options_.retry_backoff_micros << shift, 300'000'000);
+    static_cast<void>(Save(run));  // best effort: a lost count only allows one more attempt
+    return s;
+  }
+  // The last attempt: fail the run, unless its commit landed (the journal
+  // decides) or a half-done commit cannot be settled yet.
+  const RunRequest& req = run.request;
+  ASSIGN_OR_RETURN(RecoveryReport settled, ws_->RecoverRun(rec.id));
+  if (!settled.failures.empty()) return s;
+  ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(rec.id)));
+  if (row) return s;  // committed: the next resume records it as such
+  // Still this process's run, for a whole lease, before the hook acts for it.
+  RETURN_NOT_OK(Renew(run));
+  rec.state = RunState::kFailed;
+  rec.finished_micros = NowMicros();
+  rec.lease_expires_micros = 0;
+  rec.error_code = rec.last_error_code;
+  rec.error =
+      "gave up after " + std::to_string(rec.attempts) + " attempts; the last: " + rec.last_error;
+  if (options_.before_terminal) RETURN_NOT_OK(options_.before_terminal(rec));
+  RETURN_NOT_OK(Save(run));
+  return rec;
 }
 
 Result<RunRecord> Loader::Execute(Active& run) {
@@ -440,7 +474,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     w.staged_rows = true;
     w.staged = staged->staged;
     w.keys = req.keys;
-    if (req.policy.additive) w.add_columns = req.policy.NewColumns(t->def.schema);
+    if (req.policy.additive) {
+      w.add_columns = req.policy.NewColumns(t->def.schema);
+      w.additive_admin = req.additive_admin;
+    }
     if (staged->plan) w.merge_plan = &*staged->plan;
     // Upsert counters were planned against this version: commit only on it.
     // So were a keyed append's key checks: a concurrent commit could have

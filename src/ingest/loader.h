@@ -49,6 +49,13 @@ struct LoaderOptions {
   // work (the service's cleanup entry) exists before anyone sees the run
   // terminal. Non-OK leaves the run resumable; a resume calls it again.
   std::function<Status(const RunRecord&)> before_terminal;
+  // Resume (the service's workers) gives a run this many attempts that end
+  // in a resumable error (I/O trouble, data loss, a bug), then fails it with
+  // the last error. Between them the run's lease is held for the backoff:
+  // retry_backoff_micros, doubling per attempt, at most 5 minutes (by
+  // default 10+20+40+80 s: an outage shorter than that fails nothing).
+  int max_attempts = 5;
+  int64_t retry_backoff_micros = 10'000'000;
 };
 
 // A local file as a ByteSource, read through the ObjectStore interface.
@@ -79,6 +86,9 @@ class Loader {
  private:
   struct Active;
   Result<RunRecord> Execute(Active& run);
+  // After an attempt of a resumed run ended in resumable `s`: records it and
+  // backs off, or, at the last attempt, fails the run with it.
+  Result<RunRecord> AfterFailedAttempt(Active& run, const Status& s);
   Status Renew(Active& run);
   Status Save(Active& run);
   Status Fail(std::string_view point) const;

@@ -240,13 +240,20 @@ TEST_F(LoaderTest, UpsertKeysAreCheckedAcrossProbeChunks) {
   EXPECT_NE(d.error.find("d.csv line 33 and d.csv line 34 have the same key"), std::string::npos)
       << d.error;
 
-  // Keyed on the nullable name: row 35 (line 37) has none.
+  // Keyed on the nullable name: refused on the keyed table (it matches on
+  // its declared key); on an unkeyed one row 35 (line 37) has none.
   std::string nulls = "id,name,balance\n";
   for (int r = 0; r < 40; ++r)
     nulls += std::to_string(2000 + r) + "," + (r == 35 ? "" : "m" + std::to_string(r)) + ",1.00\n";
   files_["n.csv"] = nulls;
   RunRequest by_name = Request(LoadMode::kUpsert, {"n.csv"});
   by_name.keys = {"name"};
+  RunRecord other_key = Load(by_name);
+  EXPECT_EQ(other_key.state, RunState::kFailed);
+  EXPECT_NE(other_key.error.find("must match on its declared key (id)"), std::string::npos)
+      << other_key.error;
+  ASSERT_TRUE(ws_->CreateTable("loose", Accounts(), {}).ok());
+  by_name.table = "loose";
   RunRecord n = Load(by_name);
   EXPECT_EQ(n.state, RunState::kFailed);
   EXPECT_NE(n.error.find("n.csv: line 37: key column 'name' is null"), std::string::npos)

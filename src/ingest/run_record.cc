@@ -96,6 +96,7 @@ std::string RunRequest::ToJson() const {
               {"maxRejectedRows", max_rejected_rows}}}};
   // Only when set, so requests written before the field existed keep their text.
   if (expected_table_version) j["expectedTableVersion"] = *expected_table_version;
+  if (!additive_admin.empty()) j["additiveAdmin"] = additive_admin;
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
@@ -157,6 +158,7 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
   ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(name));
   RETURN_NOT_OK(o.String("idempotencyKey", &r.idempotency_key));
   RETURN_NOT_OK(o.String("principal", &r.principal));
+  RETURN_NOT_OK(o.String("additiveAdmin", &r.additive_admin));
   if (const json* l = o.Field("limits"); l != nullptr) RETURN_NOT_OK(ReadLimits(*l, &r));
   if (o.Field("expectedTableVersion") != nullptr) {
     int64_t v = 0;
@@ -198,6 +200,10 @@ std::string RunRecord::ToJson() const {
               {"commitId", commit_id},
               {"tableVersion", table_version}}},
             {"lease", {{"owner", lease_owner}, {"expiresMicros", lease_expires_micros}}}};
+  if (attempts > 0) {
+    j["retries"] = {
+        {"attempts", attempts}, {"lastErrorCode", last_error_code}, {"lastError", last_error}};
+  }
   if (!pipeline_id.empty()) {
     j["service"] = {{"pipelineId", pipeline_id},     {"uploads", uploads},
                     {"inputBytes", input_bytes},     {"sourceId", source_id},
@@ -244,6 +250,12 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
     r.table_version = k.at("tableVersion");
     r.lease_owner = j.at("lease").at("owner");
     r.lease_expires_micros = j.at("lease").at("expiresMicros");
+    if (j.contains("retries")) {
+      const json& v = j.at("retries");
+      r.attempts = v.at("attempts");
+      r.last_error_code = v.at("lastErrorCode");
+      r.last_error = v.at("lastError");
+    }
     if (j.contains("service")) {
       const json& v = j.at("service");
       r.pipeline_id = v.at("pipelineId");

@@ -47,6 +47,8 @@ struct RunRequest {
   ErrorPolicy error_policy = ErrorPolicy::kFailRun;
   std::string idempotency_key;
   std::string principal;
+  // Additive: the admin who configured the load, checked again in the commit.
+  std::string additive_admin;
   ParseLimits limits;
   int64_t max_rows = 100'000'000;      // per run
   int64_t time_budget_ms = 3'600'000;  // parsing and validation
@@ -99,6 +101,11 @@ struct RunRecord {
   // The process working on the run, until the lease expires.
   std::string lease_owner;
   int64_t lease_expires_micros = 0;
+  // Resumes of the run (Loader::Resume) and the resumable error that ended
+  // the last one; after LoaderOptions::max_attempts the run fails with it.
+  int attempts = 0;
+  std::string last_error_code;
+  std::string last_error;
   // Runs submitted through the service (src/service): the pipeline, the
   // uploads they load, their declared bytes and the source identity.
   std::string pipeline_id;

@@ -185,8 +185,9 @@ class Stager {
         data_(data),
         options_(options),
         failed_file_(failed_file),
-        // An upsert may match on other keys; the declared keys are unique.
-        keys_(req.mode == LoadMode::kUpsert && !req.keys.empty() ? req.keys : table.def.keys),
+        // An upsert on an unkeyed table matches on the load's own keys; on a
+        // keyed table (the loader checked UpsertKeys) on the declared ones.
+        keys_(req.mode == LoadMode::kUpsert && table.def.keys.empty() ? req.keys : table.def.keys),
         upsert_(req.mode == LoadMode::kUpsert),
         keyed_append_(req.mode == LoadMode::kAppend && !table.def.keys.empty()) {
     for (const Field& f : schema_.fields) columns_.push_back(f.name);

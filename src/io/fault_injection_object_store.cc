@@ -33,6 +33,14 @@ FaultRule FaultRule::HookAt(std::string name, OpMask ops, uint64_t n, std::funct
   return r;
 }
 
+FaultRule FaultRule::LoseReplyAt(std::string name, OpMask ops, uint64_t n, Status status,
+                                 std::function<void()> after, std::string key_contains) {
+  FaultRule r = FailNth(std::move(name), ops, n, std::move(status), std::move(key_contains));
+  r.action = FaultAction::kLoseReply;
+  r.hook = std::move(after);
+  return r;
+}
+
 FaultRule FaultRule::CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
                              std::string key_contains) {
   FaultRule r = FailNth(std::move(name), ops, n, Status::Unavailable("simulated crash"),
@@ -107,7 +115,8 @@ FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp o
     } else {
       for (RuleState& r : rules_) {
         if (!(r.rule.ops & bit)) continue;
-        if (!r.rule.key_contains.empty() && key.find(r.rule.key_contains) == std::string_view::npos) {
+        if (!r.rule.key_contains.empty() &&
+            key.find(r.rule.key_contains) == std::string_view::npos) {
           continue;
         }
         ++r.matched;
@@ -126,6 +135,9 @@ FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp o
                                              std::string(key) + "'");
         if (r.rule.action == FaultAction::kCrashAfter) {
           d.crash_after = true;
+        } else if (r.rule.action == FaultAction::kLoseReply) {
+          d.lose_reply = true;
+          d.after = r.rule.hook;
         } else {
           d.drop = true;
           if (r.rule.action == FaultAction::kCrashBefore) crashed_ = true;
@@ -149,12 +161,15 @@ auto FaultInjectionObjectStore::Run(ObjectOp op, std::string_view key, Call&& ca
     Crash();
     return d.status;
   }
+  if (d.lose_reply) {
+    if (d.after) d.after();
+    return d.status;
+  }
   return result;
 }
 
 Result<ObjectMeta> FaultInjectionObjectStore::Read(std::string_view key,
-                                                   std::optional<ByteRange> range,
-                                                   ByteSink& sink) {
+                                                   std::optional<ByteRange> range, ByteSink& sink) {
   return Run(range ? ObjectOp::kGetRange : ObjectOp::kGet, key,
              [&] { return base_->Read(key, range, sink); });
 }

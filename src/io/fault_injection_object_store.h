@@ -7,7 +7,10 @@
 // rule's status or "crashes" the store:
 //   kCrashBefore  the call is dropped, as if the process died just before it;
 //   kCrashAfter   the call is applied, then the process "dies" (the caller
-//                 sees Unavailable and cannot know the call landed).
+//                 sees Unavailable and cannot know the call landed);
+//   kLoseReply    the call is applied and its reply is lost: the caller sees
+//                 the rule's status and lives on (the rule's hook, if any,
+//                 runs after the call, before the caller hears back).
 // Once crashed, every later write is dropped and returns Unavailable; reads
 // still pass through, so a test can inspect what a dead process left behind
 // (or open the base store, as a restarted process would).
@@ -40,12 +43,12 @@ OpMask WriteOpMask();  // put variants and delete
 // kRunHook calls the rule's hook just before the matching call, which then
 // proceeds normally: a deterministic way to interleave another writer at an
 // exact point of a protocol (like RocksDB's sync points, at the I/O level).
-enum class FaultAction { kFail, kCrashBefore, kCrashAfter, kRunHook };
+enum class FaultAction { kFail, kCrashBefore, kCrashAfter, kLoseReply, kRunHook };
 
 struct FaultRule {
   static constexpr uint64_t kForever = std::numeric_limits<uint64_t>::max();
 
-  std::string name;          // for Fired() / Matched()
+  std::string name;  // for Fired() / Matched()
   OpMask ops = kAllOps;
   std::string key_contains;  // "" matches every key
   uint64_t skip = 0;         // matching calls let through before the rule is armed
@@ -53,7 +56,9 @@ struct FaultRule {
   double probability = 1.0;  // chance that an armed rule fires on a matching call
   FaultAction action = FaultAction::kFail;
   Status status = Status::Unavailable("injected fault");
-  std::function<void()> hook;  // with kRunHook; runs without the store's lock held
+  // With kRunHook (before the call) or kLoseReply (after it); runs without
+  // the store's lock held.
+  std::function<void()> hook;
 
   // The Nth (1-based) call matching `ops` and `key_contains` fails with `status`.
   static FaultRule FailNth(std::string name, OpMask ops, uint64_t n, Status status,
@@ -61,6 +66,10 @@ struct FaultRule {
   // Runs `hook` before the Nth (1-based) matching call.
   static FaultRule HookAt(std::string name, OpMask ops, uint64_t n, std::function<void()> hook,
                           std::string key_contains = "");
+  // The Nth (1-based) matching call is applied but answers `status`; `after`
+  // (may be empty) runs once it has landed, as another process would.
+  static FaultRule LoseReplyAt(std::string name, OpMask ops, uint64_t n, Status status,
+                               std::function<void()> after, std::string key_contains = "");
   // The process "dies" at the Nth (1-based) matching call.
   static FaultRule CrashAt(std::string name, OpMask ops, uint64_t n, FaultAction action,
                            std::string key_contains = "");
@@ -104,8 +113,10 @@ class FaultInjectionObjectStore final : public ObjectStore {
   };
   // What to do with one call, decided before it runs.
   struct Decision {
-    bool drop = false;          // return `status` without calling the base store
-    bool crash_after = false;   // call the base store, then crash
+    bool drop = false;         // return `status` without calling the base store
+    bool crash_after = false;  // call the base store, then crash
+    bool lose_reply = false;   // call the base store, run `after`, answer `status`
+    std::function<void()> after;
     std::function<void()> hook;  // run before the call
     Status status;
   };

@@ -17,7 +17,7 @@ TEST_F(FaultInjectionTest, FailsExactlyTheNthMatchingCall) {
   store_.AddRule(FaultRule::FailNth("third-put", MaskOf({ObjectOp::kPut}), 3,
                                     Status::Unavailable("disk on fire"), "data/"));
   EXPECT_TRUE(store_.Put("data/1", "a").ok());
-  EXPECT_TRUE(store_.Put("other/1", "a").ok());  // key does not match
+  EXPECT_TRUE(store_.Put("other/1", "a").ok());         // key does not match
   EXPECT_TRUE(store_.PutIfAbsent("data/x", "a").ok());  // op does not match
   EXPECT_TRUE(store_.Put("data/2", "a").ok());
   Status s = store_.Put("data/3", "a").status();
@@ -25,7 +25,7 @@ TEST_F(FaultInjectionTest, FailsExactlyTheNthMatchingCall) {
   EXPECT_EQ(s.message(), "disk on fire");
   EXPECT_NE(s.context().find("third-put"), std::string::npos);
   EXPECT_TRUE(base_->Get("data/3").status().IsNotFound());  // the failed call did nothing
-  EXPECT_TRUE(store_.Put("data/4", "a").ok());  // spent after one firing
+  EXPECT_TRUE(store_.Put("data/4", "a").ok());              // spent after one firing
   EXPECT_EQ(store_.Fired("third-put"), 1u);
   EXPECT_EQ(store_.Matched("third-put"), 4u);
 }
@@ -52,6 +52,21 @@ TEST_F(FaultInjectionTest, CrashAfterAppliesTheCallButReportsFailure) {
   EXPECT_EQ(base_->Get("commit").value(), "x");  // it landed; the caller cannot know
   EXPECT_TRUE(store_.Put("later", "y").status().IsUnavailable());
   EXPECT_TRUE(base_->Get("later").status().IsNotFound());
+}
+
+TEST_F(FaultInjectionTest, LoseReplyAppliesTheCallRunsAfterThenReportsFailureAndLivesOn) {
+  std::string seen_by_after;
+  store_.AddRule(FaultRule::LoseReplyAt(
+      "lost", MaskOf({ObjectOp::kPutIfAbsent}), 1, Status::Unavailable("reply lost"),
+      [&] { seen_by_after = base_->Get("commit").value_or("absent"); }));
+  Status s = store_.PutIfAbsent("commit", "x").status();
+  EXPECT_TRUE(s.IsUnavailable());
+  EXPECT_EQ(s.message(), "reply lost");
+  EXPECT_EQ(seen_by_after, "x");  // `after` ran once the call had landed
+  EXPECT_EQ(base_->Get("commit").value(), "x");
+  EXPECT_FALSE(store_.crashed());
+  EXPECT_TRUE(store_.Put("later", "y").ok());
+  EXPECT_EQ(store_.Fired("lost"), 1u);
 }
 
 TEST_F(FaultInjectionTest, ProbabilisticFaultsReplayWithTheSameSeed) {

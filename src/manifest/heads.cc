@@ -210,4 +210,41 @@ std::string HeadSetDigest(const std::map<int64_t, TableHead>& tables,
   return Hash128Hex(text);
 }
 
+Status CheckHeadPairing(const std::vector<ManifestRow>& journal,
+                        const std::vector<ManifestRow>& upserts) {
+  std::map<int64_t, TableHead> heads;
+  for (const ManifestRow& r : upserts) {
+    if (r.object_type != object_type::kTableHead) continue;
+    Result<TableHead> h = ParseTableHead(r);
+    if (!h.ok()) return Status::InvalidArgument(h.status().message());
+    heads[h->sid] = *h;
+  }
+  for (const ManifestRow& r : journal) {
+    const std::string_view type = r.object_type;
+    auto bad = [&](const std::string& why) {
+      return Status::InvalidArgument("journal row '" + r.object_id + "' " + why);
+    };
+    const bool about_table = IsTableJournalType(type);
+    if (about_table && (!r.stable_table_id || !r.incarnation_id)) {
+      return bad("names a table without its stable id and incarnation");
+    }
+    if (!r.stable_table_id) continue;
+    auto it = heads.find(*r.stable_table_id);
+    if (it == heads.end()) return bad("has no head row for its table in the same commit");
+    if (!about_table || type == object_type::kHeadBaseline) continue;
+    const TableHead& h = it->second;
+    if (h.inc != *r.incarnation_id) {
+      return bad("names incarnation " + std::to_string(*r.incarnation_id) + " but its head holds " +
+                 std::to_string(h.inc));
+    }
+    const bool tombstone = type == object_type::kTableTombstone;
+    if (!tombstone && type != object_type::kTableVersion) continue;
+    if (r.table_version != h.table_version || (h.state == HeadState::kTombstoned) != tombstone) {
+      return bad("disagrees with its head (version " + std::to_string(h.table_version) +
+                 (h.state == HeadState::kTombstoned ? ", tombstoned)" : ", live)"));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace loam

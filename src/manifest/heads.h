@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "manifest/rows.h"
 
@@ -32,6 +33,15 @@ struct TableHead {
 ManifestRow TableHeadRow(const TableHead& h);
 // DataLoss naming the row when any field is missing, mistyped or inconsistent.
 Result<TableHead> ParseTableHead(const ManifestRow& row);
+
+// The pairing rule of one commit (`journal` rows it adds, `upserts` of
+// mutable rows): every journal row about a table carries the table's stable
+// id and incarnation and comes with that table's head; a table version or
+// tombstone agrees with the head on incarnation, version and state, and any
+// other table row on incarnation (a migration's baselines may name an
+// earlier incarnation). InvalidArgument naming the row otherwise.
+Status CheckHeadPairing(const std::vector<ManifestRow>& journal,
+                        const std::vector<ManifestRow>& upserts);
 
 struct GraphHead {
   std::string branch;         // "" = main

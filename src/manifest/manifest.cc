@@ -321,23 +321,17 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   }
   ASSIGN_OR_RETURN(PublishPlan plan, spec.build(view));
 
-  // Every journal row about a table comes with that table's head.
-  std::set<int64_t> headed;
   for (const ManifestRow& r : plan.upserts) {
     if (!IsMutableType(r.object_type)) {
       return Status::InvalidArgument("'" + r.object_id + "' is not a mutable row");
     }
-    if (r.object_type == object_type::kTableHead) headed.insert(r.stable_table_id.value_or(0));
   }
-  for (ManifestRow& r : plan.journal) {
+  for (const ManifestRow& r : plan.journal) {
     if (!IsJournalType(r.object_type)) {
       return Status::InvalidArgument("'" + r.object_id + "' is not a journal row");
     }
-    if (r.stable_table_id && !headed.count(*r.stable_table_id)) {
-      return Status::InvalidArgument("journal row '" + r.object_id +
-                                     "' has no head row for its table in the same commit");
-    }
   }
+  RETURN_NOT_OK(CheckHeadPairing(plan.journal, plan.upserts));
   const uint64_t next_version = base.version() + 1;
   for (ManifestRow& r : plan.journal) r.metadata = WithCommit(r.metadata, commit_id, next_version);
   if (plan.graph_commit) {

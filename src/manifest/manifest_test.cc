@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "common/coding.h"
 #include "common/hash.h"
 #include "io/memory_object_store.h"
@@ -49,6 +51,59 @@ TEST(ManifestTest, TheHeadDirectoryFitsTheHeaderWithLongBranchPathsAndEveryParti
     ASSERT_TRUE(head.has_value()) << sid;
     EXPECT_EQ(head->table_key, "t" + std::to_string(sid));
   }
+}
+
+// A commit's journal rows about a table carry its id and agree with its head:
+// a row without an id, or naming another version, incarnation or state than
+// the head it comes with, is refused and nothing is published.
+TEST(ManifestTest, JournalRowsPairWithTheirHeadsOrThePublishIsRefused) {
+  auto store = testing::NewTestStore();
+  auto m = Manifest::Create(store, "ws").value();
+  auto version_row = [](const ManifestRow& head_row) {
+    const TableHead h = ParseTableHead(head_row).value();
+    ManifestRow r;
+    r.object_id = TableVersionId(h.sid, h.inc, h.table_version);
+    r.object_type = std::string(object_type::kTableVersion);
+    r.table_key = h.table_key;
+    r.stable_table_id = h.sid;
+    r.incarnation_id = h.inc;
+    r.table_version = h.table_version;
+    return r;
+  };
+  auto publish = [&](std::function<void(ManifestRow & head, ManifestRow & row)> spoil) {
+    PublishSpec spec;
+    spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+      PublishPlan plan;
+      ManifestRow head = Head(7, view.commit_id());
+      ManifestRow row = version_row(head);
+      spoil(head, row);
+      plan.upserts = {head};
+      plan.journal = {row};
+      return plan;
+    };
+    return m->Publish(spec).status();
+  };
+  const uint64_t before = m->Current("").value().version;
+  const std::vector<std::pair<std::string, std::function<void(ManifestRow&, ManifestRow&)>>>
+      spoiled = {
+          {"without its stable id",
+           [](ManifestRow&, ManifestRow& r) { r.stable_table_id.reset(); }},
+          {"no head row", [](ManifestRow& h, ManifestRow&) { h = Head(8, "c"); }},
+          {"names incarnation", [](ManifestRow&, ManifestRow& r) { ++*r.incarnation_id; }},
+          {"disagrees with its head", [](ManifestRow&, ManifestRow& r) { ++*r.table_version; }},
+          {"disagrees with its head",
+           [](ManifestRow&, ManifestRow& r) {
+             r.object_type = std::string(object_type::kTableTombstone);
+           }},
+      };
+  for (const auto& [message, spoil] : spoiled) {
+    Status st = publish(spoil);
+    EXPECT_TRUE(st.IsInvalidArgument()) << message << ": " << st;
+    EXPECT_NE(st.message().find(message), std::string::npos) << st;
+  }
+  EXPECT_EQ(m->Current("").value().version, before);
+  EXPECT_TRUE(publish([](ManifestRow&, ManifestRow&) {}).ok());
+  EXPECT_EQ(m->Current("").value().version, before + 1);
 }
 
 TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {

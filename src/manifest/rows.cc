@@ -44,6 +44,13 @@ bool IsJournalType(std::string_view t) {
          t == object_type::kMigrationRecord;
 }
 
+bool IsTableJournalType(std::string_view t) {
+  return t == object_type::kTableVersion || t == object_type::kTableTombstone ||
+         t == object_type::kIncarnation || t == object_type::kTableRename ||
+         t == object_type::kTableSchema || t == object_type::kTableGrant ||
+         t == object_type::kHeadBaseline;
+}
+
 const Schema& ManifestSchema() {
   static const Schema* schema = new Schema{{
       {"object_id", DataType::String(), false},

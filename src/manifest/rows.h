@@ -39,6 +39,8 @@ inline constexpr std::string_view kGrant = "grant";
 
 bool IsMutableType(std::string_view type);
 bool IsJournalType(std::string_view type);
+// Journal rows about one table identity (they carry its stable id).
+bool IsTableJournalType(std::string_view type);
 
 struct ManifestRow {
   std::string object_id;

@@ -181,8 +181,8 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
                     Problem(Status::NotFound("no route " + target->path)), start);
     }
     Response r = Problem(Status::InvalidArgument(std::string(header.method_string()) +
-                                                 " is not allowed on " + target->path));
-    r.result(http::status::method_not_allowed);
+                                                 " is not allowed on " + target->path)
+                             .WithErrorCode(ErrorCode::kMethodNotAllowed));
     r.set(http::field::allow, router_.Allowed(target->path));
     return Finish(header, match.pattern, nullptr, std::move(r), start);
   }
@@ -245,20 +245,11 @@ Response Api::Problem(const Status& s) {
     const std::string limit(s.detail("limit"));
     if (s.Is(ErrorCode::kOverloaded) && !limit.empty()) {
       metrics_.Overloaded(limit);
-      const service::ServiceLimits& l = svc_->limits();
-      std::string policy = "\"" + limit + "\"";
-      if (limit == "principalRequestRate") {
-        policy += ";q=" + std::to_string(static_cast<int64_t>(l.principal_burst)) + ";w=" +
-                  std::to_string(static_cast<int64_t>(
-                      std::ceil(l.principal_burst / l.principal_requests_per_second)));
-      } else if (limit == "maxQueuedRuns") {
-        policy += ";q=" + std::to_string(l.max_queued_runs);
-      } else if (limit == "maxQueuedBytes") {
-        policy += ";q=" + std::to_string(l.max_queued_bytes);
-      } else if (limit == "maxQueueWait") {
-        policy += ";q=" + std::to_string(l.max_queue_wait_seconds);
-      } else if (limit == "tinyRunsPerMinute") {
-        policy += ";q=" + std::to_string(l.tiny_runs_per_minute) + ";w=60";
+      // The limit's value travels with the refusal (a pipeline's own
+      // concurrency limit included), so the policy is never rebuilt here.
+      std::string policy = "\"" + limit + "\";q=" + std::string(s.detail("quota"));
+      if (const std::string_view w = s.detail("windowSeconds"); !w.empty()) {
+        policy += ";w=" + std::string(w);
       }
       r.set("RateLimit-Policy", policy);
       r.set("RateLimit", "\"" + limit + "\";r=0;t=" + std::to_string(secs));

@@ -23,7 +23,10 @@ int HttpStatusFor(ErrorCode code) {
     case ErrorCode::kRequestInFlight:
     case ErrorCode::kRunAlreadyCommitted:
     case ErrorCode::kSourceAlreadyLoaded:
+    case ErrorCode::kRevertBlocked:
       return 409;
+    case ErrorCode::kMethodNotAllowed:
+      return 405;
     case ErrorCode::kPreconditionFailed:
       return 412;
     case ErrorCode::kValidationFailed:

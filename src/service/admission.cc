@@ -96,16 +96,20 @@ int64_t Admission::RetryAfterMillis(double wait_micros) const {
                              limits_.retry_after_min_millis, limits_.retry_after_max_millis);
 }
 
-Status Admission::Refuse(const std::string& limit, double wait_micros,
-                         const std::string& why) const {
+Status Admission::Refuse(const std::string& limit, double wait_micros, const std::string& why,
+                         int64_t quota, int64_t window_seconds) const {
   const int64_t millis = RetryAfterMillis(wait_micros);
-  return Status::ResourceExhausted("overloaded (" + limit + "): " + why +
-                                   "; nothing was created: " +
-                                   "repeat the same request with the same idempotency key after " +
-                                   std::to_string(millis) + " ms")
-      .WithErrorCode(ErrorCode::kOverloaded)
-      .WithDetail("limit", limit)
-      .WithDetail("retryAfterMillis", std::to_string(millis));
+  Status s =
+      Status::ResourceExhausted("overloaded (" + limit + "): " + why + "; nothing was created: " +
+                                "repeat the same request with the same idempotency key "
+                                "after " +
+                                std::to_string(millis) + " ms")
+          .WithErrorCode(ErrorCode::kOverloaded)
+          .WithDetail("limit", limit)
+          .WithDetail("retryAfterMillis", std::to_string(millis))
+          .WithDetail("quota", std::to_string(quota));
+  if (window_seconds > 0) s = s.WithDetail("windowSeconds", std::to_string(window_seconds));
+  return s;
 }
 
 Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& load, int64_t now) {
@@ -134,14 +138,16 @@ Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& l
            workers_;
     refused = Refuse("maxQueuedRuns", wait,
                      std::to_string(load.runs) + " runs are queued" + waiting + " (at most " +
-                         std::to_string(limits_.max_queued_runs) + ")");
+                         std::to_string(limits_.max_queued_runs) + ")",
+                     limits_.max_queued_runs);
   } else if (seen.bytes + bytes > limits_.max_queued_bytes) {
     wait = static_cast<double>(seen.bytes + bytes - limits_.max_queued_bytes) /
            BytesPerSecondLocked() * 1e6;
     refused = Refuse("maxQueuedBytes", wait,
                      std::to_string(load.bytes) + " bytes are queued" + waiting + " (at most " +
                          std::to_string(limits_.max_queued_bytes) + " with this run's " +
-                         std::to_string(bytes) + ")");
+                         std::to_string(bytes) + ")",
+                     limits_.max_queued_bytes);
   } else if (measures_runs_ && limits_.max_queue_wait_seconds > 0 && queued > max_wait) {
     // (A process without workers measures no runs: it cannot estimate the wait.)
     wait = queued - max_wait;
@@ -149,7 +155,8 @@ Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& l
         Refuse("maxQueueWait", wait,
                "a new run would wait about " + std::to_string(std::lround(queued / 1e6)) +
                    " s for the " + std::to_string(load.runs) + " runs queued ahead" + waiting +
-                   " (at most " + std::to_string(limits_.max_queue_wait_seconds) + " s)");
+                   " (at most " + std::to_string(limits_.max_queue_wait_seconds) + " s)",
+               limits_.max_queue_wait_seconds);
   }
   if (!refused.ok()) {
     queue_line_.Refused(who.holder, who.principal, bytes, now + RetryAfterMillis(wait) * 1000);
@@ -176,7 +183,8 @@ Status Admission::CheckConcurrency(const Asker& who, const std::string& pipeline
   return Refuse("maxConcurrentRuns", wait,
                 "pipeline " + pipeline_id + " has " + std::to_string(running) +
                     " runs not finished" + RefusedBefore(ahead) + " (at most " +
-                    std::to_string(max_concurrent) + ")");
+                    std::to_string(max_concurrent) + ")",
+                max_concurrent);
 }
 
 Status Admission::CheckTinyWindow(const Asker& who, const std::string& pipeline_id, int64_t now) {
@@ -199,7 +207,8 @@ Status Admission::CheckTinyWindow(const Asker& who, const std::string& pipeline_
   return Refuse("tinyRunsPerMinute", wait,
                 "pipeline " + pipeline_id + " had " + std::to_string(taken) + " runs under " +
                     std::to_string(limits_.tiny_run_bytes) + " bytes in the last minute" +
-                    RefusedBefore(ahead) + "; batch small files into larger runs");
+                    RefusedBefore(ahead) + "; batch small files into larger runs",
+                limit, 60);
 }
 
 Status Admission::Admit(const std::string& principal, const std::string& key,
@@ -218,7 +227,10 @@ Status Admission::Admit(const std::string& principal, const std::string& key,
     return Refuse("principalRequestRate",
                   (1 - b.tokens) / limits_.principal_requests_per_second * 1e6,
                   "principal '" + principal + "' sends more than " +
-                      std::to_string(limits_.principal_requests_per_second) + " requests/s");
+                      std::to_string(limits_.principal_requests_per_second) + " requests/s",
+                  static_cast<int64_t>(limits_.principal_burst),
+                  static_cast<int64_t>(
+                      std::ceil(limits_.principal_burst / limits_.principal_requests_per_second)));
   }
   // Every request past the rate check costs a token, refused or not: a
   // refusal may hold a place in a line.

@@ -52,7 +52,10 @@ class Admission {
 
  private:
   int64_t RetryAfterMillis(double wait_micros) const;  // clamped to the published bounds
-  Status Refuse(const std::string& limit, double wait_micros, const std::string& why) const;
+  // `overloaded` with details limit, retryAfterMillis, quota (the limit's
+  // value) and, for a rate, windowSeconds.
+  Status Refuse(const std::string& limit, double wait_micros, const std::string& why, int64_t quota,
+                int64_t window_seconds = 0) const;
   // Who asks: the place a refusal keeps or gives is `holder`'s, owned by
   // `principal`.
   struct Asker {

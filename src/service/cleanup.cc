@@ -16,12 +16,24 @@ constexpr int64_t kBackoffBaseMicros = 1'000'000;
 constexpr int64_t kBackoffMaxMicros = 300'000'000;
 constexpr std::string_view kStaging = "ingestion-staging/v1/";
 
-// The upload id in ".../uploads/<id>/...", or "".
-std::string UploadIdOf(std::string_view key) {
-  const size_t at = key.find("/uploads/");
-  if (at == std::string_view::npos) return "";
-  const std::string_view rest = key.substr(at + 9);
-  return std::string(rest.substr(0, rest.find('/')));
+// The upload id of a key in one day of the staging tree (`day_prefix`), laid
+// out as StagingUploadPrefix writes it:
+// "workspaces/<id>/subjects/<principal>/pipelines/<id>/targets/<sid>/uploads/<id>/...";
+// "" for any other key. Anchored at the day: "/uploads/" elsewhere never counts.
+std::string UploadIdOf(std::string_view day_prefix, std::string_view key) {
+  if (!key.starts_with(day_prefix)) return "";
+  std::string_view rest = key.substr(day_prefix.size());
+  for (std::string_view name : {"workspaces", "subjects", "pipelines", "targets"}) {
+    const size_t slash = rest.find('/');
+    if (rest.substr(0, slash) != name || slash == std::string_view::npos) return "";
+    const size_t next = rest.find('/', slash + 1);
+    if (next == std::string_view::npos || next == slash + 1) return "";
+    rest.remove_prefix(next + 1);
+  }
+  if (!rest.starts_with("uploads/")) return "";
+  rest.remove_prefix(8);
+  const std::string_view id = rest.substr(0, rest.find('/'));
+  return Ulid::Parse(id).ok() ? std::string(id) : "";
 }
 
 // Micros at the end of the UTC day "YYYY-MM-DD"; nullopt when malformed.
@@ -51,7 +63,10 @@ Status Cleaner::Enqueue(const CleanupEntry& e) {
   const std::string text =
       json{{"format", 1}, {"runId", e.run_id}, {"prefixes", e.prefixes}, {"uploads", e.upload_ids}}
           .dump();
-  return store_->Put(prefix_ + e.run_id + ".json", text).status();
+  // Put-if-absent: a repeated enqueue (a retry, the queue pass) keeps the
+  // entry's first age, which the backlog metric reports.
+  Status s = store_->PutIfAbsent(prefix_ + e.run_id + ".json", text).status();
+  return s.IsAlreadyExists() ? Status::OK() : s;
 }
 
 int64_t Cleaner::BackoffMicros(int attempts) {
@@ -176,7 +191,7 @@ Result<SweepReport> Cleaner::Sweep(int64_t grace_micros,
       ASSIGN_OR_RETURN(ListPage page, store_->List(day_prefix, start, 1000));
       for (const ObjectInfo& o : page.objects) {
         ++report.objects_seen;
-        const std::string upload = UploadIdOf(o.key);
+        const std::string upload = UploadIdOf(day_prefix, o.key);
         bool needed = false;
         if (!upload.empty()) {
           ASSIGN_OR_RETURN(needed, keep(upload));

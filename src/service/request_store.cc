@@ -116,6 +116,15 @@ Status RequestStore::TakeOver(const RequestRecord& r, const std::string& etag) {
 }
 
 Status RequestStore::Delete(const RequestRecord& r) {
+  // Only while the key still names this run: once released (the sweeper),
+  // the key may name a later request's run. (Read, then delete: without a
+  // conditional delete in the store, a reservation made between the two is
+  // removed too; the window is one round trip.)
+  Result<std::string> text = store_->Get(RequestKey(r.principal, r.key));
+  if (text.status().IsNotFound()) return Status::OK();
+  RETURN_NOT_OK(text.status());
+  Result<RequestRecord> now = RequestFrom(*text);
+  if (now.ok() && now->run_id != r.run_id) return Status::OK();
   return store_->Delete(RequestKey(r.principal, r.key));
 }
 

@@ -46,6 +46,7 @@ class RequestStore {
   Status Reserve(const RequestRecord& r);
   // Replaces a reservation whose request never created its run (Aborted on a race).
   Status TakeOver(const RequestRecord& r, const std::string& etag);
+  // Removes the reservation while it still names `r.run_id`.
   Status Delete(const RequestRecord& r);
   // Every record (for the retention sweep).
   Result<std::vector<RequestRecord>> List() const;

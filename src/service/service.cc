@@ -33,6 +33,8 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
       admission_(options_.limits, options_.clock, options_.workers) {
   ingest::LoaderOptions lo;
   lo.lease_micros = options_.lease_micros;
+  lo.max_attempts = options_.max_run_attempts;
+  lo.retry_backoff_micros = options_.run_retry_backoff_micros;
   lo.skip_rows_enabled = options_.skip_rows_enabled;
   lo.failpoint = options_.failpoint;
   std::shared_ptr<ObjectStore> store = ws_->store();
@@ -111,9 +113,8 @@ Status Service::CheckContext(const CallContext& ctx) const {
 
 Result<Snapshot> Service::AuthorizeLoad(const Pipeline& p, const std::string& principal) const {
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
-  for (const auto& [name, t] : snap.tables) {
-    if (t.def.sid != p.table_sid) continue;
-    RETURN_NOT_OK(ws_->Authorize(snap, t, principal, WriteModeOf(p.spec.mode)));
+  if (const TableState* t = snap.FindSid(p.table_sid); t != nullptr) {
+    RETURN_NOT_OK(ws_->Authorize(snap, *t, principal, WriteModeOf(p.spec.mode)));
     return snap;
   }
   return Status::NotFound("the table of pipeline '" + p.spec.name + "' (id " +
@@ -159,36 +160,37 @@ Status Service::SetAdditiveSchema(const CallContext& ctx, const std::string& tab
 
 // --- pipelines ------------------------------------------------------------------------
 
+// Every rule a pipeline's spec obeys against its table, at create and at
+// every PATCH: limits only lower the ceilings, flags are on, the caller may
+// load in the spec's mode, an upsert matches on the table's declared key (or
+// names one on an unkeyed table), and the schema policy fits.
+Status Service::CheckSpec(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
+                          const std::string& principal) const {
+  RETURN_NOT_OK(LowerOnly(options_.limits.Ceiling(), spec.limits, "pipeline").status());
+  if (spec.error_policy == ingest::ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
+    return Status::PermissionDenied(
+        "the skipRows error policy is behind a feature flag that is off");
+  }
+  RETURN_NOT_OK(ws_->Authorize(snap, t, principal, WriteModeOf(spec.mode)));
+  if (spec.mode == ingest::LoadMode::kUpsert) {
+    RETURN_NOT_OK(UpsertKeys(t.def, spec.key_columns).status());
+  }
+  RETURN_NOT_OK(spec.schema_policy.CheckAgainst(t.def.schema));
+  return CheckAdditive(spec, snap, t, principal);
+}
+
 Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_view spec_json) {
   RETURN_NOT_OK(CheckContext(ctx));
   Pipeline p;
   ASSIGN_OR_RETURN(p.spec, PipelineSpec::FromJson(spec_json));
-  RETURN_NOT_OK(LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline").status());
-  if (p.spec.error_policy == ingest::ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
-    return Status::PermissionDenied(
-        "the skipRows error policy is behind a feature flag that is off");
-  }
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
-  auto it = snap.tables.find(p.spec.table);
-  if (it == snap.tables.end()) {
+  const TableState* t = snap.Find(p.spec.table);
+  if (t == nullptr) {
     return Status::NotFound("table '" + p.spec.table + "' does not exist; declare it first");
   }
-  const TableState& t = it->second;
-  RETURN_NOT_OK(ws_->Authorize(snap, t, ctx.principal, WriteModeOf(p.spec.mode)));
-  if (p.spec.mode == ingest::LoadMode::kUpsert && p.spec.key_columns.empty() &&
-      t.def.keys.empty()) {
-    return Status::InvalidArgument("an upsert pipeline into '" + t.def.name +
-                                   "' needs keyColumns: the table declares no keys");
-  }
-  for (const std::string& k : p.spec.key_columns) {
-    if (t.def.schema.IndexOf(k) < 0) {
-      return Status::InvalidArgument("key column '" + k + "' is not in table '" + t.def.name + "'");
-    }
-  }
-  RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
-  RETURN_NOT_OK(CheckAdditive(p.spec, snap, t, ctx.principal));
+  RETURN_NOT_OK(CheckSpec(p.spec, snap, *t, ctx.principal));
   p.id = NewUlidString();
-  p.table_sid = t.def.sid;
+  p.table_sid = t->def.sid;
   p.created_by = p.updated_by = ctx.principal;
   p.created_micros = p.updated_micros = options_.clock->NowMicros();
   RETURN_NOT_OK(pipelines_.Create(p));
@@ -228,16 +230,13 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
     merged[k] = v;
   }
   ASSIGN_OR_RETURN(PipelineSpec spec, PipelineSpec::FromJson(merged.dump()));
-  RETURN_NOT_OK(LowerOnly(options_.limits.Ceiling(), spec.limits, "pipeline").status());
-  // The old and the new mode both need the caller's grant.
-  RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
-  p.spec = std::move(spec);
+  // The old and the new mode both need the caller's grant; the new spec
+  // obeys every rule a create obeys.
   ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
-  for (const auto& [name, t] : snap.tables) {
-    if (t.def.sid != p.table_sid) continue;
-    RETURN_NOT_OK(p.spec.schema_policy.CheckAgainst(t.def.schema));
-    RETURN_NOT_OK(CheckAdditive(p.spec, snap, t, ctx.principal));
-  }
+  const TableState* t = snap.FindSid(p.table_sid);
+  if (t == nullptr) return Status::Internal("the pipeline's table left the snapshot");
+  RETURN_NOT_OK(CheckSpec(spec, snap, *t, ctx.principal));
+  p.spec = std::move(spec);
   p.updated_by = ctx.principal;
   p.updated_micros = options_.clock->NowMicros();
   RETURN_NOT_OK(pipelines_.Update(p, etag));

@@ -58,6 +58,10 @@ struct ServiceOptions {
   Presigner presign;
   Clock* clock = Clock::System();
   int64_t lease_micros = 30'000'000;
+  // A run whose attempts keep ending in resumable errors fails after this
+  // many (LoaderOptions::max_attempts, retry_backoff_micros).
+  int max_run_attempts = 5;
+  int64_t run_retry_backoff_micros = 10'000'000;
   // Polling of the shared queue when idle: from min, doubling up to max;
   // submissions in this process wake workers at once.
   int64_t poll_min_micros = 20'000;
@@ -226,15 +230,28 @@ class Service {
   // The live table `name` if `principal` may read it.
   Result<const TableState*> ReadableTable(const Snapshot& snap, const std::string& name,
                                           const std::string& principal) const;
+  // Every rule a pipeline spec obeys against its table (create and PATCH).
+  Status CheckSpec(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
+                   const std::string& principal) const;
   // An additive pipeline: append mode, a table that allows it, an admin.
   Status CheckAdditive(const PipelineSpec& spec, const Snapshot& snap, const TableState& t,
                        const std::string& principal) const;
   // The queue's load as admission sees it: the last LIST while it is fresh.
   Result<QueueLoad> CurrentLoad();
-  QueueLoad RememberLoad(const std::vector<QueueEntry>& entries);
+  // The load of a listing begun when ListingStarts() returned `since`,
+  // plus the admitted runs it may have missed (pending_).
+  uint64_t ListingStarts();
+  QueueLoad RememberLoad(const std::vector<QueueEntry>& entries, uint64_t since);
   // A run admitted (or its creation resumed) counts in the remembered load
-  // until the next listing.
-  void CountAdmitted(const std::string& pipeline_id, int64_t bytes);
+  // at once. With `run_id` it is also pending until Settle (its queue entry
+  // written, or its creation given up): a listing taken meanwhile cannot see
+  // it, so the load remembered from one adds it.
+  void CountAdmitted(const std::string& pipeline_id, int64_t bytes, const std::string& run_id = "");
+  void Settle(const std::string& run_id);
+  // The admission decision and its count as one step: concurrent handlers
+  // never admit past a limit on the same free room.
+  Status AdmitNew(const CallContext& ctx, const std::string& key, const Pipeline& p, int64_t bytes,
+                  int64_t max_concurrent, const std::string& run_id);
   // The request a queued run executes.
   // An upload record as read for a submission, with its etag for the claim.
   struct CheckedUpload {
@@ -274,6 +291,11 @@ class Service {
   // Whether run `run_id`'s claim on an upload still stands: its run exists,
   // or it is younger than ten in-flight graces (its submission may finish).
   Result<bool> ClaimStands(const std::string& run_id) const;
+  // Writes the cancelled run record that stands in for the run of an
+  // abandoned reservation (no pipeline: nothing to clean or load); a stalled
+  // submission's own create of that run then fails. AlreadyExists when the
+  // run appeared meanwhile.
+  Status FenceAbandoned(const RequestRecord& r);
   // Loader hooks.
   Status ClaimSource(const ingest::RunRecord& rec);
   Status BeforeTerminal(const ingest::RunRecord& rec);
@@ -298,6 +320,16 @@ class Service {
   std::set<std::string> active_;  // runs this process is working on
   QueueLoad load_;
   int64_t load_at_micros_ = -1;
+  struct PendingRun {
+    std::string pipeline_id;
+    int64_t bytes = 0;
+    uint64_t settled_at = 0;  // settles_ when its creation ended (0: not yet)
+  };
+  // Admitted runs a listing may miss: without a queue entry yet, or settled
+  // after the last listing began.
+  std::map<std::string, PendingRun> pending_;
+  uint64_t settles_ = 0;
+  std::mutex admit_mu_;                        // one admission decision at a time
   std::vector<std::thread> threads_;
 };
 

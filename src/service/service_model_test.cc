@@ -37,6 +37,8 @@ class ServiceModelTest : public ServiceTest {
     SCOPED_TRACE("LOAM_MODEL_SEED=" + std::to_string(seed));
     std::mt19937_64 rng(seed);
     auto pick = [&](uint64_t n) { return static_cast<size_t>(rng() % n); };
+    // Injected crashes are not a poison run: never give a run up here.
+    options_.max_run_attempts = 1'000'000;
     const std::string p = AppendPipeline();
     std::vector<ModelRun> runs;
     std::deque<size_t> queue;  // model: non-terminal runs, oldest first

@@ -96,7 +96,7 @@ TEST_F(ServiceTest, RevertRestoresTheTableBeforeTheRunUnlessSomethingCameAfter) 
   EXPECT_EQ(Drain(), 2);
   ASSERT_EQ(Contents(), "1:150 2:900 3:300 ");
   Status later = Svc().RevertRun(Ctx("ada"), a.run.id).status();
-  EXPECT_TRUE(later.Is(ErrorCode::kConflict)) << later;
+  EXPECT_TRUE(later.Is(ErrorCode::kRevertBlocked)) << later;
   EXPECT_NE(later.message().find(Run(b.run.id).commit_id), std::string::npos) << later;
   EXPECT_EQ(Contents(), "1:150 2:900 3:300 ");
   EXPECT_TRUE(Svc().RevertRun(Ctx("rex"), b.run.id).status().Is(ErrorCode::kPermissionDenied));
@@ -105,7 +105,7 @@ TEST_F(ServiceTest, RevertRestoresTheTableBeforeTheRunUnlessSomethingCameAfter) 
   EXPECT_EQ(Contents(), "1:150 2:250 ");
   EXPECT_EQ(reverted->table_version, Run(b.run.id).table_version + 1);
   // Now b's revert is the latest commit: a is still behind it.
-  EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), a.run.id).status().Is(ErrorCode::kConflict));
+  EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), a.run.id).status().Is(ErrorCode::kRevertBlocked));
   const Submission bad = Submit(p, "c", Body(Upload(p, "id,amount,note\nx,1,y\n").value())).value();
   EXPECT_EQ(Drain(), 1);
   EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), bad.run.id).status().Is(ErrorCode::kPreconditionFailed));
@@ -513,6 +513,36 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
     EXPECT_EQ(log[i].parents[0], log[i + 1].id);
   }
   if (!dir.empty()) std::filesystem::remove_all(dir);
+}
+
+// A run whose input can never be read is not resumed forever: after
+// max_run_attempts it fails with its last error, and leaves the queue.
+TEST_F(ServiceTest, APoisonRunFailsAfterItsAttemptsWithItsLastError) {
+  options_.max_run_attempts = 3;
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
+  const std::string p = AppendPipeline();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  FaultRule unreadable =
+      FaultRule::FailNth("unreadable", MaskOf({ObjectOp::kGet, ObjectOp::kGetRange}), 1,
+                         Status::Unavailable("disk gone"), "/uploads/");
+  unreadable.times = FaultRule::kForever;
+  faulty->AddRule(unreadable);
+  for (int attempt = 1; attempt < 3; ++attempt) {
+    Result<bool> worked = Svc().RunWorkerOnce();
+    EXPECT_FALSE(worked.ok());
+    EXPECT_FALSE(ingest::IsTerminal(Run(a.run.id).state)) << attempt;
+    EXPECT_EQ(Run(a.run.id).attempts, attempt);
+    EXPECT_EQ(Run(a.run.id).last_error_code, "unavailable");
+  }
+  EXPECT_EQ(Drain(), 1);  // the third attempt ends it
+  const ingest::RunRecord failed = Run(a.run.id);
+  EXPECT_EQ(failed.state, RunState::kFailed);
+  EXPECT_EQ(failed.error_code, "unavailable");
+  EXPECT_NE(failed.error.find("gave up after 3 attempts"), std::string::npos) << failed.error;
+  EXPECT_NE(failed.error.find("disk gone"), std::string::npos) << failed.error;
+  EXPECT_EQ(CountUnder("_control/queue/"), 0);
+  faulty->ClearRules();
+  EXPECT_EQ(Contents(), "");
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Service: submission (context -> strict parse -> idempotency -> admission ->
 // reserve key -> claim uploads -> enqueue -> run record), status, cancel.
 #include <nlohmann/json.hpp>
+#include <set>
 
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "common/utf8.h"
@@ -99,28 +101,70 @@ Result<QueueLoad> Service::CurrentLoad() {
     std::lock_guard lock(mu_);
     if (load_at_micros_ >= 0 && now - load_at_micros_ < options_.queue_view_micros) return load_;
   }
+  const uint64_t since = ListingStarts();
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
-  return RememberLoad(entries);
+  return RememberLoad(entries, since);
 }
 
-QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries) {
+uint64_t Service::ListingStarts() {
+  std::lock_guard lock(mu_);
+  return settles_;
+}
+
+QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries, uint64_t since) {
   QueueLoad load;
+  std::set<std::string> listed;
   for (const QueueEntry& e : entries) {
     ++load.runs;
     load.bytes += e.bytes;
     ++load.runs_per_pipeline[e.pipeline_id];
+    listed.insert(e.run_id);
   }
   std::lock_guard lock(mu_);
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const auto& [run_id, r] = *it;
+    // Settled before this listing began: its queue entry is in the listing.
+    if (r.settled_at != 0 && r.settled_at <= since) {
+      it = pending_.erase(it);
+      continue;
+    }
+    ++it;
+    if (listed.count(run_id)) continue;
+    ++load.runs;
+    load.bytes += r.bytes;
+    ++load.runs_per_pipeline[r.pipeline_id];
+  }
   load_ = load;
   load_at_micros_ = options_.clock->NowMicros();
   return load;
 }
 
-void Service::CountAdmitted(const std::string& pipeline_id, int64_t bytes) {
+void Service::CountAdmitted(const std::string& pipeline_id, int64_t bytes,
+                            const std::string& run_id) {
   std::lock_guard lock(mu_);
   ++load_.runs;
   load_.bytes += bytes;
   ++load_.runs_per_pipeline[pipeline_id];
+  if (!run_id.empty()) pending_[run_id] = {pipeline_id, bytes, 0};
+}
+
+void Service::Settle(const std::string& run_id) {
+  std::lock_guard lock(mu_);
+  // Kept until a listing that began after now: one that began before may
+  // have missed the queue entry just written.
+  auto it = pending_.find(run_id);
+  if (it != pending_.end()) it->second.settled_at = ++settles_;
+}
+
+Status Service::AdmitNew(const CallContext& ctx, const std::string& key, const Pipeline& p,
+                         int64_t bytes, int64_t max_concurrent, const std::string& run_id) {
+  std::lock_guard admit(admit_mu_);
+  ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, key, p.id, bytes, max_concurrent, load));
+  // Counted at once, so a request admitted next (a waiting line's next
+  // holder, say) does not find the room this one took still free.
+  CountAdmitted(p.id, bytes, run_id);
+  return Status::OK();
 }
 
 Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
@@ -165,9 +209,9 @@ Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
 }
 
 Result<bool> Service::ClaimStands(const std::string& run_id) const {
-  Result<ObjectMeta> there = ws_->store()->Head((ws_->root().empty() ? "" : ws_->root() + "/") +
-                                                "_control/runs/" + run_id + ".json");
-  if (there.ok()) return true;
+  Result<RunRecord> there = loader_->runs().Get(run_id);
+  // A fence of an abandoned reservation (no pipeline) never loads anything.
+  if (there.ok()) return !(there->state == RunState::kCancelled && there->pipeline_id.empty());
   if (!there.status().IsNotFound()) return there.status();
   Result<Ulid> id = Ulid::Parse(run_id);
   if (!id.ok()) return false;
@@ -247,6 +291,9 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
         "the skipRows error policy is behind a feature flag that is off");
   }
   r.principal = ctx.principal;
+  // The admin whose configuration allows the new columns: the commit checks
+  // again that they still are one (create and PATCH checked it then).
+  if (r.policy.additive) r.additive_admin = p.updated_by;
   r.limits.csv_delimiter = p.spec.csv_delimiter;
   ApplyLimits(limits, &r);
   r.expected_table_version = b.expected_table_version;
@@ -366,16 +413,18 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     if (twin) return Submit(ctx, pipeline_id, key, fingerprint, body);
     return a.status();
   }
-  ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
-  RETURN_NOT_OK(admission_.Admit(ctx.principal, key, p.id, a->bytes, a->max_concurrent, load));
-  // Counted at once, so a request admitted next (a waiting line's next
-  // holder, say) does not find the room this one took still free.
-  CountAdmitted(p.id, a->bytes);
+  const std::string run_id = NewUlidString();
+  RETURN_NOT_OK(AdmitNew(ctx, key, p, a->bytes, a->max_concurrent, run_id));
+  // Pending until CreateRun has written the queue entry (or given up).
+  struct Settler {
+    Service* service;
+    const std::string& run_id;
+    ~Settler() { service->Settle(run_id); }
+  } settle{this, run_id};
 
   RequestRecord reservation{
-      key,         ctx.principal,
-      fingerprint, NewUlidString(),
-      now,         now + options_.limits.idempotency_retention_seconds * 1'000'000};
+      key,    ctx.principal, fingerprint,
+      run_id, now,           now + options_.limits.idempotency_retention_seconds * 1'000'000};
   Status reserved = requests_.Reserve(reservation);
   if (reserved.IsAlreadyExists()) return Submit(ctx, pipeline_id, key, fingerprint, body);
   RETURN_NOT_OK(reserved);
@@ -481,7 +530,10 @@ Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& 
   run.state = RunState::kCancelled;
   run.finished_micros = options_.clock->NowMicros();
   run.error = "cancelled by " + ctx.principal;
-  RETURN_NOT_OK(BeforeTerminal(run));
+  // Decide first: a cleanup entry written before a lost compare-and-swap
+  // would delete the inputs of the run a worker just claimed. A crash after
+  // the decision leaves the queue entry, whose removal writes the cleanup
+  // entry first (the worker's queue pass).
   Status s = loader_->runs().Update(run, &etag);
   if (s.IsAborted()) {
     return Status::Conflict("run " + run_id +
@@ -489,6 +541,12 @@ Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& 
                             "longer queued");
   }
   RETURN_NOT_OK(s);
+  // The run is cancelled whatever happens next; a cleanup entry that could
+  // not be written now is written by the queue pass.
+  if (Status cleanup = BeforeTerminal(run); !cleanup.ok()) {
+    LOAM_LOG_WARN("run {} cancelled; its cleanup waits for the queue pass: {}", run_id,
+                  cleanup.ToString());
+  }
   Wake();  // a worker drops its queue entry
   return run;
 }
@@ -497,22 +555,25 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
-  if ((run.state != RunState::kSucceeded && run.state != RunState::kPartial) ||
-      run.commit_id.empty() || run.table_version < 2) {
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
+  auto nothing = [&] {
     return Status::FailedPrecondition("run " + run_id + " is " +
                                       std::string(ingest::RunStateName(run.state)) +
                                       " and committed nothing to revert");
-  }
-  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
+  };
+  if (req.principal == ctx.principal && run.table_sid == 0) return nothing();  // never ran
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(req.branch));
-  const TableState* t = nullptr;
-  for (const auto& [name, state] : snap.tables) {
-    if (state.def.sid == run.table_sid) t = &state;
-  }
+  const TableState* t = snap.FindSid(run.table_sid);
   if (t == nullptr) return Status::NotFound("the table run " + run_id + " loaded was dropped");
+  // Authorized before anything about the run's state is told. A replace's
+  // revert needs the admin a replace needs, checked again in the commit.
   const WriteMode needed =
       req.mode == ingest::LoadMode::kReplace ? WriteMode::kReplace : WriteMode::kRestore;
   RETURN_NOT_OK(ws_->Authorize(snap, *t, ctx.principal, needed));
+  if ((run.state != RunState::kSucceeded && run.state != RunState::kPartial) ||
+      run.commit_id.empty() || run.table_version < 2) {
+    return nothing();
+  }
   if (t->head.table_version != run.table_version) {
     std::string later;
     ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> history, ws_->History(t->def.name, req.branch));
@@ -522,11 +583,12 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
                  (h.actor.empty() ? "?" : h.actor) + ")";
       }
     }
-    return Status::Conflict(
+    return Status::FailedPrecondition(
                "run " + run_id + " committed table '" + t->def.name + "' version " +
                std::to_string(run.table_version) + ", but later commits touched it: " +
                (later.empty() ? "version " + std::to_string(t->head.table_version) : later) +
                "; revert those first")
+        .WithErrorCode(ErrorCode::kRevertBlocked)
         .WithDetail("run", run_id);
   }
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t->def.name));
@@ -540,6 +602,7 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
   w.table_sid = t->def.sid;
   w.branch = req.branch;
   w.mode = WriteMode::kRestore;
+  w.authorize_as = needed;
   w.restore_version = run.table_version - 1;
   w.expected_version = run.table_version;
   w.expected_schema_version = t->def.schema_version;

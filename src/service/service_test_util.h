@@ -49,7 +49,8 @@ class ServiceTest : public ::testing::Test {
     options_.upload_secret = kSecret;
     options_.clock = &clock_;
     options_.queue_view_micros = 0;
-    options_.lease_micros = 0;  // a run left by a "crashed" worker is free at once
+    options_.lease_micros = 0;              // a run left by a "crashed" worker is free at once
+    options_.run_retry_backoff_micros = 0;  // and one that failed an attempt too
   }
 
   void TearDown() override {

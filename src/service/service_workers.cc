@@ -123,8 +123,9 @@ Result<CleanupReport> Service::RunCleanerOnce() {
 }
 
 Result<bool> Service::RunWorkerOnce() {
+  const uint64_t since = ListingStarts();
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
-  RememberLoad(entries);
+  RememberLoad(entries, since);
   // Trouble with one run never holds up the others: the first error is
   // returned only when no run was finished.
   Status first_error;
@@ -266,6 +267,21 @@ Result<SweepReport> Service::SweepStaging() {
   return cleaner_.Sweep(options_.limits.staging_grace_seconds * 1'000'000, keep);
 }
 
+Status Service::FenceAbandoned(const RequestRecord& r) {
+  ingest::RunRequest req;
+  req.principal = r.principal;
+  req.idempotency_key = r.key;
+  RunRecord fence;
+  fence.id = r.run_id;
+  fence.request = req.ToJson();
+  fence.state = RunState::kCancelled;
+  fence.created_micros = fence.finished_micros = options_.clock->NowMicros();
+  fence.error = "abandoned: the submission that reserved idempotency key '" + r.key +
+                "' stopped before creating this run; the key was released";
+  std::string etag;
+  return loader_->runs().Create(fence, &etag);
+}
+
 Result<int64_t> Service::SweepRecords() {
   const int64_t now = options_.clock->NowMicros();
   const int64_t abandoned = 10 * options_.in_flight_grace_micros;
@@ -275,7 +291,19 @@ Result<int64_t> Service::SweepRecords() {
     Result<RunRecord> run = loader_->runs().Get(r.run_id);
     bool drop = false;
     if (run.status().IsNotFound()) {
-      drop = now - r.created_micros > abandoned;  // its run never appeared
+      if (now - r.created_micros <= abandoned) continue;
+      // Its run never appeared. Fence the run id first, so a submission that
+      // only stalled cannot create that run after the key is released.
+      Status fenced = FenceAbandoned(r);
+      if (fenced.IsAlreadyExists()) {
+        // The run appeared meanwhile, or an earlier sweep fenced it and
+        // stopped before the reservation went.
+        ASSIGN_OR_RETURN(bool stands, ClaimStands(r.run_id));
+        if (stands) continue;
+        fenced = Status::OK();
+      }
+      RETURN_NOT_OK(fenced);
+      drop = true;
     } else {
       RETURN_NOT_OK(run.status());
       drop = r.expires_micros < now && ingest::IsTerminal(run->state);

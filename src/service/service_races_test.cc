@@ -1,0 +1,218 @@
+// Races, rights and anchors: concurrent admissions never pass a limit; a
+// stalled submission cannot make a second run for its key;
+// additive and revert rights are checked again in the commit; a cancel that
+// loses to a worker leaves its inputs alone; a cleanup entry keeps its first
+// age; the sweeper reads upload ids only where staging puts them.
+#include <atomic>
+#include <thread>
+
+#include "service/cleanup.h"
+#include "service/service_test_util.h"
+
+namespace loam::service {
+namespace {
+
+using ingest::RunState;
+
+// Eight handlers submit at once, each reading the queue slowly: the decision
+// and its count are one step, so no limit is passed.
+TEST_F(ServiceTest, ConcurrentSubmissionsNeverAdmitPastALimit) {
+  options_.limits.max_queued_runs = 3;
+  options_.limits.max_concurrent_runs_per_pipeline = 2;
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
+  // p1 meets its concurrency limit (2), p2 the queue's (3, p1's runs in it).
+  for (const auto& [name, quota] : {std::pair{std::string("p1"), 2}, {"p2", 1}}) {
+    const std::string pipeline = name;
+    const int admits = quota;
+    SCOPED_TRACE(pipeline);
+    const std::string p = AppendPipeline(pipeline);
+    std::vector<std::string> uploads;
+    for (int i = 0; i < 8; ++i) {
+      uploads.push_back(Upload(p, "id,amount,note\n" + std::to_string(i) + ",1,x\n").value());
+    }
+    // Slow listings widen the window between reading the queue and counting.
+    faulty->SetLatency(MaskOf({ObjectOp::kList}), std::chrono::milliseconds(20), {});
+    std::atomic<int> admitted = 0, refused = 0;
+    std::vector<std::thread> handlers;
+    for (int i = 0; i < 8; ++i) {
+      handlers.emplace_back([&, i] {
+        Result<Submission> s = Submit(p, pipeline + std::to_string(i), Body(uploads[i]));
+        if (s.ok()) {
+          ++admitted;
+        } else if (s.status().Is(ErrorCode::kOverloaded)) {
+          ++refused;
+        } else {
+          ADD_FAILURE() << s.status();
+        }
+      });
+    }
+    for (std::thread& t : handlers) t.join();
+    faulty->SetLatency(MaskOf({ObjectOp::kList}), {}, {});
+    EXPECT_EQ(admitted.load(), admits);
+    EXPECT_EQ(refused.load(), 8 - admits);
+  }
+  EXPECT_EQ(CountUnder("_control/queue/"), 3);
+}
+
+// The additive flag, and the admin role of whoever configured the additive
+// pipeline, are checked again in the commit: revoked after the table's data
+// is written, the run fails and the table keeps its schema and rows.
+TEST_F(ServiceTest, AdditiveRightsRevokedBeforeThePublishFailTheRun) {
+  std::string revoke;
+  bool armed = false;
+  Restart([&](std::string_view at) -> Status {
+    if (at != loam::failpoint::kAfterTableCommit || !armed) return Status::OK();
+    armed = false;  // an admin acts between the table commit and the publish
+    auto other = Workspace::Open(store_, root_).value();
+    return revoke == "flag" ? other->SetAdditiveSchema("orders", false, "owner")
+                            : other->SetGrant("orders", "adm", Role::kWriter);
+  });
+  for (const std::string mode : {"flag", "admin"}) {
+    SCOPED_TRACE(mode);
+    revoke = mode;
+    ASSERT_TRUE(ws_->SetGrant("orders", "adm", Role::kAdmin).ok());
+    ASSERT_TRUE(ws_->SetAdditiveSchema("orders", true, "owner").ok());
+    const std::string p = MakePipeline(R"({"name":"add-)" + mode +
+                                           R"(","table":"orders","format":"csv",
+        "schemaPolicy":{"mode":"additive","addColumns":[{"name":"region","type":"string"}]}})",
+                                       "adm");
+    const std::string upload = Upload(p, "id,amount,note,region\n2,2,b,eu\n").value();
+    const int64_t schema_version = ws_->Current().value().tables.at("orders").def.schema_version;
+    const Submission a = Submit(p, "a-" + mode, Body(upload)).value();
+    armed = true;
+    EXPECT_EQ(Drain(), 1);
+    EXPECT_FALSE(armed);
+    EXPECT_EQ(Run(a.run.id).state, RunState::kFailed);
+    EXPECT_EQ(Run(a.run.id).error_code, "permission_denied") << Run(a.run.id).error;
+    const TableState t = ws_->Current().value().tables.at("orders");
+    EXPECT_EQ(t.def.schema_version, schema_version);
+    EXPECT_EQ(t.def.schema.IndexOf("region"), -1);
+    EXPECT_EQ(Contents(), "");
+  }
+}
+
+// A revert tells nothing about a run to a caller without the right, and a
+// replace's revert needs admin in the commit itself, not only before it.
+TEST_F(ServiceTest, RevertAuthorizesFirstAndAReplacesRevertNeedsAdminInTheCommit) {
+  const std::string p =
+      MakePipeline(R"({"name":"r","table":"orders","format":"csv","mode":"replace"})", "adm");
+  const Submission good = Submit(p, "g", Body(Upload(p, kRows, "adm").value()), "adm").value();
+  const Submission bad =
+      Submit(p, "b", Body(Upload(p, "id,amount,note\nx,1,y\n", "adm").value()), "adm").value();
+  EXPECT_EQ(Drain(), 2);
+  ASSERT_EQ(Run(bad.run.id).state, RunState::kFailed);
+  Status reader = Svc().RevertRun(Ctx("rex"), bad.run.id).status();
+  EXPECT_TRUE(reader.Is(ErrorCode::kPermissionDenied)) << reader;
+  Status writer = Svc().RevertRun(Ctx("ada"), good.run.id).status();
+  EXPECT_TRUE(writer.Is(ErrorCode::kPermissionDenied)) << writer;
+
+  bool armed = true;
+  Restart([&](std::string_view at) -> Status {
+    if (at != loam::failpoint::kAfterTableCommit || !armed) return Status::OK();
+    armed = false;  // adm is demoted between the restore and its publish
+    return Workspace::Open(store_, root_).value()->SetGrant("orders", "adm", Role::kWriter);
+  });
+  Status demoted = Svc().RevertRun(Ctx("adm"), good.run.id).status();
+  EXPECT_FALSE(armed);
+  EXPECT_TRUE(demoted.Is(ErrorCode::kPermissionDenied)) << demoted;
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+}
+
+// A submission stalls after claiming its upload, long enough for the sweeper
+// to release its key; the client's retry creates the run. When the stalled
+// submission wakes, the fence the sweeper left stops it: one key, one run.
+TEST_F(ServiceTest, AStalledSubmissionCannotCreateASecondRunForItsKey) {
+  Result<Submission> retry = Status::Internal("not run");
+  bool stall = false;
+  std::string p, body;
+  options_.failpoint = [&](std::string_view at) {
+    if (at == failpoint::kSubmitAfterClaimUploads && stall) {
+      stall = false;
+      clock_.AdvanceMicros(11 * options_.in_flight_grace_micros);
+      EXPECT_EQ(Svc().SweepRecords().value(), 1);  // the reservation looks abandoned
+      retry = Submit(p, "k", body);
+    }
+    return Status::OK();
+  };
+  p = AppendPipeline();
+  body = Body(Upload(p, kRows).value());
+  stall = true;
+  Result<Submission> stalled = Submit(p, "k", body);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  EXPECT_NE(stalled->run.id, retry->run.id);
+  EXPECT_EQ(stalled->run.state, RunState::kCancelled);  // the fence, not a run
+  EXPECT_NE(stalled->run.error.find("abandoned"), std::string::npos) << stalled->run.error;
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(retry->run.id).state, RunState::kSucceeded);
+  EXPECT_EQ(RunCommits(), 1);
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+  EXPECT_EQ(Submit(p, "k", body).value().run.id, retry->run.id);  // the key names the retry's
+}
+
+// The worker claims the run between the cancel's read and its
+// compare-and-swap: the cancel loses, and no cleanup entry may exist for the
+// run the worker now loads.
+TEST_F(ServiceTest, ACancelThatLosesToAWorkerLeavesTheRunsInputsAlone) {
+  std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
+  const std::string p = AppendPipeline();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  const std::string run_key = root_ + "/_control/runs/" + a.run.id + ".json";
+  faulty->AddRule(FaultRule::HookAt(
+      "worker claims", MaskOf({ObjectOp::kPutIfMatch}), 1,
+      [&] {
+        // Any write moves the record's etag, as a worker's claim does.
+        const std::string text = store_->Get(run_key).value();
+        ASSERT_TRUE(store_->Put(run_key, text + " ").ok());
+      },
+      "_control/runs/" + a.run.id));
+  Status lost = Svc().CancelRun(Ctx("ada"), a.run.id).status();
+  EXPECT_TRUE(lost.Is(ErrorCode::kConflict)) << lost;
+  EXPECT_EQ(faulty->Fired("worker claims"), 1u);
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 0);
+  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 1);
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);
+}
+
+// A repeated enqueue keeps the entry as first written (and so its age).
+TEST_F(ServiceTest, ACleanupEntryIsWrittenOnceAndKeepsItsFirstContent) {
+  Cleaner c(store_, root_, &clock_);
+  CleanupEntry e{"01ARZ3NDEKTSV4RRFFQ69G5FAV", {}, {"01ARZ3NDEKTSV4RRFFQ69G5FAW"}};
+  ASSERT_TRUE(c.Enqueue(e).ok());
+  const std::string key = root_ + "/_control/cleanup/" + e.run_id + ".json";
+  ObjectMeta first;
+  const std::string text = store_->Get(key, &first).value();
+  e.upload_ids.push_back("01ARZ3NDEKTSV4RRFFQ69G5FAX");
+  ASSERT_TRUE(c.Enqueue(e).ok());
+  ObjectMeta again;
+  EXPECT_EQ(store_->Get(key, &again).value(), text);
+  EXPECT_EQ(again.etag, first.etag);
+}
+
+// A workspace whose root holds "/uploads/": the sweeper must still find the
+// upload id in the staging layout, so a queued run's input stays.
+TEST_F(ServiceTest, TheSweeperFindsUploadIdsOnlyInTheStagingLayout) {
+  root_ = "sweep/uploads/" + NewUlidString();
+  WorkspaceOptions o;
+  o.owner = "owner";
+  o.recovery_grace_micros = 0;
+  ws_ = Workspace::Init(store_, root_, o).value();
+  ASSERT_TRUE(ws_->CreateTable("orders", OrdersSchema(), {"id"}).ok());
+  ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kWriter).ok());
+  const std::string p = AppendPipeline();
+  const int64_t now = clock_.NowMicros();
+  clock_.SetMicros(now - 3 * 86'400'000'000LL);
+  ASSERT_TRUE(Upload(p, kRows).ok());  // abandoned
+  const Submission q = Submit(p, "q", Body(Upload(p, "id,amount,note\n8,1,x\n").value())).value();
+  clock_.SetMicros(now);
+  SweepReport r = Svc().SweepStaging().value();
+  EXPECT_EQ(r.objects_deleted, 1);
+  EXPECT_EQ(r.objects_kept, 1);
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(q.run.id).state, RunState::kSucceeded);
+}
+
+}  // namespace
+}  // namespace loam::service
