@@ -97,6 +97,7 @@ std::string RunRequest::ToJson() const {
   // Only when set, so requests written before the field existed keep their text.
   if (expected_table_version) j["expectedTableVersion"] = *expected_table_version;
   if (!additive_admin.empty()) j["additiveAdmin"] = additive_admin;
+  if (!file_names.empty()) j["fileNames"] = file_names;
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
@@ -159,6 +160,10 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
   RETURN_NOT_OK(o.String("idempotencyKey", &r.idempotency_key));
   RETURN_NOT_OK(o.String("principal", &r.principal));
   RETURN_NOT_OK(o.String("additiveAdmin", &r.additive_admin));
+  RETURN_NOT_OK(o.Strings("fileNames", &r.file_names));
+  if (!r.file_names.empty() && r.file_names.size() != r.files.size()) {
+    return o.Bad("fileNames", "one name per file");
+  }
   if (const json* l = o.Field("limits"); l != nullptr) RETURN_NOT_OK(ReadLimits(*l, &r));
   if (o.Field("expectedTableVersion") != nullptr) {
     int64_t v = 0;

@@ -43,6 +43,8 @@ struct RunRequest {
   std::vector<std::string> keys;      // upsert; empty = the table's declared keys
   std::optional<InputFormat> format;  // nullopt = by file name
   std::vector<std::string> files;     // as the opener understands them (absolute paths)
+  // What errors call each file (parallel to `files`); empty: its base name.
+  std::vector<std::string> file_names;
   SchemaPolicy policy;
   ErrorPolicy error_policy = ErrorPolicy::kFailRun;
   std::string idempotency_key;

@@ -311,7 +311,9 @@ class Stager {
     names_.clear();
     for (size_t fi = 0; fi < req_.files.size(); ++fi) {
       const std::string& file = req_.files[fi];
-      const std::string name = std::filesystem::path(file).filename().string();
+      const std::string name = fi < req_.file_names.size()
+                                   ? req_.file_names[fi]
+                                   : std::filesystem::path(file).filename().string();
       names_.push_back(name);
       Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
       if (!raw.ok()) return Guard(raw.status(), name);

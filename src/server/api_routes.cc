@@ -244,6 +244,7 @@ Response Api::CreateUpload(Call& c) {
   if (s.ok() && o.Field("size") == nullptr) s = o.Bad("size", "given (the upload's bytes)");
   if (s.ok()) s = o.String("sha256", &req.sha256);
   if (s.ok()) s = o.String("contentType", &req.content_type);
+  if (s.ok()) s = o.String("fileName", &req.file_name);
   if (s.ok()) s = o.Int("ttlSeconds", &req.ttl_seconds, 1, int64_t{1} << 31);
   if (s.ok()) s = o.Finish();
   if (!s.ok()) return Problem(s);

@@ -149,5 +149,33 @@ TEST_F(ContractTest, ConcurrencyRefusalsCarryTheirRateLimitPolicy) {
   EXPECT_EQ(answers[1].Header("ratelimit-policy"), "\"maxConcurrentRuns\";q=1");
 }
 
+// A service run's errors name the upload (its id, and the client's file
+// name when it gave one), not the staging object's "data".
+TEST_F(ContractTest, RunErrorsNameTheUploadAndItsFileName) {
+  HttpResult made = CreatePipeline(Upsert({}));
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string p = made.Json()["id"];
+  const std::string upload =
+      Upload(p, "id,amount,note\n5,1.00,a\n5,2.00,b\n", "ada", {{"fileName", "orders.csv"}});
+  HttpResult run = Submit(p, "dup", json{{"uploads", {upload}}}.dump());
+  ASSERT_EQ(run.status, 202) << run.body;
+  ASSERT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  HttpResult done =
+      Call("ada", "GET", "/v1/runs/" + run.Json()["id"].get<std::string>(), "/v1/runs/{id}");
+  EXPECT_EQ(done.Json()["state"], "failed") << done.body;
+  const std::string named = "orders.csv (upload " + upload + ")";
+  EXPECT_NE(done.body.find(named + " line 2 and " + named + " line 3"), std::string::npos)
+      << done.body;
+  for (const std::string& bad :
+       {std::string("a/b.csv"), std::string(256, 'x'), std::string("tab\there")}) {
+    HttpResult refused =
+        Call("ada", "POST", "/v1/pipelines/" + p + "/uploads", "/v1/pipelines/{id}/uploads",
+             json{{"size", 3}, {"fileName", bad}}.dump());
+    EXPECT_EQ(refused.status, 400) << bad;
+    EXPECT_NE(refused.body.find("fileName must be"), std::string::npos) << refused.body;
+  }
+  EXPECT_EQ(RowCount(), 0);
+}
+
 }  // namespace
 }  // namespace loam::server

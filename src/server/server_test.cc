@@ -21,27 +21,6 @@ class ApiTest : public ServerTest {
     return r.Json().value("id", "");
   }
 
-  // Creates an upload and PUTs `data` to its URL exactly as the ticket says.
-  std::string Upload(const std::string& pipeline, const std::string& data,
-                     const std::string& sub = "ada") {
-    const json req = {{"size", data.size()}, {"sha256", service::Sha256Hex(data)}};
-    HttpResult t = Call(sub, "POST", "/v1/pipelines/" + pipeline + "/uploads",
-                        "/v1/pipelines/{id}/uploads", req.dump());
-    EXPECT_EQ(t.status, 201) << t.body;
-    const json ticket = t.Json();
-    Headers headers;
-    for (const auto& [k, v] : ticket["headers"].items()) {
-      if (k != "content-length") headers.emplace_back(k, v.get<std::string>());
-    }
-    const std::string url = ticket["url"];
-    const std::string prefix = Srv().url();
-    EXPECT_EQ(url.substr(0, prefix.size()), prefix);
-    HttpResult put =
-        Call("", "PUT", url.substr(prefix.size()), "/v1/uploads/{uploadId}", data, headers);
-    EXPECT_EQ(put.status, 200) << put.body;
-    return ticket["uploadId"];
-  }
-
   json WaitRun(const std::string& run_id) {
     EXPECT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
     HttpResult r = Call("ada", "GET", "/v1/runs/" + run_id, "/v1/runs/{id}");

@@ -18,6 +18,7 @@
 #include "server/jwt.h"
 #include "server/openapi.h"
 #include "server/server.h"
+#include "service/staging.h"
 
 namespace loam::server {
 
@@ -175,6 +176,30 @@ class ServerTest : public ::testing::Test {
           << "\n";
     }
     return r;
+  }
+
+  // Creates an upload (with `extra` fields, e.g. fileName) and PUTs `data`
+  // to its URL exactly as the ticket says.
+  std::string Upload(const std::string& pipeline, const std::string& data,
+                     const std::string& sub = "ada",
+                     const nlohmann::json& extra = nlohmann::json::object()) {
+    nlohmann::json req = {{"size", data.size()}, {"sha256", service::Sha256Hex(data)}};
+    req.update(extra);
+    HttpResult t = Call(sub, "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                        "/v1/pipelines/{id}/uploads", req.dump());
+    EXPECT_EQ(t.status, 201) << t.body;
+    const nlohmann::json ticket = t.Json();
+    Headers headers;
+    for (const auto& [k, v] : ticket["headers"].items()) {
+      if (k != "content-length") headers.emplace_back(k, v.get<std::string>());
+    }
+    const std::string url = ticket["url"];
+    const std::string prefix = Srv().url();
+    EXPECT_EQ(url.substr(0, prefix.size()), prefix);
+    HttpResult put =
+        Call("", "PUT", url.substr(prefix.size()), "/v1/uploads/{uploadId}", data, headers);
+    EXPECT_EQ(put.status, 200) << put.body;
+    return ticket["uploadId"];
   }
 
   // A JSON run submission to `pipeline` as `sub`, with `key` unless empty.

@@ -16,6 +16,16 @@ namespace {
 using json = nlohmann::json;
 constexpr size_t kMinSecretBytes = 32;
 
+// An upload's file name as errors will quote it: "" (none) or 1-255 bytes of
+// UTF-8 without '/' or control characters.
+Status CheckFileName(const std::string& name) {
+  bool ok = name.size() <= 255 && IsValidUtf8(name);
+  for (unsigned char c : name) ok = ok && c >= 0x20 && c != 0x7f && c != '/';
+  if (ok) return Status::OK();
+  return Status::InvalidArgument(
+      "fileName must be 1 to 255 bytes of UTF-8 without '/' or control characters");
+}
+
 WriteMode WriteModeOf(ingest::LoadMode m) {
   return m == ingest::LoadMode::kReplace ? WriteMode::kReplace : WriteMode::kAppend;
 }
@@ -269,6 +279,7 @@ Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::st
         .WithErrorCode(ErrorCode::kLimitExceeded)
         .WithDetail("limit", "maxRunBytes");
   }
+  RETURN_NOT_OK(CheckFileName(req.file_name));
   if (!req.sha256.empty() && !IsSha256Hex(req.sha256)) {
     return Status::InvalidArgument("sha256 must be 64 lower-case hex digits");
   }
@@ -291,6 +302,7 @@ Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::st
   r.size = req.size;
   r.sha256 = req.sha256;
   r.content_type = req.content_type;
+  r.file_name = req.file_name;
   RETURN_NOT_OK(uploads_.Create(r));
 
   UploadTicket t;

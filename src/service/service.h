@@ -87,6 +87,9 @@ struct UploadRequest {
   std::string sha256;  // lower-case hex, optional
   std::string content_type;
   int64_t ttl_seconds = 0;  // 0 = the default
+  // The client's name for the data (1-255 bytes of UTF-8, no '/' or control
+  // characters): a run's errors name it next to the upload id.
+  std::string file_name;
 };
 
 struct UploadTicket {

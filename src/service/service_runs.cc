@@ -280,7 +280,12 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   r.mode = p.spec.mode;
   r.keys = p.spec.key_columns;
   r.format = p.spec.format;
-  for (const CheckedUpload& u : uploads) r.files.push_back(u.record.key);
+  for (const CheckedUpload& u : uploads) {
+    r.files.push_back(u.record.key);
+    // Errors name the upload, and the client's file name when it gave one.
+    const std::string id = "upload " + u.record.id;
+    r.file_names.push_back(u.record.file_name.empty() ? id : u.record.file_name + " (" + id + ")");
+  }
   r.policy = p.spec.schema_policy;
   r.error_policy = p.spec.error_policy;
   if (b.error_policy) {

@@ -20,6 +20,7 @@ std::string UploadRecord::ToJson() const {
               {"size", size},
               {"sha256", sha256},
               {"contentType", content_type},
+              {"fileName", file_name},
               {"createdMicros", created_micros},
               {"expiresMicros", expires_micros},
               {"receivedSha256", received_sha256},
@@ -41,6 +42,7 @@ Result<UploadRecord> UploadRecord::FromJson(std::string_view text) {
     r.size = j.at("size");
     r.sha256 = j.at("sha256");
     r.content_type = j.at("contentType");
+    r.file_name = j.value("fileName", "");  // records before 2026-12-03 have none
     r.created_micros = j.at("createdMicros");
     r.expires_micros = j.at("expiresMicros");
     r.received_sha256 = j.at("receivedSha256");

@@ -20,6 +20,7 @@ struct UploadRecord {
   uint64_t size = 0;   // declared
   std::string sha256;  // declared ("" = not declared)
   std::string content_type;
+  std::string file_name;  // the client's name for the data ("" = none given)
   int64_t created_micros = 0;
   int64_t expires_micros = 0;
   // Set when the server saw the bytes (local workspaces: AcceptUpload).
