@@ -194,13 +194,7 @@ TEST_F(ServiceTest, ACleanupEntryIsWrittenOnceAndKeepsItsFirstContent) {
 // A workspace whose root holds "/uploads/": the sweeper must still find the
 // upload id in the staging layout, so a queued run's input stays.
 TEST_F(ServiceTest, TheSweeperFindsUploadIdsOnlyInTheStagingLayout) {
-  root_ = "sweep/uploads/" + NewUlidString();
-  WorkspaceOptions o;
-  o.owner = "owner";
-  o.recovery_grace_micros = 0;
-  ws_ = Workspace::Init(store_, root_, o).value();
-  ASSERT_TRUE(ws_->CreateTable("orders", OrdersSchema(), {"id"}).ok());
-  ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kWriter).ok());
+  InitWorkspace("sweep/uploads/" + NewUlidString());
   const std::string p = AppendPipeline();
   const int64_t now = clock_.NowMicros();
   clock_.SetMicros(now - 3 * 86'400'000'000LL);

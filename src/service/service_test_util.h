@@ -34,16 +34,7 @@ class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = testing::NewTestStore();
-    root_ = "svc" + std::to_string(::getpid()) + "-" + NewUlidString();
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(store_, root_, o).value();
-    ASSERT_TRUE(ws_->CreateTable("orders", OrdersSchema(), {"id"}).ok());
-    ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kWriter).ok());
-    ASSERT_TRUE(ws_->SetGrant("orders", "bob", Role::kWriter).ok());
-    ASSERT_TRUE(ws_->SetGrant("orders", "rex", Role::kReader).ok());
-    ASSERT_TRUE(ws_->SetGrant("orders", "adm", Role::kAdmin).ok());
+    InitWorkspace("svc" + std::to_string(::getpid()) + "-" + NewUlidString());
     clock_.SetMicros(Clock::System()->NowMicros());
     options_.workers = 0;
     options_.upload_secret = kSecret;
@@ -60,6 +51,20 @@ class ServiceTest : public ::testing::Test {
         static_cast<void>(store_->Delete(o.key));
       }
     }
+  }
+
+  // A new workspace at `root` with table "orders" and the principals' roles.
+  void InitWorkspace(const std::string& root) {
+    root_ = root;
+    WorkspaceOptions o;
+    o.owner = "owner";
+    o.recovery_grace_micros = 0;
+    ws_ = Workspace::Init(store_, root_, o).value();
+    ASSERT_TRUE(ws_->CreateTable("orders", OrdersSchema(), {"id"}).ok());
+    ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kWriter).ok());
+    ASSERT_TRUE(ws_->SetGrant("orders", "bob", Role::kWriter).ok());
+    ASSERT_TRUE(ws_->SetGrant("orders", "rex", Role::kReader).ok());
+    ASSERT_TRUE(ws_->SetGrant("orders", "adm", Role::kAdmin).ok());
   }
 
   Service& Svc() {
