@@ -444,14 +444,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*manifest_, latest));
-  const TableState* t = nullptr;
-  if (req.table_sid) {
-    for (const auto& [name, state] : snap.tables) {
-      if (state.def.sid == *req.table_sid) t = &state;
-    }
-  } else {
-    t = snap.Find(req.table);
-  }
+  const TableState* t = req.table_sid ? snap.FindSid(*req.table_sid) : snap.Find(req.table);
   if (t == nullptr) {
     return Status::NotFound("table '" + req.table + "'" +
                             (req.table_sid ? " (id " + std::to_string(*req.table_sid) + ")" : "") +

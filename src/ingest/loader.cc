@@ -347,8 +347,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     rec.commit_id = meta.is_object() ? meta.value("commit", "") : "";
     rec.manifest_version = meta.is_object() ? meta.value("manifest_version", uint64_t{0}) : 0;
     ASSIGN_OR_RETURN(Snapshot at, ws_->SnapshotAt(req.branch, rec.manifest_version));
-    for (const auto& [name, t] : at.tables) {
-      if (t.def.sid == rec.table_sid) rec.table_version = t.head.table_version;
+    if (const TableState* t = at.FindSid(rec.table_sid); t != nullptr) {
+      rec.table_version = t->head.table_version;
     }
     rec.error_code.clear();
     rec.error.clear();
@@ -390,10 +390,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
   for (int attempt = 0;; ++attempt) {
     // --- validate: the whole input, typed and checked, before any mutation ---
     ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(req.branch));
-    const TableState* t = nullptr;
-    for (const auto& [name, state] : snap.tables) {
-      if (rec.table_sid != 0 ? state.def.sid == rec.table_sid : name == req.table) t = &state;
-    }
+    const TableState* t = rec.table_sid != 0 ? snap.FindSid(rec.table_sid) : snap.Find(req.table);
     if (t == nullptr) {
       return fail_with(Status::NotFound("table '" + req.table + "' does not exist on branch '" +
                                         (req.branch.empty() ? "main" : req.branch) + "'" +

@@ -323,10 +323,8 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
   ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
   if (b.expected_table_version) {
     // Refused now when already stale; the commit checks it again.
-    int64_t now_at = -1;
-    for (const auto& [name, t] : snap.tables) {
-      if (t.def.sid == p.table_sid) now_at = t.head.table_version;
-    }
+    const TableState* t = snap.FindSid(p.table_sid);
+    const int64_t now_at = t == nullptr ? -1 : t->head.table_version;
     if (now_at != *b.expected_table_version) {
       return Status::FailedPrecondition("the table is at version " + std::to_string(now_at) +
                                         ", not the expected " +
