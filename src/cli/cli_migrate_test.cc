@@ -73,14 +73,15 @@ TEST_F(CliMigrateTest, ACurrentWorkspaceServesAndHasNothingToMigrate) {
 TEST_F(CliMigrateTest, AnUnstampedWorkspaceIsRefusedUntilMigrated) {
   Unstamp();
   ExpectRefusedEverywhere(
-      "has no format stamp (written by an earlier Loam, head directory format 7); this Loam "
+      "has no format stamp (head directory format 8: its stamp was lost, or its init stopped "
+      "before writing it); this Loam "
       "serves workspace format 5 only: stop every writer (servers, loads, maintenance), then run "
       "'loam migrate'");
   CliResult refused = Run({"--json", "log"});
   EXPECT_EQ(json::parse(refused.out)["error"]["code"], "migration_required");
   CliResult m = Ok({"--json", "migrate"});
   json j = json::parse(m.out);
-  EXPECT_EQ(j["from"], "unstamped heads (head directory format 7)");
+  EXPECT_EQ(j["from"], "unstamped heads (head directory format 8)");
   ASSERT_EQ(j["branches"].size(), 2u);
   EXPECT_EQ(j["branches"][0]["branch"], "main");
   EXPECT_EQ(j["branches"][1]["branch"], "dev");
@@ -166,6 +167,31 @@ TEST_F(CliMigrateTest, AFormatFourWorkspaceIsRefusedThenMigratedThroughAKill) {
   CliResult dropped = Run({"count", "orders", "--branch", "dev2"});
   EXPECT_NE(dropped.code, 0);
   EXPECT_NE(dropped.err.find("orders"), std::string::npos) << dropped.all();
+}
+
+// A stamped workspace whose branches have no heads (the format-4 fixture with
+// a stamp added, as damage or a bad copy would leave it) is data loss, at its
+// tip and at any version no migration explains: never an empty workspace.
+TEST_F(CliMigrateTest, AStampedBranchWithoutHeadsIsDataLossNotAnEmptyWorkspace) {
+  const std::filesystem::path data = dir_ + "/loam-data";
+  std::filesystem::remove_all(data);
+  std::filesystem::copy(std::filesystem::path(LOAM_TESTDATA_DIR) / "workspace_v4", data,
+                        std::filesystem::copy_options::recursive);
+  auto store = OpenObjectStore(data.string()).value();
+  ASSERT_TRUE(WriteFormatStamp(*store, "", {kWorkspaceFormat, "init", "", 1}).ok());
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"count", "orders"},
+                                               {"table", "list"},
+                                               {"count", "orders", "--version", "6"},
+                                               {"count", "orders", "--branch", "dev"}}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.code, 7) << r.all();
+    EXPECT_NE(r.err.find("has no head directory, which no publish of this format writes; run "
+                         "'loam heads verify'"),
+              std::string::npos)
+        << r.all();
+  }
+  CliResult j = Run({"--json", "table", "list"});
+  EXPECT_EQ(json::parse(j.out)["error"]["code"], "data_loss") << j.all();
 }
 
 }  // namespace

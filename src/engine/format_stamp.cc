@@ -110,6 +110,20 @@ Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
   return f;
 }
 
+namespace {
+
+// Head directories after kLastFormatBeforeStamp are written only once a
+// stamp exists: without one, it was lost or `loam init` stopped before it.
+std::string UnstampedWhy(uint32_t head_directory) {
+  const std::string format = "head directory format " + std::to_string(head_directory);
+  if (head_directory > kLastFormatBeforeStamp) {
+    return format + ": its stamp was lost, or its init stopped before writing it";
+  }
+  return "written by an earlier Loam, " + format;
+}
+
+}  // namespace
+
 Status ServableOrRefusal(const FormatFinding& f, const std::string& root) {
   const std::string needs =
       "this Loam serves workspace format " + std::to_string(kWorkspaceFormat) + " only";
@@ -140,10 +154,8 @@ Status ServableOrRefusal(const FormatFinding& f, const std::string& root) {
       return migrate(Where(root) + " is in workspace format " + std::to_string(kPredecessorFormat) +
                      " (a journal-only manifest, no format stamp); " + needs + ": " + kStopFirst);
     case FoundFormat::kUnstampedHeads:
-      return migrate(Where(root) +
-                     " has no format stamp (written by an earlier Loam, head "
-                     "directory format " +
-                     std::to_string(f.head_directory) + "); " + needs + ": " + kStopFirst);
+      return migrate(Where(root) + " has no format stamp (" + UnstampedWhy(f.head_directory) +
+                     "); " + needs + ": " + kStopFirst);
   }
   return Status::Internal("unknown workspace format finding");
 }

@@ -92,7 +92,7 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
   // What MigrationReport::from says.
   std::string From() const {
     return Format4() ? "format 4 (journal-only manifest)"
-                     : "unstamped heads (head directory format 7)";
+                     : "unstamped heads (head directory format 8)";
   }
 
   Result<std::shared_ptr<Workspace>> Open() {
@@ -172,8 +172,8 @@ TEST_P(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   const std::string found = Format4() ? "ws is in workspace format 4 (a journal-only manifest, no "
                                         "format stamp)"
-                                      : "ws has no format stamp (written by an earlier Loam, head "
-                                        "directory format 7)";
+                                      : "ws has no format stamp (head directory format 8: its "
+                                        "stamp was lost, or its init stopped before writing it)";
   EXPECT_EQ(ws.status().message(),
             found +
                 "; this Loam serves workspace format 5 only: stop every writer (servers, loads, "

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/journal_snapshot.h"
+#include "manifest/heads.h"
 
 namespace loam {
 namespace {
@@ -71,8 +72,16 @@ Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* st
 
 Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
-  if (IsJournalOnly(v)) return SnapshotFromJournal(*manifest_, v);  // before a migration
-  return ReadSnapshot(*manifest_, v);
+  if (!IsJournalOnly(v)) return ReadSnapshot(*manifest_, v);
+  // Only a version before the branch's migration commit (its heads marker
+  // says which) may lack heads; anywhere else that is damage (ReadSnapshot).
+  if (options_.any_format) return SnapshotFromJournal(*manifest_, v);
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
+                   manifest_->FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
+  if (!row) return ReadSnapshot(*manifest_, v);
+  ASSIGN_OR_RETURN(HeadsMarker marker, ParseHeadsMarker(*row));
+  if (v.version >= marker.produced_version) return ReadSnapshot(*manifest_, v);
+  return SnapshotFromJournal(*manifest_, v);
 }
 
 Result<Dataset> Workspace::OpenTableAt(const TableHead& head) const {

@@ -26,7 +26,8 @@ uint64_t Mix(uint64_t x) {
 
 uint32_t LiveHeadPartition(int64_t sid, uint32_t format) {
   const uint64_t id = static_cast<uint64_t>(sid);
-  return static_cast<uint32_t>((format >= 7 ? Mix(id) : id) % kTableHeadPartitions);
+  return static_cast<uint32_t>((format >= kFirstHashedFormat ? Mix(id) : id) %
+                               kTableHeadPartitions);
 }
 
 uint32_t TombstoneHeadPartition(int64_t sid) {
@@ -40,7 +41,8 @@ Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format) {
       return Status::InvalidArgument("table head '" + row.object_id + "' has no stable id");
     }
     const int64_t sid = *row.stable_table_id;
-    if (format >= 7 && !row.row_count) {  // tombstoned (ParseTableHead checks the state agrees)
+    if (format >= kFirstHashedFormat &&
+        !row.row_count) {  // tombstoned (ParseTableHead checks the state agrees)
       return TombstoneHeadPartition(sid);
     }
     return LiveHeadPartition(sid, format);
@@ -111,7 +113,7 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
   }
   ASSIGN_OR_RETURN(uint32_t nslots, d.U32());
   ASSIGN_OR_RETURN(uint32_t nfiles, d.U32());
-  if (nslots != (format >= 7 ? kNumPartitions : kPartitionsBeforeFormat7)) {
+  if (nslots != (format >= kFirstHashedFormat ? kNumPartitions : kPartitionsBeforeFormat7)) {
     return d.Corrupt("wrong partition count");
   }
   HeadDirectory out;

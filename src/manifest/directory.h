@@ -23,12 +23,18 @@ inline constexpr uint32_t kCatalogPartition = kTableHeadPartitions + 1;
 inline constexpr uint32_t kFirstTombstonePartition = kTableHeadPartitions + 2;
 inline constexpr uint32_t kTombstonePartitions = 16;
 inline constexpr uint32_t kNumPartitions = kFirstTombstonePartition + kTombstonePartitions;
-// Format 7: hashed head partitions, tombstone partitions, table_grant journal
-// rows. 6 added file offsets (partitions inside inline fragments). 5 and 6
-// (66 partitions, heads by stable id modulo 64, tombstones among live heads)
-// are still read; the first publish on them rewrites every head partition.
-inline constexpr uint32_t kManifestFormatVersion = 7;
+// Format 8: the layout of 7, written only in a stamped workspace, so that a
+// Loam from before the format stamp (which reads 5 to 7 and never reads the
+// stamp) refuses it as unsupported instead of serving it. 7: hashed head
+// partitions, tombstone partitions, table_grant journal rows. 6 added file
+// offsets (partitions inside inline fragments). 5 and 6 (66 partitions, heads
+// by stable id modulo 64, tombstones among live heads) are still read; the
+// first publish on them rewrites every head partition, on 7 only the header.
+inline constexpr uint32_t kManifestFormatVersion = 8;
 inline constexpr uint32_t kOldestManifestFormat = 5;
+inline constexpr uint32_t kFirstHashedFormat = 7;
+// The last head directory format that Loams without the format stamp read.
+inline constexpr uint32_t kLastFormatBeforeStamp = 7;
 inline constexpr uint32_t kPartitionsBeforeFormat7 = kTableHeadPartitions + 2;
 
 // The partition of the live head of `sid` in a directory of `format`.

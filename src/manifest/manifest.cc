@@ -60,7 +60,7 @@ Result<std::optional<ManifestRow>> PublishView::Find(const std::string& object_i
 
 Result<std::optional<TableHead>> PublishView::TableHeadOf(int64_t sid) {
   ASSIGN_OR_RETURN(auto row, Find(TableHeadId(sid), LiveHeadPartition(sid, base_.dir.format)));
-  if (!row && base_.dir.format >= 7) {
+  if (!row && base_.dir.format >= kFirstHashedFormat) {
     ASSIGN_OR_RETURN(row, Find(TableHeadId(sid), TombstoneHeadPartition(sid)));
   }
   if (!row) return std::optional<TableHead>();
@@ -218,7 +218,8 @@ Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& 
 Result<std::optional<TableHead>> Manifest::ReadTableHead(const ManifestVersion& v, int64_t sid,
                                                          ManifestReadStats* stats) const {
   std::vector<uint32_t> where = {LiveHeadPartition(sid, v.dir.format)};
-  if (v.dir.format >= 7) where.push_back(TombstoneHeadPartition(sid));  // a dropped table's
+  if (v.dir.format >= kFirstHashedFormat)
+    where.push_back(TombstoneHeadPartition(sid));  // a dropped table's
   for (uint32_t p : where) {
     ASSIGN_OR_RETURN(auto rows, ReadPartition(v, p, stats));
     for (const ManifestRow& r : rows) {
@@ -375,10 +376,11 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }
 
-  // New contents of every touched partition. A directory of an older format
-  // is converted whole: this commit rewrites every partition in place.
+  // New contents of every touched partition. A directory partitioned as
+  // before format 7 is converted whole: this commit rewrites every partition
+  // in place. Later formats share the partitioning; the header is rewritten.
   std::map<uint32_t, std::vector<ManifestRow>> touched;
-  if (v.dir.format < kManifestFormatVersion) {
+  if (v.dir.format < kFirstHashedFormat) {
     ASSIGN_OR_RETURN(touched, RegroupPartitions(v, [&](uint32_t p) { return view.Partition(p); }));
   }
   for (uint32_t p : plan.rebuild) touched[p].clear();

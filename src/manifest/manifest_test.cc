@@ -110,7 +110,7 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
   HeadDirectory d;
   std::string bytes = EncodeHeadDirectory(d);
   EXPECT_TRUE(DecodeHeadDirectory(bytes).ok());
-  bytes[4] = 8;  // format_version 8: the checksum no longer matches
+  bytes[4] = 9;  // format_version 9: the checksum no longer matches
   Status st = DecodeHeadDirectory(bytes).status();
   EXPECT_TRUE(st.IsDataLoss()) << st;
   // With a valid checksum, a newer format asks for an upgrade.
@@ -121,6 +121,28 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
   EXPECT_TRUE(st.IsFailedPrecondition()) << st;
   EXPECT_NE(st.message().find("upgrade"), std::string::npos) << st;
   EXPECT_TRUE(DecodeHeadDirectory("LMH4....").status().IsDataLoss());
+}
+
+// A stamped workspace's header says a format that a Loam from before the
+// stamp refuses (it reads 5 to kLastFormatBeforeStamp); this one still reads
+// every earlier format, and rewrites only the header of a format-7 directory.
+TEST(ManifestTest, TheHeaderNamesAFormatThatLoamsBeforeTheStampRefuse) {
+  const std::string bytes = EncodeHeadDirectory(HeadDirectory{});
+  EXPECT_EQ(DecodeFixed(bytes.data() + 4, 4), 8u);
+  EXPECT_GT(kManifestFormatVersion, kLastFormatBeforeStamp);
+  for (uint32_t format = kOldestManifestFormat; format <= kManifestFormatVersion; ++format) {
+    HeadDirectory d;
+    if (format < kFirstHashedFormat) d.slots.resize(kPartitionsBeforeFormat7);
+    std::string header;
+    PutFixed32(&header, format);
+    std::string sealed = EncodeHeadDirectory(d);
+    sealed.replace(4, 4, header);
+    sealed.resize(sealed.size() - 8);
+    PutFixed64(&sealed, Hash64(sealed));
+    Result<HeadDirectory> back = DecodeHeadDirectory(sealed);
+    ASSERT_TRUE(back.ok()) << format << ": " << back.status();
+    EXPECT_EQ(back->format, format);
+  }
 }
 
 // The heads marker is parsed strictly: what a fork inherits must be whole.
@@ -142,7 +164,7 @@ TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
   EXPECT_EQ(back->head_digest, m.head_digest);
   const std::vector<std::pair<std::string, std::string>> broken = {
       {"\"head_count\":3", "\"head_count\":\"3\""},
-      {"\"heads_format\":7", "\"heads_format\":4"},
+      {"\"heads_format\":8", "\"heads_format\":4"},
       {"\"source_version\":9", "\"source_version\":10"},
       {std::string(32, 'a'), std::string(31, 'a')},
       {"\"migration\":\"", "\"token\":\""}};
