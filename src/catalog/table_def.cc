@@ -1,6 +1,8 @@
 #include "catalog/table_def.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "common/hash.h"
@@ -216,29 +218,59 @@ Result<Grant> ParseGrant(const ManifestRow& row) {
   return g;
 }
 
-Result<int64_t> MintIdentity(ObjectStore& store, const std::string& workspace) {
-  const std::string key =
-      (workspace.empty() ? std::string() : workspace + "/") + "_control/identity_counter.json";
+namespace {
+
+std::string IdentityCounterKey(const std::string& workspace) {
+  return (workspace.empty() ? std::string() : workspace + "/") + "_control/identity_counter.json";
+}
+
+// One compare-and-swap step on the counter: `step(next)` says what to store
+// (nullopt: leave it). A missing counter reads as next = 1. Returns the `next`
+// it read once a step's write (or no write) stands.
+Result<int64_t> UpdateIdentityCounter(ObjectStore& store, const std::string& key,
+                                      const std::function<std::optional<int64_t>(int64_t)>& step) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     ObjectMeta meta;
     Result<std::string> text = store.Get(key, &meta);
-    if (text.status().IsNotFound()) {
-      Result<ObjectMeta> put = store.PutIfAbsent(key, json{{"next", 2}}.dump());
-      if (put.ok()) return 1;
-      if (!put.status().IsAlreadyExists()) return put.status();
-      continue;
+    int64_t next = 1;
+    if (!text.status().IsNotFound()) {
+      RETURN_NOT_OK(text.status());
+      json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.contains("next") || !j["next"].is_number_integer()) {
+        return Status::DataLoss("'" + key + "' is malformed");
+      }
+      next = j["next"].get<int64_t>();
     }
-    RETURN_NOT_OK(text.status());
-    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.contains("next") || !j["next"].is_number_integer()) {
-      return Status::DataLoss("'" + key + "' is malformed");
-    }
-    const int64_t next = j["next"].get<int64_t>();
-    Result<ObjectMeta> put = store.PutIfMatch(key, json{{"next", next + 1}}.dump(), meta.etag);
+    const std::optional<int64_t> to = step(next);
+    if (!to) return next;
+    const std::string body = json{{"next", *to}}.dump();
+    Result<ObjectMeta> put =
+        text.ok() ? store.PutIfMatch(key, body, meta.etag) : store.PutIfAbsent(key, body);
     if (put.ok()) return next;
-    if (!put.status().IsAborted() && !put.status().IsNotFound()) return put.status();
+    const Status& st = put.status();
+    if (!st.IsAborted() && !st.IsNotFound() && !st.IsAlreadyExists()) return st;
   }
-  return Status::Aborted("could not mint an identity against concurrent writers");
+  return Status::Aborted("could not update the identity counter against concurrent writers");
+}
+
+}  // namespace
+
+Result<int64_t> MintIdentity(ObjectStore& store, const std::string& workspace) {
+  return UpdateIdentityCounter(store, IdentityCounterKey(workspace),
+                               [](int64_t next) { return next + 1; });
+}
+
+Result<std::optional<int64_t>> AdvanceIdentityCounter(ObjectStore& store,
+                                                      const std::string& workspace,
+                                                      int64_t highest) {
+  ASSIGN_OR_RETURN(int64_t was,
+                   UpdateIdentityCounter(store, IdentityCounterKey(workspace),
+                                         [highest](int64_t next) -> std::optional<int64_t> {
+                                           if (next > highest) return std::nullopt;
+                                           return highest + 1;
+                                         }));
+  if (was > highest) return std::optional<int64_t>();
+  return std::optional<int64_t>(was);
 }
 
 }  // namespace loam

@@ -68,5 +68,11 @@ Result<Grant> ParseGrant(const ManifestRow& row);
 // from "<workspace>/_control/identity_counter.json" by compare-and-swap.
 // Never returns a value twice, even across branches and crashes.
 Result<int64_t> MintIdentity(ObjectStore& store, const std::string& workspace);
+// Makes the counter mint only ids above `highest` (an id already in use),
+// advancing it by compare-and-swap when it lags. The `next` value it held
+// before when it advanced it; nullopt when it was already past `highest`.
+Result<std::optional<int64_t>> AdvanceIdentityCounter(ObjectStore& store,
+                                                      const std::string& workspace,
+                                                      int64_t highest);
 
 }  // namespace loam

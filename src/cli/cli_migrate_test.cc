@@ -79,9 +79,14 @@ TEST_F(CliMigrateTest, AnUnstampedWorkspaceIsRefusedUntilMigrated) {
       "'loam migrate'");
   CliResult refused = Run({"--json", "log"});
   EXPECT_EQ(json::parse(refused.out)["error"]["code"], "migration_required");
+  // A counter restored from before any table existed: advanced past the ids.
+  WriteFile(dir_ + "/loam-data/_control/identity_counter.json", R"({"next":1})");
   CliResult m = Ok({"--json", "migrate"});
   json j = json::parse(m.out);
   EXPECT_EQ(j["from"], "unstamped heads (head directory format 8)");
+  EXPECT_EQ(j["identityCounterWas"], 1);
+  Ok({"table", "create", "u", "--column", "id:int64"});
+  EXPECT_EQ(Ok({"count", "t"}).out, "2\n");  // t's identity was not minted again
   ASSERT_EQ(j["branches"].size(), 2u);
   EXPECT_EQ(j["branches"][0]["branch"], "main");
   EXPECT_EQ(j["branches"][1]["branch"], "dev");

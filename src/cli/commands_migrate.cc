@@ -44,6 +44,10 @@ void PrintText(const MigrationReport& r) {
               << " table heads, manifest version " << b.source_version << " -> "
               << b.produced_version << (b.already_done ? " (done earlier)" : "") << "\n";
   }
+  if (r.identity_counter_was) {
+    std::cout << "identity counter advanced past the ids in use (it was at "
+              << *r.identity_counter_was << ")\n";
+  }
 }
 
 Status Migrate(const Context& ctx, const MigrateOptions& m) {
@@ -66,6 +70,8 @@ Status Migrate(const Context& ctx, const MigrateOptions& m) {
                     {"sidecarsFound", r.sidecars_found},
                     {"rolledForward", r.recovery.rolled_forward},
                     {"rolledBack", r.recovery.rolled_back},
+                    {"identityCounterWas",
+                     r.identity_counter_was ? json(*r.identity_counter_was) : json(nullptr)},
                     {"branches", branches}}
                    .dump()
             << "\n";

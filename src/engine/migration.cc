@@ -197,7 +197,7 @@ Status SameRefs(const BranchRefs& pinned, const BranchRefs& now, const std::stri
 // Every pinned branch's record is done, and its heads are still the ones the
 // migration published (a writer that ignored the claim is caught here).
 Status CheckBeforeStamp(Workspace& ws, const std::string& token, const BranchRefs& pinned,
-                        const std::vector<BranchMigration>& branches) {
+                        const std::vector<BranchMigration>& branches, int64_t* highest_id) {
   ASSIGN_OR_RETURN(auto counts,
                    migration_internal::CountLedger(*ws.store(), ws.root(), token, pinned));
   if (counts.second != 0) {
@@ -206,7 +206,7 @@ Status CheckBeforeStamp(Workspace& ws, const std::string& token, const BranchRef
   }
   for (const BranchMigration& b : branches) {
     ASSIGN_OR_RETURN(std::string digest,
-                     migration_internal::StoredHeadDigest(ws.manifest(), b.branch));
+                     migration_internal::StoredHeadDigest(ws.manifest(), b.branch, highest_id));
     if (digest != b.head_digest) {
       return Refused("branch '" + (b.branch.empty() ? std::string("main") : b.branch) +
                      "' changed after its migration commit (a writer is still running); not "
@@ -253,13 +253,16 @@ Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
 // untouched since their commit, the claim still ours; then the stamp, the
 // commit point, and the claim released.
 Status Finish(Workspace& ws, const BranchRefs& pinned, const ClaimState& claim, const Clock& clock,
-              const FailFn& fail, const MigrationReport& report) {
+              const FailFn& fail, MigrationReport& report) {
   ObjectStore& store = *ws.store();
   const std::string& root = ws.root();
   ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws.manifest()));
   RETURN_NOT_OK(SameRefs(pinned, after, "during the migration", report.token));
-  RETURN_NOT_OK(CheckBeforeStamp(ws, report.token, pinned, report.branches));
+  int64_t highest_id = 0;
+  RETURN_NOT_OK(CheckBeforeStamp(ws, report.token, pinned, report.branches, &highest_id));
   RETURN_NOT_OK(StillOwner(store, root, claim));
+  // A counter that lags the ids in use would mint one again.
+  ASSIGN_OR_RETURN(report.identity_counter_was, AdvanceIdentityCounter(store, root, highest_id));
   RETURN_NOT_OK(fail(failpoint::kMigrateBeforeStamp));
   FormatStamp stamp{kWorkspaceFormat, "migrate", report.token, clock.NowMicros()};
   Status stamped = WriteFormatStamp(store, root, stamp);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,9 @@ struct MigrationReport {
   int sidecars_found = 0;
   RecoveryReport recovery;
   std::vector<BranchMigration> branches;
+  // Set when the identity counter lagged the highest id in use (its `next`
+  // then); the migration advanced it past that id before stamping.
+  std::optional<int64_t> identity_counter_was;
 };
 
 // Migrates the workspace at `root`. `options.failpoint` is called at the

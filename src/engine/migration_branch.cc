@@ -1,4 +1,5 @@
 // One branch of `loam migrate` (migration.h), and the migration ledger.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -138,11 +139,15 @@ Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& r
   return counts;
 }
 
-Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch) {
+Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch,
+                                     int64_t* highest_id) {
   ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
   std::vector<std::string> problems;
   FoldedHeads stored = ReadStoredHeads(manifest, tip, &problems);
   if (!problems.empty()) return Status::DataLoss(Named(branch) + ": " + problems.front());
+  for (const auto& [sid, h] : stored.tables) {
+    if (highest_id) *highest_id = std::max({*highest_id, sid, h.inc});
+  }
   return HeadSetDigest(stored.tables, stored.graphs);
 }
 

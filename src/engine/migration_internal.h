@@ -21,8 +21,10 @@ using BranchRefs = std::map<std::string, std::string>;
 // The records of `refs`' branches: done, and not done (pending or missing).
 Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
                                         const std::string& token, const BranchRefs& refs);
-// HeadSetDigest of the heads stored at the branch's latest version.
-Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch);
+// HeadSetDigest of the heads stored at the branch's latest version; raises
+// `*highest_id` (when given) to the highest stable id or incarnation there.
+Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch,
+                                     int64_t* highest_id = nullptr);
 Result<BranchRefs> ReadBranchRefs(const Manifest& manifest);
 
 // Converts one branch (or confirms a matching marker there): pins its tip,

@@ -225,10 +225,37 @@ TEST_P(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
   auto record = ws->manifest().FindJournalRow("", MigrationRecordId(r->token)).value();
   ASSERT_TRUE(record.has_value());
   EXPECT_NE(record->metadata.find("\"actor\":\"loam:migration\""), std::string::npos);
+  EXPECT_FALSE(r->identity_counter_was);  // the counter was ahead of every id
   // Running it again finds nothing to do.
   Result<MigrationReport> again = Migrate();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->already_current);
+}
+
+// A counter behind the ids in use (restored from an old copy) would mint one
+// of them again: the migration advances it past every stored id first.
+TEST_P(MigrationTest, ALaggingIdentityCounterIsAdvancedPastEveryIdInUse) {
+  const std::string counter = "ws/_control/identity_counter.json";
+  ASSERT_TRUE(store_->Delete(counter).ok());
+  ASSERT_TRUE(store_->PutIfAbsent(counter, R"({"next":1})").ok());
+  Result<MigrationReport> r = Migrate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->identity_counter_was.has_value());
+  EXPECT_EQ(*r->identity_counter_was, 1);
+  auto ws = Open().value();
+  int64_t highest = 0;
+  for (const std::string& b : kBranches) {
+    std::vector<std::string> problems;
+    FoldedHeads stored =
+        ReadStoredHeads(ws->manifest(), ws->manifest().Current(b).value(), &problems);
+    ASSERT_TRUE(problems.empty()) << problems.front();
+    for (const auto& [sid, h] : stored.tables) highest = std::max({highest, sid, h.inc});
+  }
+  ASSERT_GT(highest, 1);
+  ASSERT_TRUE(ws->CreateTable("fresh", EventSchema(), {"id"}).ok());
+  const TableHead fresh = ws->Current("").value().Find("fresh")->head;
+  EXPECT_GT(fresh.sid, highest);
+  EXPECT_GT(fresh.inc, highest);
 }
 
 TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
