@@ -79,15 +79,15 @@ TEST_F(CliHeadsTest, VerifyIsReadOnlyAndRepairFixesHeadsAndCatalogOnce) {
     // a's head deleted.
     const uint32_t pa = LiveHeadPartition(a.def.sid);
     Corrupt(*ws, pa, Without(*ws, pa, [&](const ManifestRow& r) {
-              return r.object_id == TableHeadId(a.def.sid);
-            }));
+      return r.object_id == TableHeadId(a.def.sid);
+    }));
     // b's head twice.
     const uint32_t pb = LiveHeadPartition(b.def.sid);
     Corrupt(*ws, pb, Without(*ws, pb, [](const ManifestRow&) { return false; }, {b_head}));
     // c's definition dropped from the catalog.
     Corrupt(*ws, kCatalogPartition, Without(*ws, kCatalogPartition, [&](const ManifestRow& r) {
-              return r.object_id == TableDefId(c.def.sid);
-            }));
+      return r.object_id == TableDefId(c.def.sid);
+    }));
   }
   // A torn sidecar is pending: verify reports it and leaves it in place.
   WriteFile(dir_ + "/loam-data/_recovery/01TORN.json", "{\"format\":1,");
@@ -126,6 +126,31 @@ TEST_F(CliHeadsTest, VerifyIsReadOnlyAndRepairFixesHeadsAndCatalogOnce) {
   bool repaired = false;
   for (const json& c : log) repaired |= c["actor"] == "loam:repair";
   EXPECT_TRUE(repaired) << log.dump();
+}
+
+// A load killed after its table commit leaves a sidecar (and its run a
+// lease) younger than the grace period: repair would roll a live writer back,
+// so it refuses, changing nothing, unless --force says the writer is gone.
+TEST_F(CliHeadsTest, RepairRefusesWhileAWriterMayBeAliveUnlessForced) {
+  WriteFile(dir_ + "/y.csv", "id\n3\n");
+  CliResult killed =
+      RunLoam(dir_, {"load", "b", "y.csv"}, {{"LOAM_CRASH_AT", "write.after_table_commit"}});
+  ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
+  CliResult refused = Run({"heads", "repair", "--offline"});
+  EXPECT_EQ(refused.code, 3) << refused.all();
+  EXPECT_NE(refused.err.find("heads repair found 1 write sidecars younger than the recovery grace "
+                             "period (60 s)"),
+            std::string::npos)
+      << refused.all();
+  EXPECT_NE(refused.err.find("pass --force if you know they are gone"), std::string::npos)
+      << refused.all();
+  EXPECT_EQ(json::parse(Run({"--json", "heads", "repair", "--offline"}).out)["error"]["code"],
+            "precondition_failed");
+  EXPECT_EQ(Open()->PendingSidecars().value(), 1);  // nothing was settled
+  CliResult forced = Ok({"heads", "repair", "--offline", "--force"});
+  EXPECT_NE(forced.out.find("nothing to repair"), std::string::npos) << forced.out;
+  EXPECT_EQ(Open()->PendingSidecars().value(), 0);
+  EXPECT_EQ(Ok({"count", "b"}).out, "3\n");  // the killed load's commit rolled forward
 }
 
 TEST_F(CliHeadsTest, GrantChangesAreAuditedInHistory) {

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "common/clock.h"
 #include "common/status_macros.h"
+#include "ingest/run_record.h"
 
 namespace loam::cli {
 namespace {
@@ -224,7 +225,29 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
   return Status::OK();
 }
 
-Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline) {
+// Signs that a writer is still running: sidecars younger than the recovery
+// grace period and runs whose lease has not expired. "" when there are none.
+Result<std::string> LiveWriters(const Workspace& ws, const Context& ctx) {
+  const WorkspaceOptions options = ctx.Options();
+  ASSIGN_OR_RETURN(int young, ws.SidecarsYoungerThan(options.recovery_grace_micros));
+  ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,
+                   ingest::RunStore(ws.store(), ws.root()).List());
+  const int64_t now = options.manifest.dataset.clock->NowMicros();
+  std::vector<std::string> leased;
+  for (const ingest::RunRecord& r : runs) {
+    if (!ingest::IsTerminal(r.state) && r.lease_expires_micros > now) leased.push_back(r.id);
+  }
+  if (young == 0 && leased.empty()) return std::string();
+  std::string found = std::to_string(young) +
+                      " write sidecars younger than the recovery grace "
+                      "period (" +
+                      std::to_string(options.recovery_grace_micros / 1'000'000) + " s) and " +
+                      std::to_string(leased.size()) + " runs with a live lease";
+  if (!leased.empty()) found += " (" + leased.front() + (leased.size() > 1 ? ", ..." : "") + ")";
+  return found;
+}
+
+Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline, bool force) {
   if (!offline) {
     return Status::FailedPrecondition(
         "heads repair rewrites every head of the branch and races any writer: stop every "
@@ -232,6 +255,15 @@ Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline) 
         "--offline");
   }
   ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
+  ASSIGN_OR_RETURN(std::string live, LiveWriters(*ws, ctx));
+  if (!live.empty() && !force) {
+    return Status::FailedPrecondition(
+               "heads repair found " + live +
+               ": a writer may still be running, and repair would roll its write back. Stop "
+               "every writer and wait for the grace period, or pass --force if you know they "
+               "are gone")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
   ASSIGN_OR_RETURN(HeadsReport r, ws->RepairHeads(FromMain(branch)));
   if (ctx.json) {
     std::cout << json{{"manifestVersion", r.manifest_version},
@@ -322,8 +354,11 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
   auto offline = std::make_shared<bool>(false);
   repair->add_flag("--offline", *offline,
                    "every writer is stopped (required: repair races writers)");
-  repair->callback([&ctx, r_branch, offline, run] {
-    run(HeadsRepair(ctx, r_branch->as<std::string>(), *offline));
+  auto force = std::make_shared<bool>(false);
+  repair->add_flag("--force", *force,
+                   "repair although recent sidecars or live run leases suggest a writer");
+  repair->callback([&ctx, r_branch, offline, force, run] {
+    run(HeadsRepair(ctx, r_branch->as<std::string>(), *offline, *force));
   });
 }
 

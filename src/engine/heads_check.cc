@@ -139,6 +139,22 @@ Result<int> Workspace::PendingSidecars() const {
   return n;
 }
 
+Result<int> Workspace::SidecarsYoungerThan(int64_t grace_micros) const {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));
+  const int64_t now = options_.manifest.dataset.clock->NowMicros();
+  int n = 0;
+  for (const ObjectInfo& o : all) {
+    if (!IsSidecarKey(root_, o.key)) continue;
+    Result<std::string> text = store_->Get(o.key);
+    if (text.status().IsNotFound()) continue;  // finished meanwhile
+    RETURN_NOT_OK(text.status());
+    Result<Sidecar> s = DecodeSidecar(*text, o.key);
+    // A torn one is no live writer's (its writer wrote it whole before acting).
+    if (s.ok() && now - s->created_micros < grace_micros) n++;
+  }
+  return n;
+}
+
 Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
   ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
   HeadsReport report;
@@ -155,8 +171,15 @@ Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
 
 Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
   // The operator stopped every writer: settle their sidecars first, whatever
-  // their age, so the fold sees every published write.
-  RETURN_NOT_OK(Recover(0).status());
+  // their age, so the fold sees every published write. A write left unsettled
+  // would be judged against the repaired heads instead: stop.
+  ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(0));
+  if (!recovered.failures.empty()) {
+    return Status::Unavailable("heads repair stopped: recovery of " +
+                               std::to_string(recovered.failures.size()) +
+                               " write sidecars failed (" + recovered.failures.front() +
+                               "); nothing was repaired. Fix the cause and run it again");
+  }
   ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
   if (!in.baseline_problems.empty()) {
     return Status::DataLoss("the journal's migration baselines disagree with their marker (" +

@@ -49,6 +49,17 @@ Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
   return RecoverWhere([](const Sidecar&) { return true; }, heads);
 }
 
+Status Workspace::RecoveryBarrier(const RecoveryReport& report, const std::string& fork,
+                                  int64_t sid, const std::string& table) {
+  for (const RecoveryReport::Blocked& b : report.blocked) {
+    if (b.sid != 0 && (b.sid != sid || b.fork != fork)) continue;
+    return Status::Unavailable("table '" + table +
+                               "' has an earlier write whose recovery failed (" + b.why +
+                               "); its writes wait until recovery succeeds: retry later");
+  }
+  return Status::OK();
+}
+
 Workspace::RecoveryHeads Workspace::StoredHeads() const {
   RecoveryHeads heads;
   heads.read = [this](const std::string& branch, int64_t sid) -> Result<std::optional<TableHead>> {
@@ -88,6 +99,11 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
     if (!st.ok()) {
       LOAM_LOG_WARN("recovery of '{}' failed: {}", o.key, st.ToString());
       report.failures.push_back(o.key + ": " + st.ToString());
+      // Unread or undecodable, it may name any table: every write waits.
+      Result<Sidecar> named = text.ok() ? DecodeSidecar(*text, o.key) : Result<Sidecar>(st);
+      report.blocked.push_back(named.ok()
+                                   ? RecoveryReport::Blocked{named->fork, named->sid, st.ToString()}
+                                   : RecoveryReport::Blocked{"", 0, st.ToString()});
     }
   }
   return report;

@@ -3,6 +3,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/journal_snapshot.h"
@@ -105,7 +106,8 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 // write left an unpublished version there. On the head's own fork such a
 // version may belong to a live writer: it is reset only once older than the
 // recovery grace period (its sidecar, if any, was handled by Recover).
-Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork) const {
+Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork,
+                                    std::optional<ForkReset>* reset) const {
   OpenSpec spec;
   spec.branch = fork;
   // The head's own fork: its version is almost always the latest, found
@@ -124,10 +126,17 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
   }
   RETURN_NOT_OK(latest.status());
   if (static_cast<int64_t>(latest->version()) == head.table_version) return latest;
+  const int64_t latest_version = static_cast<int64_t>(latest->version());
+  auto record = [&](int64_t last_undone, int64_t restore_version) {
+    if (reset != nullptr && last_undone > head.table_version) {
+      *reset = ForkReset{head.table_version, head.table_version + 1, last_undone, restore_version};
+    }
+  };
   const Transaction& last = latest->state().txn;
   if (last.op == OpType::kRestore &&
       static_cast<int64_t>(last.restore_version) == head.table_version) {
-    return latest;  // a rollback already brought back the head's content
+    record(latest_version - 1, latest_version);  // a rollback no publish recorded yet
+    return latest;
   }
   const int64_t age =
       options_.manifest.dataset.clock->NowMicros() - latest->state().timestamp_micros;
@@ -138,8 +147,12 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
                     " (a write in progress or awaiting recovery); retry later");
   }
   // Unpublished versions: no head references them.
-  return latest->Restore(static_cast<uint64_t>(head.table_version),
-                         {.expected_version = latest->version()});
+  ASSIGN_OR_RETURN(Dataset restored, latest->Restore(static_cast<uint64_t>(head.table_version),
+                                                     {.expected_version = latest->version()}));
+  LOAM_LOG_WARN("table '{}': reset unpublished versions {}..{} of its fork to version {}",
+                head.table_key, head.table_version + 1, latest_version, head.table_version);
+  record(latest_version, static_cast<int64_t>(restored.version()));
+  return restored;
 }
 
 // --- publishing a table change -------------------------------------------------------
@@ -154,7 +167,7 @@ Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
 Result<WriteResult> Workspace::PublishTableChange(
     const Sidecar& s, const TableHead& expected, int64_t new_version, int64_t row_count,
     const std::string& commit_id, const std::string& actor, const std::string& run_id,
-    const std::string& recovery, PublishAuthorisation auth) {
+    const std::string& recovery, PublishAuthorisation auth, const std::optional<ForkReset>& reset) {
   WriteResult result;
   PublishSpec spec;
   spec.branch = s.branch;
@@ -225,6 +238,11 @@ Result<WriteResult> Workspace::PublishTableChange(
     version.row_count = row_count;
     json meta = {{"owner_ref", s.fork}, {"operation_id", s.operation_id}};
     if (!recovery.empty()) meta["recovery"] = {{"kind", recovery}, {"for_actor", s.actor}};
+    if (reset) {
+      meta["reset"] = {{"head_version", reset->head_version},
+                       {"undone", {reset->first_undone, reset->last_undone}},
+                       {"restore_version", reset->restore_version}};
+    }
     version.metadata = meta.dump();
     if (!s.new_table_def.empty()) plan.journal.push_back(TableSchemaRow(def, next));
     plan.journal.push_back(std::move(version));
@@ -450,7 +468,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
 }  // namespace
 
 Result<WriteResult> Workspace::Write(const WriteRequest& req) {
-  RETURN_NOT_OK(Recover(options_.recovery_grace_micros).status());
+  ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*manifest_, latest));
   const TableState* t = req.table_sid ? snap.FindSid(*req.table_sid) : snap.Find(req.table);
@@ -486,6 +504,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
                     std::to_string(*req.expected_version));
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
+  RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, head.sid, t->def.name));
   Sidecar s;
   s.operation_id = NewUlidString();
   s.branch = req.branch;
@@ -524,8 +543,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
 
   WriteResult result;
   int64_t base_version = head.table_version;
+  std::optional<ForkReset> reset;
   auto commit = [&]() -> Result<Dataset> {
-    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork));
+    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork, &reset));
     base_version = static_cast<int64_t>(base.version());
     CommitOptions opts;
     opts.expected_version = base.version();
@@ -581,7 +601,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   Result<WriteResult> published = PublishTableChange(
       s, head, static_cast<int64_t>(committed->version()),
       static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, req.run_id, "",
-      {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin});
+      {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
   if (!published.ok()) {
     // Whether the publish landed although its answer was lost is decided by
     // an exact look-up of this write's own commit, never by the table's head:
@@ -626,7 +646,10 @@ Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::str
     result.changed = false;
     return result;
   }
-  ASSIGN_OR_RETURN(Dataset fork, OpenFork(t->head, branch_id));
+  ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
+  RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, t->head.sid, name));
+  std::optional<ForkReset> reset;
+  ASSIGN_OR_RETURN(Dataset fork, OpenFork(t->head, branch_id, &reset));
   Sidecar s;
   s.operation_id = NewUlidString();
   s.branch = branch;
@@ -636,7 +659,8 @@ Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::str
   s.fork = branch_id;
   s.owner_branch = branch;
   return PublishTableChange(s, t->head, static_cast<int64_t>(fork.version()),
-                            t->head.row_count.value_or(0), NewUlidString(), options_.actor, "", "");
+                            t->head.row_count.value_or(0), NewUlidString(), options_.actor, "", "",
+                            {}, reset);
 }
 
 }  // namespace loam

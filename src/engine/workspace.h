@@ -139,6 +139,25 @@ struct RecoveryReport {
   int left_to_live_writers = 0;          // younger than the grace period
   std::vector<std::string> failures;     // sidecars that could not be recovered, with why
   std::vector<std::string> moved_aside;  // unreadable sidecars moved to _recovery/unreadable/
+  // The tables (fork, stable id) whose sidecar failed: their writes wait.
+  struct Blocked {
+    std::string fork;
+    int64_t sid = 0;
+    std::string why;
+  };
+  std::vector<Blocked> blocked;
+};
+
+// A rollback of a table fork that no recovery commit published: the
+// unpublished versions above the head's, undone by a restore to the head's
+// content (by the writer that found them past the grace period, or by a
+// recovery whose head did not expect it). The next publish on the fork
+// records it in its journal row, so every rollback is audited.
+struct ForkReset {
+  int64_t head_version = 0;
+  int64_t first_undone = 0;  // the versions undone: [first_undone, last_undone]
+  int64_t last_undone = 0;
+  int64_t restore_version = 0;  // the restore that brought the head's content back
 };
 
 // Who a table change is published for (see Workspace::PublishTableChange).
@@ -201,13 +220,17 @@ class Workspace {
   // Compares the stored heads and the catalog with the journal's fold and
   // reports every difference; reads only (no recovery, no publish).
   Result<HeadsReport> VerifyHeads(const std::string& branch = "") const;
-  // Offline: settles every sidecar, then publishes the fold's heads and a
+  // Offline: settles every sidecar (Unavailable, changing nothing, when one
+  // cannot be settled), then publishes the fold's heads and a
   // catalog rebuilt to agree with them as one commit by "loam:repair". Does
   // nothing when verify would find nothing. Concurrent writers make it fail
   // (FailedPrecondition), never half-apply.
   Result<HeadsReport> RepairHeads(const std::string& branch = "");
   // Write sidecars present (crashed or in-flight writes).
   Result<int> PendingSidecars() const;
+  // Readable sidecars written less than `grace_micros` ago: writes that may
+  // still be running.
+  Result<int> SidecarsYoungerThan(int64_t grace_micros) const;
   // Classifies every sidecar older than `grace_micros` and rolls it forward
   // or back (see Recover in recovery.cc).
   Result<RecoveryReport> Recover(int64_t grace_micros);
@@ -249,7 +272,14 @@ class Workspace {
   // Publishes `spec`; records the manifest version and commit id in `result`.
   Status PublishInto(const PublishSpec& spec, WriteResult* result);
   Result<Dataset> OpenTableAt(const TableHead& head) const;
-  Result<Dataset> OpenFork(const TableHead& head, const std::string& fork) const;
+  // `reset`, when given, is set when the returned fork's latest version is
+  // a rollback no publish recorded yet (see ForkReset).
+  Result<Dataset> OpenFork(const TableHead& head, const std::string& fork,
+                           std::optional<ForkReset>* reset = nullptr) const;
+  // Unavailable when recovery (`report`) could not settle a write of the
+  // table `sid` on `fork`: its writes wait until that recovery succeeds.
+  static Status RecoveryBarrier(const RecoveryReport& report, const std::string& fork, int64_t sid,
+                                const std::string& table);
   // `auth`, when it names a principal, is authorised again against the
   // grants of the version the publish commits on (a revoke that landed since
   // the write started refuses it).
@@ -257,7 +287,8 @@ class Workspace {
                                          int64_t new_version, int64_t row_count,
                                          const std::string& commit_id, const std::string& actor,
                                          const std::string& run_id, const std::string& recovery,
-                                         PublishAuthorisation auth = {});
+                                         PublishAuthorisation auth = {},
+                                         const std::optional<ForkReset>& reset = {});
   Status AuthorizeRole(const std::string& table, const std::string& principal,
                        std::optional<Role> held, WriteMode mode) const;
   // Where recovery reads a table's current head, and whether it may publish.

@@ -300,9 +300,78 @@ TEST(WorkspaceRecoveryTest, AnUnpublishedVersionWithoutSidecarIsResetOnceOld) {
     ASSERT_TRUE(store->Delete(o.key).ok());
   EXPECT_TRUE(ws->Write(Append("t", {2})).status().IsFailedPrecondition());  // may be live
   clock.AdvanceMicros(11'000'000);
-  ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
+  Result<WriteResult> w = ws->Write(Append("t", {2}));
+  ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(RowsOf(*ws, "t"), 1);  // the lost write's row never became visible
   ExpectConsistent(*ws, "");
+  // The reset is audited in the commit that follows it: version 2 undone by
+  // the restore at 3 to the head's version 1, then this write's version 4.
+  EXPECT_EQ(w->table_version, 4);
+  int audited = 0;
+  for (const ManifestRow& row : ws->manifest().CommitRows("", w->manifest_version).value()) {
+    if (row.object_type != object_type::kTableVersion) continue;
+    audited++;
+    EXPECT_NE(row.metadata.find(R"("reset":{"head_version":1,"restore_version":3,"undone":[2,2]})"),
+              std::string::npos)
+        << row.metadata;
+  }
+  EXPECT_EQ(audited, 1);
+}
+
+// A sidecar whose recovery fails holds its table: a later writer must not
+// reset the crashed write's version by its age while recovery could still
+// roll it forward. Once recovery succeeds, writes go on.
+TEST(WorkspaceRecoveryTest, AFailedRecoveryBlocksItsTablesWritesUntilItSucceeds) {
+  CrashedWrite c;
+  c.clock.AdvanceMicros(11'000'000);
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(c.store);
+  WorkspaceOptions opts = c.opts;
+  opts.recover_on_open = false;
+  auto ws = Workspace::Open(faulty, "ws", opts).value();
+  // Recovery opens the table by listing its versions; a writer never lists.
+  FaultRule list = FaultRule::FailNth("list-table", MaskOf({ObjectOp::kList}), 1,
+                                      Status::Unavailable("injected"),
+                                      ws->Current().value().Find("t")->head.location);
+  list.times = FaultRule::kForever;
+  faulty->AddRule(list);
+  Status st = ws->Write(Append("t", {2})).status();
+  EXPECT_TRUE(st.IsUnavailable()) << st;
+  EXPECT_NE(st.message().find("table 't' has an earlier write whose recovery failed"),
+            std::string::npos)
+      << st;
+  EXPECT_GE(faulty->Fired("list-table"), 1u);
+  EXPECT_EQ(RowsOf(*c.ws, "t"), 0);
+  faulty->ClearRules();
+  ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
+  EXPECT_EQ(RowsOf(*c.ws, "t"), 2);  // the crashed write rolled forward, then this one
+  ExpectConsistent(*c.ws, "");
+}
+
+// Heads repair settles every sidecar first; one it cannot settle stops it
+// before anything is published, and (being unread, it may name any table)
+// holds every write meanwhile.
+TEST(WorkspaceRecoveryTest, HeadsRepairStopsWhenASidecarCannotBeSettled) {
+  CrashedWrite c;
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(c.store);
+  WorkspaceOptions opts = c.opts;
+  opts.recover_on_open = false;
+  auto ws = Workspace::Open(faulty, "ws", opts).value();
+  FaultRule get = FaultRule::FailNth("get-sidecar", MaskOf({ObjectOp::kGet}), 1,
+                                     Status::Unavailable("injected"), "_recovery/");
+  get.times = FaultRule::kForever;
+  faulty->AddRule(get);
+  const size_t commits = c.ws->Log().value().size();
+  Status st = ws->RepairHeads("").status();
+  EXPECT_TRUE(st.IsUnavailable()) << st;
+  EXPECT_NE(st.message().find("heads repair stopped: recovery of 1 write sidecars failed"),
+            std::string::npos)
+      << st;
+  c.clock.AdvanceMicros(11'000'000);
+  st = ws->Write(Append("t", {2})).status();
+  EXPECT_NE(st.message().find("has an earlier write whose recovery failed"), std::string::npos)
+      << st;
+  EXPECT_EQ(c.ws->Log().value().size(), commits);
+  EXPECT_EQ(c.ws->PendingSidecars().value(), 1);
 }
 
 TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
