@@ -1,10 +1,14 @@
 // A dependency-free client of the Loam ingestion API (docs/server.md), for
-// Node 18+ (global fetch). submitRun follows the retry contract: one
-// idempotency key per logical submission, and on 429 / 5xx / a broken
-// connection the *same* body with the *same* key, after Retry-After (429)
-// or a jittered exponential backoff. It keeps nothing on disk: a caller that
-// must survive its own crash persists the key and body itself (as
-// `loam submit` does).
+// Node 18+ (global fetch). Every call follows the retry contract: on 429 /
+// 5xx / a broken connection the *same* request (for a submission, the same
+// body with the same idempotency key) after Retry-After (429) or a jittered
+// exponential backoff. submitFiles keeps each submission in a state store (a
+// file per submission by default) until it is answered, so a process that
+// dies finishes it with resume(), exactly as `loam submit --resume` does.
+import { createHash, randomUUID } from 'node:crypto';
+import { FileStateStore } from './state.js';
+
+export { FileStateStore, MemoryStateStore, defaultStateDir } from './state.js';
 
 export class LoamError extends Error {
   constructor(status, problem) {
@@ -18,78 +22,51 @@ export class LoamError extends Error {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class LoamClient {
-  // baseUrl: "http://127.0.0.1:8080"; token: a bearer token (JWT).
-  constructor({ baseUrl, token, retryForMs = 15 * 60 * 1000, fetchImpl = globalThis.fetch }) {
+  // baseUrl: "http://127.0.0.1:8080"; token: a bearer token (JWT); stateStore:
+  // where submitFiles keeps submissions (default: a FileStateStore).
+  constructor({ baseUrl, token, retryForMs = 15 * 60 * 1000, fetchImpl = globalThis.fetch,
+                stateStore } = {}) {
     this.baseUrl = baseUrl.replace(/\/$/, '');
     this.token = token;
     this.retryForMs = retryForMs;
     this.fetch = fetchImpl;
+    this.stateStore = stateStore ?? new FileStateStore();
   }
 
-  async #request(method, path, { body, headers = {} } = {}) {
-    const res = await this.fetch(this.baseUrl + path, {
+  async #request(method, url, { body, headers = {}, auth = true } = {}) {
+    const res = await this.fetch(url, {
       method,
-      headers: { authorization: `Bearer ${this.token}`, ...headers },
+      headers: auth ? { authorization: `Bearer ${this.token}`, ...headers } : headers,
       body,
     });
     const text = await res.text();
     const type = res.headers.get('content-type') ?? '';
-    const json = type.includes('json') && text ? JSON.parse(text) : undefined;
+    let json;
+    if (type.includes('json') && text) {
+      try { json = JSON.parse(text); } catch { json = { detail: text }; }
+    } else if (text && !res.ok) {
+      json = { detail: text };  // S3 answers XML
+    }
     return { status: res.status, headers: res.headers, json, text };
   }
 
-  async #answer(method, path, ok, options) {
-    const r = await this.#request(method, path, options);
-    if (!ok.includes(r.status)) throw new LoamError(r.status, r.json);
-    return r.json;
-  }
-
-  // A signed place for `size` bytes: {uploadId, url, method, headers, expiresAt}.
-  createUpload(pipelineId, { size, sha256 } = {}) {
-    const body = JSON.stringify(sha256 ? { size, sha256 } : { size });
-    return this.#answer('POST', `/v1/pipelines/${encodeURIComponent(pipelineId)}/uploads`, [201], {
-      body,
-      headers: { 'content-type': 'application/json' },
-    });
-  }
-
-  // Sends exactly the ticket's method, headers and `bytes` to its url.
-  async upload(ticket, bytes) {
-    const headers = { ...ticket.headers };
-    delete headers['content-length'];  // fetch sets it from the body
-    const res = await this.fetch(ticket.url, { method: ticket.method, headers, body: bytes });
-    if (!res.ok) {
-      const text = await res.text();
-      let problem;
-      try { problem = JSON.parse(text); } catch { problem = { detail: text }; }
-      throw new LoamError(res.status, problem);
-    }
-  }
-
-  // Submits a run. `body` is an object or its exact JSON text; the text is
-  // fixed once and resent unchanged with `idempotencyKey` on every retry.
-  // Resolves to {run, replayed}.
-  async submitRun(pipelineId, body, { idempotencyKey, onRetry } = {}) {
-    if (!idempotencyKey) throw new TypeError('submitRun needs an idempotencyKey (one per logical submission)');
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    const path = `/v1/pipelines/${encodeURIComponent(pipelineId)}/runs`;
-    const headers = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
+  // Sends one request until it is answered with something other than 429,
+  // 5xx or a 409 carrying Retry-After, or a broken connection; resolves to
+  // that answer. Throws `unavailable` once retrying would pass retryForMs.
+  async #retrying(method, url, options = {}, onRetry) {
     const deadline = Date.now() + this.retryForMs;
     let backoff = 200;
     for (let attempt = 1; ; attempt++) {
       let r;
       let why;
       try {
-        r = await this.#request('POST', path, { body: text, headers });
+        r = await this.#request(method, url, options);
       } catch (err) {
         why = `connection: ${err.cause?.code ?? err.message}`;
       }
-      if (r && r.status === 202) {
-        return { run: r.json, replayed: r.headers.get('idempotency-replayed') === 'true' };
-      }
       const retryAfter = r?.headers.get('retry-after');
       const retryable = !r || r.status === 429 || r.status >= 500 || (r.status === 409 && retryAfter);
-      if (!retryable) throw new LoamError(r.status, r.json);
+      if (!retryable) return r;
       why ??= `HTTP ${r.status}`;
       let wait;
       // Retry-After is seconds or an HTTP date.
@@ -109,6 +86,140 @@ export class LoamClient {
       onRetry?.({ attempt, why, waitMs: wait });
       await sleep(wait);
     }
+  }
+
+  async #answer(method, path, ok, options, onRetry) {
+    const r = await this.#retrying(method, this.baseUrl + path, options, onRetry);
+    if (!ok.includes(r.status)) throw new LoamError(r.status, r.json);
+    return r.json;
+  }
+
+  // A signed place for `size` bytes: {uploadId, url, method, headers, expiresAt}.
+  createUpload(pipelineId, { size, sha256, fileName } = {}, { onRetry } = {}) {
+    const body = JSON.stringify({ size, ...(sha256 && { sha256 }), ...(fileName && { fileName }) });
+    return this.#answer('POST', `/v1/pipelines/${encodeURIComponent(pipelineId)}/uploads`, [201], {
+      body,
+      headers: { 'content-type': 'application/json' },
+    }, onRetry);
+  }
+
+  // The upload as its creator sees it, with `received`.
+  getUpload(uploadId) {
+    return this.#answer('GET', `/v1/uploads/${encodeURIComponent(uploadId)}`, [200]);
+  }
+
+  // Sends exactly the ticket's method, headers and `bytes` to its url. A PUT
+  // resent after its answer was lost finds the upload received (409 from
+  // loam serve, 412 from S3): that is success once the upload confirms its
+  // bytes arrived.
+  async upload(ticket, bytes, { onRetry } = {}) {
+    const headers = { ...ticket.headers };
+    delete headers['content-length'];  // fetch sets it from the body
+    const r = await this.#retrying(ticket.method, ticket.url, { body: bytes, headers, auth: false },
+                                   onRetry);
+    if (r.status >= 200 && r.status < 300) return;
+    if (r.status === 409 || r.status === 412) {
+      const seen = await this.getUpload(ticket.uploadId);
+      if (seen.received) return;
+      // Refused, yet not received: retryable, never the end of a submission.
+      throw new LoamError(0, {
+        code: 'unavailable',
+        detail: `the PUT of upload ${ticket.uploadId} answered HTTP ${r.status} but its bytes were not received`,
+      });
+    }
+    throw new LoamError(r.status, r.json);
+  }
+
+  // Submits a run. `body` is an object or its exact JSON text; the text is
+  // fixed once and resent unchanged with `idempotencyKey` on every retry.
+  // Resolves to {run, replayed}.
+  async submitRun(pipelineId, body, { idempotencyKey, onRetry } = {}) {
+    if (!idempotencyKey) throw new TypeError('submitRun needs an idempotencyKey (one per logical submission)');
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    const r = await this.#retrying('POST', `${this.baseUrl}/v1/pipelines/${encodeURIComponent(pipelineId)}/runs`, {
+      body: text,
+      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    }, onRetry);
+    if (r.status !== 202) throw new LoamError(r.status, r.json);
+    return { run: r.json, replayed: r.headers.get('idempotency-replayed') === 'true' };
+  }
+
+  // Uploads `files` ([{bytes, fileName?}]) and submits them as one run, with
+  // the state kept in the state store at every step (the ticket before its
+  // bytes go, each upload once received, the exact request before it is
+  // sent) and removed once the submission is answered. Resolves to
+  // {run, replayed, idempotencyKey}. A call that dies is finished by
+  // resume(idempotencyKey, files) with the same bytes.
+  async submitFiles(pipelineId, files, { idempotencyKey = randomUUID(), sourceId, onRetry } = {}) {
+    let state = await this.stateStore.load(idempotencyKey);
+    if (!state) {
+      state = {
+        version: 1,
+        key: idempotencyKey,
+        pipeline: pipelineId,
+        sourceId,
+        files: files.map((f) => ({
+          size: f.bytes.length,
+          sha256: createHash('sha256').update(f.bytes).digest('hex'),
+          fileName: f.fileName,
+        })),
+      };
+      await this.stateStore.save(idempotencyKey, state);
+    }
+    return this.#finish(state, files, onRetry);
+  }
+
+  // Finishes a submission kept in the state store; `files` as given to
+  // submitFiles (needed only while some are not uploaded yet).
+  async resume(idempotencyKey, files = [], { onRetry } = {}) {
+    const state = await this.stateStore.load(idempotencyKey);
+    if (!state) throw new LoamError(0, { code: 'not_found', detail: `no submission ${idempotencyKey} is kept` });
+    return this.#finish(state, files, onRetry);
+  }
+
+  async #finish(state, files, onRetry) {
+    try {
+      const answer = await this.#send(state, files, onRetry);
+      await this.stateStore.remove(state.key);
+      return answer;
+    } catch (err) {
+      // A refusal ends the submission; retries that ran out, or a refused
+      // token (a new one may finish it), keep it for resume().
+      if (err instanceof LoamError && err.status !== 0 && err.status !== 401 && err.status !== 403) {
+        await this.stateStore.remove(state.key);
+      }
+      throw err;
+    }
+  }
+
+  async #send(state, files, onRetry) {
+    const key = state.key;
+    for (const [i, f] of state.files.entries()) {
+      if (f.uploaded) continue;
+      const bytes = files[i]?.bytes;
+      if (!bytes || bytes.length !== f.size ||
+          createHash('sha256').update(bytes).digest('hex') !== f.sha256) {
+        throw new TypeError(`file ${i} is not the bytes this submission was started with`);
+      }
+      const usable = f.ticket && Date.parse(f.ticket.expiresAt) > Date.now() + 60_000;
+      if (!usable) {
+        f.ticket = await this.createUpload(state.pipeline, f, { onRetry });
+        await this.stateStore.save(key, state);  // before the bytes go
+      }
+      await this.upload(f.ticket, bytes, { onRetry });
+      f.uploadId = f.ticket.uploadId;
+      f.uploaded = true;
+      delete f.ticket;  // it was a capability; what is left is the upload id
+      await this.stateStore.save(key, state);
+    }
+    if (!state.request) {
+      const body = { uploads: state.files.map((f) => f.uploadId) };
+      if (state.sourceId) body.source = { id: state.sourceId };
+      state.request = JSON.stringify(body);  // the exact bytes, resent on every retry
+      await this.stateStore.save(key, state);
+    }
+    const answer = await this.submitRun(state.pipeline, state.request, { idempotencyKey: key, onRetry });
+    return { ...answer, idempotencyKey: key };
   }
 
   getRun(runId) {

@@ -19,8 +19,10 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/clock.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "ingest/coercion.h"
 #include "io/http_client.h"
 #include "io/s3_sigv4.h"
 
@@ -128,6 +130,9 @@ class Submitter {
 
  private:
   Status UploadAll();
+  // After a PUT answered "already received" (`refused`): OK when the upload
+  // says its bytes arrived; otherwise an error that keeps the state.
+  Status ConfirmReceived(const std::string& upload_id, const HttpResponse& refused);
   // One request with retries per the contract; the final answer.
   Result<HttpResponse> SendWithRetries(const HttpRequest& req);
   std::string Url(const std::string& route) const {
@@ -195,6 +200,27 @@ bool KeepState(const Status& s) {
   return http.empty() || http == "401" || http == "403";
 }
 
+Status Submitter::ConfirmReceived(const std::string& upload_id, const HttpResponse& refused) {
+  HttpRequest get{"GET", Url("/v1/uploads/" + upload_id), Auth(), ""};
+  ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(get));
+  if (r.status != 200) return ProblemStatus(r);
+  const json upload = json::parse(r.body, nullptr, false);
+  if (upload.is_object() && upload.value("received", false)) return Status::OK();
+  // Refused, yet not received: keep the state (no httpStatus detail) to resume.
+  return Status::Unavailable("the PUT of upload " + upload_id + " answered HTTP " +
+                             std::to_string(refused.status) +
+                             " but the server has not received its bytes; the submission is "
+                             "kept: finish it with `loam submit --resume`");
+}
+
+// A ticket kept in the state (so a resumed submission sends the same upload
+// again rather than making another) while more than a minute of it is left.
+bool TicketUsable(const json& f) {
+  if (!f.contains("ticket")) return false;
+  Result<int64_t> expires = ingest::ParseRfc3339Timestamp(f["ticket"].value("expiresAt", ""));
+  return expires.ok() && *expires > Clock::System()->NowMicros() + 60'000'000;
+}
+
 Status Submitter::UploadAll() {
   for (json& f : state_["files"]) {
     if (f.value("uploaded", false)) continue;
@@ -204,23 +230,36 @@ Status Submitter::UploadAll() {
       return Status::FailedPrecondition("'" + f["path"].get<std::string>() +
                                         "' changed since it was submitted");
     }
-    const std::string ticket_body = json{{"size", f["size"]}, {"sha256", f["sha256"]}}.dump();
-    HttpRequest create{"POST",
-                       Url("/v1/pipelines/" + state_["pipeline"].get<std::string>() + "/uploads"),
-                       Auth(), ticket_body};
-    create.headers.emplace_back("Content-Type", "application/json");
-    ASSIGN_OR_RETURN(HttpResponse t, SendWithRetries(create));
-    if (t.status != 201) return ProblemStatus(t);
-    const json ticket = json::parse(t.body);
+    if (!TicketUsable(f)) {
+      const std::string ticket_body = json{{"size", f["size"]}, {"sha256", f["sha256"]}}.dump();
+      HttpRequest create{"POST",
+                         Url("/v1/pipelines/" + state_["pipeline"].get<std::string>() + "/uploads"),
+                         Auth(), ticket_body};
+      create.headers.emplace_back("Content-Type", "application/json");
+      ASSIGN_OR_RETURN(HttpResponse t, SendWithRetries(create));
+      if (t.status != 201) return ProblemStatus(t);
+      f["ticket"] = json::parse(t.body);
+      RETURN_NOT_OK(Persist(path_, state_));  // before the bytes go
+    }
+    const json& ticket = f["ticket"];
     HttpRequest put{ticket["method"], ticket["url"], {}, file->bytes()};
     for (const auto& [k, v] : ticket["headers"].items()) {
       if (k != "content-length") put.headers.emplace_back(k, v.get<std::string>());  // curl sets it
     }
     ASSIGN_OR_RETURN(HttpResponse sent, SendWithRetries(put));
-    // 409: an earlier attempt's bytes arrived (the server checked their digest).
-    if (sent.status != 200 && sent.status != 409) return ProblemStatus(sent);
+    if (auto crash = Context::CrashHook()) {
+      RETURN_NOT_OK(crash("submit.after_upload_put"));  // crash tests: the answer is lost
+    }
+    // 409 (loam serve) or 412 (S3, if-none-match): an earlier attempt's bytes
+    // arrived, if the upload says it received them.
+    if (sent.status == 409 || sent.status == 412) {
+      RETURN_NOT_OK(ConfirmReceived(ticket["uploadId"], sent));
+    } else if (sent.status != 200) {
+      return ProblemStatus(sent);
+    }
     f["uploadId"] = ticket["uploadId"];
     f["uploaded"] = true;
+    f.erase("ticket");  // it was a capability; what is left is the upload id
     RETURN_NOT_OK(Persist(path_, state_));
   }
   return Status::OK();

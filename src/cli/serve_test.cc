@@ -203,5 +203,63 @@ TEST_F(ServeTest, SubmitKilledAfterSendingIsResumedIntoExactlyOneRun) {
   EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }
 
+// A PUT whose answer was lost (the client killed after sending it): the
+// resumed submission sends the same upload again, meets "already received"
+// (409 here, 412 from S3), confirms through GET /v1/uploads/{id} that the
+// bytes arrived, and goes on to exactly one run of that upload.
+TEST_F(ServeTest, AResentUploadPutIsConfirmedAndTheSubmissionGoesOn) {
+  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+                                     "secret", "--no-access-log"});
+  const uint16_t port = WaitListening();
+  ASSERT_NE(port, 0);
+  const std::string client = dir_ + "/client";
+  std::filesystem::create_directories(client);
+  CliResult token = RunLoam(client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                     dir_ + "/secret", "--sub", "owner"});
+  ASSERT_EQ(token.code, 0) << token.err;
+  WriteFile(client + "/token", token.out);
+  const std::string bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
+  server::HttpResult p =
+      server::HttpCall(port, "POST", "/v1/pipelines", R"({"name":"p","table":"t","format":"csv"})",
+                       {{"Authorization", bearer}});
+  ASSERT_EQ(p.status, 201) << p.body;
+  const std::string pipeline = p.Json()["id"];
+  WriteFile(client + "/data.csv", "id\n1\n2\n3\n");
+  const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
+  std::map<std::string, std::string> crash = env;
+  crash["LOAM_CRASH_AT"] = "submit.after_upload_put";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  CliResult killed = RunLoam(
+      client, {"submit", pipeline, "data.csv", "--server", url, "--token-file", "token"}, crash);
+  ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
+  // The state kept the ticket whose PUT landed.
+  const std::filesystem::path states = client + "/state/loam/submissions";
+  const std::filesystem::path state = std::filesystem::directory_iterator(states)->path();
+  const std::string upload =
+      nlohmann::json::parse(Slurp(state.string()))["files"][0]["ticket"]["uploadId"];
+  server::HttpResult status =
+      server::HttpCall(port, "GET", "/v1/uploads/" + upload, "", {{"Authorization", bearer}});
+  ASSERT_EQ(status.status, 200) << status.body;
+  EXPECT_EQ(status.Json()["received"], true);
+  EXPECT_EQ(status.Json()["size"], 9);
+  // Another principal cannot see it.
+  CliResult other = RunLoam(client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                     dir_ + "/secret", "--sub", "eve"});
+  server::HttpResult hidden =
+      server::HttpCall(port, "GET", "/v1/uploads/" + upload, "",
+                       {{"Authorization", "Bearer " + other.out.substr(0, other.out.find('\n'))}});
+  EXPECT_EQ(hidden.status, 404) << hidden.body;
+  CliResult resumed = RunLoam(client, {"submit", "--resume", "--wait"}, env);
+  ASSERT_EQ(resumed.code, 0) << resumed.all();
+  EXPECT_NE(resumed.out.find("\"state\":\"succeeded\""), std::string::npos) << resumed.out;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(states), {}), 0);
+  server::HttpResult runs = server::HttpCall(port, "GET", "/v1/runs?pipeline=" + pipeline, "",
+                                             {{"Authorization", bearer}});
+  ASSERT_EQ(runs.Json()["runs"].size(), 1u) << runs.body;
+  EXPECT_EQ(runs.Json()["runs"][0]["uploads"], nlohmann::json::array({upload}));
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
+}
+
 }  // namespace
 }  // namespace loam::testing

@@ -107,6 +107,7 @@ void Api::AddRoutes() {
   authed("PATCH", "/v1/pipelines/{id}", &Api::PatchPipeline);
   authed("DELETE", "/v1/pipelines/{id}", &Api::DeletePipeline);
   authed("POST", "/v1/pipelines/{id}/uploads", &Api::CreateUpload);
+  authed("GET", "/v1/uploads/{uploadId}", &Api::GetUpload);
   authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
   authed("GET", "/v1/runs", &Api::ListRuns);
   authed("GET", "/v1/runs/{id}", &Api::GetRun);

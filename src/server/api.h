@@ -103,6 +103,7 @@ class Api : public HttpHandler {
   Response DeletePipeline(Call& c);
   Response CreateUpload(Call& c);
   Response PutUpload(Call& c);
+  Response GetUpload(Call& c);
   Response SubmitRun(Call& c);
   Response ListRuns(Call& c);
   Response GetRun(Call& c);

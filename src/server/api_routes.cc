@@ -264,6 +264,21 @@ Response Api::CreateUpload(Call& c) {
                             {"expiresAt", Rfc3339(t->expires_micros)}});
 }
 
+Response Api::GetUpload(Call& c) {
+  Result<service::UploadStatus> u = svc_->GetUpload(c.ctx, c.params["uploadId"]);
+  if (!u.ok()) return Problem(u.status());
+  const service::UploadRecord& r = u->record;
+  json out = {{"uploadId", r.id},
+              {"pipelineId", r.pipeline_id},
+              {"size", r.size},
+              {"received", u->received},
+              {"expiresAt", Rfc3339(r.expires_micros)}};
+  if (!r.sha256.empty()) out["sha256"] = r.sha256;
+  if (!r.file_name.empty()) out["fileName"] = r.file_name;
+  if (!r.run_id.empty()) out["runId"] = r.run_id;
+  return JsonResponse(200, out);
+}
+
 Response Api::PutUpload(Call& c) {
   auto token = c.target.query.find("token");
   if (token == c.target.query.end()) {

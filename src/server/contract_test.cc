@@ -177,5 +177,27 @@ TEST_F(ContractTest, RunErrorsNameTheUploadAndItsFileName) {
   EXPECT_EQ(RowCount(), 0);
 }
 
+// An upload's creator sees whether its bytes arrived (how a client confirms
+// a resent PUT's 409 or 412); anyone else finds no such upload.
+TEST_F(ContractTest, AnUploadsCreatorSeesWhetherItsBytesArrived) {
+  const std::string pipeline =
+      CreatePipeline({{"name", "in"}, {"table", "orders"}, {"format", "csv"}}).Json()["id"];
+  HttpResult t =
+      Call("ada", "POST", "/v1/pipelines/" + pipeline + "/uploads", "/v1/pipelines/{id}/uploads",
+           json{{"size", 4}, {"fileName", "a.csv"}}.dump());
+  ASSERT_EQ(t.status, 201) << t.body;
+  const std::string pending = t.Json()["uploadId"];
+  HttpResult before = Call("ada", "GET", "/v1/uploads/" + pending, "/v1/uploads/{uploadId}");
+  ASSERT_EQ(before.status, 200) << before.body;
+  EXPECT_EQ(before.Json()["received"], false);
+  EXPECT_EQ(before.Json()["fileName"], "a.csv");
+  const std::string sent = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
+  HttpResult after = Call("ada", "GET", "/v1/uploads/" + sent, "/v1/uploads/{uploadId}");
+  ASSERT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.Json()["received"], true);
+  EXPECT_EQ(Call("rex", "GET", "/v1/uploads/" + sent, "/v1/uploads/{uploadId}").status, 404);
+  EXPECT_EQ(Call("ada", "GET", "/v1/uploads/nope", "/v1/uploads/{uploadId}").status, 404);
+}
+
 }  // namespace
 }  // namespace loam::server

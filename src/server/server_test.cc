@@ -442,7 +442,7 @@ TEST_F(ApiTest, FailedExpectedTableVersionIs412) {
 }
 
 TEST_F(ApiTest, OverloadIs429WithRetryAfterAndCreatesNothing) {
-  config_.limits.principal_burst = 1;
+  config_.limits.principal_burst = 3;  // two upload creations and one submission
   config_.limits.principal_requests_per_second = 0.001;
   const std::string pipeline = MakePipeline();
   const std::string u1 = Upload(pipeline, "id,amount,note\n1,1.00,a\n");
@@ -453,12 +453,18 @@ TEST_F(ApiTest, OverloadIs429WithRetryAfterAndCreatesNothing) {
   EXPECT_EQ(full.Json()["code"], "overloaded");
   EXPECT_EQ(full.Json()["limit"], "principalRequestRate");
   EXPECT_GE(std::stoll(full.Header("retry-after")), 1);
-  EXPECT_EQ(full.Header("ratelimit-policy"), "\"principalRequestRate\";q=1;w=1000");
+  EXPECT_EQ(full.Header("ratelimit-policy"), "\"principalRequestRate\";q=3;w=3000");
   EXPECT_EQ(full.Header("ratelimit").substr(0, 23), "\"principalRequestRate\";");
   HttpResult none = Call("ada", "GET", "/v1/runs?idempotencyKey=second", "/v1/runs");
   EXPECT_EQ(none.Json()["runs"].size(), 0u);
+  // Creating an upload draws on the same bucket.
+  HttpResult upload = Call("ada", "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                           "/v1/pipelines/{id}/uploads", json{{"size", 3}}.dump());
+  ASSERT_EQ(upload.status, 429) << upload.body;
+  EXPECT_EQ(upload.Json()["limit"], "principalRequestRate");
+  EXPECT_GE(std::stoll(upload.Header("retry-after")), 1);
   HttpResult metrics = Call("", "GET", "/metrics", "/metrics");
-  EXPECT_NE(metrics.body.find("loam_admission_rejections_total{limit=\"principalRequestRate\"} 1"),
+  EXPECT_NE(metrics.body.find("loam_admission_rejections_total{limit=\"principalRequestRate\"} 2"),
             std::string::npos)
       << metrics.body;
 }

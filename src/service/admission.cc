@@ -101,8 +101,8 @@ Status Admission::Refuse(const std::string& limit, double wait_micros, const std
   const int64_t millis = RetryAfterMillis(wait_micros);
   Status s =
       Status::ResourceExhausted("overloaded (" + limit + "): " + why + "; nothing was created: " +
-                                "repeat the same request with the same idempotency key "
-                                "after " +
+                                "repeat the same request (with the same idempotency key, if "
+                                "it has one) after " +
                                 std::to_string(millis) + " ms")
           .WithErrorCode(ErrorCode::kOverloaded)
           .WithDetail("limit", limit)
@@ -211,12 +211,13 @@ Status Admission::CheckTinyWindow(const Asker& who, const std::string& pipeline_
                 limit, 60);
 }
 
-Status Admission::Admit(const std::string& principal, const std::string& key,
-                        const std::string& pipeline_id, int64_t bytes, int64_t max_concurrent,
-                        const QueueLoad& load) {
+Status Admission::TakeRequestToken(const std::string& principal) {
   const int64_t now = clock_->NowMicros();
   std::lock_guard lock(mu_);
-  // Request rate per principal: a token bucket.
+  return TakeTokenLocked(principal, now);
+}
+
+Status Admission::TakeTokenLocked(const std::string& principal, int64_t now) {
   Bucket& b = buckets_[principal];
   if (b.at_micros == 0) b.tokens = limits_.principal_burst;
   b.tokens =
@@ -235,6 +236,15 @@ Status Admission::Admit(const std::string& principal, const std::string& key,
   // Every request past the rate check costs a token, refused or not: a
   // refusal may hold a place in a line.
   b.tokens -= 1;
+  return Status::OK();
+}
+
+Status Admission::Admit(const std::string& principal, const std::string& key,
+                        const std::string& pipeline_id, int64_t bytes, int64_t max_concurrent,
+                        const QueueLoad& load) {
+  const int64_t now = clock_->NowMicros();
+  std::lock_guard lock(mu_);
+  RETURN_NOT_OK(TakeTokenLocked(principal, now));
   // Keys are printable ASCII: the NUL makes the pair unambiguous.
   const Asker who{principal, principal + '\0' + key};
   const bool tiny = bytes < limits_.tiny_run_bytes;

@@ -38,6 +38,9 @@ class Admission {
   // idempotency key, which names its place in the waiting line.
   Status Admit(const std::string& principal, const std::string& key, const std::string& pipeline_id,
                int64_t bytes, int64_t max_concurrent, const QueueLoad& load);
+  // The per-principal request rate alone, for requests that create no run
+  // (upload creation): OK and a token taken, or `overloaded`.
+  Status TakeRequestToken(const std::string& principal);
   // A run finished: feeds the throughput estimate.
   void RecordRun(int64_t bytes, int64_t micros);
   // Measured bytes per second and mean run time (defaults until measured).
@@ -62,6 +65,7 @@ class Admission {
     std::string principal;
     std::string holder;
   };
+  Status TakeTokenLocked(const std::string& principal, int64_t now);
   // The refusal of each room, or OK.
   Status CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& load, int64_t now);
   Status CheckConcurrency(const Asker& who, const std::string& pipeline_id, int64_t max_concurrent,

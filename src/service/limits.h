@@ -56,6 +56,8 @@ struct ServiceLimits {
   // Uploads.
   int64_t upload_ttl_seconds = 3600;
   int64_t max_upload_ttl_seconds = 24 * 3600;
+  // Uploads a principal holds, handed out and not yet submitted or expired.
+  int64_t max_outstanding_uploads_per_principal = 1000;
   // Retention: idempotency records and source identities (at least 24 h).
   int64_t idempotency_retention_seconds = 7 * 24 * 3600;
   // Staging objects no live run references are swept after this.

@@ -265,11 +265,32 @@ Status Service::DeletePipeline(const CallContext& ctx, const std::string& id) {
 
 // --- uploads -------------------------------------------------------------------------
 
+Status Service::CheckOutstandingUploads(const std::string& principal) {
+  const int64_t cap = options_.limits.max_outstanding_uploads_per_principal;
+  const int64_t now = options_.clock->NowMicros();
+  ASSIGN_OR_RETURN(OutstandingUploads held, uploads_.CountOutstanding(principal, now, cap));
+  if (held.count < cap) return Status::OK();
+  // Room comes back when the earliest of them is submitted or expires.
+  const int64_t millis = std::max<int64_t>(1000, (held.earliest_expiry_micros - now + 999) / 1000);
+  return Status::ResourceExhausted(
+             "overloaded (maxOutstandingUploads): principal '" + principal + "' holds " +
+             std::to_string(cap) +
+             " uploads not yet submitted; submit them, or wait for the earliest to expire, "
+             "nothing was created: repeat the request after " +
+             std::to_string(millis) + " ms")
+      .WithErrorCode(ErrorCode::kOverloaded)
+      .WithDetail("limit", "maxOutstandingUploads")
+      .WithDetail("retryAfterMillis", std::to_string(millis))
+      .WithDetail("quota", std::to_string(cap));
+}
+
 Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
                                            const UploadRequest& req) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  RETURN_NOT_OK(admission_.TakeRequestToken(ctx.principal));
+  RETURN_NOT_OK(CheckOutstandingUploads(ctx.principal));
   ASSIGN_OR_RETURN(LoadLimits limits,
                    LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
   if (req.size > static_cast<uint64_t>(*limits.max_run_bytes)) {
@@ -336,6 +357,20 @@ Status Service::AcceptUpload(const std::string& upload_id, std::string_view toke
     return Status::PermissionDenied("upload token refused: it does not match the upload");
   }
   return StoreUpload(std::move(r), std::move(etag), body);
+}
+
+Result<UploadStatus> Service::GetUpload(const CallContext& ctx, const std::string& upload_id) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  Result<UploadRecord> r = uploads_.Get(upload_id);
+  if (r.ok() && r->principal != ctx.principal)
+    r = Status::NotFound("no upload '" + upload_id + "'");
+  RETURN_NOT_OK(r.status());
+  UploadStatus out;
+  out.record = *std::move(r);
+  Result<ObjectMeta> there = ws_->store()->Head(out.record.key);
+  if (!there.ok() && !there.status().IsNotFound()) return there.status();
+  out.received = there.ok() && there->size == out.record.size;
+  return out;
 }
 
 Status Service::StoreUpload(UploadRecord r, std::string etag, ByteSource& body) {

@@ -92,6 +92,11 @@ struct UploadRequest {
   std::string file_name;
 };
 
+struct UploadStatus {
+  UploadRecord record;
+  bool received = false;
+};
+
 struct UploadTicket {
   std::string upload_id;
   std::string method = "PUT";
@@ -166,6 +171,11 @@ class Service {
                                     const UploadRequest& request);
   // Local workspaces: checks `token` and stores `body` at the upload's key.
   Status AcceptUpload(const std::string& upload_id, std::string_view token, ByteSource& body);
+  // An upload as its creator sees it: whether its bytes were received (the
+  // staging object exists with the declared size), so a client whose PUT
+  // met "already received" (409, or 412 from S3) can confirm it. NotFound
+  // for another principal's upload, as for one that does not exist.
+  Result<UploadStatus> GetUpload(const CallContext& ctx, const std::string& upload_id);
 
   // --- runs -----------------------------------------------------------------
   // `body`: {"uploads":[id...], "source":{"id":...}?, "errorPolicy"?,
@@ -203,7 +213,8 @@ class Service {
   // Staging uploads under days older than the grace that no live run needs.
   Result<SweepReport> SweepStaging();
   // Expired idempotency and source records; reservations whose run never
-  // appeared. Returns how many records were removed.
+  // appeared; upload records never submitted, once their URL's expiry is a
+  // staging grace past. Returns how many records were removed.
   Result<int64_t> SweepRecords();
   // The shared queue as admission sees it (a LIST at most queue_view old).
   Result<QueueLoad> QueueLoadNow() { return CurrentLoad(); }
@@ -271,6 +282,9 @@ class Service {
   Result<Submission> Submit(const CallContext& ctx, const std::string& pipeline_id,
                             const std::string& key, const std::string& fingerprint,
                             const std::function<Result<SubmitBody>()>& body);
+  // `overloaded` (maxOutstandingUploads) when `principal` holds the cap of
+  // uploads not yet submitted, with a retry-after to the earliest expiry.
+  Status CheckOutstandingUploads(const std::string& principal);
   // Stores `body` as upload `r` (read with `etag`), checking size and digest.
   Status StoreUpload(UploadRecord r, std::string etag, ByteSource& body);
   // What admission needs to know of a new submission that passed every check
@@ -332,7 +346,7 @@ class Service {
   // after the last listing began.
   std::map<std::string, PendingRun> pending_;
   uint64_t settles_ = 0;
-  std::mutex admit_mu_;                        // one admission decision at a time
+  std::mutex admit_mu_;  // one admission decision at a time
   std::vector<std::thread> threads_;
 };
 

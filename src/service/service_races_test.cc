@@ -2,7 +2,8 @@
 // stalled submission cannot make a second run for its key;
 // additive and revert rights are checked again in the commit; a cancel that
 // loses to a worker leaves its inputs alone; a cleanup entry keeps its first
-// age; the sweeper reads upload ids only where staging puts them.
+// age; the sweeper reads upload ids only where staging puts them; uploads
+// never submitted are capped per principal and swept after their expiry.
 #include <atomic>
 #include <thread>
 
@@ -206,6 +207,41 @@ TEST_F(ServiceTest, TheSweeperFindsUploadIdsOnlyInTheStagingLayout) {
   EXPECT_EQ(r.objects_kept, 1);
   EXPECT_EQ(Drain(), 1);
   EXPECT_EQ(Run(q.run.id).state, RunState::kSucceeded);
+}
+
+// Uploads handed out and never submitted: a principal holds at most the cap
+// (refused with a retry-after to the earliest expiry, others unaffected), a
+// submission frees its place, and the sweep removes the records of uploads
+// never submitted (their bytes may never have come) a staging grace after
+// their expiry, with their index entries.
+TEST_F(ServiceTest, UploadsNeverSubmittedAreCappedPerPrincipalAndSwept) {
+  options_.limits.max_outstanding_uploads_per_principal = 2;
+  const std::string p = AppendPipeline();
+  UploadRequest never;
+  never.size = 10;
+  const std::string a = Svc().CreateUpload(Ctx("ada"), p, never).value().upload_id;
+  const std::string b = Upload(p, kRows).value();
+  Result<UploadTicket> third = Svc().CreateUpload(Ctx("ada"), p, never);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().error_code(), ErrorCode::kOverloaded) << third.status();
+  EXPECT_EQ(third.status().detail("limit"), "maxOutstandingUploads");
+  EXPECT_EQ(third.status().detail("retryAfterMillis"), "3600000");  // a's expiry, 1 h away
+  EXPECT_NE(third.status().message().find("principal 'ada' holds 2 uploads not yet submitted"),
+            std::string::npos)
+      << third.status();
+  EXPECT_TRUE(Svc().CreateUpload(Ctx("bob"), p, never).ok());  // a cap per principal
+  ASSERT_TRUE(Submit(p, "k", Body(b)).ok());
+  const std::string c = Svc().CreateUpload(Ctx("ada"), p, never).value().upload_id;
+  UploadStore records(store_, root_);
+  EXPECT_EQ(Svc().SweepRecords().value(), 0);  // nothing expired yet
+  clock_.AdvanceMicros(3600'000'000LL + options_.limits.staging_grace_seconds * 1'000'000 - 1);
+  EXPECT_EQ(Svc().SweepRecords().value(), 0);  // never before the grace has passed
+  clock_.AdvanceMicros(2);
+  EXPECT_EQ(Svc().SweepRecords().value(), 3);  // a, c and bob's
+  EXPECT_TRUE(records.Get(a).status().IsNotFound());
+  EXPECT_TRUE(records.Get(c).status().IsNotFound());
+  EXPECT_EQ(records.Get(b).value().run_id.empty(), false);  // submitted: its run's to clean
+  EXPECT_TRUE(store_->ListAll(root_ + "/_control/upload-index/").value().empty());
 }
 
 }  // namespace

@@ -230,6 +230,8 @@ Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::str
       mine.run_id = run_id;
       s = uploads_.Update(mine, u.etag);
       if (s.ok()) {
+        // No longer outstanding: a lost delete only counts it until it expires.
+        static_cast<void>(uploads_.ForgetOutstanding(mine));
         u.record = std::move(mine);
         claimed.push_back(&u);
         ++i;

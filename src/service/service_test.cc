@@ -423,15 +423,20 @@ TEST_F(ServiceTest, EachAdmissionLimitTripsWithItsName) {
   }
   {
     options_.limits = {};
-    options_.limits.principal_burst = 2;
+    // Upload creations and submissions draw on one bucket: three tokens.
+    options_.limits.principal_burst = 3;
     options_.limits.principal_requests_per_second = 0.5;
     svc_.reset();
     const std::string p = AppendPipeline("rate");
     ASSERT_TRUE(Submit(p, "a4", Body(Upload(p, "id,amount,note\n12,1,x\n").value())).ok());
-    ASSERT_TRUE(Submit(p, "b4", Body(Upload(p, "id,amount,note\n13,1,x\n").value())).ok());
-    Status s = Submit(p, "c4", Body(Upload(p, "id,amount,note\n14,1,x\n").value())).status();
+    const std::string b4 = Upload(p, "id,amount,note\n13,1,x\n").value();
+    Status s = Submit(p, "b4", Body(b4)).status();
     EXPECT_EQ(s.detail("limit"), "principalRequestRate") << s;
     EXPECT_EQ(s.detail("retryAfterMillis"), "2000");  // one token at 0.5/s
+    UploadRequest more;
+    more.size = 10;
+    Status upload = Svc().CreateUpload(Ctx("ada"), p, more).status();
+    EXPECT_EQ(upload.detail("limit"), "principalRequestRate") << upload;
     // Another principal has a bucket of its own.
     EXPECT_TRUE(
         Submit(p, "d4", Body(Upload(p, "id,amount,note\n15,1,x\n", "bob").value()), "bob").ok());

@@ -328,7 +328,9 @@ Result<int64_t> Service::SweepRecords() {
       ++removed;
     }
   }
-  return removed;
+  ASSIGN_OR_RETURN(int64_t uploads,
+                   uploads_.SweepExpired(now, options_.limits.staging_grace_seconds * 1'000'000));
+  return removed + uploads;
 }
 
 }  // namespace loam::service

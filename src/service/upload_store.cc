@@ -1,7 +1,10 @@
 #include "service/upload_store.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/hash.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 
@@ -60,8 +63,78 @@ std::string UploadStore::Key(const std::string& id) const {
   return (root_.empty() ? "" : root_ + "/") + "_control/uploads/" + id + ".json";
 }
 
+namespace {
+
+std::string Micros20(int64_t micros) {
+  std::string digits = std::to_string(std::max<int64_t>(micros, 0));
+  return std::string(20 - std::min<size_t>(digits.size(), 20), '0') + digits;
+}
+
+}  // namespace
+
+std::string UploadStore::IndexPrefix(const std::string& principal) const {
+  return (root_.empty() ? "" : root_ + "/") + "_control/upload-index/" + Hash128Hex(principal) +
+         "/";
+}
+
+std::string UploadStore::IndexKey(const UploadRecord& r) const {
+  return IndexPrefix(r.principal) + Micros20(r.expires_micros) + "-" + r.id;
+}
+
 Status UploadStore::Create(const UploadRecord& r) {
+  RETURN_NOT_OK(store_->PutIfAbsent(IndexKey(r), "").status());
   return store_->PutIfAbsent(Key(r.id), r.ToJson()).status();
+}
+
+Result<OutstandingUploads> UploadStore::CountOutstanding(const std::string& principal,
+                                                         int64_t now_micros, int64_t limit) const {
+  OutstandingUploads out;
+  const std::string prefix = IndexPrefix(principal);
+  // Entries sort by expiry: start after every one expired at `now`.
+  std::string after = prefix + Micros20(now_micros) + "-";
+  while (out.count <= limit) {
+    ASSIGN_OR_RETURN(ListPage page, store_->List(prefix, after, static_cast<size_t>(limit + 1)));
+    for (const ObjectInfo& o : page.objects) {
+      if (out.count == 0) {
+        out.earliest_expiry_micros = std::strtoll(o.key.c_str() + prefix.size(), nullptr, 10);
+      }
+      ++out.count;
+    }
+    if (!page.truncated || page.objects.empty()) break;
+    after = page.objects.back().key;
+  }
+  return out;
+}
+
+Status UploadStore::ForgetOutstanding(const UploadRecord& r) {
+  return store_->DeleteRelaxed(IndexKey(r));
+}
+
+Result<int64_t> UploadStore::SweepExpired(int64_t now_micros, int64_t grace_micros) {
+  const std::string root = (root_.empty() ? "" : root_ + "/") + "_control/upload-index/";
+  const std::string cutoff = Micros20(now_micros - grace_micros);
+  int64_t removed = 0;
+  std::string after;
+  for (;;) {
+    ASSIGN_OR_RETURN(ListPage page, store_->List(root, after, 1000));
+    for (const ObjectInfo& o : page.objects) {
+      const size_t slash = o.key.rfind('/');
+      if (o.key.size() != slash + 1 + 20 + 1 + Ulid::kTextLength ||
+          o.key.compare(slash + 1, 20, cutoff) >= 0) {
+        continue;  // not expired long enough (or not an entry)
+      }
+      const std::string id = o.key.substr(slash + 22);
+      Result<UploadRecord> r = Get(id);
+      if (!r.ok() && !r.status().IsNotFound()) return r.status();
+      if (r.ok() && r->run_id.empty()) {  // never submitted
+        RETURN_NOT_OK(Delete(id));
+        ++removed;
+      }
+      RETURN_NOT_OK(store_->Delete(o.key));
+    }
+    if (!page.truncated || page.objects.empty()) return removed;
+    after = page.objects.back().key;
+  }
 }
 
 Result<UploadRecord> UploadStore::Get(const std::string& id, std::string* etag) const {

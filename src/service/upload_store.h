@@ -32,10 +32,32 @@ struct UploadRecord {
   static Result<UploadRecord> FromJson(std::string_view text);
 };
 
+// A principal's outstanding uploads (handed out, not yet submitted).
+struct OutstandingUploads {
+  int64_t count = 0;                   // unexpired, up to the limit asked for
+  int64_t earliest_expiry_micros = 0;  // of those counted (0 = none)
+};
+
 class UploadStore {
  public:
   UploadStore(std::shared_ptr<ObjectStore> store, std::string workspace_root);
+  // The record and its entry in the principal's outstanding index,
+  // "<root>/_control/upload-index/<xxh3-128 of the principal>/<expiry µs,
+  // 20 digits>-<id>", written first: a crash leaves at most an entry that
+  // expires.
   Status Create(const UploadRecord& r);
+  // Unexpired entries of `principal`'s index at `now`, counting at most
+  // `limit` + 1 (one LIST request for limits up to 999).
+  Result<OutstandingUploads> CountOutstanding(const std::string& principal, int64_t now_micros,
+                                              int64_t limit) const;
+  // Drops `r`'s index entry (it was submitted); a lost delete only counts
+  // it until it expires.
+  Status ForgetOutstanding(const UploadRecord& r);
+  // Through the index (which holds only uploads not yet submitted, so its
+  // size is bounded by the outstanding cap): removes the records never
+  // submitted whose expiry is more than `grace_micros` past, and the index
+  // entries as old. Returns the records removed.
+  Result<int64_t> SweepExpired(int64_t now_micros, int64_t grace_micros);
   // NotFound for ids that are not ULIDs too: an id never reaches a key unchecked.
   Result<UploadRecord> Get(const std::string& id, std::string* etag = nullptr) const;
   // Aborted when it changed since `etag` was read.
@@ -44,6 +66,9 @@ class UploadStore {
   std::string Key(const std::string& id) const;
 
  private:
+  std::string IndexPrefix(const std::string& principal) const;
+  std::string IndexKey(const UploadRecord& r) const;
+
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
 };

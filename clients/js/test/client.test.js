@@ -1,5 +1,6 @@
 // The JS client against a real `loam serve` (LOAM_BINARY): uploads, a run
-// followed to its end, replays, and the 429 retry with the same key.
+// followed to its end, replays, the 429 retry with the same key, a resent
+// PUT confirmed, and a submission that died resumed from its state store.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -7,12 +8,12 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LoamClient, LoamError } from '../index.js';
+import { LoamClient, LoamError, FileStateStore, MemoryStateStore } from '../index.js';
 
 const bin = process.env.LOAM_BINARY;
 if (!bin) throw new Error('set LOAM_BINARY to the loam command');
 
-let dir, server, baseUrl, client, pipelineId;
+let dir, server, baseUrl, client, pipelineId, token;
 const env = { ...process.env, USER: 'owner', LOAM_PRINCIPAL: '', LOAM_ROOT: '' };
 const loam = (...args) => execFileSync(bin, args, { cwd: dir, env }).toString();
 
@@ -35,8 +36,8 @@ before(async () => {
     });
     server.on('exit', (code) => reject(new Error(`loam serve exited ${code}`)));
   });
-  const token = loam('token', '--secret-file', 'secret', '--sub', 'owner').trim();
-  client = new LoamClient({ baseUrl, token, retryForMs: 60_000 });
+  token = loam('token', '--secret-file', 'secret', '--sub', 'owner').trim();
+  client = new LoamClient({ baseUrl, token, retryForMs: 60_000, stateStore: new MemoryStateStore() });
   const res = await fetch(`${baseUrl}/v1/pipelines`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -96,6 +97,63 @@ test('a 429 is waited out and the same request is repeated', async () => {
   assert.ok(retries[0].waitMs >= 1000, `waited Retry-After, not ${retries[0].waitMs} ms`);
   assert.notEqual(a.run.id, b.run.id);
   assert.equal((await client.waitForRun(b.run.id)).state, 'succeeded');
+});
+
+// A fetch that loses the answer to the next PUT after it landed, as a broken
+// connection would.
+function lossyFetch() {
+  const control = { losePut: false };
+  control.fetch = async (url, init) => {
+    const res = await fetch(url, init);
+    if (init?.method === 'PUT' && control.losePut) {
+      control.losePut = false;
+      await res.text();
+      throw new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } });
+    }
+    return res;
+  };
+  return control;
+}
+
+test('a PUT whose answer was lost is resent, confirmed received, and the run goes on', async () => {
+  const lossy = lossyFetch();
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, fetchImpl: lossy.fetch,
+                             stateStore: new MemoryStateStore() });
+  lossy.losePut = true;
+  const retries = [];
+  const { run } = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\n20,p\n') }],
+                                      { onRetry: (r) => retries.push(r) });
+  assert.ok(retries.some((r) => r.why === 'connection: ECONNRESET'), JSON.stringify(retries));
+  assert.equal(run.uploads.length, 1);
+  const upload = await c.getUpload(run.uploads[0]);
+  assert.equal(upload.received, true);
+  assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
+});
+
+test('a submission whose process died after its PUT is resumed from the state store', async () => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'loam-js-state-'));
+  // Dies (throws) when it would record the upload as received: the PUT landed.
+  class DyingStore extends FileStateStore {
+    async save(key, state) {
+      if (state.files.some((f) => f.uploaded)) throw new Error('killed');
+      return super.save(key, state);
+    }
+  }
+  const files = [{ bytes: Buffer.from('id,v\n30,q\n31,r\n'), fileName: 'q.csv' }];
+  const dying = new LoamClient({ baseUrl, token, retryForMs: 60_000, stateStore: new DyingStore(stateDir) });
+  const key = randomUUID();
+  await assert.rejects(dying.submitFiles(pipelineId, files, { idempotencyKey: key, sourceId: 'js-q' }),
+                       /killed/);
+  const store = new FileStateStore(stateDir);
+  const kept = await store.load(key);
+  const uploadId = kept.files[0].ticket.uploadId;
+  assert.equal((await client.getUpload(uploadId)).received, true);
+  const again = new LoamClient({ baseUrl, token, retryForMs: 60_000, stateStore: store });
+  const { run } = await again.resume(key, files);
+  assert.deepEqual(run.uploads, [uploadId]);  // the same upload, sent again (409) and confirmed
+  assert.deepEqual(await store.keys(), []);   // answered: nothing kept
+  assert.equal((await again.waitForRun(run.id)).state, 'succeeded');
+  rmSync(stateDir, { recursive: true, force: true });
 });
 
 test('refusals carry the stable code', async () => {
