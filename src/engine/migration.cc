@@ -196,13 +196,14 @@ Status SameRefs(const BranchRefs& pinned, const BranchRefs& now, const std::stri
 
 // Every pinned branch's record is done, and its heads are still the ones the
 // migration published (a writer that ignored the claim is caught here).
-Status CheckBeforeStamp(Workspace& ws, const std::string& token, const BranchRefs& pinned,
-                        const std::vector<BranchMigration>& branches, int64_t* highest_id) {
+Status CheckBeforeStamp(Workspace& ws, const std::string& token, const std::string& owner,
+                        const BranchRefs& pinned, const std::vector<BranchMigration>& branches,
+                        int64_t* highest_id) {
   ASSIGN_OR_RETURN(auto counts,
-                   migration_internal::CountLedger(*ws.store(), ws.root(), token, pinned));
+                   migration_internal::CountLedger(*ws.store(), ws.root(), token, pinned, &owner));
   if (counts.second != 0) {
     return Refused("migration ledger holds " + std::to_string(counts.second) +
-                   " incomplete records; not stamping");
+                   " records not done by this process; not stamping");
   }
   for (const BranchMigration& b : branches) {
     ASSIGN_OR_RETURN(std::string digest,
@@ -259,7 +260,8 @@ Status Finish(Workspace& ws, const BranchRefs& pinned, const ClaimState& claim, 
   ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws.manifest()));
   RETURN_NOT_OK(SameRefs(pinned, after, "during the migration", report.token));
   int64_t highest_id = 0;
-  RETURN_NOT_OK(CheckBeforeStamp(ws, report.token, pinned, report.branches, &highest_id));
+  RETURN_NOT_OK(
+      CheckBeforeStamp(ws, report.token, claim.owner, pinned, report.branches, &highest_id));
   RETURN_NOT_OK(StillOwner(store, root, claim));
   // A counter that lags the ids in use would mint one again.
   ASSIGN_OR_RETURN(report.identity_counter_was, AdvanceIdentityCounter(store, root, highest_id));
@@ -319,9 +321,11 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   ASSIGN_OR_RETURN(BranchRefs pinned,
                    PinRefs(*store, root, report.token, refs, migrate.repin_branches));
   RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began", report.token));
+  migration_internal::LedgerWriter ledger(*store, MigrationClaimKey(root), claim.owner);
   for (const auto& [name, inc] : pinned) {
-    ASSIGN_OR_RETURN(BranchMigration b, migration_internal::MigrateBranch(
-                                            *ws, report.token, report.from, name, inc, fail));
+    ASSIGN_OR_RETURN(
+        BranchMigration b,
+        migration_internal::MigrateBranch(*ws, ledger, report.token, report.from, name, inc, fail));
     report.branches.push_back(std::move(b));
     RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranch));
   }

@@ -109,11 +109,11 @@ std::string LedgerKey(const std::string& root, const std::string& token,
          (incarnation.empty() ? std::string("main") : incarnation) + ".json";
 }
 
-Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigration& b,
-                   bool done) {
+Status LedgerWriter::Write(const std::string& key, const BranchMigration& b, bool done) {
   const std::string body = json{
       {"format", 1},
       {"state", done ? "done" : "pending"},
+      {"owner", owner_},
       {"branch", b.branch},
       {"incarnation", b.incarnation},
       {"source_version", b.source_version},
@@ -122,18 +122,48 @@ Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigra
       {"baseline_digest", b.baseline_digest},
       {"head_digest",
        b.head_digest}}.dump();
-  StringSource src(body);
-  return store.Write(key, src, {}).status();
+  auto seen = etags_.find(key);
+  if (seen == etags_.end()) {  // first write here: replace what is there, as read now
+    ObjectMeta meta;
+    Result<std::string> there = store_.Get(key, &meta);
+    if (!there.ok() && !there.status().IsNotFound()) return there.status();
+    seen = etags_.emplace(key, there.ok() ? meta.etag : "").first;
+  }
+  Result<ObjectMeta> put = seen->second.empty() ? store_.PutIfAbsent(key, body)
+                                                : store_.PutIfMatch(key, body, seen->second);
+  if (put.status().IsAborted() || put.status().IsAlreadyExists() || put.status().IsNotFound()) {
+    return Status::FailedPrecondition("migration ledger record " + key +
+                                      " was written by another process since this one read it: "
+                                      "this migration was taken over; this process stops")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  RETURN_NOT_OK(put.status());
+  seen->second = put->etag;
+  return Status::OK();
+}
+
+Status LedgerWriter::StillOwner() const {
+  ASSIGN_OR_RETURN(std::string text, store_.Get(claim_key_));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || j.value("owner", "") != owner_) {
+    return Status::FailedPrecondition(
+               "this migration was taken over by another process; this "
+               "one stops")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  return Status::OK();
 }
 
 Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
-                                        const std::string& token, const BranchRefs& refs) {
+                                        const std::string& token, const BranchRefs& refs,
+                                        const std::string* owner) {
   std::pair<int, int> counts{0, 0};
   for (const auto& [name, inc] : refs) {
     Result<std::string> text = store.Get(LedgerKey(root, token, inc));
     if (!text.ok() && !text.status().IsNotFound()) return text.status();
     json j = json::parse(text.ok() ? *text : "", nullptr, /*allow_exceptions=*/false);
-    const bool done = j.is_object() && j.value("state", "") == "done";
+    const bool done = j.is_object() && j.value("state", "") == "done" &&
+                      (owner == nullptr || j.value("owner", "") == *owner);
     (done ? counts.first : counts.second)++;
   }
   return counts;
@@ -160,12 +190,11 @@ Result<BranchRefs> ReadBranchRefs(const Manifest& manifest) {
   return refs;
 }
 
-Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
-                                      const std::string& from, const std::string& branch,
-                                      const std::string& incarnation,
+Result<BranchMigration> MigrateBranch(Workspace& ws, LedgerWriter& ledger_writer,
+                                      const std::string& token, const std::string& from,
+                                      const std::string& branch, const std::string& incarnation,
                                       const std::function<Status(std::string_view)>& fail) {
   Manifest& manifest = ws.manifest();
-  ObjectStore& store = *ws.store();
   const std::string ledger = LedgerKey(ws.root(), token, incarnation);
   BranchMigration b;
   b.branch = branch;
@@ -174,7 +203,7 @@ Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
     ASSIGN_OR_RETURN(b, ConfirmMarker(manifest, *marker, std::move(b)));
-    RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/true));
+    RETURN_NOT_OK(ledger_writer.Write(ledger, b, /*done=*/true));
     return b;
   }
   // Pin the tip and fold it once.
@@ -184,7 +213,7 @@ Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
   b.heads = static_cast<int64_t>(in.folded.tables.size());
   b.baseline_digest = HeadSetDigest(in.folded.tables);
   b.head_digest = HeadSetDigest(in.folded.tables, in.folded.graphs);
-  RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/false));
+  RETURN_NOT_OK(ledger_writer.Write(ledger, b, /*done=*/false));
   ASSIGN_OR_RETURN(PublishPlan plan,
                    BranchPlan(in, b, token, from, manifest.options().dataset.clock->NowMicros()));
   RETURN_NOT_OK(fail(failpoint::kMigrateBeforeBranchCommit));
@@ -193,6 +222,7 @@ Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
   spec.actor = std::string(kMigrationActor);
   spec.commit_id = token;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+    RETURN_NOT_OK(ledger_writer.StillOwner());  // as late as a check can be
     ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
     if (view.base().version != tip.version || ref != incarnation) {
       return Status::FailedPrecondition(
@@ -215,7 +245,7 @@ Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
         .WithErrorCode(ErrorCode::kPreconditionFailed);
   }
   RETURN_NOT_OK(VerifyProduced(manifest, b));
-  RETURN_NOT_OK(WriteLedger(store, ledger, b, /*done=*/true));
+  RETURN_NOT_OK(ledger_writer.Write(ledger, b, /*done=*/true));
   return b;
 }
 

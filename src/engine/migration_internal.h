@@ -14,13 +14,36 @@ namespace loam::migration_internal {
 // The ledger record of one branch: `_migration/<token>/branch-<id>.json`.
 std::string LedgerKey(const std::string& root, const std::string& token,
                       const std::string& incarnation);
-Status WriteLedger(ObjectStore& store, const std::string& key, const BranchMigration& b, bool done);
+
+// Writes the ledger records of one migrating process, fenced: each record
+// carries the process (`owner`, the claim's owner), and is replaced only by
+// put-if-match on the etag this process last read or wrote, so a process
+// that was taken over cannot overwrite a record its successor wrote. A write
+// that loses that race, or a claim that names another owner, stops it.
+class LedgerWriter {
+ public:
+  LedgerWriter(ObjectStore& store, std::string claim_key, std::string owner)
+      : store_(store), claim_key_(std::move(claim_key)), owner_(std::move(owner)) {}
+  Status Write(const std::string& key, const BranchMigration& b, bool done);
+  // Refused when the claim no longer names this process.
+  Status StillOwner() const;
+  const std::string& owner() const { return owner_; }
+
+ private:
+  ObjectStore& store_;
+  const std::string claim_key_;
+  const std::string owner_;
+  std::map<std::string, std::string> etags_;  // record key -> etag this process saw last
+};
+
 // Branch name -> ref incarnation, main ("") included.
 using BranchRefs = std::map<std::string, std::string>;
 
-// The records of `refs`' branches: done, and not done (pending or missing).
+// The records of `refs`' branches: done, and not done (pending, missing, or
+// when `owner` is given, written by another process).
 Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
-                                        const std::string& token, const BranchRefs& refs);
+                                        const std::string& token, const BranchRefs& refs,
+                                        const std::string* owner = nullptr);
 // HeadSetDigest of the heads stored at the branch's latest version; raises
 // `*highest_id` (when given) to the highest stable id or incarnation there.
 Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch,
@@ -31,7 +54,7 @@ Result<BranchRefs> ReadBranchRefs(const Manifest& manifest);
 // folds its journal once, publishes heads, catalog, baselines, marker and the
 // audit record in one commit that revalidates the tip and ref, verifies the
 // result through the head reader, and records it in the ledger.
-Result<BranchMigration> MigrateBranch(Workspace& ws, const std::string& token,
+Result<BranchMigration> MigrateBranch(Workspace& ws, LedgerWriter& ledger, const std::string& token,
                                       const std::string& from, const std::string& branch,
                                       const std::string& incarnation,
                                       const std::function<Status(std::string_view)>& fail);

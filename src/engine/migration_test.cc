@@ -282,6 +282,43 @@ TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   ExpectMigrated();
 }
 
+// A migrator that only stalled is taken over, and its successor finishes
+// while it sleeps on after its first branch commit. When it wakes, its next
+// ledger write is fenced (put-if-match on the etag it last saw): it stops
+// with nothing of the successor's overwritten, and every record is the
+// successor's.
+TEST_P(MigrationTest, AMigratorTakenOverWhileStalledCannotOverwriteItsSuccessor) {
+  std::string token;
+  Result<MigrationReport> successor = Status::Internal("not run");
+  auto stall = [&](std::string_view at) {
+    if (at == failpoint::kMigrateAfterBranchCommit && token.empty()) {
+      token = ClaimToken();
+      successor = Migrate({}, token);  // runs while the first one is stalled here
+    }
+    return Status::OK();
+  };
+  Result<MigrationReport> stalled = Migrate(stall);
+  ASSERT_TRUE(successor.ok()) << successor.status();
+  EXPECT_TRUE(successor->took_over);
+  ASSERT_FALSE(stalled.ok());
+  EXPECT_EQ(stalled.status().error_code(), ErrorCode::kPreconditionFailed) << stalled.status();
+  EXPECT_NE(stalled.status().message().find("was written by another process since this one read "
+                                            "it: this migration was taken over"),
+            std::string::npos)
+      << stalled.status();
+  ExpectMigrated();
+  // Every ledger record names the successor's process.
+  int records = 0;
+  for (const ObjectInfo& o : store_->ListAll(MigrationPrefix("ws") + token + "/").value()) {
+    if (o.key.find("/branch-") == std::string::npos) continue;
+    ++records;
+    const std::string text = store_->Get(o.key).value();
+    EXPECT_NE(text.find("\"state\":\"done\""), std::string::npos) << text;
+    EXPECT_EQ(text.find("\"owner\":\"" + token + "\""), std::string::npos) << text;
+  }
+  EXPECT_EQ(records, static_cast<int>(kBranches.size()));
+}
+
 // A crash at every failpoint (and at the second and fourth branch's
 // commits; on format 4 also inside the barrier's roll-back): the workspace
 // stays refused and unstamped until a takeover finishes, which converges on
