@@ -217,9 +217,11 @@ Result<Pipeline> Service::GetPipeline(const CallContext& ctx, const std::string&
 Result<std::vector<Pipeline>> Service::ListPipelines(const CallContext& ctx) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(std::vector<Pipeline> all, pipelines_.List());
+  if (ctx.principal == ws_->owner()) return all;
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());  // one snapshot for every pipeline
   std::vector<Pipeline> visible;
   for (Pipeline& p : all) {
-    if (AuthorizeRead(p.table_sid, ctx.principal).ok()) visible.push_back(std::move(p));
+    if (snap.RoleOf(p.table_sid, ctx.principal)) visible.push_back(std::move(p));
   }
   return visible;
 }

@@ -282,6 +282,9 @@ class Service {
   Result<Submission> Submit(const CallContext& ctx, const std::string& pipeline_id,
                             const std::string& key, const std::string& fingerprint,
                             const std::function<Result<SubmitBody>()>& body);
+  // Runs ahead of queued run `run_id` in the queue view (at most
+  // queue_view_micros old, listed again when older).
+  Result<int64_t> QueuePosition(const std::string& run_id);
   // `overloaded` (maxOutstandingUploads) when `principal` holds the cap of
   // uploads not yet submitted, with a retry-after to the earliest expiry.
   Status CheckOutstandingUploads(const std::string& principal);
@@ -337,6 +340,7 @@ class Service {
   std::set<std::string> active_;  // runs this process is working on
   QueueLoad load_;
   int64_t load_at_micros_ = -1;
+  std::vector<std::string> queued_ids_;  // the listing behind load_, oldest first
   struct PendingRun {
     std::string pipeline_id;
     int64_t bytes = 0;

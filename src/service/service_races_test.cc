@@ -7,7 +7,9 @@
 #include <atomic>
 #include <thread>
 
+#include "io/counting_object_store.h"
 #include "service/cleanup.h"
+#include "service/run_queue.h"
 #include "service/service_test_util.h"
 
 namespace loam::service {
@@ -242,6 +244,53 @@ TEST_F(ServiceTest, UploadsNeverSubmittedAreCappedPerPrincipalAndSwept) {
   EXPECT_TRUE(records.Get(c).status().IsNotFound());
   EXPECT_EQ(records.Get(b).value().run_id.empty(), false);  // submitted: its run's to clean
   EXPECT_TRUE(store_->ListAll(root_ + "/_control/upload-index/").value().empty());
+}
+
+// What a poll costs does not grow with the queue: with 1,000 queued runs and
+// 10 pipelines, GetRun of a queued run reads its record and, once per queue
+// view, lists the queue; ListPipelines reads one snapshot, not one per
+// pipeline.
+TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
+  options_.queue_view_micros = 60'000'000;  // the manual clock stays inside one view
+  auto counting = std::make_shared<CountingObjectStore>(store_);
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  ws_ = Workspace::Open(counting, root_, wo).value();
+  std::vector<std::string> pipelines;
+  for (int i = 0; i < 10; ++i) pipelines.push_back(AppendPipeline("p" + std::to_string(i)));
+  ingest::RunStore runs(store_, root_);
+  RunQueue queue(store_, root_);
+  ingest::RunRequest req;
+  req.principal = "ada";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 1000; ++i) {
+    ingest::RunRecord r;
+    r.id = NewUlidString();
+    r.request = req.ToJson();
+    r.pipeline_id = pipelines[i % 10];
+    r.table_sid = ws_->Current().value().Find("orders")->def.sid;
+    std::string etag;
+    ASSERT_TRUE(runs.Create(r, &etag).ok());
+    ASSERT_TRUE(queue.Enqueue(r.id, r.pipeline_id, 10).ok());
+    ids.push_back(r.id);
+  }
+  counting->Reset();
+  EXPECT_EQ(Svc().GetRun(Ctx("ada"), ids[999]).value().queue_position, 999);
+  EXPECT_LE(counting->Snapshot().total.count(ObjectOp::kList), 2u);  // the view: 1,000 entries
+  counting->Reset();
+  for (int i : {0, 500, 998}) {
+    EXPECT_EQ(Svc().GetRun(Ctx("ada"), ids[i]).value().queue_position, i);
+  }
+  IoCounters polls = counting->Snapshot().total;
+  EXPECT_EQ(polls.count(ObjectOp::kList), 0u) << polls.ToString();
+  EXPECT_EQ(polls.reads(), 3u) << polls.ToString();  // one record each
+  counting->Reset();
+  EXPECT_EQ(Svc().ListPipelines(Ctx("ada")).value().size(), 10u);
+  IoCounters listing = counting->Snapshot().total;
+  // The pipelines (a LIST and a GET each) and one snapshot (a LIST of the
+  // manifest's versions and a few GETs), not ten.
+  EXPECT_LE(listing.count(ObjectOp::kList), 2u) << listing.ToString();
+  EXPECT_LE(listing.reads(), 10u + 8u) << listing.ToString();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Service: submission (context -> strict parse -> idempotency -> admission ->
 // reserve key -> claim uploads -> enqueue -> run record), status, cancel.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -136,7 +137,17 @@ QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries, uint64_t
   }
   load_ = load;
   load_at_micros_ = options_.clock->NowMicros();
+  queued_ids_.clear();
+  for (const QueueEntry& e : entries) queued_ids_.push_back(e.run_id);  // oldest first
   return load;
+}
+
+Result<int64_t> Service::QueuePosition(const std::string& run_id) {
+  RETURN_NOT_OK(CurrentLoad().status());  // the view, listed again when stale
+  std::lock_guard lock(mu_);
+  // Entries sort by run id (ULIDs): the runs ahead are the smaller ids.
+  auto at = std::lower_bound(queued_ids_.begin(), queued_ids_.end(), run_id);
+  return static_cast<int64_t>(at - queued_ids_.begin());
 }
 
 void Service::CountAdmitted(const std::string& pipeline_id, int64_t bytes,
@@ -502,15 +513,7 @@ Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run
   if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
   RunStatus out{std::move(run), -1};
   if (out.run.state == RunState::kQueued) {
-    ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
-    int64_t position = 0;
-    for (const QueueEntry& e : entries) {
-      if (e.run_id == run_id) {
-        out.queue_position = position;
-        break;
-      }
-      ++position;
-    }
+    ASSIGN_OR_RETURN(out.queue_position, QueuePosition(run_id));
   }
   return out;
 }
