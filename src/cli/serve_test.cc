@@ -49,6 +49,38 @@ class ServeTest : public ::testing::Test {
     return 0;
   }
 
+  // A served workspace, a client folder with the owner's token in it, and a
+  // CSV pipeline into t: what a `loam submit` test starts from.
+  struct Served {
+    pid_t pid = 0;
+    uint16_t port = 0;
+    std::string client;  // folder
+    std::string bearer;  // "Bearer <the owner's token>"
+    std::string pipeline;
+    std::string url;
+  };
+  Served ServeWithPipeline() {
+    Served s;
+    s.pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+                             "secret", "--no-access-log"});
+    s.port = WaitListening();
+    EXPECT_NE(s.port, 0);
+    s.url = "http://127.0.0.1:" + std::to_string(s.port);
+    s.client = dir_ + "/client";
+    std::filesystem::create_directories(s.client);
+    CliResult token = RunLoam(s.client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                         dir_ + "/secret", "--sub", "owner"});
+    EXPECT_EQ(token.code, 0) << token.err;
+    WriteFile(s.client + "/token", token.out);
+    s.bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
+    server::HttpResult p = server::HttpCall(s.port, "POST", "/v1/pipelines",
+                                            R"({"name":"p","table":"t","format":"csv"})",
+                                            {{"Authorization", s.bearer}});
+    EXPECT_EQ(p.status, 201) << p.body;
+    s.pipeline = p.Json().value("id", "");
+    return s;
+  }
+
   std::string dir_;
 };
 
@@ -148,27 +180,13 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
 }
 
 TEST_F(ServeTest, SubmitKilledAfterSendingIsResumedIntoExactlyOneRun) {
-  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
-                                     "secret", "--no-access-log"});
-  const uint16_t port = WaitListening();
-  ASSERT_NE(port, 0);
-  const std::string client = dir_ + "/client";
-  std::filesystem::create_directories(client);
-  CliResult token = RunLoam(client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
-                                     dir_ + "/secret", "--sub", "owner"});
-  ASSERT_EQ(token.code, 0) << token.err;
-  WriteFile(client + "/token", token.out);
-  const std::string bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
-  server::HttpResult p =
-      server::HttpCall(port, "POST", "/v1/pipelines", R"({"name":"p","table":"t","format":"csv"})",
-                       {{"Authorization", bearer}});
-  ASSERT_EQ(p.status, 201) << p.body;
-  const std::string pipeline = p.Json()["id"];
+  const Served srv = ServeWithPipeline();
+  ASSERT_FALSE(srv.pipeline.empty());
+  const auto& [pid, port, client, bearer, pipeline, url] = srv;
   std::string csv = "id\n";
   for (int i = 0; i < 1000; ++i) csv += std::to_string(i) + "\n";
   WriteFile(client + "/data.csv", csv);
   const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
   std::map<std::string, std::string> crash = env;
   crash["LOAM_CRASH_AT"] = "submit.after_send";
   CliResult killed = RunLoam(client,
@@ -208,27 +226,13 @@ TEST_F(ServeTest, SubmitKilledAfterSendingIsResumedIntoExactlyOneRun) {
 // (409 here, 412 from S3), confirms through GET /v1/uploads/{id} that the
 // bytes arrived, and goes on to exactly one run of that upload.
 TEST_F(ServeTest, AResentUploadPutIsConfirmedAndTheSubmissionGoesOn) {
-  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
-                                     "secret", "--no-access-log"});
-  const uint16_t port = WaitListening();
-  ASSERT_NE(port, 0);
-  const std::string client = dir_ + "/client";
-  std::filesystem::create_directories(client);
-  CliResult token = RunLoam(client, {"token", "--root", dir_ + "/loam-data", "--secret-file",
-                                     dir_ + "/secret", "--sub", "owner"});
-  ASSERT_EQ(token.code, 0) << token.err;
-  WriteFile(client + "/token", token.out);
-  const std::string bearer = "Bearer " + token.out.substr(0, token.out.find('\n'));
-  server::HttpResult p =
-      server::HttpCall(port, "POST", "/v1/pipelines", R"({"name":"p","table":"t","format":"csv"})",
-                       {{"Authorization", bearer}});
-  ASSERT_EQ(p.status, 201) << p.body;
-  const std::string pipeline = p.Json()["id"];
+  const Served srv = ServeWithPipeline();
+  ASSERT_FALSE(srv.pipeline.empty());
+  const auto& [pid, port, client, bearer, pipeline, url] = srv;
   WriteFile(client + "/data.csv", "id\n1\n2\n3\n");
   const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
   std::map<std::string, std::string> crash = env;
   crash["LOAM_CRASH_AT"] = "submit.after_upload_put";
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
   CliResult killed = RunLoam(
       client, {"submit", pipeline, "data.csv", "--server", url, "--token-file", "token"}, crash);
   ASSERT_EQ(killed.signal, SIGKILL) << killed.all();

@@ -9,137 +9,12 @@
 #include <random>
 #include <set>
 
-#include "engine/format4_writer.h"
-#include "engine/workspace_test_util.h"
-#include "io/test_store.h"
+#include "engine/migration_test_util.h"
 
 namespace loam {
 namespace {
 
-using testing::Append;
-using testing::EventSchema;
-using testing::ExpectHeadsMatchFold;
-using testing::RowsOf;
-
-const std::vector<std::string>& kBranches = testing::BranchedHistoryBranches();
-
-// What a branch looks like from outside: its current state, data and log.
-struct BranchState {
-  std::map<std::string, TableHead> heads;
-  std::map<std::string, TableDef> defs;
-  std::optional<GraphHead> graph_head;
-  std::vector<Grant> grants;
-  std::map<std::string, int64_t> rows;
-  std::vector<std::string> log;
-  friend bool operator==(const BranchState&, const BranchState&) = default;
-};
-
-BranchState Capture(const Workspace& ws, const std::string& branch) {
-  BranchState s;
-  Snapshot snap = ws.Current(branch).value();
-  for (const auto& [name, t] : snap.tables) {
-    s.heads[name] = t.head;
-    s.defs[name] = t.def;
-    s.rows[name] = RowsOf(ws, name, branch);
-  }
-  s.graph_head = snap.graph_head;
-  s.grants = snap.grants;
-  for (const GraphCommitInfo& c : ws.Log(branch).value()) s.log.push_back(c.id);
-  return s;
-}
-
-// Fails the `nth` call at `point` (counting from 1), as a crash there would.
-std::function<Status(std::string_view)> CrashAt(std::string point, int nth = 1) {
-  auto seen = std::make_shared<int>(0);
-  return [point, nth, seen](std::string_view at) {
-    if (at == point && ++*seen == nth) return Status::Aborted("crashed at " + point);
-    return Status::OK();
-  };
-}
-
-// What `loam migrate` converts: heads written by a Loam before the stamp, or
-// the journal-only format 4 (written by the test-only writer from the same
-// history, with a write that crashed before its publish left pending).
-enum class Source { kUnstampedHeads, kFormat4 };
-
-std::string SourceName(const ::testing::TestParamInfo<Source>& info) {
-  return info.param == Source::kFormat4 ? "Format4" : "UnstampedHeads";
-}
-
-class MigrationTest : public ::testing::TestWithParam<Source> {
- protected:
-  void SetUp() override {
-    store_ = testing::NewTestStore();
-    const bool v4 = GetParam() == Source::kFormat4;
-    const std::string at = v4 ? "src" : "ws";
-    auto ws = Workspace::Init(store_, at, testing::TestOptions()).value();
-    ASSERT_TRUE(testing::BuildBranchedHistory(*ws).ok());
-    for (const std::string& b : kBranches) before_[b] = Capture(*ws, b);
-    if (!v4) {
-      // What a Loam from before the stamp left: the same objects, no stamp.
-      ASSERT_TRUE(store_->Delete(FormatStampKey("ws")).ok());
-      return;
-    }
-    WorkspaceOptions o = testing::TestOptions();
-    o.failpoint = CrashAt(std::string(failpoint::kAfterTableCommit));
-    ASSERT_FALSE(
-        Workspace::Open(store_, at, o).value()->Write(Append("orders", {8, 9}, "dev")).ok());
-    ASSERT_TRUE(
-        testing::WriteFormat4(*store_, at, store_, "ws", testing::TestOptions().manifest.dataset)
-            .ok());
-  }
-  bool Format4() const { return GetParam() == Source::kFormat4; }
-  // What MigrationReport::from says.
-  std::string From() const {
-    return Format4() ? "format 4 (journal-only manifest)"
-                     : "unstamped heads (head directory format 8)";
-  }
-
-  Result<std::shared_ptr<Workspace>> Open() {
-    return Workspace::Open(store_, "ws", testing::TestOptions());
-  }
-  Result<MigrationReport> Migrate(std::function<Status(std::string_view)> fail = {},
-                                  std::string take_over = "") {
-    WorkspaceOptions o = testing::TestOptions();
-    o.failpoint = std::move(fail);
-    return MigrateWorkspace(store_, "ws", o, MigrateOptions{std::move(take_over)});
-  }
-  bool Stamped() { return ReadFormatStamp(*store_, "ws").ok(); }
-  // The claimed migration's token.
-  std::string ClaimToken() {
-    const std::string claim = store_->Get(MigrationClaimKey("ws")).value();
-    const size_t at = claim.find("\"token\":\"");
-    return at == std::string::npos ? "" : claim.substr(at + 9, 26);
-  }
-  // The workspace as a writer that ignores the format sees it (a process
-  // started before the migration, or an old binary).
-  // Without recovery on open: the barrier is the migration's to run.
-  std::shared_ptr<Workspace> OpenAnyFormat(std::function<Status(std::string_view)> fail = {}) {
-    WorkspaceOptions o = testing::TestOptions();
-    o.any_format = true;
-    o.recover_on_open = false;
-    o.failpoint = std::move(fail);
-    return Workspace::Open(store_, "ws", o).value();
-  }
-
-  // Every branch as before, every marker in place, heads verified, stamped.
-  void ExpectMigrated() {
-    ASSERT_TRUE(Stamped());
-    EXPECT_TRUE(store_->Get(MigrationClaimKey("ws")).status().IsNotFound());
-    auto ws = Open();
-    ASSERT_TRUE(ws.ok()) << ws.status();
-    for (const std::string& b : kBranches) {
-      SCOPED_TRACE("branch '" + b + "'");
-      EXPECT_EQ(Capture(**ws, b), before_[b]);
-      ExpectHeadsMatchFold(**ws, b);
-      auto marker = (*ws)->manifest().FindJournalRow(b, HeadsMarkerId(kWorkspaceFormat));
-      ASSERT_TRUE(marker.ok() && marker->has_value());
-    }
-  }
-
-  std::shared_ptr<ObjectStore> store_;
-  std::map<std::string, BranchState> before_;
-};
+using namespace migration_testing;  // NOLINT: the fixture's names
 
 TEST(FormatStampTest, ANewWorkspaceIsStampedAndOpens) {
   auto store = testing::NewTestStore();
@@ -232,32 +107,6 @@ TEST_P(MigrationTest, EveryBranchIsConvertedAndLooksTheSame) {
   EXPECT_TRUE(again->already_current);
 }
 
-// A counter behind the ids in use (restored from an old copy) would mint one
-// of them again: the migration advances it past every stored id first.
-TEST_P(MigrationTest, ALaggingIdentityCounterIsAdvancedPastEveryIdInUse) {
-  const std::string counter = "ws/_control/identity_counter.json";
-  ASSERT_TRUE(store_->Delete(counter).ok());
-  ASSERT_TRUE(store_->PutIfAbsent(counter, R"({"next":1})").ok());
-  Result<MigrationReport> r = Migrate();
-  ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_TRUE(r->identity_counter_was.has_value());
-  EXPECT_EQ(*r->identity_counter_was, 1);
-  auto ws = Open().value();
-  int64_t highest = 0;
-  for (const std::string& b : kBranches) {
-    std::vector<std::string> problems;
-    FoldedHeads stored =
-        ReadStoredHeads(ws->manifest(), ws->manifest().Current(b).value(), &problems);
-    ASSERT_TRUE(problems.empty()) << problems.front();
-    for (const auto& [sid, h] : stored.tables) highest = std::max({highest, sid, h.inc});
-  }
-  ASSERT_GT(highest, 1);
-  ASSERT_TRUE(ws->CreateTable("fresh", EventSchema(), {"id"}).ok());
-  const TableHead fresh = ws->Current("").value().Find("fresh")->head;
-  EXPECT_GT(fresh.sid, highest);
-  EXPECT_GT(fresh.inc, highest);
-}
-
 TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   Result<MigrationReport> crashed = Migrate(CrashAt("migrate.after_claim"));
   ASSERT_FALSE(crashed.ok());
@@ -280,43 +129,6 @@ TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   EXPECT_TRUE(resumed->took_over);
   EXPECT_EQ(resumed->token, token);
   ExpectMigrated();
-}
-
-// A migrator that only stalled is taken over, and its successor finishes
-// while it sleeps on after its first branch commit. When it wakes, its next
-// ledger write is fenced (put-if-match on the etag it last saw): it stops
-// with nothing of the successor's overwritten, and every record is the
-// successor's.
-TEST_P(MigrationTest, AMigratorTakenOverWhileStalledCannotOverwriteItsSuccessor) {
-  std::string token;
-  Result<MigrationReport> successor = Status::Internal("not run");
-  auto stall = [&](std::string_view at) {
-    if (at == failpoint::kMigrateAfterBranchCommit && token.empty()) {
-      token = ClaimToken();
-      successor = Migrate({}, token);  // runs while the first one is stalled here
-    }
-    return Status::OK();
-  };
-  Result<MigrationReport> stalled = Migrate(stall);
-  ASSERT_TRUE(successor.ok()) << successor.status();
-  EXPECT_TRUE(successor->took_over);
-  ASSERT_FALSE(stalled.ok());
-  EXPECT_EQ(stalled.status().error_code(), ErrorCode::kPreconditionFailed) << stalled.status();
-  EXPECT_NE(stalled.status().message().find("was written by another process since this one read "
-                                            "it: this migration was taken over"),
-            std::string::npos)
-      << stalled.status();
-  ExpectMigrated();
-  // Every ledger record names the successor's process.
-  int records = 0;
-  for (const ObjectInfo& o : store_->ListAll(MigrationPrefix("ws") + token + "/").value()) {
-    if (o.key.find("/branch-") == std::string::npos) continue;
-    ++records;
-    const std::string text = store_->Get(o.key).value();
-    EXPECT_NE(text.find("\"state\":\"done\""), std::string::npos) << text;
-    EXPECT_EQ(text.find("\"owner\":\"" + token + "\""), std::string::npos) << text;
-  }
-  EXPECT_EQ(records, static_cast<int>(kBranches.size()));
 }
 
 // A crash at every failpoint (and at the second and fourth branch's

@@ -1,0 +1,107 @@
+// The migration's guards: a lagging identity counter is advanced past every
+// id in use, a migrator that was taken over cannot overwrite its successor's
+// ledger, and a branch with nothing in it migrates to an empty branch.
+#include <gtest/gtest.h>
+
+#include "engine/migration_test_util.h"
+
+namespace loam {
+namespace {
+
+using namespace migration_testing;  // NOLINT: the fixture's names
+
+// A counter behind the ids in use (restored from an old copy) would mint one
+// of them again: the migration advances it past every stored id first.
+TEST_P(MigrationTest, ALaggingIdentityCounterIsAdvancedPastEveryIdInUse) {
+  const std::string counter = "ws/_control/identity_counter.json";
+  ASSERT_TRUE(store_->Delete(counter).ok());
+  ASSERT_TRUE(store_->PutIfAbsent(counter, R"({"next":1})").ok());
+  Result<MigrationReport> r = Migrate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->identity_counter_was.has_value());
+  EXPECT_EQ(*r->identity_counter_was, 1);
+  auto ws = Open().value();
+  int64_t highest = 0;
+  for (const std::string& b : kBranches) {
+    std::vector<std::string> problems;
+    FoldedHeads stored =
+        ReadStoredHeads(ws->manifest(), ws->manifest().Current(b).value(), &problems);
+    ASSERT_TRUE(problems.empty()) << problems.front();
+    for (const auto& [sid, h] : stored.tables) highest = std::max({highest, sid, h.inc});
+  }
+  ASSERT_GT(highest, 1);
+  ASSERT_TRUE(ws->CreateTable("fresh", EventSchema(), {"id"}).ok());
+  const TableHead fresh = ws->Current("").value().Find("fresh")->head;
+  EXPECT_GT(fresh.sid, highest);
+  EXPECT_GT(fresh.inc, highest);
+}
+
+// A migrator that only stalled is taken over, and its successor finishes
+// while it sleeps on after its first branch commit. When it wakes, its next
+// ledger write is fenced (put-if-match on the etag it last saw): it stops
+// with nothing of the successor's overwritten, and every record is the
+// successor's.
+// The stalled process wakes either where its next ledger write is one it
+// made before (main's, after its commit) or a record it never wrote (the
+// second branch's, after main is done): both are fenced.
+TEST_P(MigrationTest, AMigratorTakenOverWhileStalledCannotOverwriteItsSuccessor) {
+  bool first = true;
+  for (std::string_view wake_at :
+       {failpoint::kMigrateAfterBranchCommit, failpoint::kMigrateAfterBranch}) {
+    SCOPED_TRACE(std::string(wake_at));
+    if (!first) SetUp();  // a fresh history for the second case
+    first = false;
+    std::string token;
+    Result<MigrationReport> successor = Status::Internal("not run");
+    auto stall = [&](std::string_view at) {
+      if (at == wake_at && token.empty()) {
+        token = ClaimToken();
+        successor = Migrate({}, token);  // runs while the first one is stalled here
+      }
+      return Status::OK();
+    };
+    Result<MigrationReport> stalled = Migrate(stall);
+    ASSERT_TRUE(successor.ok()) << successor.status();
+    EXPECT_TRUE(successor->took_over);
+    ASSERT_FALSE(stalled.ok());
+    EXPECT_EQ(stalled.status().error_code(), ErrorCode::kPreconditionFailed) << stalled.status();
+    EXPECT_NE(stalled.status().message().find("this migration was taken over"), std::string::npos)
+        << stalled.status();
+    ExpectMigrated();
+    // Every ledger record is done and names the successor's process.
+    int records = 0;
+    for (const ObjectInfo& o : store_->ListAll(MigrationPrefix("ws") + token + "/").value()) {
+      if (o.key.find("/branch-") == std::string::npos) continue;
+      ++records;
+      const std::string text = store_->Get(o.key).value();
+      EXPECT_NE(text.find("\"state\":\"done\""), std::string::npos) << text;
+      EXPECT_EQ(text.find("\"owner\":\"" + token + "\""), std::string::npos) << text;
+    }
+    EXPECT_EQ(records, static_cast<int>(kBranches.size()));
+  }
+}
+
+// A workspace that held nothing when it was migrated: the branch's migration
+// commit publishes no partition, and the branch reads as empty, not as lost.
+TEST(MigrationGuardTest, AWorkspaceWithNothingInItMigratesToAnEmptyOne) {
+  auto store = testing::NewTestStore();
+  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
+  Result<std::shared_ptr<Workspace>> refused = Workspace::Open(store, "ws", testing::TestOptions());
+  EXPECT_NE(refused.status().message().find("has no format stamp (no commit yet: made by an "
+                                            "earlier Loam, or its init stopped before the stamp)"),
+            std::string::npos)
+      << refused.status();
+  Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->from, "unstamped, no commit yet");
+  auto ws = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  Result<Snapshot> snap = ws->Current();
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  EXPECT_TRUE(snap->tables.empty());
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  EXPECT_EQ(ws->Current().value().tables.size(), 1u);
+}
+
+}  // namespace
+}  // namespace loam
