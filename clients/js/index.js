@@ -185,7 +185,8 @@ export class LoamClient {
     } catch (err) {
       // A refusal ends the submission; retries that ran out, or a refused
       // token (a new one may finish it), keep it for resume().
-      if (err instanceof LoamError && err.status !== 0 && err.status !== 401 && err.status !== 403) {
+      if (err instanceof LoamError && err.code !== 'unavailable' && err.status !== 401 &&
+          err.status !== 403) {
         await this.stateStore.remove(state.key);
       }
       throw err;

@@ -27,14 +27,6 @@ std::optional<Role> Snapshot::RoleOf(int64_t sid, const std::string& principal) 
 
 Result<Snapshot> ReadSnapshot(const Manifest& manifest, const ManifestVersion& v,
                               SnapshotStats* stats) {
-  // Every publish writes a head directory; only a branch's versions before
-  // its migration lack one, and those are folded (SnapshotFromJournal).
-  if (IsJournalOnly(v)) {
-    return Status::DataLoss("manifest version " + std::to_string(v.version) + " of branch '" +
-                            (v.branch.empty() ? std::string("main") : v.branch) +
-                            "' has no head directory, which no publish of this format writes; "
-                            "run 'loam heads verify'");
-  }
   Snapshot snap;
   snap.branch = v.branch;
   snap.manifest_version = v.version;

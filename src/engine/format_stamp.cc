@@ -105,7 +105,7 @@ Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
     f.found = FoundFormat::kJournalOnly;
   } else {
     f.found = FoundFormat::kUnstampedHeads;
-    f.head_directory = main.dir.format;
+    f.head_directory = main.version > 1 ? main.dir.format : 0;  // 0: never written to
   }
   return f;
 }
@@ -115,6 +115,9 @@ namespace {
 // Head directories after kLastFormatBeforeStamp are written only once a
 // stamp exists: without one, it was lost or `loam init` stopped before it.
 std::string UnstampedWhy(uint32_t head_directory) {
+  if (head_directory == 0) {
+    return "no commit yet: made by an earlier Loam, or its init stopped before the stamp";
+  }
   const std::string format = "head directory format " + std::to_string(head_directory);
   if (head_directory > kLastFormatBeforeStamp) {
     return format + ": its stamp was lost, or its init stopped before writing it";

@@ -54,7 +54,7 @@ enum class FoundFormat {
 struct FormatFinding {
   FoundFormat found = FoundFormat::kCurrent;
   int stamped_format = 0;       // kCurrent, kNewer
-  uint32_t head_directory = 0;  // kUnstampedHeads: the head directory's format
+  uint32_t head_directory = 0;  // kUnstampedHeads: the head directory's format (0: no commit)
   std::string migration_token;  // kPartiallyMigrated
 };
 

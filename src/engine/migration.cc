@@ -24,6 +24,7 @@ std::string Describe(const FormatFinding& f) {
     case FoundFormat::kJournalOnly:
       return "format " + std::to_string(kPredecessorFormat) + " (journal-only manifest)";
     case FoundFormat::kUnstampedHeads:
+      if (f.head_directory == 0) return "unstamped, no commit yet";
       return "unstamped heads (head directory format " + std::to_string(f.head_directory) + ")";
     case FoundFormat::kPartiallyMigrated:
       return "a partial migration";

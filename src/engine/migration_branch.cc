@@ -123,7 +123,10 @@ Status LedgerWriter::Write(const std::string& key, const BranchMigration& b, boo
       {"head_digest",
        b.head_digest}}.dump();
   auto seen = etags_.find(key);
-  if (seen == etags_.end()) {  // first write here: replace what is there, as read now
+  if (seen == etags_.end()) {
+    // First write here: replace what is there, as read now, but only while
+    // the claim is this process's (a successor may have written it).
+    RETURN_NOT_OK(StillOwner());
     ObjectMeta meta;
     Result<std::string> there = store_.Get(key, &meta);
     if (!there.ok() && !there.status().IsNotFound()) return there.status();
@@ -143,8 +146,15 @@ Status LedgerWriter::Write(const std::string& key, const BranchMigration& b, boo
 }
 
 Status LedgerWriter::StillOwner() const {
-  ASSIGN_OR_RETURN(std::string text, store_.Get(claim_key_));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Result<std::string> text = store_.Get(claim_key_);
+  if (text.status().IsNotFound()) {  // a successor finished and released it
+    return Status::FailedPrecondition(
+               "this migration was taken over by another process, which "
+               "finished it; this one stops")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  RETURN_NOT_OK(text.status());
+  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || j.value("owner", "") != owner_) {
     return Status::FailedPrecondition(
                "this migration was taken over by another process; this "

@@ -27,7 +27,6 @@ class LedgerWriter {
   Status Write(const std::string& key, const BranchMigration& b, bool done);
   // Refused when the claim no longer names this process.
   Status StillOwner() const;
-  const std::string& owner() const { return owner_; }
 
  private:
   ObjectStore& store_;

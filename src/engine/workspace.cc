@@ -68,20 +68,31 @@ Status Workspace::Fail(std::string_view point) const {
 
 Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* stats) const {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
-  return ReadSnapshot(*manifest_, v, stats);
+  return SnapshotOf(v, stats);
 }
 
 Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
-  if (!IsJournalOnly(v)) return ReadSnapshot(*manifest_, v);
-  // Only a version before the branch's migration commit (its heads marker
-  // says which) may lack heads; anywhere else that is damage (ReadSnapshot).
+  return SnapshotOf(v);
+}
+
+Result<Snapshot> Workspace::SnapshotOf(const ManifestVersion& v, SnapshotStats* stats) const {
+  if (!IsJournalOnly(v)) return ReadSnapshot(*manifest_, v, stats);
+  // A version past the first without head files: before the branch's
+  // migration commit (its heads marker says which) it is folded; at or after
+  // it, the branch holds nothing (a migration of an empty branch publishes no
+  // partition). Without a marker, a stamped workspace lost its heads.
   if (options_.any_format) return SnapshotFromJournal(*manifest_, v);
   ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
-                   manifest_->FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
-  if (!row) return ReadSnapshot(*manifest_, v);
+                   manifest_->FindJournalRow(v.branch, HeadsMarkerId(kWorkspaceFormat)));
+  if (!row) {
+    return Status::DataLoss("manifest version " + std::to_string(v.version) + " of branch '" +
+                            (v.branch.empty() ? std::string("main") : v.branch) +
+                            "' has no head directory, which no publish of this format writes; "
+                            "run 'loam heads verify'");
+  }
   ASSIGN_OR_RETURN(HeadsMarker marker, ParseHeadsMarker(*row));
-  if (v.version >= marker.produced_version) return ReadSnapshot(*manifest_, v);
+  if (v.version >= marker.produced_version) return ReadSnapshot(*manifest_, v, stats);
   return SnapshotFromJournal(*manifest_, v);
 }
 
@@ -470,7 +481,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
 Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
-  ASSIGN_OR_RETURN(Snapshot snap, ReadSnapshot(*manifest_, latest));
+  ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(latest));
   const TableState* t = req.table_sid ? snap.FindSid(*req.table_sid) : snap.Find(req.table);
   if (t == nullptr) {
     return Status::NotFound("table '" + req.table + "'" +

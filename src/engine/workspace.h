@@ -268,6 +268,10 @@ class Workspace {
         manifest_(std::move(manifest)) {}
 
   std::string TableRoot(const std::string& location) const;
+  // The snapshot of `v`: its heads; folded from the journal only for a
+  // version before its branch's migration commit; DataLoss for a version
+  // without heads that no migration explains.
+  Result<Snapshot> SnapshotOf(const ManifestVersion& v, SnapshotStats* stats = nullptr) const;
   Status Fail(std::string_view point) const;
   // Publishes `spec`; records the manifest version and commit id in `result`.
   Status PublishInto(const PublishSpec& spec, WriteResult* result);

@@ -100,6 +100,8 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
     RETURN_NOT_OK(ao.Number("principalBurst", &l.principal_burst, 1, 1e9));
     RETURN_NOT_OK(ao.Int("tinyRunsPerMinute", &l.tiny_runs_per_minute, 1, int64_t{1} << 40));
     RETURN_NOT_OK(ao.Int("maxQueueWaitSeconds", &l.max_queue_wait_seconds, 0, 86'400));
+    RETURN_NOT_OK(ao.Int("maxOutstandingUploadsPerPrincipal",
+                         &l.max_outstanding_uploads_per_principal, 1, 1 << 20));
     RETURN_NOT_OK(ao.Finish());
   }
   RETURN_NOT_OK(o.Finish());

@@ -135,7 +135,12 @@ Result<Snapshot> Service::AuthorizeLoad(const Pipeline& p, const std::string& pr
 Status Service::AuthorizeRead(int64_t table_sid, const std::string& principal) const {
   if (principal == ws_->owner()) return Status::OK();
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
-  if (snap.RoleOf(table_sid, principal)) return Status::OK();
+  return AuthorizeRead(snap, table_sid, principal);
+}
+
+Status Service::AuthorizeRead(const Snapshot& snap, int64_t table_sid,
+                              const std::string& principal) const {
+  if (principal == ws_->owner() || snap.RoleOf(table_sid, principal)) return Status::OK();
   return Status::PermissionDenied("principal '" + principal +
                                   "' holds no grant on the pipeline's table");
 }
@@ -221,7 +226,7 @@ Result<std::vector<Pipeline>> Service::ListPipelines(const CallContext& ctx) {
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());  // one snapshot for every pipeline
   std::vector<Pipeline> visible;
   for (Pipeline& p : all) {
-    if (snap.RoleOf(p.table_sid, ctx.principal)) visible.push_back(std::move(p));
+    if (AuthorizeRead(snap, p.table_sid, ctx.principal).ok()) visible.push_back(std::move(p));
   }
   return visible;
 }

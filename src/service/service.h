@@ -241,6 +241,7 @@ class Service {
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
   Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  Status AuthorizeRead(const Snapshot& snap, int64_t table_sid, const std::string& principal) const;
   // The live table `name` if `principal` may read it.
   Result<const TableState*> ReadableTable(const Snapshot& snap, const std::string& name,
                                           const std::string& principal) const;

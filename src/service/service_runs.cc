@@ -145,9 +145,14 @@ QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries, uint64_t
 Result<int64_t> Service::QueuePosition(const std::string& run_id) {
   RETURN_NOT_OK(CurrentLoad().status());  // the view, listed again when stale
   std::lock_guard lock(mu_);
-  // Entries sort by run id (ULIDs): the runs ahead are the smaller ids.
+  // Entries sort by run id (ULIDs): the runs ahead are the smaller ids,
+  // listed or admitted here since the listing.
   auto at = std::lower_bound(queued_ids_.begin(), queued_ids_.end(), run_id);
-  return static_cast<int64_t>(at - queued_ids_.begin());
+  int64_t ahead = static_cast<int64_t>(at - queued_ids_.begin());
+  for (const auto& [id, r] : pending_) {
+    if (id < run_id && !std::binary_search(queued_ids_.begin(), queued_ids_.end(), id)) ++ahead;
+  }
+  return ahead;
 }
 
 void Service::CountAdmitted(const std::string& pipeline_id, int64_t bytes,
@@ -241,8 +246,6 @@ Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::str
       mine.run_id = run_id;
       s = uploads_.Update(mine, u.etag);
       if (s.ok()) {
-        // No longer outstanding: a lost delete only counts it until it expires.
-        static_cast<void>(uploads_.ForgetOutstanding(mine));
         u.record = std::move(mine);
         claimed.push_back(&u);
         ++i;
@@ -496,6 +499,9 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   Status created = loader_->runs().Create(run, &etag);
   if (created.IsAlreadyExists()) return Replay(reservation, reservation.fingerprint);
   RETURN_NOT_OK(created);
+  // Submitted for good: no longer outstanding (a lost delete only counts an
+  // upload until it expires; a claim released before this point keeps it).
+  for (const CheckedUpload& u : uploads) static_cast<void>(uploads_.ForgetOutstanding(u.record));
   // A resumed creation is old enough that a worker may have removed its
   // queue entry as an orphan just before the run record appeared: again.
   if (resuming) RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));

@@ -156,6 +156,32 @@ test('a submission whose process died after its PUT is resumed from the state st
   rmSync(stateDir, { recursive: true, force: true });
 });
 
+test('a submission whose retries run out is kept for resume', async () => {
+  // The server answers every submission 503 (an outage): the uploads go, the
+  // submission does not, and its state stays to be resumed once it is back.
+  let down = true;
+  const flaky = async (url, init) => {
+    if (down && init?.method === 'POST' && String(url).endsWith('/runs')) {
+      return new Response('{"code":"unavailable","detail":"down"}',
+                          { status: 503, headers: { 'content-type': 'application/problem+json' } });
+    }
+    return fetch(url, init);
+  };
+  const store = new MemoryStateStore();
+  // Long enough to wait out the 1 request/s admission of the uploads, short for the outage.
+  const c = new LoamClient({ baseUrl, token, retryForMs: 3000, fetchImpl: flaky, stateStore: store });
+  const files = [{ bytes: Buffer.from('id,v\n40,s\n') }];
+  const key = randomUUID();
+  await assert.rejects(c.submitFiles(pipelineId, files, { idempotencyKey: key }),
+                       (err) => err instanceof LoamError && err.code === 'unavailable');
+  assert.deepEqual(await store.keys(), [key]);
+  assert.ok((await store.load(key)).request, 'the exact request is kept');
+  down = false;
+  const { run } = await c.resume(key, files);
+  assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
+  assert.deepEqual(await store.keys(), []);
+});
+
 test('refusals carry the stable code', async () => {
   await assert.rejects(client.getRun('01ARZ3NDEKTSV4RRFFQ69G5FAV'),
                        (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');
