@@ -141,10 +141,17 @@ Status TakeOver(ObjectStore& store, const std::string& root, ClaimState* c, int6
 
 Status StillOwner(ObjectStore& store, const std::string& root, const ClaimState& c) {
   const std::string key = MigrationClaimKey(root);
-  ASSIGN_OR_RETURN(std::string text, store.Get(key));
+  Result<std::string> got = store.Get(key);
+  if (got.status().IsNotFound()) {  // a successor finished and released it
+    return Refused(
+        "this migration was taken over by another process, which finished it (migration " +
+        c.token + "); this one stops");
+  }
+  ASSIGN_OR_RETURN(std::string text, std::move(got));
   ASSIGN_OR_RETURN(ClaimState held, ParseClaim(key, text));
   if (held.owner != c.owner) {
-    return Refused("migration " + c.token + " was taken over by another process; this one stops");
+    return Refused("this migration was taken over by another process (migration " + c.token +
+                   "); this one stops");
   }
   return Status::OK();
 }
@@ -322,7 +329,8 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   ASSIGN_OR_RETURN(BranchRefs pinned,
                    PinRefs(*store, root, report.token, refs, migrate.repin_branches));
   RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began", report.token));
-  migration_internal::LedgerWriter ledger(*store, MigrationClaimKey(root), claim.owner);
+  migration_internal::LedgerWriter ledger(
+      *store, claim.owner, [&store, &root, &claim] { return StillOwner(*store, root, claim); });
   for (const auto& [name, inc] : pinned) {
     ASSIGN_OR_RETURN(
         BranchMigration b,

@@ -145,25 +145,6 @@ Status LedgerWriter::Write(const std::string& key, const BranchMigration& b, boo
   return Status::OK();
 }
 
-Status LedgerWriter::StillOwner() const {
-  Result<std::string> text = store_.Get(claim_key_);
-  if (text.status().IsNotFound()) {  // a successor finished and released it
-    return Status::FailedPrecondition(
-               "this migration was taken over by another process, which "
-               "finished it; this one stops")
-        .WithErrorCode(ErrorCode::kPreconditionFailed);
-  }
-  RETURN_NOT_OK(text.status());
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("owner", "") != owner_) {
-    return Status::FailedPrecondition(
-               "this migration was taken over by another process; this "
-               "one stops")
-        .WithErrorCode(ErrorCode::kPreconditionFailed);
-  }
-  return Status::OK();
-}
-
 Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& root,
                                         const std::string& token, const BranchRefs& refs,
                                         const std::string* owner) {

@@ -2,6 +2,7 @@
 // ledger under `_migration/<token>/` and the per-branch step.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -22,16 +23,17 @@ std::string LedgerKey(const std::string& root, const std::string& token,
 // that loses that race, or a claim that names another owner, stops it.
 class LedgerWriter {
  public:
-  LedgerWriter(ObjectStore& store, std::string claim_key, std::string owner)
-      : store_(store), claim_key_(std::move(claim_key)), owner_(std::move(owner)) {}
+  // `still_owner`: OK while the claim names this process (migration.cc).
+  LedgerWriter(ObjectStore& store, std::string owner, std::function<Status()> still_owner)
+      : store_(store), owner_(std::move(owner)), still_owner_(std::move(still_owner)) {}
   Status Write(const std::string& key, const BranchMigration& b, bool done);
   // Refused when the claim no longer names this process.
-  Status StillOwner() const;
+  Status StillOwner() const { return still_owner_(); }
 
  private:
   ObjectStore& store_;
-  const std::string claim_key_;
   const std::string owner_;
+  const std::function<Status()> still_owner_;
   std::map<std::string, std::string> etags_;  // record key -> etag this process saw last
 };
 
