@@ -118,10 +118,26 @@ void Api::AddRoutes() {
 HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   const std::string_view target = header.target();
   if (header.method() == http::verb::put && target.substr(0, 12) == "/v1/uploads/") {
-    return {true, static_cast<uint64_t>(svc_->limits().max_run_bytes)};
+    return {true, static_cast<uint64_t>(svc_->limits().max_run_bytes), {}};
   }
-  if (IsInlineSubmission(header)) return {false, options_.inline_body_limit};
-  return {false, options_.json_body_limit};
+  BodyPlan plan{false,
+                IsInlineSubmission(header) ? options_.inline_body_limit : options_.json_body_limit,
+                {}};
+  // A body is read only for a caller whose token holds: a refused one is
+  // answered from its header.
+  const std::string_view length = header[http::field::content_length];
+  const bool framed = !header[http::field::transfer_encoding].empty();
+  if (!framed && (length.empty() || length == "0")) return plan;
+  Result<Target> parsed = ParseTarget(target);
+  if (!parsed.ok()) return plan;
+  auto match = router_.Find(header.method_string(), parsed->path);
+  if (match.handler == nullptr || !match.handler->authenticated) return plan;
+  Result<service::CallContext> ctx = Authenticate(header);
+  if (!ctx.ok()) {
+    plan.answer =
+        AuthRefusal(header, match.pattern, ctx.status(), std::chrono::steady_clock::now());
+  }
+  return plan;
 }
 
 // A run submission carrying its data (the one route whose body may be CSV or
@@ -157,17 +173,22 @@ Response Api::Guarded(const RequestHeader& header, const std::function<Response(
   }
 }
 
-Response Api::Refuse(const RequestHeader& header, http::status status, std::string_view code,
-                     std::string message) {
+Response Api::Refuse(const RequestHeader& header, http::status status, const Status& why) {
   const auto start = std::chrono::steady_clock::now();
-  const ErrorCode error = ErrorCodeFromName(code);
-  Status s = Status(error == ErrorCode::kLimitExceeded ? StatusCode::kResourceExhausted
-                                                       : StatusCode::kInvalidArgument,
-                    std::move(message))
-                 .WithErrorCode(error);
-  Response r = JsonResponse(static_cast<int>(status), ProblemDocument(s, static_cast<int>(status)));
+  Response r =
+      JsonResponse(static_cast<int>(status), ProblemDocument(why, static_cast<int>(status)));
   r.set(http::field::content_type, "application/problem+json");
+  SetRetryAfter(why, r);
   return Finish(header, "(refused)", nullptr, std::move(r), start);
+}
+
+Response Api::AuthRefusal(const RequestHeader& header, std::string_view route, const Status& s,
+                          std::chrono::steady_clock::time_point start) {
+  Response r = Problem(s);
+  r.set(http::field::www_authenticate, s.Is(ErrorCode::kUnauthenticated)
+                                           ? "Bearer realm=\"loam\", error=\"invalid_token\""
+                                           : "Bearer realm=\"loam\"");
+  return Finish(header, route, nullptr, std::move(r), start);
 }
 
 Response Api::Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
@@ -200,13 +221,7 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
   Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
   if (match.handler->authenticated) {
     Result<service::CallContext> ctx = Authenticate(header);
-    if (!ctx.ok()) {
-      Response r = Problem(ctx.status());
-      r.set(http::field::www_authenticate, ctx.status().Is(ErrorCode::kUnauthenticated)
-                                               ? "Bearer realm=\"loam\", error=\"invalid_token\""
-                                               : "Bearer realm=\"loam\"");
-      return Finish(header, match.pattern, &call, std::move(r), start);
-    }
+    if (!ctx.ok()) return AuthRefusal(header, match.pattern, ctx.status(), start);
     call.ctx = std::move(*ctx);
   }
   Response r = (this->*(match.handler->fn))(call);
@@ -238,11 +253,7 @@ Response Api::Problem(const Status& s) {
   const int status = HttpStatusFor(s.error_code());
   Response r = JsonResponse(status, ProblemDocument(s, status));
   r.set(http::field::content_type, "application/problem+json");
-  const std::string_view retry_ms = s.detail("retryAfterMillis");
-  if (!retry_ms.empty()) {
-    const int64_t ms = std::atoll(std::string(retry_ms).c_str());
-    const int64_t secs = std::max<int64_t>(1, (ms + 999) / 1000);
-    r.set(http::field::retry_after, std::to_string(secs));
+  if (const int64_t secs = SetRetryAfter(s, r); secs > 0) {
     const std::string limit(s.detail("limit"));
     if (s.Is(ErrorCode::kOverloaded) && !limit.empty()) {
       metrics_.Overloaded(limit);
@@ -257,6 +268,15 @@ Response Api::Problem(const Status& s) {
     }
   }
   return r;
+}
+
+int64_t Api::SetRetryAfter(const Status& s, Response& r) {
+  const std::string_view retry_ms = s.detail("retryAfterMillis");
+  if (retry_ms.empty()) return 0;
+  const int64_t ms = std::atoll(std::string(retry_ms).c_str());
+  const int64_t secs = std::max<int64_t>(1, (ms + 999) / 1000);
+  r.set(http::field::retry_after, std::to_string(secs));
+  return secs;
 }
 
 Response Api::Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,

@@ -46,8 +46,7 @@ class Api : public HttpHandler {
   BodyPlan PlanBody(const RequestHeader& header) override;
   Response Handle(const Request& request, ChunkedBody& out) override;
   Response HandleStream(const RequestHeader& header, ByteSource& body) override;
-  Response Refuse(const RequestHeader& header, http::status status, std::string_view code,
-                  std::string message) override;
+  Response Refuse(const RequestHeader& header, http::status status, const Status& why) override;
 
   ServerMetrics& metrics() { return metrics_; }
   // Before serving: the base of local upload URLs.
@@ -80,6 +79,11 @@ class Api : public HttpHandler {
   Result<service::CallContext> Authenticate(const RequestHeader& header) const;
   // The problem answer for `s` (and its Retry-After / RateLimit fields).
   Response Problem(const Status& s);
+  // The Retry-After field for a refusal with "retryAfterMillis"; its seconds, or 0.
+  static int64_t SetRetryAfter(const Status& s, Response& r);
+  // A refused token's answer (401 or 403, with WWW-Authenticate).
+  Response AuthRefusal(const RequestHeader& header, std::string_view route, const Status& s,
+                       std::chrono::steady_clock::time_point start);
   Response Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,
                   std::chrono::steady_clock::time_point start);
 

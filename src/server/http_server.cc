@@ -27,7 +27,8 @@ class HttpServer::Impl {
       : options_(options),
         handler_(handler),
         acceptor_(asio::make_strand(ioc_)),
-        pool_(std::max(1, options.handler_threads)) {}
+        pool_(std::max(1, options.handler_threads)),
+        upload_pool_(std::max(1, options.upload_threads)) {}
 
   Status Listen();
   void Run();
@@ -36,6 +37,7 @@ class HttpServer::Impl {
   const HttpServerOptions& options() const { return options_; }
   HttpHandler& handler() { return *handler_; }
   asio::thread_pool& pool() { return pool_; }
+  asio::thread_pool& upload_pool() { return upload_pool_; }
   bool stopping() const { return stopping_.load(); }
   // Shutdown's drain has ended: chunked answers still going stop.
   bool streams_over() const { return streams_over_.load(); }
@@ -47,6 +49,20 @@ class HttpServer::Impl {
     return false;
   }
   void ReleaseStream() { streams_.fetch_sub(1); }
+  // A thread of the upload pool for one streamed body, or none free.
+  bool AcquireUploadThread() {
+    if (uploads_.fetch_add(1) < std::max(1, options_.upload_threads)) return true;
+    uploads_.fetch_sub(1);
+    return false;
+  }
+  void ReleaseUploadThread() { uploads_.fetch_sub(1); }
+  // `bytes` more of the room for bodies read whole, or false (none taken).
+  bool ReserveBody(uint64_t bytes) {
+    if (buffered_.fetch_add(bytes) + bytes <= options_.max_buffered_bytes) return true;
+    buffered_.fetch_sub(bytes);
+    return false;
+  }
+  void ReleaseBody(uint64_t bytes) { buffered_.fetch_sub(bytes); }
   uint16_t port() const { return port_; }
   int64_t in_flight() const { return in_flight_.load(); }
 
@@ -82,11 +98,14 @@ class HttpServer::Impl {
   tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_{acceptor_.get_executor()};
   asio::thread_pool pool_;
+  asio::thread_pool upload_pool_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> streams_over_{false};
   std::atomic<int> streams_{0};
+  std::atomic<int> uploads_{0};
+  std::atomic<uint64_t> buffered_{0};
   std::atomic<int64_t> in_flight_{0};
 
   friend class Session;
@@ -99,7 +118,10 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, HttpServer::Impl* server, uint64_t id)
       : stream_(std::move(socket)), server_(server), id_(id) {}
-  ~Session() { server_->Unregister(id_); }
+  ~Session() {
+    ReleaseBody();
+    server_->Unregister(id_);
+  }
 
   void Start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
@@ -139,36 +161,47 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnHeader(beast::error_code ec) {
     if (ec == http::error::header_limit) {
-      return Refuse(
-          http::status::request_header_fields_too_large, "limit_exceeded",
-          "the request header is over " + std::to_string(options().header_limit) + " bytes");
+      return Refuse(http::status::request_header_fields_too_large,
+                    OverLimit("the request header is over " +
+                              std::to_string(options().header_limit) + " bytes"));
     }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
         ec == asio::error::eof) {
       return Close();
     }
-    if (ec)
-      return Refuse(http::status::bad_request, "invalid_argument",
-                    "malformed request: " + ec.message());
+    if (ec) {
+      return Refuse(http::status::bad_request,
+                    Status::InvalidArgument("malformed request: " + ec.message()));
+    }
     busy_ = true;
     server_->RequestStarted();
     const RequestHeader& header = parser_->get().base();
     plan_ = handler().PlanBody(header);
     parser_->body_limit(plan_.limit);
-    if (parser_->content_length() && *parser_->content_length() > plan_.limit) {
-      return Refuse(http::status::payload_too_large, "limit_exceeded",
-                    "the request body is over the limit of " + std::to_string(plan_.limit) +
-                        " bytes for this route");
+    if (plan_.answer) {
+      close_after_ = true;  // the body, if any, is never read
+      return Write(std::move(*plan_.answer));
     }
+    const boost::optional<uint64_t> length = parser_->content_length();
+    if (length && *length > plan_.limit) return RefuseOverLimit();
     if (plan_.stream) {
+      if (!server_->AcquireUploadThread()) {
+        return Refuse(http::status::service_unavailable,
+                      Busy("all " + std::to_string(options().upload_threads) +
+                           " upload slots are receiving bodies"));
+      }
       pipe_ = std::make_shared<BodyPipe>(options().stream_buffer);
       server_->RegisterPipe(pipe_);
-      asio::post(server_->pool(), [self = shared_from_this(), header = RequestHeader(header)] {
-        Response r = self->handler().HandleStream(header, *self->pipe_);
-        asio::post(self->stream_.get_executor(),
-                   [self, r = std::move(r)]() mutable { self->OnStreamHandled(std::move(r)); });
-      });
+      asio::post(
+          server_->upload_pool(), [self = shared_from_this(), header = RequestHeader(header)] {
+            Response r = self->handler().HandleStream(header, *self->pipe_);
+            self->server_->ReleaseUploadThread();
+            asio::post(self->stream_.get_executor(),
+                       [self, r = std::move(r)]() mutable { self->OnStreamHandled(std::move(r)); });
+          });
+    } else if (length && !Reserve(*length)) {
+      return RefuseBuffersFull();
     }
     if (http::token_list(header[http::field::expect]).exists("100-continue") &&
         !parser_->is_done()) {
@@ -196,6 +229,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->get().body().data = chunk_;
     parser_->get().body().size = sizeof(chunk_);
     stream_.expires_after(options().body_timeout);
+    reading_ = true;
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
@@ -208,14 +242,14 @@ class Session : public std::enable_shared_from_this<Session> {
       if (lingering_) ec ? Close() : Linger();  // the read was in flight when it began
       return;
     }
-    if (ec == http::error::body_limit) {
-      return Refuse(http::status::payload_too_large, "limit_exceeded",
-                    "the request body is over the limit of " + std::to_string(plan_.limit) +
-                        " bytes for this route");
-    }
+    if (ec == http::error::body_limit) return RefuseOverLimit();
     if (ec) return Abort();
     const size_t got = sizeof(chunk_) - parser_->get().body().size;
     if (!pipe_) {
+      // A body of unknown length (chunked) takes its room as it arrives.
+      if (body_.size() + got > reserved_ && !Reserve(body_.size() + got - reserved_)) {
+        return RefuseBuffersFull();
+      }
       body_.append(chunk_, got);
       return ReadBody();
     }
@@ -361,14 +395,42 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(pending_ ? std::move(*pending_) : std::move(r));
   }
 
-  void Refuse(http::status status, std::string_view code, std::string message) {
+  static Status OverLimit(std::string message) {
+    return Status::ResourceExhausted(std::move(message)).WithErrorCode(ErrorCode::kLimitExceeded);
+  }
+  // `unavailable` with a Retry-After of a second: the server's room is full now.
+  static Status Busy(const std::string& what) {
+    return Status::Unavailable(what + "; try again shortly").WithDetail("retryAfterMillis", "1000");
+  }
+  void RefuseOverLimit() {
+    Refuse(http::status::payload_too_large,
+           OverLimit("the request body is over the limit of " + std::to_string(plan_.limit) +
+                     " bytes for this route"));
+  }
+  void RefuseBuffersFull() {
+    Refuse(http::status::service_unavailable,
+           Busy("the server holds " + std::to_string(options().max_buffered_bytes) +
+                " bytes of request bodies already"));
+  }
+  // Room for `more` bytes of this request's body; released with its answer.
+  bool Reserve(uint64_t more) {
+    if (!server_->ReserveBody(more)) return false;
+    reserved_ += more;
+    return true;
+  }
+  void ReleaseBody() {
+    server_->ReleaseBody(reserved_);
+    reserved_ = 0;
+  }
+
+  void Refuse(http::status status, const Status& why) {
     if (!busy_) {
       busy_ = true;
       server_->RequestStarted();
     }
     close_after_ = true;
-    if (pipe_) pipe_->Fail(Status::InvalidArgument(message));
-    Response r = handler().Refuse(parser_->get().base(), status, code, std::move(message));
+    if (pipe_) pipe_->Fail(Status::InvalidArgument(why.message()));
+    Response r = handler().Refuse(parser_->get().base(), status, why);
     if (pipe_) {
       pending_ = std::move(r);  // after the handler gives up on the body
       return;
@@ -377,6 +439,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(Response r) {
+    ReleaseBody();  // the handler is done with the body
     if (chunked_) return FinishChunked();
     if (responded_) return;
     if (writing_continue_) {  // one write at a time: after the interim 100
@@ -393,7 +456,8 @@ class Session : public std::enable_shared_from_this<Session> {
                       [self = shared_from_this(), res](beast::error_code ec, size_t) {
                         self->busy_ = false;
                         self->server_->RequestEnded();
-                        if (ec || !res->keep_alive()) return self->Close();
+                        if (ec) return self->Close();
+                        if (!res->keep_alive()) return self->CloseAfterAnswer();
                         self->ReadHeader();
                       });
   }
@@ -451,6 +515,7 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpHandler::BodyPlan plan_;
   char chunk_[64 * 1024];
   std::string body_;
+  uint64_t reserved_ = 0;  // of the server's room for bodies, held by body_
   std::shared_ptr<BodyPipe> pipe_;
   std::optional<Response> pending_;   // a refusal, sent once the handler gives up the body
   std::optional<Response> deferred_;  // an answer waiting for the interim 100 to be written
@@ -567,6 +632,7 @@ void HttpServer::Impl::Shutdown() {
   for (auto& s : live) s->CloseNow();
   live.clear();
   pool_.join();  // handlers end: none waits on a body any more
+  upload_pool_.join();
   work_.reset();
   ioc_.stop();
   for (std::thread& t : threads_) t.join();

@@ -1,7 +1,8 @@
 // HttpServer: HTTP/1.1 over TCP on Boost.Beast (docs/server.md). A fixed
 // pool of I/O threads runs every socket operation asynchronously, each under
 // a deadline, so a slow or stalled client holds no thread; handlers (which
-// block on the object store) run on a separate fixed pool. Keep-alive,
+// block on the object store) run on a separate fixed pool, and streamed
+// bodies (uploads, which wait on their client) on a third. Keep-alive,
 // header and body limits, `Expect: 100-continue`, streamed request bodies
 // with backpressure, and a graceful Shutdown that finishes in-flight
 // requests. Knows nothing of the API: an HttpHandler answers.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "loam/object_store.h"
@@ -28,6 +30,10 @@ struct HttpServerOptions {
   uint16_t port = 8080;  // 0: an ephemeral port (see HttpServer::port)
   int io_threads = 2;
   int handler_threads = 8;
+  // Streamed request bodies run on their own pool of this many threads, one
+  // body each; a body beyond them is refused (503 + Retry-After) before it
+  // is read, so slow uploads never hold the threads of other routes.
+  int upload_threads = 8;
   int max_connections = 1024;  // more are accepted and closed at once
   uint32_t header_limit = 16 * 1024;
   // The whole request header must arrive within this (also the keep-alive
@@ -38,6 +44,10 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{60'000};
   // Streamed bodies: bytes held between the socket and the handler.
   size_t stream_buffer = 1 << 20;
+  // Bodies read whole before their handler runs (JSON, inline data), summed
+  // over every connection: a request that would take more is refused (503 +
+  // Retry-After) before its body is read.
+  uint64_t max_buffered_bytes = 256 << 20;
   // Chunked answers at once (each holds a handler thread while its client
   // reads); more are refused with `unavailable` before their first byte.
   int max_chunked_answers = 4;
@@ -70,17 +80,22 @@ class HttpHandler {
   struct BodyPlan {
     bool stream = false;  // HandleStream consumes the body as it arrives
     uint64_t limit = 0;   // larger bodies are refused with 413
+    // Set: the request's answer, sent before any of its body is read (a
+    // refused token); the connection then closes.
+    std::optional<Response> answer;
   };
-  // Decided from the header alone, before any of the body is read.
+  // Decided from the header alone, before any of the body is read; runs on
+  // an I/O thread, so it never waits on storage.
   virtual BodyPlan PlanBody(const RequestHeader& header) = 0;
   // The answer; or, once `out` has begun, nothing more (the return value is
   // ignored): the body went out in chunks.
   virtual Response Handle(const Request& request, ChunkedBody& out) = 0;
   virtual Response HandleStream(const RequestHeader& header, ByteSource& body) = 0;
   // The answer to a request refused before a handler saw it (malformed,
-  // headers or body over the limit).
-  virtual Response Refuse(const RequestHeader& header, http::status status, std::string_view code,
-                          std::string message) = 0;
+  // headers or body over the limit, the server's room for bodies full):
+  // `why` carries the stable code and, for a busy server, the detail
+  // "retryAfterMillis".
+  virtual Response Refuse(const RequestHeader& header, http::status status, const Status& why) = 0;
 };
 
 class HttpServer {

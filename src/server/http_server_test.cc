@@ -54,10 +54,9 @@ class CountingHandler : public HttpHandler {
     }
     return Answer(total);
   }
-  Response Refuse(const RequestHeader&, http::status status, std::string_view code,
-                  std::string) override {
+  Response Refuse(const RequestHeader&, http::status status, const Status& why) override {
     Response r{status, 11};
-    r.body() = std::string(code);
+    r.body() = std::string(ErrorCodeName(why.error_code()));
     return r;
   }
   std::promise<void> started;

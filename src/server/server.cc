@@ -79,6 +79,9 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("ioThreads", &c.http.io_threads, 1, 256));
   RETURN_NOT_OK(o.Int("handlerThreads", &c.http.handler_threads, 1, 1024));
   RETURN_NOT_OK(o.Int("maxConnections", &c.http.max_connections, 1, 1 << 20));
+  RETURN_NOT_OK(o.Int("uploadThreads", &c.http.upload_threads, 1, 1024));
+  RETURN_NOT_OK(
+      o.Int("maxBufferedBodyBytes", &c.http.max_buffered_bytes, 1 << 20, int64_t{1} << 40));
   RETURN_NOT_OK(o.String("authHs256SecretFile", &c.hs256_secret_file));
   RETURN_NOT_OK(o.String("authPublicKeyFile", &c.public_key_file));
   RETURN_NOT_OK(o.String("authJwksFile", &c.jwks_file));
@@ -102,6 +105,8 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
     RETURN_NOT_OK(ao.Int("maxQueueWaitSeconds", &l.max_queue_wait_seconds, 0, 86'400));
     RETURN_NOT_OK(ao.Int("maxOutstandingUploadsPerPrincipal",
                          &l.max_outstanding_uploads_per_principal, 1, 1 << 20));
+    RETURN_NOT_OK(ao.Int("maxReceivingUploadsPerPrincipal", &l.max_receiving_uploads_per_principal,
+                         1, 1 << 20));
     RETURN_NOT_OK(ao.Finish());
   }
   RETURN_NOT_OK(o.Finish());

@@ -217,6 +217,39 @@ Status Admission::TakeRequestToken(const std::string& principal) {
   return TakeTokenLocked(principal, now);
 }
 
+Result<Admission::UploadSlot> Admission::ReceiveUpload(const std::string& upload_id,
+                                                       const std::string& principal) {
+  std::lock_guard lock(mu_);
+  if (receiving_.count(upload_id)) {
+    return Status::Conflict("upload " + upload_id +
+                            " is being received on another connection; a ticket takes one body "
+                            "at a time (ask GET /v1/uploads/" +
+                            upload_id + " whether it arrived)");
+  }
+  int64_t& mine = receiving_per_principal_[principal];
+  if (mine >= limits_.max_receiving_uploads_per_principal) {
+    return Refuse(
+        "maxReceivingUploads", 0,
+        "this principal's uploads are sending " + std::to_string(mine) + " bodies at once already",
+        limits_.max_receiving_uploads_per_principal);
+  }
+  ++mine;
+  receiving_[upload_id] = principal;
+  return UploadSlot(this, upload_id);
+}
+
+Admission::UploadSlot::~UploadSlot() {
+  if (owner_ == nullptr) return;
+  std::lock_guard lock(owner_->mu_);
+  auto it = owner_->receiving_.find(id_);
+  if (it == owner_->receiving_.end()) return;
+  auto mine = owner_->receiving_per_principal_.find(it->second);
+  if (mine != owner_->receiving_per_principal_.end() && --mine->second <= 0) {
+    owner_->receiving_per_principal_.erase(mine);
+  }
+  owner_->receiving_.erase(it);
+}
+
 Status Admission::TakeTokenLocked(const std::string& principal, int64_t now) {
   Bucket& b = buckets_[principal];
   if (b.at_micros == 0) b.tokens = limits_.principal_burst;

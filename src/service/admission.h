@@ -14,9 +14,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/thread_annotations.h"
+#include "loam/result.h"
 #include "service/limits.h"
 #include "service/waiting_line.h"
 
@@ -41,6 +43,25 @@ class Admission {
   // The per-principal request rate alone, for requests that create no run
   // (upload creation): OK and a token taken, or `overloaded`.
   Status TakeRequestToken(const std::string& principal);
+  // One upload body being received in this process: the slot is held until
+  // the UploadSlot is destroyed.
+  class UploadSlot {
+   public:
+    UploadSlot() = default;
+    UploadSlot(UploadSlot&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), id_(o.id_) {}
+    UploadSlot& operator=(UploadSlot&&) = delete;
+    ~UploadSlot();
+
+   private:
+    friend class Admission;
+    UploadSlot(Admission* owner, std::string id) : owner_(owner), id_(std::move(id)) {}
+    Admission* owner_ = nullptr;
+    std::string id_;
+  };
+  // A ticket takes one body at a time (a second while the first arrives is
+  // `conflict`) and a principal at most maxReceivingUploadsPerPrincipal
+  // (`overloaded`, limit "maxReceivingUploads").
+  Result<UploadSlot> ReceiveUpload(const std::string& upload_id, const std::string& principal);
   // A run finished: feeds the throughput estimate.
   void RecordRun(int64_t bytes, int64_t micros);
   // Measured bytes per second and mean run time (defaults until measured).
@@ -88,6 +109,9 @@ class Admission {
   std::map<std::string, Bucket> buckets_ LOAM_GUARDED_BY(mu_);  // per principal
   // Per pipeline: the times of its tiny runs in the last minute.
   std::map<std::string, std::deque<int64_t>> tiny_ LOAM_GUARDED_BY(mu_);
+  // Upload bodies being received: upload id -> its principal; per principal.
+  std::map<std::string, std::string> receiving_ LOAM_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> receiving_per_principal_ LOAM_GUARDED_BY(mu_);
   double bytes_per_second_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA; 0 = not measured
   double mean_run_micros_ LOAM_GUARDED_BY(mu_) = 0;   // EWMA; 0 = not measured
   double small_run_micros_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA of runs under 1 MiB

@@ -58,6 +58,8 @@ struct ServiceLimits {
   int64_t max_upload_ttl_seconds = 24 * 3600;
   // Uploads a principal holds, handed out and not yet submitted or expired.
   int64_t max_outstanding_uploads_per_principal = 1000;
+  // Upload bodies a principal's tickets are sending to this process at once.
+  int64_t max_receiving_uploads_per_principal = 4;
   // Retention: idempotency records and source identities (at least 24 h).
   int64_t idempotency_retention_seconds = 7 * 24 * 3600;
   // Staging objects no live run references are swept after this.

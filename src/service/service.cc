@@ -363,6 +363,7 @@ Status Service::AcceptUpload(const std::string& upload_id, std::string_view toke
   if (r.key != g.key || r.size != g.size || r.sha256 != g.sha256) {
     return Status::PermissionDenied("upload token refused: it does not match the upload");
   }
+  ASSIGN_OR_RETURN(Admission::UploadSlot slot, admission_.ReceiveUpload(upload_id, r.principal));
   return StoreUpload(std::move(r), std::move(etag), body);
 }
 
