@@ -321,6 +321,8 @@ Result<std::vector<RunRecord>> RunStore::List() const {
   return out;
 }
 
+Status RunStore::Delete(const std::string& run_id) { return store_->Delete(RunKey(run_id)); }
+
 Result<std::optional<std::string>> RunStore::FindKey(const std::string& key) const {
   Result<std::string> text = store_->Get(KeyKey(key));
   if (text.status().IsNotFound()) return std::optional<std::string>();

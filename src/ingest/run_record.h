@@ -133,6 +133,8 @@ class RunStore {
   Status Update(const RunRecord& record, std::string* etag);
   // Newest first.
   Result<std::vector<RunRecord>> List() const;
+  // Removes a record (retention: terminal runs only). Missing is OK.
+  Status Delete(const std::string& run_id);
 
   // The run an idempotency key names, if any.
   Result<std::optional<std::string>> FindKey(const std::string& key) const;

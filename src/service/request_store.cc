@@ -128,16 +128,18 @@ Status RequestStore::Delete(const RequestRecord& r) {
   return store_->Delete(RequestKey(r.principal, r.key));
 }
 
-Result<std::vector<RequestRecord>> RequestStore::List() const {
-  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store_->ListAll(Prefix("requests")));
-  std::vector<RequestRecord> out;
-  for (const ObjectInfo& o : objects) {
+Result<RequestStore::Page<RequestRecord>> RequestStore::RequestsPage(const std::string& after,
+                                                                     size_t limit) const {
+  ASSIGN_OR_RETURN(ListPage page, store_->List(Prefix("requests"), after, limit));
+  Page<RequestRecord> out;
+  for (const ObjectInfo& o : page.objects) {
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
     ASSIGN_OR_RETURN(RequestRecord r, RequestFrom(*text));
-    out.push_back(std::move(r));
+    out.records.push_back(std::move(r));
   }
+  if (page.truncated) out.next = page.objects.back().key;
   return out;
 }
 
@@ -168,18 +170,20 @@ Status RequestStore::DeleteSource(const std::string& pipeline_id, const SourceRe
   return store_->Delete(SourceKey(pipeline_id, r.source_id, r.sha256));
 }
 
-Result<std::vector<std::pair<std::string, SourceRecord>>> RequestStore::ListSources() const {
+Result<RequestStore::Page<std::pair<std::string, SourceRecord>>> RequestStore::SourcesPage(
+    const std::string& after, size_t limit) const {
   const std::string prefix = Prefix("sources");
-  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store_->ListAll(prefix));
-  std::vector<std::pair<std::string, SourceRecord>> out;
-  for (const ObjectInfo& o : objects) {
+  ASSIGN_OR_RETURN(ListPage page, store_->List(prefix, after, limit));
+  Page<std::pair<std::string, SourceRecord>> out;
+  for (const ObjectInfo& o : page.objects) {
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
     ASSIGN_OR_RETURN(SourceRecord r, SourceFrom(*text));
     const std::string rest = o.key.substr(prefix.size());
-    out.emplace_back(rest.substr(0, rest.find('/')), std::move(r));
+    out.records.emplace_back(rest.substr(0, rest.find('/')), std::move(r));
   }
+  if (page.truncated) out.next = page.objects.back().key;
   return out;
 }
 

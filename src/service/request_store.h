@@ -48,8 +48,15 @@ class RequestStore {
   Status TakeOver(const RequestRecord& r, const std::string& etag);
   // Removes the reservation while it still names `r.run_id`.
   Status Delete(const RequestRecord& r);
-  // Every record (for the retention sweep).
-  Result<std::vector<RequestRecord>> List() const;
+  // A page of records for the retention sweep: at most `limit` with keys
+  // after the cursor `after` ("" = from the first); `next` continues the
+  // listing, "" once it ended.
+  template <typename T>
+  struct Page {
+    std::vector<T> records;
+    std::string next;
+  };
+  Result<Page<RequestRecord>> RequestsPage(const std::string& after, size_t limit) const;
 
   Result<std::optional<SourceRecord>> FindSource(const std::string& pipeline_id,
                                                  const std::string& source_id,
@@ -59,8 +66,9 @@ class RequestStore {
   Status PutSource(const std::string& pipeline_id, const SourceRecord& r,
                    const std::string* etag = nullptr);
   Status DeleteSource(const std::string& pipeline_id, const SourceRecord& r);
-  // Every source record (for the retention sweep), with its pipeline id.
-  Result<std::vector<std::pair<std::string, SourceRecord>>> ListSources() const;
+  // A page of source records (as RequestsPage), each with its pipeline id.
+  Result<Page<std::pair<std::string, SourceRecord>>> SourcesPage(const std::string& after,
+                                                                 size_t limit) const;
 
  private:
   std::string RequestKey(const std::string& principal, const std::string& key) const;

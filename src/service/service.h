@@ -72,6 +72,8 @@ struct ServiceOptions {
   // Reservations and queue entries whose run never appeared are removed
   // after 10 times this.
   int64_t in_flight_grace_micros = 60'000'000;
+  // Records of each kind one SweepRecords call reads.
+  size_t sweep_page = 500;
   // How long admission trusts its last LIST of the queue (0: always list).
   int64_t queue_view_micros = 100'000;
   bool skip_rows_enabled = false;
@@ -215,7 +217,11 @@ class Service {
   // Expired idempotency and source records; reservations whose run never
   // appeared; upload records never submitted, once their URL's expiry is a
   // staging grace past. Returns how many records were removed.
+  // Each call sweeps one page (`sweep_page` records) of each kind, the next
+  // call the next page: its cost and memory do not grow with the records.
   Result<int64_t> SweepRecords();
+  // A pass of SweepRecords is mid-listing: the next call continues it.
+  bool RecordSweepUnderway();
   // The shared queue as admission sees it (a LIST at most queue_view old).
   Result<QueueLoad> QueueLoadNow() { return CurrentLoad(); }
   // Runs this process's workers hold the lease of now.
@@ -318,6 +324,10 @@ class Service {
   // run appeared meanwhile.
   Status FenceAbandoned(const RequestRecord& r);
   // Loader hooks.
+  Result<int64_t> SweepRequestPage();
+  Result<int64_t> SweepSourcePage();
+  // Drops the remembered leases of runs no longer queued.
+  void ForgetLeasesOutside(const std::vector<QueueEntry>& entries);
   Status ClaimSource(const ingest::RunRecord& rec);
   Status BeforeTerminal(const ingest::RunRecord& rec);
   void WorkerLoop(int index);
@@ -339,6 +349,11 @@ class Service {
   bool stopping_ = false;
   uint64_t wakeups_ = 0;
   std::set<std::string> active_;  // runs this process is working on
+  // Runs another worker holds, by when its lease ends as last read: a poll
+  // reads such a run's record again only after that, so a poll's reads do
+  // not grow with the runs being worked on ahead of the free ones. Only
+  // runs of the last listing are kept.
+  std::map<std::string, int64_t> leased_until_;
   QueueLoad load_;
   int64_t load_at_micros_ = -1;
   std::vector<std::string> queued_ids_;  // the listing behind load_, oldest first
@@ -351,7 +366,10 @@ class Service {
   // after the last listing began.
   std::map<std::string, PendingRun> pending_;
   uint64_t settles_ = 0;
-  std::mutex admit_mu_;  // one admission decision at a time
+  std::mutex admit_mu_;         // one admission decision at a time
+  std::mutex sweep_mu_;         // one record sweep at a time
+  std::string request_cursor_;  // where the next sweep's pages start
+  std::string source_cursor_;
   std::vector<std::thread> threads_;
 };
 

@@ -291,6 +291,74 @@ TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
   // manifest's versions and a few GETs), not ten.
   EXPECT_LE(listing.count(ObjectOp::kList), 2u) << listing.ToString();
   EXPECT_LE(listing.reads(), 10u + 8u) << listing.ToString();
+
+  // Another process holds every run: a worker's first poll reads each
+  // record once; later polls, until those leases end, read none.
+  const int64_t held_until = Clock::System()->NowMicros() + 3'600'000'000;
+  for (const std::string& id : ids) {
+    std::string etag;
+    ingest::RunRecord r = runs.Get(id, &etag).value();
+    r.lease_owner = "another-process";
+    r.lease_expires_micros = held_until;
+    ASSERT_TRUE(runs.Update(r, &etag).ok());
+  }
+  counting->Reset();
+  EXPECT_FALSE(Svc().RunWorkerOnce().value());
+  EXPECT_EQ(counting->Snapshot().total.count(ObjectOp::kGet), 1000u)
+      << counting->Snapshot().total.ToString();
+  counting->Reset();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(Svc().RunWorkerOnce().value());
+  IoCounters idle = counting->Snapshot().total;
+  EXPECT_EQ(idle.count(ObjectOp::kGet), 0u) << idle.ToString();
+  EXPECT_LE(idle.count(ObjectOp::kList), 3u) << idle.ToString();  // the queue, one page each
+}
+
+// A record sweep reads one page of each kind per call, whatever the number
+// of records; a pass ends within ceil(records / page) calls. An expired
+// idempotency record of a terminal run goes with the run's record; a record
+// whose run still runs stays, with its run.
+TEST_F(ServiceTest, RecordSweepsGoPageByPageAndTakeExpiredRunsWithTheirKeys) {
+  options_.sweep_page = 100;
+  auto counting = std::make_shared<CountingObjectStore>(store_);
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  ws_ = Workspace::Open(counting, root_, wo).value();
+  ingest::RunStore runs(store_, root_);
+  RequestStore requests(store_, root_, ws_->id());
+  const int64_t now = clock_.NowMicros();
+  ingest::RunRequest req;
+  req.principal = "ada";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 250; ++i) {
+    ingest::RunRecord r;
+    r.id = NewUlidString();
+    r.request = req.ToJson();
+    r.state = i == 0 ? RunState::kQueued : RunState::kSucceeded;
+    r.created_micros = r.finished_micros = now - 10'000'000;
+    std::string etag;
+    ASSERT_TRUE(runs.Create(r, &etag).ok());
+    RequestRecord q{"key-" + std::to_string(i), "ada", "fp", r.id, now - 10'000'000, now - 1};
+    ASSERT_TRUE(requests.Reserve(q).ok());
+    ids.push_back(r.id);
+  }
+  int64_t removed = 0;
+  int calls = 0;
+  do {
+    counting->Reset();
+    removed += Svc().SweepRecords().value();
+    ++calls;
+    IoCounters one = counting->Snapshot().total;
+    // Per record of the page: it, its run, and the check of the delete
+    // that it still names that run; a LIST per kind.
+    EXPECT_LE(one.count(ObjectOp::kGet), 3u * options_.sweep_page) << one.ToString();
+    EXPECT_LE(one.count(ObjectOp::kList), 3u) << one.ToString();
+  } while (Svc().RecordSweepUnderway() && calls < 10);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(removed, 249);
+  EXPECT_EQ(CountUnder("_control/requests/"), 1);
+  EXPECT_EQ(CountUnder("_control/runs/"), 1);
+  EXPECT_TRUE(runs.Get(ids[0]).ok());
+  EXPECT_TRUE(Svc().GetRun(Ctx("ada"), ids[1]).status().IsNotFound());
 }
 
 }  // namespace

@@ -257,7 +257,7 @@ TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
   clock_.AdvanceMicros(10 * options_.in_flight_grace_micros + 1);
   ASSERT_TRUE(Svc().SweepRecords().ok());
   RequestStore requests(store_, root_, ws_->id());
-  for (const RequestRecord& r : requests.List().value()) {
+  for (const RequestRecord& r : requests.RequestsPage("", 1000).value().records) {
     EXPECT_TRUE(store_->Head(root_ + "/_control/runs/" + r.run_id + ".json").ok()) << r.key;
   }
 }

@@ -99,10 +99,14 @@ void Service::MaintenanceLoop() {
     }
     Result<CleanupReport> cleaned = RunCleanerOnce();
     if (!cleaned.ok()) LOAM_LOG_WARN("cleaner: {}", cleaned.status().ToString());
-    if (WallMicros() >= next_sweep) {
-      next_sweep = WallMicros() + kSweepEveryMicros;
-      Result<SweepReport> swept = SweepStaging();
-      if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
+    // A pass over the records takes a page per round until it ends.
+    const bool record_pass_underway = RecordSweepUnderway();
+    if (WallMicros() >= next_sweep || record_pass_underway) {
+      if (!record_pass_underway) {
+        next_sweep = WallMicros() + kSweepEveryMicros;
+        Result<SweepReport> swept = SweepStaging();
+        if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
+      }
       Result<int64_t> records = SweepRecords();
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
@@ -129,11 +133,14 @@ Result<bool> Service::RunWorkerOnce() {
   // Trouble with one run never holds up the others: the first error is
   // returned only when no run was finished.
   Status first_error;
+  ForgetLeasesOutside(entries);
   for (const QueueEntry& e : entries) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return false;
       if (active_.count(e.run_id)) continue;
+      auto held = leased_until_.find(e.run_id);
+      if (held != leased_until_.end() && held->second > WallMicros()) continue;
     }
     Result<RunRecord> rec = loader_->runs().Get(e.run_id);
     if (rec.status().IsNotFound()) {
@@ -151,7 +158,11 @@ Result<bool> Service::RunWorkerOnce() {
       RETURN_NOT_OK(queue_.Remove(e));
       continue;
     }
-    if (rec->lease_expires_micros > WallMicros()) continue;  // a live worker has it
+    if (rec->lease_expires_micros > WallMicros()) {  // a live worker has it
+      std::lock_guard lock(mu_);
+      leased_until_[e.run_id] = rec->lease_expires_micros;
+      continue;
+    }
     {
       std::lock_guard lock(mu_);
       if (!active_.insert(e.run_id).second) continue;
@@ -178,6 +189,13 @@ Result<bool> Service::RunWorkerOnce() {
   }
   if (!first_error.ok()) return first_error;
   return false;
+}
+
+void Service::ForgetLeasesOutside(const std::vector<QueueEntry>& entries) {
+  std::set<std::string_view> listed;
+  for (const QueueEntry& e : entries) listed.insert(e.run_id);
+  std::lock_guard lock(mu_);
+  std::erase_if(leased_until_, [&](const auto& held) { return !listed.count(held.first); });
 }
 
 Status Service::ClaimSource(const RunRecord& rec) {
@@ -282,12 +300,32 @@ Status Service::FenceAbandoned(const RequestRecord& r) {
   return loader_->runs().Create(fence, &etag);
 }
 
+bool Service::RecordSweepUnderway() {
+  std::lock_guard lock(sweep_mu_);
+  return !request_cursor_.empty() || !source_cursor_.empty();
+}
+
 Result<int64_t> Service::SweepRecords() {
+  std::lock_guard lock(sweep_mu_);
+  ASSIGN_OR_RETURN(int64_t requests, SweepRequestPage());
+  ASSIGN_OR_RETURN(int64_t sources, SweepSourcePage());
+  const int64_t now = options_.clock->NowMicros();
+  ASSIGN_OR_RETURN(int64_t uploads,
+                   uploads_.SweepExpired(now, options_.limits.staging_grace_seconds * 1'000'000));
+  return requests + sources + uploads;
+}
+
+// One page of idempotency records: a reservation whose run never appeared
+// goes (its run id fenced first); an expired record of a terminal run goes,
+// and the run's record with it (retention: the run record goes second, so a
+// crash between leaves an orphan record, never a key whose run is gone).
+Result<int64_t> Service::SweepRequestPage() {
   const int64_t now = options_.clock->NowMicros();
   const int64_t abandoned = 10 * options_.in_flight_grace_micros;
   int64_t removed = 0;
-  ASSIGN_OR_RETURN(std::vector<RequestRecord> requests, requests_.List());
-  for (const RequestRecord& r : requests) {
+  ASSIGN_OR_RETURN(auto page, requests_.RequestsPage(request_cursor_, options_.sweep_page));
+  request_cursor_ = page.next;
+  for (const RequestRecord& r : page.records) {
     Result<RunRecord> run = loader_->runs().Get(r.run_id);
     bool drop = false;
     if (run.status().IsNotFound()) {
@@ -311,10 +349,20 @@ Result<int64_t> Service::SweepRecords() {
     if (drop) {
       RETURN_NOT_OK(requests_.Delete(r));
       ++removed;
+      if (run.ok()) RETURN_NOT_OK(loader_->runs().Delete(r.run_id));
     }
   }
-  ASSIGN_OR_RETURN(auto sources, requests_.ListSources());
-  for (const auto& [pipeline, s] : sources) {
+  return removed;
+}
+
+// One page of source records: loaded ones past their expiry, and claims of
+// runs that ended without loading once the retention has passed.
+Result<int64_t> Service::SweepSourcePage() {
+  const int64_t now = options_.clock->NowMicros();
+  int64_t removed = 0;
+  ASSIGN_OR_RETURN(auto page, requests_.SourcesPage(source_cursor_, options_.sweep_page));
+  source_cursor_ = page.next;
+  for (const auto& [pipeline, s] : page.records) {
     bool drop = s.loaded && s.expires_micros < now;
     // A claim left by a run that ended without loading: only after the
     // retention (a delete is unconditional, and a run may be taking it over).
@@ -328,9 +376,7 @@ Result<int64_t> Service::SweepRecords() {
       ++removed;
     }
   }
-  ASSIGN_OR_RETURN(int64_t uploads,
-                   uploads_.SweepExpired(now, options_.limits.staging_grace_seconds * 1'000'000));
-  return removed + uploads;
+  return removed;
 }
 
 }  // namespace loam::service
