@@ -17,6 +17,7 @@ namespace {
 struct ServeFlags {
   std::string config;
   std::string listen;
+  std::string health_listen;
   std::string public_url;
   int workers = -1;
   std::string hs256, public_key, jwks, issuer, audience, upload_secret;
@@ -35,6 +36,7 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
     if (!v.empty()) *into = v;
   };
   set(&c.listen, f.listen);
+  set(&c.health_listen, f.health_listen);
   set(&c.public_url, f.public_url);
   set(&c.hs256_secret_file, f.hs256);
   set(&c.public_key_file, f.public_key);
@@ -82,6 +84,11 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv, server::Server::Start(ws, config));
   std::cout << "loam serve: listening on " << srv->url() << " (workspace " << ws->id() << ")"
             << std::endl;
+  if (srv->health_port() != 0) {
+    std::cout << "loam serve: health listener on "
+              << config.health_listen.substr(0, config.health_listen.rfind(':')) << ":"
+              << srv->health_port() << std::endl;
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   std::cout << "loam serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
@@ -141,6 +148,9 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* serve = app.add_subcommand("serve", "serve the HTTP API (docs/server.md)");
   serve->add_option("--config", f->config, "JSON file with the settings below (flags win)");
   serve->add_option("--listen", f->listen, "HOST:PORT (default 127.0.0.1:8080; port 0: any)");
+  serve->add_option("--health-listen", f->health_listen,
+                    "HOST:PORT answering only /healthz, /readyz and /metrics, on threads of its "
+                    "own (default: none)");
   serve->add_option("--public-url", f->public_url,
                     "where clients reach this server, for upload URLs (default http://LISTEN)");
   serve->add_option("--workers", f->workers, "run workers in this process (default 2)");

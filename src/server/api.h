@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -32,6 +33,8 @@ struct ApiOptions {
   // A rows answer up to this size goes whole (Content-Length); a larger one
   // in chunks of about this size as the scan produces them.
   size_t rows_chunk = 256 << 10;
+  // Streamed (chunked) answers one principal reads at once; more are 429.
+  int max_streams_per_principal = 2;
   std::string openapi_json;  // served at /v1/openapi.json
   // One JSON line per request; nullptr: no access log.
   std::function<void(const std::string&)> access_log;
@@ -114,8 +117,26 @@ class Api : public HttpHandler {
   Response CancelRun(Call& c);
   Response RevertRun(Call& c);
 
+  // A principal's place among its streamed answers, held until destroyed.
+  class StreamSlot {
+   public:
+    StreamSlot(Api* api, std::string principal) : api_(api), principal_(std::move(principal)) {}
+    ~StreamSlot();
+    StreamSlot(const StreamSlot&) = delete;
+    StreamSlot& operator=(const StreamSlot&) = delete;
+    // OK and held, or `overloaded` (limit maxRowStreamsPerPrincipal).
+    Status Take();
+
+   private:
+    Api* api_;
+    std::string principal_;
+    bool held_ = false;
+  };
+
   service::Service* svc_;
   ApiOptions options_;
+  std::mutex streams_mu_;
+  std::map<std::string, int> streams_per_principal_;
   ServerMetrics metrics_;
   Router<RouteSpec> router_;
 };

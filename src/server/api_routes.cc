@@ -137,8 +137,12 @@ Response Api::GetRows(Call& c) {
   Response head{http::status::ok, 11};
   head.set(http::field::content_type, "application/x-ndjson");
   std::string pending;
+  StreamSlot slot(this, c.ctx.principal);
   const auto flush = [&]() -> Status {
-    if (!c.out->begun()) RETURN_NOT_OK(c.out->Begin(head));
+    if (!c.out->begun()) {
+      RETURN_NOT_OK(slot.Take());
+      RETURN_NOT_OK(c.out->Begin(head));
+    }
     Status s = c.out->Write(pending);
     pending.clear();
     return s;
@@ -156,6 +160,34 @@ Response Api::GetRows(Call& c) {
   if (s.ok()) s = c.out->End();
   if (!s.ok()) c.cut_short = ErrorCodeName(s.error_code());
   return head;  // the status that went out
+}
+
+Status Api::StreamSlot::Take() {
+  std::lock_guard lock(api_->streams_mu_);
+  int& mine = api_->streams_per_principal_[principal_];
+  if (mine >= api_->options_.max_streams_per_principal) {
+    const std::string cap = std::to_string(api_->options_.max_streams_per_principal);
+    return Status::ResourceExhausted(
+               "overloaded (maxRowStreamsPerPrincipal): this principal reads " + cap +
+               " streamed answers already; finish one, then repeat "
+               "the request after 1000 ms")
+        .WithErrorCode(ErrorCode::kOverloaded)
+        .WithDetail("limit", "maxRowStreamsPerPrincipal")
+        .WithDetail("retryAfterMillis", "1000")
+        .WithDetail("quota", cap);
+  }
+  ++mine;
+  held_ = true;
+  return Status::OK();
+}
+
+Api::StreamSlot::~StreamSlot() {
+  if (!held_) return;
+  std::lock_guard lock(api_->streams_mu_);
+  auto it = api_->streams_per_principal_.find(principal_);
+  if (it != api_->streams_per_principal_.end() && --it->second <= 0) {
+    api_->streams_per_principal_.erase(it);
+  }
 }
 
 Response Api::GetHistory(Call& c) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "server/body_pipe.h"
 
 namespace loam::server {
@@ -18,6 +19,7 @@ namespace loam::server {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
 
 class Session;
 
@@ -44,7 +46,9 @@ class HttpServer::Impl {
   // A chunked answer holds a handler thread while a client reads it: at most
   // max_chunked_answers at once, so slow readers cannot take every thread.
   bool AcquireStream() {
-    if (streams_.fetch_add(1) < options_.max_chunked_answers) return true;
+    const int cap = options_.max_chunked_answers > 0 ? options_.max_chunked_answers
+                                                     : std::max(1, options_.handler_threads / 2);
+    if (streams_.fetch_add(1) < cap) return true;
     streams_.fetch_sub(1);
     return false;
   }
@@ -68,7 +72,7 @@ class HttpServer::Impl {
 
   void RequestStarted() { in_flight_.fetch_add(1); }
   void RequestEnded();
-  void Unregister(uint64_t id);
+  void Unregister(uint64_t id, const asio::ip::address& client);
   // Streamed bodies still open at the end of Shutdown's drain are failed,
   // so no handler waits on a client forever.
   void RegisterPipe(std::weak_ptr<BodyPipe> pipe) {
@@ -85,6 +89,7 @@ class HttpServer::Impl {
   std::mutex mu_;
   std::condition_variable idle_;
   std::map<uint64_t, std::weak_ptr<Session>> sessions_;
+  std::map<asio::ip::address, int> per_client_;  // open connections by source address
   std::vector<std::weak_ptr<BodyPipe>> pipes_;
   uint64_t next_id_ = 0;
   bool shut_ = false;
@@ -116,11 +121,11 @@ class HttpServer::Impl {
 // Every step runs on the connection's strand.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, HttpServer::Impl* server, uint64_t id)
-      : stream_(std::move(socket)), server_(server), id_(id) {}
+  Session(tcp::socket socket, HttpServer::Impl* server, uint64_t id, asio::ip::address client)
+      : stream_(std::move(socket)), server_(server), id_(id), client_(std::move(client)) {}
   ~Session() {
     ReleaseBody();
-    server_->Unregister(id_);
+    server_->Unregister(id_, client_);
   }
 
   void Start() {
@@ -148,12 +153,15 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(options().header_limit);
     parser_->body_limit(boost::none);  // each route's limit is set once its header is read
     body_.clear();
+    body_started_ = {};
+    body_read_ = 0;
     pipe_.reset();
     body_complete_ = false;
     responded_ = false;
     chunked_ = false;
     chunked_complete_ = false;
-    stream_.expires_after(options().header_timeout);
+    stream_.expires_after(first_request_ ? options().first_request_timeout
+                                         : options().header_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
@@ -174,6 +182,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Refuse(http::status::bad_request,
                     Status::InvalidArgument("malformed request: " + ec.message()));
     }
+    first_request_ = false;
     busy_ = true;
     server_->RequestStarted();
     const RequestHeader& header = parser_->get().base();
@@ -229,8 +238,11 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->get().body().data = chunk_;
     parser_->get().body().size = sizeof(chunk_);
     stream_.expires_after(options().body_timeout);
+    if (body_started_ == SteadyClock::time_point()) body_started_ = SteadyClock::now();
     reading_ = true;
-    http::async_read(
+    // Each arrival is seen (not only a full buffer), so the rate is checked
+    // as the body trickles in.
+    http::async_read_some(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
@@ -245,6 +257,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == http::error::body_limit) return RefuseOverLimit();
     if (ec) return Abort();
     const size_t got = sizeof(chunk_) - parser_->get().body().size;
+    body_read_ += got;
+    if (!parser_->is_done() && TooSlow(body_started_, body_read_)) {
+      return Refuse(http::status::request_timeout,
+                    OverLimit("the request body arrived slower than the minimum rate of " +
+                              std::to_string(options().min_transfer_rate) + " bytes/s"));
+    }
     if (!pipe_) {
       // A body of unknown length (chunked) takes its room as it arrives.
       if (body_.size() + got > reserved_ && !Reserve(body_.size() + got - reserved_)) {
@@ -298,11 +316,26 @@ class Session : public std::enable_shared_from_this<Session> {
     Status Write(std::string_view chunk) override {
       if (!begun_ || ended_) return Status::Internal("a chunk outside a chunked answer");
       if (chunk.empty()) return Status::OK();  // a zero-size chunk would end the body
-      return Run([&](auto done) {
+      const auto start = SteadyClock::now();
+      RETURN_NOT_OK(Run([&](auto done) {
         const auto bytes = asio::buffer(chunk.data(), chunk.size());
         if (session_->unframed_) return session_->WriteBuffers(bytes, std::move(done));
         session_->WriteBuffers(http::make_chunk(bytes), std::move(done));
-      });
+      }));
+      // The client's pace: bytes over the time spent waiting for it to
+      // take them (the producer's own time is not counted).
+      written_ += chunk.size();
+      waited_ += SteadyClock::now() - start;
+      const HttpServerOptions& o = session_->options();
+      if (waited_ > o.rate_grace &&
+          static_cast<double>(written_) <
+              std::chrono::duration<double>(waited_).count() * o.min_transfer_rate) {
+        failed_ = true;
+        Release();
+        return Status::Unavailable("the client reads slower than the minimum rate of " +
+                                   std::to_string(o.min_transfer_rate) + " bytes/s");
+      }
+      return Status::OK();
     }
     Status End() override {
       if (!begun_ || ended_) return Status::Internal("a chunked answer ended twice");
@@ -344,6 +377,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return Status::Unavailable("the answer could not be sent: " + ec.message());
     }
     Session* session_;
+    uint64_t written_ = 0;
+    SteadyClock::duration waited_{};
     bool begun_ = false;
     bool ended_ = false;
     bool failed_ = false;
@@ -393,6 +428,15 @@ class Session : public std::enable_shared_from_this<Session> {
     // never read, so the connection closes after the answer.
     close_after_ = true;
     Write(pending_ ? std::move(*pending_) : std::move(r));
+  }
+
+  // Fewer than min_transfer_rate bytes a second since `since`, once the
+  // grace has passed.
+  bool TooSlow(SteadyClock::time_point since, uint64_t bytes) const {
+    const auto elapsed = SteadyClock::now() - since;
+    if (since == SteadyClock::time_point() || elapsed <= options().rate_grace) return false;
+    const double seconds = std::chrono::duration<double>(elapsed).count();
+    return static_cast<double>(bytes) < seconds * options().min_transfer_rate;
   }
 
   static Status OverLimit(std::string message) {
@@ -510,11 +554,15 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::tcp_stream stream_;
   HttpServer::Impl* server_;
   const uint64_t id_;
+  const asio::ip::address client_;
+  bool first_request_ = true;  // no request header has arrived yet
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::buffer_body>> parser_;
   HttpHandler::BodyPlan plan_;
   char chunk_[64 * 1024];
   std::string body_;
+  SteadyClock::time_point body_started_;  // the first read of this request's body
+  uint64_t body_read_ = 0;
   uint64_t reserved_ = 0;  // of the server's room for bodies, held by body_
   std::shared_ptr<BodyPipe> pipe_;
   std::optional<Response> pending_;   // a refusal, sent once the handler gives up the body
@@ -570,12 +618,19 @@ void HttpServer::Impl::Accept() {
     }
     {
       std::shared_ptr<Session> session;
-      {
+      beast::error_code peer_error;
+      const asio::ip::address client = socket.remote_endpoint(peer_error).address();
+      if (!peer_error) {
         std::lock_guard<std::mutex> lock(mu_);
-        if (static_cast<int>(sessions_.size()) < options_.max_connections) {
+        int& from_client = per_client_[client];
+        if (static_cast<int>(sessions_.size()) < options_.max_connections &&
+            from_client < options_.max_connections_per_client) {
           const uint64_t id = next_id_++;
-          session = std::make_shared<Session>(std::move(socket), this, id);
+          ++from_client;
+          session = std::make_shared<Session>(std::move(socket), this, id, client);
           sessions_[id] = session;
+        } else if (from_client == 0) {
+          per_client_.erase(client);
         }
       }
       if (session) session->Start();  // else the socket closes here
@@ -590,9 +645,12 @@ void HttpServer::Impl::RequestEnded() {
   idle_.notify_all();
 }
 
-void HttpServer::Impl::Unregister(uint64_t id) {
+void HttpServer::Impl::Unregister(uint64_t id, const asio::ip::address& client) {
   std::lock_guard<std::mutex> lock(mu_);
   sessions_.erase(id);
+  if (auto it = per_client_.find(client); it != per_client_.end() && --it->second <= 0) {
+    per_client_.erase(it);
+  }
   idle_.notify_all();
 }
 

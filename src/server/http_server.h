@@ -35,13 +35,25 @@ struct HttpServerOptions {
   // is read, so slow uploads never hold the threads of other routes.
   int upload_threads = 8;
   int max_connections = 1024;  // more are accepted and closed at once
+  // Connections from one source address at once; more are closed at once,
+  // so one client cannot fill the server.
+  int max_connections_per_client = 64;
   uint32_t header_limit = 16 * 1024;
   // The whole request header must arrive within this (also the keep-alive
   // idle time between requests).
   std::chrono::milliseconds header_timeout{30'000};
+  // A new connection's first request header must arrive within this: a
+  // socket opened and left silent goes sooner than a keep-alive one.
+  std::chrono::milliseconds first_request_timeout{10'000};
   // Each read of the body must progress within this.
   std::chrono::milliseconds body_timeout{30'000};
   std::chrono::milliseconds write_timeout{60'000};
+  // A request body, and a chunked answer, must move at least this many
+  // bytes per second on average once `rate_grace` has passed since it
+  // began: a slower body is answered 408 and its connection closed; a
+  // slower reader's answer is cut off.
+  uint32_t min_transfer_rate = 1024;
+  std::chrono::milliseconds rate_grace{10'000};
   // Streamed bodies: bytes held between the socket and the handler.
   size_t stream_buffer = 1 << 20;
   // Bodies read whole before their handler runs (JSON, inline data), summed
@@ -50,7 +62,8 @@ struct HttpServerOptions {
   uint64_t max_buffered_bytes = 256 << 20;
   // Chunked answers at once (each holds a handler thread while its client
   // reads); more are refused with `unavailable` before their first byte.
-  int max_chunked_answers = 4;
+  // 0: half the handler threads (at least one).
+  int max_chunked_answers = 0;
   // Shutdown waits this long for in-flight requests.
   std::chrono::milliseconds drain_timeout{60'000};
 };

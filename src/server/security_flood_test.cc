@@ -3,6 +3,8 @@
 // at once, the other routes keep answering, and nothing is lost.
 #include <sys/socket.h>
 
+#include <thread>
+
 #include "server/security_test_util.h"
 
 namespace loam::server {
@@ -20,6 +22,39 @@ constexpr auto kPatience = std::chrono::seconds(5);
 void BoundReads(tcp::socket& s) {
   const timeval tv{static_cast<time_t>(kPatience.count()), 0};
   ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+// A connection to the server from the loopback address `from` (all of
+// 127/8 reaches the server, each a client of its own).
+tcp::socket ConnectFrom(asio::io_context& ioc, uint16_t port, const char* from = "127.0.0.1") {
+  tcp::socket s(ioc);
+  s.open(tcp::v4());
+  s.bind({asio::ip::make_address(from), 0});
+  s.connect({asio::ip::make_address("127.0.0.1"), port});
+  BoundReads(s);
+  return s;
+}
+
+// What a GET on `s` answers (status 0 when none came before the bounded read ended).
+int GetStatus(tcp::socket& s, const std::string& target, const std::string& token = "") {
+  std::string head = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  if (!token.empty()) head += "Authorization: Bearer " + token + "\r\n";
+  beast::error_code ec;
+  asio::write(s, asio::buffer(head + "\r\n"), ec);
+  beast::flat_buffer buffer;
+  beast::http::response_parser<beast::http::string_body> parser;
+  parser.body_limit(1ull << 30);
+  beast::http::read(s, buffer, parser, ec);
+  return ec ? 0 : static_cast<int>(parser.get().result_int());
+}
+
+// How a connection the client keeps silent ends: eof when the server
+// closed it, would_block when the bounded read gave up first.
+beast::error_code WaitForClose(tcp::socket& s) {
+  char c;
+  beast::error_code ec;
+  s.read_some(asio::buffer(&c, 1), ec);
+  return ec;
 }
 
 // A request whose body stops part-way: its header, then the first `sent`
@@ -45,6 +80,16 @@ class StalledRequest {
     asio::write(socket_, asio::buffer(body_.data(), sent_));
   }
   bool continued() const { return continued_; }
+  // The server has answered (bytes wait to be read).
+  bool Answered() { return socket_.available() > 0; }
+  // Sends `n` more bytes of the body; false when the server closed.
+  bool Send(size_t n) {
+    n = std::min(n, body_.size() - sent_);
+    beast::error_code ec;
+    asio::write(socket_, asio::buffer(body_.data() + sent_, n), ec);
+    sent_ += n;
+    return !ec;
+  }
   // Sends the rest of the body; the answer.
   HttpResult Finish() {
     beast::error_code ec;
@@ -211,6 +256,118 @@ TEST_F(FloodTest, BodiesOverTheServersRoomAreRefusedUntilItFrees) {
   ASSERT_EQ(again.status, 202) << again.body;
   EXPECT_EQ(WaitRun(again.Json()["id"])["state"], "succeeded");
   EXPECT_EQ(TableState().second, 70'000);
+}
+
+// One client (a source address) holds at most maxConnectionsPerClient
+// connections: more are closed at once while other clients are served; a
+// socket that never sends a request goes after firstRequestTimeout; and the
+// health listener answers probes whatever the main listener carries.
+TEST_F(FloodTest, IdleSocketsOfOneClientAreCappedAndProbesKeepTheirOwnListener) {
+  config_.http.max_connections_per_client = 4;
+  config_.http.first_request_timeout = std::chrono::hours(1);
+  config_.health_listen = "127.0.0.1:0";
+  asio::io_context ioc;
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(ConnectFrom(ioc, Port()));
+  tcp::socket fifth = ConnectFrom(ioc, Port());
+  EXPECT_EQ(WaitForClose(fifth), asio::error::eof);
+  tcp::socket other = ConnectFrom(ioc, Port(), "127.0.0.2");
+  EXPECT_EQ(GetStatus(other, "/healthz"), 200);
+  for (const char* probe : {"/healthz", "/readyz", "/metrics"}) {
+    tcp::socket s = ConnectFrom(ioc, Srv().health_port());
+    EXPECT_EQ(GetStatus(s, probe), 200) << probe;
+  }
+  tcp::socket s = ConnectFrom(ioc, Srv().health_port());
+  EXPECT_EQ(GetStatus(s, "/v1/tables", Token("ada")), 404);  // probes only there
+}
+
+TEST_F(FloodTest, SocketsThatNeverSendARequestAreClosedEarly) {
+  config_.http.first_request_timeout = std::chrono::milliseconds(200);
+  asio::io_context ioc;
+  tcp::socket silent = ConnectFrom(ioc, Port());
+  EXPECT_EQ(WaitForClose(silent), asio::error::eof);  // long before the 30 s header timeout
+}
+
+// A body slower than minTransferRate (after the grace) is answered 408 and
+// stores nothing; the same ticket then takes its body at a normal pace.
+TEST_F(FloodTest, UploadBodiesBelowTheMinimumRateAreCutOff) {
+  config_.http.min_transfer_rate = 1 << 20;
+  config_.http.rate_grace = std::chrono::milliseconds(100);
+  const std::string pipeline = MakePipeline();
+  const std::string data = Csv(0, 2000);
+  const json ticket = Ticket(pipeline, data);
+  StalledRequest slow(Port(), Head("PUT", Target(ticket)), data, 100, true);
+  ASSERT_TRUE(slow.continued());
+  HttpResult answer;
+  // The client's pace: 100 bytes every 30 ms (about 3 KB/s).
+  for (size_t sent = 100; answer.status == 0 && sent + 100 < data.size(); sent += 100) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (!slow.Send(100) || slow.Answered()) answer = slow.ReadAnswer();
+  }
+  if (answer.status == 0) answer = slow.ReadAnswer();
+  EXPECT_EQ(answer.status, 408) << answer.body;
+  EXPECT_EQ(answer.Json()["code"], "limit_exceeded");
+  const std::string id = ticket["uploadId"];
+  EXPECT_EQ(Call("ada", "GET", "/v1/uploads/" + id, "/v1/uploads/{uploadId}").Json()["received"],
+            false);
+  EXPECT_EQ(Put(Target(ticket), data).status, 200);
+}
+
+// A principal reads at most maxStreamsPerPrincipal streamed answers at
+// once (429 beyond, with the limit named), while another principal's
+// stream is served; a reader slower than the minimum rate is cut off.
+TEST_F(FloodTest, RowStreamsAreCappedPerPrincipalAndSlowReadersCutOff) {
+  const std::string pipeline = MakePipeline();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(LoadInline(pipeline, "k" + std::to_string(i), Csv(i * 100'000, 100'000))["state"],
+              "succeeded");
+  }
+  config_.http.min_transfer_rate = 32 << 20;
+  config_.http.rate_grace = std::chrono::milliseconds(100);
+  server_.reset();
+  asio::io_context ioc;
+  const std::string rows = "/v1/tables/orders/rows";
+  // Two streams begun (their heads read) and left unread.
+  std::vector<tcp::socket> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(ConnectFrom(ioc, Port()));
+    const std::string head = "GET " + rows + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                             Token("ada") + "\r\n\r\n";
+    asio::write(held.back(), asio::buffer(head));
+    beast::flat_buffer buffer;
+    beast::http::response_parser<beast::http::string_body> parser;
+    beast::error_code ec;
+    beast::http::read_header(held.back(), buffer, parser, ec);
+    ASSERT_FALSE(ec);
+    ASSERT_EQ(parser.get().result_int(), 200u);
+  }
+  HttpResult third = Call("ada", "GET", rows, "/v1/tables/{name}/rows");
+  EXPECT_EQ(third.status, 429) << third.body;
+  EXPECT_EQ(third.Json()["limit"], "maxRowStreamsPerPrincipal");
+  EXPECT_FALSE(third.Header("retry-after").empty());
+  tcp::socket rex = ConnectFrom(ioc, Port());
+  EXPECT_EQ(GetStatus(rex, rows, Token("rex")), 200);  // read whole at once
+  // rex again, reading 64 KiB every 20 ms (at most about 3 MiB/s): the
+  // answer stops before its last chunk (the client still reads what the
+  // sockets' buffers hold first).
+  tcp::socket slow = ConnectFrom(ioc, Port());
+  asio::write(slow, asio::buffer("GET " + rows + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                 Token("rex") + "\r\n\r\n"));
+  // Raw reads: the answer is complete only if its last chunk came.
+  std::string tail;
+  std::vector<char> chunk(64 << 10);
+  beast::error_code ec;
+  size_t got = 0;
+  while (!ec) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const size_t n = slow.read_some(asio::buffer(chunk), ec);
+    got += n;
+    tail = (tail + std::string(chunk.data(), n));
+    if (tail.size() > 16) tail = tail.substr(tail.size() - 16);
+  }
+  for (tcp::socket& h : held) h.close();  // their writes fail: the server drains at once
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  EXPECT_FALSE(tail.ends_with("\r\n0\r\n\r\n")) << "read " << got << " bytes whole, slowly";
 }
 
 }  // namespace

@@ -30,6 +30,34 @@ Result<std::string> ReadSecret(const std::string& path, const char* what) {
   return s;
 }
 
+// The health listener's handler: the API's probes, and 404 for anything else.
+class ProbesOnly : public HttpHandler {
+ public:
+  explicit ProbesOnly(Api* api) : api_(api) {}
+  BodyPlan PlanBody(const RequestHeader&) override { return {false, 0, {}}; }
+  Response Handle(const Request& request, ChunkedBody& out) override {
+    const std::string_view target = request.target();
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (request.method() == http::verb::get &&
+        (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
+      return api_->Handle(request, out);
+    }
+    return api_->Refuse(request.base(), http::status::not_found,
+                        Status::NotFound("the health listener answers only /healthz, /readyz "
+                                         "and /metrics"));
+  }
+  Response HandleStream(const RequestHeader& header, ByteSource&) override {
+    return api_->Refuse(header, http::status::not_found,
+                        Status::NotFound("the health listener takes no bodies"));
+  }
+  Response Refuse(const RequestHeader& header, http::status status, const Status& why) override {
+    return api_->Refuse(header, status, why);
+  }
+
+ private:
+  Api* api_;
+};
+
 Result<std::pair<std::string, uint16_t>> SplitListen(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
@@ -80,6 +108,9 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("handlerThreads", &c.http.handler_threads, 1, 1024));
   RETURN_NOT_OK(o.Int("maxConnections", &c.http.max_connections, 1, 1 << 20));
   RETURN_NOT_OK(o.Int("uploadThreads", &c.http.upload_threads, 1, 1024));
+  RETURN_NOT_OK(o.Int("maxConnectionsPerClient", &c.http.max_connections_per_client, 1, 1 << 20));
+  RETURN_NOT_OK(o.Int("maxStreamsPerPrincipal", &c.max_streams_per_principal, 1, 1024));
+  RETURN_NOT_OK(o.Int("minTransferRate", &c.http.min_transfer_rate, 1, int64_t{1} << 30));
   RETURN_NOT_OK(
       o.Int("maxBufferedBodyBytes", &c.http.max_buffered_bytes, 1 << 20, int64_t{1} << 40));
   RETURN_NOT_OK(o.String("authHs256SecretFile", &c.hs256_secret_file));
@@ -90,6 +121,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("authLeewaySeconds", &c.leeway_seconds, 0, 300));
   RETURN_NOT_OK(o.String("uploadSecretFile", &c.upload_secret_file));
   RETURN_NOT_OK(o.Bool("accessLog", &c.access_log));
+  RETURN_NOT_OK(o.String("healthListen", &c.health_listen));
   if (const nlohmann::json* a = o.Field("admission"); a != nullptr) {
     if (!a->is_object()) return o.Bad("admission", "an object");
     StrictObject ao(*a, path + " admission");
@@ -160,6 +192,7 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   ApiOptions ao;
   ao.verifier = std::move(verifier);
   ao.openapi_json = std::move(openapi);
+  ao.max_streams_per_principal = config.max_streams_per_principal;
   if (config.access_log) {
     ao.access_log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
   }
@@ -172,8 +205,22 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   ASSIGN_OR_RETURN(server->http_, HttpServer::Bind(ho, server->api_.get()));
   server->url_ = "http://" + listen.first + ":" + std::to_string(server->http_->port());
   server->api_->set_public_url(config.public_url.empty() ? server->url_ : config.public_url);
+  if (!config.health_listen.empty()) {
+    ASSIGN_OR_RETURN(auto health, SplitListen(config.health_listen));
+    HttpServerOptions hho;
+    hho.address = health.first;
+    hho.port = health.second;
+    hho.io_threads = 1;
+    hho.handler_threads = 2;
+    hho.upload_threads = 1;
+    hho.max_connections = 64;
+    hho.max_connections_per_client = 16;
+    server->health_handler_ = std::make_unique<ProbesOnly>(server->api_.get());
+    ASSIGN_OR_RETURN(server->health_http_, HttpServer::Bind(hho, server->health_handler_.get()));
+  }
   server->service_->StartWorkers();
   server->http_->Serve();
+  if (server->health_http_) server->health_http_->Serve();
   return server;
 }
 
@@ -181,6 +228,7 @@ Server::~Server() { Shutdown(); }
 
 void Server::Shutdown() {
   if (http_) http_->Shutdown();
+  if (health_http_) health_http_->Shutdown();
   if (service_) service_->Stop();
 }
 

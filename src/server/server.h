@@ -34,6 +34,12 @@ struct ServerConfig {
   // the HS256 secret, else random per process (one server per local root).
   std::string upload_secret_file;
   bool access_log = true;  // one JSON line per request on stderr
+  // Another HOST:PORT that answers only /healthz, /readyz and /metrics, with
+  // threads and connections of its own, so probes answer whatever floods
+  // the main listener ("" = none).
+  std::string health_listen;
+  // Streamed row answers one principal reads at once.
+  int max_streams_per_principal = 2;
   service::ServiceLimits limits;
 
   // A --config FILE: a JSON object with these fields in camelCase.
@@ -52,6 +58,8 @@ class Server {
 
   uint16_t port() const { return http_->port(); }
   const std::string& url() const { return url_; }
+  // The health listener's port (0 without one).
+  uint16_t health_port() const { return health_http_ ? health_http_->port() : 0; }
   service::Service& service() { return *service_; }
   // Stops accepting, answers the requests in flight, then lets the workers
   // finish their runs; queued runs stay queued for the next server.
@@ -61,7 +69,9 @@ class Server {
   Server() = default;
   std::unique_ptr<service::Service> service_;
   std::unique_ptr<Api> api_;
+  std::unique_ptr<HttpHandler> health_handler_;  // the health listener's: probes only
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<HttpServer> health_http_;
   std::string url_;
 };
 
