@@ -23,6 +23,87 @@ using SteadyClock = std::chrono::steady_clock;
 
 class Session;
 
+// RFC 9112 framing the parser lets through but a server must refuse: the
+// refusal's status and reason, or nullopt. Also rewrites an absolute-form
+// target ("http://host/path") to its path, which a server must accept.
+// Fewer than min_transfer_rate bytes a second over `waited` (the time spent
+// waiting on the client), once that is past the grace.
+bool BelowRate(const HttpServerOptions& o, SteadyClock::duration waited, uint64_t bytes) {
+  return waited > o.rate_grace &&
+         static_cast<double>(bytes) < std::chrono::duration<double>(waited).count() *
+                                          static_cast<double>(o.min_transfer_rate);
+}
+
+struct FramingRefusal {
+  http::status status;
+  Status why;
+};
+
+bool IsToken(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The comma-separated elements of every `field` header, trimmed.
+std::vector<std::string> ListElements(const http::fields& h, http::field field) {
+  std::vector<std::string> out;
+  for (auto it = h.find(field); it != h.end() && it->name() == field; ++it) {
+    std::string_view rest = it->value();
+    while (true) {
+      const size_t comma = rest.find(',');
+      std::string_view one = rest.substr(0, comma);
+      while (!one.empty() && (one.front() == ' ' || one.front() == '\t')) one.remove_prefix(1);
+      while (!one.empty() && (one.back() == ' ' || one.back() == '\t')) one.remove_suffix(1);
+      out.emplace_back(one);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  return out;
+}
+
+std::optional<FramingRefusal> CheckFraming(http::request<http::buffer_body>& h) {
+  const auto bad = [](std::string m) {
+    return FramingRefusal{http::status::bad_request, Status::InvalidArgument(std::move(m))};
+  };
+  const size_t hosts = h.count(http::field::host);
+  if (h.version() >= 11 && hosts != 1) {
+    return bad("an HTTP/1.1 request needs exactly one Host header (it has " +
+               std::to_string(hosts) + ")");
+  }
+  const std::string target(h.target());
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() > scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
+      const size_t path = target.find('/', scheme.size());
+      h.target(path == std::string::npos ? std::string("/") : target.substr(path));
+      break;
+    }
+  }
+  if (h.find(http::field::transfer_encoding) == h.end()) return std::nullopt;
+  if (h.version() < 11) return bad("Transfer-Encoding is not allowed in an HTTP/1.0 request");
+  if (h.find(http::field::content_length) != h.end()) {
+    return bad("a request may not carry both Transfer-Encoding and Content-Length");
+  }
+  const std::vector<std::string> codings = ListElements(h, http::field::transfer_encoding);
+  for (const std::string& c : codings) {
+    if (!IsToken(c)) return bad("Transfer-Encoding '" + c + "' is not a transfer coding");
+    if (!beast::iequals(c, "chunked")) {
+      return FramingRefusal{http::status::not_implemented,
+                            Status::Unimplemented("transfer coding '" + c +
+                                                  "' is not supported; send the body with "
+                                                  "Content-Length or Transfer-Encoding: chunked")};
+    }
+  }
+  if (codings.size() != 1) return bad("Transfer-Encoding must name chunked exactly once");
+  return std::nullopt;
+}
+
 class HttpServer::Impl {
  public:
   Impl(const HttpServerOptions& options, HttpHandler* handler)
@@ -153,7 +234,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(options().header_limit);
     parser_->body_limit(boost::none);  // each route's limit is set once its header is read
     body_.clear();
-    body_started_ = {};
+    body_waited_ = {};
     body_read_ = 0;
     pipe_.reset();
     body_complete_ = false;
@@ -183,6 +264,9 @@ class Session : public std::enable_shared_from_this<Session> {
                     Status::InvalidArgument("malformed request: " + ec.message()));
     }
     first_request_ = false;
+    if (std::optional<FramingRefusal> f = CheckFraming(parser_->get())) {
+      return Refuse(f->status, f->why);
+    }
     busy_ = true;
     server_->RequestStarted();
     const RequestHeader& header = parser_->get().base();
@@ -209,6 +293,12 @@ class Session : public std::enable_shared_from_this<Session> {
             asio::post(self->stream_.get_executor(),
                        [self, r = std::move(r)]() mutable { self->OnStreamHandled(std::move(r)); });
           });
+    } else if (length && *length > options().max_buffered_bytes) {
+      // It could never fit the room: 413, not a retry.
+      return Refuse(
+          http::status::payload_too_large,
+          OverLimit("the request body is over the " + std::to_string(options().max_buffered_bytes) +
+                    " bytes this server holds for bodies at once"));
     } else if (length && !Reserve(*length)) {
       return RefuseBuffersFull();
     }
@@ -238,7 +328,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->get().body().data = chunk_;
     parser_->get().body().size = sizeof(chunk_);
     stream_.expires_after(options().body_timeout);
-    if (body_started_ == SteadyClock::time_point()) body_started_ = SteadyClock::now();
+    read_began_ = SteadyClock::now();
     reading_ = true;
     // Each arrival is seen (not only a full buffer), so the rate is checked
     // as the body trickles in.
@@ -255,10 +345,16 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (ec == http::error::body_limit) return RefuseOverLimit();
+    if (ec && ec.category() == beast::error_code(http::error::bad_chunk).category() &&
+        ec != http::error::partial_message) {
+      return Refuse(http::status::bad_request,
+                    Status::InvalidArgument("malformed request body: " + ec.message()));
+    }
     if (ec) return Abort();
     const size_t got = sizeof(chunk_) - parser_->get().body().size;
     body_read_ += got;
-    if (!parser_->is_done() && TooSlow(body_started_, body_read_)) {
+    body_waited_ += SteadyClock::now() - read_began_;
+    if (!parser_->is_done() && BelowRate(options(), body_waited_, body_read_)) {
       return Refuse(http::status::request_timeout,
                     OverLimit("the request body arrived slower than the minimum rate of " +
                               std::to_string(options().min_transfer_rate) + " bytes/s"));
@@ -327,9 +423,7 @@ class Session : public std::enable_shared_from_this<Session> {
       written_ += chunk.size();
       waited_ += SteadyClock::now() - start;
       const HttpServerOptions& o = session_->options();
-      if (waited_ > o.rate_grace &&
-          static_cast<double>(written_) <
-              std::chrono::duration<double>(waited_).count() * o.min_transfer_rate) {
+      if (BelowRate(o, waited_, written_)) {
         failed_ = true;
         Release();
         return Status::Unavailable("the client reads slower than the minimum rate of " +
@@ -430,15 +524,6 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(pending_ ? std::move(*pending_) : std::move(r));
   }
 
-  // Fewer than min_transfer_rate bytes a second since `since`, once the
-  // grace has passed.
-  bool TooSlow(SteadyClock::time_point since, uint64_t bytes) const {
-    const auto elapsed = SteadyClock::now() - since;
-    if (since == SteadyClock::time_point() || elapsed <= options().rate_grace) return false;
-    const double seconds = std::chrono::duration<double>(elapsed).count();
-    return static_cast<double>(bytes) < seconds * options().min_transfer_rate;
-  }
-
   static Status OverLimit(std::string message) {
     return Status::ResourceExhausted(std::move(message)).WithErrorCode(ErrorCode::kLimitExceeded);
   }
@@ -494,6 +579,10 @@ class Session : public std::enable_shared_from_this<Session> {
     auto res = std::make_shared<Response>(std::move(r));
     res->version(11);
     res->keep_alive(!close_after_ && !server_->stopping() && parser_->get().keep_alive());
+    // An HTTP/1.0 client keeps the connection only when told so.
+    if (res->keep_alive() && parser_->get().version() < 11) {
+      res->set(http::field::connection, "keep-alive");
+    }
     res->prepare_payload();
     stream_.expires_after(options().write_timeout);
     http::async_write(stream_, *res,
@@ -561,7 +650,10 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpHandler::BodyPlan plan_;
   char chunk_[64 * 1024];
   std::string body_;
-  SteadyClock::time_point body_started_;  // the first read of this request's body
+  // Time spent waiting for this request's body to arrive (not while the
+  // handler held it back), and when the read in flight began.
+  SteadyClock::duration body_waited_{};
+  SteadyClock::time_point read_began_;
   uint64_t body_read_ = 0;
   uint64_t reserved_ = 0;  // of the server's room for bodies, held by body_
   std::shared_ptr<BodyPipe> pipe_;

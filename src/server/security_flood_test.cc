@@ -1,6 +1,8 @@
-// Floods over real sockets: upload bodies that stall, bodies sent without a
-// valid token, and more body bytes than the server's room. Each is refused
-// at once, the other routes keep answering, and nothing is lost.
+// Floods and framing over real sockets: upload bodies that stall or
+// trickle, idle sockets, bodies sent without a valid token, more body bytes
+// than the server's room, unread row streams; and requests framed against
+// RFC 9112 (smuggling through Transfer-Encoding, malformed chunks, Host).
+// Each is refused at once, the other routes keep answering, nothing is lost.
 #include <sys/socket.h>
 
 #include <thread>
@@ -127,6 +129,15 @@ class StalledRequest {
 
 class FloodTest : public SecurityTest {
  protected:
+  // Returns once `n` upload bodies hold their slots in the service (bounded).
+  bool UploadsReceiving(size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (Srv().service().UploadsReceiving() != n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
   std::string Head(const std::string& method, const std::string& target,
                    const std::string& sub = "", const std::string& type = "") {
     std::string head = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
@@ -173,7 +184,7 @@ TEST_F(FloodTest, StalledUploadsHoldOnlyUploadSlotsAndEveryExtraBodyIsRefusedAtO
   const std::string pipeline = MakePipeline();
   std::vector<std::string> data;
   std::vector<json> tickets;
-  for (int i = 0; i < 2; ++i) {  // about 9 MB of rows: more than a socket's buffers hold
+  for (int i = 0; i < 4; ++i) {
     data.push_back(Csv(i * 100, 50));
     tickets.push_back(Ticket(pipeline, data.back(), i < 3 ? "ada" : "bob"));
   }
@@ -184,6 +195,7 @@ TEST_F(FloodTest, StalledUploadsHoldOnlyUploadSlotsAndEveryExtraBodyIsRefusedAtO
                                                        data[i], data[i].size() / 2, true));
     ASSERT_TRUE(stalled.back()->continued());
   }
+  ASSERT_TRUE(UploadsReceiving(2));  // both handlers hold their tickets
   ExpectOtherRoutesAnswer();
   // The same ticket again while its body arrives: 409, at once.
   HttpResult twice = Put(Target(tickets[0]), data[0]);
@@ -199,6 +211,7 @@ TEST_F(FloodTest, StalledUploadsHoldOnlyUploadSlotsAndEveryExtraBodyIsRefusedAtO
   stalled.push_back(
       std::make_unique<StalledRequest>(Port(), Head("PUT", Target(tickets[3])), data[3], 10, true));
   ASSERT_TRUE(stalled.back()->continued());
+  ASSERT_TRUE(UploadsReceiving(3));
   HttpResult full = Put(Target(tickets[2]), data[2]);
   EXPECT_EQ(full.status, 503) << full.body;
   EXPECT_EQ(full.Json()["code"], "unavailable");
@@ -208,7 +221,7 @@ TEST_F(FloodTest, StalledUploadsHoldOnlyUploadSlotsAndEveryExtraBodyIsRefusedAtO
   // takes its body now.
   for (auto& s : stalled) EXPECT_EQ(s->Finish().status, 200);
   EXPECT_EQ(Put(Target(tickets[2]), data[2]).status, 200);
-  for (int i = 0; i < 2; ++i) {  // about 9 MB of rows: more than a socket's buffers hold
+  for (int i = 0; i < 4; ++i) {
     const std::string id = tickets[i]["uploadId"];
     HttpResult got =
         Call(i < 3 ? "ada" : "bob", "GET", "/v1/uploads/" + id, "/v1/uploads/{uploadId}");
@@ -371,6 +384,101 @@ TEST_F(FloodTest, RowStreamsAreCappedPerPrincipalAndSlowReadersCutOff) {
   for (tcp::socket& h : held) h.close();  // their writes fail: the server drains at once
   EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
   EXPECT_FALSE(tail.ends_with("\r\n0\r\n\r\n")) << "read " << got << " bytes whole, slowly";
+}
+
+// Everything the server sends on `s` until it closes (or the bounded read ends).
+std::string ReadUntilClosed(tcp::socket& s) {
+  std::string out;
+  char buf[4096];
+  beast::error_code ec;
+  for (size_t n; (n = s.read_some(asio::buffer(buf), ec)), !ec;) out.append(buf, n);
+  return out;
+}
+
+// The status lines in `answers`, in order.
+std::vector<std::string> StatusLines(const std::string& answers) {
+  std::vector<std::string> out;
+  for (size_t at = answers.find("HTTP/1."); at != std::string::npos;
+       at = answers.find("HTTP/1.", at + 1)) {
+    if (at == 0 || answers.compare(at - 2, 2, "\r\n") == 0) out.push_back(answers.substr(at, 12));
+  }
+  return out;
+}
+
+// A Transfer-Encoding other than exactly "chunked" is refused (501 for a
+// coding Loam does not take, 400 for a malformed one) and the connection
+// closes: what follows is never read as another request.
+TEST_F(FloodTest, TransferEncodingsOtherThanChunkedAreRefusedAndNothingIsSmuggled) {
+  const std::string auth = "Authorization: Bearer " + Token("ada") + "\r\n";
+  const std::string smuggled = "GET /v1/tables HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n";
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"Transfer-Encoding: gzip\r\n", 501},
+      {"Transfer-Encoding: identity\r\n", 501},
+      {"Transfer-Encoding: chunked, gzip\r\n", 501},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+      {"Transfer-Encoding: \r\n", 400},
+      {"Transfer-Encoding: \"chunked\"\r\n", 400},
+      {"Transfer-Encoding: chunked, chunked\r\n", 400},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", 400},
+  };
+  asio::io_context ioc;
+  for (const auto& [field, status] : cases) {
+    tcp::socket s = ConnectFrom(ioc, Port());
+    asio::write(s, asio::buffer("POST /v1/pipelines HTTP/1.1\r\nHost: x\r\n" + auth +
+                                "Content-Type: application/json\r\n" + field + "\r\n" + smuggled));
+    const std::vector<std::string> lines = StatusLines(ReadUntilClosed(s));
+    ASSERT_EQ(lines.size(), 1u) << field;
+    EXPECT_EQ(lines[0], "HTTP/1.1 " + std::to_string(status)) << field;
+  }
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 0u);
+}
+
+// Chunk sizes that are not plain hex within range are 400, not a silent close.
+TEST_F(FloodTest, MalformedChunkSizesAre400) {
+  asio::io_context ioc;
+  for (const std::string size : {"11111111111111111", "-2", "0x2", " 2", "zz"}) {
+    tcp::socket s = ConnectFrom(ioc, Port());
+    asio::write(s, asio::buffer("POST /v1/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                Token("ada") +
+                                "\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+                                "chunked\r\n\r\n" +
+                                size + "\r\n{}\r\n0\r\n\r\n"));
+    const std::vector<std::string> lines = StatusLines(ReadUntilClosed(s));
+    ASSERT_EQ(lines.size(), 1u) << size;
+    EXPECT_EQ(lines[0], "HTTP/1.1 400") << size;
+  }
+}
+
+// Host: exactly one in HTTP/1.1 (none is fine in HTTP/1.0); absolute-form
+// targets are served; an HTTP/1.0 keep-alive answer says so and keeps the
+// connection.
+TEST_F(FloodTest, HostAbsoluteTargetsAndHttp10KeepAliveFollowTheRfc) {
+  asio::io_context ioc;
+  const auto once = [&](const std::string& request) {
+    tcp::socket s = ConnectFrom(ioc, Port());
+    asio::write(s, asio::buffer(request));
+    const std::vector<std::string> lines = StatusLines(ReadUntilClosed(s));
+    return lines.empty() ? std::string() : lines[0];
+  };
+  EXPECT_EQ(once("GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n"), "HTTP/1.1 400");
+  EXPECT_EQ(once("GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 400");
+  EXPECT_EQ(once("GET /healthz HTTP/1.0\r\n\r\n"), "HTTP/1.1 200");
+  EXPECT_EQ(once("GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Connection: close\r\n\r\n"),
+            "HTTP/1.1 200");
+  tcp::socket s = ConnectFrom(ioc, Port());
+  beast::flat_buffer buffer;
+  for (int i = 0; i < 2; ++i) {
+    asio::write(
+        s, asio::buffer(std::string("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")));
+    beast::http::response_parser<beast::http::string_body> parser;
+    beast::error_code ec;
+    beast::http::read(s, buffer, parser, ec);
+    ASSERT_FALSE(ec) << "request " << i << ": " << ec.message();
+    EXPECT_EQ(parser.get().result_int(), 200u);
+    EXPECT_TRUE(beast::iequals(parser.get()[beast::http::field::connection], "keep-alive"));
+  }
 }
 
 }  // namespace

@@ -238,6 +238,11 @@ Result<Admission::UploadSlot> Admission::ReceiveUpload(const std::string& upload
   return UploadSlot(this, upload_id);
 }
 
+size_t Admission::ReceivingUploads() const {
+  std::lock_guard lock(mu_);
+  return receiving_.size();
+}
+
 Admission::UploadSlot::~UploadSlot() {
   if (owner_ == nullptr) return;
   std::lock_guard lock(owner_->mu_);

@@ -62,6 +62,8 @@ class Admission {
   // `conflict`) and a principal at most maxReceivingUploadsPerPrincipal
   // (`overloaded`, limit "maxReceivingUploads").
   Result<UploadSlot> ReceiveUpload(const std::string& upload_id, const std::string& principal);
+  // Upload bodies being received now.
+  size_t ReceivingUploads() const;
   // A run finished: feeds the throughput estimate.
   void RecordRun(int64_t bytes, int64_t micros);
   // Measured bytes per second and mean run time (defaults until measured).

@@ -224,6 +224,8 @@ class Service {
   bool RecordSweepUnderway();
   // The shared queue as admission sees it (a LIST at most queue_view old).
   Result<QueueLoad> QueueLoadNow() { return CurrentLoad(); }
+  // Upload bodies this process is receiving now.
+  size_t UploadsReceiving() const { return admission_.ReceivingUploads(); }
   // Runs this process's workers hold the lease of now.
   int64_t RunsActive() {
     std::lock_guard lock(mu_);
@@ -366,10 +368,18 @@ class Service {
   // after the last listing began.
   std::map<std::string, PendingRun> pending_;
   uint64_t settles_ = 0;
-  std::mutex admit_mu_;         // one admission decision at a time
-  std::mutex sweep_mu_;         // one record sweep at a time
-  std::string request_cursor_;  // where the next sweep's pages start
-  std::string source_cursor_;
+  std::mutex admit_mu_;  // one admission decision at a time
+  std::mutex sweep_mu_;  // one record sweep at a time
+  // The record sweep's pass: where each kind's next page starts, and
+  // whether its listing ended.
+  struct SweepPass {
+    bool underway = false;
+    std::string request_cursor;
+    std::string source_cursor;
+    bool requests_done = false;
+    bool sources_done = false;
+  };
+  SweepPass pass_;
   std::vector<std::thread> threads_;
 };
 

@@ -416,6 +416,12 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
           .WithDetail("run", known->run_id)
           .WithDetail("retryAfterMillis", "1000");
     }
+    if (known->expires_micros < now) {
+      // Past its retention the key's run may have been swept (run records go
+      // after their key): the request is a new one, as the retention says.
+      RETURN_NOT_OK(requests_.Delete(*known));
+      return Submit(ctx, pipeline_id, key, fingerprint, body);
+    }
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
     ASSIGN_OR_RETURN(SubmitBody b, body());

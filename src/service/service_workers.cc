@@ -99,14 +99,15 @@ void Service::MaintenanceLoop() {
     }
     Result<CleanupReport> cleaned = RunCleanerOnce();
     if (!cleaned.ok()) LOAM_LOG_WARN("cleaner: {}", cleaned.status().ToString());
-    // A pass over the records takes a page per round until it ends.
-    const bool record_pass_underway = RecordSweepUnderway();
-    if (WallMicros() >= next_sweep || record_pass_underway) {
-      if (!record_pass_underway) {
-        next_sweep = WallMicros() + kSweepEveryMicros;
-        Result<SweepReport> swept = SweepStaging();
-        if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
-      }
+    // Hourly: the staging sweep, and a pass over the records, which then
+    // takes a page of each kind per round until it ends.
+    const bool start_pass = WallMicros() >= next_sweep;
+    if (start_pass) {
+      next_sweep = WallMicros() + kSweepEveryMicros;
+      Result<SweepReport> swept = SweepStaging();
+      if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
+    }
+    if (start_pass || RecordSweepUnderway()) {
       Result<int64_t> records = SweepRecords();
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
@@ -302,17 +303,36 @@ Status Service::FenceAbandoned(const RequestRecord& r) {
 
 bool Service::RecordSweepUnderway() {
   std::lock_guard lock(sweep_mu_);
-  return !request_cursor_.empty() || !source_cursor_.empty();
+  return pass_.underway;
 }
 
+// A pass lists each kind once, a page per call; a kind whose page fails
+// ends its part of the pass (the next pass starts it again), so one bad
+// record never holds the others or the pass.
 Result<int64_t> Service::SweepRecords() {
   std::lock_guard lock(sweep_mu_);
-  ASSIGN_OR_RETURN(int64_t requests, SweepRequestPage());
-  ASSIGN_OR_RETURN(int64_t sources, SweepSourcePage());
-  const int64_t now = options_.clock->NowMicros();
-  ASSIGN_OR_RETURN(int64_t uploads,
-                   uploads_.SweepExpired(now, options_.limits.staging_grace_seconds * 1'000'000));
-  return requests + sources + uploads;
+  int64_t removed = 0;
+  Status first_error;
+  if (!pass_.underway) {
+    pass_ = {};
+    pass_.underway = true;
+    Result<int64_t> uploads = uploads_.SweepExpired(
+        options_.clock->NowMicros(), options_.limits.staging_grace_seconds * 1'000'000);
+    if (uploads.ok()) removed += *uploads;
+    first_error = uploads.status();
+  }
+  const auto step = [&](bool* done, Result<int64_t> (Service::*page)()) {
+    if (*done) return;
+    Result<int64_t> r = (this->*page)();
+    if (r.ok()) removed += *r;
+    if (!r.ok() && first_error.ok()) first_error = r.status();
+    *done = !r.ok() || *done;
+  };
+  step(&pass_.requests_done, &Service::SweepRequestPage);
+  step(&pass_.sources_done, &Service::SweepSourcePage);
+  if (pass_.requests_done && pass_.sources_done) pass_.underway = false;
+  if (!first_error.ok()) return first_error;
+  return removed;
 }
 
 // One page of idempotency records: a reservation whose run never appeared
@@ -323,8 +343,9 @@ Result<int64_t> Service::SweepRequestPage() {
   const int64_t now = options_.clock->NowMicros();
   const int64_t abandoned = 10 * options_.in_flight_grace_micros;
   int64_t removed = 0;
-  ASSIGN_OR_RETURN(auto page, requests_.RequestsPage(request_cursor_, options_.sweep_page));
-  request_cursor_ = page.next;
+  ASSIGN_OR_RETURN(auto page, requests_.RequestsPage(pass_.request_cursor, options_.sweep_page));
+  pass_.request_cursor = page.next;
+  pass_.requests_done = page.next.empty();
   for (const RequestRecord& r : page.records) {
     Result<RunRecord> run = loader_->runs().Get(r.run_id);
     bool drop = false;
@@ -360,8 +381,9 @@ Result<int64_t> Service::SweepRequestPage() {
 Result<int64_t> Service::SweepSourcePage() {
   const int64_t now = options_.clock->NowMicros();
   int64_t removed = 0;
-  ASSIGN_OR_RETURN(auto page, requests_.SourcesPage(source_cursor_, options_.sweep_page));
-  source_cursor_ = page.next;
+  ASSIGN_OR_RETURN(auto page, requests_.SourcesPage(pass_.source_cursor, options_.sweep_page));
+  pass_.source_cursor = page.next;
+  pass_.sources_done = page.next.empty();
   for (const auto& [pipeline, s] : page.records) {
     bool drop = s.loaded && s.expires_micros < now;
     // A claim left by a run that ended without loading: only after the
