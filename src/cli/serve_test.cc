@@ -34,14 +34,17 @@ class ServeTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  // Waits (bounded) for the "listening on" line; returns the port.
-  uint16_t WaitListening() {
+  // Waits (bounded) for the "listening on" line (or another line naming a
+  // port after `prefix`); returns the port.
+  uint16_t WaitListening(const std::string& prefix = "listening on http://127.0.0.1:") {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       const std::string out = Slurp(dir_ + "/.stdout");
-      const size_t at = out.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos && out.find(' ', at + 30) != std::string::npos) {
-        return static_cast<uint16_t>(std::stoi(out.substr(at + 30)));
+      const size_t at = out.find(prefix);
+      const size_t end =
+          at == std::string::npos ? at : out.find_first_of(" \n", at + prefix.size());
+      if (end != std::string::npos) {
+        return static_cast<uint16_t>(std::stoi(out.substr(at + prefix.size())));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a file, bounded
     }
@@ -127,10 +130,16 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
 }
 
 TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
-  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
-                                     "secret", "--no-access-log"});
+  const pid_t pid =
+      StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
+                       "--auth-hs256-secret-file", "secret", "--no-access-log"});
   const uint16_t port = WaitListening();
   ASSERT_NE(port, 0);
+  // Probes answer on the health listener too, and nothing else does there.
+  const uint16_t health = WaitListening("health listener on 127.0.0.1:");
+  ASSERT_NE(health, 0);
+  EXPECT_EQ(server::HttpCall(health, "GET", "/healthz").status, 200);
+  EXPECT_EQ(server::HttpCall(health, "GET", "/v1/tables").status, 404);
   // `loam token` writes to .stdout too: keep the server's first.
   const std::string server_out = Slurp(dir_ + "/.stdout");
   std::filesystem::create_directories(dir_ + "/client");

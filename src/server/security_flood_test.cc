@@ -106,16 +106,7 @@ class StalledRequest {
     beast::http::response_parser<beast::http::string_body> parser;
     beast::error_code ec;
     beast::http::read(socket_, buffer_, parser, ec);
-    HttpResult out;
-    if (ec) return out;
-    out.status = static_cast<int>(parser.get().result_int());
-    for (const auto& f : parser.get()) {
-      std::string name(f.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      out.headers[name] = std::string(f.value());
-    }
-    out.body = parser.get().body();
-    return out;
+    return ec ? HttpResult() : ResultOf(parser.get());
   }
 
  private:

@@ -37,6 +37,19 @@ struct HttpResult {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// An answer as a test sees it: status, lower-case header names, body.
+inline HttpResult ResultOf(const boost::beast::http::response<boost::beast::http::string_body>& m) {
+  HttpResult out;
+  out.status = static_cast<int>(m.result_int());
+  for (const auto& f : m) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(f.value());
+  }
+  out.body = m.body();
+  return out;
+}
+
 // One request on a fresh connection.
 inline HttpResult HttpCall(uint16_t port, const std::string& method, const std::string& target,
                            const std::string& body = "", const Headers& headers = {}) {
@@ -66,14 +79,7 @@ inline HttpResult HttpCall(uint16_t port, const std::string& method, const std::
   http::response_parser<http::string_body> parser;
   parser.body_limit(1ull << 30);
   http::read(stream, buffer, parser);
-  HttpResult out;
-  out.status = static_cast<int>(parser.get().result_int());
-  for (const auto& f : parser.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers[name] = std::string(f.value());
-  }
-  out.body = parser.get().body();
+  HttpResult out = ResultOf(parser.get());
   beast::error_code ec;
   stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
   return out;
