@@ -136,6 +136,8 @@ HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   if (!ctx.ok()) {
     plan.answer =
         AuthRefusal(header, match.pattern, ctx.status(), std::chrono::steady_clock::now());
+  } else {
+    plan.context = std::move(*ctx);  // Dispatch does not verify the token again
   }
   return plan;
 }
@@ -151,14 +153,14 @@ bool Api::IsInlineSubmission(const RequestHeader& header) {
          (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson");
 }
 
-Response Api::Handle(const Request& request, ChunkedBody& out) {
+Response Api::Handle(const Request& request, ChunkedBody& out, const std::any& context) {
   return Guarded(request.base(),
-                 [&] { return Dispatch(request.base(), request.body(), nullptr, &out); });
+                 [&] { return Dispatch(request.base(), request.body(), nullptr, &out, context); });
 }
 
-Response Api::HandleStream(const RequestHeader& header, ByteSource& body) {
+Response Api::HandleStream(const RequestHeader& header, ByteSource& body, const std::any& context) {
   static const std::string kNoBody;
-  return Guarded(header, [&] { return Dispatch(header, kNoBody, &body, nullptr); });
+  return Guarded(header, [&] { return Dispatch(header, kNoBody, &body, nullptr, context); });
 }
 
 // No exception leaves a handler thread (it would end the process): one is
@@ -192,7 +194,7 @@ Response Api::AuthRefusal(const RequestHeader& header, std::string_view route, c
 }
 
 Response Api::Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
-                       ChunkedBody* out) {
+                       ChunkedBody* out, const std::any& context) {
   const auto start = std::chrono::steady_clock::now();
   Result<Target> target = ParseTarget(header.target());
   if (!target.ok()) return Finish(header, "(unmatched)", nullptr, Problem(target.status()), start);
@@ -220,9 +222,13 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
   }
   Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
   if (match.handler->authenticated) {
-    Result<service::CallContext> ctx = Authenticate(header);
-    if (!ctx.ok()) return AuthRefusal(header, match.pattern, ctx.status(), start);
-    call.ctx = std::move(*ctx);
+    if (const auto* verified = std::any_cast<service::CallContext>(&context)) {
+      call.ctx = *verified;
+    } else {
+      Result<service::CallContext> ctx = Authenticate(header);
+      if (!ctx.ok()) return AuthRefusal(header, match.pattern, ctx.status(), start);
+      call.ctx = std::move(*ctx);
+    }
   }
   Response r = (this->*(match.handler->fn))(call);
   return Finish(header, match.pattern, &call, std::move(r), start);

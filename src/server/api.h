@@ -47,8 +47,10 @@ class Api : public HttpHandler {
   Api(service::Service* service, ApiOptions options);
 
   BodyPlan PlanBody(const RequestHeader& header) override;
-  Response Handle(const Request& request, ChunkedBody& out) override;
-  Response HandleStream(const RequestHeader& header, ByteSource& body) override;
+  // `context`: the caller PlanBody verified, if it did.
+  Response Handle(const Request& request, ChunkedBody& out, const std::any& context) override;
+  Response HandleStream(const RequestHeader& header, ByteSource& body,
+                        const std::any& context) override;
   Response Refuse(const RequestHeader& header, http::status status, const Status& why) override;
 
   ServerMetrics& metrics() { return metrics_; }
@@ -76,7 +78,7 @@ class Api : public HttpHandler {
 
   void AddRoutes();
   Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
-                    ChunkedBody* out);
+                    ChunkedBody* out, const std::any& context);
   Response Guarded(const RequestHeader& header, const std::function<Response()>& fn);
   static bool IsInlineSubmission(const RequestHeader& header);
   Result<service::CallContext> Authenticate(const RequestHeader& header) const;

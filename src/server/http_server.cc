@@ -216,7 +216,7 @@ class Session : public std::enable_shared_from_this<Session> {
       server_->RegisterPipe(pipe_);
       asio::post(
           server_->upload_pool(), [self = shared_from_this(), header = RequestHeader(header)] {
-            Response r = self->handler().HandleStream(header, *self->pipe_);
+            Response r = self->handler().HandleStream(header, *self->pipe_, self->plan_.context);
             self->server_->ReleaseUploadThread();
             asio::post(self->stream_.get_executor(),
                        [self, r = std::move(r)]() mutable { self->OnStreamHandled(std::move(r)); });
@@ -314,7 +314,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request->body() = std::move(body_);
     asio::post(server_->pool(), [self = shared_from_this(), request] {
       ChunkWriter out(self.get());
-      Response r = self->handler().Handle(*request, out);
+      Response r = self->handler().Handle(*request, out, self->plan_.context);
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     });

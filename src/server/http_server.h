@@ -8,6 +8,7 @@
 // requests. Knows nothing of the API: an HttpHandler answers.
 #pragma once
 
+#include <any>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdint>
@@ -96,14 +97,18 @@ class HttpHandler {
     // Set: the request's answer, sent before any of its body is read (a
     // refused token); the connection then closes.
     std::optional<Response> answer;
+    // What the handler learned from the header (a verified caller), handed
+    // back to Handle or HandleStream so that nothing is worked out twice.
+    std::any context;
   };
   // Decided from the header alone, before any of the body is read; runs on
   // an I/O thread, so it never waits on storage.
   virtual BodyPlan PlanBody(const RequestHeader& header) = 0;
   // The answer; or, once `out` has begun, nothing more (the return value is
   // ignored): the body went out in chunks.
-  virtual Response Handle(const Request& request, ChunkedBody& out) = 0;
-  virtual Response HandleStream(const RequestHeader& header, ByteSource& body) = 0;
+  virtual Response Handle(const Request& request, ChunkedBody& out, const std::any& context) = 0;
+  virtual Response HandleStream(const RequestHeader& header, ByteSource& body,
+                                const std::any& context) = 0;
   // The answer to a request refused before a handler saw it (malformed,
   // headers or body over the limit, the server's room for bodies full):
   // `why` carries the stable code and, for a busy server, the detail

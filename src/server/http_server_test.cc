@@ -19,7 +19,7 @@ class CountingHandler : public HttpHandler {
   }
   // GET /chunks/N: N chunks "chunk i\n"; GET /cut: one chunk, then stops
   // without the last; GET /flood: 1 MiB chunks until a write fails.
-  Response Handle(const Request& r, ChunkedBody& out) override {
+  Response Handle(const Request& r, ChunkedBody& out, const std::any&) override {
     const std::string_view target = r.target();
     if (target.substr(0, 8) == "/chunks/" || target == "/cut" || target == "/flood") {
       Response head{http::status::ok, 11};
@@ -42,7 +42,7 @@ class CountingHandler : public HttpHandler {
     }
     return Answer(r.body().size());
   }
-  Response HandleStream(const RequestHeader&, ByteSource& body) override {
+  Response HandleStream(const RequestHeader&, ByteSource& body, const std::any&) override {
     started.set_value();
     size_t total = 0;
     char buf[4096];
@@ -164,7 +164,7 @@ TEST_F(HttpServerTest, ExpectContinueAndBodyLimit) {
 // 100 if one was being written, and the connection closes; nothing leaks.
 class RefusingHandler : public CountingHandler {
  public:
-  Response HandleStream(const RequestHeader&, ByteSource&) override {
+  Response HandleStream(const RequestHeader&, ByteSource&, const std::any&) override {
     Response r{http::status::forbidden, 11};
     r.body() = "no";
     return r;

@@ -35,18 +35,18 @@ class ProbesOnly : public HttpHandler {
  public:
   explicit ProbesOnly(Api* api) : api_(api) {}
   BodyPlan PlanBody(const RequestHeader&) override { return {false, 0, {}}; }
-  Response Handle(const Request& request, ChunkedBody& out) override {
+  Response Handle(const Request& request, ChunkedBody& out, const std::any& context) override {
     const std::string_view target = request.target();
     const std::string_view path = target.substr(0, target.find('?'));
     if (request.method() == http::verb::get &&
         (path == "/healthz" || path == "/readyz" || path == "/metrics")) {
-      return api_->Handle(request, out);
+      return api_->Handle(request, out, context);
     }
     return api_->Refuse(request.base(), http::status::not_found,
                         Status::NotFound("the health listener answers only /healthz, /readyz "
                                          "and /metrics"));
   }
-  Response HandleStream(const RequestHeader& header, ByteSource&) override {
+  Response HandleStream(const RequestHeader& header, ByteSource&, const std::any&) override {
     return api_->Refuse(header, http::status::not_found,
                         Status::NotFound("the health listener takes no bodies"));
   }

@@ -110,9 +110,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CollectingBody chunked;
   if (plan.stream) {
     StringSource body(request.body());
-    r = f->api->HandleStream(request.base(), body);
+    r = f->api->HandleStream(request.base(), body, {});
   } else {
-    r = f->api->Handle(request, chunked);
+    r = f->api->Handle(request, chunked, {});
   }
   const unsigned status = chunked.begun() ? chunked.status : r.result_int();
   if (status < 200 || status > 599 || status == 500) Fail(request, status, r.body());
