@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -343,7 +344,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
   auto committed = [&]() -> Result<bool> {
     ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(rec.id)));
     if (!row) return false;
-    json meta = json::parse(row->metadata, nullptr, false);
+    json meta = ParseJson(row->metadata);
     rec.commit_id = meta.is_object() ? meta.value("commit", "") : "";
     rec.manifest_version = meta.is_object() ? meta.value("manifest_version", uint64_t{0}) : 0;
     ASSIGN_OR_RETURN(Snapshot at, ws_->SnapshotAt(req.branch, rec.manifest_version));
@@ -385,6 +386,9 @@ Result<RunRecord> Loader::Execute(Active& run) {
   rec.counters = {};
   rec.errors.clear();
   RETURN_NOT_OK(Renew(run));
+  if (options_.claim && req.error_policy != ErrorPolicy::kValidationOnly) {
+    if (Status claim = options_.claim(rec); !claim.ok()) return fail_with(claim, "");
+  }
 
   std::optional<std::chrono::steady_clock::time_point> first_conflict;
   for (int attempt = 0;; ++attempt) {
@@ -445,8 +449,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
-    if (options_.before_commit) {
-      Status claim = options_.before_commit(rec);
+    if (options_.claim) {
+      Status claim = options_.claim(rec);
       if (!claim.ok()) {
         discard();
         return fail_with(claim, "");

@@ -519,6 +519,32 @@ TEST_F(ApiTest, RefusedClientsAreToldSuccessiveTimesAndLetInInTheirOrder) {
   EXPECT_EQ(Submit(pipeline, "crowd1", bodies[1]).status, 202);
 }
 
+// Two queued runs of one source into a keyed table: the second fails on the
+// source, naming the first, not on the keys the first one's rows now hold.
+TEST_F(ApiTest, TheLoserOfASourceFailsAsAlreadyLoadedNamingTheWinner) {
+  config_.workers = 0;  // both queued before either runs
+  const std::string pipeline =
+      MakePipeline(R"({"name":"orders-add","table":"orders","mode":"append","format":"csv"})");
+  const std::string csv = "id,amount,note\n1,1.00,a\n";
+  std::vector<std::string> ids;
+  for (const char* key : {"first", "second"}) {
+    HttpResult r =
+        Submit(pipeline, key,
+               json{{"uploads", {Upload(pipeline, csv)}}, {"source", {{"id", "day-1"}}}}.dump());
+    ASSERT_EQ(r.status, 202) << r.body;
+    ids.push_back(r.Json()["id"]);
+  }
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  HttpResult winner = Call("ada", "GET", "/v1/runs/" + ids[0], "/v1/runs/{id}");
+  EXPECT_EQ(winner.Json()["state"], "succeeded") << winner.body;
+  HttpResult loser = Call("ada", "GET", "/v1/runs/" + ids[1], "/v1/runs/{id}");
+  EXPECT_EQ(loser.Json()["state"], "failed") << loser.body;
+  EXPECT_EQ(loser.Json()["errorCode"], "source_already_loaded") << loser.body;
+  EXPECT_NE(loser.Json()["error"].get<std::string>().find(ids[0]), std::string::npos) << loser.body;
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 1);
+}
+
 TEST_F(ApiTest, ARunThatCanNeverFitTheQueueIs422AndCreatesNothing) {
   config_.limits.max_queued_bytes = 16;
   const std::string pipeline = MakePipeline();

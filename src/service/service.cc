@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "common/utf8.h"
@@ -53,7 +54,7 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
                      ingest::ObjectByteSource::Open(store, key));
     return std::unique_ptr<ByteSource>(std::move(src));
   };
-  lo.before_commit = [this](const ingest::RunRecord& rec) { return ClaimSource(rec); };
+  lo.claim = [this](const ingest::RunRecord& rec) { return ClaimSource(rec); };
   lo.before_terminal = [this](const ingest::RunRecord& rec) { return BeforeTerminal(rec); };
   loader_ = std::make_unique<ingest::Loader>(ws_, std::move(lo));
 }
@@ -236,8 +237,7 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   RETURN_NOT_OK(CheckContext(ctx));
   std::string etag;
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id, &etag));
-  json patch = json::parse(patch_json, nullptr, false);
-  if (!patch.is_object()) return Status::InvalidArgument("pipeline patch: not a JSON object");
+  ASSIGN_OR_RETURN(json patch, ParseJsonObject(patch_json, "pipeline patch"));
   json merged = p.spec.ToJson();
   for (const auto& [k, v] : patch.items()) {
     if ((k == "name" || k == "table") && v != merged[k]) {

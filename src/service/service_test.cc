@@ -234,6 +234,46 @@ TEST_F(ServiceTest, TwoRunsOfOneSourceInTheQueueCommitOnce) {
   EXPECT_EQ(rb.state, RunState::kFailed);
   EXPECT_EQ(rb.error_code, "source_already_loaded");
   EXPECT_EQ(RunCommits(), 1);
+  // An append to the keyed table: the loser fails on the source, not on the
+  // keys the winner's rows now hold.
+  const std::string append = AppendPipeline();
+  const std::string other = "id,amount,note\n7,7.00,g\n";
+  const Submission c = Submit(append, "c", Body(Upload(append, other).value(), src)).value();
+  const Submission d = Submit(append, "d", Body(Upload(append, other).value(), src)).value();
+  EXPECT_EQ(Drain(), 2);
+  EXPECT_EQ(Run(c.run.id).state, RunState::kSucceeded);
+  const ingest::RunRecord rd = Run(d.run.id);
+  EXPECT_EQ(rd.error_code, "source_already_loaded") << rd.error;
+  EXPECT_NE(rd.error.find(c.run.id), std::string::npos) << rd.error;
+  EXPECT_EQ(RunCommits(), 2);
+}
+
+// The first run to claim a source wins. A run that finds the claim held by
+// an unfinished run fails at once (no retry, no wait for the holder), naming
+// it; the holder goes on to commit.
+TEST_F(ServiceTest, ARunWhoseSourceALiveRunHoldsFailsAtOnceNamingIt) {
+  int crashes = 1;
+  options_.failpoint = [&](std::string_view at) {
+    if (at != ingest::failpoint::kRunAfterValidate || crashes == 0) return Status::OK();
+    --crashes;
+    return Status::Unavailable("crash");
+  };
+  const std::string p = AppendPipeline();
+  const std::string src = R"("source":{"id":"s"})";
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value(), src)).value();
+  const Submission b = Submit(p, "b", Body(Upload(p, kRows).value(), src)).value();
+  Drain();  // a stops after validation, holding the claim; b runs (a resumes)
+  ASSERT_EQ(crashes, 0);
+  const ingest::RunRecord rb = Run(b.run.id);
+  EXPECT_EQ(rb.state, RunState::kFailed);
+  EXPECT_EQ(rb.error_code, "source_already_loaded") << rb.error;
+  EXPECT_EQ(rb.attempts, 0);
+  EXPECT_NE(rb.error.find("is being loaded by run " + a.run.id), std::string::npos) << rb.error;
+  clock_.AdvanceMicros(int64_t{60} * 1'000'000);  // past any backoff of a's
+  Drain();
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);
+  EXPECT_EQ(RunCommits(), 1);
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
 }
 
 TEST_F(ServiceTest, UploadCapabilitiesAdmitExactlyTheirObject) {

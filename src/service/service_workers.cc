@@ -222,12 +222,15 @@ Status Service::ClaimSource(const RunRecord& rec) {
           .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
           .WithDetail("run", src->run_id);
     }
-    // Claimed by another run: it stands while that run can still commit, and
-    // this run waits (resumable) for it to end either way.
+    // Claimed by another run: the claim stands while that run can still
+    // commit, and the first claim wins. This run fails now, naming the
+    // winner (a poll would hold it for the winner's whole load).
     Result<RunRecord> other = loader_->runs().Get(src->run_id);
     if (other.ok() && !ingest::IsTerminal(other->state)) {
-      return Status::Unavailable("source '" + rec.source_id + "' is being loaded by run " +
-                                 src->run_id + "; this run waits for it")
+      return Status::FailedPrecondition("source '" + rec.source_id +
+                                        "' with these bytes is being loaded by run " + src->run_id +
+                                        "; if that run fails, submit again")
+          .WithErrorCode(ErrorCode::kSourceAlreadyLoaded)
           .WithDetail("run", src->run_id);
     }
     if (!other.ok() && !other.status().IsNotFound()) return other.status();
