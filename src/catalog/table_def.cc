@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam {
@@ -140,7 +141,7 @@ Result<std::vector<std::string>> UpsertKeys(const TableDef& def,
 std::string SchemaToJson(const Schema& schema) { return SchemaJson(schema).dump(); }
 
 Result<Schema> SchemaFromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (j.is_discarded()) return Status::InvalidArgument("schema is not valid JSON");
   return SchemaFromJsonValue(j);
 }
@@ -164,7 +165,7 @@ ManifestRow TableDefRow(const TableDef& def) {
 
 Result<TableDef> ParseTableDef(const ManifestRow& row) {
   if (row.object_type != object_type::kTableDef) return Malformed(row, "not a table definition");
-  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(row.metadata);
   if (j.is_discarded() || !j.is_object() || !j.contains("columns") || !j.contains("keys") ||
       !j["keys"].is_array() || !j.contains("schema_version") ||
       !j["schema_version"].is_number_integer() || !j.contains("schema_hash") ||
@@ -203,7 +204,7 @@ ManifestRow GrantRow(const Grant& g) {
 }
 
 Result<Grant> ParseGrant(const ManifestRow& row) {
-  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(row.metadata);
   if (row.object_type != object_type::kGrant || j.is_discarded() || !j.is_object() ||
       !j.contains("principal") || !j["principal"].is_string() || !j.contains("role") ||
       !j["role"].is_string() || !row.stable_table_id) {
@@ -235,7 +236,7 @@ Result<int64_t> UpdateIdentityCounter(ObjectStore& store, const std::string& key
     int64_t next = 1;
     if (!text.status().IsNotFound()) {
       RETURN_NOT_OK(text.status());
-      json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      json j = ParseJson(*text);
       if (j.is_discarded() || !j.contains("next") || !j["next"].is_number_integer()) {
         return Status::DataLoss("'" + key + "' is malformed");
       }

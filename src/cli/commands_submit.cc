@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -20,6 +21,7 @@
 
 #include "cli/commands.h"
 #include "common/clock.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "ingest/coercion.h"
@@ -185,7 +187,7 @@ Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
 // The error of a non-retryable answer, with its stable code and, as detail
 // httpStatus, its status.
 Status ProblemStatus(const HttpResponse& r) {
-  json p = json::parse(r.body, nullptr, false);
+  json p = ParseJson(r.body);
   const std::string code = p.is_object() ? p.value("code", "internal") : "internal";
   const std::string detail = p.is_object() ? p.value("detail", r.body) : r.body;
   return Status(StatusCode::kFailedPrecondition, "HTTP " + std::to_string(r.status) + ": " + detail)
@@ -204,7 +206,7 @@ Status Submitter::ConfirmReceived(const std::string& upload_id, const HttpRespon
   HttpRequest get{"GET", Url("/v1/uploads/" + upload_id), Auth(), ""};
   ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(get));
   if (r.status != 200) return ProblemStatus(r);
-  const json upload = json::parse(r.body, nullptr, false);
+  const json upload = ParseJson(r.body);
   if (upload.is_object() && upload.value("received", false)) return Status::OK();
   // Refused, yet not received: keep the state (no httpStatus detail) to resume.
   return Status::Unavailable("the PUT of upload " + upload_id + " answered HTTP " +
@@ -372,7 +374,8 @@ Status Submit(const SubmitFlags& f, int* exit) {
     for (const auto& entry : fs::directory_iterator(StateDir(), ec)) {
       if (entry.path().extension() != ".json") continue;
       std::ifstream in(entry.path());
-      json state = json::parse(in, nullptr, false);
+      const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      json state = ParseJson(text);
       if (!state.is_object()) continue;
       std::cerr << "loam submit: resuming " << entry.path().filename().string() << "\n";
       Status s = SubmitOne(f, entry.path(), state, exit);

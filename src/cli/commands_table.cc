@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam::cli {
@@ -51,7 +52,9 @@ Status Create(const Context& ctx, const std::string& name, const std::vector<std
   if (!schema_file.empty()) {
     if (!columns.empty()) return Status::InvalidArgument("give --column or --schema, not both");
     ASSIGN_OR_RETURN(std::string text, ReadFile(schema_file));
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    std::string problem;
+    json j = ParseJson(text, &problem);
+    if (j.is_discarded()) return Status::InvalidArgument(schema_file + ": " + problem);
     if (!j.is_object() || !j.contains("columns")) {
       return Status::InvalidArgument(
           schema_file +

@@ -124,6 +124,14 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   CliResult typo_r = RunLoam(dir_, typo);
   EXPECT_EQ(typo_r.code, 2);
   EXPECT_NE(typo_r.err.find("leaseSecond"), std::string::npos) << typo_r.err;
+  WriteFile(dir_ + "/twice.json", R"({"leaseSeconds": 5, "leaseSeconds": 3600})");
+  std::vector<std::string> twice = ok;
+  twice.insert(twice.end(), {"--config", "twice.json"});
+  CliResult twice_r = RunLoam(dir_, twice);
+  EXPECT_EQ(twice_r.code, 2);
+  EXPECT_NE(twice_r.err.find(R"(key "leaseSeconds" appears twice in one object)"),
+            std::string::npos)
+      << twice_r.err;
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);

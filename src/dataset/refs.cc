@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "dataset/dataset.h"
@@ -26,7 +27,7 @@ std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros, const s
 }
 
 Result<std::string> DecodeBranchRefId(std::string_view text, const std::string& name) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j["id"].is_string()) {
     return Status::DataLoss("branch ref '" + name + "' has no id");
   }
@@ -42,7 +43,7 @@ Result<std::string> Dataset::BranchId(const std::string& name) const {
 }
 
 Result<BranchInfo> DecodeBranchRef(std::string_view text, const std::string& name) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("parentBranch") ||
       !j["parentBranch"].is_string() || !j.contains("parentVersion") ||
       !j["parentVersion"].is_number_unsigned() || j.value("format", 0) != 1) {
@@ -61,7 +62,7 @@ std::string EncodeTagRef(const TagRef& t) {
 }
 
 Result<TagRef> DecodeTagRef(std::string_view text, const std::string& name) {
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("branch") || !j["branch"].is_string() ||
       !j.contains("version") || !j["version"].is_number_unsigned() || j.value("format", 0) != 1) {
     return Status::DataLoss("tag '" + name + "' is malformed");
@@ -121,8 +122,9 @@ Result<std::vector<std::pair<std::string, uint64_t>>> Dataset::ListTags() const 
 Result<Dataset> Dataset::CreateBranch(const std::string& name) const {
   RETURN_NOT_OK(ValidateRefName("branch", name));
   BranchInfo b{name, branch_, state_->version};
-  Result<ObjectMeta> put = store_->PutIfAbsent(BranchRefKey(Key(""), name),
-                                               EncodeBranchRef(b, options_->clock->NowMicros(), NewUlidString()));
+  Result<ObjectMeta> put =
+      store_->PutIfAbsent(BranchRefKey(Key(""), name),
+                          EncodeBranchRef(b, options_->clock->NowMicros(), NewUlidString()));
   if (put.status().IsAlreadyExists()) return Status::AlreadyExists("branch '" + name + "' exists");
   RETURN_NOT_OK(put.status());
   DatasetVersion v = *state_;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "manifest/manifest.h"
 
@@ -50,7 +51,7 @@ std::string MigrationClaimKey(const std::string& root) {
 Result<FormatStamp> ReadFormatStamp(ObjectStore& store, const std::string& root) {
   ASSIGN_OR_RETURN(std::string text, store.Get(FormatStampKey(root)));
   const std::string key = FormatStampKey(root);
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (!j.is_object() || j.value("magic", "") != kMagic || !j.contains("format") ||
       !j["format"].is_number_integer() || !j.contains("checksum") || !j["checksum"].is_string()) {
     return Status::DataLoss(key + " is not a workspace format stamp");
@@ -93,7 +94,7 @@ Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
   Result<std::string> claim = store.Get(MigrationClaimKey(root));
   if (claim.ok()) {
     f.found = FoundFormat::kPartiallyMigrated;
-    json j = json::parse(*claim, nullptr, /*allow_exceptions=*/false);
+    json j = ParseJson(*claim);
     f.migration_token = j.is_object() ? j.value("token", "") : "";
     return f;
   }

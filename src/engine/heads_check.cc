@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
 
@@ -30,7 +31,7 @@ Result<TableDef> DefFromJournal(const std::vector<ManifestRow>& journal, const T
     if (r.stable_table_id != h.sid || r.incarnation_id != h.inc) continue;
     if (r.object_type == object_type::kTableRename) def.renames++;
     if (r.object_type != object_type::kTableSchema) continue;
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    json meta = ParseJson(r.metadata);
     if (!meta.is_object() || !meta.contains("schema_version") || !meta.contains("columns") ||
         !meta["schema_version"].is_number_integer() || !meta.contains("keys") ||
         !meta["keys"].is_array()) {
@@ -61,7 +62,7 @@ std::vector<ManifestRow> GrantsFromJournal(const std::vector<ManifestRow>& journ
         head->second.inc != r.incarnation_id) {
       continue;
     }
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    json meta = ParseJson(r.metadata);
     if (!meta.is_object()) meta = json::object();
     const std::string principal = meta.value("principal", "");
     const auto key = std::make_pair(*r.stable_table_id, principal);

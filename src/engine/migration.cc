@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/migration_internal.h"
@@ -60,7 +61,7 @@ struct ClaimState {
 };
 
 Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   ClaimState c;
   if (j.is_object()) {
     c.token = j.value("token", "");
@@ -171,7 +172,7 @@ Result<BranchRefs> PinRefs(ObjectStore& store, const std::string& root, const st
   if (written.ok()) return now;
   if (!written.IsAlreadyExists()) return written;
   ASSIGN_OR_RETURN(std::string text, store.Get(RefsKey(root, token)));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (!j.is_object() || !j.contains("refs") || !j["refs"].is_object()) {
     return Status::DataLoss(RefsKey(root, token) + " is malformed");
   }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "engine/heads_check.h"
 #include "engine/migration_internal.h"
@@ -152,7 +153,7 @@ Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& r
   for (const auto& [name, inc] : refs) {
     Result<std::string> text = store.Get(LedgerKey(root, token, inc));
     if (!text.ok() && !text.status().IsNotFound()) return text.status();
-    json j = json::parse(text.ok() ? *text : "", nullptr, /*allow_exceptions=*/false);
+    json j = ParseJson(text.ok() ? *text : "");
     const bool done = j.is_object() && j.value("state", "") == "done" &&
                       (owner == nullptr || j.value("owner", "") == *owner);
     (done ? counts.first : counts.second)++;

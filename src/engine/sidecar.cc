@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
+
 namespace loam {
 namespace {
 using json = nlohmann::json;
@@ -47,7 +49,7 @@ std::string EncodeSidecar(const Sidecar& s) {
 }
 
 Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("format")) {
     return Status::DataLoss("sidecar '" + key + "' is not valid JSON");
   }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
 
@@ -66,7 +67,7 @@ Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) c
   std::vector<GraphCommitInfo> out;
   for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
     if (it->object_type != object_type::kGraphCommit) continue;
-    json meta = json::parse(it->metadata, nullptr, /*allow_exceptions=*/false);
+    json meta = ParseJson(it->metadata);
     GraphCommitInfo c;
     c.id = it->object_id.substr(GraphCommitId("").size());
     c.branch = it->table_branch.value_or("");
@@ -96,7 +97,7 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
   std::map<std::string, std::pair<std::string, int64_t>> commits;  // id -> actor, created
   for (const ManifestRow& r : journal) {
     if (r.object_type != object_type::kGraphCommit) continue;
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    json meta = ParseJson(r.metadata);
     if (!meta.is_object()) continue;
     commits[r.object_id.substr(GraphCommitId("").size())] = {meta.value("actor", ""),
                                                              meta.value("created_at", int64_t{0})};
@@ -105,7 +106,7 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
   for (const ManifestRow& r : journal) {
     if (r.stable_table_id != t->def.sid || r.incarnation_id != t->def.inc) continue;
     if (r.object_type == object_type::kHeadBaseline) continue;  // migration's, not an event
-    json meta = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+    json meta = ParseJson(r.metadata);
     TableHistoryEntry e;
     e.event = r.object_type;
     e.object_id = r.object_id;

@@ -3,6 +3,7 @@
 // `_control/workspace.json`, and recovery on open.
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/workspace.h"
@@ -26,7 +27,7 @@ Result<WorkspaceInfo> ReadInfo(ObjectStore& store, const std::string& root) {
   Result<std::string> text = store.Get(WorkspaceInfoKey(root));
   if (text.status().IsNotFound()) return WorkspaceInfo{};  // made before owners existed
   RETURN_NOT_OK(text.status());
-  json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(*text);
   if (!j.is_object() || !j.contains("owner") || !j["owner"].is_string() ||
       (j.contains("id") && !j["id"].is_string())) {
     return Status::DataLoss("malformed " + WorkspaceInfoKey(root));

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "ingest/text_value.h"
 
@@ -228,12 +229,14 @@ Result<CoercionKind> ParseCoercionKind(std::string_view name) {
 }
 
 Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::string problem;
+  json j = ParseJson(text, &problem);
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument(
         "schema policy: " + what +
         R"(; expected {"mode":"strict","coercions":[{"sourceColumn":"c","targetColumn":"c","kind":"intToFloat"}]} or mode "additive" with "addColumns":[{"name":"c","type":"int64"}])");
   };
+  if (j.is_discarded()) return bad(problem);
   if (!j.is_object()) return bad("not a JSON object");
   for (const auto& [key, value] : j.items()) {
     if (key != "mode" && key != "coercions" && key != "addColumns") {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 
@@ -49,7 +50,7 @@ Result<E> Parse(const Named<E> (&table)[N], std::string_view s, std::string_view
 }
 
 Result<json> ParseObject(std::string_view text, std::string_view what) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (!j.is_object()) return Status::DataLoss("malformed " + std::string(what));
   return j;
 }
@@ -128,7 +129,7 @@ Status ReadLimits(const json& l, RunRequest* r) {
 }  // namespace
 
 Result<RunRequest> RunRequest::FromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(text);
   if (!j.is_object()) return Status::InvalidArgument("run request: not a JSON object");
   StrictObject o(j, "run request");
   RunRequest r;

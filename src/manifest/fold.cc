@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam {
@@ -12,7 +13,7 @@ namespace {
 using json = nlohmann::json;
 
 json Meta(const ManifestRow& r) {
-  json j = json::parse(r.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(r.metadata);
   return j.is_object() ? j : json::object();
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "manifest/directory.h"
 
 namespace loam {
@@ -15,7 +16,7 @@ Status Malformed(const ManifestRow& row, const std::string& why) {
 }
 
 Result<json> ParseObject(const ManifestRow& row) {
-  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(row.metadata);
   if (j.is_discarded() || !j.is_object()) return Malformed(row, "metadata is not a JSON object");
   return j;
 }
@@ -155,7 +156,7 @@ Result<HeadsMarker> ParseHeadsMarker(const ManifestRow& row) {
     return Status::DataLoss("heads marker '" + row.object_id + "' is malformed: " + why);
   };
   if (row.object_type != object_type::kHeadsMarker) return bad("not a heads marker");
-  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(row.metadata);
   if (!j.is_object()) return bad("metadata is not a JSON object");
   for (const char* k : {"workspace_format", "heads_format", "source_version", "head_count"}) {
     if (!HasInt(j, k)) return bad(std::string(k) + " is missing");

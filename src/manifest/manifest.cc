@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -23,7 +24,7 @@ using manifest_internal::RegroupPartitions;
 
 std::string WithCommit(const std::string& metadata, const std::string& commit_id,
                        uint64_t manifest_version) {
-  json j = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(metadata);
   if (j.is_discarded() || !j.is_object()) j = json::object();
   j["commit"] = commit_id;
   j["manifest_version"] = manifest_version;
@@ -31,7 +32,7 @@ std::string WithCommit(const std::string& metadata, const std::string& commit_id
 }
 
 uint64_t ManifestVersionOf(const ManifestRow& row) {
-  json j = json::parse(row.metadata, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(row.metadata);
   return j.is_object() && j.contains("manifest_version") &&
                  j["manifest_version"].is_number_unsigned()
              ? j["manifest_version"].get<uint64_t>()

@@ -2,6 +2,7 @@
 // pipelines and uploads.
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "server/api.h"
@@ -34,9 +35,7 @@ json TableJson(const service::TableInfo& t) {
 }
 
 Result<json> ParseBody(const std::string& body, const char* what) {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Status::InvalidArgument(std::string(what) + ": not a JSON object");
-  return j;
+  return ParseJsonObject(body, what);
 }
 
 }  // namespace
@@ -92,7 +91,7 @@ Response Api::CreateTable(Call& c) {
   Result<WriteResult> w = svc_->CreateTable(c.ctx, c.body);
   if (!w.ok()) return Problem(w.status());
   Result<service::TableInfo> t =
-      svc_->DescribeTable(c.ctx, json::parse(c.body, nullptr, false).value("name", std::string()));
+      svc_->DescribeTable(c.ctx, ParseJson(c.body).value("name", std::string()));
   if (!t.ok()) return Problem(t.status());
   Response r = JsonResponse(201, TableJson(*t));
   r.set(http::field::location, "/v1/tables/" + t->name);

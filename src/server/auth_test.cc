@@ -218,6 +218,14 @@ TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
       {"truncated signature", fresh.substr(0, fresh.rfind('.') + 10)},
       {"signature dropped", fresh.substr(0, fresh.rfind('.'))},
       {"truncated payload", fresh.substr(0, fresh.find('.') + 12)},
+      // Signed, but other parsers read the first "sub" where a last-wins
+      // parser reads the second.
+      {"a claim named twice", SignJwt(kTestSecret,
+                                      R"({"sub":"mallory","iss":"iss-1","aud":"aud-1","exp":)" +
+                                          std::to_string(now + 600) + R"(,"loam_workspace":")" +
+                                          ws_->id() + R"(","sub":"ada"})",
+                                      true)
+                                  .value()},
   };
   for (const auto& [why, token] : bad) {
     HttpResult r = status(token);
@@ -225,6 +233,10 @@ TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
     EXPECT_EQ(r.Json()["code"], "unauthenticated") << why;
     EXPECT_NE(r.Header("www-authenticate").find("invalid_token"), std::string::npos) << why;
   }
+  HttpResult twice = status(bad.back().second);
+  EXPECT_NE(twice.Json()["detail"].get<std::string>().find(R"(key "sub" appears twice)"),
+            std::string::npos)
+      << twice.body;
   HttpResult no_grant = status(Token("mallory", 600, good));
   EXPECT_EQ(no_grant.status, 403);
   EXPECT_EQ(no_grant.Json()["code"], "permission_denied");

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "service/staging.h"
 
@@ -215,7 +216,7 @@ Result<std::shared_ptr<JwtVerifier>> JwtVerifier::FromPublicKeyPem(std::string_v
 
 Result<std::shared_ptr<JwtVerifier>> JwtVerifier::FromJwks(std::string_view jwks,
                                                            JwtPolicy policy) {
-  json j = json::parse(jwks, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJson(jwks);
   if (!j.is_object() || !j.contains("keys") || !j["keys"].is_array() || j["keys"].empty()) {
     return Status::InvalidArgument("a JWKS is {\"keys\":[...]} with at least one key");
   }
@@ -248,7 +249,9 @@ Result<JwtClaims> JwtVerifier::Verify(std::string_view token, int64_t now) const
   Result<std::string> payload = Base64UrlDecode(token.substr(dot1 + 1, dot2 - dot1 - 1));
   Result<std::string> sig = Base64UrlDecode(token.substr(dot2 + 1));
   if (!header_text.ok() || !payload.ok() || !sig.ok()) return Denied("is not valid base64url");
-  json header = json::parse(*header_text, nullptr, /*allow_exceptions=*/false);
+  std::string problem;
+  json header = ParseJson(*header_text, &problem);
+  if (header.is_discarded()) return Denied("has a header that is not strict JSON (" + problem + ")");
   if (!header.is_object() || !header.contains("alg") || !header["alg"].is_string()) {
     return Denied("has no algorithm in its header");
   }
@@ -275,7 +278,9 @@ Result<JwtClaims> JwtVerifier::Verify(std::string_view token, int64_t now) const
 }
 
 Status JwtVerifier::CheckClaims(const std::string& payload, int64_t now, JwtClaims* out) const {
-  json c = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  std::string problem;
+  json c = ParseJson(payload, &problem);
+  if (c.is_discarded()) return Denied("has a payload that is not strict JSON (" + problem + ")");
   if (!c.is_object()) return Denied("has a payload that is not a JSON object");
   const auto time = [&](const char* name) -> std::optional<int64_t> {
     if (!c.contains(name) || !c[name].is_number()) return std::nullopt;

@@ -266,7 +266,9 @@ TEST_F(SecurityTest, MalformedJsonBodiesAreRefusedAndCreateNothing) {
            R"({"name":"t","columns":[{"name":"a","type":"int64","extra":true}]})",
            R"({"name":"t","columns":[{"name":"a","type":7}]})",
            R"({"name":"t","columns":[)" + col + R"(],"keys":"a"})",
-           R"({"name":"t","columns":[)" + col + R"(],"keys":[1]})"});
+           R"({"name":"t","columns":[)" + col + R"(],"keys":[1]})",
+           R"({"name":"t","name":"u","columns":[)" + col + "]}",
+           R"({"name":"t","columns":[{"name":"a","type":"int64","type":"string"}]})"});
   refused(
       "ada", "POST", "/v1/pipelines", "/v1/pipelines",
       {R"({"name":"p","table":"orders","mode":"append","format":"csv","bogus":1})",
@@ -277,13 +279,15 @@ TEST_F(SecurityTest, MalformedJsonBodiesAreRefusedAndCreateNothing) {
        R"({"name":"p","table":"orders","mode":"append","format":"csv","limits":{"bogus":1}})",
        R"({"name":"p","table":"orders","mode":"append","format":"csv","limits":{"maxRows":-1}})",
        R"({"name":"p","table":"orders","mode":"append","format":"csv","errorPolicy":true})",
-       R"({"name":"p","table":"orders","mode":"append","format":"csv","formatOptions":{"csvDelimiter":5}})"});
+       R"({"name":"p","table":"orders","mode":"append","format":"csv","formatOptions":{"csvDelimiter":5}})",
+       R"({"name":"p","table":"orders","mode":"append","mode":"upsert","format":"csv"})"});
   refused("ada", "PATCH", "/v1/pipelines/" + pipeline, "/v1/pipelines/{id}",
           {R"({"bogus":1})", R"({"errorPolicy":5})", R"({"limits":{"maxRows":"1"}})",
-           R"({"table":"other"})"});
+           R"({"table":"other"})", R"({"errorPolicy":"failRun","errorPolicy":"skipRows"})"});
   refused("ada", "POST", "/v1/pipelines/" + pipeline + "/uploads", "/v1/pipelines/{id}/uploads",
           {R"({"size":"3"})", R"({"size":-1})", R"({"size":3.5})", R"({"size":3,"bogus":1})",
-           R"({"size":3,"sha256":"zz"})", R"({"size":3,"ttlSeconds":"1"})", R"({})"});
+           R"({"size":3,"sha256":"zz"})", R"({"size":3,"ttlSeconds":"1"})", R"({})",
+           R"({"size":3,"size":4})"});
   const std::string u = "[\"" + upload + "\"]";
   refused("ada", "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs",
           {R"({"uploads":")" + upload + "\"}", R"({"uploads":[1]})", R"({"uploads":[]})",
@@ -292,9 +296,19 @@ TEST_F(SecurityTest, MalformedJsonBodiesAreRefusedAndCreateNothing) {
            R"({"uploads":)" + u + R"(,"limits":{"maxRows":-1}})",
            R"({"uploads":)" + u + R"(,"source":{"id":5}})",
            R"({"uploads":)" + u + R"(,"source":{"id":"s","extra":1}})",
-           R"({"uploads":)" + u + R"(,"errorPolicy":["failRun"]})"});
+           R"({"uploads":)" + u + R"(,"errorPolicy":["failRun"]})",
+           R"({"uploads":[],"uploads":)" + u + "}",
+           R"({"uploads":)" + u + R"(,"source":{"id":"a","id":"b"}})"});
   refused("owner", "PUT", "/v1/tables/orders/grants/bob", "/v1/tables/{name}/grants/{principal}",
-          {R"({"role":"reader","bogus":1})", R"({"role":5})", R"({})"});
+          {R"({"role":"reader","bogus":1})", R"({"role":5})", R"({})",
+           R"({"role":"reader","role":"admin"})"});
+
+  // A key named twice is named in the answer.
+  HttpResult twice = Submit(pipeline, "twice", R"({"uploads":[],"uploads":)" + u + "}");
+  EXPECT_NE(twice.Json()["detail"].get<std::string>().find(
+                R"(run submission: key "uploads" appears twice in one object)"),
+            std::string::npos)
+      << twice.body;
 
   HttpResult tables = Call("owner", "GET", "/v1/tables", "/v1/tables");
   EXPECT_EQ(tables.Json()["tables"].size(), 1u) << tables.body;

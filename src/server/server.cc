@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "server/openapi.h"
@@ -96,8 +97,7 @@ Result<std::string> UploadSecret(const ServerConfig& c) {
 
 Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path, "config file"));
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Status::InvalidArgument(path + ": not a JSON object");
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(text, path));
   ServerConfig c;
   StrictObject o(j, path);
   RETURN_NOT_OK(o.String("listen", &c.listen));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -130,7 +131,7 @@ Result<CleanupReport> Cleaner::RunOnce(const std::function<Result<bool>(const st
       Result<std::string> text = store_->Get(o.key);
       if (text.status().IsNotFound()) return Status::OK();  // another cleaner finished it
       RETURN_NOT_OK(text.status());
-      json j = json::parse(*text, nullptr, false);
+      json j = ParseJson(*text);
       if (!j.is_object() || !j.contains("prefixes") || !j.contains("uploads")) {
         return Status::DataLoss("malformed cleanup entry " + o.key);
       }

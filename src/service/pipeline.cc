@@ -1,6 +1,7 @@
 #include "service/pipeline.h"
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 
@@ -21,9 +22,10 @@ Status CheckName(const std::string& name) {
 }
 
 Result<json> ParseObject(std::string_view text, const char* what, bool client) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::string problem;
+  json j = ParseJson(text, &problem);
   if (j.is_object()) return j;
-  std::string msg = std::string(what) + ": not a JSON object";
+  std::string msg = std::string(what) + ": " + (j.is_discarded() ? problem : "not a JSON object");
   return client ? Status::InvalidArgument(msg) : Status::DataLoss(msg);
 }
 
@@ -141,7 +143,7 @@ Status PipelineStore::Create(const Pipeline& p) {
     // that stopped half way): then this create takes the name over.
     ObjectMeta meta;
     ASSIGN_OR_RETURN(std::string text, store_->Get(NameKey(p.spec.name), &meta));
-    json j = json::parse(text, nullptr, false);
+    json j = ParseJson(text);
     const std::string other = j.is_object() ? j.value("id", "") : "";
     Result<ObjectMeta> there = store_->Head(Key(other));
     if (!there.status().IsNotFound()) {
@@ -178,7 +180,7 @@ Status PipelineStore::Delete(const Pipeline& p) {
   Result<std::string> text = store_->Get(NameKey(p.spec.name));
   if (text.status().IsNotFound()) return Status::OK();
   RETURN_NOT_OK(text.status());
-  json j = json::parse(*text, nullptr, false);
+  json j = ParseJson(*text);
   if (j.is_object() && j.value("id", "") == p.id)
     RETURN_NOT_OK(store_->Delete(NameKey(p.spec.name)));
   return Status::OK();

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam::service {
@@ -22,7 +23,7 @@ std::string ToText(const RequestRecord& r) {
 }
 
 Result<RequestRecord> RequestFrom(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  json j = ParseJson(text);
   RequestRecord r;
   try {
     if (j.at("format") != 1) return Status::DataLoss("unknown idempotency record format");
@@ -50,7 +51,7 @@ std::string ToText(const SourceRecord& r) {
 }
 
 Result<SourceRecord> SourceFrom(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  json j = ParseJson(text);
   SourceRecord r;
   try {
     if (j.at("format") != 1) return Status::DataLoss("unknown source record format");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -50,8 +51,7 @@ Status CheckSourceId(const std::string& id) {
 }
 
 Result<SubmitBody> ParseSubmitBody(std::string_view text, int64_t max_uploads) {
-  json j = json::parse(text, nullptr, false);
-  if (!j.is_object()) return Status::InvalidArgument("run submission: not a JSON object");
+  ASSIGN_OR_RETURN(json j, ParseJsonObject(text, "run submission"));
   StrictObject o(j, "run submission");
   SubmitBody b;
   if (const json* q = o.Field("quarantine"); q != nullptr && *q != false) {

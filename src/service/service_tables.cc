@@ -2,6 +2,7 @@
 // run listing, each authorised for the calling principal.
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "common/ulid.h"
@@ -15,7 +16,9 @@ using ingest::RunRecord;
 using nlohmann::json;
 
 Result<TableDocument> ParseTableDocument(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::string problem;
+  json j = ParseJson(text, &problem);
+  if (j.is_discarded()) return Status::InvalidArgument("table: " + problem);
   if (!j.is_object()) {
     return Status::InvalidArgument(
         R"(a table is a JSON object: {"name":"t","columns":[{"name":"id","type":"int64","nullable":false}],"keys":["id"]})");

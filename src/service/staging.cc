@@ -7,6 +7,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam::service {
@@ -157,7 +158,7 @@ Result<UploadGrant> VerifyUploadToken(std::string_view token, std::string_view s
     return Denied("bad signature (tampered, truncated, or signed by another server)");
   }
   const std::optional<std::string> payload = FromBase64Url(signed_part.substr(3));
-  json j = payload ? json::parse(*payload, nullptr, false) : json();
+  json j = payload ? ParseJson(*payload) : json();
   UploadGrant g;
   try {
     g.upload_id = j.at("u");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 
@@ -32,7 +33,7 @@ std::string UploadRecord::ToJson() const {
 }
 
 Result<UploadRecord> UploadRecord::FromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  json j = ParseJson(text);
   UploadRecord r;
   try {
     if (j.at("format") != 1) return Status::DataLoss("unknown upload record format");

@@ -1,0 +1,43 @@
+#include "common/json_parse.h"
+
+#include <gtest/gtest.h>
+
+namespace loam {
+namespace {
+
+TEST(JsonParseTest, AKeyNamedTwiceInAnyObjectIsRefusedAndNamed) {
+  for (const char* text : {R"({"sub":"alice","sub":"bob"})", R"({"a":{"x":1,"y":2,"x":3}})",
+                           R"([1,{"k":[{"z":0,"z":0}]}])", R"({"a":1,"b":{},"a":{"c":1}})"}) {
+    std::string problem;
+    EXPECT_TRUE(ParseJson(text, &problem).is_discarded()) << text;
+    EXPECT_NE(problem.find("appears twice in one object"), std::string::npos) << problem;
+  }
+  std::string problem;
+  ParseJson(R"({"a":{"x":1,"y":2,"y":3},"x":0})", &problem);
+  EXPECT_EQ(problem, R"(key "y" appears twice in one object)");
+  Result<nlohmann::json> body = ParseJsonObject(R"({"uploads":[],"uploads":["u"]})", "run");
+  ASSERT_FALSE(body.ok());
+  EXPECT_EQ(body.status().message(), R"(run: key "uploads" appears twice in one object)");
+}
+
+TEST(JsonParseTest, TheSameKeyInSiblingOrNestedObjectsIsFine) {
+  const nlohmann::json j = ParseJson(R"({"a":{"a":1},"b":[{"a":2},{"a":3}],"c":{"a":{"a":4}}})");
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["b"][1]["a"], 3);
+  EXPECT_EQ(j["c"]["a"]["a"], 4);
+  EXPECT_EQ(ParseJson("[1,2,3]").size(), 3u);
+  EXPECT_EQ(ParseJson("\"s\""), "s");
+  EXPECT_EQ(ParseJson("{}").size(), 0u);
+}
+
+TEST(JsonParseTest, TextThatIsNotJsonIsNamedSo) {
+  std::string problem;
+  EXPECT_TRUE(ParseJson(R"({"a":)", &problem).is_discarded());
+  EXPECT_EQ(problem, "not valid JSON");
+  Result<nlohmann::json> array = ParseJsonObject("[]", "table");
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(array.status().message(), "table: not a JSON object");
+}
+
+}  // namespace
+}  // namespace loam
