@@ -263,6 +263,17 @@ TEST_F(CliTest, ExitCodesAndRefusals) {
             5);
   EXPECT_EQ(Run({"table", "drop", "events"}, {{"LOAM_PRINCIPAL", "bob"}}).code, 5);
   EXPECT_EQ(Run({"table", "rename", "events", "bobs"}, {{"LOAM_PRINCIPAL", "bob"}}).code, 5);
+  // One definition of a principal, as over HTTP: not a grantee, not an actor.
+  for (const char* name : {"bob\n", " bob", "bob\x7f"}) {
+    CliResult grantee = Run({"table", "grant", "events", name, "reader"});
+    EXPECT_EQ(grantee.code, 2) << grantee.all();
+    EXPECT_NE(grantee.err.find("printable UTF-8"), std::string::npos) << grantee.err;
+    CliResult actor = Run({"count", "events"}, {{"LOAM_PRINCIPAL", name}});
+    EXPECT_EQ(actor.code, 2) << actor.all();
+    EXPECT_NE(actor.err.find("LOAM_PRINCIPAL"), std::string::npos) << actor.err;
+  }
+  Ok({"table", "grant", "events", "repo:org/app", "reader"});
+  EXPECT_EQ(Ok({"count", "events"}, {{"LOAM_PRINCIPAL", "repo:org/app"}}).out, "2\n");
 
   // Idempotency: the same request returns the run; another request conflicts.
   File("b.csv", "id,name\n2,b\n");

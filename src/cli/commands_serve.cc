@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/principal.h"
 #include "common/status_macros.h"
 #include "io/fault_injection_object_store.h"
 #include "server/jwt.h"
@@ -54,7 +55,8 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
 Result<std::shared_ptr<Workspace>> OpenWithStoreFaults(const Context& ctx, double rate) {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, OpenObjectStore(ctx.root));
   auto store = std::make_shared<FaultInjectionObjectStore>(base, static_cast<uint64_t>(getpid()));
-  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "", ctx.Options()));
+  ASSIGN_OR_RETURN(WorkspaceOptions options, ctx.Options());
+  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "", options));
   FaultRule rule;
   rule.name = "test-store-faults";
   rule.times = FaultRule::kForever;
@@ -119,6 +121,9 @@ Status Token(const Context& ctx, const std::string& secret_file, const std::stri
   server::ServerConfig c;
   c.hs256_secret_file = secret_file;
   RETURN_NOT_OK(server::LoadVerifier(c).status());  // the secret is strong enough
+  if (Status valid = CheckPrincipal(sub); !valid.ok()) {
+    return Status::InvalidArgument("--sub: " + valid.message());
+  }
   ASSIGN_OR_RETURN(int64_t seconds, ParseTtl(ttl));
   ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
   if (ws->id().empty()) {

@@ -228,7 +228,7 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
 // Signs that a writer is still running: sidecars younger than the recovery
 // grace period and runs whose lease has not expired. "" when there are none.
 Result<std::string> LiveWriters(const Workspace& ws, const Context& ctx) {
-  const WorkspaceOptions options = ctx.Options();
+  ASSIGN_OR_RETURN(const WorkspaceOptions options, ctx.Options());
   ASSIGN_OR_RETURN(int young, ws.SidecarsYoungerThan(options.recovery_grace_micros));
   ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,
                    ingest::RunStore(ws.store(), ws.root()).List());

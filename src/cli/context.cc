@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/principal.h"
 #include "common/status_macros.h"
 
 namespace loam::cli {
@@ -63,7 +64,13 @@ std::function<Status(std::string_view)> Context::CrashHook() {
   };
 }
 
-WorkspaceOptions Context::Options() const {
+Result<WorkspaceOptions> Context::Options() const {
+  if (Status valid = CheckPrincipal(principal); !valid.ok()) {
+    return Status::InvalidArgument(
+        "LOAM_PRINCIPAL (or USER) " +
+        nlohmann::json(principal).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+        " is not a valid principal: " + valid.message());
+  }
   WorkspaceOptions options;
   options.owner = principal;  // read by Init only
   options.actor = principal;
@@ -77,7 +84,7 @@ std::function<void(Status)> Context::Runner(int* exit) const {
 
 Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
-  WorkspaceOptions options = Options();
+  ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
   options.recover_on_open = recover;
   Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
   if (ws.status().IsNotFound()) {
@@ -89,7 +96,8 @@ Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
 
 Result<std::shared_ptr<Workspace>> Context::Init() const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", Options());
+  ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
+  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", options);
   if (ws.status().IsAlreadyExists()) {
     return Status::AlreadyExists("a workspace already exists at '" + root + "'");
   }

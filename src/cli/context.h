@@ -43,8 +43,9 @@ struct Context {
   // error is reported and *exit becomes its code.
   std::function<void(Status)> Runner(int* exit) const;
 
-  // Options for opening or making the workspace as this principal.
-  WorkspaceOptions Options() const;
+  // Options for opening or making the workspace as `principal`, which must be
+  // valid (common/principal.h): InvalidArgument naming LOAM_PRINCIPAL if not.
+  Result<WorkspaceOptions> Options() const;
   Result<std::shared_ptr<Workspace>> Init() const;
 };
 

@@ -111,6 +111,10 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   EXPECT_NE(missing.err.find("no Loam workspace"), std::string::npos) << missing.err;
   CliResult token = RunLoam(dir_, {"token", "--secret-file", "weak", "--sub", "ada"});
   EXPECT_EQ(token.code, 2);
+  CliResult bad_sub = RunLoam(dir_, {"token", "--secret-file", "secret", "--sub", "ada\n"});
+  EXPECT_EQ(bad_sub.code, 2);
+  EXPECT_NE(bad_sub.err.find("--sub: a principal is 1 to 127 bytes"), std::string::npos)
+      << bad_sub.err;
   // The config file is read strictly, field by field.
   WriteFile(dir_ + "/lease.json", R"({"leaseSeconds": 0})");
   std::vector<std::string> lease = ok;

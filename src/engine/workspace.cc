@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
+#include "common/principal.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/journal_snapshot.h"
@@ -387,7 +388,9 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
 Status Workspace::SetGrant(const std::string& table, const std::string& principal,
                            std::optional<Role> role, const std::string& branch,
                            const std::string& actor) {
-  if (principal.empty()) return Status::InvalidArgument("a grant needs a principal");
+  if (Status valid = CheckPrincipal(principal); !valid.ok()) {
+    return Status::InvalidArgument("the grantee's name: " + valid.message());
+  }
   const std::string& by = actor.empty() ? options_.actor : actor;
   PublishSpec spec;
   spec.branch = branch;

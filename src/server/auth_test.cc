@@ -244,6 +244,52 @@ TEST_F(AuthHttpTest, RefusalsAre401AndMissingGrantsAre403) {
             401);
 }
 
+// One definition of a principal (common/principal.h) for tokens (401) and
+// grantees (400). A name with '/' is a principal like any other, granted
+// through its percent-encoded path segment.
+TEST_F(AuthHttpTest, PrincipalsHaveOneDefinition) {
+  const auto read_as = [&](const std::string& sub) {
+    return HttpCall(Port(), "GET", "/v1/tables/orders", "", Auth(sub));
+  };
+  for (const std::string& sub :
+       {std::string("ada\n"), std::string("ada\0", 4), std::string("ada\x7f"), std::string(" ada"),
+        std::string("ada\xe2\x80\xa8"), std::string(128, 'a')}) {
+    HttpResult r = read_as(sub);
+    EXPECT_EQ(r.status, 401) << r.body;
+    EXPECT_NE(r.body.find("not a valid principal"), std::string::npos) << r.body;
+  }
+  const auto grants = [&] {
+    return Call("owner", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["grants"];
+  };
+  const json before = grants();
+  const std::string pattern = "/v1/tables/{name}/grants/{principal}";
+  for (const std::string& name :
+       {std::string("ada%0A"), std::string("ada%00"), std::string("%20ada"), std::string("%2E%2E"),
+        std::string("ada%E2%80%A8"), std::string(128, 'a')}) {
+    HttpResult put = Call("owner", "PUT", "/v1/tables/orders/grants/" + name, pattern,
+                          R"({"role":"admin"})", {{"Content-Type", "application/json"}});
+    EXPECT_EQ(put.status, 400) << name << ": " << put.body;
+    EXPECT_EQ(put.Json()["code"], "invalid_argument");
+    EXPECT_NE(put.body.find("printable UTF-8"), std::string::npos) << put.body;
+    EXPECT_EQ(Call("owner", "DELETE", "/v1/tables/orders/grants/" + name, pattern).status, 400);
+  }
+  EXPECT_EQ(grants(), before);
+  // A GitHub Actions subject: '/' and ':' are part of the name.
+  const std::string subject = "repo:octo-org/app:ref:refs/heads/main";
+  EXPECT_EQ(read_as(subject).status, 403);
+  HttpResult put = Call(
+      "owner", "PUT", "/v1/tables/orders/grants/repo%3Aocto-org%2Fapp%3Aref%3Arefs%2Fheads%2Fmain",
+      pattern, R"({"role":"reader"})", {{"Content-Type", "application/json"}});
+  ASSERT_EQ(put.status, 200) << put.body;
+  EXPECT_EQ(put.Json()["principal"], subject);
+  EXPECT_EQ(read_as(subject).status, 200);
+  EXPECT_EQ(Call("owner", "DELETE",
+                 "/v1/tables/orders/grants/repo:octo-org%2Fapp:ref:refs%2Fheads%2Fmain", pattern)
+                .status,
+            204);
+  EXPECT_EQ(read_as(subject).status, 403);
+}
+
 TEST_F(AuthHttpTest, HsRsConfusionThroughHttp) {
   const KeyPair k = Generate("RSA");
   const std::string pem_file = (dir_ / "rsa.pem").string();

@@ -104,7 +104,7 @@ TEST_F(ContractTest, RefusalsCarryTheirOwnStableCodes) {
   HttpResult long_sub = HttpCall(Port(), "GET", "/v1/tables", "", Auth(std::string(128, 'a')));
   EXPECT_EQ(long_sub.status, 401) << long_sub.body;
   EXPECT_EQ(long_sub.Json()["code"], "unauthenticated");
-  EXPECT_NE(long_sub.body.find("over 127 bytes"), std::string::npos) << long_sub.body;
+  EXPECT_NE(long_sub.body.find("1 to 127 bytes"), std::string::npos) << long_sub.body;
   EXPECT_EQ(HttpCall(Port(), "GET", "/v1/tables", "", Auth(std::string(127, 'a'))).status, 200);
 
   HttpResult made = CreatePipeline(Upsert({}));

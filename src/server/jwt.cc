@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/principal.h"
 #include "common/status_macros.h"
 #include "service/staging.h"
 
@@ -310,9 +311,8 @@ Status JwtVerifier::CheckClaims(const std::string& payload, int64_t now, JwtClai
   if (!c.contains("sub") || !c["sub"].is_string() || c["sub"].get<std::string>().empty()) {
     return Denied("has no sub claim (the principal)");
   }
-  if (c["sub"].get<std::string>().size() > service::kMaxPrincipalBytes) {
-    return Denied("has a sub claim over " + std::to_string(service::kMaxPrincipalBytes) +
-                  " bytes (the longest principal)");
+  if (Status p = CheckPrincipal(c["sub"].get<std::string>()); !p.ok()) {
+    return Denied("has a sub claim that is not a valid principal (" + p.message() + ")");
   }
   if (!c.contains("loam_workspace") || !c["loam_workspace"].is_string()) {
     return Denied("has no loam_workspace claim");

@@ -1,7 +1,10 @@
 // Router: matches a request's method and path against route patterns such as
 // "/v1/runs/{id}/cancel" and percent-decodes the captured segments. A
-// captured segment never holds '/', NUL or another control character, so an
-// id cannot smuggle a path ("%2F", "%00" are refused as not found).
+// captured segment never holds NUL or another control character, nor '/' or
+// '\', so an id cannot smuggle a path ("%2F", "%00" are refused as not
+// found). A {principal} is a name, never part of a path: it is passed on as
+// decoded ("repo:org/app" is a real subject) and the service checks it
+// against the one definition of a principal (400 when it is not one).
 #pragma once
 
 #include <functional>
@@ -100,7 +103,8 @@ class Router {
       const std::string& p = pattern[i];
       if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
         Result<std::string> v = PercentDecode(parts[i], /*plus_is_space=*/false);
-        if (!v.ok() || v->empty() || !SafeSegment(*v)) return false;
+        const bool name = p == "{principal}";
+        if (!v.ok() || v->empty() || (!name && !SafeSegment(*v))) return false;
         (*params)[p.substr(1, p.size() - 2)] = std::move(*v);
       } else if (p != parts[i]) {
         return false;

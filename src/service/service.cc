@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/principal.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "common/utf8.h"
@@ -108,12 +109,8 @@ Status Service::CheckContext(const CallContext& ctx) const {
     return Status::PermissionDenied(
         "principals starting with 'loam:' are reserved for Loam itself");
   }
-  if (!IsValidUtf8(ctx.principal)) {
-    return Status::PermissionDenied("a principal must be valid UTF-8");
-  }
-  if (ctx.principal.size() > kMaxPrincipalBytes) {
-    return Status::PermissionDenied("a principal is at most " + std::to_string(kMaxPrincipalBytes) +
-                                    " bytes");
+  if (Status valid = CheckPrincipal(ctx.principal); !valid.ok()) {
+    return Status::PermissionDenied(valid.message());
   }
   if (ctx.workspace_id != ws_->id()) {
     return Status::PermissionDenied("the caller's workspace '" + ctx.workspace_id +

@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/principal.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "common/ulid.h"
-#include "common/utf8.h"
 #include "ingest/where_clause.h"
 #include "service/service.h"
 
@@ -178,10 +178,12 @@ Result<std::vector<TableHistoryEntry>> Service::TableHistory(const CallContext& 
 Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
                               const std::string& principal, std::optional<Role> role) {
   RETURN_NOT_OK(CheckContext(ctx));
-  if (!IsValidUtf8(principal)) {
-    return Status::InvalidArgument("a grantee's name must be valid UTF-8");
+  if (Status valid = CheckPrincipal(principal); !valid.ok()) {
+    return Status::InvalidArgument("the grantee's name: " + valid.message());
   }
-  RETURN_NOT_OK(CheckContext({ctx.workspace_id, principal}));  // the grantee's name
+  if (principal.rfind("loam:", 0) == 0) {
+    return Status::InvalidArgument("principals starting with 'loam:' are reserved for Loam itself");
+  }
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
   ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, table, ctx.principal));
   if (!CanSeeGrants(*ws_, snap, t->def.sid, ctx.principal)) {

@@ -24,8 +24,7 @@ namespace loam::service {
 // [A-Za-z0-9_.-], does not start with '.' or '~' and is at most 128 bytes;
 // otherwise "~" followed by the lower-case hex of its UTF-8 bytes. The
 // encoding is reversible (DecodeSegment) and never yields '/', "." or "..";
-// principals of at most kMaxPrincipalBytes fit one segment (255 bytes).
-inline constexpr size_t kMaxPrincipalBytes = 127;
+// valid principals (common/principal.h) fit one segment (255 bytes).
 std::string EncodeSegment(std::string_view principal);
 Result<std::string> DecodeSegment(std::string_view segment);
 
