@@ -1,5 +1,6 @@
 #include "catalog/table_def.h"
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "common/hash.h"
 #include "common/json_parse.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace loam {
 namespace {
@@ -86,11 +88,48 @@ Status ValidateTableName(std::string_view name) {
   return Status::OK();
 }
 
+namespace {
+
+// JSON text has many spellings of one value ({"a":1} and { "a": 1 }), so
+// rows could differ in a json key and still mean the same.
+Status CheckKeyType(const Field& f) {
+  if (f.type.id != TypeId::kJson) return Status::OK();
+  return Status::InvalidArgument("key column '" + f.name +
+                                 "' is json, which cannot be a key: JSON text has many spellings "
+                                 "of one value; key on another column");
+}
+
+}  // namespace
+
+Status ValidateColumns(const Schema& schema, const std::string& table) {
+  if (schema.fields.size() > kMaxTableColumns) {
+    return Status::InvalidArgument("table '" + table + "' would have " +
+                                   std::to_string(schema.fields.size()) +
+                                   " columns, over the limit of " +
+                                   std::to_string(kMaxTableColumns) + " (maxTableColumns)")
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxTableColumns");
+  }
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const std::string& name = schema.fields[i].name;
+    const auto control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+    if (name.empty() || name.size() > kMaxColumnNameBytes || !IsValidUtf8(name) ||
+        std::any_of(name.begin(), name.end(), control)) {
+      return Status::InvalidArgument("table '" + table + "': column " + std::to_string(i + 1) +
+                                     " has a name that is not 1 to " +
+                                     std::to_string(kMaxColumnNameBytes) +
+                                     " bytes of UTF-8 without control characters");
+    }
+  }
+  return Status::OK();
+}
+
 Status ValidateTableDef(const TableDef& def) {
   RETURN_NOT_OK(ValidateTableName(def.name));
   if (def.schema.fields.empty()) {
     return Status::InvalidArgument("table '" + def.name + "' needs at least one column");
   }
+  RETURN_NOT_OK(ValidateColumns(def.schema, def.name));
   RETURN_NOT_OK_CTX(def.schema.Validate(), "table '" + def.name + "'");
   std::set<std::string> seen;
   for (const std::string& k : def.keys) {
@@ -104,6 +143,7 @@ Status ValidateTableDef(const TableDef& def) {
     if (def.schema.fields[i].nullable) {
       return Status::InvalidArgument("key column '" + k + "' must be declared not-null");
     }
+    RETURN_NOT_OK(CheckKeyType(def.schema.fields[i]));
   }
   return Status::OK();
 }
@@ -121,9 +161,11 @@ Result<std::vector<std::string>> UpsertKeys(const TableDef& def,
   }
   std::set<std::string> seen;
   for (const std::string& k : keys) {
-    if (def.schema.IndexOf(k) < 0) {
+    const int i = def.schema.IndexOf(k);
+    if (i < 0) {
       return Status::InvalidArgument("key column '" + k + "' is not in table '" + def.name + "'");
     }
+    RETURN_NOT_OK(CheckKeyType(def.schema.fields[i]));
     if (!seen.insert(k).second) {
       return Status::InvalidArgument("key column '" + k + "' is listed twice");
     }

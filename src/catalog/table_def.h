@@ -34,7 +34,18 @@ struct TableDef {
 
 // Table names: 1-128 of [A-Za-z0-9_], starting with a letter or '_'.
 Status ValidateTableName(std::string_view name);
-// Name, schema and keys (keys exist, are unique and not nullable).
+// A table holds at most this many columns: a load reads at most as many
+// fields per record (LoadLimits::max_columns), so a wider table could never
+// be loaded. Refused as limit_exceeded, limit "maxTableColumns".
+inline constexpr size_t kMaxTableColumns = 1024;
+inline constexpr size_t kMaxColumnNameBytes = 256;
+// The columns a definition may declare: at most kMaxTableColumns, each named
+// by 1 to kMaxColumnNameBytes bytes of UTF-8 with no control character.
+// (Checked when a table is defined or a column added; files already written
+// are read whatever their names.)
+Status ValidateColumns(const Schema& schema, const std::string& table);
+// Name, columns, schema and keys (keys exist, are unique, not nullable and
+// not json: JSON text has no one spelling to compare keys by).
 Status ValidateTableDef(const TableDef& def);
 // The key an upsert into `def` matches on. On a keyed table it is the declared
 // key: `keys` must be empty or name exactly the declared columns (in any

@@ -169,6 +169,18 @@ TEST_F(CliTest, SchemaFilesDelimitersAndCoercions) {
   EXPECT_EQ(Ok({"scan", "readings", "--format", "csv"}).out,
             "k,at,x\n1,2026-11-30T04:00:00Z,2.0\n");
   EXPECT_EQ(Run({"table", "create", "bad", "--column", "a:int65"}).code, 2);
+  // Definitions no load could use: refused when made, and nothing is made.
+  CliResult json_key =
+      Run({"table", "create", "bad", "--column", "doc:json:not-null", "--key", "doc"});
+  EXPECT_EQ(json_key.code, 2) << json_key.all();
+  EXPECT_NE(json_key.err.find("key column 'doc' is json"), std::string::npos) << json_key.err;
+  CliResult nul = Run({"load", "readings", "r.tsv", "--delimiter", std::string(1, '\x01')});
+  EXPECT_EQ(nul.code, 2) << nul.all();
+  EXPECT_NE(nul.err.find("--delimiter (\\t for a tab) must be one printable ASCII character"),
+            std::string::npos)
+      << nul.err;
+  EXPECT_EQ(Run({"table", "describe", "bad"}).code, 4);
+  EXPECT_EQ(Ok({"count", "readings"}).out, "1\n");
 }
 
 TEST_F(CliTest, HistoryBranchesAndTimeTravel) {

@@ -13,6 +13,7 @@
 #include "cli/heap.h"
 #include "cli/output.h"
 #include "common/status_macros.h"
+#include "ingest/csv_reader.h"
 #include "ingest/loader.h"
 
 namespace loam::cli {
@@ -126,9 +127,7 @@ Result<RunRequest> BuildRequest(const Context& ctx, const LoadFlags& f) {
   r.idempotency_key = f.idempotency_key;
   r.principal = ctx.principal;
   const std::string delimiter = f.delimiter == "\\t" ? std::string("\t") : f.delimiter;
-  if (delimiter.size() != 1) {
-    return Status::InvalidArgument("--delimiter takes one character (\\t for a tab)");
-  }
+  RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "--delimiter (\\t for a tab)"));
   r.limits.csv_delimiter = delimiter[0];
   return r;
 }

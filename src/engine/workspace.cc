@@ -475,6 +475,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
     f.nullable = true;
     next.fields.push_back(std::move(f));
   }
+  RETURN_NOT_OK(ValidateColumns(next, t.def.name));
   RETURN_NOT_OK(next.Validate());
   return SchemaToJson(next);
 }
@@ -538,6 +539,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
     Schema next = t->def.schema;
     next.fields.push_back(*req.new_column);
     next.fields.back().nullable = true;
+    RETURN_NOT_OK(ValidateColumns(next, t->def.name));
     s.new_table_def = SchemaToJson(next);
   }
   if (!req.add_columns.empty()) {

@@ -20,6 +20,10 @@
 
 namespace loam::ingest {
 
+// A CSV delimiter is one printable ASCII character other than '"', or a tab.
+// `what` names where it came from (csvDelimiter, --delimiter).
+Status CheckCsvDelimiter(std::string_view delimiter, std::string_view what);
+
 struct CsvOptions {
   char delimiter = ',';
   size_t max_columns = 1024;              // fields per record

@@ -8,6 +8,7 @@
 #include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
+#include "ingest/csv_reader.h"
 
 namespace loam::ingest {
 namespace {
@@ -112,10 +113,7 @@ Status ReadLimits(const json& l, RunRequest* r) {
   RETURN_NOT_OK(o.Int("maxJsonDepth", &r->limits.max_json_depth, 1, 1024));
   std::string delimiter(1, r->limits.csv_delimiter);
   RETURN_NOT_OK(o.String("csvDelimiter", &delimiter));
-  if (delimiter.size() != 1 || delimiter[0] == '"' || delimiter[0] == '\n' ||
-      delimiter[0] == '\r' || static_cast<unsigned char>(delimiter[0]) >= 0x80) {
-    return o.Bad("csvDelimiter", "one ASCII character other than a quote or a line break");
-  }
+  RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "run request: \"csvDelimiter\""));
   r->limits.csv_delimiter = delimiter[0];
   RETURN_NOT_OK(o.Int("maxDecodedBytes", &r->limits.decode.max_decoded_bytes, 1,
                       std::numeric_limits<int64_t>::max()));

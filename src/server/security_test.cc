@@ -319,6 +319,69 @@ TEST_F(SecurityTest, MalformedJsonBodiesAreRefusedAndCreateNothing) {
   EXPECT_EQ(WaitRun(ok.Json()["id"])["state"], "succeeded");
 }
 
+// Definitions no load could use are refused when they are made, naming the
+// rule or the limit, and create nothing.
+TEST_F(SecurityTest, DefinitionsTheLoaderCannotUseAreRefused) {
+  const auto create = [&](const json& columns, const json& keys) {
+    return Call("owner", "POST", "/v1/tables", "/v1/tables",
+                json{{"name", "wide"}, {"columns", columns}, {"keys", keys}}.dump(),
+                {{"Content-Type", "application/json"}});
+  };
+  json wide = json::array();
+  for (int i = 0; i < 5000; ++i)
+    wide.push_back({{"name", "c" + std::to_string(i)}, {"type", "int32"}});
+  HttpResult too_wide = create(wide, json::array());
+  EXPECT_EQ(too_wide.status, 422) << too_wide.body;
+  EXPECT_EQ(too_wide.Json()["code"], "limit_exceeded");
+  EXPECT_EQ(too_wide.Json()["limit"], "maxTableColumns");
+  EXPECT_NE(too_wide.body.find("5000 columns, over the limit of 1024"), std::string::npos);
+  const json id = {{"name", "id"}, {"type", "int64"}, {"nullable", false}};
+  for (const std::string& name :
+       {std::string("a\0b", 3), std::string("a\nb"), std::string(257, 'n')}) {
+    HttpResult bad_name = create({id, {{"name", name}, {"type", "string"}}}, {"id"});
+    EXPECT_EQ(bad_name.status, 400) << bad_name.body;
+    EXPECT_NE(bad_name.body.find("column 2 has a name that is not 1 to 256 bytes"),
+              std::string::npos)
+        << bad_name.body;
+  }
+  HttpResult json_key = create({{{"name", "doc"}, {"type", "json"}, {"nullable", false}}}, {"doc"});
+  EXPECT_EQ(json_key.status, 400) << json_key.body;
+  EXPECT_NE(json_key.body.find("key column 'doc' is json"), std::string::npos) << json_key.body;
+
+  // An unkeyed table: an upsert pipeline may name its key, but not a json one.
+  ASSERT_EQ(create({id, {{"name", "doc"}, {"type", "json"}}}, json::array()).status, 201);
+  ASSERT_TRUE(ws_->SetGrant("wide", "ada", Role::kWriter).ok());
+  const auto pipeline = [&](const json& spec) {
+    return Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", spec.dump(),
+                {{"Content-Type", "application/json"}});
+  };
+  HttpResult keyed_on_json = pipeline({{"name", "u"},
+                                       {"table", "wide"},
+                                       {"mode", "upsert"},
+                                       {"format", "jsonl"},
+                                       {"keyColumns", {"doc"}}});
+  EXPECT_EQ(keyed_on_json.status, 400) << keyed_on_json.body;
+  EXPECT_NE(keyed_on_json.body.find("is json"), std::string::npos) << keyed_on_json.body;
+  for (const char* delimiter : {"\x01", "\r", "\xc3\xa9"}) {
+    HttpResult nul = pipeline({{"name", "c"},
+                               {"table", "orders"},
+                               {"mode", "append"},
+                               {"format", "csv"},
+                               {"formatOptions", {{"csvDelimiter", delimiter}}}});
+    EXPECT_EQ(nul.status, 400) << nul.body;
+    EXPECT_NE(nul.body.find("must be one printable ASCII character"), std::string::npos)
+        << nul.body;
+  }
+  HttpResult nul = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+                        R"({"name":"c","table":"orders","mode":"append","format":"csv",)"
+                        R"("formatOptions":{"csvDelimiter":"\u0000"}})",
+                        {{"Content-Type", "application/json"}});
+  EXPECT_EQ(nul.status, 400) << nul.body;
+  HttpResult tables = Call("owner", "GET", "/v1/tables", "/v1/tables");
+  EXPECT_EQ(tables.Json()["tables"].size(), 2u) << tables.body;  // orders and the unkeyed one
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 0u);
+}
+
 // Over 1 MiB of JSON on any route, or 8 MiB of inline data: 413, unparsed.
 TEST_F(SecurityTest, OversizedBodiesAre413OnEveryRoute) {
   const std::string pipeline = MakePipeline();

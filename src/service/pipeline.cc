@@ -4,6 +4,7 @@
 #include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "ingest/csv_reader.h"
 
 namespace loam::service {
 namespace {
@@ -53,10 +54,7 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
     StrictObject fo(*f, "pipeline formatOptions");
     std::string delimiter(1, p.csv_delimiter);
     RETURN_NOT_OK(fo.String("csvDelimiter", &delimiter));
-    if (delimiter.size() != 1 || delimiter[0] == '"' || delimiter[0] == '\n' ||
-        delimiter[0] == '\r' || static_cast<unsigned char>(delimiter[0]) >= 0x80) {
-      return fo.Bad("csvDelimiter", "one ASCII character other than a quote or a line break");
-    }
+    RETURN_NOT_OK(ingest::CheckCsvDelimiter(delimiter, "pipeline formatOptions: \"csvDelimiter\""));
     p.csv_delimiter = delimiter[0];
     RETURN_NOT_OK(fo.Finish());
   }

@@ -154,6 +154,9 @@ Status Service::CheckAdditive(const PipelineSpec& spec, const Snapshot& snap, co
                                     "' does not allow additive schema changes; an admin can "
                                     "allow them first");
   }
+  Schema widened = t.def.schema;  // the widest the table can grow to
+  for (Field& f : spec.schema_policy.NewColumns(t.def.schema)) widened.fields.push_back(f);
+  RETURN_NOT_OK(ValidateColumns(widened, t.def.name));
   Status admin = ws_->Authorize(snap, t, principal, WriteMode::kAddColumn);
   if (!admin.ok()) {
     return admin.WithMessage("only an admin of table '" + t.def.name +

@@ -137,6 +137,20 @@ TEST_F(ServiceTest, AdditivePipelinesAddDeclaredColumnsInTheRunsOwnCommit) {
   EXPECT_TRUE(writer.Is(ErrorCode::kPermissionDenied)) << writer;
   EXPECT_NE(writer.message().find("only an admin"), std::string::npos);
   const std::string add = MakePipeline(spec, "adm");
+  // A policy that would grow the table past its column limit is refused.
+  std::string many;
+  for (int i = 0; i < 1100; ++i) {
+    many +=
+        (i ? "," : "") + std::string(R"({"name":"x)") + std::to_string(i) + R"(","type":"int32"})";
+  }
+  Status too_wide =
+      Svc()
+          .CreatePipeline(Ctx("adm"), R"({"name":"wide","table":"orders","format":"csv",
+      "schemaPolicy":{"mode":"additive","addColumns":[)" +
+                                          many + "]}}")
+          .status();
+  EXPECT_TRUE(too_wide.Is(ErrorCode::kLimitExceeded)) << too_wide;
+  EXPECT_EQ(too_wide.detail("limit"), "maxTableColumns");
   const std::string plain = AppendPipeline();
   ASSERT_TRUE(Submit(plain, "p", Body(Upload(plain, "id,amount,note\n1,1,a\n").value())).ok());
   EXPECT_EQ(Drain(), 1);
