@@ -55,6 +55,16 @@ Status JsonlBatches::LimitError(std::string_view where, std::string_view what) c
 }
 
 Result<bool> JsonlBatches::NextLine() {
+  ASSIGN_OR_RETURN(bool got, ReadLine());
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (got && line_number_ == 1 && std::string_view(line_.data(), line_size_).starts_with(kBom)) {
+    line_size_ -= kBom.size();
+    std::memmove(line_.data(), line_.data() + kBom.size(), line_size_);
+  }
+  return got;
+}
+
+Result<bool> JsonlBatches::ReadLine() {
   const size_t max_line = limits_.max_field_bytes * 16;
   line_size_ = 0;
   bool any = false;

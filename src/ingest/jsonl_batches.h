@@ -31,8 +31,10 @@ class JsonlBatches {
 
  private:
   struct Parser;
-  // The next line into line_ (without its end); false at the end of input.
+  // The next line into line_ (without its end, and the first line without a
+  // leading UTF-8 byte-order mark, as CSV); false at the end of input.
   Result<bool> NextLine();
+  Result<bool> ReadLine();
   Status ParseLine(RecordBatch* batch);
   Status Error(std::string_view where, std::string_view what) const;
   // As Error, for a limit (limit_exceeded).

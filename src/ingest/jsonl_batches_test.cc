@@ -50,6 +50,13 @@ TEST(JsonlBatches, MapsKeysToColumns) {
   EXPECT_EQ(batches[1].columns[2].GetBytes(0), "\"text\"");
 }
 
+TEST(JsonlBatches, ALeadingByteOrderMarkIsDroppedAsInCsv) {
+  auto batches = ReadAll("\xEF\xBB\xBF{\"id\":7}\n").value();
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].columns[0].GetInt64(0), 7);
+  ExpectFails("{\"id\":1}\n\xEF\xBB\xBF{\"id\":2}\n", "line 2");
+}
+
 TEST(JsonlBatches, ErrorsNameLineAndField) {
   ExpectFails("{\"id\":1}\n{\"id\":2,\"colour\":1}\n",
               "e.jsonl: line 2, field 'colour': not a column");

@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <cctype>
 #include <cmath>
 #include <ctime>
 #include <set>
@@ -80,24 +81,25 @@ Api::Api(service::Service* service, ApiOptions options)
 }
 
 void Api::AddRoutes() {
-  const auto open = [this](const char* m, const char* p, RouteFn fn) {
-    router_.Add(m, p, RouteSpec{fn, false});
+  using Names = std::vector<std::string>;
+  const auto open = [this](const char* m, const char* p, RouteFn fn, Names query = {}) {
+    router_.Add(m, p, RouteSpec{fn, false, std::move(query)});
   };
-  const auto authed = [this](const char* m, const char* p, RouteFn fn) {
-    router_.Add(m, p, RouteSpec{fn, true});
+  const auto authed = [this](const char* m, const char* p, RouteFn fn, Names query = {}) {
+    router_.Add(m, p, RouteSpec{fn, true, std::move(query)});
   };
   open("GET", "/healthz", &Api::Healthz);
   open("GET", "/readyz", &Api::Readyz);
   open("GET", "/metrics", &Api::Metrics);
   // The upload capability in the URL authorises this one /v1 route: the
   // client sends exactly the method, headers and bytes it was given.
-  open("PUT", "/v1/uploads/{uploadId}", &Api::PutUpload);
+  open("PUT", "/v1/uploads/{uploadId}", &Api::PutUpload, {"token"});
   authed("GET", "/v1/openapi.json", &Api::OpenApi);
   authed("GET", "/v1/limits", &Api::GetLimits);
   authed("POST", "/v1/tables", &Api::CreateTable);
   authed("GET", "/v1/tables", &Api::ListTables);
   authed("GET", "/v1/tables/{name}", &Api::GetTable);
-  authed("GET", "/v1/tables/{name}/rows", &Api::GetRows);
+  authed("GET", "/v1/tables/{name}/rows", &Api::GetRows, {"limit", "where", "version"});
   authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
@@ -109,7 +111,8 @@ void Api::AddRoutes() {
   authed("POST", "/v1/pipelines/{id}/uploads", &Api::CreateUpload);
   authed("GET", "/v1/uploads/{uploadId}", &Api::GetUpload);
   authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
-  authed("GET", "/v1/runs", &Api::ListRuns);
+  authed("GET", "/v1/runs", &Api::ListRuns,
+         {"pipeline", "state", "idempotencyKey", "cursor", "limit"});
   authed("GET", "/v1/runs/{id}", &Api::GetRun);
   authed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
   authed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
@@ -142,15 +145,27 @@ HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   return plan;
 }
 
+std::string MediaType(const RequestHeader& header) {
+  std::string_view type = header[http::field::content_type];
+  type = type.substr(0, type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
+  std::string media(type);
+  for (char& c : media) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return media;
+}
+
 // A run submission carrying its data (the one route whose body may be CSV or
 // JSON Lines rather than one JSON document).
 bool Api::IsInlineSubmission(const RequestHeader& header) {
-  const std::string_view type = header[http::field::content_type];
   const std::string_view target = header.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  return header.method() == http::verb::post && path.substr(0, 14) == "/v1/pipelines/" &&
-         path.size() > 19 && path.substr(path.size() - 5) == "/runs" &&
-         (type.substr(0, 8) == "text/csv" || type.substr(0, 20) == "application/x-ndjson");
+  if (header.method() != http::verb::post || path.substr(0, 14) != "/v1/pipelines/" ||
+      path.size() <= 19 || path.substr(path.size() - 5) != "/runs") {
+    return false;
+  }
+  const std::string media = MediaType(header);
+  return media == "text/csv" || media == "application/x-ndjson";
 }
 
 Response Api::Handle(const Request& request, ChunkedBody& out, const std::any& context) {
@@ -219,6 +234,9 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
         Problem(Status::InvalidArgument("the request body nests deeper than " +
                                         std::to_string(options_.max_json_depth) + " levels")),
         start);
+  }
+  if (Status names = CheckQueryNames(target->query, match.handler->query); !names.ok()) {
+    return Finish(header, match.pattern, nullptr, Problem(names), start);
   }
   Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
   if (match.handler->authenticated) {

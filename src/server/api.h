@@ -42,6 +42,10 @@ struct ApiOptions {
   std::function<int64_t()> in_flight;
 };
 
+// The media type of a request's Content-Type, lower-cased and without its
+// parameters ("Text/CSV; charset=utf-8" is "text/csv"); "" when absent.
+std::string MediaType(const RequestHeader& header);
+
 class Api : public HttpHandler {
  public:
   Api(service::Service* service, ApiOptions options);
@@ -74,6 +78,7 @@ class Api : public HttpHandler {
   struct RouteSpec {
     RouteFn fn;
     bool authenticated;
+    std::vector<std::string> query;  // the query parameters it takes; any other is 400
   };
 
   void AddRoutes();

@@ -1,5 +1,6 @@
 // Api routes: health, metrics, the OpenAPI document, limits, tables,
 // pipelines and uploads.
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -115,19 +116,13 @@ Response Api::GetTable(Call& c) {
 Response Api::GetRows(Call& c) {
   service::RowQuery q;
   for (const auto& [name, value] : c.target.query) {
-    int64_t* into = name == "limit" ? &q.limit : name == "version" ? &q.manifest_version : nullptr;
     if (name == "where") {
       q.where = value;
-    } else if (into != nullptr) {
-      char* end = nullptr;
-      *into = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || *into < 0) {
-        return Problem(Status::InvalidArgument(name + " must be a non-negative integer"));
-      }
-    } else {
-      return Problem(Status::InvalidArgument("unknown query parameter '" + name +
-                                             "' (limit, where, version)"));
+      continue;
     }
+    Result<int64_t> n = ParseQueryInt(name, value, 0, std::numeric_limits<int64_t>::max());
+    if (!n.ok()) return Problem(n.status());
+    (name == "limit" ? q.limit : q.manifest_version) = *n;
   }
   // Up to rows_chunk the answer goes whole; beyond, in chunks as the scan
   // produces them, so no answer is held in memory. Errors found before the

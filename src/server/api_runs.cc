@@ -26,8 +26,7 @@ Result<std::string> IdempotencyKey(const RequestHeader& h) {
 Response Api::SubmitRun(Call& c) {
   Result<std::string> key = IdempotencyKey(c.header);
   if (!key.ok()) return Problem(key.status());
-  const std::string type(c.header[http::field::content_type]);
-  const std::string media = type.substr(0, type.find(';'));
+  const std::string media = MediaType(c.header);
   Result<service::Submission> sub = Status::OK();
   if (media == "text/csv" || media == "application/x-ndjson") {
     service::InlineLoad load;
@@ -75,15 +74,9 @@ Response Api::ListRuns(Call& c) {
     } else if (name == "cursor") {
       f.cursor = value;
     } else if (name == "limit") {
-      char* end = nullptr;
-      const long long v = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || v < 1 || v > 1000) {
-        return Problem(Status::InvalidArgument("limit must be from 1 to 1000"));
-      }
-      f.limit = static_cast<int>(v);
-    } else {
-      return Problem(Status::InvalidArgument("unknown query parameter '" + name +
-                                             "' (pipeline, state, idempotencyKey, cursor, limit)"));
+      Result<int64_t> limit = ParseQueryInt(name, value, 1, 1000);
+      if (!limit.ok()) return Problem(limit.status());
+      f.limit = static_cast<int>(*limit);
     }
   }
   Result<service::RunPage> page = svc_->ListRuns(c.ctx, f);

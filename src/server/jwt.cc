@@ -252,7 +252,8 @@ Result<JwtClaims> JwtVerifier::Verify(std::string_view token, int64_t now) const
   if (!header_text.ok() || !payload.ok() || !sig.ok()) return Denied("is not valid base64url");
   std::string problem;
   json header = ParseJson(*header_text, &problem);
-  if (header.is_discarded()) return Denied("has a header that is not strict JSON (" + problem + ")");
+  if (header.is_discarded())
+    return Denied("has a header that is not strict JSON (" + problem + ")");
   if (!header.is_object() || !header.contains("alg") || !header["alg"].is_string()) {
     return Denied("has no algorithm in its header");
   }

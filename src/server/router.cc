@@ -1,5 +1,8 @@
 #include "server/router.h"
 
+#include <algorithm>
+#include <charconv>
+
 namespace loam::server {
 
 namespace {
@@ -53,9 +56,37 @@ Result<Target> ParseTarget(std::string_view target) {
         eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
     if (!name.ok()) return name.status();
     if (!value.ok()) return value.status();
-    t.query[*name] = std::move(*value);
+    if (!t.query.emplace(*name, std::move(*value)).second) {
+      return Status::InvalidArgument("query parameter '" + *name + "' is given twice");
+    }
   }
   return t;
+}
+
+Status CheckQueryNames(const std::map<std::string, std::string>& query,
+                       const std::vector<std::string>& allowed) {
+  for (const auto& [name, value] : query) {
+    if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+    std::string known;
+    for (const std::string& a : allowed) known += (known.empty() ? "" : ", ") + a;
+    return Status::InvalidArgument("unknown query parameter '" + name + "' (" +
+                                   (known.empty() ? "this route takes none" : known) + ")");
+  }
+  return Status::OK();
+}
+
+Result<int64_t> ParseQueryInt(std::string_view name, std::string_view value, int64_t min,
+                              int64_t max) {
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  const bool digits = !value.empty() && std::all_of(value.begin(), value.end(),
+                                                    [](char c) { return c >= '0' && c <= '9'; });
+  auto [at, ec] = std::from_chars(value.data(), end, v);
+  if (!digits || ec != std::errc() || at != end || v < min || v > max) {
+    return Status::InvalidArgument(std::string(name) + " must be an integer from " +
+                                   std::to_string(min) + " to " + std::to_string(max));
+  }
+  return v;
 }
 
 }  // namespace loam::server

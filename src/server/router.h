@@ -19,10 +19,20 @@ namespace loam::server {
 
 struct Target {
   std::string path;                          // as sent, before decoding
-  std::map<std::string, std::string> query;  // decoded; a repeated name keeps the last
+  std::map<std::string, std::string> query;  // decoded; each name once
 };
-// Splits and decodes a request target ("/v1/runs?state=queued").
+// Splits and decodes a request target ("/v1/runs?state=queued"). A query
+// parameter named twice is InvalidArgument: parsers disagree on which one
+// counts (the first, the last, both), so Loam takes neither.
 Result<Target> ParseTarget(std::string_view target);
+// InvalidArgument naming the first parameter of `query` not in `allowed`.
+Status CheckQueryNames(const std::map<std::string, std::string>& query,
+                       const std::vector<std::string>& allowed);
+// A query parameter's integer: decimal digits only (no sign, no spaces),
+// from `min` to `max`; InvalidArgument naming `name` and the range otherwise
+// (a value too large for 64 bits is out of range, never clamped).
+Result<int64_t> ParseQueryInt(std::string_view name, std::string_view value, int64_t min,
+                              int64_t max);
 Result<std::string> PercentDecode(std::string_view text, bool plus_is_space);
 
 template <typename Handler>

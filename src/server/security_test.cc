@@ -382,6 +382,57 @@ TEST_F(SecurityTest, DefinitionsTheLoaderCannotUseAreRefused) {
   EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 0u);
 }
 
+// One query-parameter parser for every route: an unknown, repeated or
+// out-of-range parameter is 400 and reads nothing; media types compare
+// without case.
+TEST_F(SecurityTest, QueryParametersAndMediaTypesHaveOneRule) {
+  const std::string pipeline = MakePipeline();
+  const std::string rows = "/v1/tables/{name}/rows";
+  struct Case {
+    std::string target, pattern, fragment;
+  };
+  const std::vector<Case> refused = {
+      {"/v1/tables/orders/rows?limit=1&limit=2", rows, "query parameter 'limit' is given twice"},
+      {"/v1/tables/orders/rows?version=18446744073709551616", rows,
+       "version must be an integer from 0 to 9223372036854775807"},
+      {"/v1/tables/orders/rows?limit=-1", rows, "limit must be an integer from 0"},
+      {"/v1/tables/orders/rows?limit=+1", rows, "limit must be an integer from 0"},
+      {"/v1/tables/orders/rows?limit=%201", rows, "limit must be an integer from 0"},
+      {"/v1/tables/orders/rows?bogus=1", rows, "unknown query parameter 'bogus' (limit, where"},
+      {"/v1/tables/orders/history?bogus=1", "/v1/tables/{name}/history",
+       "unknown query parameter 'bogus' (this route takes none)"},
+      {"/v1/tables/orders?x=1", "/v1/tables/{name}", "unknown query parameter 'x'"},
+      {"/v1/tables?x", "/v1/tables", "unknown query parameter 'x'"},
+      {"/v1/pipelines/" + pipeline + "?x=1", "/v1/pipelines/{id}", "unknown query parameter 'x'"},
+      {"/v1/runs?limit=1001", "/v1/runs", "limit must be an integer from 1 to 1000"},
+      {"/v1/runs?state=queued&state=failed", "/v1/runs", "query parameter 'state' is given twice"},
+      {"/v1/limits?verbose=1", "/v1/limits", "unknown query parameter 'verbose'"},
+  };
+  for (const Case& c : refused) {
+    HttpResult r = Call("owner", "GET", c.target, c.pattern);
+    EXPECT_EQ(r.status, 400) << c.target << ": " << r.body;
+    EXPECT_NE(r.body.find(c.fragment), std::string::npos) << c.target << ": " << r.body;
+  }
+  EXPECT_EQ(HttpCall(Port(), "GET", "/healthz?x=1").status, 400);
+  EXPECT_EQ(Call("owner", "GET", "/v1/tables/orders/rows?limit=0&where=id%20%3D%201", rows).status, 200);
+
+  // Media types: any case, with parameters and spaces.
+  HttpResult upper = SubmitInline(pipeline, "upper", kCsv, "TEXT/CSV ; charset=UTF-8");
+  ASSERT_EQ(upper.status, 202) << upper.body;
+  EXPECT_EQ(WaitRun(upper.Json()["id"])["state"], "succeeded");
+  const std::string body =
+      json{{"uploads", {Upload(pipeline, "id,amount,note\n2,2.00,b\n")}}}.dump();
+  HttpResult json_upper =
+      Call("ada", "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs", body,
+           {{"Content-Type", "Application/JSON"}, {"Idempotency-Key", "json-upper"}});
+  ASSERT_EQ(json_upper.status, 202) << json_upper.body;
+  HttpResult form =
+      Call("ada", "POST", "/v1/pipelines/" + pipeline + "/runs", "/v1/pipelines/{id}/runs",
+           "uploads=x", {{"Content-Type", "application/x-www-form-urlencoded"}});
+  EXPECT_EQ(form.status, 400) << form.body;
+  EXPECT_NE(form.body.find("not 'application/x-www-form-urlencoded'"), std::string::npos);
+}
+
 // Over 1 MiB of JSON on any route, or 8 MiB of inline data: 413, unparsed.
 TEST_F(SecurityTest, OversizedBodiesAre413OnEveryRoute) {
   const std::string pipeline = MakePipeline();
