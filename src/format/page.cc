@@ -2,12 +2,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <nlohmann/json.hpp>
 #include <type_traits>
 
 #include "common/coding.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
+#include "format/json_check.h"
 #include "loam/predicate.h"
 
 namespace loam {
@@ -372,7 +372,7 @@ Status ValidateColumnValues(const Field& field, const Column& column) {
       break;
     case TypeId::kJson:
       for (int64_t i = 0; i < column.length(); ++i) {
-        if (!column.IsNull(i) && !nlohmann::json::accept(column.GetBytes(i))) {
+        if (!column.IsNull(i) && !CheckJsonDocument(column.GetBytes(i), kJsonDepthCeiling).ok()) {
           return bad(i, "not valid JSON");
         }
       }

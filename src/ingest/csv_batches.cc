@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/status_macros.h"
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 
 namespace loam::ingest {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "common/json_depth.h"
 #include "common/status_macros.h"
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 
 namespace loam::ingest {
 namespace {

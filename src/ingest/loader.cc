@@ -140,6 +140,10 @@ class LeaseKeeper {
   std::thread thread_;
 };
 
+// A failed run wrote nothing: it claims no inserted, updated, unchanged or
+// deleted rows (what it read and rejected stays counted).
+void ForgetWrites(RunCounters* c) { c->inserted = c->updated = c->unchanged = c->deleted = 0; }
+
 }  // namespace
 
 Result<std::unique_ptr<ByteSource>> OpenLocalFile(const std::string& path) {
@@ -320,6 +324,7 @@ Result<RunRecord> Loader::AfterFailedAttempt(Active& run, const Status& s) {
   rec.error_code = rec.last_error_code;
   rec.error =
       "gave up after " + std::to_string(rec.attempts) + " attempts; the last: " + rec.last_error;
+  ForgetWrites(&rec.counters);
   if (options_.before_terminal) RETURN_NOT_OK(options_.before_terminal(rec));
   RETURN_NOT_OK(Save(run));
   return rec;
@@ -368,6 +373,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     rec.error_code = std::string(ErrorCodeName(RunErrorCode(s)));
     rec.error = s.message();
     if (rec.errors.size() < 10) rec.errors.push_back({file, s.message()});
+    ForgetWrites(&rec.counters);
     return finish(RunState::kFailed);
   };
 

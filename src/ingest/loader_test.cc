@@ -489,6 +489,8 @@ TEST_F(LoaderTest, CommitResolvesTheTableById) {
   RunRecord dropped = Load(again, d);
   EXPECT_EQ(dropped.state, RunState::kFailed);
   EXPECT_EQ(dropped.error_code, "not_found");
+  EXPECT_EQ(dropped.counters.rows_read, 1);
+  EXPECT_EQ(dropped.counters.inserted, 0);  // nothing was written
 }
 
 TEST_F(LoaderTest, SchemaChangeBetweenValidationAndCommitIsASchemaConflict) {

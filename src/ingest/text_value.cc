@@ -7,7 +7,7 @@
 
 #include "common/status_macros.h"
 #include "common/utf8.h"
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 
 namespace loam::ingest {
 namespace {

@@ -265,6 +265,27 @@ TEST_F(SecurityDataTest, InvalidUtf8FailsValidation) {
   EXPECT_EQ(Rows(), "{\"id\":100,\"amount\":1.00,\"note\":\"seed\"}\n");
 }
 
+// A json value is one RFC 8259 document, whatever its numbers: 1e400 and a
+// 5,000-digit integer load through JSON Lines and CSV alike and read back as
+// sent (the page writer once refused what the loader accepted, failing the
+// run without a position while its counters claimed an inserted row).
+TEST_F(SecurityDataTest, JsonValuesWithHugeNumbersLoadAsSent) {
+  const std::string digits(5000, '7');
+  const std::string jsonl = LimitedPipeline("huge-jsonl", "docs", "jsonl", {});
+  const json a = LoadInline(jsonl, "huge-jsonl",
+                            "{\"id\":1,\"doc\":1e400}\n{\"id\":2,\"doc\":{\"n\":" + digits + "}}\n",
+                            "application/x-ndjson");
+  EXPECT_EQ(a["state"], "succeeded") << a.dump();
+  EXPECT_EQ(a["counters"]["inserted"], 2) << a.dump();
+  const std::string csv = LimitedPipeline("huge-csv", "docs", "csv", {});
+  const json b = LoadInline(csv, "huge-csv", "id,doc\n3,-1E+400\n");
+  EXPECT_EQ(b["state"], "succeeded") << b.dump();
+  const std::string rows = Rows("docs");
+  EXPECT_NE(rows.find("{\"id\":1,\"doc\":1e400}"), std::string::npos) << rows.substr(0, 200);
+  EXPECT_NE(rows.find("{\"n\":" + digits + "}"), std::string::npos);
+  EXPECT_NE(rows.find("{\"id\":3,\"doc\":-1E+400}"), std::string::npos) << rows.substr(0, 200);
+}
+
 // Edge cases loaded by a replace pipeline: each success is the whole table.
 TEST_F(SecurityDataTest, CsvAndJsonLinesEdgeCasesLoadAsDocumented) {
   ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kAdmin).ok());  // replace needs admin

@@ -10,14 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 #include "ingest/jsonl_batches.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace loam;
   const std::string text(reinterpret_cast<const char*>(data), size);
   if (!text.starts_with("\xEF\xBB\xBF") && text.find('\0') == std::string::npos) {
-    const bool ours = ingest::CheckJsonDocument(text, ingest::kJsonDepthCeiling).ok();
+    const bool ours = CheckJsonDocument(text, kJsonDepthCeiling).ok();
     bool theirs = nlohmann::json::accept(text);
     if (ours && !theirs) {
       // nlohmann refuses a number beyond a double's range (out_of_range);

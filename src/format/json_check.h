@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace loam::ingest {
+namespace loam {
 
 struct JsonCheck {
   enum class Outcome { kValid, kMalformed, kTooDeep };
@@ -28,4 +28,4 @@ JsonCheck CheckJsonDocument(std::string_view text, int max_depth);
 // (which callers check with their own max_depth first).
 inline constexpr int kJsonDepthCeiling = 1 << 16;
 
-}  // namespace loam::ingest
+}  // namespace loam

@@ -1,10 +1,10 @@
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 
 #include <vector>
 
 #include "common/utf8.h"
 
-namespace loam::ingest {
+namespace loam {
 namespace {
 
 class Checker {
@@ -195,4 +195,4 @@ JsonCheck CheckJsonDocument(std::string_view text, int max_depth) {
   return Checker(text, max_depth).Run();
 }
 
-}  // namespace loam::ingest
+}  // namespace loam

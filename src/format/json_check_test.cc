@@ -1,10 +1,10 @@
-#include "ingest/json_check.h"
+#include "format/json_check.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace loam::ingest {
+namespace loam {
 namespace {
 
 TEST(JsonCheckTest, AcceptsEveryValidShape) {
@@ -76,4 +76,4 @@ TEST(JsonCheckTest, DepthIsLimitedWithoutRecursion) {
 }
 
 }  // namespace
-}  // namespace loam::ingest
+}  // namespace loam
