@@ -15,6 +15,7 @@ import zlib from 'node:zlib';
 import { parseOptions, MIX, pick, sizeOf, makeRows } from './readiness-lib/workload.mjs';
 import { percentile, printReport } from './readiness-lib/report.mjs';
 import { checkOutcome } from './readiness-lib/checks.mjs';
+import { startFloods } from './readiness-lib/floods.mjs';
 
 const opt = parseOptions(process.argv.slice(2));
 const LOAM = process.env.LOAM_BINARY ?? path.resolve('build/release/src/cli/loam');
@@ -38,6 +39,9 @@ fs.writeFileSync(configFile, JSON.stringify({
   leaseSeconds: opt.leaseSeconds,
   accessLog: false,
   handlerThreads: 32,
+  // Every client of the load shares 127.0.0.1; the floods come from other
+  // loopback addresses and meet this cap.
+  maxConnectionsPerClient: Math.max(64, opt.clients * 2),
   // The scale profiles measure the workers, not admission: nothing is refused.
   admission: opt.profile === 'mix' ? {} : {
     tinyRunsPerMinute: 1_000_000, principalRequestsPerSecond: 10_000, principalBurst: 10_000,
@@ -321,7 +325,16 @@ if (opt.faults) {
   faultTasks.push(revokeLater(opt.seconds * 400));
   faultTasks.push(dropLater(opt.seconds * 600));
 }
-const slowloris = opt.slowloris > 0 ? startSlowloris(opt.slowloris) : null;
+// Flood tickets are the owner's: its upload caps are not the load's.
+const floods = opt.slowloris > 0 ? await startFloods({
+  count: opt.slowloris,
+  server: servers[0],
+  createTicket: async (size) => {
+    const r = await call('POST', `/v1/pipelines/${Object.values(pipelines)[0][0]}/uploads`, {
+      sub: owner, body: JSON.stringify({ size }), headers: { 'content-type': 'application/json' } });
+    return r.status === 201 ? r.json : null;
+  },
+}) : null;
 const backlogTimer = setInterval(async () => {
   try {
     const m = await (await fetch(serverFor().url + '/metrics')).text();
@@ -369,7 +382,7 @@ if (opt.killTrials > 0) {
 }
 killing = false;
 await Promise.all(faultTasks);
-slowloris?.stop();
+floods?.stop();
 const loadSeconds = (now() - started) / 1000;
 
 // Every accepted run reaches a terminal state.
@@ -386,6 +399,13 @@ clearInterval(backlogTimer);
 clearInterval(rssTimer);
 
 const outcome = await checkOutcome({ opt, submissions, runs, faults, staging, loam, call, owner, stats });
+if (floods) {
+  stats.floods = floods.stats;
+  if (floods.stats.probeFailures > 0) {
+    outcome.problems.push(`/healthz failed ${floods.stats.probeFailures} of ${floods.stats.probes} probes during the floods`);
+    outcome.ok = false;
+  }
+}
 printReport({ opt, phases, stats, submissions, runs, outcome, servers, faults, loadSeconds, percentile });
 for (const s of servers) s.child.kill('SIGTERM');
 await Promise.all(servers.map((s) => s.exited));
@@ -430,19 +450,4 @@ async function listStaging() {
     '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
     `${process.env.AWS_ENDPOINT_URL}/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(prefix)}`], { encoding: 'utf8' });
   return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
-}
-
-// Connections that trickle a header byte by byte and never finish it.
-function startSlowloris(count) {
-  const sockets = [];
-  const line = 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ';
-  const timer = setInterval(() => {
-    for (const s of sockets) if (!s.destroyed) s.write('a');
-  }, 1000);
-  for (let i = 0; i < count; i++) {
-    const s = net.connect(serverFor(i).port, '127.0.0.1', () => s.write(line));
-    s.on('error', () => {});
-    sockets.push(s);
-  }
-  return { stop() { clearInterval(timer); for (const s of sockets) s.destroy(); } };
 }

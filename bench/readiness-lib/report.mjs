@@ -75,6 +75,12 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   if (stats.killedWriterTemps) line('temp files of killed writers (removed after 1 h)', stats.killedWriterTemps);
   line('cleanup backlog max age', `${stats.backlog.toFixed(1)} s`);
   line('connection errors retried', stats.connectionErrors);
+  if (stats.floods) {
+    const f = stats.floods;
+    line('/healthz during the floods (1 s timeout)', `${f.probes - f.probeFailures} of ${f.probes} answered, max ${f.probeMaxMs.toFixed(0)} ms`);
+    line('idle flood sockets closed by the server', `${f.idleClosedByServer} of 1024`);
+    line('flood upload PUTs by answer', `${JSON.stringify(f.uploadAnswers)}, ${f.uploadsCutOff} cut off unanswered`);
+  }
   if (opt.faults) {
     line('serve processes SIGKILLed and restarted', faults.kills);
     line('revoke / drop at manifest version', `${outcome.revokeVersion ?? '—'} / ${faults.dropVersion ?? '—'}`);
