@@ -50,7 +50,8 @@ TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
       {R"({"table":"t","limits":{"csvDelimiter":""}})", "\"csvDelimiter\" must be one printable"},
       {R"({"table":"t","limits":{"csvDelimiter":"ab"}})", "\"csvDelimiter\" must be one printable"},
       {R"({"table":"t","limits":{"csvDelimiter":"\""}})", "\"csvDelimiter\" must be one printable"},
-      {R"({"table":"t","limits":{"csvDelimiter":"\u0000"}})", "\"csvDelimiter\" must be one printable"},
+      {R"({"table":"t","limits":{"csvDelimiter":"\u0000"}})",
+       "\"csvDelimiter\" must be one printable"},
       {R"({"table":"t","limits":{"maxColumns":0}})", "\"maxColumns\" must be an integer"},
       {R"({"table":"t","limits":{"maxColumns":-5}})", "\"maxColumns\" must be an integer"},
       {R"({"table":"t","limits":{"maxRows":1.5}})", "\"maxRows\" must be an integer"},
@@ -60,7 +61,8 @@ TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
       {R"({"table":"t","limits":[]})", "\"limits\" must be an object"},
       {R"({"table":"t","schemaPolicy":{"mode":"lenient"}})", "\"mode\" must be \"strict\""},
       {R"({"table":"t","quarantine":"yes"})", "\"quarantine\" must be false"},
-      {R"({"table":"t","quarantine":true})", "quarantine is refused", StatusCode::kPermissionDenied},
+      {R"({"table":"t","quarantine":true})", "quarantine is refused",
+       StatusCode::kPermissionDenied},
       {R"({"table":"t","errorPolicy":"quarantine"})", "quarantine error policy is refused",
        StatusCode::kPermissionDenied},
   };
@@ -68,7 +70,8 @@ TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
     Result<RunRequest> r = RunRequest::FromJson(b.json);
     ASSERT_FALSE(r.ok()) << b.json;
     EXPECT_EQ(r.status().code(), b.code) << b.json << ": " << r.status();
-    EXPECT_NE(r.status().message().find(b.message), std::string::npos) << b.json << ": " << r.status();
+    EXPECT_NE(r.status().message().find(b.message), std::string::npos)
+        << b.json << ": " << r.status();
   }
   EXPECT_TRUE(RunRequest::FromJson(R"({"table":"t","quarantine":false})").ok());
 }

@@ -414,7 +414,8 @@ TEST_F(SecurityTest, QueryParametersAndMediaTypesHaveOneRule) {
     EXPECT_NE(r.body.find(c.fragment), std::string::npos) << c.target << ": " << r.body;
   }
   EXPECT_EQ(HttpCall(Port(), "GET", "/healthz?x=1").status, 400);
-  EXPECT_EQ(Call("owner", "GET", "/v1/tables/orders/rows?limit=0&where=id%20%3D%201", rows).status, 200);
+  EXPECT_EQ(Call("owner", "GET", "/v1/tables/orders/rows?limit=0&where=id%20%3D%201", rows).status,
+            200);
 
   // Media types: any case, with parameters and spaces.
   HttpResult upper = SubmitInline(pipeline, "upper", kCsv, "TEXT/CSV ; charset=UTF-8");
