@@ -235,9 +235,6 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
                                         std::to_string(options_.max_json_depth) + " levels")),
         start);
   }
-  if (Status names = CheckQueryNames(target->query, match.handler->query); !names.ok()) {
-    return Finish(header, match.pattern, nullptr, Problem(names), start);
-  }
   Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
   if (match.handler->authenticated) {
     if (const auto* verified = std::any_cast<service::CallContext>(&context)) {
@@ -247,6 +244,10 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
       if (!ctx.ok()) return AuthRefusal(header, match.pattern, ctx.status(), start);
       call.ctx = std::move(*ctx);
     }
+  }
+  // After the token: a caller without one learns nothing of a route's parameters.
+  if (Status names = CheckQueryNames(call.target.query, match.handler->query); !names.ok()) {
+    return Finish(header, match.pattern, &call, Problem(names), start);
   }
   Response r = (this->*(match.handler->fn))(call);
   return Finish(header, match.pattern, &call, std::move(r), start);
