@@ -258,6 +258,7 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(options().body_timeout);
     read_began_ = SteadyClock::now();
     reading_ = true;
+    ArmRateTimer();
     // Each arrival is seen (not only a full buffer), so the rate is checked
     // as the body trickles in.
     http::async_read_some(
@@ -265,7 +266,30 @@ class Session : public std::enable_shared_from_this<Session> {
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
+  // A body that stalls is answered 408 as soon as it falls below the
+  // minimum rate, not cut off unanswered at the body timeout: the timer fires
+  // when, with no byte arriving before it, the body would be below the rate.
+  void ArmRateTimer() {
+    const HttpServerOptions& o = options();
+    if (o.min_transfer_rate == 0) return;
+    const auto at_rate = std::chrono::duration_cast<SteadyClock::duration>(
+        std::chrono::duration<double>(static_cast<double>(body_read_) / o.min_transfer_rate));
+    const SteadyClock::duration due = std::max<SteadyClock::duration>(o.rate_grace, at_rate) -
+                                      body_waited_ + std::chrono::milliseconds(1);
+    if (due >= o.body_timeout) return;  // the body timeout comes first
+    rate_timer_.expires_after(due);
+    rate_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->reading_ || self->responded_ || self->pending_) return;
+      const auto waited = self->body_waited_ + (SteadyClock::now() - self->read_began_);
+      if (!BelowRate(self->options(), waited, self->body_read_)) return;
+      self->Refuse(http::status::request_timeout,
+                   OverLimit("the request body arrived slower than the minimum rate of " +
+                             std::to_string(self->options().min_transfer_rate) + " bytes/s"));
+    });
+  }
+
   void OnBody(beast::error_code ec) {
+    rate_timer_.cancel();
     reading_ = false;
     if (ec == http::error::need_buffer) ec = {};
     if (responded_) {
@@ -563,12 +587,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Close() {
+    rate_timer_.cancel();
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
   }
 
   beast::tcp_stream stream_;
+  asio::steady_timer rate_timer_{stream_.get_executor()};  // ArmRateTimer
   HttpServer::Impl* server_;
   const uint64_t id_;
   const asio::ip::address client_;

@@ -320,6 +320,24 @@ TEST_F(FloodTest, UploadBodiesBelowTheMinimumRateAreCutOff) {
   EXPECT_EQ(Put(Target(ticket), data).status, 200);
 }
 
+// A body that stalls after a first few bytes is answered 408 once it falls
+// below the minimum rate (not cut off unanswered at the body timeout).
+TEST_F(FloodTest, AStalledUploadBodyIsAnswered408) {
+  config_.http.rate_grace = std::chrono::milliseconds(200);
+  const std::string pipeline = MakePipeline();
+  const std::string data = Csv(0, 2000);
+  const json ticket = Ticket(pipeline, data);
+  StalledRequest stalled(Port(), Head("PUT", Target(ticket)), data, 100, true);
+  ASSERT_TRUE(stalled.continued());
+  HttpResult answer = stalled.ReadAnswer();  // long before the 30 s body timeout
+  EXPECT_EQ(answer.status, 408) << answer.body;
+  EXPECT_EQ(answer.Json()["code"], "limit_exceeded");
+  const std::string id = ticket["uploadId"];
+  EXPECT_EQ(Call("ada", "GET", "/v1/uploads/" + id, "/v1/uploads/{uploadId}").Json()["received"],
+            false);
+  EXPECT_EQ(Put(Target(ticket), data).status, 200);
+}
+
 // A principal reads at most maxStreamsPerPrincipal streamed answers at
 // once (429 beyond, with the limit named), while another principal's
 // stream is served; a reader slower than the minimum rate is cut off.
