@@ -455,13 +455,6 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
-    if (options_.claim) {
-      Status claim = options_.claim(rec);
-      if (!claim.ok()) {
-        discard();
-        return fail_with(claim, "");
-      }
-    }
     rec.state = RunState::kCommitting;
     Status committing = Renew(run);
     if (committing.ok()) committing = Fail(failpoint::kRunBeforeCommit);

@@ -41,11 +41,11 @@ struct LoaderOptions {
   // Called at each named failpoint; non-OK stops the run there as a crash would.
   std::function<Status(std::string_view)> failpoint;
   // Claims what a load must hold alone (the service: the run's source
-  // identity). Called before a load's validation, so a run that loses the
+  // identity), once per attempt, before validation: a run that loses the
   // claim fails at once instead of validating against the winner's rows, and
-  // again right before the commit (where the holder is confirmed). A status
-  // that ends runs (source_already_loaded, ...) fails the run; any other
-  // leaves it resumable. Validation-only runs claim nothing.
+  // a claim, once held, stays the run's until it ends (so the commit needs no
+  // second look). A status that ends runs (source_already_loaded, ...) fails
+  // the run; any other leaves it resumable. Validation-only runs claim nothing.
   std::function<Status(const RunRecord&)> claim;
   // Called with the terminal record before it is saved, so durable follow-up
   // work (the service's cleanup entry) exists before anyone sees the run
