@@ -310,7 +310,10 @@ TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(Svc().RunWorkerOnce().value());
   IoCounters idle = counting->Snapshot().total;
   EXPECT_EQ(idle.count(ObjectOp::kGet), 0u) << idle.ToString();
-  EXPECT_LE(idle.count(ObjectOp::kList), 3u) << idle.ToString();  // the queue, one page each
+  // The queue, a page of 1,000 each: at most two LISTs per poll, since a
+  // store may answer a full page as truncated and then an empty one (RGW
+  // sometimes does), never one per run.
+  EXPECT_LE(idle.count(ObjectOp::kList), 6u) << idle.ToString();
 }
 
 // A record sweep reads one page of each kind per call, whatever the number
