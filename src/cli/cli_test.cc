@@ -418,6 +418,70 @@ std::vector<BadInput> Corpus() {
   };
 }
 
+// A 1 MiB bound spills the key checks of 40,000 keys to TMPDIR: loads,
+// refusals and upsert counters are what the in-memory checks give, and the
+// scratch directory is gone after each run.
+TEST_F(CliTest, KeyChecksSpillPastTheirMemoryBound) {
+  const std::string tmp = dir_ + "/tmp";
+  std::filesystem::create_directories(tmp);
+  const std::map<std::string, std::string> env = {{"TMPDIR", tmp}, {"LOAM_LOG_LEVEL", "debug"}};
+  auto rows = [](int first, int last, const std::string& extra = "") {
+    std::string out = "id,name\n";
+    for (int id = first; id <= last; ++id) {
+      out += std::to_string(id) + "," + (id < 35'000 ? "x" : "n") + std::to_string(id) + "\n";
+    }
+    return out + extra;
+  };
+  const std::vector<std::string> bound = {"--key-memory-mib", "1"};
+  auto load = [&](std::vector<std::string> args) {
+    args.insert(args.end(), bound.begin(), bound.end());
+    return Run(args, env);
+  };
+  File("a.csv", rows(0, 39'999));
+  CliResult a = load({"load", "events", "a.csv", "--json"});
+  ASSERT_EQ(a.code, 0) << a.all();
+  EXPECT_NE(a.err.find("keys spill to scratch storage"), std::string::npos) << a.err;
+  EXPECT_EQ(json::parse(a.out)["counters"]["inserted"], 40'000);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+
+  File("d.csv", rows(100, 30'099, "105,again\n"));
+  CliResult d = load({"load", "events", "d.csv", "--mode", "replace"});
+  EXPECT_EQ(d.code, 1) << d.all();
+  EXPECT_NE(d.all().find("duplicate key: d.csv line 7 and d.csv line 30002 have the same key (id)"),
+            std::string::npos)
+      << d.all();
+  File("h.csv", rows(39'990, 79'999));
+  CliResult h = load({"load", "events", "h.csv"});
+  EXPECT_EQ(h.code, 1) << h.all();
+  EXPECT_NE(h.all().find("duplicate key: 10 row(s) of the run have a key (id) that table 'events' "
+                         "already holds: h.csv line 2, h.csv line 3, h.csv line 4, h.csv line 5, "
+                         "h.csv line 6 and 5 more"),
+            std::string::npos)
+      << h.all();
+  EXPECT_EQ(Ok({"count", "events"}).out, "40000\n");
+
+  // Ids 30,000..69,999 with every name as a.csv has it, but n instead of x
+  // below 35,000: 5,000 renamed, 5,000 unchanged, 30,000 new.
+  std::string u = "id,name\n";
+  for (int id = 30'000; id <= 69'999; ++id)
+    u += std::to_string(id) + ",n" + std::to_string(id) + "\n";
+  File("u.csv", u);
+  CliResult up = load({"load", "events", "u.csv", "--mode", "upsert", "--json"});
+  ASSERT_EQ(up.code, 0) << up.all();
+  EXPECT_NE(up.err.find("keys spill to scratch storage"), std::string::npos) << up.err;
+  const json c = json::parse(up.out)["counters"];
+  EXPECT_EQ(c["inserted"], 30'000);
+  EXPECT_EQ(c["updated"], 5'000);
+  EXPECT_EQ(c["unchanged"], 5'000);
+  EXPECT_EQ(Ok({"count", "events"}).out, "70000\n");
+  EXPECT_NE(Ok({"get", "events", "30000"}).out.find("n30000"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+
+  CliResult zero = Run({"load", "events", "a.csv", "--key-memory-mib", "0"});
+  EXPECT_EQ(zero.code, 2) << zero.all();
+  EXPECT_NE(zero.all().find("--key-memory-mib"), std::string::npos) << zero.all();
+}
+
 TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
   File("seed.csv", "id,name\n1,seed\n");
   Ok({"load", "events", "seed.csv"});

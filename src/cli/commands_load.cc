@@ -35,6 +35,7 @@ struct LoadFlags {
   std::string branch = "main";
   std::string delimiter = ",";
   RunRequest limits;  // only the limit fields are read
+  int64_t key_memory_mib = StagerOptions::kDefaultKeyMemoryBytes >> 20;
 };
 
 int64_t EnvInt(const char* name, int64_t fallback) {
@@ -149,6 +150,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   opts.skip_rows_enabled = std::getenv("LOAM_FEATURE_SKIP_ROWS") != nullptr &&
                            std::string(std::getenv("LOAM_FEATURE_SKIP_ROWS")) == "true";
   opts.on_progress = [&](const RunRecord& r) { progress.Update(r); };
+  opts.key_memory_bytes = static_cast<size_t>(flags.key_memory_mib) << 20;
   opts.failpoint = Context::CrashHook();
   Loader loader(*ws, opts);
   bool reused = false;
@@ -238,6 +240,9 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
                    "decoded / compressed bytes (zip-bomb guard)");
   load->add_option("--time-budget-ms", flags->limits.time_budget_ms,
                    "parse and validate within this time");
+  load->add_option("--key-memory-mib", flags->key_memory_mib,
+                   "memory for a keyed run's key checks; past it they spill to TMPDIR")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   load->callback([&ctx, flags, exit] { *exit = Load(ctx, *flags); });
 
   auto run = ctx.Runner(exit);

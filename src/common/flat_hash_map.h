@@ -91,6 +91,21 @@ class FlatHashMap {
   }
 
   size_t size() const { return size_; }
+  // Bytes held (control bytes and slots); an insert that grows the map
+  // holds this and twice this while it rehashes.
+  size_t MemoryBytes() const { return control_.size() * (1 + sizeof(Slot)); }
+  // Whether the next insert of a new key grows the map.
+  bool FullForInsert() const { return (size_ + 1) * 2 > control_.size(); }
+  // Bytes a map reserved for `expected` entries holds.
+  static size_t MemoryBytesFor(size_t expected) { return Capacity(expected) * (1 + sizeof(Slot)); }
+
+  // Calls f(key, value) for every entry, in no particular order.
+  template <typename F>
+  void ForEach(F f) const {
+    for (size_t i = 0; i < control_.size(); ++i) {
+      if (control_[i] != kEmpty) f(slots_[i].key, slots_[i].value);
+    }
+  }
 
  private:
   static constexpr uint8_t kEmpty = 0;

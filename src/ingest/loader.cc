@@ -426,6 +426,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     StagerOptions so;
     so.batch_rows = options_.batch_rows;
     so.retain_bytes = options_.retain_bytes;
+    so.key_memory_bytes = options_.key_memory_bytes;
+    so.scratch_dir = options_.scratch_dir;
     so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
     so.open_input = options_.open_input;
     so.on_batch = [&](const RunCounters& counters) -> Status {

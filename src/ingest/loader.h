@@ -16,6 +16,7 @@
 
 #include "engine/workspace.h"
 #include "ingest/run_record.h"
+#include "ingest/stager.h"
 
 namespace loam::ingest {
 
@@ -33,6 +34,10 @@ struct LoaderOptions {
   // Upserts: parsed input kept between the two passes up to this many bytes
   // (StagerOptions::retain_bytes).
   size_t retain_bytes = size_t{64} << 20;
+  // Keyed runs: the key checks' memory bound, and where they spill beyond
+  // it (StagerOptions::key_memory_bytes, scratch_dir).
+  size_t key_memory_bytes = StagerOptions::kDefaultKeyMemoryBytes;
+  std::string scratch_dir;
   // Opens one of the request's files; default: a local path read through a
   // LocalObjectStore on its directory.
   std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;

@@ -4,9 +4,10 @@
 // to write are staged as fragment files by a second thread while the first
 // parses on. Nothing becomes visible: the run's commit references the staged
 // fragments in one atomic write, and a failed run deletes them. Memory holds
-// a few batches, plus for upserts about 64 bytes per key of the run and 100
-// per table row it matches (hash slots at most half full), and the parsed
-// input while it fits `retain_bytes`: a larger upsert input is parsed twice.
+// a few batches, plus for keyed runs about 100 bytes per key of the run and
+// (upserts) 100 per table row it matches, up to `key_memory_bytes` (beyond
+// it the keys spill to sorted runs on scratch storage), and for upserts the
+// parsed input while it fits `retain_bytes` (a larger one is parsed twice).
 #pragma once
 
 #include <functional>
@@ -30,6 +31,13 @@ struct StagerOptions {
   // Upserts: parsed batches kept between the two passes, up to this many
   // bytes; beyond it the input is parsed a second time instead.
   size_t retain_bytes = size_t{64} << 20;
+  // Keyed runs (upserts, and appends or replaces into a table with declared
+  // keys): the key checks hold at most this many bytes. Past it they spill:
+  // the run's and the table's keys are sorted on local scratch storage under
+  // `scratch_dir` (empty: the system's temporary directory) and merged.
+  size_t key_memory_bytes = kDefaultKeyMemoryBytes;
+  std::string scratch_dir;
+  static constexpr size_t kDefaultKeyMemoryBytes = size_t{512} << 20;
 };
 
 struct StagedInput {
@@ -40,6 +48,9 @@ struct StagedInput {
   // MergePlan). Unset when the commit must plan it (a 128-bit key hash
   // matched a different key).
   std::optional<MergePlan> plan;
+  // The key checks' memory at its highest, and whether they spilled.
+  size_t key_memory_peak = 0;
+  bool keys_spilled = false;
 };
 
 // Streams `request`'s files into staged fragments of `data` (the table at

@@ -104,6 +104,8 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.String("publicUrl", &c.public_url));
   RETURN_NOT_OK(o.Int("workers", &c.workers, 0, 256));
   RETURN_NOT_OK(o.Int("leaseSeconds", &c.lease_seconds, 5, 3600));
+  RETURN_NOT_OK(o.Int("keyMemoryMiB", &c.key_memory_mib, 1, int64_t{1} << 20));
+  RETURN_NOT_OK(o.String("scratchDirectory", &c.scratch_dir));
   RETURN_NOT_OK(o.Int("ioThreads", &c.http.io_threads, 1, 256));
   RETURN_NOT_OK(o.Int("handlerThreads", &c.http.handler_threads, 1, 1024));
   RETURN_NOT_OK(o.Int("maxConnections", &c.http.max_connections, 1, 1 << 20));
@@ -180,6 +182,8 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   so.limits = config.limits;
   so.workers = config.workers;
   so.lease_micros = config.lease_seconds * 1'000'000;
+  so.key_memory_bytes = static_cast<size_t>(config.key_memory_mib) << 20;
+  so.scratch_dir = config.scratch_dir;
   ASSIGN_OR_RETURN(so.upload_secret, UploadSecret(config));
   // The metrics live in the Api, made after the service: runs finished
   // before it exists are not counted.

@@ -20,6 +20,10 @@ struct ServerConfig {
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;
+  // Keyed runs: MiB their key checks hold before they spill to sorted runs
+  // under `scratch_dir` (empty: the system's temporary directory).
+  int64_t key_memory_mib = 512;
+  std::string scratch_dir;
   // Threads, limits and timeouts of the HTTP layer (address and port come
   // from `listen`).
   HttpServerOptions http;

@@ -48,6 +48,8 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
   lo.max_attempts = options_.max_run_attempts;
   lo.retry_backoff_micros = options_.run_retry_backoff_micros;
   lo.skip_rows_enabled = options_.skip_rows_enabled;
+  lo.key_memory_bytes = options_.key_memory_bytes;
+  lo.scratch_dir = options_.scratch_dir;
   lo.failpoint = options_.failpoint;
   std::shared_ptr<ObjectStore> store = ws_->store();
   lo.open_input = [store](const std::string& key) -> Result<std::unique_ptr<ByteSource>> {

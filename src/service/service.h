@@ -77,6 +77,10 @@ struct ServiceOptions {
   // How long admission trusts its last LIST of the queue (0: always list).
   int64_t queue_view_micros = 100'000;
   bool skip_rows_enabled = false;
+  // Keyed runs: their key checks' memory bound and where they spill past it
+  // (ingest::LoaderOptions::key_memory_bytes, scratch_dir).
+  size_t key_memory_bytes = ingest::StagerOptions::kDefaultKeyMemoryBytes;
+  std::string scratch_dir;
   // Called by this process's workers for each run they bring to a terminal
   // state (metrics).
   std::function<void(const ingest::RunRecord&)> on_run_finished;
