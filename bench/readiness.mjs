@@ -66,6 +66,7 @@ async function startServer(s) {
   const args = ['--root', root, 'serve', '--listen', `127.0.0.1:${s.port}`, '--config', configFile,
     '--auth-hs256-secret-file', secretFile];
   if (opt.storeFaults > 0) args.push('--test-store-faults', String(opt.storeFaults));
+  if (opt.storeLatency) args.push('--test-store-latency', opt.storeLatency);
   // Its log (warnings of injected faults, takeovers) goes to a file.
   s.log ??= fs.openSync(path.join(work, `serve-${s.port}.log`), 'a');
   s.child = spawn(LOAM, args, { stdio: ['ignore', 'pipe', s.log] });

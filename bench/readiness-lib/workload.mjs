@@ -7,6 +7,7 @@ export function parseOptions(argv) {
   const o = {
     backend: 'local', processes: 1, clients: 64, seconds: 60, rate: 8, profile: 'mix',
     overload: 0, faults: false, killEvery: 5000, killTrials: 0, storeFaults: 0, slowloris: 0,
+    storeLatency: '',
     workers: 2, leaseSeconds: 5, maxMib: 100, largeMib: 20, seed: 1, keep: false,
   };
   for (let i = 0; i < argv.length; i++) {

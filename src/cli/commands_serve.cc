@@ -9,6 +9,7 @@
 #include "common/principal.h"
 #include "common/status_macros.h"
 #include "io/fault_injection_object_store.h"
+#include "io/latency_object_store.h"
 #include "server/jwt.h"
 #include "server/server.h"
 
@@ -26,6 +27,9 @@ struct ServeFlags {
   // Test only (bench/readiness): this share of object store calls fails
   // with `unavailable`, as a flaky store would.
   double test_store_faults = 0;
+  // Test only (benchmarks): every object store call first waits a delay
+  // with this p50 and p99 ("20:100", ms), as a remote store would.
+  std::string test_store_latency;
 };
 
 Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
@@ -50,13 +54,22 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   return c;
 }
 
-// The workspace over a store that fails `rate` of its calls (after the
-// open itself, so the server starts).
-Result<std::shared_ptr<Workspace>> OpenWithStoreFaults(const Context& ctx, double rate) {
+// The workspace over a store that waits an injected latency before each
+// call and fails `rate` of its calls (after the open itself, so the server
+// starts).
+Result<std::shared_ptr<Workspace>> OpenWithTestStore(const Context& ctx, double rate,
+                                                     const std::string& latency) {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, OpenObjectStore(ctx.root));
+  if (!latency.empty()) {
+    ASSIGN_OR_RETURN(LatencyProfile profile, LatencyProfile::Parse(latency));
+    profile.seed = static_cast<uint64_t>(getpid());
+    base = std::make_shared<LatencyObjectStore>(base, profile);
+    std::cout << "loam serve: TEST ONLY: object store calls wait " << base->Describe() << std::endl;
+  }
   auto store = std::make_shared<FaultInjectionObjectStore>(base, static_cast<uint64_t>(getpid()));
   ASSIGN_OR_RETURN(WorkspaceOptions options, ctx.Options());
   ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "", options));
+  if (rate == 0) return ws;
   FaultRule rule;
   rule.name = "test-store-faults";
   rule.times = FaultRule::kForever;
@@ -78,8 +91,8 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::shared_ptr<Workspace> ws;
-  if (f.test_store_faults > 0) {
-    ASSIGN_OR_RETURN(ws, OpenWithStoreFaults(ctx, f.test_store_faults));
+  if (f.test_store_faults > 0 || !f.test_store_latency.empty()) {
+    ASSIGN_OR_RETURN(ws, OpenWithTestStore(ctx, f.test_store_faults, f.test_store_latency));
   } else {
     ASSIGN_OR_RETURN(ws, ctx.Open());
   }
@@ -173,6 +186,10 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
                    "TEST ONLY: fail this share (0-1) of object store calls with unavailable")
       ->check(CLI::Range(0.0, 1.0))
       ->group("");  // not in --help: docs/cli.md names it
+  serve
+      ->add_option("--test-store-latency", f->test_store_latency,
+                   "TEST ONLY: each object store call first waits P50MS[:P99MS]")
+      ->group("");
   serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
 
   auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");

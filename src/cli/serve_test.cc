@@ -139,12 +139,18 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);
+  std::vector<std::string> latency = ok;
+  latency.insert(latency.end(), {"--test-store-latency", "20:10"});
+  CliResult latency_r = RunLoam(dir_, latency);
+  EXPECT_EQ(latency_r.code, 2) << latency_r.all();
+  EXPECT_NE(latency_r.all().find("latency '20:10': the p99 is below the p50"), std::string::npos)
+      << latency_r.all();
 }
 
 TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
-  const pid_t pid =
-      StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
-                       "--auth-hs256-secret-file", "secret", "--no-access-log"});
+  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--health-listen",
+                                     "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
+                                     "--no-access-log", "--test-store-latency", "0.2:1"});
   const uint16_t port = WaitListening();
   ASSERT_NE(port, 0);
   // Probes answer on the health listener too, and nothing else does there.
@@ -154,6 +160,10 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
   EXPECT_EQ(server::HttpCall(health, "GET", "/v1/tables").status, 404);
   // `loam token` writes to .stdout too: keep the server's first.
   const std::string server_out = Slurp(dir_ + "/.stdout");
+  EXPECT_NE(
+      server_out.find("TEST ONLY: object store calls wait latency(0.2ms p50, 1.0ms p99, file://"),
+      std::string::npos)
+      << server_out;
   std::filesystem::create_directories(dir_ + "/client");
   CliResult token =
       RunLoam(dir_ + "/client", {"token", "--root", dir_ + "/loam-data", "--secret-file",

@@ -1,15 +1,18 @@
 // Runs the conformance suite on every backend and wrapper that needs no
 // external service. (S3 instantiates it in its own, `s3`-labelled binary.)
+#include "io/object_store_conformance.h"
+
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 
 #include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
+#include "io/latency_object_store.h"
 #include "io/local_object_store.h"
 #include "io/memory_object_store.h"
-#include "io/object_store_conformance.h"
 
 namespace loam::testing {
 namespace {
@@ -49,41 +52,58 @@ class MemoryBackend : public BackendUnderTest {
 };
 
 // A wrapper around another backend; wrappers must be transparent.
-template <typename Wrapper>
 class WrappedBackend : public BackendUnderTest {
  public:
-  explicit WrappedBackend(std::unique_ptr<BackendUnderTest> inner)
-      : inner_(std::move(inner)), store_(std::make_shared<Wrapper>(inner_->store())) {}
+  using Wrap = std::function<std::shared_ptr<ObjectStore>(std::shared_ptr<ObjectStore>)>;
+  WrappedBackend(std::unique_ptr<BackendUnderTest> inner, Wrap wrap)
+      : inner_(std::move(inner)), wrap_(std::move(wrap)), store_(wrap_(inner_->store())) {}
   std::shared_ptr<ObjectStore> store() override { return store_; }
   std::shared_ptr<ObjectStore> OpenAnotherClient() override {
-    return std::make_shared<Wrapper>(inner_->OpenAnotherClient());
+    return wrap_(inner_->OpenAnotherClient());
   }
   bool shared_across_processes() const override { return inner_->shared_across_processes(); }
   bool holds_objects_in_process() const override { return inner_->holds_objects_in_process(); }
 
  private:
   std::unique_ptr<BackendUnderTest> inner_;
+  Wrap wrap_;
   std::shared_ptr<ObjectStore> store_;
 };
 
-BackendFactory Local() { return {"Local", [] { return std::make_unique<LocalBackend>(); }}; }
-BackendFactory Memory() { return {"Memory", [] { return std::make_unique<MemoryBackend>(); }}; }
+template <typename Wrapper>
+std::unique_ptr<BackendUnderTest> Wrapped(std::unique_ptr<BackendUnderTest> inner) {
+  return std::make_unique<WrappedBackend>(std::move(inner), [](std::shared_ptr<ObjectStore> s) {
+    return std::make_shared<Wrapper>(s);
+  });
+}
+
+BackendFactory Local() {
+  return {"Local", [] { return std::make_unique<LocalBackend>(); }};
+}
+BackendFactory Memory() {
+  return {"Memory", [] { return std::make_unique<MemoryBackend>(); }};
+}
 BackendFactory CountingOverLocal() {
-  return {"CountingOverLocal", [] {
-            return std::make_unique<WrappedBackend<CountingObjectStore>>(
-                std::make_unique<LocalBackend>());
-          }};
+  return {"CountingOverLocal",
+          [] { return Wrapped<CountingObjectStore>(std::make_unique<LocalBackend>()); }};
 }
 BackendFactory FaultInjectionOverMemory() {
-  return {"FaultInjectionOverMemory", [] {
-            return std::make_unique<WrappedBackend<FaultInjectionObjectStore>>(
-                std::make_unique<MemoryBackend>());
+  return {"FaultInjectionOverMemory",
+          [] { return Wrapped<FaultInjectionObjectStore>(std::make_unique<MemoryBackend>()); }};
+}
+// Real waits, kept short (the suite makes thousands of calls).
+BackendFactory LatencyOverLocal() {
+  return {"LatencyOverLocal", [] {
+            return std::make_unique<WrappedBackend>(
+                std::make_unique<LocalBackend>(), [](std::shared_ptr<ObjectStore> s) {
+                  return std::make_shared<LatencyObjectStore>(s, LatencyProfile{50, 200, 1, {}});
+                });
           }};
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreConformance,
                          ::testing::Values(Local(), Memory(), CountingOverLocal(),
-                                           FaultInjectionOverMemory()),
+                                           FaultInjectionOverMemory(), LatencyOverLocal()),
                          BackendName);
 INSTANTIATE_TEST_SUITE_P(Backends, ObjectStoreCrossProcessConformance, ::testing::Values(Local()),
                          BackendName);
