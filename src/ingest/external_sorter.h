@@ -253,6 +253,7 @@ class ExternalSorter {
  private:
   static constexpr size_t kMinRecords = 256;
   static constexpr size_t kMinBlock = kMinRecords * sizeof(T);
+  static constexpr size_t kMaxBlock = size_t{1} << 20;
   struct Run {
     std::string key;
     uint64_t records;
@@ -282,7 +283,10 @@ class ExternalSorter {
 
   // A stream over the first `n` runs (which it then owns).
   Result<std::unique_ptr<SortedStream<T>>> Merge(size_t n, size_t read_budget) {
-    const size_t block = std::max(kMinBlock, read_budget / n / sizeof(T) * sizeof(T));
+    // Blocks of at most kMaxBlock: larger reads gain nothing and fault in
+    // memory the merge then holds.
+    const size_t share = std::min(kMaxBlock, read_budget / n) / sizeof(T) * sizeof(T);
+    const size_t block = std::max(kMinBlock, share);
     std::vector<std::unique_ptr<SortedStream<T>>> in;
     for (size_t i = 0; i < n; ++i) {
       auto s = std::make_unique<sorter_internal::RunStream<T>>(scratch_, runs_[i].key,

@@ -428,6 +428,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     so.retain_bytes = options_.retain_bytes;
     so.key_memory_bytes = options_.key_memory_bytes;
     so.scratch_dir = options_.scratch_dir;
+    so.key_map_bytes = options_.key_map_bytes;
     so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
     so.open_input = options_.open_input;
     so.on_batch = [&](const RunCounters& counters) -> Status {

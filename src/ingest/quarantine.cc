@@ -19,9 +19,9 @@ Status CheckQuarantineSwitch(std::optional<std::string_view> value) {
         " is set, and Loam refuses to run in quarantine mode: it never keeps rejected rows. "
         "Unset LOAM_QUARANTINE.");
   }
-  return Status::InvalidArgument("LOAM_QUARANTINE has the unrecognised value '" +
-                                 std::string(*value) +
-                                 "'; Loam refuses to start. Unset it (quarantine is not supported)");
+  return Status::InvalidArgument(
+      "LOAM_QUARANTINE has the unrecognised value '" + std::string(*value) +
+      "'; Loam refuses to start. Unset it (quarantine is not supported)");
 }
 
 Status CheckQuarantineSwitch() {

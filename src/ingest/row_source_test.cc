@@ -10,7 +10,9 @@
 namespace loam::ingest {
 namespace {
 
-Schema RowSourceEvents() { return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}}; }
+Schema RowSourceEvents() {
+  return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}};
+}
 
 // `rows` CSV records, one per line; the row with id `bad` (if any) is not an int64.
 std::string Csv(int rows, int bad = -1) {
@@ -22,8 +24,8 @@ std::string Csv(int rows, int bad = -1) {
 }
 
 std::unique_ptr<RowSource> Open(const std::string& text, bool prefetch, size_t batch) {
-  auto source = OpenRowSource(std::make_unique<StringSource>(text), InputFormat::kCsv, RowSourceEvents(),
-                              SchemaPolicy{}, "events.csv")
+  auto source = OpenRowSource(std::make_unique<StringSource>(text), InputFormat::kCsv,
+                              RowSourceEvents(), SchemaPolicy{}, "events.csv")
                     .value();
   return prefetch ? Prefetch(std::move(source), batch) : std::move(source);
 }
@@ -63,8 +65,8 @@ TEST(RowSource, RefusesADelimiterThatCsvReserves) {
   for (char d : {'"', '\n', '\r'}) {
     ParseLimits limits;
     limits.csv_delimiter = d;
-    Status s = OpenRowSource(std::make_unique<StringSource>(Csv(2)), InputFormat::kCsv, RowSourceEvents(),
-                             SchemaPolicy{}, "events.csv", limits)
+    Status s = OpenRowSource(std::make_unique<StringSource>(Csv(2)), InputFormat::kCsv,
+                             RowSourceEvents(), SchemaPolicy{}, "events.csv", limits)
                    .status();
     EXPECT_TRUE(s.IsInvalidArgument()) << s;
     EXPECT_NE(s.message().find("cannot be a quote, CR or LF"), std::string::npos) << s;

@@ -235,7 +235,7 @@ Status Stager::CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lin
                         static_cast<double>(out_.counters.bytes_read);
     const double cap = std::min<double>(static_cast<double>(req_.max_rows), kMaxReservedKeys);
     size_t n = static_cast<size_t>(std::min(rows * 1.1, cap));
-    while (n > 16 && 3 * FlatHashMap<Seen>::MemoryBytesFor(n) > options_.key_memory_bytes) n /= 2;
+    while (n > 16 && 3 * FlatHashMap<Seen>::MemoryBytesFor(n) > KeyMapBound()) n /= 2;
     const size_t before = seen_.MemoryBytes();  // of the empty map
     meter_.Add(FlatHashMap<Seen>::MemoryBytesFor(n));
     seen_.Reserve(n);
@@ -253,7 +253,7 @@ Status Stager::CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lin
                                        " needs its key");
       }
     }
-    if (!spill_ && seen_.FullForInsert() && 3 * seen_.MemoryBytes() > options_.key_memory_bytes) {
+    if (!spill_ && seen_.FullForInsert() && 3 * seen_.MemoryBytes() > KeyMapBound()) {
       RETURN_NOT_OK(StartSpill());
     }
     if (spill_) {

@@ -4,10 +4,10 @@
 // to write are staged as fragment files by a second thread while the first
 // parses on. Nothing becomes visible: the run's commit references the staged
 // fragments in one atomic write, and a failed run deletes them. Memory holds
-// a few batches, plus for keyed runs about 100 bytes per key of the run and
-// (upserts) 100 per table row it matches, up to `key_memory_bytes` (beyond
-// it the keys spill to sorted runs on scratch storage), and for upserts the
-// parsed input while it fits `retain_bytes` (a larger one is parsed twice).
+// a few batches, plus for keyed runs their key checks: up to about 32,000
+// keys in a hash map, beyond that sorted runs on scratch storage within
+// `key_memory_bytes`; and for upserts the parsed input while it fits
+// `retain_bytes` and the keys stay in the map (otherwise it is parsed twice).
 #pragma once
 
 #include <functional>
@@ -38,6 +38,12 @@ struct StagerOptions {
   size_t key_memory_bytes = kDefaultKeyMemoryBytes;
   std::string scratch_dir;
   static constexpr size_t kDefaultKeyMemoryBytes = size_t{512} << 20;
+  // The run's keys stay in a hash map (with its copy while it grows) up to
+  // this many bytes of the bound, about 32,000 keys; larger runs sort them
+  // even below the bound: the map's random access to hundreds of MiB costs
+  // more than sorting (docs/benchmarks.md, "Key checks"). Not for an upsert
+  // whose input is kept for its second pass (sorting would parse it again).
+  size_t key_map_bytes = size_t{16} << 20;
 };
 
 struct StagedInput {

@@ -3,6 +3,7 @@
 // in memory or spilled). Not part of the ingest interface (stager.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <memory>
@@ -157,7 +158,17 @@ class Stager {
   // parse of spilled keys must meet the same ones.
   void AddToKeySum(const Hash128Value& key, RowPos row);
 
-  // The run's keys outgrew a third of the key memory bound: from here on
+  // What the key map may hold, with its copy while it grows (three times
+  // its size): past it the keys spill. An upsert whose input is kept for
+  // its second pass may use the whole bound (spilling would parse again).
+  size_t KeyMapBound() const {
+    const bool keeps_input =
+        upsert_ && !reparse_ && !(file_size_ && *file_size_ > options_.retain_bytes);
+    return keeps_input ? options_.key_memory_bytes
+                       : std::min(options_.key_memory_bytes, options_.key_map_bytes);
+  }
+
+  // The run's keys outgrew the key map: from here on
   // they go to sorted runs on scratch storage (those seen so far too), and
   // an upsert parses its input again instead of keeping it.
   Status StartSpill();

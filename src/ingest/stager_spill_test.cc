@@ -41,9 +41,12 @@ class StagerSpillTest : public ::testing::Test {
 
   void TearDown() override { std::filesystem::remove_all(scratch_); }
 
-  LoaderOptions Options(size_t bound) {
+  // `bound`: the key memory bound; the key map may take all of it (no
+  // sorting below the bound) when `map_to_bound`.
+  LoaderOptions Options(size_t bound, bool map_to_bound = false) {
     LoaderOptions o;
     o.key_memory_bytes = bound;
+    if (map_to_bound) o.key_map_bytes = bound;
     o.scratch_dir = scratch_.string();
     o.batch_rows = 4096;
     o.open_input = [this](const std::string& file) -> Result<std::unique_ptr<ByteSource>> {
@@ -54,27 +57,30 @@ class StagerSpillTest : public ::testing::Test {
     return o;
   }
 
-  RunRecord Load(LoadMode mode, std::vector<std::string> files, size_t bound) {
+  RunRecord Load(LoadMode mode, std::vector<std::string> files, size_t bound,
+                 bool map_to_bound = false) {
     RunRequest r;
     r.table = "t";
     r.mode = mode;
     r.files = std::move(files);
     r.principal = "owner";
-    Result<RunRecord> rec = Loader(ws_, Options(bound)).Run(r);
+    Result<RunRecord> rec = Loader(ws_, Options(bound, map_to_bound)).Run(r);
     EXPECT_TRUE(rec.ok()) << rec.status();
     return rec.ok() ? *rec : RunRecord{};
   }
 
   // Validates (stages nothing) with the bound, as a run's first attempt would.
-  StagedInput Stage(LoadMode mode, const std::string& file, size_t bound) {
+  StagedInput Stage(LoadMode mode, const std::string& file, size_t bound,
+                    bool map_to_bound = false) {
     RunRequest r;
     r.table = "t";
     r.mode = mode;
     r.files = {file};
     const Snapshot snap = ws_->Current().value();
     const Dataset data = ws_->OpenTable(snap, "t").value();
-    const LoaderOptions lo = Options(bound);
+    const LoaderOptions lo = Options(bound, map_to_bound);
     StagerOptions so;
+    so.key_map_bytes = lo.key_map_bytes;
     so.stage = false;
     so.batch_rows = lo.batch_rows;
     so.key_memory_bytes = bound;
@@ -117,22 +123,28 @@ class StagerSpillTest : public ::testing::Test {
 TEST_F(StagerSpillTest, KeyedRunsAboveTheBoundSpillAndStayUnderIt) {
   files_["base.csv"] = Rows(0, 19'999);
   ASSERT_EQ(Load(LoadMode::kAppend, {"base.csv"}, kSmallBound).state, RunState::kSucceeded);
-  // 200,000 new keys: about 25 MiB of hash map in memory.
+  // 200,000 new keys: about 25 MiB of hash map when the map may take the
+  // whole default bound.
   files_["new.csv"] = Rows(20'000, 219'999);
-  const StagedInput in_memory =
-      Stage(LoadMode::kAppend, "new.csv", StagerOptions{}.key_memory_bytes);
+  const size_t big = StagerOptions::kDefaultKeyMemoryBytes;
+  const StagedInput in_memory = Stage(LoadMode::kAppend, "new.csv", big, true);
   EXPECT_FALSE(in_memory.keys_spilled);
   EXPECT_GT(in_memory.key_memory_peak, kSmallBound);
   const StagedInput spilled = Stage(LoadMode::kAppend, "new.csv", kSmallBound);
   EXPECT_TRUE(spilled.keys_spilled);
   EXPECT_LE(spilled.key_memory_peak, kSmallBound);
   EXPECT_EQ(spilled.counters.inserted, 200'000);
+  // With the default map share the same run sorts its keys well below the
+  // default bound, and holds far less.
+  const StagedInput sorted = Stage(LoadMode::kAppend, "new.csv", big);
+  EXPECT_TRUE(sorted.keys_spilled);
+  EXPECT_LT(sorted.key_memory_peak, in_memory.key_memory_peak);
+  EXPECT_EQ(sorted.counters.inserted, 200'000);
 
   // An upsert of 200,000 keys: 10,000 in the table (every other one
   // renamed), 190,000 new. The same counters either way, under the bound.
   files_["up.csv"] = Rows(10'000, 209'999, [](int64_t id) { return id < 20'000 && id % 2 == 0; });
-  const StagedInput up_memory =
-      Stage(LoadMode::kUpsert, "up.csv", StagerOptions{}.key_memory_bytes);
+  const StagedInput up_memory = Stage(LoadMode::kUpsert, "up.csv", big, true);
   const StagedInput up_spilled = Stage(LoadMode::kUpsert, "up.csv", kSmallBound);
   EXPECT_FALSE(up_memory.keys_spilled);
   EXPECT_TRUE(up_spilled.keys_spilled);
@@ -152,8 +164,7 @@ TEST_F(StagerSpillTest, KeyedRunsAboveTheBoundSpillAndStayUnderIt) {
   EXPECT_TRUE(ScratchIsEmpty());
   SetUp();
   ASSERT_EQ(Load(LoadMode::kAppend, {"base.csv"}, kSmallBound).state, RunState::kSucceeded);
-  ASSERT_EQ(Load(LoadMode::kUpsert, {"up.csv"}, StagerOptions{}.key_memory_bytes).state,
-            RunState::kSucceeded);
+  ASSERT_EQ(Load(LoadMode::kUpsert, {"up.csv"}, big, true).state, RunState::kSucceeded);
   EXPECT_EQ(Table(), spilled_table);
   EXPECT_EQ(spilled_table.substr(0, 12), "210000 rows,");
 }
