@@ -57,12 +57,12 @@ class TableSinkImpl final : public KeySpill::TableSink {
   TableSorter sorter;
 };
 
-}  // namespace spill_internal
-
 // A sorter's share of the bound, at most 32 MiB: larger buffers sort more
 // slowly (std::sort over hundreds of MiB misses the caches) than more runs
 // merge (docs/benchmarks.md, "Key checks").
 size_t SortBuffer(size_t share) { return std::min<size_t>(share, size_t{32} << 20); }
+
+}  // namespace spill_internal
 
 uint64_t KeyCheck(std::string_view key_bytes) {
   return Hash64(key_bytes, spill_internal::kKeyCheckSeed);
@@ -74,7 +74,10 @@ uint64_t KeyCheck(std::string_view key_bytes) {
 // and sorts them by row in B/2; pass 2 reads them in B/4.
 struct KeySpill::Impl {
   Impl(std::unique_ptr<ScratchSpace> s, size_t b, MemoryMeter* m)
-      : scratch(std::move(s)), budget(b), meter(m), run_keys(scratch.get(), SortBuffer(b / 2), m) {}
+      : scratch(std::move(s)),
+        budget(b),
+        meter(m),
+        run_keys(scratch.get(), spill_internal::SortBuffer(b / 2), m) {}
 
   std::unique_ptr<ScratchSpace> scratch;
   const size_t budget;
@@ -101,7 +104,7 @@ Status KeySpill::AddRunKey(const Hash128Value& key, RowPos row) {
 
 std::vector<KeySpill::TableSink*> KeySpill::TableSinks(size_t shards) {
   std::vector<TableSink*> out;
-  const size_t share = SortBuffer(impl_->budget / 4 / std::max<size_t>(shards, 1));
+  const size_t share = spill_internal::SortBuffer(impl_->budget / 4 / std::max<size_t>(shards, 1));
   for (size_t i = 0; i < shards; ++i) {
     impl_->table.push_back(
         std::make_unique<spill_internal::TableSinkImpl>(impl_->scratch.get(), share, impl_->meter));
@@ -124,7 +127,7 @@ Result<KeySpill::Joined> KeySpill::Join(bool keep_matches, size_t first_few) {
       std::move(shards), spill_internal::TableKeyLess());
   if (keep_matches) {
     m.by_address = std::make_unique<ExternalSorter<KeyMatch, spill_internal::ByAddress>>(
-        m.scratch.get(), SortBuffer(m.budget / 2), m.meter);
+        m.scratch.get(), spill_internal::SortBuffer(m.budget / 2), m.meter);
   }
   Joined out;
   auto note_match = [&](RowPos row) {
@@ -165,8 +168,8 @@ Status KeySpill::FillMatches(size_t chunk,
   if (!m.by_address) return Status::Internal("FillMatches without a join that kept matches");
   const size_t quarter = m.budget / 4;
   ASSIGN_OR_RETURN(std::unique_ptr<SortedStream<KeyMatch>> in, m.by_address->Finish(quarter));
-  ExternalSorter<KeyMatch, spill_internal::ByRow> by_row(m.scratch.get(), SortBuffer(m.budget / 2),
-                                                         m.meter);
+  ExternalSorter<KeyMatch, spill_internal::ByRow> by_row(
+      m.scratch.get(), spill_internal::SortBuffer(m.budget / 2), m.meter);
   chunk = std::max<size_t>(1, std::min(chunk, m.budget / 8 / sizeof(KeyMatch)));
   std::vector<KeyMatch> part;
   part.reserve(chunk);
