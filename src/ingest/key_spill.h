@@ -1,8 +1,9 @@
-// The stager's key checks once a run's keys outgrow their memory bound
-// (StagerOptions::key_memory_bytes): the run's keys and the table's are
-// sorted on scratch storage and merge-joined instead of held in a hash map.
-// The outcome is the same as in memory: the same duplicate named, the same
-// rows refused, the same upsert classification.
+// The stager's key checks once a run's keys outgrow the key map (about
+// 32,000 keys; StagerOptions::key_map_bytes): the run's keys and the
+// table's are sorted on scratch storage within the memory bound
+// (key_memory_bytes) and merge-joined instead of held in a hash map. The
+// outcome is the same as in memory: the same duplicate named, the same rows
+// refused, the same upsert classification.
 //
 //   pass 1     AddRunKey for every row (key hash, file, line)
 //   table      TableSink per shard: every table row's key hash and address

@@ -144,7 +144,7 @@ class Stager {
   static constexpr double kMaxReservedKeys = 1 << 20;
 
   // Keyed runs (pass 1 of an upsert): keys present and distinct within the
-  // run, in seen_ or, past the key memory bound, spilled.
+  // run, in seen_ or, past the key map (KeyMapBound), spilled.
   Status CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lines);
 
   // `again` repeats the key of the earlier row `first`.
@@ -168,9 +168,9 @@ class Stager {
                        : std::min(options_.key_memory_bytes, options_.key_map_bytes);
   }
 
-  // The run's keys outgrew the key map: from here on
-  // they go to sorted runs on scratch storage (those seen so far too), and
-  // an upsert parses its input again instead of keeping it.
+  // The run's keys outgrew the key map: from here on they go to sorted runs
+  // on scratch storage (those seen so far too), and an upsert parses its
+  // input again instead of keeping it.
   Status StartSpill();
 
   // Pass 1 of an upsert: keeps the batch for pass 2 while the kept ones fit
@@ -272,7 +272,7 @@ class Stager {
   size_t retained_bytes_ = 0;
   bool reparse_ = false;             // retained_ outgrew its budget: pass 2 parses again
   MemoryMeter meter_;                // the key checks' memory
-  std::unique_ptr<KeySpill> spill_;  // set once the keys outgrew their bound
+  std::unique_ptr<KeySpill> spill_;  // set once the keys outgrew the map (KeyMapBound)
   Hash128Value key_sum_;             // AddToKeySum over the pass's rows
   std::vector<KeyMatch> matches_;    // pass 2 of a spilled upsert: the row's matches
   Existing spilled_;                 // and what they say, as existing_ would
