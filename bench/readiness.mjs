@@ -27,7 +27,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'loam-readiness-'));
 const root = opt.backend === 's3'
   ? `s3://${process.env.LOAM_S3_TEST_BUCKET ?? 'loam-test'}/readiness-${Date.now()}`
   : path.join(work, 'ws');
-const loam = (...a) => execFileSync(LOAM, ['--root', root, ...a], { encoding: 'utf8' });
+const loam = (...a) => execFileSync(LOAM, ['--root', root, ...a], { encoding: 'utf8', maxBuffer: 1 << 30 });
 loam('init');
 const owner = JSON.parse(loam('info', '--json')).owner;
 const secretFile = path.join(work, 'secret');
@@ -43,9 +43,9 @@ fs.writeFileSync(configFile, JSON.stringify({
   // loopback addresses and meet this cap.
   maxConnectionsPerClient: Math.max(64, opt.clients * 2),
   // The scale profiles measure the workers, not admission: nothing is refused.
-  admission: opt.profile === 'mix' ? {} : {
+  admission: opt.admission === 'default' ? {} : {
     tinyRunsPerMinute: 1_000_000, principalRequestsPerSecond: 10_000, principalBurst: 10_000,
-    maxQueueWaitSeconds: 86_400, maxQueuedRuns: 100_000,
+    maxQueueWaitSeconds: 86_400, maxQueuedRuns: 100_000, maxConcurrentRunsPerPipeline: 100_000,
   },
 }));
 
@@ -193,7 +193,8 @@ const columns = [
 const pipelines = {};
 for (const kind of MIX) {
   if (!pipelines[kind.table]) {
-    const t = await call('POST', '/v1/tables', { sub: owner, body: JSON.stringify({ name: kind.table, columns, keys: ['id'] }), headers: { 'content-type': 'application/json' } });
+    const keys = opt.unkeyed && kind.mode === 'append' ? [] : ['id'];
+    const t = await call('POST', '/v1/tables', { sub: owner, body: JSON.stringify({ name: kind.table, columns, keys }), headers: { 'content-type': 'application/json' } });
     if (t.status !== 201) throw new Error(`create table ${kind.table}: ${t.status} ${t.text}`);
     for (const sub of ['loader-a', 'loader-b', 'loader-c', 'loader-r']) {
       if ((sub === 'loader-r') !== (kind.table === 'guarded')) continue;
@@ -202,7 +203,7 @@ for (const kind of MIX) {
       if (g.status !== 200 && g.status !== 204) throw new Error(`grant: ${g.status} ${g.text}`);
     }
   }
-  for (let p = 0; p < kind.pipelines; p++) {
+  for (let p = 0; p < (opt.pipelines || kind.pipelines); p++) {
     const spec = { name: `${kind.name}-${p}`, table: kind.table, mode: kind.mode, format: kind.format };
     if (kind.mode === 'upsert') spec.keyColumns = ['id'];
     const r = await call('POST', '/v1/pipelines', { sub: owner, body: JSON.stringify(spec), headers: { 'content-type': 'application/json' } });
@@ -222,7 +223,7 @@ async function submitOne(clientIndex, only) {
   const sub = kind.table === 'guarded' ? 'loader-r' : ['loader-a', 'loader-b', 'loader-c'][n % 3];
   const bytesWanted = only ? only.bytes : sizeOf(opt, n);
   const { data, rows } = makeRows(kind, n, bytesWanted, kind.invalid);
-  const payload = kind.gzip ? zlib.gzipSync(data, { level: 1 }) : data;
+  const payload = kind.gzip && !opt.inline ? zlib.gzipSync(data, { level: 1 }) : data;
   const sha256 = crypto.createHash('sha256').update(payload).digest('hex');
   const pipelineId = pipelines[kind.name][n % pipelines[kind.name].length];
   const rec = { n, kind: kind.name, table: kind.table, mode: kind.mode, rows, bytes: payload.length,
@@ -230,6 +231,7 @@ async function submitOne(clientIndex, only) {
     sub, submittedAt: Date.now() };
   submissions.push(rec);
   const hint = clientIndex;
+  if (opt.inline) return submitInline(rec, pipelineId, payload, kind, hint);
   const ticket = await call('POST', `/v1/pipelines/${pipelineId}/uploads`, { sub, hint,
     body: JSON.stringify({ size: payload.length, sha256 }), headers: { 'content-type': 'application/json' } });
   if (ticket.status !== 201) { rec.refused = `upload ${ticket.status} ${ticket.json?.code}`; return; }
@@ -266,6 +268,16 @@ async function submitOne(clientIndex, only) {
     const again = await call('POST', runPath, { sub, hint, body: text, headers: runHeaders });
     if (again.status === 202) rec.runIds.add(again.json.id);
   }
+}
+
+// The data in the run request itself (text/csv or application/x-ndjson).
+async function submitInline(rec, pipelineId, payload, kind, hint) {
+  const headers = { 'content-type': kind.format === 'csv' ? 'text/csv' : 'application/x-ndjson',
+    'idempotency-key': rec.key };
+  const r = await call('POST', `/v1/pipelines/${pipelineId}/runs`, { sub: rec.sub, hint, body: payload, headers });
+  if (r.status !== 202) { rec.refused = `run ${r.status} ${r.json?.code}`; return; }
+  rec.runIds.add(r.json.id);
+  stats.accepted.push(r.ms);
 }
 
 // --- the load: open-loop arrivals at `rate`, at most `clients` at once ---------------

@@ -7,7 +7,7 @@ export function parseOptions(argv) {
   const o = {
     backend: 'local', processes: 1, clients: 64, seconds: 60, rate: 8, profile: 'mix',
     overload: 0, faults: false, killEvery: 5000, killTrials: 0, storeFaults: 0, slowloris: 0,
-    storeLatency: '',
+    storeLatency: '', inline: false, rows: 0, pipelines: 0, admission: '', unkeyed: false,
     workers: 2, leaseSeconds: 5, maxMib: 100, largeMib: 20, seed: 1, keep: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -21,6 +21,9 @@ export function parseOptions(argv) {
   }
   if (!['local', 's3'].includes(o.backend)) throw new Error('--backend local|s3');
   if (!['mix', 'small', 'large'].includes(o.profile)) throw new Error('--profile mix|small|large');
+  // Admission: the scale profiles lift it unless told otherwise.
+  o.admission ||= o.profile === 'mix' ? 'default' : 'lifted';
+  if (!['default', 'lifted'].includes(o.admission)) throw new Error('--admission default|lifted');
   if (o.killTrials > 0) { o.faults = true; o.killEvery = Math.min(o.killEvery, 300); }
   // Store faults wrap the store, which hides the S3 presigner (uploads would
   // go through the server): on S3 they stay off unless asked for.
@@ -73,6 +76,7 @@ export function pick(opt, n) {
 // Bytes of input: 70 % 1–16 KiB, 20 % 16 KiB–1 MiB, 8 % 1–10 MiB, 2 % 10–100
 // MiB (log-uniform within each class, capped at --max-mib).
 export function sizeOf(opt, n) {
+  if (opt.rows > 0) return opt.rows * 52;  // about `rows` rows of CSV
   if (opt.profile === 'small') return 1024;
   if (opt.profile === 'large') return opt.largeMib << 20;
   const classes = [[0.70, 1 << 10, 16 << 10], [0.20, 16 << 10, 1 << 20], [0.08, 1 << 20, 10 << 20], [0.02, 10 << 20, 100 << 20]];

@@ -20,6 +20,10 @@ namespace loam::cli {
 // made resident.
 void TuneHeap();
 
+// For `loam serve`, before its threads start: an arena per thread group as
+// glibc would choose (dozens of handler and worker threads contend on one).
+void TuneHeapForServer();
+
 // Makes about `bytes` of heap resident, as huge pages where the kernel has
 // them, and leaves it free for reuse. The pages are populated on a
 // background thread so the caller goes on at once (on a VM a cold 2 MiB page

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -76,6 +77,9 @@ struct ServiceOptions {
   size_t sweep_page = 500;
   // How long admission trusts its last LIST of the queue (0: always list).
   int64_t queue_view_micros = 100'000;
+  // How long the workers work through one listing of the queue before they
+  // list it again (a LIST per run would grow with the backlog).
+  int64_t worker_listing_micros = 1'000'000;
   bool skip_rows_enabled = false;
   // Keyed runs: their key checks' memory bound and where they spill past it
   // (ingest::LoaderOptions::key_memory_bytes, scratch_dir).
@@ -332,6 +336,13 @@ class Service {
   // Loader hooks.
   Result<int64_t> SweepRequestPage();
   Result<int64_t> SweepSourcePage();
+  // The next entry of the workers' shared listing (listed again when used
+  // up or stale, which sets `listed`); nullopt when the queue is empty.
+  Result<std::optional<QueueEntry>> NextQueueEntry(bool* listed);
+  // Works on queue entry `e`: true when a run was brought to a terminal
+  // state, nullopt when the worker should look at the next entry (a failure
+  // of the run goes to `first_error`).
+  Result<std::optional<bool>> WorkOn(const QueueEntry& e, Status* first_error);
   // Drops the remembered leases of runs no longer queued.
   void ForgetLeasesOutside(const std::vector<QueueEntry>& entries);
   Status ClaimSource(const ingest::RunRecord& rec);
@@ -372,6 +383,11 @@ class Service {
   // after the last listing began.
   std::map<std::string, PendingRun> pending_;
   uint64_t settles_ = 0;
+  // The workers' shared listing of the queue: entries not yet looked at,
+  // oldest first, and when it was listed.
+  std::deque<QueueEntry> todo_;
+  int64_t listed_at_micros_ = -1;
+  std::mutex list_mu_;   // one worker listing at a time
   std::mutex admit_mu_;  // one admission decision at a time
   std::mutex sweep_mu_;  // one record sweep at a time
   // The record sweep's pass: where each kind's next page starts, and

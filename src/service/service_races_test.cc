@@ -316,6 +316,36 @@ TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
   EXPECT_LE(idle.count(ObjectOp::kList), 6u) << idle.ToString();
 }
 
+// Workers work through one listing of the queue: draining a backlog lists
+// the queue a few times, not once per run (a LIST per run, each of the whole
+// backlog, made a deep queue quadratic).
+TEST_F(ServiceTest, DrainingABacklogListsTheQueueOncePerListing) {
+  options_.worker_listing_micros = 3'600'000'000;
+  options_.limits.max_concurrent_runs_per_pipeline = 100;
+  auto counting = std::make_shared<CountingObjectStore>(store_, /*prefix_depth=*/3);
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  ws_ = Workspace::Open(counting, root_, wo).value();
+  const std::string pipeline = AppendPipeline();
+  constexpr int kRuns = 30;
+  for (int i = 0; i < kRuns; ++i) {
+    const std::string id = std::to_string(i + 1);
+    std::string upload = Upload(pipeline, "id,amount\n" + id + ",1.00\n").value();
+    Result<Submission> s = Submit(pipeline, "k" + id, Body(upload));
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+  counting->Reset();
+  EXPECT_EQ(Drain(), kRuns);
+  const IoSnapshot io = counting->Snapshot();
+  const auto queue = io.by_prefix.find(root_ + "/_control/queue/");
+  ASSERT_NE(queue, io.by_prefix.end());
+  // One listing for the backlog, one that finds it empty (and pages a
+  // store may split a listing into).
+  EXPECT_LE(queue->second.count(ObjectOp::kList), 4u) << queue->second.ToString();
+  EXPECT_EQ(queue->second.count(ObjectOp::kDelete), static_cast<uint64_t>(kRuns));
+  EXPECT_EQ(RunCommits(), kRuns);
+}
+
 // A record sweep reads one page of each kind per call, whatever the number
 // of records; a pass ends within ceil(records / page) calls. An expired
 // idempotency record of a terminal run goes with the run's record; a record

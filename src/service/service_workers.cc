@@ -127,69 +127,121 @@ Result<CleanupReport> Service::RunCleanerOnce() {
   });
 }
 
-Result<bool> Service::RunWorkerOnce() {
+// The process's workers share one listing of the queue, oldest first, and
+// take its entries in turn: a run costs no LIST of the whole queue (a deep
+// backlog would make that quadratic). The queue is listed again when the
+// listing is used up or older than worker_listing_micros.
+Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool* listed) {
+  {
+    std::lock_guard lock(mu_);
+    const bool fresh = WallMicros() - listed_at_micros_ < options_.worker_listing_micros;
+    if (!todo_.empty() && fresh) {
+      QueueEntry e = std::move(todo_.front());
+      todo_.pop_front();
+      return e;
+    }
+  }
+  std::lock_guard listing(list_mu_);  // one LIST at a time; the others wait for it
+  {
+    std::lock_guard lock(mu_);
+    const bool fresh = WallMicros() - listed_at_micros_ < options_.worker_listing_micros;
+    if (!todo_.empty() && fresh) {  // listed while this worker waited
+      QueueEntry e = std::move(todo_.front());
+      todo_.pop_front();
+      return e;
+    }
+  }
   const uint64_t since = ListingStarts();
+  const int64_t listed_at = WallMicros();
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
+  *listed = true;
   RememberLoad(entries, since);
-  // Trouble with one run never holds up the others: the first error is
-  // returned only when no run was finished.
-  Status first_error;
   ForgetLeasesOutside(entries);
-  for (const QueueEntry& e : entries) {
+  std::lock_guard lock(mu_);
+  todo_.assign(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
+  listed_at_micros_ = listed_at;
+  if (todo_.empty()) return std::optional<QueueEntry>();
+  QueueEntry e = std::move(todo_.front());
+  todo_.pop_front();
+  return e;
+}
+
+Result<bool> Service::RunWorkerOnce() {
+  // Trouble with one run never holds up the others: the first error is
+  // returned only when no run was finished. A call that found nothing to do
+  // has looked at a listing it made itself (the shared one may predate a
+  // submission).
+  Status first_error;
+  for (bool listed = false;;) {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return false;
+      if (todo_.empty() && listed) break;
+    }
+    ASSIGN_OR_RETURN(std::optional<QueueEntry> next, NextQueueEntry(&listed));
+    if (!next) break;
+    const QueueEntry& e = *next;
+    {
+      std::lock_guard lock(mu_);
       if (active_.count(e.run_id)) continue;
       auto held = leased_until_.find(e.run_id);
       if (held != leased_until_.end() && held->second > WallMicros()) continue;
     }
-    Result<RunRecord> rec = loader_->runs().Get(e.run_id);
-    if (rec.status().IsNotFound()) {
-      // Its submission stopped before the run record: a retry of that
-      // request creates it (and the entry again) until the entry is this old.
-      ASSIGN_OR_RETURN(bool stands, ClaimStands(e.run_id));
-      if (!stands) RETURN_NOT_OK(queue_.Remove(e));
-      continue;
-    }
-    RETURN_NOT_OK(rec.status());
-    if (ingest::IsTerminal(rec->state)) {
-      // Its cleanup entry normally exists already; make sure before the
-      // queue entry, the last trace of the run, goes.
-      RETURN_NOT_OK(BeforeTerminal(*rec));
-      RETURN_NOT_OK(queue_.Remove(e));
-      continue;
-    }
-    if (rec->lease_expires_micros > WallMicros()) {  // a live worker has it
-      std::lock_guard lock(mu_);
-      leased_until_[e.run_id] = rec->lease_expires_micros;
-      continue;
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (!active_.insert(e.run_id).second) continue;
-    }
-    Result<RunRecord> done = loader_->Resume(e.run_id);
-    {
-      std::lock_guard lock(mu_);
-      active_.erase(e.run_id);
-    }
-    if (done.status().IsAborted() || done.status().Is(ErrorCode::kRequestInFlight)) continue;
-    if (!done.ok()) {
-      LOAM_LOG_WARN("run {}: {}", e.run_id, done.status().ToString());
-      if (first_error.ok()) first_error = done.status();
-      continue;
-    }
-    if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
-      admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
-    }
-    if (options_.on_run_finished) options_.on_run_finished(*done);
-    RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
-    RETURN_NOT_OK(queue_.Remove(e));
-    Wake();  // the cleaner
-    return true;
+    ASSIGN_OR_RETURN(std::optional<bool> worked, WorkOn(e, &first_error));
+    if (worked) return *worked;
   }
   if (!first_error.ok()) return first_error;
   return false;
+}
+
+// One queue entry: nullopt when the caller should look at the next one.
+Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_error) {
+  Result<RunRecord> rec = loader_->runs().Get(e.run_id);
+  if (rec.status().IsNotFound()) {
+    // Its submission stopped before the run record: a retry of that
+    // request creates it (and the entry again) until the entry is this old.
+    ASSIGN_OR_RETURN(bool stands, ClaimStands(e.run_id));
+    if (!stands) RETURN_NOT_OK(queue_.Remove(e));
+    return std::optional<bool>();
+  }
+  RETURN_NOT_OK(rec.status());
+  if (ingest::IsTerminal(rec->state)) {
+    // Its cleanup entry normally exists already; make sure before the
+    // queue entry, the last trace of the run, goes.
+    RETURN_NOT_OK(BeforeTerminal(*rec));
+    RETURN_NOT_OK(queue_.Remove(e));
+    return std::optional<bool>();
+  }
+  if (rec->lease_expires_micros > WallMicros()) {  // a live worker has it
+    std::lock_guard lock(mu_);
+    leased_until_[e.run_id] = rec->lease_expires_micros;
+    return std::optional<bool>();
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (!active_.insert(e.run_id).second) return std::optional<bool>();
+  }
+  Result<RunRecord> done = loader_->Resume(e.run_id);
+  {
+    std::lock_guard lock(mu_);
+    active_.erase(e.run_id);
+  }
+  if (done.status().IsAborted() || done.status().Is(ErrorCode::kRequestInFlight)) {
+    return std::optional<bool>();
+  }
+  if (!done.ok()) {
+    LOAM_LOG_WARN("run {}: {}", e.run_id, done.status().ToString());
+    if (first_error->ok()) *first_error = done.status();
+    return std::optional<bool>();
+  }
+  if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
+    admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
+  }
+  if (options_.on_run_finished) options_.on_run_finished(*done);
+  RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
+  RETURN_NOT_OK(queue_.Remove(e));
+  Wake();  // the cleaner
+  return std::optional<bool>(true);
 }
 
 void Service::ForgetLeasesOutside(const std::vector<QueueEntry>& entries) {
