@@ -23,6 +23,7 @@ struct ServeFlags {
   std::string health_listen;
   std::string public_url;
   int workers = -1;
+  int small_run_workers = -1;
   std::string hs256, public_key, jwks, issuer, audience, upload_secret;
   bool no_access_log = false;
   // Test only (bench/readiness): this share of object store calls fails
@@ -51,6 +52,7 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   set(&c.audience, f.audience);
   set(&c.upload_secret_file, f.upload_secret);
   if (f.workers >= 0) c.workers = f.workers;
+  if (f.small_run_workers >= 0) c.small_run_workers = f.small_run_workers;
   if (f.no_access_log) c.access_log = false;
   return c;
 }
@@ -174,6 +176,9 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   serve->add_option("--public-url", f->public_url,
                     "where clients reach this server, for upload URLs (default http://LISTEN)");
   serve->add_option("--workers", f->workers, "run workers in this process (default 2)");
+  serve->add_option("--small-run-workers", f->small_run_workers,
+                    "workers that take only runs of at most 1 MiB (default 2; none with "
+                    "--workers 0)");
   serve->add_option("--auth-hs256-secret-file", f->hs256, "HS256 secret, 32+ bytes");
   serve->add_option("--auth-public-key-file", f->public_key,
                     "PEM public key: RSA 2048+ (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)");

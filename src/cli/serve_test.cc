@@ -136,6 +136,12 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   EXPECT_NE(twice_r.err.find(R"(key "leaseSeconds" appears twice in one object)"),
             std::string::npos)
       << twice_r.err;
+  WriteFile(dir_ + "/lane.json", R"({"smallRunWorkers": 257})");
+  std::vector<std::string> lane = ok;
+  lane.insert(lane.end(), {"--config", "lane.json"});
+  CliResult lane_r = RunLoam(dir_, lane);
+  EXPECT_EQ(lane_r.code, 2);
+  EXPECT_NE(lane_r.err.find("smallRunWorkers"), std::string::npos) << lane_r.err;
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);

@@ -17,6 +17,9 @@ struct ServerConfig {
   std::string listen = "127.0.0.1:8080";  // HOST:PORT; port 0 = ephemeral
   std::string public_url;                 // default http://<listen address>
   int workers = 2;                        // run workers in this process
+  // Workers that take only runs of at most 1 MiB of input (the small-run
+  // lane); -1: 2 when `workers` > 0, else none.
+  int small_run_workers = -1;
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;

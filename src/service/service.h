@@ -52,7 +52,12 @@ using Presigner = std::function<Result<std::string>(
 
 struct ServiceOptions {
   ServiceLimits limits;
-  int workers = 2;  // worker threads StartWorkers runs
+  int workers = 2;  // worker threads StartWorkers runs, taking any run
+  // Worker threads that take only small runs (inputs of at most
+  // small_run_bytes), so a long load never holds every worker while small
+  // runs wait: the small-run lane. General workers take small runs too.
+  int small_run_workers = 0;
+  int64_t small_run_bytes = 1 << 20;
   // HMAC key of local upload tokens, at least 32 bytes. Required unless
   // `presign` is set (S3 workspaces); Open picks the S3 store's presigner.
   std::string upload_secret;
@@ -215,9 +220,10 @@ class Service {
   // Waits until the shared queue is empty (checked whenever a run of this
   // process ends); Unavailable after `timeout`, saying how many remain.
   Status WaitForEmptyQueue(std::chrono::milliseconds timeout);
-  // Claims and runs the oldest run it can to a terminal state. False when
-  // no run was due.
-  Result<bool> RunWorkerOnce();
+  // Claims and runs the oldest run it can to a terminal state (with
+  // `small_only`, the oldest of at most small_run_bytes). False when no run
+  // was due.
+  Result<bool> RunWorkerOnce(bool small_only = false);
   // One cleaner pass over the entries of runs that are terminal.
   Result<CleanupReport> RunCleanerOnce();
   // Staging uploads under days older than the grace that no live run needs.
@@ -338,7 +344,11 @@ class Service {
   Result<int64_t> SweepSourcePage();
   // The next entry of the workers' shared listing (listed again when used
   // up or stale, which sets `listed`); nullopt when the queue is empty.
-  Result<std::optional<QueueEntry>> NextQueueEntry(bool* listed);
+  // With `small_only`, the first entry of at most small_run_bytes (the
+  // larger ones stay for the general workers).
+  Result<std::optional<QueueEntry>> NextQueueEntry(bool small_only, bool* listed);
+  // Takes the next entry of todo_ (mu_ held).
+  std::optional<QueueEntry> TakeQueued(bool small_only);
   // Works on queue entry `e`: true when a run was brought to a terminal
   // state, nullopt when the worker should look at the next entry (a failure
   // of the run goes to `first_error`).
@@ -347,7 +357,7 @@ class Service {
   void ForgetLeasesOutside(const std::vector<QueueEntry>& entries);
   Status ClaimSource(const ingest::RunRecord& rec);
   Status BeforeTerminal(const ingest::RunRecord& rec);
-  void WorkerLoop(int index);
+  void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
   void Wake();
 

@@ -346,6 +346,31 @@ TEST_F(ServiceTest, DrainingABacklogListsTheQueueOncePerListing) {
   EXPECT_EQ(RunCommits(), kRuns);
 }
 
+// The small-run lane: a worker of it takes the oldest small run and leaves
+// an older large one queued for the general workers.
+TEST_F(ServiceTest, ASmallRunWorkerPassesOverALargeRun) {
+  options_.small_run_bytes = 64;
+  const std::string pipeline = AppendPipeline();
+  std::string large_data = "id,amount\n";
+  for (int i = 1; i <= 20; ++i) large_data += std::to_string(i) + ",1.00\n";
+  ASSERT_GT(large_data.size(), 64u);
+  const std::string large =
+      Submit(pipeline, "large", Body(Upload(pipeline, large_data).value())).value().run.id;
+  const std::string small =
+      Submit(pipeline, "small", Body(Upload(pipeline, "id,amount\n99,2.00\n").value()))
+          .value()
+          .run.id;
+  ASSERT_TRUE(Svc().RunWorkerOnce(/*small_only=*/true).value());
+  EXPECT_EQ(Run(small).state, RunState::kSucceeded);
+  EXPECT_EQ(Run(large).state, RunState::kQueued);
+  EXPECT_FALSE(Svc().RunWorkerOnce(/*small_only=*/true).value());  // only the large one left
+  EXPECT_EQ(Run(large).state, RunState::kQueued);
+  ASSERT_TRUE(Svc().RunWorkerOnce().value());
+  EXPECT_EQ(Run(large).state, RunState::kSucceeded);
+  const std::string rows = Contents();
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), ' '), 21) << rows;
+}
+
 // A record sweep reads one page of each kind per call, whatever the number
 // of records; a pass ends within ceil(records / page) calls. An expired
 // idempotency record of a terminal run goes with the run's record; a record

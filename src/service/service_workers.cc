@@ -1,5 +1,6 @@
 // Service: workers draining the shared queue, the loader hooks that keep the
 // source identity and cleanup durable, and the maintenance sweeps.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/logging.h"
@@ -31,7 +32,12 @@ void Service::StartWorkers() {
   std::lock_guard lock(mu_);
   if (!threads_.empty()) return;
   stopping_ = false;
-  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 0; i < options_.workers; ++i) {
+    threads_.emplace_back([this, i] { WorkerLoop(i, false); });
+  }
+  for (int i = 0; i < options_.small_run_workers; ++i) {
+    threads_.emplace_back([this, i] { WorkerLoop(options_.workers + i, true); });
+  }
   threads_.emplace_back([this] { MaintenanceLoop(); });
 }
 
@@ -67,7 +73,7 @@ Status Service::WaitForEmptyQueue(std::chrono::milliseconds timeout) {
   }
 }
 
-void Service::WorkerLoop(int index) {
+void Service::WorkerLoop(int index, bool small_only) {
   int64_t poll = options_.poll_min_micros;
   for (;;) {
     uint64_t seen = 0;
@@ -76,7 +82,7 @@ void Service::WorkerLoop(int index) {
       if (stopping_) return;
       seen = wakeups_;
     }
-    Result<bool> worked = RunWorkerOnce();
+    Result<bool> worked = RunWorkerOnce(small_only);
     if (!worked.ok()) LOAM_LOG_WARN("worker {}: {}", index, worked.status().ToString());
     if (worked.ok() && *worked) {
       poll = options_.poll_min_micros;
@@ -131,26 +137,28 @@ Result<CleanupReport> Service::RunCleanerOnce() {
 // take its entries in turn: a run costs no LIST of the whole queue (a deep
 // backlog would make that quadratic). The queue is listed again when the
 // listing is used up or older than worker_listing_micros.
-Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool* listed) {
-  {
-    std::lock_guard lock(mu_);
-    const bool fresh = WallMicros() - listed_at_micros_ < options_.worker_listing_micros;
-    if (!todo_.empty() && fresh) {
-      QueueEntry e = std::move(todo_.front());
-      todo_.pop_front();
-      return e;
-    }
+std::optional<QueueEntry> Service::TakeQueued(bool small_only) {
+  auto it = todo_.begin();
+  if (small_only) {
+    it = std::find_if(todo_.begin(), todo_.end(),
+                      [&](const QueueEntry& e) { return e.bytes <= options_.small_run_bytes; });
   }
+  if (it == todo_.end()) return std::nullopt;
+  QueueEntry e = std::move(*it);
+  todo_.erase(it);
+  return e;
+}
+
+Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool small_only, bool* listed) {
+  const auto take_fresh = [&]() -> std::optional<QueueEntry> {
+    std::lock_guard lock(mu_);
+    if (WallMicros() - listed_at_micros_ >= options_.worker_listing_micros) return std::nullopt;
+    return TakeQueued(small_only);
+  };
+  if (std::optional<QueueEntry> e = take_fresh()) return e;
   std::lock_guard listing(list_mu_);  // one LIST at a time; the others wait for it
-  {
-    std::lock_guard lock(mu_);
-    const bool fresh = WallMicros() - listed_at_micros_ < options_.worker_listing_micros;
-    if (!todo_.empty() && fresh) {  // listed while this worker waited
-      QueueEntry e = std::move(todo_.front());
-      todo_.pop_front();
-      return e;
-    }
-  }
+  if (std::optional<QueueEntry> e = take_fresh()) return e;  // listed while this one waited
+  if (*listed) return std::optional<QueueEntry>();  // nothing for this call in its own listing
   const uint64_t since = ListingStarts();
   const int64_t listed_at = WallMicros();
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
@@ -160,13 +168,10 @@ Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool* listed) {
   std::lock_guard lock(mu_);
   todo_.assign(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
   listed_at_micros_ = listed_at;
-  if (todo_.empty()) return std::optional<QueueEntry>();
-  QueueEntry e = std::move(todo_.front());
-  todo_.pop_front();
-  return e;
+  return TakeQueued(small_only);
 }
 
-Result<bool> Service::RunWorkerOnce() {
+Result<bool> Service::RunWorkerOnce(bool small_only) {
   // Trouble with one run never holds up the others: the first error is
   // returned only when no run was finished. A call that found nothing to do
   // has looked at a listing it made itself (the shared one may predate a
@@ -176,9 +181,8 @@ Result<bool> Service::RunWorkerOnce() {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return false;
-      if (todo_.empty() && listed) break;
     }
-    ASSIGN_OR_RETURN(std::optional<QueueEntry> next, NextQueueEntry(&listed));
+    ASSIGN_OR_RETURN(std::optional<QueueEntry> next, NextQueueEntry(small_only, &listed));
     if (!next) break;
     const QueueEntry& e = *next;
     {
