@@ -36,6 +36,7 @@ const token = (sub) => loam('token', '--secret-file', secretFile, '--sub', sub, 
 const configFile = path.join(work, 'config.json');
 fs.writeFileSync(configFile, JSON.stringify({
   workers: opt.workers,
+  ...(opt.smallWorkers >= 0 ? { smallRunWorkers: opt.smallWorkers } : {}),
   leaseSeconds: opt.leaseSeconds,
   accessLog: false,
   handlerThreads: 32,
