@@ -229,10 +229,10 @@ async function submitOne(clientIndex, only) {
   const pipelineId = pipelines[kind.name][n % pipelines[kind.name].length];
   const rec = { n, kind: kind.name, table: kind.table, mode: kind.mode, rows, bytes: payload.length,
     invalid: kind.invalid, validationOnly: kind.validationOnly, key: `sub-${n}`, runIds: new Set(),
-    sub, submittedAt: Date.now() };
+    sub, submittedAt: Date.now(), label: only?.label };
   submissions.push(rec);
   const hint = clientIndex;
-  if (opt.inline) return submitInline(rec, pipelineId, payload, kind, hint);
+  if (opt.inline && !only) return submitInline(rec, pipelineId, payload, kind, hint);
   const ticket = await call('POST', `/v1/pipelines/${pipelineId}/uploads`, { sub, hint,
     body: JSON.stringify({ size: payload.length, sha256 }), headers: { 'content-type': 'application/json' } });
   if (ticket.status !== 201) { rec.refused = `upload ${ticket.status} ${ticket.json?.code}`; return; }
@@ -373,12 +373,18 @@ if (opt.killTrials > 0) {
   until.then(() => { done = true; });
   while (!done) await phase('kill-trials', opt.rate, 10);
 } else {
+  // --large-during: one large append submitted half way through the load.
+  const during = opt.largeDuring > 0
+    ? sleep(opt.seconds * 500).then(() => submitOne(0, { bytes: opt.largeDuring << 20, label: 'during the load' }))
+    : null;
   await phase('target', opt.rate, opt.seconds);
-  if (opt.profile === 'mix' && opt.maxMib >= 100) {
-    // One 100 MiB load on an idle server: its terminal time alone.
+  await during;
+  const largeMib = opt.largeDuring || 100;
+  if ((opt.profile === 'mix' && opt.maxMib >= 100) || opt.largeDuring > 0) {
+    // One large load on an idle server: its terminal time alone.
     await waitTerminal([...new Set(submissions.flatMap((s) => [...s.runIds]))], new Map());
-    const mark = { name: 'one 100 MiB CSV append alone', from: stats.accepted.length, subFrom: submissions.length, t0: now(), r429: 0 };
-    await submitOne(0, { bytes: 100 << 20 });
+    const mark = { name: `one ${largeMib} MiB CSV append alone`, from: stats.accepted.length, subFrom: submissions.length, t0: now(), r429: 0 };
+    await submitOne(0, { bytes: largeMib << 20, label: 'alone' });
     const s = submissions.at(-1);
     const id = [...s.runIds][0];
     for (const end = now() + 300_000; id && now() < end;) {

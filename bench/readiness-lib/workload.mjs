@@ -7,7 +7,7 @@ export function parseOptions(argv) {
   const o = {
     backend: 'local', processes: 1, clients: 64, seconds: 60, rate: 8, profile: 'mix',
     overload: 0, faults: false, killEvery: 5000, killTrials: 0, storeFaults: 0, slowloris: 0,
-    storeLatency: '', inline: false, rows: 0, pipelines: 0, admission: '', unkeyed: false,
+    storeLatency: '', largeDuring: 0, inline: false, rows: 0, pipelines: 0, admission: '', unkeyed: false,
     workers: 2, smallWorkers: -1, leaseSeconds: 5, maxMib: 100, largeMib: 20, seed: 1, keep: false,
   };
   for (let i = 0; i < argv.length; i++) {

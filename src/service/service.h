@@ -55,7 +55,8 @@ struct ServiceOptions {
   int workers = 2;  // worker threads StartWorkers runs, taking any run
   // Worker threads that take only small runs (inputs of at most
   // small_run_bytes), so a long load never holds every worker while small
-  // runs wait: the small-run lane. General workers take small runs too.
+  // runs wait: the small-run lane. With a lane, the general workers take the
+  // oldest large run first, then small ones.
   int small_run_workers = 0;
   int64_t small_run_bytes = 1 << 20;
   // HMAC key of local upload tokens, at least 32 bytes. Required unless

@@ -346,29 +346,50 @@ TEST_F(ServiceTest, DrainingABacklogListsTheQueueOncePerListing) {
   EXPECT_EQ(RunCommits(), kRuns);
 }
 
-// The small-run lane: a worker of it takes the oldest small run and leaves
-// an older large one queued for the general workers.
+// The small-run lane: a worker of it takes the oldest small run and passes
+// over an older large one; a general worker takes the large run before
+// older small ones (they have the lane).
+TEST_F(ServiceTest, TheSmallRunLaneAndTheGeneralWorkersSplitTheQueueBySize) {
+  options_.small_run_bytes = 64;
+  options_.small_run_workers = 1;
+  const std::string pipeline = AppendPipeline();
+  const auto submit = [&](const std::string& key, const std::string& data) {
+    return Submit(pipeline, key, Body(Upload(pipeline, data).value())).value().run.id;
+  };
+  const std::string first_small = submit("small-1", "id,amount\n98,2.00\n");
+  std::string large_data = "id,amount\n";
+  for (int i = 1; i <= 20; ++i) large_data += std::to_string(i) + ",1.00\n";
+  ASSERT_GT(large_data.size(), 64u);
+  const std::string large = submit("large", large_data);
+  const std::string second_small = submit("small-2", "id,amount\n99,2.00\n");
+  ASSERT_TRUE(Svc().RunWorkerOnce().value());  // a general worker: the large run first
+  EXPECT_EQ(Run(large).state, RunState::kSucceeded);
+  EXPECT_EQ(Run(first_small).state, RunState::kQueued);
+  ASSERT_TRUE(Svc().RunWorkerOnce(/*small_only=*/true).value());
+  EXPECT_EQ(Run(first_small).state, RunState::kSucceeded);
+  EXPECT_EQ(Run(second_small).state, RunState::kQueued);
+  ASSERT_TRUE(Svc().RunWorkerOnce(/*small_only=*/true).value());
+  EXPECT_EQ(Run(second_small).state, RunState::kSucceeded);
+  EXPECT_FALSE(Svc().RunWorkerOnce().value());
+  const std::string rows = Contents();
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), ' '), 22) << rows;
+}
+
+// A small-run worker leaves a large run queued for the general workers.
 TEST_F(ServiceTest, ASmallRunWorkerPassesOverALargeRun) {
   options_.small_run_bytes = 64;
   const std::string pipeline = AppendPipeline();
   std::string large_data = "id,amount\n";
   for (int i = 1; i <= 20; ++i) large_data += std::to_string(i) + ",1.00\n";
-  ASSERT_GT(large_data.size(), 64u);
   const std::string large =
       Submit(pipeline, "large", Body(Upload(pipeline, large_data).value())).value().run.id;
-  const std::string small =
-      Submit(pipeline, "small", Body(Upload(pipeline, "id,amount\n99,2.00\n").value()))
-          .value()
-          .run.id;
+  ASSERT_TRUE(Submit(pipeline, "small", Body(Upload(pipeline, "id,amount\n99,2.00\n").value())).ok());
   ASSERT_TRUE(Svc().RunWorkerOnce(/*small_only=*/true).value());
-  EXPECT_EQ(Run(small).state, RunState::kSucceeded);
   EXPECT_EQ(Run(large).state, RunState::kQueued);
   EXPECT_FALSE(Svc().RunWorkerOnce(/*small_only=*/true).value());  // only the large one left
   EXPECT_EQ(Run(large).state, RunState::kQueued);
   ASSERT_TRUE(Svc().RunWorkerOnce().value());
   EXPECT_EQ(Run(large).state, RunState::kSucceeded);
-  const std::string rows = Contents();
-  EXPECT_EQ(std::count(rows.begin(), rows.end(), ' '), 21) << rows;
 }
 
 // A record sweep reads one page of each kind per call, whatever the number

@@ -137,11 +137,17 @@ Result<CleanupReport> Service::RunCleanerOnce() {
 // take its entries in turn: a run costs no LIST of the whole queue (a deep
 // backlog would make that quadratic). The queue is listed again when the
 // listing is used up or older than worker_listing_micros.
+// With a small-run lane, the general workers take the oldest large run
+// first: small runs have the lane, and a large run never waits behind a
+// backlog of small ones.
 std::optional<QueueEntry> Service::TakeQueued(bool small_only) {
+  const auto small = [&](const QueueEntry& e) { return e.bytes <= options_.small_run_bytes; };
   auto it = todo_.begin();
   if (small_only) {
-    it = std::find_if(todo_.begin(), todo_.end(),
-                      [&](const QueueEntry& e) { return e.bytes <= options_.small_run_bytes; });
+    it = std::find_if(todo_.begin(), todo_.end(), small);
+  } else if (options_.small_run_workers > 0) {
+    it = std::find_if_not(todo_.begin(), todo_.end(), small);
+    if (it == todo_.end()) it = todo_.begin();
   }
   if (it == todo_.end()) return std::nullopt;
   QueueEntry e = std::move(*it);
