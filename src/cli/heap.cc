@@ -16,8 +16,8 @@
 namespace loam::cli {
 namespace {
 
-constexpr size_t kBlock = 16 << 20;  // below the mmap threshold: heap memory
-std::atomic<bool> heap_tuned{false};   // TuneHeap ran: freed blocks stay mapped
+constexpr size_t kBlock = 16 << 20;   // below the mmap threshold: heap memory
+std::atomic<bool> heap_tuned{false};  // TuneHeap ran: freed blocks stay mapped
 
 }  // namespace
 
@@ -28,7 +28,9 @@ void TuneHeap() {
   mallopt(M_ARENA_MAX, 1);
 }
 
-void TuneHeapForServer() { mallopt(M_ARENA_MAX, 8 * static_cast<int>(std::thread::hardware_concurrency())); }
+void TuneHeapForServer() {
+  mallopt(M_ARENA_MAX, 8 * static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 HeapPrefault::HeapPrefault(size_t bytes) {
   // Reserved first: a vector growing between the blocks would leave small

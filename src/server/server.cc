@@ -183,8 +183,8 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   so.limits = config.limits;
   so.workers = config.workers;
   so.small_run_workers = config.small_run_workers >= 0 ? config.small_run_workers
-                         : config.workers > 0           ? 2
-                                                        : 0;
+                         : config.workers > 0          ? 2
+                                                       : 0;
   so.lease_micros = config.lease_seconds * 1'000'000;
   so.key_memory_bytes = static_cast<size_t>(config.key_memory_mib) << 20;
   so.scratch_dir = config.scratch_dir;

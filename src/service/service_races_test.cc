@@ -383,7 +383,8 @@ TEST_F(ServiceTest, ASmallRunWorkerPassesOverALargeRun) {
   for (int i = 1; i <= 20; ++i) large_data += std::to_string(i) + ",1.00\n";
   const std::string large =
       Submit(pipeline, "large", Body(Upload(pipeline, large_data).value())).value().run.id;
-  ASSERT_TRUE(Submit(pipeline, "small", Body(Upload(pipeline, "id,amount\n99,2.00\n").value())).ok());
+  ASSERT_TRUE(
+      Submit(pipeline, "small", Body(Upload(pipeline, "id,amount\n99,2.00\n").value())).ok());
   ASSERT_TRUE(Svc().RunWorkerOnce(/*small_only=*/true).value());
   EXPECT_EQ(Run(large).state, RunState::kQueued);
   EXPECT_FALSE(Svc().RunWorkerOnce(/*small_only=*/true).value());  // only the large one left
