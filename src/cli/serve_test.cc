@@ -115,33 +115,21 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   EXPECT_EQ(bad_sub.code, 2);
   EXPECT_NE(bad_sub.err.find("--sub: a principal is 1 to 127 bytes"), std::string::npos)
       << bad_sub.err;
-  // The config file is read strictly, field by field.
-  WriteFile(dir_ + "/lease.json", R"({"leaseSeconds": 0})");
-  std::vector<std::string> lease = ok;
-  lease.insert(lease.end(), {"--config", "lease.json"});
-  CliResult lease_r = RunLoam(dir_, lease);
-  EXPECT_EQ(lease_r.code, 2);
-  EXPECT_NE(lease_r.err.find("leaseSeconds"), std::string::npos) << lease_r.err;
-  WriteFile(dir_ + "/typo.json", R"({"leaseSecond": 5})");
-  std::vector<std::string> typo = ok;
-  typo.insert(typo.end(), {"--config", "typo.json"});
-  CliResult typo_r = RunLoam(dir_, typo);
-  EXPECT_EQ(typo_r.code, 2);
-  EXPECT_NE(typo_r.err.find("leaseSecond"), std::string::npos) << typo_r.err;
-  WriteFile(dir_ + "/twice.json", R"({"leaseSeconds": 5, "leaseSeconds": 3600})");
-  std::vector<std::string> twice = ok;
-  twice.insert(twice.end(), {"--config", "twice.json"});
-  CliResult twice_r = RunLoam(dir_, twice);
-  EXPECT_EQ(twice_r.code, 2);
-  EXPECT_NE(twice_r.err.find(R"(key "leaseSeconds" appears twice in one object)"),
-            std::string::npos)
-      << twice_r.err;
-  WriteFile(dir_ + "/lane.json", R"({"smallRunWorkers": 257})");
-  std::vector<std::string> lane = ok;
-  lane.insert(lane.end(), {"--config", "lane.json"});
-  CliResult lane_r = RunLoam(dir_, lane);
-  EXPECT_EQ(lane_r.code, 2);
-  EXPECT_NE(lane_r.err.find("smallRunWorkers"), std::string::npos) << lane_r.err;
+  // The config file is read strictly, field by field: exit 2 naming the field.
+  const auto refused_config = [&](const std::string& name, const std::string& text,
+                                  const std::string& said) {
+    WriteFile(dir_ + "/" + name, text);
+    std::vector<std::string> args = ok;
+    args.insert(args.end(), {"--config", name});
+    CliResult r = RunLoam(dir_, args);
+    EXPECT_EQ(r.code, 2) << name;
+    EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+  };
+  refused_config("lease.json", R"({"leaseSeconds": 0})", "leaseSeconds");
+  refused_config("typo.json", R"({"leaseSecond": 5})", "leaseSecond");
+  refused_config("twice.json", R"({"leaseSeconds": 5, "leaseSeconds": 3600})",
+                 R"(key "leaseSeconds" appears twice in one object)");
+  refused_config("lane.json", R"({"smallRunWorkers": 257})", "smallRunWorkers");
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);
