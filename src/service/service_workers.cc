@@ -156,6 +156,10 @@ std::optional<QueueEntry> Service::TakeQueued(bool small_only) {
 }
 
 Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool small_only, bool* listed) {
+  if (*listed) {  // a call that listed works through its listing, however long that takes
+    std::lock_guard lock(mu_);
+    return TakeQueued(small_only);
+  }
   const auto take_fresh = [&]() -> std::optional<QueueEntry> {
     std::lock_guard lock(mu_);
     if (WallMicros() - listed_at_micros_ >= options_.worker_listing_micros) return std::nullopt;
@@ -164,7 +168,6 @@ Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool small_only, bool*
   if (std::optional<QueueEntry> e = take_fresh()) return e;
   std::lock_guard listing(list_mu_);  // one LIST at a time; the others wait for it
   if (std::optional<QueueEntry> e = take_fresh()) return e;  // listed while this one waited
-  if (*listed) return std::optional<QueueEntry>();  // nothing for this call in its own listing
   const uint64_t since = ListingStarts();
   const int64_t listed_at = WallMicros();
   ASSIGN_OR_RETURN(std::vector<QueueEntry> entries, queue_.List());
