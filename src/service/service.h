@@ -348,7 +348,7 @@ class Service {
   // With `small_only`, the first entry of at most small_run_bytes (the
   // larger ones stay for the general workers).
   Result<std::optional<QueueEntry>> NextQueueEntry(bool small_only, bool* listed);
-  // Takes the next entry of todo_ (mu_ held).
+  // Takes the next entry of queued_ (mu_ held).
   std::optional<QueueEntry> TakeQueued(bool small_only);
   // Works on queue entry `e`: true when a run was brought to a terminal
   // state, nullopt when the worker should look at the next entry (a failure
@@ -396,7 +396,7 @@ class Service {
   uint64_t settles_ = 0;
   // The workers' shared listing of the queue: entries not yet looked at,
   // oldest first, and when it was listed.
-  std::deque<QueueEntry> todo_;
+  std::deque<QueueEntry> queued_;
   int64_t listed_at_micros_ = -1;
   std::mutex list_mu_;   // one worker listing at a time
   std::mutex admit_mu_;  // one admission decision at a time

@@ -142,16 +142,16 @@ Result<CleanupReport> Service::RunCleanerOnce() {
 // backlog of small ones.
 std::optional<QueueEntry> Service::TakeQueued(bool small_only) {
   const auto small = [&](const QueueEntry& e) { return e.bytes <= options_.small_run_bytes; };
-  auto it = todo_.begin();
+  auto it = queued_.begin();
   if (small_only) {
-    it = std::find_if(todo_.begin(), todo_.end(), small);
+    it = std::find_if(queued_.begin(), queued_.end(), small);
   } else if (options_.small_run_workers > 0) {
-    it = std::find_if_not(todo_.begin(), todo_.end(), small);
-    if (it == todo_.end()) it = todo_.begin();
+    it = std::find_if_not(queued_.begin(), queued_.end(), small);
+    if (it == queued_.end()) it = queued_.begin();
   }
-  if (it == todo_.end()) return std::nullopt;
+  if (it == queued_.end()) return std::nullopt;
   QueueEntry e = std::move(*it);
-  todo_.erase(it);
+  queued_.erase(it);
   return e;
 }
 
@@ -175,7 +175,7 @@ Result<std::optional<QueueEntry>> Service::NextQueueEntry(bool small_only, bool*
   RememberLoad(entries, since);
   ForgetLeasesOutside(entries);
   std::lock_guard lock(mu_);
-  todo_.assign(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
+  queued_.assign(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()));
   listed_at_micros_ = listed_at;
   return TakeQueued(small_only);
 }
