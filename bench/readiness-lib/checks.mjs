@@ -56,7 +56,11 @@ export async function checkOutcome({ submissions, runs, faults, staging, loam, c
     }
   }
   const commitsPerRun = new Map();
-  for (const c of log) if (c.runId) commitsPerRun.set(c.runId, (commitsPerRun.get(c.runId) ?? 0) + 1);
+  for (const c of log) {
+    for (const id of c.runIds ?? (c.runId ? [c.runId] : [])) {
+      commitsPerRun.set(id, (commitsPerRun.get(id) ?? 0) + 1);
+    }
+  }
   for (const s of submissions) {
     if (!s.run) continue;
     const committed = s.run.state === 'succeeded' && !s.validationOnly ? 1 : 0;

@@ -69,6 +69,7 @@ Status Log(const Context& ctx, const std::string& branch) {
                      {"branch", BranchName(c.branch)},
                      {"actor", c.actor},
                      {"runId", c.run_id},
+                     {"runIds", c.run_ids},
                      {"createdMicros", c.created_micros}});
     }
     std::cout << out.dump() << "\n";
@@ -78,8 +79,10 @@ Status Log(const Context& ctx, const std::string& branch) {
   for (const auto& c : commits) {
     std::string parents;
     for (const auto& p : c.parents) parents += (parents.empty() ? "" : " ") + p;
-    t.Add({std::to_string(c.manifest_version), c.id, Time(c.created_micros), c.actor, c.run_id,
-           parents});
+    const std::string runs =
+        c.run_id + (c.run_ids.size() > 1 ? " +" + std::to_string(c.run_ids.size() - 1) : "");
+    t.Add(
+        {std::to_string(c.manifest_version), c.id, Time(c.created_micros), c.actor, runs, parents});
   }
   t.Print(std::cout);
   return Status::OK();

@@ -130,6 +130,7 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   refused_config("twice.json", R"({"leaseSeconds": 5, "leaseSeconds": 3600})",
                  R"(key "leaseSeconds" appears twice in one object)");
   refused_config("lane.json", R"({"smallRunWorkers": 257})", "smallRunWorkers");
+  refused_config("group.json", R"({"groupCommitRuns": 0})", "groupCommitRuns");
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);

@@ -17,7 +17,7 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
 }
 
 Result<RecoveryReport> Workspace::RecoverRun(const std::string& run_id) {
-  return RecoverWhere([&](const Sidecar& s) { return s.run_id == run_id; }, StoredHeads());
+  return RecoverWhere([&](const Sidecar& s) { return s.Records(run_id); }, StoredHeads());
 }
 
 Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
@@ -160,7 +160,7 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, const Rec
   if (heads.publish && head_expects_us && fork->state().txn.id == s.planned_txn) {
     Result<WriteResult> r = PublishTableChange(s, *cur, static_cast<int64_t>(fork->version()),
                                                static_cast<int64_t>(fork->CountRows()), s.commit_id,
-                                               "loam:recovery", s.run_id, "rolled_forward");
+                                               "loam:recovery", RunsOf(s, *fork), "rolled_forward");
     if (r.ok()) return finish(&report->rolled_forward);
     // The run committed elsewhere, the head moved, or another recoverer won.
     if (!r.status().Is(ErrorCode::kRunAlreadyCommitted) && !r.status().Is(ErrorCode::kConflict)) {
@@ -203,7 +203,7 @@ Status Workspace::RollBack(const Sidecar& s, const TableHead& cur, const Dataset
     undo.new_table_def.clear();  // the restored content has the old schema
     RETURN_NOT_OK(PublishTableChange(undo, cur, static_cast<int64_t>(restored.version()),
                                      static_cast<int64_t>(restored.CountRows()),
-                                     s.rollback_commit_id, "loam:recovery", "", "rolled_back")
+                                     s.rollback_commit_id, "loam:recovery", {}, "rolled_back")
                       .status());
   }
   return Status::OK();

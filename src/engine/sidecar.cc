@@ -8,6 +8,7 @@ namespace loam {
 namespace {
 using json = nlohmann::json;
 constexpr int kSidecarFormat = 1;
+constexpr int kGroupSidecarFormat = 2;  // format 1 plus "group"
 }  // namespace
 
 std::string SidecarPrefix(const std::string& workspace) {
@@ -28,8 +29,17 @@ std::string SidecarKey(const std::string& workspace, const std::string& operatio
   return SidecarPrefix(workspace) + operation_id + ".json";
 }
 
+bool Sidecar::Records(const std::string& run) const {
+  if (run.empty()) return false;
+  if (run_id == run) return true;
+  for (const SidecarRun& r : group) {
+    if (r.id == run) return true;
+  }
+  return false;
+}
+
 std::string EncodeSidecar(const Sidecar& s) {
-  json j = {{"format", kSidecarFormat},
+  json j = {{"format", s.group.empty() ? kSidecarFormat : kGroupSidecarFormat},
             {"operation_id", s.operation_id},
             {"branch", s.branch},
             {"commit_id", s.commit_id},
@@ -45,6 +55,11 @@ std::string EncodeSidecar(const Sidecar& s) {
             {"expected_owner_ref", s.expected_owner_ref},
             {"new_table_def", s.new_table_def},
             {"planned_txn", s.planned_txn}};
+  if (!s.group.empty()) {
+    json group = json::array();
+    for (const SidecarRun& r : s.group) group.push_back({{"id", r.id}, {"fragments", r.fragments}});
+    j["group"] = std::move(group);
+  }
   return j.dump(2);
 }
 
@@ -53,9 +68,9 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
   if (j.is_discarded() || !j.is_object() || !j.contains("format")) {
     return Status::DataLoss("sidecar '" + key + "' is not valid JSON");
   }
-  if (j["format"] != kSidecarFormat) {
+  if (j["format"] != kSidecarFormat && j["format"] != kGroupSidecarFormat) {
     return Status::FailedPrecondition("sidecar '" + key + "' has format " + j["format"].dump() +
-                                      "; this build reads format 1")
+                                      "; this build reads formats 1 and 2")
         .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   try {
@@ -75,6 +90,15 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     s.expected_owner_ref = j.at("expected_owner_ref").get<std::string>();
     s.new_table_def = j.at("new_table_def").get<std::string>();
     s.planned_txn = j.at("planned_txn").get<std::string>();
+    if (j["format"] == kGroupSidecarFormat) {
+      for (const json& r : j.at("group")) {
+        s.group.push_back({r.at("id").get<std::string>(), r.at("fragments").get<int64_t>()});
+      }
+      if (s.group.empty() || s.group.front().id != s.run_id) {
+        return Status::DataLoss("sidecar '" + key +
+                                "' has a group that does not start with its run");
+      }
+    }
     return s;
   } catch (const json::exception& e) {  // nlohmann's typed getters throw; contained here
     return Status::DataLoss("sidecar '" + key + "' is malformed: " + e.what());

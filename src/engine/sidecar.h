@@ -6,10 +6,18 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loam/result.h"
 
 namespace loam {
+
+// A run of a group commit and how many fragments it appended.
+struct SidecarRun {
+  std::string id;
+  int64_t fragments = 0;
+  friend bool operator==(const SidecarRun&, const SidecarRun&) = default;
+};
 
 struct Sidecar {
   std::string operation_id;
@@ -31,6 +39,13 @@ struct Sidecar {
   std::string planned_txn;
   // Schema change carried by the write (add column): the new definition row's metadata.
   std::string new_table_def;  // "" when the schema is unchanged
+  // A group commit (several runs appending to the table in one commit):
+  // every run it records, in the order their fragments were appended;
+  // `run_id` is the first's. Empty otherwise. Written as format 2, which
+  // builds that know only one run per sidecar refuse to recover.
+  std::vector<SidecarRun> group;
+
+  bool Records(const std::string& run) const;
 
   friend bool operator==(const Sidecar&, const Sidecar&) = default;
 };

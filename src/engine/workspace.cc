@@ -178,14 +178,14 @@ Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
 
 Result<WriteResult> Workspace::PublishTableChange(
     const Sidecar& s, const TableHead& expected, int64_t new_version, int64_t row_count,
-    const std::string& commit_id, const std::string& actor, const std::string& run_id,
+    const std::string& commit_id, const std::string& actor, const std::vector<CommittedRun>& runs,
     const std::string& recovery, PublishAuthorisation auth, const std::optional<ForkReset>& reset) {
   WriteResult result;
   PublishSpec spec;
   spec.branch = s.branch;
   spec.commit_id = commit_id;
   spec.actor = actor;
-  spec.run_id = run_id;
+  spec.runs = runs;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, view.TableHeadOf(s.sid));
     if (!cur || cur->state != HeadState::kLive || cur->inc != expected.inc) {
@@ -211,6 +211,10 @@ Result<WriteResult> Workspace::PublishTableChange(
     if (auth.principal != nullptr) {
       ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.principal));
       RETURN_NOT_OK(AuthorizeRole(def.name, *auth.principal, held, auth.mode));
+    }
+    for (const std::string& principal : auth.more_principals) {
+      ASSIGN_OR_RETURN(std::optional<Role> held, role_of(principal));
+      RETURN_NOT_OK(AuthorizeRole(def.name, principal, held, auth.mode));
     }
     if (auth.additive) {
       ASSIGN_OR_RETURN(std::optional<Role> allowed, role_of(std::string(kAdditiveSchemaPrincipal)));
@@ -581,7 +585,8 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
         return req.staged_rows ? base.OverwriteStaged(req.staged, opts)
                                : base.Overwrite(req.rows, std::nullopt, opts);
       case WriteMode::kDelete:
-        return base.Delete(req.where, opts);
+        return req.row_addresses ? base.DeleteRows(*req.row_addresses, opts)
+                                 : base.Delete(req.where, opts);
       case WriteMode::kCompact:
         return base.Compact({}, nullptr, opts);
       case WriteMode::kRestore:
@@ -616,36 +621,44 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
   Result<WriteResult> published = PublishTableChange(
       s, head, static_cast<int64_t>(committed->version()),
-      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, req.run_id, "",
+      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
+      RunsOf(s, *committed), "",
       {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
+  return SettlePublish(s, key, *committed, std::move(published), result.merge);
+}
+
+Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string& key,
+                                             const Dataset& committed,
+                                             Result<WriteResult> published,
+                                             const MergeStats& merge) {
   if (!published.ok()) {
     // Whether the publish landed although its answer was lost is decided by
     // an exact look-up of this write's own commit, never by the table's head:
     // a concurrent grant, rename or write may have moved the head since. A
     // failed look-up leaves the sidecar for recovery to decide.
     ASSIGN_OR_RETURN(std::optional<ManifestRow> own,
-                     manifest_->FindJournalRow(req.branch, GraphCommitId(s.commit_id)));
+                     manifest_->FindJournalRow(s.branch, GraphCommitId(s.commit_id)));
     if (own) {
       RETURN_NOT_OK(store_->DeleteRelaxed(key));
       WriteResult landed;
       landed.manifest_version = static_cast<uint64_t>(own->table_version.value_or(0));
       landed.commit_id = s.commit_id;
       landed.sid = s.sid;
-      landed.table_version = static_cast<int64_t>(committed->version());
-      landed.row_count = static_cast<int64_t>(committed->CountRows());
-      landed.merge = result.merge;
+      landed.table_version = static_cast<int64_t>(committed.version());
+      landed.row_count = static_cast<int64_t>(committed.CountRows());
+      landed.merge = merge;
       return landed;
     }
-    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(req.branch));
+    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(s.branch));
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
     // The manifest refused the table's new version: undo it now.
-    if (cur) RETURN_NOT_OK(RollBack(s, *cur, *committed, /*publish=*/true));
+    if (cur) RETURN_NOT_OK(RollBack(s, *cur, committed, /*publish=*/true));
     RETURN_NOT_OK(store_->DeleteRelaxed(key));
     return published.status();
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
   RETURN_NOT_OK(store_->DeleteRelaxed(key));
-  published->merge = result.merge;
+  published->merge = merge;
   return published;
 }
 
@@ -675,7 +688,7 @@ Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::str
   s.fork = branch_id;
   s.owner_branch = branch;
   return PublishTableChange(s, t->head, static_cast<int64_t>(fork.version()),
-                            t->head.row_count.value_or(0), NewUlidString(), options_.actor, "", "",
+                            t->head.row_count.value_or(0), NewUlidString(), options_.actor, {}, "",
                             {}, reset);
 }
 

@@ -82,8 +82,11 @@ struct WriteRequest {
   // Upsert of staged rows: the merge as the caller planned it (see
   // MergePlan); used when the table's fragments are still its basis.
   const MergePlan* merge_plan = nullptr;
-  std::vector<std::string> keys;           // upsert keys; empty = the table's declared keys
-  std::vector<Predicate> where;            // delete
+  std::vector<std::string> keys;  // upsert keys; empty = the table's declared keys
+  std::vector<Predicate> where;   // delete
+  // Delete by row address instead of `where` (a run's revert: every row of
+  // the fragments it appended).
+  std::optional<std::vector<int64_t>> row_addresses;
   std::optional<Field> new_column;         // add column (nullable)
   std::optional<int64_t> restore_version;  // restore: an older table version
   // Append of staged rows: nullable columns the same commit adds (the staged
@@ -113,7 +116,8 @@ struct GraphCommitInfo {
   std::vector<std::string> parents;
   std::string branch;
   std::string actor;
-  std::string run_id;
+  std::string run_id;                // the first run the commit records ("" for none)
+  std::vector<std::string> run_ids;  // every run it records (a group commit: several)
   int64_t manifest_version = 0;
   int64_t created_micros = 0;
 };
@@ -168,6 +172,8 @@ struct PublishAuthorisation {
   // and `additive_admin` (when not empty) must still hold admin.
   bool additive = false;
   const std::string* additive_admin = nullptr;
+  // A group commit: the other runs' principals, each checked like `principal`.
+  std::vector<std::string> more_principals;
 };
 
 class Workspace {
@@ -203,6 +209,17 @@ class Workspace {
 
   // --- data -------------------------------------------------------------------------
   Result<WriteResult> Write(const WriteRequest& request);
+  // Group commit: appends of staged rows by several runs to one table of one
+  // branch (same table_sid and branch; no expected version, merge plan or
+  // added columns) in one table commit and one manifest commit, each run
+  // with its own run_commit row. Every rule is checked per run first (the
+  // run already committed, its grant, its schema version); a run that fails
+  // one gets its own error and the others commit without it. A refusal at
+  // the commit itself (a conflict, a grant revoked meanwhile) is every
+  // member's answer, so each can retry alone. One result per request.
+  std::vector<Result<WriteResult>> WriteGroup(const std::vector<const WriteRequest*>& requests);
+  // Whether `request` may join a group commit (see WriteGroup).
+  static bool Groupable(const WriteRequest& request);
   // Forks the table onto `branch` at its current version without writing:
   // the head's owner changes at an equal version.
   Result<WriteResult> ForkTable(const std::string& name, const std::string& branch);
@@ -290,11 +307,31 @@ class Workspace {
   Result<WriteResult> PublishTableChange(const Sidecar& sidecar, const TableHead& expected,
                                          int64_t new_version, int64_t row_count,
                                          const std::string& commit_id, const std::string& actor,
-                                         const std::string& run_id, const std::string& recovery,
+                                         const std::vector<CommittedRun>& runs,
+                                         const std::string& recovery,
                                          PublishAuthorisation auth = {},
                                          const std::optional<ForkReset>& reset = {});
   Status AuthorizeRole(const std::string& table, const std::string& principal,
                        std::optional<Role> held, WriteMode mode) const;
+  // The run_commit rows of the write `s` describes, whose table commit is
+  // `committed`'s latest version: an append names the fragments each run
+  // added (so a revert can remove exactly its rows).
+  // The end of a write whose table commit is `committed`: decides a publish
+  // whose answer was lost, rolls back one the manifest refused, deletes the
+  // sidecar at `key`.
+  Result<WriteResult> SettlePublish(const Sidecar& s, const std::string& key,
+                                    const Dataset& committed, Result<WriteResult> published,
+                                    const MergeStats& merge);
+  // The table and manifest commit of a group's `members` (WriteGroup).
+  Result<WriteResult> CommitGroup(const std::vector<const WriteRequest*>& requests,
+                                  const std::vector<size_t>& members, const TableState& t,
+                                  const std::string& branch_id);
+  static std::vector<CommittedRun> RunsOf(const Sidecar& s, const Dataset& committed);
+  // The members of a group commit that pass every per-run rule on `snap`;
+  // the others get their error in `results`.
+  std::vector<size_t> GroupMembers(const std::vector<const WriteRequest*>& requests,
+                                   const Snapshot& snap, const TableState& t,
+                                   std::vector<Result<WriteResult>>* results);
   // Where recovery reads a table's current head, and whether it may publish.
   struct RecoveryHeads {
     std::function<Result<std::optional<TableHead>>(const std::string& branch, int64_t sid)> read;

@@ -79,6 +79,13 @@ Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) c
       }
       if (meta.contains("actor") && meta["actor"].is_string()) c.actor = meta["actor"];
       if (meta.contains("run_id") && meta["run_id"].is_string()) c.run_id = meta["run_id"];
+      if (meta.contains("run_ids") && meta["run_ids"].is_array()) {
+        for (const json& id : meta["run_ids"]) {
+          if (id.is_string()) c.run_ids.push_back(id.get<std::string>());
+        }
+      } else if (!c.run_id.empty()) {
+        c.run_ids.push_back(c.run_id);
+      }
       if (meta.contains("created_at") && meta["created_at"].is_number_integer()) {
         c.created_micros = meta["created_at"];
       }

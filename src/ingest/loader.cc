@@ -506,7 +506,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     const int64_t commit_start = NowMicros();
     Result<WriteResult> written = [&] {
       LeaseKeeper keeper([&] { return Renew(run); }, options_.lease_micros / 3);
-      return ws_->Write(w);
+      return options_.commit ? options_.commit(w) : ws_->Write(w);
     }();
     LOAM_LOG_DEBUG("load phase 'commit': {} ms", (NowMicros() - commit_start) / 1000);
     if (written.ok()) {

@@ -57,6 +57,9 @@ struct LoaderOptions {
   // work (the service's cleanup entry) exists before anyone sees the run
   // terminal. Non-OK leaves the run resumable; a resume calls it again.
   std::function<Status(const RunRecord&)> before_terminal;
+  // Makes a run's commit (default: Workspace::Write); the service's group
+  // committer shares one commit among runs that reach it together.
+  std::function<Result<WriteResult>(const WriteRequest&)> commit;
   // Resume (the service's workers) gives a run this many attempts that end
   // in a resumable error (I/O trouble, data loss, a bug), then fails it with
   // the last error. Between them the run's lease is held for the backoff:

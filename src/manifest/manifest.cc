@@ -312,13 +312,14 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   v.timestamp_micros = base.state().timestamp_micros;
   ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
   PublishView view(this, v, commit_id);
-  if (!spec.run_id.empty()) {
+  for (const CommittedRun& run : spec.runs) {
     // Looked up in the version this attempt commits on: no second open.
-    ASSIGN_OR_RETURN(auto done, FindJournalRowIn(base, RunCommitId(spec.run_id), nullptr));
+    ASSIGN_OR_RETURN(auto done, FindJournalRowIn(base, RunCommitId(run.run_id), nullptr));
     if (done) {
-      return Status::AlreadyExists("run " + spec.run_id + " already committed (" + done->metadata +
+      return Status::AlreadyExists("run " + run.run_id + " already committed (" + done->metadata +
                                    ")")
-          .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
+          .WithErrorCode(ErrorCode::kRunAlreadyCommitted)
+          .WithDetail("run", run.run_id);
     }
   }
   ASSIGN_OR_RETURN(PublishPlan plan, spec.build(view));
@@ -355,21 +356,31 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     if (!spec.branch.empty()) commit.table_branch = spec.branch;
     json parents = json::array();
     if (!parent.empty()) parents.push_back(parent);
-    commit.metadata =
-        json{{"parents", parents},    {"actor", spec.actor},
-             {"run_id", spec.run_id}, {"created_at", options_.dataset.clock->NowMicros()},
-             {"commit", commit_id},   {"manifest_version", next_version}}
-            .dump();
+    json meta = {{"parents", parents},
+                 {"actor", spec.actor},
+                 {"run_id", spec.runs.empty() ? "" : spec.runs.front().run_id},
+                 {"created_at", options_.dataset.clock->NowMicros()},
+                 {"commit", commit_id},
+                 {"manifest_version", next_version}};
+    if (spec.runs.size() > 1) {
+      json ids = json::array();
+      for (const CommittedRun& run : spec.runs) ids.push_back(run.run_id);
+      meta["run_ids"] = std::move(ids);
+    }
+    commit.metadata = meta.dump();
     plan.journal.push_back(std::move(commit));
-    if (!spec.run_id.empty()) {
-      ManifestRow run;
-      run.object_id = RunCommitId(spec.run_id);
-      run.object_type = std::string(object_type::kRunCommit);
-      run.table_version = static_cast<int64_t>(next_version);
-      run.metadata =
-          json{{"commit", commit_id}, {"run_id", spec.run_id}, {"manifest_version", next_version}}
-              .dump();
-      plan.journal.push_back(std::move(run));
+    for (const CommittedRun& run : spec.runs) {
+      ManifestRow row;
+      row.object_id = RunCommitId(run.run_id);
+      row.object_type = std::string(object_type::kRunCommit);
+      row.table_version = static_cast<int64_t>(next_version);
+      json detail = run.detail.empty() ? json::object() : ParseJson(run.detail);
+      if (!detail.is_object()) return Status::InvalidArgument("run detail is not a JSON object");
+      detail["commit"] = commit_id;
+      detail["run_id"] = run.run_id;
+      detail["manifest_version"] = next_version;
+      row.metadata = detail.dump();
+      plan.journal.push_back(std::move(row));
     }
     plan.upserts.push_back(
         GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));

@@ -101,6 +101,14 @@ struct PublishPlan {
   std::set<uint32_t> rebuild;
 };
 
+// One run a commit records: its `run_commit:<run_id>` row, whose metadata
+// gets `detail`'s fields (a JSON object, "" for none) besides commit, run_id
+// and manifest_version.
+struct CommittedRun {
+  std::string run_id;
+  std::string detail;
+};
+
 struct PublishSpec {
   std::string branch;  // "" = main
   // Called on every attempt against the latest version; errors end the
@@ -108,7 +116,9 @@ struct PublishSpec {
   std::function<Result<PublishPlan>(PublishView&)> build;
   std::string commit_id;  // graph commit id; minted when empty
   std::string actor = "loam";
-  std::string run_id;  // adds run_commit:<run_id>; AlreadyExists if that run committed
+  // Adds run_commit:<run_id> for each (a group commit carries several);
+  // AlreadyExists (run_already_committed) if any of them committed.
+  std::vector<CommittedRun> runs;
 };
 
 struct PublishResult {

@@ -20,6 +20,8 @@ struct ServerConfig {
   // Workers that take only runs of at most 1 MiB of input (the small-run
   // lane); -1: 2 when `workers` > 0, else none.
   int small_run_workers = -1;
+  // At most this many runs share one commit (group commit); 1: each alone.
+  int group_commit_runs = 64;
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;

@@ -585,6 +585,28 @@ TEST_F(ApiTest, CancelAndRevertRuns) {
            "/v1/runs/{id}/revert");
   ASSERT_EQ(reverted.status, 200) << reverted.body;
   EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 0);
+
+  // An append run reverts alone, exactly its rows, although a run committed after it.
+  const std::string appends =
+      MakePipeline(R"({"name":"orders-add","table":"orders","format":"csv"})");
+  std::vector<std::string> ids;
+  for (const std::string n : {"7", "8"}) {
+    const std::string u = Upload(appends, "id,amount,note\n" + n + ",1.00,a\n");
+    HttpResult r = Submit(appends, "a" + n, json{{"uploads", {u}}}.dump());
+    ASSERT_EQ(r.status, 202) << r.body;
+    ids.push_back(r.Json()["id"]);
+  }
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  const std::string revert = "/v1/runs/" + ids[0] + "/revert";
+  HttpResult alone = Call("ada", "POST", revert, "/v1/runs/{id}/revert");
+  ASSERT_EQ(alone.status, 200) << alone.body;
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 1);
+  HttpResult again = Call("ada", "POST", revert, "/v1/runs/{id}/revert");
+  EXPECT_EQ(again.status, 412) << again.body;
+  EXPECT_EQ(again.Json()["code"], "precondition_failed");
+  EXPECT_NE(again.body.find("no longer in table"), std::string::npos) << again.body;
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 1);
   HttpResult unknown = Call("ada", "GET", "/v1/runs/01ARZ3NDEKTSV4RRFFQ69G5FAV", "/v1/runs/{id}");
   EXPECT_EQ(unknown.status, 404);
 }

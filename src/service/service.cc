@@ -59,6 +59,11 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
   };
   lo.claim = [this](const ingest::RunRecord& rec) { return ClaimSource(rec); };
   lo.before_terminal = [this](const ingest::RunRecord& rec) { return BeforeTerminal(rec); };
+  if (options_.group_commit_runs > 1) {
+    committer_ = std::make_unique<GroupCommitter>(
+        ws_, GroupCommitOptions{options_.group_commit_runs, options_.group_commit_wait_micros});
+    lo.commit = [this](const WriteRequest& w) { return committer_->Commit(w); };
+  }
   loader_ = std::make_unique<ingest::Loader>(ws_, std::move(lo));
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/group_commit.h"
 #include "engine/workspace.h"
 #include "ingest/loader.h"
 #include "service/admission.h"
@@ -59,6 +60,12 @@ struct ServiceOptions {
   // oldest large run first, then small ones.
   int small_run_workers = 0;
   int64_t small_run_bytes = 1 << 20;
+  // Group commit: runs of this process appending to one table that reach
+  // their commit together share one table and manifest commit, each with its
+  // own run_commit row (GroupCommitter). At most this many runs per commit;
+  // 1 commits every run alone.
+  int group_commit_runs = 64;
+  int64_t group_commit_wait_micros = 0;  // GroupCommitOptions::max_wait_micros
   // HMAC key of local upload tokens, at least 32 bytes. Required unless
   // `presign` is set (S3 workspaces); Open picks the S3 store's presigner.
   std::string upload_secret;
@@ -209,9 +216,12 @@ class Service {
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
   // Queued runs only (precondition_failed once a worker started it).
   Result<ingest::RunRecord> CancelRun(const CallContext& ctx, const std::string& run_id);
-  // One new commit that restores the table to its version before the
-  // succeeded run `run_id`; `conflict` naming the later commits when any
-  // touched the table since. Needs the writer grant (admin for a replace run).
+  // One new commit that undoes the succeeded run `run_id`. An append run's
+  // rows are deleted (by the fragments its run_commit row names), whatever
+  // committed since, unless a compaction or replace rewrote them
+  // (revert_blocked). Other runs restore the table to its version before the
+  // run; revert_blocked naming the later commits when any touched the table
+  // since. Needs the writer grant (admin for a replace run).
   Result<WriteResult> RevertRun(const CallContext& ctx, const std::string& run_id);
 
   // --- workers and cleanup ----------------------------------------------------
@@ -256,6 +266,13 @@ class Service {
   Workspace& workspace() { return *ws_; }
 
  private:
+  Result<std::optional<std::vector<int64_t>>> AppendedRows(const ingest::RunRecord& run,
+                                                           const ingest::RunRequest& req,
+                                                           const Snapshot& snap,
+                                                           const TableState& t) const;
+  Result<WriteResult> RevertAppend(const CallContext& ctx, const ingest::RunRecord& run,
+                                   const ingest::RunRequest& req, const TableState& t,
+                                   std::vector<int64_t> rows);
   Service(std::shared_ptr<Workspace> ws, ServiceOptions options);
 
   Status CheckContext(const CallContext& ctx) const;
@@ -370,6 +387,7 @@ class Service {
   RunQueue queue_;
   Cleaner cleaner_;
   Admission admission_;
+  std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ingest::Loader> loader_;
 
   std::mutex mu_;

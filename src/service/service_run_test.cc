@@ -3,7 +3,10 @@
 // and four processes draining one queue.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <sstream>
 
 #include "common/subprocess_test_util.h"
 #include "io/fault_injection_object_store.h"
@@ -109,6 +112,85 @@ TEST_F(ServiceTest, RevertRestoresTheTableBeforeTheRunUnlessSomethingCameAfter) 
   const Submission bad = Submit(p, "c", Body(Upload(p, "id,amount,note\nx,1,y\n").value())).value();
   EXPECT_EQ(Drain(), 1);
   EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), bad.run.id).status().Is(ErrorCode::kPreconditionFailed));
+}
+
+// 40 append runs that reach their commit together share a few commits
+// (group commit); any one of them reverts alone, exactly its rows, whatever
+// committed after it.
+TEST_F(ServiceTest, GroupedAppendRunsRevertOneByOneExactlyTheirRows) {
+  ASSERT_TRUE(ws_->CreateTable("events", OrdersSchema(), {}).ok());
+  ASSERT_TRUE(ws_->SetGrant("events", "ada", Role::kWriter).ok());
+  constexpr int kRuns = 40;
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  options_.failpoint = [&](std::string_view at) -> Status {
+    if (at != ingest::failpoint::kRunBeforeCommit) return Status::OK();
+    std::unique_lock<std::mutex> lock(mu);
+    ++arrived;
+    cv.notify_all();
+    // Every run waits for all to be validated (bounded, so a regression
+    // that keeps runs apart fails the commit count instead of hanging).
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return arrived >= kRuns; });
+    return Status::OK();
+  };
+  options_.workers = kRuns;
+  options_.lease_micros = 600'000'000;
+  options_.limits.max_concurrent_runs_per_pipeline = 1000;
+  options_.limits.tiny_runs_per_minute = 1000;
+  const std::string p = MakePipeline(R"({"name":"ev","table":"events","format":"csv"})");
+  auto submit = [&](int i) {
+    const std::string row =
+        "id,amount,note\n" + std::to_string(i) + "," + std::to_string(i) + ".00,x\n";
+    return Submit(p, "k" + std::to_string(i), Body(Upload(p, row).value())).value().run.id;
+  };
+  std::vector<std::string> runs;
+  for (int i = 1; i <= kRuns; ++i) runs.push_back(submit(i));
+  Svc().StartWorkers();
+  ASSERT_TRUE(Svc().WaitForEmptyQueue(std::chrono::seconds(120)).ok());
+  std::set<std::string> commits;
+  for (const std::string& id : runs) {
+    const ingest::RunRecord r = Run(id);
+    ASSERT_EQ(r.state, RunState::kSucceeded) << r.error;
+    commits.insert(r.commit_id);
+  }
+  EXPECT_LT(commits.size(), static_cast<size_t>(kRuns) / 4) << "runs barely shared commits";
+  int last = kRuns;
+  auto expect_all_but = [&](std::set<int> gone) {
+    std::string want;
+    for (int i = 1; i <= last; ++i) {
+      if (!gone.count(i)) {
+        want += std::to_string(i) + ":" + std::to_string(i * 100) + " ";
+      }
+    }
+    std::vector<std::string> got, wanted;
+    std::istringstream g(Contents()), w(want);
+    for (std::string x; g >> x;) got.push_back(x);
+    for (std::string x; w >> x;) wanted.push_back(x);
+    std::sort(got.begin(), got.end());
+    std::sort(wanted.begin(), wanted.end());
+    EXPECT_EQ(got, wanted);
+  };
+  expect_all_but({});
+  std::set<int> gone;
+  for (int i : {5, 17, 33}) {
+    Result<WriteResult> reverted = Svc().RevertRun(Ctx("ada"), runs[i - 1]);
+    ASSERT_TRUE(reverted.ok()) << reverted.status();
+    gone.insert(i);
+    expect_all_but(gone);
+  }
+  // A later commit does not block the revert of an earlier append run.
+  runs.push_back(submit(++last));
+  ASSERT_TRUE(Svc().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  ASSERT_TRUE(Svc().RevertRun(Ctx("ada"), runs[0]).ok());
+  gone.insert(1);
+  expect_all_but(gone);
+  Status twice = Svc().RevertRun(Ctx("ada"), runs[4]).status();
+  EXPECT_TRUE(twice.Is(ErrorCode::kPreconditionFailed)) << twice;
+  EXPECT_NE(twice.message().find("no longer in table"), std::string::npos) << twice;
+  EXPECT_TRUE(Svc().RevertRun(Ctx("rex"), runs[1]).status().Is(ErrorCode::kPermissionDenied));
+  expect_all_but(gone);
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 
 TEST_F(ServiceTest, AdditivePipelinesAddDeclaredColumnsInTheRunsOwnCommit) {

@@ -571,6 +571,80 @@ Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& 
   return run;
 }
 
+// The rows an append run added that the table still holds, by address, when
+// its run_commit row names its fragments (runs committed before fragments
+// were recorded: nullopt). precondition_failed when none of its fragments is
+// left; revert_blocked when only some are (the others were rewritten: their
+// rows can no longer be told apart).
+Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecord& run,
+                                                                  const ingest::RunRequest& req,
+                                                                  const Snapshot& snap,
+                                                                  const TableState& t) const {
+  ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(run.id)));
+  if (!row) return std::optional<std::vector<int64_t>>();
+  json meta = ParseJson(row->metadata);
+  if (!meta.is_object() || !meta.contains("fragments") || !meta["fragments"].is_array() ||
+      meta["fragments"].size() != 2 || meta.value("table", int64_t{0}) != t.def.sid) {
+    return std::optional<std::vector<int64_t>>();
+  }
+  const uint64_t first = meta["fragments"][0].get<uint64_t>();
+  const uint64_t end = meta["fragments"][1].get<uint64_t>();
+  ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
+  std::vector<int64_t> rows;
+  uint64_t missing = 0;
+  for (uint64_t id = first; id < end; ++id) {
+    const Fragment* f = data.state().FindFragment(id);
+    if (f == nullptr) {
+      ++missing;  // every row deleted, or rewritten by a compaction or replace
+      continue;
+    }
+    for (uint64_t i = 0; i < f->physical_rows; ++i) {
+      rows.push_back(static_cast<int64_t>((id << 32) | i));
+    }
+  }
+  if (missing == end - first) {
+    return Status::FailedPrecondition("run " + run.id + "'s rows are no longer in table '" +
+                                      t.def.name +
+                                      "' (reverted or deleted already, or rewritten by a "
+                                      "compaction or replace); nothing to revert")
+        .WithErrorCode(ErrorCode::kPreconditionFailed)
+        .WithDetail("run", run.id);
+  }
+  if (missing > 0) {
+    return Status::FailedPrecondition("run " + run.id + " appended " + std::to_string(end - first) +
+                                      " fragments to table '" + t.def.name + "'; " +
+                                      std::to_string(missing) +
+                                      " of them were rewritten by a compaction or replace (or "
+                                      "emptied) since, so its rows can no longer be told apart")
+        .WithErrorCode(ErrorCode::kRevertBlocked)
+        .WithDetail("run", run.id);
+  }
+  return std::optional<std::vector<int64_t>>(std::move(rows));
+}
+
+// Deletes the rows an append run added, whatever committed after it.
+Result<WriteResult> Service::RevertAppend(const CallContext& ctx, const RunRecord& run,
+                                          const ingest::RunRequest& req, const TableState& t,
+                                          std::vector<int64_t> rows) {
+  WriteRequest w;
+  w.table = t.def.name;
+  w.table_sid = t.def.sid;
+  w.branch = req.branch;
+  w.mode = WriteMode::kDelete;
+  w.authorize_as = WriteMode::kRestore;
+  w.row_addresses = std::move(rows);
+  w.principal = ctx.principal;
+  ASSIGN_OR_RETURN(WriteResult done, ws_->Write(w));
+  if (!done.changed) {
+    return Status::FailedPrecondition("run " + run.id + "'s rows are no longer in table '" +
+                                      t.def.name +
+                                      "' (reverted or deleted already); nothing to revert")
+        .WithErrorCode(ErrorCode::kPreconditionFailed)
+        .WithDetail("run", run.id);
+  }
+  return done;
+}
+
 Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
@@ -593,6 +667,10 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
   if ((run.state != RunState::kSucceeded && run.state != RunState::kPartial) ||
       run.commit_id.empty() || run.table_version < 2) {
     return nothing();
+  }
+  if (req.mode == ingest::LoadMode::kAppend) {
+    ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> rows, AppendedRows(run, req, snap, *t));
+    if (rows) return RevertAppend(ctx, run, req, *t, *std::move(rows));
   }
   if (t->head.table_version != run.table_version) {
     std::string later;

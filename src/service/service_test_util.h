@@ -165,7 +165,7 @@ class ServiceTest : public ::testing::Test {
   // run_commit rows in main's journal.
   int64_t RunCommits() {
     int64_t n = 0;
-    for (const GraphCommitInfo& c : ws_->Log().value()) n += c.run_id.empty() ? 0 : 1;
+    for (const GraphCommitInfo& c : ws_->Log().value()) n += static_cast<int64_t>(c.run_ids.size());
     return n;
   }
 

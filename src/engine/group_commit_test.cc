@@ -1,0 +1,223 @@
+// Group commit: several runs in one table commit and one manifest commit,
+// each recorded once, through crashes at every failpoint.
+#include "engine/group_commit.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "common/json_parse.h"
+#include "engine/workspace_test_util.h"
+#include "io/test_store.h"
+
+namespace loam {
+namespace {
+
+using json = nlohmann::json;
+using testing::Events;
+using testing::EventSchema;
+using testing::TestOptions;
+
+class GroupCommitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = testing::NewTestStore();
+    root_ = "group" + std::to_string(::getpid()) + "-" + NewUlidString();
+    WorkspaceOptions o = TestOptions();
+    o.system_actor = false;
+    o.owner = "owner";
+    ws_ = Workspace::Init(store_, root_, o).value();
+    sid_ = ws_->CreateTable("t", EventSchema(), {}).value().sid;
+    ASSERT_TRUE(ws_->SetGrant("t", "ada", Role::kWriter).ok());
+    ASSERT_TRUE(ws_->SetGrant("t", "bob", Role::kWriter).ok());
+    ASSERT_TRUE(ws_->SetGrant("t", "rex", Role::kReader).ok());
+  }
+
+  // A run's staged append of `ids` (one fragment per id, so runs differ in
+  // how many fragments they add).
+  WriteRequest Staged(const std::string& run, const std::vector<int64_t>& ids,
+                      const std::string& who = "ada") {
+    Snapshot snap = ws_->Current().value();
+    Dataset data = ws_->OpenTable(snap, "t").value();
+    WriteRequest w;
+    w.table = "t";
+    w.table_sid = sid_;
+    w.mode = WriteMode::kAppend;
+    w.staged_rows = true;
+    for (int64_t id : ids) w.staged.push_back(data.WriteFragment(Events({id})).value());
+    w.expected_schema_version = snap.Find("t")->def.schema_version;
+    w.run_id = run;
+    w.principal = who;
+    return w;
+  }
+
+  // Reopens the workspace with `failpoint` on its writes.
+  std::shared_ptr<Workspace> Reopen(std::function<Status(std::string_view)> failpoint = {}) {
+    WorkspaceOptions o = TestOptions();
+    o.system_actor = false;
+    o.owner = "owner";
+    o.failpoint = std::move(failpoint);
+    return Workspace::Open(store_, root_, o).value();
+  }
+
+  // The ids the table holds, sorted.
+  std::vector<int64_t> Ids() {
+    Snapshot snap = ws_->Current().value();
+    RecordBatch all = ws_->OpenTable(snap, "t").value().ReadAll().value();
+    std::vector<int64_t> ids;
+    for (int64_t r = 0; r < all.num_rows(); ++r) ids.push_back(all.columns[0].GetInt64(r));
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+
+  std::optional<json> RunCommit(const std::string& run) {
+    auto row = ws_->manifest().FindJournalRow("", RunCommitId(run)).value();
+    if (!row) return std::nullopt;
+    return ParseJson(row->metadata);
+  }
+
+  std::shared_ptr<ObjectStore> store_;
+  std::string root_;
+  std::shared_ptr<Workspace> ws_;
+  int64_t sid_ = 0;
+};
+
+TEST_F(GroupCommitTest, RunsShareOneCommitEachWithItsOwnRowAndFragments) {
+  ASSERT_TRUE(ws_->Write(Staged("early", {100})).ok());
+  const uint64_t before = ws_->manifest().Current("").value().version;
+  WriteRequest a = Staged("a", {1, 2}), b = Staged("b", {3}, "bob"), c = Staged("c", {4, 5, 6});
+  WriteRequest again = Staged("early", {101});  // committed already
+  WriteRequest reader = Staged("r", {7}, "rex");
+  std::vector<Result<WriteResult>> out = ws_->WriteGroup({&a, &again, &b, &reader, &c});
+  ASSERT_EQ(out.size(), 5u);
+  ASSERT_TRUE(out[0].ok()) << out[0].status();
+  EXPECT_TRUE(out[1].status().Is(ErrorCode::kRunAlreadyCommitted)) << out[1].status();
+  EXPECT_TRUE(out[3].status().Is(ErrorCode::kPermissionDenied)) << out[3].status();
+  for (size_t i : {size_t{2}, size_t{4}}) {
+    ASSERT_TRUE(out[i].ok()) << out[i].status();
+    EXPECT_EQ(out[i]->commit_id, out[0]->commit_id);
+    EXPECT_EQ(out[i]->table_version, out[0]->table_version);
+  }
+  EXPECT_EQ(ws_->manifest().Current("").value().version, before + 1);  // one manifest commit
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 100}));
+  // Each run names exactly its fragments, in the group's order.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const std::string run : {"a", "b", "c"}) {
+    std::optional<json> meta = RunCommit(run);
+    ASSERT_TRUE(meta) << run;
+    EXPECT_EQ((*meta)["commit"], out[0]->commit_id);
+    EXPECT_EQ((*meta)["table"], sid_);
+    ranges.emplace_back((*meta)["fragments"][0], (*meta)["fragments"][1]);
+  }
+  EXPECT_EQ(ranges[0].second - ranges[0].first, 2u);
+  EXPECT_EQ(ranges[1], std::make_pair(ranges[0].second, ranges[0].second + 1));
+  EXPECT_EQ(ranges[2], std::make_pair(ranges[1].second, ranges[1].second + 3));
+  EXPECT_FALSE(RunCommit("r"));
+  const std::vector<GraphCommitInfo> log = ws_->Log().value();
+  EXPECT_EQ(log.front().id, out[0]->commit_id);
+  EXPECT_EQ(log.front().run_id, "a");
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
+// A crash at each failpoint of a group commit: recovery of any one member
+// settles the whole group, so every run is committed exactly once or not at
+// all, and all of them alike.
+TEST_F(GroupCommitTest, ACrashAtAnyPointCommitsTheWholeGroupOrNone) {
+  for (std::string_view point :
+       {failpoint::kAfterSidecar, failpoint::kAfterTableCommit, failpoint::kAfterPublish}) {
+    SCOPED_TRACE(point);
+    const std::string tag(point);
+    WriteRequest a = Staged(tag + "-a", {1}), b = Staged(tag + "-b", {2, 3});
+    std::vector<int64_t> before = Ids();
+    auto crashing = Reopen([&](std::string_view at) {
+      return at == point ? Status::Unavailable("crash") : Status::OK();
+    });
+    for (const Result<WriteResult>& r : crashing->WriteGroup({&a, &b})) {
+      EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
+    }
+    ws_ = Reopen();
+    RecoveryReport report = ws_->RecoverRun(tag + "-b").value();  // the second member
+    EXPECT_TRUE(report.failures.empty());
+    EXPECT_EQ(ws_->PendingSidecars().value(), 0);
+    const bool a_done = RunCommit(tag + "-a").has_value();
+    EXPECT_EQ(a_done, RunCommit(tag + "-b").has_value());
+    EXPECT_EQ(a_done, point != failpoint::kAfterSidecar);
+    if (a_done) {
+      before.insert(before.end(), {1, 2, 3});
+      std::sort(before.begin(), before.end());
+    }
+    EXPECT_EQ(Ids(), before);
+    EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+  }
+}
+
+TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
+  Sidecar s;
+  s.operation_id = "op";
+  s.run_id = "a";
+  s.group = {{"a", 2}, {"b", 1}};
+  const std::string text = EncodeSidecar(s);
+  EXPECT_NE(text.find("\"format\": 2"), std::string::npos) << text;
+  Result<Sidecar> back = DecodeSidecar(text, "k");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+  EXPECT_TRUE(back->Records("b"));
+  EXPECT_FALSE(back->Records("c"));
+  s.group.clear();
+  EXPECT_NE(EncodeSidecar(s).find("\"format\": 1"), std::string::npos);
+  json bad = ParseJson(text);
+  bad["group"][0]["id"] = "z";
+  EXPECT_TRUE(DecodeSidecar(bad.dump(), "k").status().IsDataLoss());
+}
+
+// Runs that reach the committer while a commit is in flight wait for it and
+// then go in together: 16 runs, the first alone, the other 15 as one group.
+TEST_F(GroupCommitTest, RunsArrivingDuringACommitGoInTogether) {
+  std::vector<WriteRequest> requests;
+  for (int i = 0; i < 16; ++i) requests.push_back(Staged("run-" + std::to_string(i), {i}));
+  std::atomic<bool> first = true;
+  std::unique_ptr<GroupCommitter> committer;
+  ws_ = Reopen([&](std::string_view at) {
+    // The first commit holds its table commit until the 15 others wait.
+    if (at == failpoint::kAfterTableCommit && first.exchange(false)) {
+      while (committer->Waiting() < 15) std::this_thread::yield();
+    }
+    return Status::OK();
+  });
+  committer = std::make_unique<GroupCommitter>(ws_, GroupCommitOptions{});
+  std::vector<Result<WriteResult>> results(16, Status::Internal("unset"));
+  std::thread lead([&] { results[0] = committer->Commit(requests[0]); });
+  while (committer->Committing() == 0) std::this_thread::yield();
+  std::vector<std::thread> rest;
+  for (int i = 1; i < 16; ++i) {
+    rest.emplace_back([&, i] { results[i] = committer->Commit(requests[i]); });
+  }
+  lead.join();
+  for (std::thread& t : rest) t.join();
+  std::set<std::string> commits;
+  for (const Result<WriteResult>& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    commits.insert(r->commit_id);
+  }
+  EXPECT_EQ(commits.size(), 2u);
+  EXPECT_EQ(committer->stats().commits, 2);
+  EXPECT_EQ(committer->stats().runs, 16);
+  EXPECT_EQ(Ids().size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_TRUE(RunCommit("run-" + std::to_string(i)));
+}
+
+// What cannot share a commit commits alone, as Workspace::Write would.
+TEST_F(GroupCommitTest, AKeyedAppendCommitsAlone) {
+  WriteRequest w = Staged("keyed", {9});
+  w.expected_version = ws_->Current().value().Find("t")->head.table_version;
+  EXPECT_FALSE(Workspace::Groupable(w));
+  GroupCommitter committer(ws_);
+  ASSERT_TRUE(committer.Commit(w).ok());
+  EXPECT_EQ(committer.stats().commits, 0);
+  EXPECT_TRUE(RunCommit("keyed"));
+}
+
+}  // namespace
+}  // namespace loam

@@ -1,0 +1,198 @@
+// Group commit: several runs' staged appends to one table in one table
+// commit and one manifest publish (Workspace::WriteGroup). The protocol is
+// the one of Workspace::Write; the sidecar lists every run of the group
+// (format 2), so recovery of any of them settles all.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/status_macros.h"
+#include "common/ulid.h"
+#include "engine/workspace.h"
+
+namespace loam {
+namespace {
+using json = nlohmann::json;
+}  // namespace
+
+bool Workspace::Groupable(const WriteRequest& r) {
+  return r.mode == WriteMode::kAppend && r.staged_rows && !r.staged.empty() && r.table_sid &&
+         !r.run_id.empty() && !r.expected_version && r.merge_plan == nullptr &&
+         r.add_columns.empty() && !r.authorize_as;
+}
+
+std::vector<CommittedRun> Workspace::RunsOf(const Sidecar& s, const Dataset& committed) {
+  std::vector<CommittedRun> runs;
+  if (s.run_id.empty()) return runs;
+  const DatasetVersion& v = committed.state();
+  // An append's fragments got the ids just below next_fragment_id, in the
+  // order the sidecar lists the runs.
+  const bool append = v.txn.op == OpType::kAppend && v.txn.id == s.planned_txn;
+  uint64_t next = v.next_fragment_id - (append ? v.txn.added.size() : 0);
+  auto detail = [&](uint64_t fragments) {
+    json d = {{"table", s.sid}, {"table_version", committed.version()}};
+    if (append) {
+      d["fragments"] = {next, next + fragments};
+      next += fragments;
+    }
+    return d.dump();
+  };
+  if (s.group.empty()) {
+    runs.push_back({s.run_id, detail(v.txn.added.size())});
+  } else {
+    for (const SidecarRun& r : s.group) {
+      runs.push_back({r.id, detail(static_cast<uint64_t>(r.fragments))});
+    }
+  }
+  return runs;
+}
+
+std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest*>& requests,
+                                            const Snapshot& snap, const TableState& t,
+                                            std::vector<Result<WriteResult>>* results) {
+  std::vector<size_t> members;
+  std::set<std::string> runs;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const WriteRequest& req = *requests[i];
+    Status ok = Status::OK();
+    Result<bool> done = manifest_->RunCommitted(req.branch, req.run_id);
+    if (!done.ok()) {
+      ok = done.status();
+    } else if (*done || !runs.insert(req.run_id).second) {
+      ok = Status::AlreadyExists("run " + req.run_id + " already committed")
+               .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
+    } else {
+      ok = Authorize(snap, t, req.principal, WriteMode::kAppend);
+    }
+    if (ok.ok() && req.expected_schema_version &&
+        *req.expected_schema_version != t.def.schema_version) {
+      ok = Status::FailedPrecondition("table '" + t.def.name + "' changed from schema version " +
+                                      std::to_string(*req.expected_schema_version) + " to " +
+                                      std::to_string(t.def.schema_version) + " since validation")
+               .WithErrorCode(ErrorCode::kSchemaConflict);
+    }
+    if (ok.ok()) {
+      members.push_back(i);
+    } else {
+      (*results)[i] = ok;
+    }
+  }
+  return members;
+}
+
+std::vector<Result<WriteResult>> Workspace::WriteGroup(
+    const std::vector<const WriteRequest*>& requests) {
+  std::vector<Result<WriteResult>> results(requests.size(), Status::Internal("not committed"));
+  auto all = [&](const Status& st) {
+    for (Result<WriteResult>& r : results) r = st;
+    return results;
+  };
+  if (requests.empty()) return results;
+  const WriteRequest& first = *requests.front();
+  for (const WriteRequest* r : requests) {
+    if (!Groupable(*r) || r->branch != first.branch || r->table_sid != first.table_sid) {
+      return all(
+          Status::InvalidArgument("a group commit takes staged appends of runs to one table"));
+    }
+  }
+  if (requests.size() == 1) {
+    results[0] = Write(first);
+    return results;
+  }
+  Result<RecoveryReport> recovered = Recover(options_.recovery_grace_micros);
+  if (!recovered.ok()) return all(recovered.status());
+  Result<ManifestVersion> latest = manifest_->CurrentForWriter(first.branch);
+  if (!latest.ok()) return all(latest.status());
+  Result<Snapshot> snap = SnapshotOf(*latest);
+  if (!snap.ok()) return all(snap.status());
+  const TableState* t = snap->FindSid(*first.table_sid);
+  if (t == nullptr) {
+    return all(Status::NotFound("table '" + first.table + "' (id " +
+                                std::to_string(*first.table_sid) + ") does not exist on branch '" +
+                                (first.branch.empty() ? "main" : first.branch) + "'"));
+  }
+  std::vector<size_t> members = GroupMembers(requests, *snap, *t, &results);
+  if (members.size() <= 1) {
+    for (size_t m : members) results[m] = Write(*requests[m]);
+    return results;
+  }
+  auto members_get = [&](const Status& st) {
+    for (size_t m : members) results[m] = st;
+    return results;
+  };
+  Result<std::string> branch_id = manifest_->BranchId(first.branch);
+  if (!branch_id.ok()) return members_get(branch_id.status());
+  Status barrier = RecoveryBarrier(*recovered, *branch_id, t->head.sid, t->def.name);
+  if (!barrier.ok()) return members_get(barrier);
+  Result<WriteResult> written = CommitGroup(requests, members, *t, *branch_id);
+  for (size_t m : members) results[m] = written;
+  return results;
+}
+
+Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*>& requests,
+                                           const std::vector<size_t>& members, const TableState& t,
+                                           const std::string& branch_id) {
+  const TableHead head = t.head;
+  const WriteRequest& lead = *requests[members.front()];
+  Sidecar s;
+  s.operation_id = NewUlidString();
+  s.branch = lead.branch;
+  s.commit_id = NewUlidString();
+  s.rollback_commit_id = NewUlidString();
+  s.run_id = lead.run_id;
+  s.actor = options_.actor;
+  s.created_micros = options_.manifest.dataset.clock->NowMicros();
+  s.sid = head.sid;
+  s.inc = head.inc;
+  s.fork = branch_id;
+  s.owner_branch = lead.branch;
+  s.expected_version = head.table_version;
+  s.expected_owner_ref = head.owner_ref;
+  s.planned_txn = NewUlidString();
+  std::vector<Fragment> staged;
+  PublishAuthorisation auth{&lead.principal, WriteMode::kAppend};
+  for (size_t m : members) {
+    const WriteRequest& req = *requests[m];
+    s.group.push_back({req.run_id, static_cast<int64_t>(req.staged.size())});
+    staged.insert(staged.end(), req.staged.begin(), req.staged.end());
+    if (req.principal != lead.principal &&
+        std::find(auth.more_principals.begin(), auth.more_principals.end(), req.principal) ==
+            auth.more_principals.end()) {
+      auth.more_principals.push_back(req.principal);
+    }
+  }
+  const std::string key = SidecarKey(root_, s.operation_id);
+  {
+    // Not fsynced, as Write's (see OpenFork).
+    const std::string text = EncodeSidecar(s);
+    StringSource src(text);
+    RETURN_NOT_OK(
+        store_->Write(key, src, {PutCondition::kIfAbsent, {}, /*durable=*/false}).status());
+  }
+  RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
+  std::optional<ForkReset> reset;
+  Result<Dataset> committed = [&]() -> Result<Dataset> {
+    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork, &reset));
+    CommitOptions opts;
+    opts.expected_version = base.version();
+    opts.txn_id = s.planned_txn;
+    opts.trust_snapshot = true;
+    return base.AppendStaged(std::move(staged), opts);
+  }();
+  if (committed.status().IsAborted()) {
+    committed = Status::Conflict("another writer committed to table '" + t.def.name + "' first (" +
+                                 committed.status().message() + ")");
+  }
+  if (!committed.ok()) {
+    RETURN_NOT_OK(store_->DeleteRelaxed(key));  // no table effect
+    return committed.status();
+  }
+  RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
+  Result<WriteResult> published =
+      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
+                         static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
+                         RunsOf(s, *committed), "", std::move(auth), reset);
+  return SettlePublish(s, key, *committed, std::move(published), {});
+}
+
+}  // namespace loam
