@@ -458,7 +458,17 @@ async function listStaging() {
     if (!fs.existsSync(dir)) return [];
     // Temp files of writers killed mid-put are not objects (the local store
     // removes them an hour later): counted apart.
-    const files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    // The cleaner may remove a directory while it is walked: walk again.
+    let files;
+    for (;;) {
+      try {
+        files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+        break;
+      } catch (e) {
+        if (e.code !== 'ENOENT') throw e;
+        if (!fs.existsSync(dir)) return [];
+      }
+    }
     stats.killedWriterTemps = files.filter((e) => e.name.startsWith('.tmp-')).length;
     return files.filter((e) => !e.name.startsWith('.tmp-')).map((e) => e.name);
   }
