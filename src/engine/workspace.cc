@@ -524,20 +524,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
   RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, head.sid, t->def.name));
-  Sidecar s;
-  s.operation_id = NewUlidString();
-  s.branch = req.branch;
-  s.commit_id = NewUlidString();
-  s.rollback_commit_id = NewUlidString();
-  s.run_id = req.run_id;
-  s.actor = options_.actor;
-  s.created_micros = options_.manifest.dataset.clock->NowMicros();
-  s.sid = head.sid;
-  s.inc = head.inc;
-  s.fork = branch_id;
-  s.owner_branch = req.branch;
-  s.expected_version = head.table_version;
-  s.expected_owner_ref = head.owner_ref;
+  Sidecar s = NewSidecar(req, head, branch_id);
   if (req.mode == WriteMode::kAddColumn) {
     if (!req.new_column) return Status::InvalidArgument("add column needs a column");
     Schema next = t->def.schema;
@@ -625,41 +612,6 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
       RunsOf(s, *committed), "",
       {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
   return SettlePublish(s, key, *committed, std::move(published), result.merge);
-}
-
-Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string& key,
-                                             const Dataset& committed,
-                                             Result<WriteResult> published,
-                                             const MergeStats& merge) {
-  if (!published.ok()) {
-    // Whether the publish landed although its answer was lost is decided by
-    // an exact look-up of this write's own commit, never by the table's head:
-    // a concurrent grant, rename or write may have moved the head since. A
-    // failed look-up leaves the sidecar for recovery to decide.
-    ASSIGN_OR_RETURN(std::optional<ManifestRow> own,
-                     manifest_->FindJournalRow(s.branch, GraphCommitId(s.commit_id)));
-    if (own) {
-      RETURN_NOT_OK(store_->DeleteRelaxed(key));
-      WriteResult landed;
-      landed.manifest_version = static_cast<uint64_t>(own->table_version.value_or(0));
-      landed.commit_id = s.commit_id;
-      landed.sid = s.sid;
-      landed.table_version = static_cast<int64_t>(committed.version());
-      landed.row_count = static_cast<int64_t>(committed.CountRows());
-      landed.merge = merge;
-      return landed;
-    }
-    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(s.branch));
-    ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
-    // The manifest refused the table's new version: undo it now.
-    if (cur) RETURN_NOT_OK(RollBack(s, *cur, committed, /*publish=*/true));
-    RETURN_NOT_OK(store_->DeleteRelaxed(key));
-    return published.status();
-  }
-  RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
-  RETURN_NOT_OK(store_->DeleteRelaxed(key));
-  published->merge = merge;
-  return published;
 }
 
 Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::string& branch) {

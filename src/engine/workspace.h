@@ -316,6 +316,10 @@ class Workspace {
   // The run_commit rows of the write `s` describes, whose table commit is
   // `committed`'s latest version: an append names the fragments each run
   // added (so a revert can remove exactly its rows).
+  // The sidecar of `req`'s write of the table at `head` on fork `branch_id`
+  // (fresh operation, commit and rollback ids; no planned transaction yet).
+  Sidecar NewSidecar(const WriteRequest& req, const TableHead& head,
+                     const std::string& branch_id) const;
   // The end of a write whose table commit is `committed`: decides a publish
   // whose answer was lost, rolls back one the manifest refused, deletes the
   // sidecar at `key`.

@@ -1,7 +1,8 @@
 // Group commit: several runs' staged appends to one table in one table
-// commit and one manifest publish (Workspace::WriteGroup). The protocol is
-// the one of Workspace::Write; the sidecar lists every run of the group
-// (format 2), so recovery of any of them settles all.
+// commit and one manifest publish (Workspace::WriteGroup), and the parts of
+// the write protocol it shares with Workspace::Write (the sidecar, the
+// settling of a publish, the run_commit rows). A group's sidecar lists every
+// run (format 2), so recovery of any of them settles all.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,6 +20,60 @@ bool Workspace::Groupable(const WriteRequest& r) {
   return r.mode == WriteMode::kAppend && r.staged_rows && !r.staged.empty() && r.table_sid &&
          !r.run_id.empty() && !r.expected_version && r.merge_plan == nullptr &&
          r.add_columns.empty() && !r.authorize_as;
+}
+
+Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
+                              const std::string& branch_id) const {
+  Sidecar s;
+  s.operation_id = NewUlidString();
+  s.branch = req.branch;
+  s.commit_id = NewUlidString();
+  s.rollback_commit_id = NewUlidString();
+  s.run_id = req.run_id;
+  s.actor = options_.actor;
+  s.created_micros = options_.manifest.dataset.clock->NowMicros();
+  s.sid = head.sid;
+  s.inc = head.inc;
+  s.fork = branch_id;
+  s.owner_branch = req.branch;
+  s.expected_version = head.table_version;
+  s.expected_owner_ref = head.owner_ref;
+  return s;
+}
+
+Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string& key,
+                                             const Dataset& committed,
+                                             Result<WriteResult> published,
+                                             const MergeStats& merge) {
+  if (!published.ok()) {
+    // Whether the publish landed although its answer was lost is decided by
+    // an exact look-up of this write's own commit, never by the table's head:
+    // a concurrent grant, rename or write may have moved the head since. A
+    // failed look-up leaves the sidecar for recovery to decide.
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> own,
+                     manifest_->FindJournalRow(s.branch, GraphCommitId(s.commit_id)));
+    if (own) {
+      RETURN_NOT_OK(store_->DeleteRelaxed(key));
+      WriteResult landed;
+      landed.manifest_version = static_cast<uint64_t>(own->table_version.value_or(0));
+      landed.commit_id = s.commit_id;
+      landed.sid = s.sid;
+      landed.table_version = static_cast<int64_t>(committed.version());
+      landed.row_count = static_cast<int64_t>(committed.CountRows());
+      landed.merge = merge;
+      return landed;
+    }
+    ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(s.branch));
+    ASSIGN_OR_RETURN(std::optional<TableHead> cur, manifest_->ReadTableHead(now, s.sid));
+    // The manifest refused the table's new version: undo it now.
+    if (cur) RETURN_NOT_OK(RollBack(s, *cur, committed, /*publish=*/true));
+    RETURN_NOT_OK(store_->DeleteRelaxed(key));
+    return published.status();
+  }
+  RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
+  RETURN_NOT_OK(store_->DeleteRelaxed(key));
+  published->merge = merge;
+  return published;
 }
 
 std::vector<CommittedRun> Workspace::RunsOf(const Sidecar& s, const Dataset& committed) {
@@ -134,20 +189,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
                                            const std::string& branch_id) {
   const TableHead head = t.head;
   const WriteRequest& lead = *requests[members.front()];
-  Sidecar s;
-  s.operation_id = NewUlidString();
-  s.branch = lead.branch;
-  s.commit_id = NewUlidString();
-  s.rollback_commit_id = NewUlidString();
-  s.run_id = lead.run_id;
-  s.actor = options_.actor;
-  s.created_micros = options_.manifest.dataset.clock->NowMicros();
-  s.sid = head.sid;
-  s.inc = head.inc;
-  s.fork = branch_id;
-  s.owner_branch = lead.branch;
-  s.expected_version = head.table_version;
-  s.expected_owner_ref = head.owner_ref;
+  Sidecar s = NewSidecar(lead, head, branch_id);
   s.planned_txn = NewUlidString();
   std::vector<Fragment> staged;
   PublishAuthorisation auth{&lead.principal, WriteMode::kAppend};
