@@ -218,6 +218,9 @@ class Dataset {
   // nullable columns, which the same commit adds to the dataset).
   Result<Dataset> AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts = {},
                                std::vector<Field> add_columns = {}) const;
+  // The `columns` of fragments written by WriteFragment and not committed.
+  Result<std::vector<RecordBatch>> ReadStaged(const std::vector<Fragment>& staged,
+                                              const std::vector<std::string>& columns) const;
   Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
                                     std::vector<Fragment> staged, MergeStats* stats = nullptr,
                                     const CommitOptions& opts = {},

@@ -416,6 +416,17 @@ Result<Dataset> Dataset::MergeInsertStaged(const std::vector<std::string>& keys,
       opts);
 }
 
+Result<std::vector<RecordBatch>> Dataset::ReadStaged(
+    const std::vector<Fragment>& staged, const std::vector<std::string>& columns) const {
+  DatasetVersion source = *state_;
+  source.fragments = staged;
+  source.indices.clear();
+  for (size_t i = 0; i < source.fragments.size(); ++i) source.fragments[i].id = i;
+  ScanSpec spec;
+  spec.columns = columns;
+  return ScanVersion(source, spec);
+}
+
 Result<Dataset> Dataset::OverwriteStaged(std::vector<Fragment> staged,
                                          const CommitOptions& opts) const {
   return RunOperation(

@@ -38,16 +38,16 @@ class GroupCommitTest : public ::testing::Test {
   // A run's staged append of `ids` (one fragment per id, so runs differ in
   // how many fragments they add).
   WriteRequest Staged(const std::string& run, const std::vector<int64_t>& ids,
-                      const std::string& who = "ada") {
+                      const std::string& who = "ada", const std::string& table = "t") {
     Snapshot snap = ws_->Current().value();
-    Dataset data = ws_->OpenTable(snap, "t").value();
+    Dataset data = ws_->OpenTable(snap, table).value();
     WriteRequest w;
-    w.table = "t";
-    w.table_sid = sid_;
+    w.table = table;
+    w.table_sid = snap.Find(table)->def.sid;
     w.mode = WriteMode::kAppend;
     w.staged_rows = true;
     for (int64_t id : ids) w.staged.push_back(data.WriteFragment(Events({id})).value());
-    w.expected_schema_version = snap.Find("t")->def.schema_version;
+    w.expected_schema_version = snap.Find(table)->def.schema_version;
     w.run_id = run;
     w.principal = who;
     return w;
@@ -208,8 +208,38 @@ TEST_F(GroupCommitTest, RunsArrivingDuringACommitGoInTogether) {
   for (int i = 0; i < 16; ++i) EXPECT_TRUE(RunCommit("run-" + std::to_string(i)));
 }
 
+// Keyed appends share a commit while the table is at the version their key
+// checks saw and no earlier member adds one of their keys.
+TEST_F(GroupCommitTest, KeyedAppendsJoinWhenTheirKeysDiffer) {
+  ASSERT_TRUE(ws_->CreateTable("k", EventSchema(), {"id"}).ok());
+  ASSERT_TRUE(ws_->SetGrant("k", "ada", Role::kWriter).ok());
+  const TableState k = *ws_->Current().value().Find("k");
+  auto keyed = [&](const std::string& run, std::vector<int64_t> ids, int64_t version) {
+    WriteRequest w = Staged(run, ids, "ada", "k");
+    w.expected_version = version;
+    w.expected_for_keys = true;
+    return w;
+  };
+  const int64_t v = k.head.table_version;
+  WriteRequest a = keyed("ka", {1, 2}, v), b = keyed("kb", {3}, v), dup = keyed("kdup", {2, 4}, v);
+  WriteRequest stale = keyed("kstale", {5}, v - 1);
+  std::vector<Result<WriteResult>> out = ws_->WriteGroup({&a, &dup, &b, &stale});
+  ASSERT_TRUE(out[0].ok()) << out[0].status();
+  ASSERT_TRUE(out[2].ok()) << out[2].status();
+  EXPECT_EQ(out[0]->commit_id, out[2]->commit_id);
+  EXPECT_TRUE(out[1].status().Is(ErrorCode::kConflict)) << out[1].status();
+  EXPECT_NE(out[1].status().message().find("another run committing with it"), std::string::npos);
+  EXPECT_TRUE(out[3].status().Is(ErrorCode::kConflict)) << out[3].status();
+  EXPECT_EQ(ws_->Current().value().Find("k")->head.row_count, 3);
+  EXPECT_FALSE(RunCommit("kdup"));
+  // A user's expectedTableVersion is not a key check's: such a run commits alone.
+  WriteRequest exclusive = keyed("kx", {9}, out[0]->table_version);
+  exclusive.expected_for_keys = false;
+  EXPECT_FALSE(Workspace::Groupable(exclusive));
+}
+
 // What cannot share a commit commits alone, as Workspace::Write would.
-TEST_F(GroupCommitTest, AKeyedAppendCommitsAlone) {
+TEST_F(GroupCommitTest, AnExpectedVersionCommitsAlone) {
   WriteRequest w = Staged("keyed", {9});
   w.expected_version = ws_->Current().value().Find("t")->head.table_version;
   EXPECT_FALSE(Workspace::Groupable(w));

@@ -96,7 +96,11 @@ struct WriteRequest {
   // With add_columns: the admin who configured the additive load (a
   // pipeline's last editor); checked again, like the flag, in the commit.
   std::string additive_admin;
-  std::optional<int64_t> expected_version;         // the head's table version
+  std::optional<int64_t> expected_version;  // the head's table version
+  // A keyed append's expected_version is only the version its key checks
+  // were made against: a group commit may take it with others on that
+  // version whose keys differ (otherwise an expected version commits alone).
+  bool expected_for_keys = false;
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
 };
@@ -210,10 +214,12 @@ class Workspace {
   // --- data -------------------------------------------------------------------------
   Result<WriteResult> Write(const WriteRequest& request);
   // Group commit: appends of staged rows by several runs to one table of one
-  // branch (same table_sid and branch; no expected version, merge plan or
-  // added columns) in one table commit and one manifest commit, each run
-  // with its own run_commit row. Every rule is checked per run first (the
-  // run already committed, its grant, its schema version); a run that fails
+  // branch (same table_sid and branch; no merge plan or added columns; an
+  // expected version only as a keyed append's, `expected_for_keys`) in one
+  // table commit and one manifest commit, each run with its own run_commit
+  // row. Every rule is checked per run first (the run already committed, its
+  // grant, its schema version, its expected version, and for a keyed table
+  // that no earlier member adds one of its keys); a run that fails
   // one gets its own error and the others commit without it. A refusal at
   // the commit itself (a conflict, a grant revoked meanwhile) is every
   // member's answer, so each can retry alone. One result per request.

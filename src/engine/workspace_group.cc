@@ -6,20 +6,57 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/workspace.h"
+#include "format/page.h"
 
 namespace loam {
 namespace {
 using json = nlohmann::json;
+
+// Keeps the members whose keys no earlier member adds: a keyed append
+// checked its keys against the table, not against its group-mates. The
+// others get a conflict and retry alone, after the group's commit.
+void DropKeyOverlaps(const Dataset& table, const std::vector<std::string>& keys,
+                     const std::vector<const WriteRequest*>& requests, std::vector<size_t>* members,
+                     std::vector<Result<WriteResult>>* results) {
+  std::unordered_set<std::string> taken;
+  std::vector<size_t> kept;
+  for (size_t m : *members) {
+    Result<std::vector<RecordBatch>> read = table.ReadStaged(requests[m]->staged, keys);
+    if (!read.ok()) {
+      (*results)[m] = read.status();
+      continue;
+    }
+    std::vector<std::string> mine;
+    bool overlaps = false;
+    for (const RecordBatch& b : *read) {
+      std::vector<const Column*> cols;
+      for (const Column& c : b.columns) cols.push_back(&c);
+      for (int64_t r = 0; r < b.num_rows() && !overlaps; ++r) {
+        mine.push_back(EncodeRowKey(cols, r));
+        overlaps = taken.count(mine.back()) > 0;
+      }
+    }
+    if (overlaps) {
+      (*results)[m] = Status::Conflict("run " + requests[m]->run_id +
+                                       " adds a key that another run committing with it adds");
+      continue;
+    }
+    taken.insert(mine.begin(), mine.end());
+    kept.push_back(m);
+  }
+  *members = std::move(kept);
+}
 }  // namespace
 
 bool Workspace::Groupable(const WriteRequest& r) {
   return r.mode == WriteMode::kAppend && r.staged_rows && !r.staged.empty() && r.table_sid &&
-         !r.run_id.empty() && !r.expected_version && r.merge_plan == nullptr &&
-         r.add_columns.empty() && !r.authorize_as;
+         !r.run_id.empty() && (!r.expected_version || r.expected_for_keys) &&
+         r.merge_plan == nullptr && r.add_columns.empty() && !r.authorize_as;
 }
 
 Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
@@ -126,11 +163,24 @@ std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest
                                       std::to_string(t.def.schema_version) + " since validation")
                .WithErrorCode(ErrorCode::kSchemaConflict);
     }
+    if (ok.ok() && req.expected_version && *req.expected_version != t.head.table_version) {
+      ok = Status::Conflict("table '" + t.def.name + "' moved from version " +
+                            std::to_string(*req.expected_version) + " to " +
+                            std::to_string(t.head.table_version) + " since the run's key checks");
+    }
     if (ok.ok()) {
       members.push_back(i);
     } else {
       (*results)[i] = ok;
     }
+  }
+  if (members.size() > 1 && !t.def.keys.empty()) {
+    Result<Dataset> table = OpenTable(snap, t.def.name);
+    if (!table.ok()) {
+      for (size_t m : members) (*results)[m] = table.status();
+      return {};
+    }
+    DropKeyOverlaps(*table, t.def.keys, requests, &members, results);
   }
   return members;
 }

@@ -489,6 +489,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
         req.expected_table_version) {
       w.expected_version = t->head.table_version;
     }
+    w.expected_for_keys = req.mode == LoadMode::kAppend && !req.expected_table_version;
     w.expected_schema_version = t->def.schema_version;
     w.run_id = rec.id;
     w.principal = req.principal;
