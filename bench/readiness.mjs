@@ -339,13 +339,18 @@ if (opt.faults) {
   faultTasks.push(revokeLater(opt.seconds * 400));
   faultTasks.push(dropLater(opt.seconds * 600));
 }
-// Flood tickets are the owner's: its upload caps are not the load's.
+// Flood tickets are the owner's: its upload caps are not the load's. A
+// trickled flood body may complete (1 MiB at 8 KB/s) but is never submitted:
+// the staging sweeper removes it after its grace, so the staging check
+// leaves it out.
+const floodUploads = new Set();
 const floods = opt.slowloris > 0 ? await startFloods({
   count: opt.slowloris,
   server: servers[0],
   createTicket: async (size) => {
     const r = await call('POST', `/v1/pipelines/${Object.values(pipelines)[0][0]}/uploads`, {
       sub: owner, body: JSON.stringify({ size }), headers: { 'content-type': 'application/json' } });
+    if (r.status === 201) floodUploads.add(r.json.uploadId);
     return r.status === 201 ? r.json : null;
   },
 }) : null;
@@ -462,7 +467,8 @@ async function listStaging() {
     let files;
     for (;;) {
       try {
-        files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+        files = fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+          .filter((e) => e.isFile() && !isFloodUpload(path.join(e.path, e.name)));
         break;
       } catch (e) {
         if (e.code !== 'ENOENT') throw e;
@@ -479,5 +485,10 @@ async function listStaging() {
     '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
     '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
     `${process.env.AWS_ENDPOINT_URL}/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(prefix)}`], { encoding: 'utf8' });
-  return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+  return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]).filter((k) => !isFloodUpload(k));
+}
+
+function isFloodUpload(key) {
+  const m = /\/uploads\/([0-9A-Z]{26})\//.exec(key);
+  return m !== null && floodUploads.has(m[1]);
 }
