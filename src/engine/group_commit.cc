@@ -37,6 +37,7 @@ Result<WriteResult> GroupCommitter::Commit(const WriteRequest& request) {
   const LineKey key{request.branch, *request.table_sid};
   Line& line = lines_[key];
   line.waiting.push_back(&me);
+  if (line.waiting.size() >= static_cast<size_t>(options_.max_runs)) cv_.notify_all();
   // Invariant: only the front waiter of a line that is not committing leads.
   cv_.wait(lock, [&] { return me.result || (!line.committing && line.waiting.front() == &me); });
   if (!me.result) {

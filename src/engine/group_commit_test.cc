@@ -153,6 +153,30 @@ TEST_F(GroupCommitTest, ACrashAtAnyPointCommitsTheWholeGroupOrNone) {
   }
 }
 
+// A grant revoked between the checks and the publish refuses the whole
+// publish: nothing is committed, every member is told to retry alone
+// (conflict), and alone each gets its own answer.
+TEST_F(GroupCommitTest, ARefusalInsideThePublishSendsEveryMemberBackAlone) {
+  WriteRequest a = Staged("ga", {1}), b = Staged("gb", {2}, "bob");
+  auto ws = Reopen([&](std::string_view at) {
+    if (at == failpoint::kAfterTableCommit) {
+      EXPECT_TRUE(ws_->SetGrant("t", "bob", std::nullopt, "", "owner").ok());
+    }
+    return Status::OK();
+  });
+  for (const Result<WriteResult>& r : ws->WriteGroup({&a, &b})) {
+    EXPECT_TRUE(r.status().Is(ErrorCode::kConflict)) << r.status();
+    EXPECT_NE(r.status().message().find("each of its runs commits again alone"), std::string::npos);
+  }
+  EXPECT_TRUE(Ids().empty());
+  EXPECT_EQ(ws_->PendingSidecars().value(), 0);
+  WriteRequest a2 = Staged("ga", {1}), b2 = Staged("gb", {2}, "bob");
+  EXPECT_TRUE(ws_->Write(a2).ok());
+  EXPECT_TRUE(ws_->Write(b2).status().IsPermissionDenied());
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
 TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
   Sidecar s;
   s.operation_id = "op";

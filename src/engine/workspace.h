@@ -221,8 +221,9 @@ class Workspace {
   // grant, its schema version, its expected version, and for a keyed table
   // that no earlier member adds one of its keys); a run that fails
   // one gets its own error and the others commit without it. A refusal at
-  // the commit itself (a conflict, a grant revoked meanwhile) is every
-  // member's answer, so each can retry alone. One result per request.
+  // the commit itself (a conflict, a grant revoked meanwhile, a run committed
+  // elsewhere) commits nothing and reaches every member as a conflict, so
+  // each retries alone and gets its own answer. One result per request.
   std::vector<Result<WriteResult>> WriteGroup(const std::vector<const WriteRequest*>& requests);
   // Whether `request` may join a group commit (see WriteGroup).
   static bool Groupable(const WriteRequest& request);

@@ -27,8 +27,10 @@ void DropKeyOverlaps(const Dataset& table, const std::vector<std::string>& keys,
   std::vector<size_t> kept;
   for (size_t m : *members) {
     Result<std::vector<RecordBatch>> read = table.ReadStaged(requests[m]->staged, keys);
-    if (!read.ok()) {
-      (*results)[m] = read.status();
+    if (!read.ok()) {  // resumable, as the loader's own check of its staged files
+      (*results)[m] = Status::Unavailable("run " + requests[m]->run_id +
+                                          ": its staged rows could not be read back (" +
+                                          read.status().message() + ")");
       continue;
     }
     std::vector<std::string> mine;
@@ -230,6 +232,15 @@ std::vector<Result<WriteResult>> Workspace::WriteGroup(
   Status barrier = RecoveryBarrier(*recovered, *branch_id, t->head.sid, t->def.name);
   if (!barrier.ok()) return members_get(barrier);
   Result<WriteResult> written = CommitGroup(requests, members, *t, *branch_id);
+  const Status& refused = written.status();
+  if (refused.IsPermissionDenied() || refused.Is(ErrorCode::kRunAlreadyCommitted)) {
+    // A refusal inside the publish may concern one member only (a grant
+    // revoked meanwhile, a run another process committed): nothing was
+    // committed, and each member learns its own answer by retrying alone.
+    written = Status::Conflict("the group commit with run " + requests[members.front()]->run_id +
+                               " was refused (" + refused.message() +
+                               "); each of its runs commits again alone");
+  }
   for (size_t m : members) results[m] = written;
   return results;
 }
