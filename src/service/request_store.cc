@@ -12,14 +12,15 @@ namespace {
 using json = nlohmann::json;
 
 std::string ToText(const RequestRecord& r) {
-  return json{{"format", 1},
-              {"key", r.key},
-              {"principal", r.principal},
-              {"fingerprint", r.fingerprint},
-              {"runId", r.run_id},
-              {"createdMicros", r.created_micros},
-              {"expiresMicros", r.expires_micros}}
-      .dump();
+  json j = {{"format", 1},
+            {"key", r.key},
+            {"principal", r.principal},
+            {"fingerprint", r.fingerprint},
+            {"runId", r.run_id},
+            {"createdMicros", r.created_micros},
+            {"expiresMicros", r.expires_micros}};
+  if (!r.staged_uploads.empty()) j["stagedUploads"] = r.staged_uploads;
+  return j.dump();
 }
 
 Result<RequestRecord> RequestFrom(std::string_view text) {
@@ -33,6 +34,9 @@ Result<RequestRecord> RequestFrom(std::string_view text) {
     r.run_id = j.at("runId");
     r.created_micros = j.at("createdMicros");
     r.expires_micros = j.at("expiresMicros");
+    if (j.contains("stagedUploads")) {
+      r.staged_uploads = j.at("stagedUploads").get<std::vector<std::string>>();
+    }
   } catch (const json::exception& e) {
     return Status::DataLoss(std::string("malformed idempotency record: ") + e.what());
   }

@@ -24,6 +24,9 @@ struct RequestRecord {
   std::string run_id;       // the run it creates (minted before the run exists)
   int64_t created_micros = 0;
   int64_t expires_micros = 0;  // kept at least until then
+  // An inline request: the uploads it staged its data in before reserving
+  // the key; a retry that finishes its creation uses them, not a new copy.
+  std::vector<std::string> staged_uploads;
 };
 
 struct SourceRecord {

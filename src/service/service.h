@@ -319,10 +319,12 @@ class Service {
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
   static std::string Fingerprint(std::string_view body, const std::string& pipeline_id);
   // The submission under `key` whose identity is `fingerprint`: a replay, or
-  // a new run of `body()` (called at most once per attempt).
+  // a new run of `body(resuming)` (called at most once per attempt; with
+  // the reservation when it finishes a creation that stopped half way).
+  using BodyFn = std::function<Result<SubmitBody>(const RequestRecord* resuming)>;
   Result<Submission> Submit(const CallContext& ctx, const std::string& pipeline_id,
                             const std::string& key, const std::string& fingerprint,
-                            const std::function<Result<SubmitBody>()>& body);
+                            const BodyFn& body);
   // Runs ahead of queued run `run_id` in the queue view (at most
   // queue_view_micros old, listed again when older).
   Result<int64_t> QueuePosition(const std::string& run_id);

@@ -24,9 +24,26 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
   if (!load.source_id.empty()) identity["source"] = {{"id", load.source_id}};
   if (load.reload) identity["reload"] = true;
   std::vector<std::string> staged;  // upload ids this request stored
-  // Called only when the key is new (a replay never stages): the pipeline
-  // as it is now must take this data.
-  const auto stage = [&]() -> Result<SubmitBody> {
+  // Called only when the key is new or its creation stopped half way (a
+  // replay never stages): the pipeline as it is now must take this data. A
+  // creation finished for a request that stopped uses the upload that
+  // request staged (and may have claimed) while it is still there.
+  const auto stage = [&](const RequestRecord* resuming) -> Result<SubmitBody> {
+    SubmitBody b;
+    b.source_id = load.source_id;
+    b.reload = load.reload;
+    b.staged_here = true;
+    if (resuming != nullptr && !resuming->staged_uploads.empty()) {
+      bool there = true;
+      for (const std::string& id : resuming->staged_uploads) {
+        Result<UploadRecord> r = uploads_.Get(id);
+        there = there && r.ok() && !r->received_sha256.empty();
+      }
+      if (there) {
+        b.uploads = resuming->staged_uploads;
+        return b;
+      }
+    }
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
     if (csv != (p.spec.format == ingest::InputFormat::kCsv)) {
       return Status::InvalidArgument("pipeline '" + p.spec.name + "' loads " +
@@ -42,10 +59,7 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
     ASSIGN_OR_RETURN(UploadRecord r, uploads_.Get(t.upload_id, &etag));
     StringSource data(load.data);
     RETURN_NOT_OK(StoreUpload(std::move(r), std::move(etag), data));
-    SubmitBody b;
     b.uploads = {t.upload_id};
-    b.source_id = load.source_id;
-    b.reload = load.reload;
     return b;
   };
   Result<Submission> out = Submit(ctx, pipeline_id, std::string(idempotency_key),

@@ -370,6 +370,37 @@ INSTANTIATE_TEST_SUITE_P(Steps, ServiceCrashTest,
                            return name;
                          });
 
+// An inline submission stopped half way (after staging, at each step of its
+// creation): the retry with the same key and data finishes it with the
+// upload the first attempt staged, so the run's cleanup leaves no copy.
+TEST_F(ServiceTest, AnInlineRetryFinishesTheCreationWithTheUploadItStaged) {
+  for (const std::string point :
+       {"submit.after_reserve", "submit.after_claim_uploads", "submit.after_enqueue"}) {
+    SCOPED_TRACE(point);
+    InitWorkspace("inl" + std::to_string(::getpid()) + "-" + NewUlidString());
+    int fired = 0;
+    Restart([&](std::string_view at) -> Status {
+      if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);
+      return Status::OK();
+    });
+    const std::string p = AppendPipeline();
+    const InlineLoad load{"text/csv", kRows, "", false};
+    EXPECT_TRUE(Svc().SubmitInline(Ctx("ada"), p, "key", load).status().IsUnavailable());
+    Restart(nullptr);
+    Result<Submission> retry = Svc().SubmitInline(Ctx("ada"), p, "key", load);
+    if (retry.status().Is(ErrorCode::kRequestInFlight)) {
+      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
+      retry = Svc().SubmitInline(Ctx("ada"), p, "key", load);
+    }
+    ASSERT_TRUE(retry.ok()) << retry.status();
+    EXPECT_EQ(Drain(), 1);
+    EXPECT_EQ(Run(retry->run.id).state, RunState::kSucceeded) << Run(retry->run.id).error;
+    EXPECT_EQ(Contents(), "1:150 2:250 ");
+    ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+    EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  }
+}
+
 // A submission that died after claiming its upload but before its run
 // existed holds the upload only for a while: then the upload is free again.
 TEST_F(ServiceTest, AnUploadClaimedByARunThatNeverAppearedIsFreedLater) {

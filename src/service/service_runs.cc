@@ -391,7 +391,7 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
   ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
   return Submit(ctx, pipeline_id, std::string(idempotency_key), Fingerprint(body, pipeline_id),
-                [&b]() -> Result<SubmitBody> { return b; });
+                [&b](const RequestRecord*) -> Result<SubmitBody> { return b; });
 }
 
 std::string Service::Fingerprint(std::string_view body, const std::string& pipeline_id) {
@@ -402,7 +402,7 @@ std::string Service::Fingerprint(std::string_view body, const std::string& pipel
 
 Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pipeline_id,
                                    const std::string& key, const std::string& fingerprint,
-                                   const std::function<Result<SubmitBody>()>& body) {
+                                   const BodyFn& body) {
   // Idempotency: a known key answers before anything else is looked at.
   ASSIGN_OR_RETURN(std::optional<RequestRecord> known, requests_.Find(ctx.principal, key));
   const int64_t now = options_.clock->NowMicros();
@@ -424,11 +424,11 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     }
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-    ASSIGN_OR_RETURN(SubmitBody b, body());
+    ASSIGN_OR_RETURN(SubmitBody b, body(&*known));
     return CreateRun(ctx, p, *known, b, nullptr);
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-  ASSIGN_OR_RETURN(SubmitBody b, body());
+  ASSIGN_OR_RETURN(SubmitBody b, body(nullptr));
   Result<Admissible> a = CheckNewSubmission(ctx, p, b);
   if (!a.ok()) {
     // A twin of this request (same key) may have reserved the key and
@@ -450,6 +450,7 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
   RequestRecord reservation{
       key,    ctx.principal, fingerprint,
       run_id, now,           now + options_.limits.idempotency_retention_seconds * 1'000'000};
+  if (b.staged_here) reservation.staged_uploads = b.uploads;
   Status reserved = requests_.Reserve(reservation);
   if (reserved.IsAlreadyExists()) return Submit(ctx, pipeline_id, key, fingerprint, body);
   RETURN_NOT_OK(reserved);

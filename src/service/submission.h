@@ -12,6 +12,7 @@ namespace loam::service {
 
 struct SubmitBody {
   std::vector<std::string> uploads;  // upload ids, each once
+  bool staged_here = false;          // inline: the request staged `uploads` itself
   std::string source_id;
   bool reload = false;
   std::optional<std::string> error_policy;
