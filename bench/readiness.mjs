@@ -468,7 +468,7 @@ async function listStaging() {
     for (;;) {
       try {
         files = fs.readdirSync(dir, { recursive: true, withFileTypes: true })
-          .filter((e) => e.isFile() && !isFloodUpload(path.join(e.path, e.name)));
+          .filter((e) => e.isFile() && !leftForSweeper(path.join(e.path, e.name)));
         break;
       } catch (e) {
         if (e.code !== 'ENOENT') throw e;
@@ -485,10 +485,33 @@ async function listStaging() {
     '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
     '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
     `${process.env.AWS_ENDPOINT_URL}/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(prefix)}`], { encoding: 'utf8' });
-  return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]).filter((k) => !isFloodUpload(k));
+  return [...out.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]).filter((k) => !leftForSweeper(k));
 }
 
-function isFloodUpload(key) {
+// Staging the run cleanup does not own: a flood's upload, or one no run ever
+// claimed (a request killed between staging and its claim; its retry staged
+// again). Such uploads expire and the staging sweeper removes them after its
+// grace; they are counted apart.
+function leftForSweeper(key) {
   const m = /\/uploads\/([0-9A-Z]{26})\//.exec(key);
-  return m !== null && floodUploads.has(m[1]);
+  if (m === null) return false;
+  if (floodUploads.has(m[1])) return true;
+  let text;
+  try {
+    if (opt.backend === 'local') {
+      text = fs.readFileSync(path.join(root, '_control', 'uploads', `${m[1]}.json`), 'utf8');
+    } else {
+      const [bucket, ...rest] = root.slice(5).split('/');
+      text = execFileSync('curl', ['-sf', '--aws-sigv4', `aws:amz:${process.env.AWS_REGION ?? 'us-east-1'}:s3`,
+        '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+        '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
+        `${process.env.AWS_ENDPOINT_URL}/${bucket}/${rest.join('/')}/_control/uploads/${m[1]}.json`],
+      { encoding: 'utf8' });
+    }
+  } catch {
+    return false;  // no record: counted as left
+  }
+  const unclaimed = !JSON.parse(text).runId;
+  if (unclaimed) (stats.unclaimedStaging ??= new Set()).add(m[1]);
+  return unclaimed;
 }

@@ -78,6 +78,7 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   line('heads verify', outcome.headsVerify);
   line('staging objects left after the cleaner', outcome.stagingLeft);
   if (stats.killedWriterTemps) line('temp files of killed writers (removed after 1 h)', stats.killedWriterTemps);
+  if (stats.unclaimedStaging) line('uploads no run claimed (left to the staging sweeper)', stats.unclaimedStaging.size);
   line('cleanup backlog max age', `${stats.backlog.toFixed(1)} s`);
   line('connection errors retried', stats.connectionErrors);
   if (stats.floods) {
