@@ -256,6 +256,11 @@ TEST_F(GroupCommitTest, KeyedAppendsJoinWhenTheirKeysDiffer) {
   EXPECT_TRUE(out[3].status().Is(ErrorCode::kConflict)) << out[3].status();
   EXPECT_EQ(ws_->Current().value().Find("k")->head.row_count, 3);
   EXPECT_FALSE(RunCommit("kdup"));
+  // A large keyed append commits alone (its keys would be read back in memory).
+  WriteRequest large = keyed("klarge", {10}, out[0]->table_version);
+  EXPECT_TRUE(Workspace::Groupable(large));
+  large.staged[0].data_size = Workspace::kMaxGroupedKeyedBytes + 1;
+  EXPECT_FALSE(Workspace::Groupable(large));
   // A user's expectedTableVersion is not a key check's: such a run commits alone.
   WriteRequest exclusive = keyed("kx", {9}, out[0]->table_version);
   exclusive.expected_for_keys = false;

@@ -225,6 +225,8 @@ class Workspace {
   // elsewhere) commits nothing and reaches every member as a conflict, so
   // each retries alone and gets its own answer. One result per request.
   std::vector<Result<WriteResult>> WriteGroup(const std::vector<const WriteRequest*>& requests);
+  // A keyed append joins a group only with at most this many staged bytes.
+  static constexpr uint64_t kMaxGroupedKeyedBytes = uint64_t{4} << 20;
   // Whether `request` may join a group commit (see WriteGroup).
   static bool Groupable(const WriteRequest& request);
   // Forks the table onto `branch` at its current version without writing:

@@ -56,9 +56,18 @@ void DropKeyOverlaps(const Dataset& table, const std::vector<std::string>& keys,
 }  // namespace
 
 bool Workspace::Groupable(const WriteRequest& r) {
-  return r.mode == WriteMode::kAppend && r.staged_rows && !r.staged.empty() && r.table_sid &&
-         !r.run_id.empty() && (!r.expected_version || r.expected_for_keys) &&
-         r.merge_plan == nullptr && r.add_columns.empty() && !r.authorize_as;
+  if (r.mode != WriteMode::kAppend || !r.staged_rows || r.staged.empty() || !r.table_sid ||
+      r.run_id.empty() || (r.expected_version && !r.expected_for_keys) || r.merge_plan != nullptr ||
+      !r.add_columns.empty() || r.authorize_as) {
+    return false;
+  }
+  if (!r.expected_for_keys) return true;
+  // A keyed append's keys are read back in memory to compare with its
+  // group-mates': only small ones join (a large load commits alone, within
+  // its memory bound).
+  uint64_t bytes = 0;
+  for (const Fragment& f : r.staged) bytes += f.data_size;
+  return bytes <= kMaxGroupedKeyedBytes;
 }
 
 Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
