@@ -194,6 +194,29 @@ Status Loader::Renew(Active& run) {
   return Save(run);
 }
 
+Status Loader::RenewIfOld(Active& run) {
+  const RunRecord& r = run.record;
+  if (r.lease_owner == owner_ &&
+      r.lease_expires_micros - NowMicros() > options_.lease_micros * 2 / 3) {
+    if (options_.on_progress) options_.on_progress(r);
+    return Status::OK();
+  }
+  return Renew(run);
+}
+
+namespace {
+
+// A run taken up from `queued` is recorded as validating by the same write
+// that claims it.
+void StartValidating(RunRecord& r, int64_t now_micros) {
+  r.state = RunState::kValidating;
+  r.started_micros = now_micros;
+  r.counters = {};
+  r.errors.clear();
+}
+
+}  // namespace
+
 Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   if (reused) *reused = false;
   if (request.error_policy == ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
@@ -257,6 +280,7 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
     run.record.created_micros = NowMicros();
     run.record.lease_owner = owner_;
     run.record.lease_expires_micros = NowMicros() + options_.lease_micros;
+    StartValidating(run.record, NowMicros());
     Status created = runs_.Create(run.record, &run.etag);
     if (created.IsAlreadyExists()) return Run(request, reused);  // another process created it
     RETURN_NOT_OK(created);
@@ -281,6 +305,7 @@ Result<RunRecord> Loader::Resume(const std::string& run_id) {
   }
   // A run past `queued` may have reached its commit: resume settles that first.
   run.resumed = run.record.state != RunState::kQueued;
+  if (!run.resumed) StartValidating(run.record, NowMicros());
   RETURN_NOT_OK(Renew(run));  // CAS: exactly one process takes it
   Result<RunRecord> done = Execute(run);
   if (done.ok()) return done;
@@ -336,7 +361,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
   auto finish = [&](RunState state) -> Result<RunRecord> {
     // Renewing first proves this process still owns the run (and keeps it
     // for a whole lease) before the hook acts on the run's behalf.
-    if (options_.before_terminal) RETURN_NOT_OK(Renew(run));
+    if (options_.before_terminal) RETURN_NOT_OK(RenewIfOld(run));
     rec.state = state;
     rec.finished_micros = NowMicros();
     rec.lease_expires_micros = 0;
@@ -387,11 +412,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     ASSIGN_OR_RETURN(bool done, committed());
     if (done) return finish_committed();
   }
-  rec.state = RunState::kValidating;
-  rec.started_micros = NowMicros();
-  rec.counters = {};
-  rec.errors.clear();
-  RETURN_NOT_OK(Renew(run));
+  StartValidating(rec, NowMicros());
+  RETURN_NOT_OK(RenewIfOld(run));  // recorded already when the claim just took it from queued
   if (options_.claim && req.error_policy != ErrorPolicy::kValidationOnly) {
     if (Status claim = options_.claim(rec); !claim.ok()) return fail_with(claim, "");
   }
@@ -458,8 +480,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     }
 
     // --- commit: one atomic write, recorded as run_commit:<id> ---
+    // Recorded only for a run whose validation took a third of its lease:
+    // a small run goes from validating to its end in one write.
     rec.state = RunState::kCommitting;
-    Status committing = Renew(run);
+    Status committing = RenewIfOld(run);
     if (committing.ok()) committing = Fail(failpoint::kRunBeforeCommit);
     if (!committing.ok()) {
       discard();

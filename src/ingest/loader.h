@@ -101,6 +101,9 @@ class Loader {
   // backs off, or, at the last attempt, fails the run with it.
   Result<RunRecord> AfterFailedAttempt(Active& run, const Status& s);
   Status Renew(Active& run);
+  // Renews only when a third of the lease has passed since the last
+  // renewal; otherwise the lease held proves ownership without a write.
+  Status RenewIfOld(Active& run);
   Status Save(Active& run);
   Status Fail(std::string_view point) const;
 

@@ -16,7 +16,9 @@ Status RunQueue::Enqueue(const std::string& run_id, const std::string& pipeline_
   return s.IsAlreadyExists() ? Status::OK() : s;
 }
 
-Status RunQueue::Remove(const QueueEntry& entry) { return store_->Delete(entry.key); }
+// Relaxed: an entry that comes back after a power loss names a terminal run
+// (or none), which the next queue pass removes again.
+Status RunQueue::Remove(const QueueEntry& entry) { return store_->DeleteRelaxed(entry.key); }
 
 Result<std::vector<QueueEntry>> RunQueue::List() const {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store_->ListAll(prefix_));

@@ -58,7 +58,7 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
     return std::unique_ptr<ByteSource>(std::move(src));
   };
   lo.claim = [this](const ingest::RunRecord& rec) { return ClaimSource(rec); };
-  lo.before_terminal = [this](const ingest::RunRecord& rec) { return BeforeTerminal(rec); };
+  lo.before_terminal = [this](const ingest::RunRecord& rec) { return SettleSource(rec); };
   if (options_.group_commit_runs > 1) {
     committer_ = std::make_unique<GroupCommitter>(
         ws_, GroupCommitOptions{options_.group_commit_runs, options_.group_commit_wait_micros});

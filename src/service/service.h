@@ -333,6 +333,10 @@ class Service {
   Status CheckOutstandingUploads(const std::string& principal);
   // Stores `body` as upload `r` (read with `etag`), checking size and digest.
   Status StoreUpload(UploadRecord r, std::string etag, ByteSource& body);
+  // Inline data staged in two writes (the data, then its upload record,
+  // received and already claimed by `run_id`); returns the upload id.
+  Result<std::string> StageInline(const CallContext& ctx, const Pipeline& p, const InlineLoad& load,
+                                  const std::string& sha256, const std::string& run_id);
   // What admission needs to know of a new submission that passed every check
   // but admission: grants, limits, uploads, the source identity.
   struct Admissible {
@@ -376,7 +380,14 @@ class Service {
   // Drops the remembered leases of runs no longer queued.
   void ForgetLeasesOutside(const std::vector<QueueEntry>& entries);
   Status ClaimSource(const ingest::RunRecord& rec);
+  // SettleSource, then EnqueueCleanup: for a run made terminal outside a
+  // worker's attempt (cancel, the queue pass).
   Status BeforeTerminal(const ingest::RunRecord& rec);
+  // The loader's hook before a run's terminal write: its source identity
+  // marked loaded when it committed, its claim released otherwise.
+  Status SettleSource(const ingest::RunRecord& rec);
+  Status EnqueueCleanup(const ingest::RunRecord& rec);
+  Status CleanUpInputs(const ingest::RunRecord& rec);
   void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
   void Wake();

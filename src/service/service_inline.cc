@@ -1,7 +1,9 @@
 // Service: inline submissions, whose data travels in the request itself.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/status_macros.h"
+#include "common/ulid.h"
 #include "service/service.h"
 #include "service/staging.h"
 
@@ -49,30 +51,69 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
       return Status::InvalidArgument("pipeline '" + p.spec.name + "' loads " +
                                      (csv ? "JSON Lines" : "CSV") + ", not " + load.content_type);
     }
-    UploadRequest req;
-    req.size = load.data.size();
-    req.sha256 = sha;
-    req.content_type = load.content_type;
-    ASSIGN_OR_RETURN(UploadTicket t, CreateUpload(ctx, pipeline_id, req));
-    staged.push_back(t.upload_id);
-    std::string etag;
-    ASSIGN_OR_RETURN(UploadRecord r, uploads_.Get(t.upload_id, &etag));
-    StringSource data(load.data);
-    RETURN_NOT_OK(StoreUpload(std::move(r), std::move(etag), data));
-    b.uploads = {t.upload_id};
+    b.run_id = resuming != nullptr ? resuming->run_id : NewUlidString();
+    ASSIGN_OR_RETURN(std::string upload_id, StageInline(ctx, p, load, sha, b.run_id));
+    staged.push_back(upload_id);
+    b.uploads = {upload_id};
     return b;
   };
   Result<Submission> out = Submit(ctx, pipeline_id, std::string(idempotency_key),
                                   Fingerprint(identity.dump(), pipeline_id), stage);
-  // A refusal leaves nothing behind: what this request staged and no run
-  // claimed goes now (the staging sweeper would, a day later).
+  if (out.ok() || staged.empty()) return out;
+  // A refusal leaves nothing behind: what this request staged goes now (the
+  // staging sweeper would, a day later), unless the key's reservation names
+  // it, for a retry to finish the creation with.
+  Result<std::optional<RequestRecord>> kept =
+      requests_.Find(ctx.principal, std::string(idempotency_key));
   for (const std::string& id : staged) {
-    Result<UploadRecord> r = uploads_.Get(id);
-    if (!r.ok() || !r->run_id.empty()) continue;
-    static_cast<void>(ws_->store()->Delete(r->key));
+    if (!kept.ok()) break;
+    const RequestRecord* r = kept->has_value() ? &**kept : nullptr;
+    if (r != nullptr && std::find(r->staged_uploads.begin(), r->staged_uploads.end(), id) !=
+                            r->staged_uploads.end()) {
+      continue;
+    }
+    Result<UploadRecord> u = uploads_.Get(id);
+    if (!u.ok()) continue;
+    static_cast<void>(ws_->store()->Delete(u->key));
     static_cast<void>(uploads_.Delete(id));
   }
   return out;
+}
+
+Result<std::string> Service::StageInline(const CallContext& ctx, const Pipeline& p,
+                                         const InlineLoad& load, const std::string& sha256,
+                                         const std::string& run_id) {
+  // The request itself is admitted by the submission (one request token):
+  // staging takes none, and an inline upload is never outstanding.
+  ASSIGN_OR_RETURN(LoadLimits limits,
+                   LowerOnly(options_.limits.Ceiling(), p.spec.limits, "pipeline"));
+  if (static_cast<int64_t>(load.data.size()) > *limits.max_run_bytes) {
+    return Status::ResourceExhausted("the inline data holds " + std::to_string(load.data.size()) +
+                                     " bytes, over the run limit of " +
+                                     std::to_string(*limits.max_run_bytes))
+        .WithErrorCode(ErrorCode::kLimitExceeded)
+        .WithDetail("limit", "maxRunBytes");
+  }
+  UploadRecord r;
+  r.id = NewUlidString();
+  r.pipeline_id = p.id;
+  r.principal = ctx.principal;
+  r.table_sid = p.table_sid;
+  r.created_micros = options_.clock->NowMicros();
+  r.expires_micros = r.created_micros + options_.limits.upload_ttl_seconds * 1'000'000;
+  const StagingPlace place{ws_->root(), r.created_micros, ws_->id(), ctx.principal,
+                           p.id,        p.table_sid,      r.id};
+  r.key = StagingDataKey(place);
+  r.prefix = StagingUploadPrefix(place);
+  r.size = load.data.size();
+  r.sha256 = r.received_sha256 = sha256;
+  r.content_type = load.content_type;
+  r.run_id = run_id;
+  // The data first: a record always names data that is there (the staging
+  // sweeper removes data whose record never came).
+  RETURN_NOT_OK(ws_->store()->PutIfAbsent(r.key, load.data).status());
+  RETURN_NOT_OK(uploads_.CreateRecord(r));
+  return r.id;
 }
 
 }  // namespace loam::service

@@ -452,12 +452,15 @@ TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
   std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();
   const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
-  EXPECT_EQ(Drain(), 1);
-  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);  // whatever cleanup does
   FaultRule rule = FaultRule::FailNth("staging deletes", MaskOf({ObjectOp::kDelete}), 1,
                                       Status::Unavailable("injected"), "ingestion-staging/");
   rule.times = FaultRule::kForever;
   faulty->AddRule(rule);
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);  // whatever cleanup does
+  // The worker could not delete the inputs: they went to the cleaner.
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 1);
+  EXPECT_EQ(CountUnder("_control/queue/"), 0);
   CleanupReport failed = Svc().RunCleanerOnce().value();
   EXPECT_EQ(failed.entries_failed, 1);
   EXPECT_EQ(Svc().RunCleanerOnce().value().entries_pending, 1);  // backing off
@@ -474,12 +477,16 @@ TEST_F(ServiceTest, TheCleanerRetriesWithBackoffAndSurvivesARestart) {
 }
 
 // The cleaner dies after deleting the staged objects, before its entry: the
-// next cleaner finds the prefix empty and finishes.
+// next cleaner finds the prefix empty and finishes. (The worker's own delete
+// failed, so the inputs went to the cleaner.)
 TEST_F(ServiceTest, ACleanerThatDiesBeforeItsEntryIsDeletedIsFinishedByTheNext) {
   std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();
   ASSERT_TRUE(Submit(p, "a", Body(Upload(p, kRows).value())).ok());
+  faulty->AddRule(FaultRule::FailNth("worker delete", MaskOf({ObjectOp::kDelete}), 1,
+                                     Status::Unavailable("injected"), "ingestion-staging/"));
   EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(faulty->Fired("worker delete"), 1u);
   faulty->AddRule(FaultRule::FailNth("entry delete", MaskOf({ObjectOp::kDelete}), 1,
                                      Status::Unavailable("killed"), "_control/cleanup/"));
   EXPECT_EQ(Svc().RunCleanerOnce().value().entries_failed, 1);

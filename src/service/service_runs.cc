@@ -349,7 +349,7 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
   }
   RETURN_NOT_OK(BuildRequest(p, ctx, b, {}).status());  // its limits and policies
   Admissible a;
-  ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, ""));
+  ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id));
   std::vector<std::string> digests;
   for (const CheckedUpload& u : a.uploads) {
     a.bytes += static_cast<int64_t>(u.record.size);
@@ -438,7 +438,7 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     if (twin) return Submit(ctx, pipeline_id, key, fingerprint, body);
     return a.status();
   }
-  const std::string run_id = NewUlidString();
+  const std::string run_id = b.run_id.empty() ? NewUlidString() : b.run_id;
   RETURN_NOT_OK(AdmitNew(ctx, key, p, a->bytes, a->max_concurrent, run_id));
   // Pending until CreateRun has written the queue entry (or given up).
   struct Settler {
@@ -508,7 +508,10 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   RETURN_NOT_OK(created);
   // Submitted for good: no longer outstanding (a lost delete only counts an
   // upload until it expires; a claim released before this point keeps it).
-  for (const CheckedUpload& u : uploads) static_cast<void>(uploads_.ForgetOutstanding(u.record));
+  // (Uploads the request staged itself never were.)
+  if (!b.staged_here) {
+    for (const CheckedUpload& u : uploads) static_cast<void>(uploads_.ForgetOutstanding(u.record));
+  }
   // A resumed creation is old enough that a worker may have removed its
   // queue entry as an orphan just before the run record appeared: again.
   if (resuming) RETURN_NOT_OK(queue_.Enqueue(run.id, p.id, run.input_bytes));

@@ -252,8 +252,9 @@ Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_e
   }
   if (options_.on_run_finished) options_.on_run_finished(*done);
   RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
+  RETURN_NOT_OK(CleanUpInputs(*done));
   RETURN_NOT_OK(queue_.Remove(e));
-  Wake();  // the cleaner
+  Wake();  // the cleaner, when the inputs went to it
   return std::optional<bool>(true);
 }
 
@@ -307,6 +308,11 @@ Status Service::ClaimSource(const RunRecord& rec) {
 }
 
 Status Service::BeforeTerminal(const RunRecord& rec) {
+  RETURN_NOT_OK(SettleSource(rec));
+  return EnqueueCleanup(rec);
+}
+
+Status Service::SettleSource(const RunRecord& rec) {
   if (rec.pipeline_id.empty()) return Status::OK();
   if (!rec.source_id.empty() && !rec.validation_only) {
     const std::string& digest = rec.source_sha256;
@@ -329,6 +335,11 @@ Status Service::BeforeTerminal(const RunRecord& rec) {
       RETURN_NOT_OK(requests_.DeleteSource(rec.pipeline_id, *src));  // release the claim
     }
   }
+  return Status::OK();
+}
+
+Status Service::EnqueueCleanup(const RunRecord& rec) {
+  if (rec.pipeline_id.empty()) return Status::OK();
   CleanupEntry entry;
   entry.run_id = rec.id;
   entry.upload_ids = rec.uploads;
@@ -338,6 +349,24 @@ Status Service::BeforeTerminal(const RunRecord& rec) {
     entry.prefixes.push_back(key.substr(0, slash + 1));
   }
   return cleaner_.Enqueue(entry);
+}
+
+// The run is terminal and its queue entry still stands (a crash before the
+// entry goes leaves the queue pass to write the cleanup entry). Its inputs
+// go at once; the cleaner takes over what could not be deleted.
+Status Service::CleanUpInputs(const RunRecord& rec) {
+  if (rec.pipeline_id.empty()) return Status::OK();
+  Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(rec.request);
+  Status s = req.status();
+  // Relaxed: data that comes back after a power loss has no record left,
+  // and the staging sweeper removes it.
+  for (size_t i = 0; s.ok() && i < req->files.size(); ++i) {
+    s = ws_->store()->DeleteRelaxed(req->files[i]);
+  }
+  for (size_t i = 0; s.ok() && i < rec.uploads.size(); ++i) s = uploads_.Delete(rec.uploads[i]);
+  if (s.ok()) return s;
+  LOAM_LOG_WARN("run {}: its inputs go to the cleaner: {}", rec.id, s.ToString());
+  return EnqueueCleanup(rec);
 }
 
 Result<SweepReport> Service::SweepStaging() {

@@ -13,6 +13,9 @@ namespace loam::service {
 struct SubmitBody {
   std::vector<std::string> uploads;  // upload ids, each once
   bool staged_here = false;          // inline: the request staged `uploads` itself
+  // Inline: the run id its uploads were staged already claimed by (the
+  // submission creates the run under it); "" = mint one.
+  std::string run_id;
   std::string source_id;
   bool reload = false;
   std::optional<std::string> error_policy;

@@ -87,6 +87,10 @@ Status UploadStore::Create(const UploadRecord& r) {
   return store_->PutIfAbsent(Key(r.id), r.ToJson()).status();
 }
 
+Status UploadStore::CreateRecord(const UploadRecord& r) {
+  return store_->PutIfAbsent(Key(r.id), r.ToJson()).status();
+}
+
 Result<OutstandingUploads> UploadStore::CountOutstanding(const std::string& principal,
                                                          int64_t now_micros, int64_t limit) const {
   OutstandingUploads out;

@@ -46,6 +46,9 @@ class UploadStore {
   // 20 digits>-<id>", written first: a crash leaves at most an entry that
   // expires.
   Status Create(const UploadRecord& r);
+  // The record alone, no index entry: an upload the service staged itself,
+  // submitted by the same request, is never outstanding.
+  Status CreateRecord(const UploadRecord& r);
   // Unexpired entries of `principal`'s index at `now`, counting at most
   // `limit` + 1 (one LIST request for limits up to 999).
   Result<OutstandingUploads> CountOutstanding(const std::string& principal, int64_t now_micros,

@@ -1,0 +1,64 @@
+// What a small run costs in object-store writes: an inline acceptance makes
+// five before it is acknowledged (data, upload record, reservation, queue
+// entry, run record) and its run writes its record twice (the claim, which
+// also records validating, and the end), with no cleanup entry.
+#include "io/counting_object_store.h"
+#include "service/service_test_util.h"
+
+namespace loam::service {
+namespace {
+
+class ServiceCostTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    ServiceTest::SetUp();
+    options_.lease_micros = 30'000'000;  // as in production: a fresh lease needs no renewal
+    counting_ = std::make_shared<CountingObjectStore>(store_, /*prefix_depth=*/3);
+    WorkspaceOptions wo;
+    wo.recovery_grace_micros = 0;
+    ws_ = Workspace::Open(counting_, root_, wo).value();
+  }
+  // Writes (puts of any kind and deletes) under `sub` of the workspace.
+  uint64_t Writes(const IoSnapshot& io, const std::string& sub) const {
+    auto it = io.by_prefix.find(root_ + "/" + sub);
+    return it == io.by_prefix.end() ? 0 : it->second.writes();
+  }
+
+  std::shared_ptr<CountingObjectStore> counting_;
+};
+
+TEST_F(ServiceCostTest, AnInlineRunWritesFiveObjectsToBeAcceptedAndTwoRunRecordsToEnd) {
+  const std::string pipeline = AppendPipeline();
+  ASSERT_TRUE(Svc().SubmitInline(Ctx("ada"), pipeline, "warm", {"text/csv", kRows}).ok());
+  ASSERT_EQ(Drain(), 1);  // directories and caches warm
+  counting_->Reset();
+  const std::string row = "id,amount,note\n3,1.50,a\n";
+  Result<Submission> s = Svc().SubmitInline(Ctx("ada"), pipeline, "k1", {"text/csv", row});
+  ASSERT_TRUE(s.ok()) << s.status();
+  const IoSnapshot accepted = counting_->Snapshot();
+  EXPECT_EQ(accepted.total.writes(), 5u) << accepted.total.ToString();
+  for (const char* sub : {"ingestion-staging/v1/", "_control/uploads/", "_control/requests/",
+                          "_control/queue/", "_control/runs/"}) {
+    EXPECT_EQ(Writes(accepted, sub), 1u) << sub;
+  }
+  EXPECT_EQ(accepted.by_prefix.count(root_ + "/_control/upload-index/"), 0u);
+
+  counting_->Reset();
+  ASSERT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(s->run.id).state, ingest::RunState::kSucceeded);
+  const IoSnapshot ran = counting_->Snapshot();
+  EXPECT_EQ(Writes(ran, "_control/runs/"), 2u);
+  EXPECT_EQ(Writes(ran, "_control/cleanup/"), 0u);
+  // Its inputs went with the run: data, upload record, queue entry.
+  EXPECT_EQ(Writes(ran, "ingestion-staging/v1/"), 1u);
+  EXPECT_EQ(Writes(ran, "_control/uploads/"), 1u);
+  EXPECT_EQ(Writes(ran, "_control/queue/"), 1u);
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  EXPECT_EQ(CountUnder("_control/uploads/"), 0);
+  counting_->Reset();
+  EXPECT_EQ(Svc().RunCleanerOnce().value().entries_done, 0);
+  EXPECT_EQ(counting_->Snapshot().total.writes(), 0u);
+}
+
+}  // namespace
+}  // namespace loam::service
