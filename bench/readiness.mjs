@@ -290,7 +290,7 @@ async function drive(rate, seconds) {
   let errors = 0;
   while (now() < end) {
     if (inFlight.size >= opt.clients) { await Promise.race(inFlight); continue; }
-    if (opt.profile !== 'mix' || rate === Infinity) { /* closed loop: as fast as clients go */ } else {
+    if ((opt.profile !== 'mix' && !opt.openLoop) || rate === Infinity) { /* closed loop: as fast as clients go */ } else {
       due += (-Math.log(1 - Math.random()) * 1000) / rate;  // Poisson arrivals
       if (due > now()) await sleep(due - now());
     }

@@ -56,11 +56,15 @@ export async function checkOutcome({ submissions, runs, faults, staging, loam, c
     }
   }
   const commitsPerRun = new Map();
+  let runCommits = 0;  // manifest commits carrying runs
   for (const c of log) {
-    for (const id of c.runIds ?? (c.runId ? [c.runId] : [])) {
+    const ids = c.runIds ?? (c.runId ? [c.runId] : []);
+    if (ids.length > 0) runCommits++;
+    for (const id of ids) {
       commitsPerRun.set(id, (commitsPerRun.get(id) ?? 0) + 1);
     }
   }
+  out.runCommits = runCommits;
   for (const s of submissions) {
     if (!s.run) continue;
     const committed = s.run.state === 'succeeded' && !s.validationOnly ? 1 : 0;

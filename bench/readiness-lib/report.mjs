@@ -60,6 +60,8 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
     const secs = (last - first) / 1000;
     line('commits/s (succeeded runs ÷ first submission to last finish)', (ok.length / secs).toFixed(1));
     line('MiB/s committed', (ok.reduce((a, s) => a + s.bytes, 0) / 1048576 / secs).toFixed(1));
+    line('manifest commits with runs (per second over the same span; runs per commit)',
+      `${outcome.runCommits} (${(outcome.runCommits / secs).toFixed(1)}/s; ${(ok.length / Math.max(outcome.runCommits, 1)).toFixed(1)})`);
   }
   if (stats.retryAfterGiven.length) {
     line('Retry-After given p50 / max', `${ms(percentile(stats.retryAfterGiven, 50))} / ${ms(percentile(stats.retryAfterGiven, 100))}`);

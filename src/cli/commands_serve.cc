@@ -177,7 +177,7 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
                     "where clients reach this server, for upload URLs (default http://LISTEN)");
   serve->add_option("--workers", f->workers, "run workers in this process (default 2)");
   serve->add_option("--small-run-workers", f->small_run_workers,
-                    "workers that take only runs of at most 1 MiB (default 2; none with "
+                    "workers that take only runs of at most 1 MiB (default 16; none with "
                     "--workers 0)");
   serve->add_option("--auth-hs256-secret-file", f->hs256, "HS256 secret, 32+ bytes");
   serve->add_option("--auth-public-key-file", f->public_key,

@@ -131,6 +131,8 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
                  R"(key "leaseSeconds" appears twice in one object)");
   refused_config("lane.json", R"({"smallRunWorkers": 257})", "smallRunWorkers");
   refused_config("group.json", R"({"groupCommitRuns": 0})", "groupCommitRuns");
+  refused_config("interval.json", R"({"groupCommitIntervalMillis": 1001})",
+                 "groupCommitIntervalMillis");
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);

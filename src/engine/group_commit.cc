@@ -41,19 +41,30 @@ Result<WriteResult> GroupCommitter::Commit(const WriteRequest& request) {
   // Invariant: only the front waiter of a line that is not committing leads.
   cv_.wait(lock, [&] { return me.result || (!line.committing && line.waiting.front() == &me); });
   if (!me.result) {
-    Lead(line, lock);  // gives `me` its result too
+    Lead(key, line, lock);  // gives `me` its result too
     // Only a leader erases a line (its followers no longer look at it).
     if (line.waiting.empty()) lines_.erase(key);
   }
   return *std::move(me.result);
 }
 
-void GroupCommitter::Lead(Line& line, std::unique_lock<std::mutex>& lock) {
+void GroupCommitter::AwaitInterval(const LineKey& key, Line& line,
+                                   std::unique_lock<std::mutex>& lock) {
+  if (options_.interval_micros <= 0) return;
+  const auto interval = std::chrono::microseconds(options_.interval_micros);
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(started_, [&](const auto& s) { return s.second + interval <= now; });
+  auto last = started_.find(key);
+  if (last == started_.end()) return;        // idle: at once
+  const auto due = last->second + interval;  // `last` may go while this waits
   const size_t max_runs = static_cast<size_t>(options_.max_runs);
-  if (options_.max_wait_micros > 0 && line.waiting.size() > 1) {
-    cv_.wait_for(lock, std::chrono::microseconds(options_.max_wait_micros),
-                 [&] { return line.waiting.size() >= max_runs; });
-  }
+  cv_.wait_until(lock, due, [&] { return line.waiting.size() >= max_runs; });
+}
+
+void GroupCommitter::Lead(const LineKey& key, Line& line, std::unique_lock<std::mutex>& lock) {
+  const size_t max_runs = static_cast<size_t>(options_.max_runs);
+  AwaitInterval(key, line, lock);
+  started_[key] = std::chrono::steady_clock::now();
   std::vector<Waiter*> group;
   while (!line.waiting.empty() && group.size() < max_runs) {
     group.push_back(line.waiting.front());

@@ -3,12 +3,15 @@
 //
 // Callers wait in a line per (branch, table). The first in line leads: it
 // takes everyone waiting behind it (up to max_runs) and commits them as one
-// group, then hands the line to the next. An idle line commits at once; under
-// load a group gathers while the previous one commits, so the commit rate
-// stays bounded while the run rate grows. Requests that cannot share a
-// commit (upserts, replaces, keyed appends, added columns) commit alone.
+// group, then hands the line to the next. A line commits at most once per
+// interval: a leader that comes within the interval of the line's previous
+// commit waits for the rest of it (or until max_runs wait), so a group
+// gathers; an idle line commits at once. The commit rate of a table stays
+// bounded while its run rate grows. Requests that cannot share a commit
+// (upserts, replaces, added columns, large keyed appends) commit alone.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -25,10 +28,9 @@ namespace loam {
 struct GroupCommitOptions {
   // At most this many runs in one commit.
   int max_runs = 64;
-  // Under load (others already waiting), a leader waits up to this long for
-  // its group to reach max_runs before it commits; 0 commits what has
-  // gathered at once.
-  int64_t max_wait_micros = 0;
+  // At least this long between the starts of two commits of one line (0:
+  // none; a group is what gathered during the previous commit).
+  int64_t interval_micros = 0;
 };
 
 struct GroupCommitStats {
@@ -59,13 +61,19 @@ class GroupCommitter {
   using LineKey = std::pair<std::string, int64_t>;  // branch, table sid
 
   // Takes the leader's group from `line` (mu_ held) and commits it.
-  void Lead(Line& line, std::unique_lock<std::mutex>& lock);
+  void Lead(const LineKey& key, Line& line, std::unique_lock<std::mutex>& lock);
+  // Waits (mu_ held) until `key`'s interval since its last commit is over or
+  // `line` has max_runs waiting.
+  void AwaitInterval(const LineKey& key, Line& line, std::unique_lock<std::mutex>& lock);
 
   std::shared_ptr<Workspace> ws_;
   GroupCommitOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<LineKey, Line> lines_;
+  // When each line last started a commit, kept for one interval (a line
+  // goes when it empties).
+  std::map<LineKey, std::chrono::steady_clock::time_point> started_;
   GroupCommitStats stats_;
 };
 

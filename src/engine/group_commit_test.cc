@@ -232,6 +232,31 @@ TEST_F(GroupCommitTest, RunsArrivingDuringACommitGoInTogether) {
   for (int i = 0; i < 16; ++i) EXPECT_TRUE(RunCommit("run-" + std::to_string(i)));
 }
 
+// A line commits at most once per interval: the first run after a commit
+// waits (here until max_runs wait, the interval being an hour) and takes
+// those who joined; an idle line commits at once.
+TEST_F(GroupCommitTest, ALineCommitsAtMostOncePerInterval) {
+  std::vector<WriteRequest> requests;
+  for (int i = 0; i < 5; ++i) requests.push_back(Staged("run-" + std::to_string(i), {i}));
+  GroupCommitter committer(ws_, GroupCommitOptions{4, 3'600'000'000});
+  ASSERT_TRUE(committer.Commit(requests[0]).ok());  // idle: at once
+  std::vector<Result<WriteResult>> results(5, Status::Internal("unset"));
+  std::vector<std::thread> rest;
+  for (int i = 1; i < 5; ++i) {
+    rest.emplace_back([&, i] { results[i] = committer.Commit(requests[i]); });
+  }
+  for (std::thread& t : rest) t.join();
+  std::set<std::string> commits;
+  for (int i = 1; i < 5; ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].status();
+    commits.insert(results[i]->commit_id);
+  }
+  EXPECT_EQ(commits.size(), 1u);
+  EXPECT_EQ(committer.stats().commits, 2);
+  EXPECT_EQ(committer.stats().runs, 5);
+  EXPECT_EQ(Ids().size(), 5u);
+}
+
 // Keyed appends share a commit while the table is at the version their key
 // checks saw and no earlier member adds one of their keys.
 TEST_F(GroupCommitTest, KeyedAppendsJoinWhenTheirKeysDiffer) {

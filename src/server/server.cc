@@ -105,6 +105,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("workers", &c.workers, 0, 256));
   RETURN_NOT_OK(o.Int("smallRunWorkers", &c.small_run_workers, 0, 256));
   RETURN_NOT_OK(o.Int("groupCommitRuns", &c.group_commit_runs, 1, 1024));
+  RETURN_NOT_OK(o.Int("groupCommitIntervalMillis", &c.group_commit_interval_millis, 0, 1000));
   RETURN_NOT_OK(o.Int("leaseSeconds", &c.lease_seconds, 5, 3600));
   RETURN_NOT_OK(o.Int("keyMemoryMiB", &c.key_memory_mib, 1, int64_t{1} << 20));
   RETURN_NOT_OK(o.String("scratchDirectory", &c.scratch_dir));
@@ -184,9 +185,10 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   so.limits = config.limits;
   so.workers = config.workers;
   so.small_run_workers = config.small_run_workers >= 0 ? config.small_run_workers
-                         : config.workers > 0          ? 2
+                         : config.workers > 0          ? 16
                                                        : 0;
   so.group_commit_runs = config.group_commit_runs;
+  so.group_commit_interval_micros = config.group_commit_interval_millis * 1000;
   so.lease_micros = config.lease_seconds * 1'000'000;
   so.key_memory_bytes = static_cast<size_t>(config.key_memory_mib) << 20;
   so.scratch_dir = config.scratch_dir;

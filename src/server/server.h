@@ -18,10 +18,14 @@ struct ServerConfig {
   std::string public_url;                 // default http://<listen address>
   int workers = 2;                        // run workers in this process
   // Workers that take only runs of at most 1 MiB of input (the small-run
-  // lane); -1: 2 when `workers` > 0, else none.
+  // lane; small runs are I/O bound, so many are in flight and their commits
+  // share groups); -1: 16 when `workers` > 0, else none.
   int small_run_workers = -1;
   // At most this many runs share one commit (group commit); 1: each alone.
   int group_commit_runs = 64;
+  // A table commits at most once per this many ms (an idle one at once), so
+  // runs that follow each other closely share commits; 0: no interval.
+  int64_t group_commit_interval_millis = 50;
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;

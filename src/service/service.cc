@@ -61,7 +61,7 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
   lo.before_terminal = [this](const ingest::RunRecord& rec) { return SettleSource(rec); };
   if (options_.group_commit_runs > 1) {
     committer_ = std::make_unique<GroupCommitter>(
-        ws_, GroupCommitOptions{options_.group_commit_runs, options_.group_commit_wait_micros});
+        ws_, GroupCommitOptions{options_.group_commit_runs, options_.group_commit_interval_micros});
     lo.commit = [this](const WriteRequest& w) { return committer_->Commit(w); };
   }
   loader_ = std::make_unique<ingest::Loader>(ws_, std::move(lo));

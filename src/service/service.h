@@ -63,9 +63,11 @@ struct ServiceOptions {
   // Group commit: runs of this process appending to one table that reach
   // their commit together share one table and manifest commit, each with its
   // own run_commit row (GroupCommitter). At most this many runs per commit;
-  // 1 commits every run alone.
+  // 1 commits every run alone. A table commits at most once per interval
+  // (GroupCommitOptions::interval_micros; loam serve: 50 ms), an idle one at
+  // once.
   int group_commit_runs = 64;
-  int64_t group_commit_wait_micros = 0;  // GroupCommitOptions::max_wait_micros
+  int64_t group_commit_interval_micros = 0;
   // HMAC key of local upload tokens, at least 32 bytes. Required unless
   // `presign` is set (S3 workspaces); Open picks the S3 store's presigner.
   std::string upload_secret;
