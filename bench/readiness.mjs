@@ -489,29 +489,34 @@ async function listStaging() {
 }
 
 // Staging the run cleanup does not own: a flood's upload, or one no run ever
-// claimed (a request killed between staging and its claim; its retry staged
-// again). Such uploads expire and the staging sweeper removes them after its
+// claimed: a request killed between staging and its claim, or (inline data
+// is staged before its record, which is claimed at once by the run id the
+// request would create) before its record or before that run existed; its
+// retry staged again. A run's data always has its record (cleanup deletes
+// the data first). The staging sweeper removes such uploads after its
 // grace; they are counted apart.
 function leftForSweeper(key) {
   const m = /\/uploads\/([0-9A-Z]{26})\//.exec(key);
   if (m === null) return false;
   if (floodUploads.has(m[1])) return true;
-  let text;
-  try {
-    if (opt.backend === 'local') {
-      text = fs.readFileSync(path.join(root, '_control', 'uploads', `${m[1]}.json`), 'utf8');
-    } else {
-      const [bucket, ...rest] = root.slice(5).split('/');
-      text = execFileSync('curl', ['-sf', '--aws-sigv4', `aws:amz:${process.env.AWS_REGION ?? 'us-east-1'}:s3`,
-        '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-        '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
-        `${process.env.AWS_ENDPOINT_URL}/${bucket}/${rest.join('/')}/_control/uploads/${m[1]}.json`],
-      { encoding: 'utf8' });
-    }
-  } catch {
-    return false;  // no record: counted as left
-  }
-  const unclaimed = !JSON.parse(text).runId;
+  const text = readControl(`uploads/${m[1]}.json`);
+  const runId = text === null ? '' : JSON.parse(text).runId;
+  const unclaimed = !runId || readControl(`runs/${runId}.json`) === null;
   if (unclaimed) (stats.unclaimedStaging ??= new Set()).add(m[1]);
   return unclaimed;
+}
+
+// The text of `_control/<name>` in the workspace, or null when it is absent.
+function readControl(name) {
+  try {
+    if (opt.backend === 'local') return fs.readFileSync(path.join(root, '_control', name), 'utf8');
+    const [bucket, ...rest] = root.slice(5).split('/');
+    return execFileSync('curl', ['-sf', '--aws-sigv4', `aws:amz:${process.env.AWS_REGION ?? 'us-east-1'}:s3`,
+      '-H', 'x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+      '--user', `${process.env.AWS_ACCESS_KEY_ID}:${process.env.AWS_SECRET_ACCESS_KEY}`,
+      `${process.env.AWS_ENDPOINT_URL}/${bucket}/${rest.join('/')}/_control/${name}`],
+    { encoding: 'utf8' });
+  } catch {
+    return null;
+  }
 }
