@@ -321,9 +321,11 @@ class Service {
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
   static std::string Fingerprint(std::string_view body, const std::string& pipeline_id);
   // The submission under `key` whose identity is `fingerprint`: a replay, or
-  // a new run of `body(resuming)` (called at most once per attempt; with
-  // the reservation when it finishes a creation that stopped half way).
-  using BodyFn = std::function<Result<SubmitBody>(const RequestRecord* resuming)>;
+  // a new run of `body(pipeline, resuming)` (called at most once per
+  // attempt; with the reservation when it finishes a creation that stopped
+  // half way).
+  using BodyFn =
+      std::function<Result<SubmitBody>(const Pipeline& p, const RequestRecord* resuming)>;
   Result<Submission> Submit(const CallContext& ctx, const std::string& pipeline_id,
                             const std::string& key, const std::string& fingerprint,
                             const BodyFn& body);
@@ -336,9 +338,10 @@ class Service {
   // Stores `body` as upload `r` (read with `etag`), checking size and digest.
   Status StoreUpload(UploadRecord r, std::string etag, ByteSource& body);
   // Inline data staged in two writes (the data, then its upload record,
-  // received and already claimed by `run_id`); returns the upload id.
-  Result<std::string> StageInline(const CallContext& ctx, const Pipeline& p, const InlineLoad& load,
-                                  const std::string& sha256, const std::string& run_id);
+  // received and already claimed by `run_id`); returns that record.
+  Result<UploadRecord> StageInline(const CallContext& ctx, const Pipeline& p,
+                                   const InlineLoad& load, const std::string& sha256,
+                                   const std::string& run_id);
   // What admission needs to know of a new submission that passed every check
   // but admission: grants, limits, uploads, the source identity.
   struct Admissible {

@@ -1,7 +1,8 @@
-// What a small run costs in object-store writes: an inline acceptance makes
-// five before it is acknowledged (data, upload record, reservation, queue
-// entry, run record) and its run writes its record twice (the claim, which
-// also records validating, and the end), with no cleanup entry.
+// What a small run costs in object-store requests: an inline acceptance
+// makes five writes before it is acknowledged (data, upload record,
+// reservation, queue entry, run record) and reads nothing it staged; its run
+// writes its record twice (the claim, which also records validating, and the
+// end) and deletes its inputs itself, with no cleanup entry.
 #include "io/counting_object_store.h"
 #include "service/service_test_util.h"
 
@@ -42,6 +43,13 @@ TEST_F(ServiceCostTest, AnInlineRunWritesFiveObjectsToBeAcceptedAndTwoRunRecords
     EXPECT_EQ(Writes(accepted, sub), 1u) << sub;
   }
   EXPECT_EQ(accepted.by_prefix.count(root_ + "/_control/upload-index/"), 0u);
+  // What it staged is not read back; the pipeline is read once.
+  for (const char* sub : {"ingestion-staging/v1/", "_control/uploads/"}) {
+    EXPECT_EQ(accepted.by_prefix.at(root_ + "/" + sub).reads(), 0u) << sub;
+  }
+  EXPECT_EQ(accepted.by_prefix.at(root_ + "/_control/pipelines/").reads(), 1u);
+  // With the key lookup, the snapshot (grants) and the queue view: 5 (was 14).
+  EXPECT_LE(accepted.total.reads(), 5u) << accepted.total.ToString();
 
   counting_->Reset();
   ASSERT_EQ(Drain(), 1);

@@ -30,7 +30,7 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
   // replay never stages): the pipeline as it is now must take this data. A
   // creation finished for a request that stopped uses the upload that
   // request staged (and may have claimed) while it is still there.
-  const auto stage = [&](const RequestRecord* resuming) -> Result<SubmitBody> {
+  const auto stage = [&](const Pipeline& p, const RequestRecord* resuming) -> Result<SubmitBody> {
     SubmitBody b;
     b.source_id = load.source_id;
     b.reload = load.reload;
@@ -46,15 +46,15 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
         return b;
       }
     }
-    ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
     if (csv != (p.spec.format == ingest::InputFormat::kCsv)) {
       return Status::InvalidArgument("pipeline '" + p.spec.name + "' loads " +
                                      (csv ? "JSON Lines" : "CSV") + ", not " + load.content_type);
     }
     b.run_id = resuming != nullptr ? resuming->run_id : NewUlidString();
-    ASSIGN_OR_RETURN(std::string upload_id, StageInline(ctx, p, load, sha, b.run_id));
-    staged.push_back(upload_id);
-    b.uploads = {upload_id};
+    ASSIGN_OR_RETURN(UploadRecord r, StageInline(ctx, p, load, sha, b.run_id));
+    staged.push_back(r.id);
+    b.uploads = {r.id};
+    b.staged = {std::move(r)};
     return b;
   };
   Result<Submission> out = Submit(ctx, pipeline_id, std::string(idempotency_key),
@@ -80,9 +80,9 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
   return out;
 }
 
-Result<std::string> Service::StageInline(const CallContext& ctx, const Pipeline& p,
-                                         const InlineLoad& load, const std::string& sha256,
-                                         const std::string& run_id) {
+Result<UploadRecord> Service::StageInline(const CallContext& ctx, const Pipeline& p,
+                                          const InlineLoad& load, const std::string& sha256,
+                                          const std::string& run_id) {
   // The request itself is admitted by the submission (one request token):
   // staging takes none, and an inline upload is never outstanding.
   ASSIGN_OR_RETURN(LoadLimits limits,
@@ -113,7 +113,7 @@ Result<std::string> Service::StageInline(const CallContext& ctx, const Pipeline&
   // sweeper removes data whose record never came).
   RETURN_NOT_OK(ws_->store()->PutIfAbsent(r.key, load.data).status());
   RETURN_NOT_OK(uploads_.CreateRecord(r));
-  return r.id;
+  return r;
 }
 
 }  // namespace loam::service

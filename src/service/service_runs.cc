@@ -349,7 +349,12 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
   }
   RETURN_NOT_OK(BuildRequest(p, ctx, b, {}).status());  // its limits and policies
   Admissible a;
-  ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id));
+  if (!b.staged.empty()) {
+    // Staged by this request a moment ago, already claimed: not read again.
+    for (const UploadRecord& u : b.staged) a.uploads.push_back({u, ""});
+  } else {
+    ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id));
+  }
   std::vector<std::string> digests;
   for (const CheckedUpload& u : a.uploads) {
     a.bytes += static_cast<int64_t>(u.record.size);
@@ -391,7 +396,7 @@ Result<Submission> Service::SubmitRun(const CallContext& ctx, const std::string&
   RETURN_NOT_OK(CheckIdempotencyKey(idempotency_key));
   ASSIGN_OR_RETURN(SubmitBody b, ParseSubmitBody(body, options_.limits.max_uploads_per_run));
   return Submit(ctx, pipeline_id, std::string(idempotency_key), Fingerprint(body, pipeline_id),
-                [&b](const RequestRecord*) -> Result<SubmitBody> { return b; });
+                [&b](const Pipeline&, const RequestRecord*) -> Result<SubmitBody> { return b; });
 }
 
 std::string Service::Fingerprint(std::string_view body, const std::string& pipeline_id) {
@@ -424,11 +429,11 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     }
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-    ASSIGN_OR_RETURN(SubmitBody b, body(&*known));
+    ASSIGN_OR_RETURN(SubmitBody b, body(p, &*known));
     return CreateRun(ctx, p, *known, b, nullptr);
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
-  ASSIGN_OR_RETURN(SubmitBody b, body(nullptr));
+  ASSIGN_OR_RETURN(SubmitBody b, body(p, nullptr));
   Result<Admissible> a = CheckNewSubmission(ctx, p, b);
   if (!a.ok()) {
     // A twin of this request (same key) may have reserved the key and

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "service/limits.h"
+#include "service/upload_store.h"
 
 namespace loam::service {
 
@@ -14,8 +15,10 @@ struct SubmitBody {
   std::vector<std::string> uploads;  // upload ids, each once
   bool staged_here = false;          // inline: the request staged `uploads` itself
   // Inline: the run id its uploads were staged already claimed by (the
-  // submission creates the run under it); "" = mint one.
+  // submission creates the run under it); "" = mint one. `staged`: their
+  // records as written, when this very request staged them.
   std::string run_id;
+  std::vector<UploadRecord> staged;
   std::string source_id;
   bool reload = false;
   std::optional<std::string> error_policy;
