@@ -359,8 +359,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
   RunRecord& rec = run.record;
   const RunRequest& req = run.request;
   auto finish = [&](RunState state) -> Result<RunRecord> {
-    // Renewing first proves this process still owns the run (and keeps it
-    // for a whole lease) before the hook acts on the run's behalf.
+    // Before the hook acts on the run's behalf, this process must own it for
+    // at least two thirds of a lease: renewed unless it just was.
     if (options_.before_terminal) RETURN_NOT_OK(RenewIfOld(run));
     rec.state = state;
     rec.finished_micros = NowMicros();
