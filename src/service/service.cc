@@ -298,6 +298,22 @@ Status Service::CheckOutstandingUploads(const std::string& principal) {
       .WithDetail("quota", std::to_string(cap));
 }
 
+UploadRecord Service::NewUploadRecord(const CallContext& ctx, const Pipeline& p,
+                                      int64_t ttl_seconds) const {
+  UploadRecord r;
+  r.id = NewUlidString();
+  r.pipeline_id = p.id;
+  r.principal = ctx.principal;
+  r.table_sid = p.table_sid;
+  r.created_micros = options_.clock->NowMicros();
+  r.expires_micros = r.created_micros + ttl_seconds * 1'000'000;
+  const StagingPlace place{ws_->root(), r.created_micros, ws_->id(), ctx.principal,
+                           p.id,        p.table_sid,      r.id};
+  r.key = StagingDataKey(place);
+  r.prefix = StagingUploadPrefix(place);
+  return r;
+}
+
 Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
                                            const UploadRequest& req) {
   RETURN_NOT_OK(CheckContext(ctx));
@@ -323,17 +339,7 @@ Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::st
     return Status::InvalidArgument("an upload expires after 1 to " +
                                    std::to_string(options_.limits.max_upload_ttl_seconds) + " s");
   }
-  UploadRecord r;
-  r.id = NewUlidString();
-  r.pipeline_id = p.id;
-  r.principal = ctx.principal;
-  r.table_sid = p.table_sid;
-  r.created_micros = options_.clock->NowMicros();
-  r.expires_micros = r.created_micros + ttl * 1'000'000;
-  const StagingPlace place{ws_->root(), r.created_micros, ws_->id(), ctx.principal,
-                           p.id,        p.table_sid,      r.id};
-  r.key = StagingDataKey(place);
-  r.prefix = StagingUploadPrefix(place);
+  UploadRecord r = NewUploadRecord(ctx, p, ttl);
   r.size = req.size;
   r.sha256 = req.sha256;
   r.content_type = req.content_type;

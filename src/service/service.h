@@ -337,6 +337,9 @@ class Service {
   Status CheckOutstandingUploads(const std::string& principal);
   // Stores `body` as upload `r` (read with `etag`), checking size and digest.
   Status StoreUpload(UploadRecord r, std::string etag, ByteSource& body);
+  // A new upload's record: ids, owner, expiry and its staging place.
+  UploadRecord NewUploadRecord(const CallContext& ctx, const Pipeline& p,
+                               int64_t ttl_seconds) const;
   // Inline data staged in two writes (the data, then its upload record,
   // received and already claimed by `run_id`); returns that record.
   Result<UploadRecord> StageInline(const CallContext& ctx, const Pipeline& p,

@@ -94,17 +94,7 @@ Result<UploadRecord> Service::StageInline(const CallContext& ctx, const Pipeline
         .WithErrorCode(ErrorCode::kLimitExceeded)
         .WithDetail("limit", "maxRunBytes");
   }
-  UploadRecord r;
-  r.id = NewUlidString();
-  r.pipeline_id = p.id;
-  r.principal = ctx.principal;
-  r.table_sid = p.table_sid;
-  r.created_micros = options_.clock->NowMicros();
-  r.expires_micros = r.created_micros + options_.limits.upload_ttl_seconds * 1'000'000;
-  const StagingPlace place{ws_->root(), r.created_micros, ws_->id(), ctx.principal,
-                           p.id,        p.table_sid,      r.id};
-  r.key = StagingDataKey(place);
-  r.prefix = StagingUploadPrefix(place);
+  UploadRecord r = NewUploadRecord(ctx, p, options_.limits.upload_ttl_seconds);
   r.size = load.data.size();
   r.sha256 = r.received_sha256 = sha256;
   r.content_type = load.content_type;
