@@ -227,6 +227,18 @@ class Dataset {
                                     const MergePlan* plan = nullptr) const;
   Result<Dataset> OverwriteStaged(std::vector<Fragment> staged,
                                   const CommitOptions& opts = {}) const;
+  // Deletes the rows at `row_addresses` and adds `staged` (written by
+  // WriteFragment) in one commit: a revert that puts back the rows a commit
+  // replaced. Every address must name a live row of the commit's base
+  // (FailedPrecondition otherwise: a later commit deleted or rewrote it), so
+  // exactly these rows leave. Conflicts as a merge-insert does.
+  Result<Dataset> ReplaceRowsStaged(const std::vector<int64_t>& row_addresses,
+                                    std::vector<Fragment> staged,
+                                    const CommitOptions& opts = {}) const;
+  // The rows live in `earlier` (an older snapshot of this branch) that this
+  // snapshot no longer holds live, by address, ascending: rows deleted since,
+  // and every live row of a fragment removed since.
+  Result<std::vector<uint64_t>> RowsRemovedSince(const Dataset& earlier) const;
   // Makes an older version's content the new latest version.
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
   // Adds a nullable column; existing rows read as null.

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "common/status_macros.h"
 #include "dataset/dataset_test_util.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
@@ -240,6 +241,53 @@ TEST_F(MaintenanceTest, RestoreCommittedDuringCleanupKeepsItsInlineFragments) {
   Dataset latest = Dataset::Open(store_, "t").value();
   EXPECT_EQ(latest.version(), 4u);
   EXPECT_EQ(Contents(latest), Contents(v2));
+}
+
+// What a merge-insert replaced is found by comparing its version with the one
+// before, and ReplaceRowsStaged puts it back in place of the merge's rows in
+// one commit; rows deleted since are refused and nothing commits.
+TEST_F(MaintenanceTest, ReplaceRowsPutsBackWhatAMergeReplaced) {
+  Dataset before = ds_.Append({People(Range(0, 10))}).value().Append({People({10, 11})}).value();
+  before = before.Delete({Predicate::Eq("id", int64_t{11})}).value();
+  Dataset merged = before.MergeInsert({"id"}, {People({2, 10, 20}, "v2")}).value();
+  ASSERT_EQ(merged.version(), before.version() + 1);
+  const std::vector<uint64_t> replaced = merged.RowsRemovedSince(before).value();
+  // Row 2 of the first fragment and row 0 of the second (whose other row was
+  // deleted before the merge, so the fragment left with it).
+  const uint64_t first = before.state().fragments[0].id;
+  const uint64_t second = before.state().fragments[1].id;
+  EXPECT_EQ(replaced, (std::vector<uint64_t>{first << 32 | 2, second << 32}));
+  EXPECT_TRUE(before.RowsRemovedSince(before).value().empty());
+
+  Dataset later = merged.Append({People({30})}).value();
+  std::vector<Fragment> staged;
+  ASSERT_TRUE(before
+                  .TakeEach(replaced, {},
+                            [&](const RecordBatch& b) -> Status {
+                              ASSIGN_OR_RETURN(Fragment f, later.WriteFragment(b));
+                              staged.push_back(std::move(f));
+                              return Status::OK();
+                            })
+                  .ok());
+  std::vector<int64_t> written;
+  const Fragment& added = merged.state().fragments.back();
+  for (uint64_t i = 0; i < added.physical_rows; ++i) written.push_back(added.id << 32 | i);
+
+  // One of the merge's rows deleted after the snapshot the caller holds: the
+  // commit re-checks on the latest version, refuses, and commits nothing.
+  Dataset changed = later.Delete({Predicate::Eq("id", int64_t{20})}).value();
+  Status gone = later.ReplaceRowsStaged(written, staged).status();
+  EXPECT_TRUE(gone.IsFailedPrecondition()) << gone;
+  EXPECT_NE(gone.message().find("no longer live"), std::string::npos) << gone;
+  EXPECT_EQ(Dataset::Open(store_, "t").value().version(), changed.version());
+
+  Dataset back = changed.Restore(later.version()).value();
+  Dataset reverted = back.ReplaceRowsStaged(written, staged).value();
+  std::map<int64_t, std::string> expected = Contents(before);
+  expected[30] = "name-30-v1";
+  EXPECT_EQ(Contents(reverted), expected);
+  // Twice: its rows are gone now.
+  EXPECT_TRUE(reverted.ReplaceRowsStaged(written, {}).status().IsFailedPrecondition());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Dataset write operations: each builds a Transaction against a base version
 // and hands it to the commit loop (commit.cc).
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -454,6 +455,64 @@ Result<Dataset> Dataset::Overwrite(const std::vector<RecordBatch>& batches,
         return std::optional<Transaction>(std::move(t));
       },
       opts);
+}
+
+Result<Dataset> Dataset::ReplaceRowsStaged(const std::vector<int64_t>& row_addresses,
+                                           std::vector<Fragment> staged,
+                                           const CommitOptions& opts) const {
+  std::vector<uint64_t> addresses;
+  for (int64_t a : row_addresses) {
+    if (a < 0) return Status::InvalidArgument("row address " + std::to_string(a) + " is negative");
+    addresses.push_back(static_cast<uint64_t>(a));
+  }
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        Transaction t;
+        t.op = OpType::kMergeInsert;
+        t.deleted = GroupByFragment(addresses);
+        for (const FragmentDeletion& fd : t.deleted) {
+          const Fragment* f = base.FindFragment(fd.fragment_id);
+          bool live = f != nullptr && fd.rows.rows().back() < f->physical_rows;
+          if (live && !f->deletion_path.empty()) {
+            ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletions(*f));
+            live = !fd.rows.Intersects(existing);
+          }
+          if (!live) {
+            return Status::FailedPrecondition("rows of fragment " + std::to_string(fd.fragment_id) +
+                                              " are no longer live at version " +
+                                              std::to_string(base.version) +
+                                              ": a later commit deleted or rewrote them");
+          }
+        }
+        if (t.deleted.empty() && staged.empty()) return std::optional<Transaction>();
+        t.added = staged;
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
+Result<std::vector<uint64_t>> Dataset::RowsRemovedSince(const Dataset& earlier) const {
+  std::vector<uint64_t> removed;
+  for (const Fragment& f : earlier.state().fragments) {
+    DeletionVector before;
+    if (!f.deletion_path.empty()) {
+      ASSIGN_OR_RETURN(before, earlier.ReadDeletions(f));
+    }
+    const Fragment* now = state_->FindFragment(f.id);
+    if (now != nullptr && now->deletion_path == f.deletion_path) continue;
+    std::vector<uint32_t> gone;
+    if (now == nullptr) {
+      for (uint32_t r = 0; r < f.physical_rows; ++r) {
+        if (!before.Contains(r)) gone.push_back(r);
+      }
+    } else {
+      ASSIGN_OR_RETURN(DeletionVector after, ReadDeletions(*now));
+      gone = after.Minus(before).rows();
+    }
+    for (uint32_t r : gone) removed.push_back((f.id << 32) | r);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
 }
 
 Result<Dataset> Dataset::Restore(uint64_t version, const CommitOptions& opts) const {

@@ -574,6 +574,9 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
       case WriteMode::kDelete:
         return req.row_addresses ? base.DeleteRows(*req.row_addresses, opts)
                                  : base.Delete(req.where, opts);
+      case WriteMode::kReplaceRows:
+        if (!req.row_addresses) return Status::InvalidArgument("replace rows needs row addresses");
+        return base.ReplaceRowsStaged(*req.row_addresses, req.staged, opts);
       case WriteMode::kCompact:
         return base.Compact({}, nullptr, opts);
       case WriteMode::kRestore:

@@ -57,7 +57,18 @@ struct WorkspaceOptions {
 
 // kRestore makes `restore_version`'s rows the table's content again (a new
 // version; needs the writer grant, like a delete).
-enum class WriteMode { kAppend, kUpsert, kReplace, kDelete, kAddColumn, kCompact, kRestore };
+// kReplaceRows: the rows at `row_addresses` leave and the `staged` fragments
+// join in one commit (an upsert run's revert puts back what it replaced).
+enum class WriteMode {
+  kAppend,
+  kUpsert,
+  kReplace,
+  kDelete,
+  kAddColumn,
+  kCompact,
+  kRestore,
+  kReplaceRows
+};
 
 struct WriteRequest {
   std::string table;
@@ -85,7 +96,7 @@ struct WriteRequest {
   std::vector<std::string> keys;  // upsert keys; empty = the table's declared keys
   std::vector<Predicate> where;   // delete
   // Delete by row address instead of `where` (a run's revert: every row of
-  // the fragments it appended).
+  // the fragments it appended); the rows kReplaceRows removes.
   std::optional<std::vector<int64_t>> row_addresses;
   std::optional<Field> new_column;         // add column (nullable)
   std::optional<int64_t> restore_version;  // restore: an older table version

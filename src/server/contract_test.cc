@@ -110,9 +110,11 @@ TEST_F(ContractTest, RefusalsCarryTheirOwnStableCodes) {
   HttpResult made = CreatePipeline(Upsert({}));
   ASSERT_EQ(made.status, 201) << made.body;
   const std::string target = "/v1/pipelines/" + made.Json()["id"].get<std::string>() + "/runs";
+  // Runs 1 and 2 write key 1; run 3 writes key 3 after them.
   std::vector<std::string> runs;
-  for (const std::string id : {"1", "2"}) {
-    const std::string rows = "id,amount,note\n" + id + ",1.00,a\n";
+  for (const std::string id : {"1", "2", "3"}) {
+    const std::string rows =
+        "id,amount,note\n" + std::string(id == "3" ? "3" : "1") + "," + id + ".00,a\n";
     Headers h = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "run-" + id}};
     HttpResult run = Call("ada", "POST", target, "/v1/pipelines/{id}/runs", rows, h);
     ASSERT_EQ(run.status, 202) << run.body;
@@ -125,6 +127,14 @@ TEST_F(ContractTest, RefusalsCarryTheirOwnStableCodes) {
   EXPECT_EQ(blocked.Json()["code"], "revert_blocked");
   EXPECT_EQ(blocked.Json()["run"], runs[0]);
   EXPECT_EQ(RowCount(), 2);
+  // Run 2 reverts although run 3 committed after it: key 1 is back to 1.00.
+  HttpResult reverted =
+      Call("ada", "POST", "/v1/runs/" + runs[1] + "/revert", "/v1/runs/{id}/revert");
+  EXPECT_EQ(reverted.status, 200) << reverted.body;
+  EXPECT_EQ(RowCount(), 2);
+  HttpResult rows =
+      Call("ada", "GET", "/v1/tables/orders/rows?where=id%20%3D%201", "/v1/tables/{name}/rows");
+  EXPECT_EQ(rows.body, "{\"id\":1,\"amount\":1.00,\"note\":\"a\"}\n");
 }
 
 // Every 429 names its limit's value in RateLimit-Policy, a pipeline's own

@@ -221,9 +221,12 @@ class Service {
   // One new commit that undoes the succeeded run `run_id`. An append run's
   // rows are deleted (by the fragments its run_commit row names), whatever
   // committed since, unless a compaction or replace rewrote them
-  // (revert_blocked). Other runs restore the table to its version before the
-  // run; revert_blocked naming the later commits when any touched the table
-  // since. Needs the writer grant (admin for a replace run).
+  // (revert_blocked). An upsert run's rows leave and the rows it replaced
+  // return, whatever committed since, unless a later commit deleted or
+  // rewrote one of its rows (revert_blocked naming it). A replace run
+  // restores the table to its version before the run; revert_blocked naming
+  // the later commits when any touched the table since. Needs the writer
+  // grant (admin for a replace run).
   Result<WriteResult> RevertRun(const CallContext& ctx, const std::string& run_id);
 
   // --- workers and cleanup ----------------------------------------------------
@@ -275,6 +278,12 @@ class Service {
   Result<WriteResult> RevertAppend(const CallContext& ctx, const ingest::RunRecord& run,
                                    const ingest::RunRequest& req, const TableState& t,
                                    std::vector<int64_t> rows);
+  Result<WriteResult> RevertUpsert(const CallContext& ctx, const ingest::RunRecord& run,
+                                   const ingest::RunRequest& req, const Snapshot& snap,
+                                   const TableState& t);
+  Result<std::string> FirstChangeAfter(const Dataset& data, const std::vector<Fragment>& added,
+                                       uint64_t version, const TableState& t,
+                                       const std::string& branch) const;
   Service(std::shared_ptr<Workspace> ws, ServiceOptions options);
 
   Status CheckContext(const CallContext& ctx) const;

@@ -1,5 +1,7 @@
 // Reverting a run: an append's rows deleted by the fragments its run_commit
-// row names; an upsert or replace restored to the table's version before it.
+// row names; an upsert's rows replaced by the rows it replaced, found by
+// comparing its table version with the one before; a replace restored to the
+// table's version before it.
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -10,6 +12,44 @@
 namespace loam::service {
 namespace {
 using json = nlohmann::json;
+
+// Every fragment a commit added (as at its version) is still there with no
+// row deleted since.
+bool Intact(const DatasetVersion& now, const std::vector<Fragment>& added) {
+  for (const Fragment& f : added) {
+    const Fragment* there = now.FindFragment(f.id);
+    if (there == nullptr || there->deletion_path != f.deletion_path) return false;
+  }
+  return true;
+}
+
+// `b` (rows read at an earlier version) in `schema`: the same columns, and
+// the nullable ones added since as nulls.
+Result<RecordBatch> InSchema(const RecordBatch& b, const Schema& schema) {
+  if (b.schema == schema) return b;
+  RecordBatch out(schema);
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const Field& f = schema.fields[i];
+    const int at = b.schema.IndexOf(f.name);
+    if (at < 0) {
+      for (int64_t r = 0; r < b.num_rows(); ++r) out.columns[i].AppendNull();
+    } else if (b.schema.fields[at].type == f.type) {
+      out.columns[i] = b.columns[at];
+    } else {
+      return Status::FailedPrecondition("column '" + f.name +
+                                        "' changed type since; the replaced rows cannot return")
+          .WithErrorCode(ErrorCode::kRevertBlocked);
+    }
+  }
+  return out;
+}
+
+// A failure after which nothing can reference the staged files.
+bool Definite(const Status& s) {
+  return s.IsFailedPrecondition() || s.IsPermissionDenied() || s.IsNotFound() ||
+         s.IsInvalidArgument();
+}
+
 }  // namespace
 
 using ingest::RunRecord;
@@ -89,6 +129,92 @@ Result<WriteResult> Service::RevertAppend(const CallContext& ctx, const RunRecor
   return done;
 }
 
+// The first table version after `version` at which a fragment in `added`
+// lost a row or left, with its commit, for a message. Bisected: rows stay
+// gone once gone (but for a restore, when any version that lost them does).
+Result<std::string> Service::FirstChangeAfter(const Dataset& data,
+                                              const std::vector<Fragment>& added, uint64_t version,
+                                              const TableState& t,
+                                              const std::string& branch) const {
+  uint64_t lo = version;
+  uint64_t hi = data.version();
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    Result<Dataset> at = data.CheckoutVersion(mid);
+    if (!at.ok()) break;  // removed by gc: name a later version that lost them
+    (Intact(at->state(), added) ? lo : hi) = mid;
+  }
+  ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> history, ws_->History(t.def.name, branch));
+  for (const TableHistoryEntry& h : history) {
+    if (h.table_version == static_cast<int64_t>(hi) && !h.commit_id.empty()) {
+      return "commit " + h.commit_id + " (" + h.event + " by " + (h.actor.empty() ? "?" : h.actor) +
+             ", table version " + std::to_string(hi) + ")";
+    }
+  }
+  return "table version " + std::to_string(hi);
+}
+
+// An upsert run's revert: in one commit the rows it wrote leave and copies of
+// the rows it replaced return, whatever committed since on other keys.
+// revert_blocked, naming the commit, once a later commit deleted or rewrote
+// one of its rows (changed one of its keys, or compacted or replaced them).
+Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecord& run,
+                                          const ingest::RunRequest& req, const Snapshot& snap,
+                                          const TableState& t) {
+  ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
+  const auto version = static_cast<uint64_t>(run.table_version);
+  ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
+  ASSIGN_OR_RETURN(Dataset before, data.CheckoutVersion(version - 1));
+  std::vector<Fragment> added;
+  std::vector<int64_t> written;
+  for (const Fragment& f : at.state().fragments) {
+    if (before.state().FindFragment(f.id) != nullptr) continue;
+    added.push_back(f);
+    for (uint64_t i = 0; i < f.physical_rows; ++i) {
+      written.push_back(static_cast<int64_t>((f.id << 32) | i));
+    }
+  }
+  if (!Intact(data.state(), added)) {
+    ASSIGN_OR_RETURN(std::string by, FirstChangeAfter(data, added, version, t, req.branch));
+    return Status::FailedPrecondition("run " + run.id + " upserted rows into table '" + t.def.name +
+                                      "' that " + by +
+                                      " changed or removed since; revert that first")
+        .WithErrorCode(ErrorCode::kRevertBlocked)
+        .WithDetail("run", run.id);
+  }
+  ASSIGN_OR_RETURN(std::vector<uint64_t> replaced, at.RowsRemovedSince(before));
+  std::vector<Fragment> staged;
+  auto discard = [&] { static_cast<void>(data.DeleteStaged(staged)); };
+  Status copied = before.TakeEach(replaced, {}, [&](const RecordBatch& b) -> Status {
+    ASSIGN_OR_RETURN(RecordBatch rows, InSchema(b, data.schema()));
+    ASSIGN_OR_RETURN(Fragment f, data.WriteFragment(rows));
+    staged.push_back(std::move(f));
+    return Status::OK();
+  });
+  if (!copied.ok()) {
+    discard();
+    return copied;
+  }
+  WriteRequest w;
+  w.table = t.def.name;
+  w.table_sid = t.def.sid;
+  w.branch = req.branch;
+  w.mode = WriteMode::kReplaceRows;
+  w.authorize_as = WriteMode::kRestore;
+  w.row_addresses = std::move(written);
+  w.staged_rows = true;
+  w.staged = staged;
+  w.expected_schema_version = t.def.schema_version;
+  w.principal = ctx.principal;
+  Result<WriteResult> done = ws_->Write(w);
+  if (done.ok()) return done;
+  if (Definite(done.status())) discard();
+  if (done.status().Is(ErrorCode::kPreconditionFailed)) {  // a row left meanwhile
+    return Status(done.status()).WithErrorCode(ErrorCode::kRevertBlocked).WithDetail("run", run.id);
+  }
+  return done.status();
+}
+
 Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
@@ -116,6 +242,7 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> rows, AppendedRows(run, req, snap, *t));
     if (rows) return RevertAppend(ctx, run, req, *t, *std::move(rows));
   }
+  if (req.mode == ingest::LoadMode::kUpsert) return RevertUpsert(ctx, run, req, snap, *t);
   if (t->head.table_version != run.table_version) {
     std::string later;
     ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> history, ws_->History(t->def.name, req.branch));
