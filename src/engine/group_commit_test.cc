@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -301,6 +303,79 @@ TEST_F(GroupCommitTest, AnExpectedVersionCommitsAlone) {
   ASSERT_TRUE(committer.Commit(w).ok());
   EXPECT_EQ(committer.stats().commits, 0);
   EXPECT_TRUE(RunCommit("keyed"));
+}
+
+// Another process's commit to the table is in progress (its table version
+// is written, its publish not yet): an append that expects no version, alone
+// or in a group, waits it out and commits after it instead of failing with a
+// conflict that would make its run stage its rows again.
+TEST_F(GroupCommitTest, AppendsWaitOutAnotherProcesssCommitInsteadOfFailing) {
+  constexpr int64_t kGrace = int64_t{60} * 1000 * 1000;  // B must not roll A back
+  std::mutex mu;
+  std::condition_variable cv;
+  int b_attempts = 0;
+  auto open = [&](std::function<Status(std::string_view)> failpoint) {
+    WorkspaceOptions o = TestOptions();
+    o.system_actor = false;
+    o.owner = "owner";
+    o.recovery_grace_micros = kGrace;
+    o.failpoint = std::move(failpoint);
+    return Workspace::Open(store_, root_, o).value();
+  };
+  std::shared_ptr<Workspace> b = open([&](std::string_view at) {
+    if (at == failpoint::kAfterSidecar) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++b_attempts;
+      cv.notify_all();
+    }
+    return Status::OK();
+  });
+  const WriteRequest alone = Staged("b-alone", {10});
+  const WriteRequest first = Staged("b-first", {11});
+  const WriteRequest second = Staged("b-second", {12, 13});
+  std::vector<std::function<void()>> b_writes;
+  Result<WriteResult> alone_done = Status::Internal("not run");
+  std::vector<Result<WriteResult>> group_done;
+  int b_finished = 0;
+  auto finished = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++b_finished;
+    cv.notify_all();
+  };
+  b_writes.push_back([&] {
+    alone_done = b->Write(alone);
+    finished();
+  });
+  b_writes.push_back([&] {
+    group_done = b->WriteGroup({&first, &second});
+    finished();
+  });
+  std::vector<std::thread> threads;
+  // A stops after each table commit, before its publish, until B has found
+  // the table busy and started again (or gave up).
+  std::shared_ptr<Workspace> a = open([&](std::string_view at) -> Status {
+    if (at != failpoint::kAfterTableCommit || threads.size() == b_writes.size()) {
+      return Status::OK();
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    const int before = b_attempts;
+    const int done_before = b_finished;
+    threads.emplace_back(b_writes[threads.size()]);
+    cv.wait(lock, [&] { return b_attempts >= before + 2 || b_finished > done_before; });
+    return Status::OK();
+  });
+  ASSERT_TRUE(a->Write(Staged("a-1", {1})).ok());
+  ASSERT_TRUE(a->Write(Staged("a-2", {2})).ok());
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_TRUE(alone_done.ok()) << alone_done.status();
+  ASSERT_EQ(group_done.size(), 2u);
+  for (const Result<WriteResult>& r : group_done) EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1, 2, 10, 11, 12, 13}));
+  for (const std::string run : {"a-1", "a-2", "b-alone", "b-first", "b-second"}) {
+    EXPECT_TRUE(RunCommit(run).has_value()) << run;
+  }
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 
 }  // namespace

@@ -486,7 +486,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
 
 }  // namespace
 
-Result<WriteResult> Workspace::Write(const WriteRequest& req) {
+Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(latest));
@@ -552,7 +552,12 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   int64_t base_version = head.table_version;
   std::optional<ForkReset> reset;
   auto commit = [&]() -> Result<Dataset> {
-    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork, &reset));
+    Result<Dataset> opened = OpenFork(head, s.fork, &reset);
+    if (!opened.ok()) {
+      *busy = opened.status().Is(ErrorCode::kConflict);  // another commit in progress
+      return opened.status();
+    }
+    Dataset base = *std::move(opened);
     base_version = static_cast<int64_t>(base.version());
     CommitOptions opts;
     opts.expected_version = base.version();
@@ -594,6 +599,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& req) {
   };
   Result<Dataset> committed = commit();
   if (committed.status().IsAborted()) {
+    *busy = true;
     committed = Conflict("another writer committed to table '" + req.table + "' first (" +
                          committed.status().message() + ")");
   }

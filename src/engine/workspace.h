@@ -223,6 +223,10 @@ class Workspace {
                            const std::string& branch = "");
 
   // --- data -------------------------------------------------------------------------
+  // One table commit and its publish. An append of staged rows that expects
+  // no table version (CommitsOnAnyVersion) tries again from a fresh read of
+  // the manifest, after a short jittered pause, while another writer's commit
+  // to the table is in progress or lands first (a few times; then conflict).
   Result<WriteResult> Write(const WriteRequest& request);
   // Group commit: appends of staged rows by several runs to one table of one
   // branch (same table_sid and branch; no merge plan or added columns; an
@@ -234,8 +238,13 @@ class Workspace {
   // one gets its own error and the others commit without it. A refusal at
   // the commit itself (a conflict, a grant revoked meanwhile, a run committed
   // elsewhere) commits nothing and reaches every member as a conflict, so
-  // each retries alone and gets its own answer. One result per request.
+  // each retries alone and gets its own answer. One result per request. A
+  // group of appends that expect no version tries again as Write does.
   std::vector<Result<WriteResult>> WriteGroup(const std::vector<const WriteRequest*>& requests);
+  // Whether `request` commits on whatever version its table has (an append
+  // of staged rows expecting none, adding no column): it may try again when
+  // its table is busy.
+  static bool CommitsOnAnyVersion(const WriteRequest& request);
   // A keyed append joins a group only with at most this many staged bytes.
   static constexpr uint64_t kMaxGroupedKeyedBytes = uint64_t{4} << 20;
   // Whether `request` may join a group commit (see WriteGroup).
@@ -346,10 +355,16 @@ class Workspace {
   Result<WriteResult> SettlePublish(const Sidecar& s, const std::string& key,
                                     const Dataset& committed, Result<WriteResult> published,
                                     const MergeStats& merge);
+  // One attempt of Write and WriteGroup. `busy` is set when nothing was
+  // committed because another writer's commit to the table was in progress
+  // (a version above the head, younger than the grace) or landed first.
+  Result<WriteResult> WriteOnce(const WriteRequest& req, bool* busy);
+  std::vector<Result<WriteResult>> WriteGroupOnce(const std::vector<const WriteRequest*>& requests,
+                                                  bool* busy);
   // The table and manifest commit of a group's `members` (WriteGroup).
   Result<WriteResult> CommitGroup(const std::vector<const WriteRequest*>& requests,
                                   const std::vector<size_t>& members, const TableState& t,
-                                  const std::string& branch_id);
+                                  const std::string& branch_id, bool* busy);
   static std::vector<CommittedRun> RunsOf(const Sidecar& s, const Dataset& committed);
   // The members of a group commit that pass every per-run rule on `snap`;
   // the others get their error in `results`.

@@ -196,8 +196,8 @@ std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest
   return members;
 }
 
-std::vector<Result<WriteResult>> Workspace::WriteGroup(
-    const std::vector<const WriteRequest*>& requests) {
+std::vector<Result<WriteResult>> Workspace::WriteGroupOnce(
+    const std::vector<const WriteRequest*>& requests, bool* busy) {
   std::vector<Result<WriteResult>> results(requests.size(), Status::Internal("not committed"));
   auto all = [&](const Status& st) {
     for (Result<WriteResult>& r : results) r = st;
@@ -240,7 +240,7 @@ std::vector<Result<WriteResult>> Workspace::WriteGroup(
   if (!branch_id.ok()) return members_get(branch_id.status());
   Status barrier = RecoveryBarrier(*recovered, *branch_id, t->head.sid, t->def.name);
   if (!barrier.ok()) return members_get(barrier);
-  Result<WriteResult> written = CommitGroup(requests, members, *t, *branch_id);
+  Result<WriteResult> written = CommitGroup(requests, members, *t, *branch_id, busy);
   const Status& refused = written.status();
   if (refused.IsPermissionDenied() || refused.Is(ErrorCode::kRunAlreadyCommitted)) {
     // A refusal inside the publish may concern one member only (a grant
@@ -256,7 +256,7 @@ std::vector<Result<WriteResult>> Workspace::WriteGroup(
 
 Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*>& requests,
                                            const std::vector<size_t>& members, const TableState& t,
-                                           const std::string& branch_id) {
+                                           const std::string& branch_id, bool* busy) {
   const TableHead head = t.head;
   const WriteRequest& lead = *requests[members.front()];
   Sidecar s = NewSidecar(lead, head, branch_id);
@@ -284,14 +284,19 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
   Result<Dataset> committed = [&]() -> Result<Dataset> {
-    ASSIGN_OR_RETURN(Dataset base, OpenFork(head, s.fork, &reset));
+    Result<Dataset> base = OpenFork(head, s.fork, &reset);
+    if (!base.ok()) {
+      *busy = base.status().Is(ErrorCode::kConflict);  // another commit in progress
+      return base.status();
+    }
     CommitOptions opts;
-    opts.expected_version = base.version();
+    opts.expected_version = base->version();
     opts.txn_id = s.planned_txn;
     opts.trust_snapshot = true;
-    return base.AppendStaged(std::move(staged), opts);
+    return base->AppendStaged(std::move(staged), opts);
   }();
   if (committed.status().IsAborted()) {
+    *busy = true;
     committed = Status::Conflict("another writer committed to table '" + t.def.name + "' first (" +
                                  committed.status().message() + ")");
   }

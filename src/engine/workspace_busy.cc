@@ -1,0 +1,58 @@
+// Writes that find their table busy: another writer's commit to it is in
+// progress (a table version above the published head, younger than the
+// recovery grace) or lands first (the table's compare-and-swap is lost).
+// An append of staged rows that expects no table version does not depend on
+// what that commit adds, so it tries again from a fresh read of the
+// manifest, keeping its staged files, instead of handing a conflict back to
+// a loader that would validate and stage its rows again. Several processes
+// appending to one table then take turns instead of failing each other.
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "engine/workspace.h"
+
+namespace loam {
+namespace {
+
+constexpr int kBusyAttempts = 12;
+
+// Short and jittered: the other commit is about one publish from done, and
+// writers that met must not come back in step.
+void PauseAfterBusy(int attempt) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const int64_t cap_micros = std::min<int64_t>(50'000, int64_t{2'000} << std::min(attempt, 5));
+  std::this_thread::sleep_for(std::chrono::microseconds(
+      std::uniform_int_distribution<int64_t>(cap_micros / 4, cap_micros)(rng)));
+}
+
+}  // namespace
+
+bool Workspace::CommitsOnAnyVersion(const WriteRequest& r) {
+  return r.mode == WriteMode::kAppend && r.staged_rows && !r.expected_version &&
+         r.add_columns.empty();
+}
+
+Result<WriteResult> Workspace::Write(const WriteRequest& request) {
+  for (int attempt = 1;; ++attempt) {
+    bool busy = false;
+    Result<WriteResult> written = WriteOnce(request, &busy);
+    if (!busy || !CommitsOnAnyVersion(request) || attempt == kBusyAttempts) return written;
+    PauseAfterBusy(attempt);
+  }
+}
+
+std::vector<Result<WriteResult>> Workspace::WriteGroup(
+    const std::vector<const WriteRequest*>& requests) {
+  const bool retries = std::all_of(requests.begin(), requests.end(),
+                                   [](const WriteRequest* r) { return CommitsOnAnyVersion(*r); });
+  for (int attempt = 1;; ++attempt) {
+    bool busy = false;
+    std::vector<Result<WriteResult>> written = WriteGroupOnce(requests, &busy);
+    if (!busy || !retries || attempt == kBusyAttempts) return written;
+    PauseAfterBusy(attempt);
+  }
+}
+
+}  // namespace loam
