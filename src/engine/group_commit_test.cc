@@ -12,6 +12,7 @@
 
 #include "common/json_parse.h"
 #include "engine/workspace_test_util.h"
+#include "io/counting_object_store.h"
 #include "io/test_store.h"
 
 namespace loam {
@@ -375,6 +376,51 @@ TEST_F(GroupCommitTest, AppendsWaitOutAnotherProcesssCommitInsteadOfFailing) {
   for (const std::string run : {"a-1", "a-2", "b-alone", "b-first", "b-second"}) {
     EXPECT_TRUE(RunCommit(run).has_value()) << run;
   }
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
+// A process commits on the table version it committed last without reading
+// it back; when another process committed since, it reads the table as
+// before, and when another committed between its head read and its commit,
+// its put-if-absent fails and it commits again after that one.
+TEST_F(GroupCommitTest, AProcessCommitsOnTheVersionItLastCommittedWithoutReadingIt) {
+  auto counting = std::make_shared<CountingObjectStore>(store_, 2);
+  std::function<Status()> between_head_and_commit;
+  WorkspaceOptions o = TestOptions();
+  o.system_actor = false;
+  o.owner = "owner";
+  o.recovery_grace_micros = int64_t{60} * 1000 * 1000;
+  o.failpoint = [&](std::string_view at) {
+    if (at != failpoint::kAfterSidecar || !between_head_and_commit) return Status::OK();
+    std::function<Status()> once = std::move(between_head_and_commit);
+    between_head_and_commit = nullptr;
+    return once();
+  };
+  auto mine = Workspace::Open(counting, root_, o).value();
+  auto table_reads = [&] {
+    const IoCounters c = counting->Snapshot().by_prefix[root_ + "/tables/"];
+    return c.reads();
+  };
+  ASSERT_TRUE(mine->Write(Staged("r1", {1})).ok());
+  const WriteRequest r2 = Staged("r2", {2});
+  counting->Reset();
+  ASSERT_TRUE(mine->Write(r2).ok());
+  EXPECT_EQ(table_reads(), 0u);
+  // Another process committed since: the table is read again.
+  ASSERT_TRUE(ws_->Write(Staged("other-1", {3})).ok());
+  const WriteRequest r3 = Staged("r3", {4});
+  counting->Reset();
+  ASSERT_TRUE(mine->Write(r3).ok());
+  EXPECT_GT(table_reads(), 0u);
+  // Another process commits after this one read the head.
+  const WriteRequest r4 = Staged("r4", {5});
+  const WriteRequest other = Staged("other-2", {6});
+  between_head_and_commit = [&] { return ws_->Write(other).status(); };
+  Result<WriteResult> raced = mine->Write(r4);
+  ASSERT_TRUE(raced.ok()) << raced.status();
+  EXPECT_FALSE(between_head_and_commit);
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(raced->table_version, ws_->Current().value().Find("t")->head.table_version);
   EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 

@@ -4,6 +4,9 @@
 // "loam:recovery", and both are idempotent. The migration's barrier on a
 // journal-only workspace (RecoverAgainstJournal) judges by the journal's
 // fold and only rolls back, publishing nothing.
+#include <algorithm>
+#include <limits>
+
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
@@ -14,6 +17,31 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
   return RecoverWhere([&](const Sidecar& s) { return now - s.created_micros >= grace_micros; },
                       StoredHeads());
+}
+
+// A sidecar is due `grace` after it was created. One created after a
+// listing started is due no sooner than that start plus the grace; those the
+// listing left to live writers are due at their own time. Until the earliest
+// of these a listing finds nothing to recover, so writes skip it (about one
+// listing per grace period under load, instead of a LIST and a GET per live
+// sidecar on every write). A table version such a sidecar left is not reset
+// sooner either: OpenFork resets only versions older than the grace, and a
+// version is younger than its sidecar. A listing that could not recover
+// everything is not trusted for later: the next write lists again.
+Result<RecoveryReport> Workspace::RecoverIfDue() {
+  const int64_t grace = options_.recovery_grace_micros;
+  const int64_t start = options_.manifest.dataset.clock->NowMicros();
+  if (start < recovery_not_due_before_.load(std::memory_order_relaxed)) return RecoveryReport{};
+  int64_t earliest_left = std::numeric_limits<int64_t>::max();
+  ASSIGN_OR_RETURN(RecoveryReport report,
+                   RecoverWhere([&](const Sidecar& s) { return start - s.created_micros >= grace; },
+                                StoredHeads(), &earliest_left));
+  int64_t not_before = 0;
+  if (report.failures.empty() && report.blocked.empty() && grace > 0) {
+    not_before = std::min(start, earliest_left) + grace;
+  }
+  recovery_not_due_before_.store(not_before, std::memory_order_relaxed);
+  return report;
 }
 
 Result<RecoveryReport> Workspace::RecoverRun(const std::string& run_id) {
@@ -70,7 +98,7 @@ Workspace::RecoveryHeads Workspace::StoredHeads() const {
 }
 
 Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due,
-                                               const RecoveryHeads& heads) {
+                                               const RecoveryHeads& heads, int64_t* earliest_left) {
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
   for (const ObjectInfo& o : sidecars) {
@@ -90,6 +118,7 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
       }
       if (s.ok() && !due(*s)) {
         report.left_to_live_writers++;
+        if (earliest_left) *earliest_left = std::min(*earliest_left, s->created_micros);
         continue;
       }
       if (s.ok()) st = RecoverOne(o.key, *s, heads, &report);

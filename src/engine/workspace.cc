@@ -118,8 +118,22 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 // write left an unpublished version there. On the head's own fork such a
 // version may belong to a live writer: it is reset only once older than the
 // recovery grace period (its sidecar, if any, was handled by Recover).
+void Workspace::SettleFork(const TableHead& head, const std::string& fork,
+                           const Result<WriteResult>& settled, const Dataset& committed) {
+  if (settled.ok()) {
+    committed_forks_.Remember(TableRoot(head.location), fork, committed);
+  } else {
+    committed_forks_.Forget(TableRoot(head.location), fork);
+  }
+}
+
 Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork,
-                                    std::optional<ForkReset>* reset) const {
+                                    std::optional<ForkReset>* reset, bool remembered) const {
+  if (remembered && head.owner_ref == fork) {
+    std::optional<Dataset> known = committed_forks_.Find(TableRoot(head.location), fork,
+                                                         static_cast<uint64_t>(head.table_version));
+    if (known) return *std::move(known);
+  }
   OpenSpec spec;
   spec.branch = fork;
   // The head's own fork: its version is almost always the latest, found
@@ -487,7 +501,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
 }  // namespace
 
 Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
-  ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
+  ASSIGN_OR_RETURN(RecoveryReport recovered, RecoverIfDue());
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(latest));
   const TableState* t = req.table_sid ? snap.FindSid(*req.table_sid) : snap.Find(req.table);
@@ -552,7 +566,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   int64_t base_version = head.table_version;
   std::optional<ForkReset> reset;
   auto commit = [&]() -> Result<Dataset> {
-    Result<Dataset> opened = OpenFork(head, s.fork, &reset);
+    Result<Dataset> opened = OpenFork(head, s.fork, &reset, /*remembered=*/true);
     if (!opened.ok()) {
       *busy = opened.status().Is(ErrorCode::kConflict);  // another commit in progress
       return opened.status();
@@ -600,6 +614,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   Result<Dataset> committed = commit();
   if (committed.status().IsAborted()) {
     *busy = true;
+    committed_forks_.Forget(TableRoot(head.location), s.fork);
     committed = Conflict("another writer committed to table '" + req.table + "' first (" +
                          committed.status().message() + ")");
   }
@@ -620,7 +635,10 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
       static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
       RunsOf(s, *committed), "",
       {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
-  return SettlePublish(s, key, *committed, std::move(published), result.merge);
+  Result<WriteResult> settled =
+      SettlePublish(s, key, *committed, std::move(published), result.merge);
+  SettleFork(head, s.fork, settled, *committed);
+  return settled;
 }
 
 Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::string& branch) {
@@ -636,7 +654,7 @@ Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::str
     result.changed = false;
     return result;
   }
-  ASSIGN_OR_RETURN(RecoveryReport recovered, Recover(options_.recovery_grace_micros));
+  ASSIGN_OR_RETURN(RecoveryReport recovered, RecoverIfDue());
   RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, t->head.sid, name));
   std::optional<ForkReset> reset;
   ASSIGN_OR_RETURN(Dataset fork, OpenFork(t->head, branch_id, &reset));

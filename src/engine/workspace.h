@@ -6,6 +6,7 @@
 // journal.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "catalog/snapshot.h"
 #include "catalog/table_def.h"
 #include "dataset/dataset.h"
+#include "engine/committed_forks.h"
 #include "engine/format_stamp.h"
 #include "engine/sidecar.h"
 #include "manifest/fold.h"
@@ -324,8 +326,15 @@ class Workspace {
   Result<Dataset> OpenTableAt(const TableHead& head) const;
   // `reset`, when given, is set when the returned fork's latest version is
   // a rollback no publish recorded yet (see ForkReset).
+  // With `remembered`, a fork this process committed at the head's version
+  // is taken from committed_forks_ without reading (see CommittedForks).
   Result<Dataset> OpenFork(const TableHead& head, const std::string& fork,
-                           std::optional<ForkReset>* reset = nullptr) const;
+                           std::optional<ForkReset>* reset = nullptr,
+                           bool remembered = false) const;
+  // After a write's table commit: remembers the fork `committed` when its
+  // publish succeeded, forgets it otherwise.
+  void SettleFork(const TableHead& head, const std::string& fork,
+                  const Result<WriteResult>& settled, const Dataset& committed);
   // Unavailable when recovery (`report`) could not settle a write of the
   // table `sid` on `fork`: its writes wait until that recovery succeeds.
   static Status RecoveryBarrier(const RecoveryReport& report, const std::string& fork, int64_t sid,
@@ -382,8 +391,13 @@ class Workspace {
                     RecoveryReport* report);
   Status MoveAside(const std::string& key, const std::string& text, RecoveryReport* report);
   Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork, bool publish);
+  // `earliest_left`, when given, receives the earliest creation time of the
+  // sidecars left to live writers (unchanged when there are none).
   Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due,
-                                      const RecoveryHeads& heads);
+                                      const RecoveryHeads& heads, int64_t* earliest_left = nullptr);
+  // The write path's recovery: Recover(recovery_grace_micros), skipped while
+  // no sidecar can be due yet (see recovery.cc).
+  Result<RecoveryReport> RecoverIfDue();
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
@@ -391,6 +405,10 @@ class Workspace {
   std::shared_ptr<Manifest> manifest_;
   std::string owner_;
   std::string id_;
+  // Before this time (the workspace clock) no sidecar can be past the grace
+  // period: RecoverIfDue lists nothing. 0 = list on the next write.
+  std::atomic<int64_t> recovery_not_due_before_{0};
+  mutable CommittedForks committed_forks_;
 };
 
 }  // namespace loam

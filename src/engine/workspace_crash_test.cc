@@ -4,6 +4,7 @@
 
 #include "engine/workspace.h"
 #include "engine/workspace_test_util.h"
+#include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
 #include "io/test_store.h"
 
@@ -286,6 +287,38 @@ TEST(WorkspaceRecoveryTest, YoungSidecarsAreLeftToTheirLiveWriters) {
   EXPECT_EQ(old.rolled_forward, 1);  // the planned effect is confirmed
   ASSERT_TRUE(ws->Write(Append("t", {2})).ok());
   EXPECT_EQ(RowsOf(*ws, "t"), 2);
+  ExpectConsistent(*ws, "");
+}
+
+// Writes list the sidecars only once one can be past the grace period: the
+// listing that saw the crashed write's sidecar young skips the next ones
+// until that sidecar is due, and the first write after recovers it.
+TEST(WorkspaceRecoveryTest, WritesListSidecarsOnlyWhenOneCanBeDue) {
+  CrashedWrite c;
+  ASSERT_TRUE(c.ws->CreateTable("u", EventSchema(), {}).ok());
+  auto counting = std::make_shared<CountingObjectStore>(c.store, 2);
+  auto ws = Workspace::Open(counting, "ws", c.opts).value();
+  auto listings = [&] {
+    return counting->Snapshot().by_prefix["ws/_recovery/"].count(ObjectOp::kList);
+  };
+  counting->Reset();
+  ASSERT_TRUE(ws->Write(Append("u", {1})).ok());
+  EXPECT_EQ(listings(), 1u);  // the sidecar is young: due 10 s after the crash
+  c.clock.AdvanceMicros(9'000'000);
+  counting->Reset();
+  ASSERT_TRUE(ws->Write(Append("u", {2})).ok());
+  EXPECT_EQ(listings(), 0u);
+  EXPECT_EQ(RowsOf(*ws, "t"), 0);
+  c.clock.AdvanceMicros(2'000'000);
+  counting->Reset();
+  ASSERT_TRUE(ws->Write(Append("u", {3})).ok());
+  EXPECT_EQ(listings(), 1u);
+  EXPECT_EQ(RowsOf(*ws, "t"), 1);  // rolled forward by that write's recovery
+  EXPECT_TRUE(c.store->ListAll("ws/_recovery/").value().empty());
+  // Nothing left: the next listing is a grace period away.
+  counting->Reset();
+  ASSERT_TRUE(ws->Write(Append("u", {4})).ok());
+  EXPECT_EQ(listings(), 0u);
   ExpectConsistent(*ws, "");
 }
 

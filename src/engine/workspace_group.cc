@@ -215,7 +215,7 @@ std::vector<Result<WriteResult>> Workspace::WriteGroupOnce(
     results[0] = Write(first);
     return results;
   }
-  Result<RecoveryReport> recovered = Recover(options_.recovery_grace_micros);
+  Result<RecoveryReport> recovered = RecoverIfDue();
   if (!recovered.ok()) return all(recovered.status());
   Result<ManifestVersion> latest = manifest_->CurrentForWriter(first.branch);
   if (!latest.ok()) return all(latest.status());
@@ -284,7 +284,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
   Result<Dataset> committed = [&]() -> Result<Dataset> {
-    Result<Dataset> base = OpenFork(head, s.fork, &reset);
+    Result<Dataset> base = OpenFork(head, s.fork, &reset, /*remembered=*/true);
     if (!base.ok()) {
       *busy = base.status().Is(ErrorCode::kConflict);  // another commit in progress
       return base.status();
@@ -297,6 +297,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   }();
   if (committed.status().IsAborted()) {
     *busy = true;
+    committed_forks_.Forget(TableRoot(head.location), s.fork);
     committed = Status::Conflict("another writer committed to table '" + t.def.name + "' first (" +
                                  committed.status().message() + ")");
   }
@@ -309,7 +310,9 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
       PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
                          static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
                          RunsOf(s, *committed), "", std::move(auth), reset);
-  return SettlePublish(s, key, *committed, std::move(published), {});
+  Result<WriteResult> settled = SettlePublish(s, key, *committed, std::move(published), {});
+  SettleFork(head, s.fork, settled, *committed);
+  return settled;
 }
 
 }  // namespace loam
