@@ -44,6 +44,20 @@ Result<RecordBatch> InSchema(const RecordBatch& b, const Schema& schema) {
   return out;
 }
 
+// The revert's write to the run's table, by `ctx`'s principal: `mode` with
+// the role a restore needs.
+WriteRequest RevertWrite(const CallContext& ctx, const ingest::RunRequest& req, const TableState& t,
+                         WriteMode mode) {
+  WriteRequest w;
+  w.table = t.def.name;
+  w.table_sid = t.def.sid;
+  w.branch = req.branch;
+  w.mode = mode;
+  w.authorize_as = WriteMode::kRestore;
+  w.principal = ctx.principal;
+  return w;
+}
+
 // A failure after which nothing can reference the staged files.
 bool Definite(const Status& s) {
   return s.IsFailedPrecondition() || s.IsPermissionDenied() || s.IsNotFound() ||
@@ -110,14 +124,8 @@ Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecor
 Result<WriteResult> Service::RevertAppend(const CallContext& ctx, const RunRecord& run,
                                           const ingest::RunRequest& req, const TableState& t,
                                           std::vector<int64_t> rows) {
-  WriteRequest w;
-  w.table = t.def.name;
-  w.table_sid = t.def.sid;
-  w.branch = req.branch;
-  w.mode = WriteMode::kDelete;
-  w.authorize_as = WriteMode::kRestore;
+  WriteRequest w = RevertWrite(ctx, req, t, WriteMode::kDelete);
   w.row_addresses = std::move(rows);
-  w.principal = ctx.principal;
   ASSIGN_OR_RETURN(WriteResult done, ws_->Write(w));
   if (!done.changed) {
     return Status::FailedPrecondition("run " + run.id + "'s rows are no longer in table '" +
@@ -195,17 +203,11 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
     discard();
     return copied;
   }
-  WriteRequest w;
-  w.table = t.def.name;
-  w.table_sid = t.def.sid;
-  w.branch = req.branch;
-  w.mode = WriteMode::kReplaceRows;
-  w.authorize_as = WriteMode::kRestore;
+  WriteRequest w = RevertWrite(ctx, req, t, WriteMode::kReplaceRows);
   w.row_addresses = std::move(written);
   w.staged_rows = true;
   w.staged = staged;
   w.expected_schema_version = t.def.schema_version;
-  w.principal = ctx.principal;
   Result<WriteResult> done = ws_->Write(w);
   if (done.ok()) return done;
   if (Definite(done.status())) discard();
@@ -266,16 +268,11 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
     return Status::FailedPrecondition("run " + run_id + " added columns to table '" + t->def.name +
                                       "'; a revert never removes columns");
   }
-  WriteRequest w;
-  w.table = t->def.name;
-  w.table_sid = t->def.sid;
-  w.branch = req.branch;
-  w.mode = WriteMode::kRestore;
+  WriteRequest w = RevertWrite(ctx, req, *t, WriteMode::kRestore);
   w.authorize_as = needed;
   w.restore_version = run.table_version - 1;
   w.expected_version = run.table_version;
   w.expected_schema_version = t->def.schema_version;
-  w.principal = ctx.principal;
   return ws_->Write(w);
 }
 
