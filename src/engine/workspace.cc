@@ -118,15 +118,6 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 // write left an unpublished version there. On the head's own fork such a
 // version may belong to a live writer: it is reset only once older than the
 // recovery grace period (its sidecar, if any, was handled by Recover).
-void Workspace::SettleFork(const TableHead& head, const std::string& fork,
-                           const Result<WriteResult>& settled, const Dataset& committed) {
-  if (settled.ok()) {
-    committed_forks_.Remember(TableRoot(head.location), fork, committed);
-  } else {
-    committed_forks_.Forget(TableRoot(head.location), fork);
-  }
-}
-
 Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork,
                                     std::optional<ForkReset>* reset, bool remembered) const {
   if (remembered && head.owner_ref == fork) {
@@ -179,6 +170,15 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
                 head.table_key, head.table_version + 1, latest_version, head.table_version);
   record(latest_version, static_cast<int64_t>(restored.version()));
   return restored;
+}
+
+void Workspace::SettleFork(const TableHead& head, const std::string& fork,
+                           const Result<WriteResult>& settled, const Dataset& committed) {
+  if (settled.ok()) {
+    committed_forks_.Remember(TableRoot(head.location), fork, committed);
+  } else {
+    committed_forks_.Forget(TableRoot(head.location), fork);
+  }
 }
 
 // --- publishing a table change -------------------------------------------------------
