@@ -3,7 +3,9 @@
 // version it already holds instead of reading it back (a GET of the version
 // file and a HEAD of the next one). An entry may be stale: another process
 // may have written the next version. The write's put-if-absent of that
-// version then fails, the write forgets the entry and opens the fork again.
+// version then fails, the write forgets the entry and opens the fork again;
+// so only writes that try again on their own (Workspace::CommitsOnAnyVersion)
+// start from a remembered version.
 #pragma once
 
 #include <map>

@@ -13,6 +13,7 @@
 #include "common/json_parse.h"
 #include "engine/workspace_test_util.h"
 #include "io/counting_object_store.h"
+#include "io/fault_injection_object_store.h"
 #include "io/test_store.h"
 
 namespace loam {
@@ -422,6 +423,39 @@ TEST_F(GroupCommitTest, AProcessCommitsOnTheVersionItLastCommittedWithoutReading
   EXPECT_EQ(Ids(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(raced->table_version, ws_->Current().value().Find("t")->head.table_version);
   EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
+// A write that found its table busy tries again only once its own sidecar
+// is gone: when that delete fails, the write answers with the failure (its
+// loader keeps the staged files and resumes) instead of starting over.
+TEST_F(GroupCommitTest, ABusyWriteWhoseSidecarStaysDoesNotTryAgain) {
+  WorkspaceOptions o = TestOptions();
+  o.system_actor = false;
+  o.owner = "owner";
+  o.recovery_grace_micros = int64_t{60} * 1000 * 1000;
+  int b_attempts = 0;
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  faulty->AddRule(FaultRule::FailNth("sidecar-delete", MaskOf({ObjectOp::kDelete}), 1,
+                                     Status::Unavailable("injected"), "/_recovery/"));
+  WorkspaceOptions bo = o;
+  bo.failpoint = [&](std::string_view at) {
+    if (at == failpoint::kAfterSidecar) ++b_attempts;
+    return Status::OK();
+  };
+  auto b = Workspace::Open(faulty, root_, bo).value();
+  const WriteRequest mine = Staged("b", {2});
+  Status b_status;
+  WorkspaceOptions ao = o;
+  ao.failpoint = [&](std::string_view at) {
+    if (at == failpoint::kAfterTableCommit && b_attempts == 0) b_status = b->Write(mine).status();
+    return Status::OK();
+  };
+  auto a = Workspace::Open(store_, root_, ao).value();
+  ASSERT_TRUE(a->Write(Staged("a", {1})).ok());
+  EXPECT_TRUE(b_status.IsUnavailable()) << b_status;
+  EXPECT_EQ(b_attempts, 1);
+  EXPECT_EQ(faulty->Fired("sidecar-delete"), 1u);
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1}));
 }
 
 }  // namespace

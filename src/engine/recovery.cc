@@ -26,8 +26,12 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
 // listing per grace period under load, instead of a LIST and a GET per live
 // sidecar on every write). A table version such a sidecar left is not reset
 // sooner either: OpenFork resets only versions older than the grace, and a
-// version is younger than its sidecar. A listing that could not recover
-// everything is not trusted for later: the next write lists again.
+// version is younger than its sidecar. Both assume the writers' clocks agree
+// to well within the grace; a writer whose clock lags by more may see its
+// unpublished version reset (rolled back) where recovery would have rolled
+// it forward, which is allowed for a write whose publish never answered. A
+// listing that could not recover everything is not trusted for later: the
+// next write lists again.
 Result<RecoveryReport> Workspace::RecoverIfDue() {
   const int64_t grace = options_.recovery_grace_micros;
   const int64_t start = options_.manifest.dataset.clock->NowMicros();

@@ -566,7 +566,8 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   int64_t base_version = head.table_version;
   std::optional<ForkReset> reset;
   auto commit = [&]() -> Result<Dataset> {
-    Result<Dataset> opened = OpenFork(head, s.fork, &reset, /*remembered=*/true);
+    // A remembered base may be stale: only a write that tries again may start there.
+    Result<Dataset> opened = OpenFork(head, s.fork, &reset, CommitsOnAnyVersion(req));
     if (!opened.ok()) {
       *busy = opened.status().Is(ErrorCode::kConflict);  // another commit in progress
       return opened.status();
@@ -619,8 +620,13 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
                          committed.status().message() + ")");
   }
   if (!committed.ok() || static_cast<int64_t>(committed->version()) <= base_version) {
-    // No table effect: the sidecar has nothing to recover.
-    RETURN_NOT_OK(store_->DeleteRelaxed(key));
+    // No table effect: the sidecar has nothing to recover. A write tries
+    // again only once its sidecar is gone.
+    Status deleted = store_->DeleteRelaxed(key);
+    if (!deleted.ok()) {
+      *busy = false;
+      return deleted;
+    }
     if (!committed.ok()) return committed.status();
     result.changed = false;
     result.sid = head.sid;

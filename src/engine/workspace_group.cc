@@ -284,7 +284,10 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
   Result<Dataset> committed = [&]() -> Result<Dataset> {
-    Result<Dataset> base = OpenFork(head, s.fork, &reset, /*remembered=*/true);
+    // A remembered base may be stale: only a group that tries again may start there.
+    const bool retries = std::all_of(members.begin(), members.end(),
+                                     [&](size_t m) { return CommitsOnAnyVersion(*requests[m]); });
+    Result<Dataset> base = OpenFork(head, s.fork, &reset, retries);
     if (!base.ok()) {
       *busy = base.status().Is(ErrorCode::kConflict);  // another commit in progress
       return base.status();
@@ -302,7 +305,11 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
                                  committed.status().message() + ")");
   }
   if (!committed.ok()) {
-    RETURN_NOT_OK(store_->DeleteRelaxed(key));  // no table effect
+    Status deleted = store_->DeleteRelaxed(key);  // no table effect
+    if (!deleted.ok()) {
+      *busy = false;  // tries again only once its sidecar is gone
+      return deleted;
+    }
     return committed.status();
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));

@@ -169,6 +169,21 @@ Result<std::string> Service::FirstChangeAfter(const Dataset& data,
 Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecord& run,
                                           const ingest::RunRequest& req, const Snapshot& snap,
                                           const TableState& t) {
+  // The run's table version names a version of the fork its branch wrote
+  // then: its commit must be in the branch's history, for this table at that
+  // version (a branch deleted and created again under the name has others).
+  ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(run.id)));
+  const json meta = row ? ParseJson(row->metadata) : json();
+  if (!row ||
+      (meta.is_object() && (meta.value("table", t.def.sid) != t.def.sid ||
+                            meta.value("table_version", run.table_version) != run.table_version))) {
+    return Status::FailedPrecondition("run " + run.id +
+                                      "'s commit is not in the history of table '" + t.def.name +
+                                      "' on branch '" + (req.branch.empty() ? "main" : req.branch) +
+                                      "' (was the branch deleted and created again?)")
+        .WithErrorCode(ErrorCode::kPreconditionFailed)
+        .WithDetail("run", run.id);
+  }
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   const auto version = static_cast<uint64_t>(run.table_version);
   ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
