@@ -32,11 +32,14 @@ std::string RefusedBefore(int64_t ahead) {
 
 }  // namespace
 
-Admission::Admission(ServiceLimits limits, Clock* clock, int workers)
+Admission::Admission(ServiceLimits limits, Clock* clock, int workers, int small_run_workers,
+                     int64_t small_run_bytes)
     : limits_(std::move(limits)),
       clock_(clock),
       workers_(std::max(1, workers)),
-      measures_runs_(workers > 0) {}
+      small_run_workers_(std::max(0, small_run_workers)),
+      small_run_bytes_(small_run_bytes),
+      measures_runs_(workers > 0 || small_run_workers > 0) {}
 
 double Admission::BytesPerSecond() const {
   std::lock_guard lock(mu_);
@@ -48,9 +51,9 @@ double Admission::MeanRunMicros() const {
   return MeanRunMicrosLocked();
 }
 
-double Admission::QueueWaitMicros(const QueueLoad& load) const {
+double Admission::QueueWaitMicros(const QueueLoad& load, int64_t bytes) const {
   std::lock_guard lock(mu_);
-  return QueueWaitMicrosLocked(load);
+  return QueueWaitMicrosLocked(load, bytes);
 }
 
 size_t Admission::Waiting() const {
@@ -69,11 +72,22 @@ double Admission::MeanRunMicrosLocked() const {
   return mean_run_micros_ > 0 ? mean_run_micros_ : kDefaultRunMicros;
 }
 
-double Admission::QueueWaitMicrosLocked(const QueueLoad& load) const {
+double Admission::QueueWaitMicrosLocked(const QueueLoad& load, int64_t bytes) const {
   const double per_run = small_run_micros_ > 0 ? small_run_micros_ : kDefaultRunMicros;
-  return (static_cast<double>(load.runs) * per_run +
-          static_cast<double>(load.bytes) / BytesPerSecondLocked() * 1e6) /
-         workers_;
+  int64_t runs = load.runs;
+  int64_t queued_bytes = load.bytes;
+  int workers = workers_;
+  if (small_run_workers_ > 0 && bytes <= small_run_bytes_) {
+    runs = load.small_runs;
+    queued_bytes = load.small_bytes;
+    workers = small_run_workers_;
+  } else if (small_run_workers_ > 0) {
+    runs -= load.small_runs;
+    queued_bytes -= load.small_bytes;
+  }
+  return (static_cast<double>(runs) * per_run +
+          static_cast<double>(queued_bytes) / BytesPerSecondLocked() * 1e6) /
+         workers;
 }
 
 void Admission::RecordRun(int64_t bytes, int64_t micros) {
@@ -128,8 +142,10 @@ Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& l
   QueueLoad seen;  // only the totals: the wait needs no per-pipeline counts
   seen.runs = load.runs + ahead.runs;
   seen.bytes = load.bytes + ahead.bytes;
+  seen.small_runs = load.small_runs + ahead.small_runs;
+  seen.small_bytes = load.small_bytes + ahead.small_bytes;
   const std::string waiting = RefusedBefore(ahead.runs);
-  const double queued = QueueWaitMicrosLocked(seen);
+  const double queued = QueueWaitMicrosLocked(seen, bytes);
   const double max_wait = static_cast<double>(limits_.max_queue_wait_seconds) * 1e6;
   Status refused;
   double wait = 0;
@@ -165,7 +181,8 @@ Status Admission::CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& l
 }
 
 Status Admission::CheckConcurrency(const Asker& who, const std::string& pipeline_id,
-                                   int64_t max_concurrent, const QueueLoad& load, int64_t now) {
+                                   int64_t max_concurrent, int64_t bytes, const QueueLoad& load,
+                                   int64_t now) {
   const auto it = load.runs_per_pipeline.find(pipeline_id);
   const int64_t running = it == load.runs_per_pipeline.end() ? 0 : it->second;
   WaitingLine& line = concurrency_lines_[pipeline_id];
@@ -176,8 +193,9 @@ Status Admission::CheckConcurrency(const Asker& who, const std::string& pipeline
   // than the workers finish runs.
   const double fastest = MeanRunMicrosLocked() / workers_;
   const double every =
-      running > 0 ? std::max(fastest, QueueWaitMicrosLocked(load) / static_cast<double>(running))
-                  : fastest;
+      running > 0
+          ? std::max(fastest, QueueWaitMicrosLocked(load, bytes) / static_cast<double>(running))
+          : fastest;
   const double wait = static_cast<double>(running + ahead - max_concurrent + 1) * every;
   line.Refused(who.holder, who.principal, 0, now + RetryAfterMillis(wait) * 1000);
   return Refuse("maxConcurrentRuns", wait,
@@ -289,7 +307,7 @@ Status Admission::Admit(const std::string& principal, const std::string& key,
   // A request refused by a later room gives up its places in the earlier
   // ones, whose room it could not use: it would hold back those behind it.
   RETURN_NOT_OK(CheckQueue(who, bytes, load, now));
-  if (Status s = CheckConcurrency(who, pipeline_id, max_concurrent, load, now); !s.ok()) {
+  if (Status s = CheckConcurrency(who, pipeline_id, max_concurrent, bytes, load, now); !s.ok()) {
     queue_line_.Admitted(who.holder);
     return s;
   }

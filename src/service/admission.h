@@ -28,12 +28,19 @@ namespace loam::service {
 struct QueueLoad {
   int64_t runs = 0;
   int64_t bytes = 0;
+  // Of those, the runs of at most the small-run lane's size, and their bytes.
+  int64_t small_runs = 0;
+  int64_t small_bytes = 0;
   std::map<std::string, int64_t> runs_per_pipeline;
 };
 
 class Admission {
  public:
-  Admission(ServiceLimits limits, Clock* clock, int workers);
+  // `workers` take any run; with `small_run_workers` > 0 those take only
+  // runs of at most `small_run_bytes` (the small-run lane), and the others
+  // take large runs first (Service::TakeQueued).
+  Admission(ServiceLimits limits, Clock* clock, int workers, int small_run_workers = 0,
+            int64_t small_run_bytes = 0);
 
   // OK and counted, or `overloaded`. `max_concurrent` is the pipeline's
   // effective limit on its non-terminal runs; `key` is the request's
@@ -69,10 +76,12 @@ class Admission {
   // Measured bytes per second and mean run time (defaults until measured).
   double BytesPerSecond() const;
   double MeanRunMicros() const;
-  // How long the queue ahead of a new run takes to drain here: each queued
-  // run's fixed cost (measured on runs under 1 MiB) plus its bytes at the
-  // throughput (measured on runs of 1 MiB and more), over the workers.
-  double QueueWaitMicros(const QueueLoad& load) const;
+  // How long the queue ahead of a new run of `bytes` takes to drain here:
+  // each queued run's fixed cost (measured on runs under 1 MiB) plus its
+  // bytes at the throughput (measured on runs of 1 MiB and more), over the
+  // workers. With a small-run lane, a small run waits for the small runs
+  // over the lane's workers, a large one for the large runs over the others.
+  double QueueWaitMicros(const QueueLoad& load, int64_t bytes) const;
   // Places held in all waiting lines.
   size_t Waiting() const;
 
@@ -92,16 +101,18 @@ class Admission {
   // The refusal of each room, or OK.
   Status CheckQueue(const Asker& who, int64_t bytes, const QueueLoad& load, int64_t now);
   Status CheckConcurrency(const Asker& who, const std::string& pipeline_id, int64_t max_concurrent,
-                          const QueueLoad& load, int64_t now);
+                          int64_t bytes, const QueueLoad& load, int64_t now);
   Status CheckTinyWindow(const Asker& who, const std::string& pipeline_id, int64_t now);
   // Unlocked: callers hold `mu_`.
   double BytesPerSecondLocked() const;
   double MeanRunMicrosLocked() const;
-  double QueueWaitMicrosLocked(const QueueLoad& load) const;
+  double QueueWaitMicrosLocked(const QueueLoad& load, int64_t bytes) const;
 
   const ServiceLimits limits_;
   Clock* clock_;
   const int workers_;
+  const int small_run_workers_;
+  const int64_t small_run_bytes_;
   const bool measures_runs_;  // this process runs workers
   mutable std::mutex mu_;
   struct Bucket {
@@ -117,7 +128,7 @@ class Admission {
   double bytes_per_second_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA; 0 = not measured
   double mean_run_micros_ LOAM_GUARDED_BY(mu_) = 0;   // EWMA; 0 = not measured
   double small_run_micros_ LOAM_GUARDED_BY(mu_) = 0;  // EWMA of runs under 1 MiB
-  WaitingLine queue_line_ LOAM_GUARDED_BY(mu_);
+  WaitingLine queue_line_ LOAM_GUARDED_BY(mu_){small_run_bytes_};
   std::map<std::string, WaitingLine> concurrency_lines_ LOAM_GUARDED_BY(mu_);  // per pipeline
   std::map<std::string, WaitingLine> tiny_lines_ LOAM_GUARDED_BY(mu_);         // per pipeline
 };

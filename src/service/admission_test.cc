@@ -58,6 +58,35 @@ TEST_F(AdmissionTest, ACrowdRefusedAtOnceIsToldSuccessiveTimes) {
   EXPECT_EQ(a.Waiting(), 5u);
 }
 
+// With a small-run lane, a small run waits for the small runs ahead of it
+// over the lane's workers, and a large one for the large runs over the
+// general workers: neither is refused for the other lane's queue.
+TEST_F(AdmissionTest, EachLaneIsPricedByItsOwnQueueAndWorkers) {
+  limits_.max_queue_wait_seconds = 10;
+  constexpr int64_t kLaneBytes = 1 << 20;
+  Admission a(limits_, &clock_, /*workers=*/2, /*small_run_workers=*/16, kLaneBytes);
+  a.RecordRun(1024, 3 * kSecond);  // small runs take 3 s each
+  QueueLoad load;
+  load.runs = load.small_runs = 40;  // 40 x 3 s over 16 workers: 7.5 s
+  EXPECT_TRUE(a.Admit("ada", "small", "p", 1024, 1'000'000, load).ok());
+  // Over two workers the same queue would be 60 s: a lane-blind estimate
+  // refuses it.
+  Admission blind(limits_, &clock_, 2);
+  blind.RecordRun(1024, 3 * kSecond);
+  Status refused = blind.Admit("ada", "small", "p", 1024, 1'000'000, load);
+  ASSERT_TRUE(refused.Is(ErrorCode::kOverloaded)) << refused;
+  EXPECT_EQ(refused.detail("limit"), "maxQueueWait");
+  // A large run waits for no small run: none large is queued.
+  EXPECT_TRUE(a.Admit("ada", "large", "p", 8 * kLaneBytes, 1'000'000, load).ok());
+  // Seven large runs ahead (7 x 3 s over 2 workers: 10.5 s) refuse a large
+  // run, but not a small one.
+  load.runs += 7;
+  Status large = a.Admit("ada", "large2", "p", 8 * kLaneBytes, 1'000'000, load);
+  ASSERT_TRUE(large.Is(ErrorCode::kOverloaded)) << large;
+  EXPECT_EQ(large.detail("limit"), "maxQueueWait");
+  EXPECT_TRUE(a.Admit("ada", "small2", "p", 1024, 1'000'000, load).ok());
+}
+
 TEST_F(AdmissionTest, RefusedClientsAreAdmittedInTheirOrderBeforeNewcomers) {
   limits_.max_queued_runs = 3;
   Admission a(limits_, &clock_, 1);  // no run measured: a run is taken to last 1 s

@@ -42,7 +42,8 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
       requests_(ws_->store(), ws_->root(), ws_->id()),
       queue_(ws_->store(), ws_->root()),
       cleaner_(ws_->store(), ws_->root(), options_.clock),
-      admission_(options_.limits, options_.clock, options_.workers) {
+      admission_(options_.limits, options_.clock, options_.workers, options_.small_run_workers,
+                 options_.small_run_bytes) {
   ingest::LoaderOptions lo;
   lo.lease_micros = options_.lease_micros;
   lo.max_attempts = options_.max_run_attempts;

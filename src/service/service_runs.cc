@@ -115,10 +115,17 @@ uint64_t Service::ListingStarts() {
 QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries, uint64_t since) {
   QueueLoad load;
   std::set<std::string> listed;
-  for (const QueueEntry& e : entries) {
+  const auto count = [&](const std::string& pipeline_id, int64_t bytes) {
     ++load.runs;
-    load.bytes += e.bytes;
-    ++load.runs_per_pipeline[e.pipeline_id];
+    load.bytes += bytes;
+    ++load.runs_per_pipeline[pipeline_id];
+    if (bytes <= options_.small_run_bytes) {
+      ++load.small_runs;
+      load.small_bytes += bytes;
+    }
+  };
+  for (const QueueEntry& e : entries) {
+    count(e.pipeline_id, e.bytes);
     listed.insert(e.run_id);
   }
   std::lock_guard lock(mu_);
@@ -131,9 +138,7 @@ QueueLoad Service::RememberLoad(const std::vector<QueueEntry>& entries, uint64_t
     }
     ++it;
     if (listed.count(run_id)) continue;
-    ++load.runs;
-    load.bytes += r.bytes;
-    ++load.runs_per_pipeline[r.pipeline_id];
+    count(r.pipeline_id, r.bytes);
   }
   load_ = load;
   load_at_micros_ = options_.clock->NowMicros();

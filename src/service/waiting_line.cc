@@ -7,6 +7,10 @@ void WaitingLine::Drop(std::map<uint64_t, Place>::iterator it) {
   order_of_.erase(it->second.holder);
   if (--owned_[it->second.owner] == 0) owned_.erase(it->second.owner);
   total_bytes_ -= it->second.bytes;
+  if (it->second.bytes <= small_run_bytes_) {
+    --small_places_;
+    small_bytes_ -= it->second.bytes;
+  }
   places_.erase(it);
 }
 
@@ -17,12 +21,16 @@ WaitingLine::Ahead WaitingLine::AheadOf(const std::string& holder, int64_t now_m
   }
   const auto mine = order_of_.find(holder);
   if (mine == order_of_.end()) {
-    return Ahead{static_cast<int64_t>(places_.size()), total_bytes_};
+    return Ahead{static_cast<int64_t>(places_.size()), total_bytes_, small_places_, small_bytes_};
   }
   Ahead ahead;
   for (auto it = places_.begin(); it->first != mine->second; ++it) {
     ++ahead.runs;
     ahead.bytes += it->second.bytes;
+    if (it->second.bytes <= small_run_bytes_) {
+      ++ahead.small_runs;
+      ahead.small_bytes += it->second.bytes;
+    }
   }
   return ahead;
 }
@@ -45,6 +53,10 @@ void WaitingLine::Refused(const std::string& holder, const std::string& owner, i
   expiries_.emplace(place.hold_until_micros, order);
   ++owned_[owner];
   total_bytes_ += bytes;
+  if (bytes <= small_run_bytes_) {
+    ++small_places_;
+    small_bytes_ += bytes;
+  }
 }
 
 void WaitingLine::Admitted(const std::string& holder) {

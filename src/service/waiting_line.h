@@ -35,7 +35,13 @@ class WaitingLine {
   struct Ahead {
     int64_t runs = 0;   // places ahead
     int64_t bytes = 0;  // their declared upload bytes
+    // Of those, the places of at most `small_run_bytes` (a small-run lane's
+    // runs), and their bytes.
+    int64_t small_runs = 0;
+    int64_t small_bytes = 0;
   };
+
+  explicit WaitingLine(int64_t small_run_bytes = 0) : small_run_bytes_(small_run_bytes) {}
 
   // The places ahead of `holder` (every place, if it holds none), after
   // dropping those whose holders stayed away. Costs the dropped places plus,
@@ -59,12 +65,15 @@ class WaitingLine {
   };
   void Drop(std::map<uint64_t, Place>::iterator it);
 
+  int64_t small_run_bytes_;
   uint64_t next_order_ = 0;
   std::map<uint64_t, Place> places_;  // by order of first refusal
   std::unordered_map<std::string, uint64_t> order_of_;
   std::set<std::pair<int64_t, uint64_t>> expiries_;  // (hold_until_micros, order)
   std::unordered_map<std::string, size_t> owned_;    // places per owner
   int64_t total_bytes_ = 0;
+  int64_t small_places_ = 0;  // places of at most small_run_bytes_
+  int64_t small_bytes_ = 0;
 };
 
 }  // namespace loam::service
