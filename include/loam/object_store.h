@@ -120,6 +120,11 @@ class ObjectStore {
   // A short description for messages ("file:///data/ws", "mem://t").
   virtual std::string Describe() const = 0;
 
+  // True when a List reads every entry of the prefix's directory whatever
+  // its `limit` (local disk): a caller after the first key of a prefix that
+  // grows without bound looks it up another way first.
+  virtual bool ListReadsWholeDirectory() const { return false; }
+
   // --- Conveniences built on the primitives ---------------------------------
 
   Result<std::string> Get(std::string_view key);

@@ -179,6 +179,7 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
   Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
   if (put.ok()) {
     ForgetInlineBytes(&*next);
+    NoteCommitted(next->version);
     return WithState(*std::move(next));
   }
   if (put.status().IsAlreadyExists()) {
@@ -241,6 +242,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       Result<ObjectMeta> put = store_->PutIfAbsent(key, EncodeVersionFile(*next));
       if (put.ok()) {
         ForgetInlineBytes(&*next);
+        NoteCommitted(next->version);
         return WithState(*std::move(next));
       }
       if (!put.status().IsAlreadyExists()) {

@@ -86,6 +86,10 @@ Result<Dataset> Dataset::Open(std::shared_ptr<ObjectStore> store, std::string ro
 }
 
 Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& branch) const {
+  if (store_->ListReadsWholeDirectory()) {
+    ASSIGN_OR_RETURN(std::optional<uint64_t> hinted, LatestFromHint(branch));
+    if (hinted) return hinted;
+  }
   const std::string prefix = Key(BranchDir(branch) + "_versions/");
   std::string after;
   // Ascending key order is newest first; skip foreign names, if any.

@@ -345,6 +345,13 @@ class Dataset {
   Result<std::string> VersionKey(const std::string& branch, uint64_t version) const;
   Result<VersionHeader> LoadHeader(const std::string& branch, uint64_t version) const;
   Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
+  // Where listing reads a whole directory (local disk), a branch's latest
+  // own version comes from its hint when that names a version still there
+  // (latest_hint.cc); nullopt: no usable hint, list instead.
+  Result<std::optional<uint64_t>> LatestFromHint(const std::string& branch) const;
+  // Called once `version` of this branch is committed: refreshes the hint
+  // there (not durably).
+  void NoteCommitted(uint64_t version) const;
 
   // Commit machinery (commit.cc). `build` produces the transaction against a
   // base; it is called again when the operation must re-run.

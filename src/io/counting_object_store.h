@@ -54,6 +54,7 @@ class CountingObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "counting(" + base_->Describe() + ")"; }
+  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
 
   ObjectStore& base() { return *base_; }
 

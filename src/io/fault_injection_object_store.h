@@ -102,6 +102,7 @@ class FaultInjectionObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
+  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
 
   ObjectStore& base() { return *base_; }
 

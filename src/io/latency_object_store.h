@@ -48,6 +48,7 @@ class LatencyObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override;
+  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
 
   // The delay the next call would wait (advances the generator).
   int64_t DrawMicros() LOAM_EXCLUDES(mu_);

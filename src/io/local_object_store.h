@@ -56,6 +56,8 @@ class LocalObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "file://" + root_; }
+  // Listing reads the directory, then sorts its names.
+  bool ListReadsWholeDirectory() const override { return true; }
 
   const std::string& root() const { return root_; }
 
