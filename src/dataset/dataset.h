@@ -239,6 +239,10 @@ class Dataset {
   // snapshot no longer holds live, by address, ascending: rows deleted since,
   // and every live row of a fragment removed since.
   Result<std::vector<uint64_t>> RowsRemovedSince(const Dataset& earlier) const;
+  // The addresses (ascending) of rows live in this snapshot that were not
+  // live in `earlier`: the rows of fragments added since, and rows a
+  // restore brought back.
+  Result<std::vector<uint64_t>> RowsAddedSince(const Dataset& earlier) const;
   // Makes an older version's content the new latest version.
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
   // Adds a nullable column; existing rows read as null.

@@ -515,6 +515,30 @@ Result<std::vector<uint64_t>> Dataset::RowsRemovedSince(const Dataset& earlier) 
   return removed;
 }
 
+Result<std::vector<uint64_t>> Dataset::RowsAddedSince(const Dataset& earlier) const {
+  std::vector<uint64_t> added;
+  for (const Fragment& f : state_->fragments) {
+    const Fragment* then = earlier.state().FindFragment(f.id);
+    if (then != nullptr && then->deletion_path == f.deletion_path) continue;
+    DeletionVector now;
+    if (!f.deletion_path.empty()) {
+      ASSIGN_OR_RETURN(now, ReadDeletions(f));
+    }
+    std::vector<uint32_t> back;
+    if (then == nullptr) {
+      for (uint32_t r = 0; r < f.physical_rows; ++r) {
+        if (!now.Contains(r)) back.push_back(r);
+      }
+    } else if (!then->deletion_path.empty()) {
+      ASSIGN_OR_RETURN(DeletionVector before, earlier.ReadDeletions(*then));
+      back = before.Minus(now).rows();  // deleted then, live now: restored
+    }
+    for (uint32_t r : back) added.push_back((f.id << 32) | r);
+  }
+  std::sort(added.begin(), added.end());
+  return added;
+}
+
 Result<Dataset> Dataset::Restore(uint64_t version, const CommitOptions& opts) const {
   RETURN_NOT_OK(LoadVersion(branch_, version).status());
   return RunOperation(

@@ -67,9 +67,9 @@ class GroupCommitTest : public ::testing::Test {
   }
 
   // The ids the table holds, sorted.
-  std::vector<int64_t> Ids() {
+  std::vector<int64_t> Ids(const std::string& table = "t") {
     Snapshot snap = ws_->Current().value();
-    RecordBatch all = ws_->OpenTable(snap, "t").value().ReadAll().value();
+    RecordBatch all = ws_->OpenTable(snap, table).value().ReadAll().value();
     std::vector<int64_t> ids;
     for (int64_t r = 0; r < all.num_rows(); ++r) ids.push_back(all.columns[0].GetInt64(r));
     std::sort(ids.begin(), ids.end());
@@ -294,6 +294,64 @@ TEST_F(GroupCommitTest, KeyedAppendsJoinWhenTheirKeysDiffer) {
   WriteRequest exclusive = keyed("kx", {9}, out[0]->table_version);
   exclusive.expected_for_keys = false;
   EXPECT_FALSE(Workspace::Groupable(exclusive));
+}
+
+// A keyed append checked its keys at one version and the table moved since:
+// it commits on the new head unless a row that became live since (appended,
+// or brought back by a restore) holds one of its keys. Then it is a
+// conflict, nothing is written, and its run checks its keys again.
+TEST_F(GroupCommitTest, AKeyedAppendCarriesItsKeyCheckToTheTablesNewHead) {
+  ASSERT_TRUE(ws_->CreateTable("k", EventSchema(), {"id"}).ok());
+  ASSERT_TRUE(ws_->SetGrant("k", "ada", Role::kWriter).ok());
+  auto head = [&] { return ws_->Current().value().Find("k")->head.table_version; };
+  auto keyed = [&](const std::string& run, std::vector<int64_t> ids, int64_t version) {
+    WriteRequest w = Staged(run, ids, "ada", "k");
+    w.expected_version = version;
+    w.expected_for_keys = true;
+    return w;
+  };
+  ASSERT_TRUE(ws_->Write(keyed("k1", {1, 2, 6}, head())).ok());
+  const int64_t checked = head();
+  const WriteRequest fresh = keyed("fresh", {3}, checked), taken = keyed("taken", {4}, checked);
+  const WriteRequest grouped_a = keyed("ga", {7}, checked), grouped_b = keyed("gb", {8}, checked);
+  ASSERT_TRUE(ws_->Write(keyed("other", {4, 5}, checked)).ok());
+  ASSERT_GT(head(), checked);
+  Result<WriteResult> carried = ws_->Write(fresh);
+  ASSERT_TRUE(carried.ok()) << carried.status();
+  Result<WriteResult> refused = ws_->Write(taken);
+  ASSERT_TRUE(refused.status().Is(ErrorCode::kConflict)) << refused.status();
+  EXPECT_NE(refused.status().message().find("gained one of run taken's keys"), std::string::npos)
+      << refused.status();
+  EXPECT_FALSE(RunCommit("taken"));
+  // In a group too, checked at a version the table has since left.
+  std::vector<Result<WriteResult>> group = ws_->WriteGroup({&grouped_a, &grouped_b});
+  ASSERT_TRUE(group[0].ok()) << group[0].status();
+  ASSERT_TRUE(group[1].ok()) << group[1].status();
+  EXPECT_EQ(Ids("k"), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+
+  // A row deleted when the run checked its keys, live again after a restore.
+  const int64_t before_delete = head();
+  WriteRequest del;
+  del.table = "k";
+  del.mode = WriteMode::kDelete;
+  del.where = {Predicate::Eq("id", int64_t{6})};
+  del.principal = "ada";
+  ASSERT_TRUE(ws_->Write(del).ok());
+  const WriteRequest six = keyed("six", {6}, head());
+  WriteRequest restore;
+  restore.table = "k";
+  restore.mode = WriteMode::kRestore;
+  restore.restore_version = before_delete;
+  restore.principal = "owner";
+  ASSERT_TRUE(ws_->Write(restore).ok());
+  Result<WriteResult> back = ws_->Write(six);
+  ASSERT_TRUE(back.status().Is(ErrorCode::kConflict)) << back.status();
+  EXPECT_EQ(Ids("k"), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  // A caller's expected version is a compare-and-swap, never carried.
+  WriteRequest cas = keyed("cas", {9}, checked);
+  cas.expected_for_keys = false;
+  EXPECT_TRUE(ws_->Write(cas).status().Is(ErrorCode::kConflict));
+  EXPECT_FALSE(RunCommit("cas"));
 }
 
 // What cannot share a commit commits alone, as Workspace::Write would.

@@ -532,9 +532,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   // After the schema check: a schema change also moves the version, and is
   // the reason a retry cannot fix.
   if (req.expected_version && *req.expected_version != head.table_version) {
-    return Conflict("table '" + req.table + "' is at version " +
-                    std::to_string(head.table_version) + ", not the expected " +
-                    std::to_string(*req.expected_version));
+    RETURN_NOT_OK(KeysStillAbsent(snap, *t, req));
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
   RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, head.sid, t->def.name));

@@ -111,8 +111,9 @@ struct WriteRequest {
   std::string additive_admin;
   std::optional<int64_t> expected_version;  // the head's table version
   // A keyed append's expected_version is only the version its key checks
-  // were made against: a group commit may take it with others on that
-  // version whose keys differ (otherwise an expected version commits alone).
+  // were made against: a group commit may take it with others whose keys
+  // differ (otherwise an expected version commits alone), and on a later
+  // version when no row live since holds one of its keys (KeysStillAbsent).
   bool expected_for_keys = false;
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
@@ -251,6 +252,12 @@ class Workspace {
   static constexpr uint64_t kMaxGroupedKeyedBytes = uint64_t{4} << 20;
   // Whether `request` may join a group commit (see WriteGroup).
   static bool Groupable(const WriteRequest& request);
+  // A keyed append whose table moved since the version it checked its keys
+  // on (`expected_version`, with `expected_for_keys`) may still commit on
+  // the table's head `t`: OK when no row that became live since holds one of
+  // its keys (keyed_rebase.cc). Otherwise a conflict, and the run checks its
+  // keys again.
+  Status KeysStillAbsent(const Snapshot& snap, const TableState& t, const WriteRequest& req) const;
   // Forks the table onto `branch` at its current version without writing:
   // the head's owner changes at an equal version.
   Result<WriteResult> ForkTable(const std::string& name, const std::string& branch);

@@ -175,9 +175,7 @@ std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest
                .WithErrorCode(ErrorCode::kSchemaConflict);
     }
     if (ok.ok() && req.expected_version && *req.expected_version != t.head.table_version) {
-      ok = Status::Conflict("table '" + t.def.name + "' moved from version " +
-                            std::to_string(*req.expected_version) + " to " +
-                            std::to_string(t.head.table_version) + " since the run's key checks");
+      ok = KeysStillAbsent(snap, t, req);
     }
     if (ok.ok()) {
       members.push_back(i);
