@@ -51,11 +51,6 @@ double Admission::MeanRunMicros() const {
   return MeanRunMicrosLocked();
 }
 
-double Admission::QueueWaitMicros(const QueueLoad& load, int64_t bytes) const {
-  std::lock_guard lock(mu_);
-  return QueueWaitMicrosLocked(load, bytes);
-}
-
 size_t Admission::Waiting() const {
   std::lock_guard lock(mu_);
   size_t n = queue_line_.size();

@@ -76,12 +76,6 @@ class Admission {
   // Measured bytes per second and mean run time (defaults until measured).
   double BytesPerSecond() const;
   double MeanRunMicros() const;
-  // How long the queue ahead of a new run of `bytes` takes to drain here:
-  // each queued run's fixed cost (measured on runs under 1 MiB) plus its
-  // bytes at the throughput (measured on runs of 1 MiB and more), over the
-  // workers. With a small-run lane, a small run waits for the small runs
-  // over the lane's workers, a large one for the large runs over the others.
-  double QueueWaitMicros(const QueueLoad& load, int64_t bytes) const;
   // Places held in all waiting lines.
   size_t Waiting() const;
 
@@ -106,6 +100,11 @@ class Admission {
   // Unlocked: callers hold `mu_`.
   double BytesPerSecondLocked() const;
   double MeanRunMicrosLocked() const;
+  // How long the queue ahead of a new run of `bytes` takes to drain here:
+  // each queued run's fixed cost (measured on runs under 1 MiB) plus its
+  // bytes at the throughput (measured on runs of 1 MiB and more), over the
+  // workers. With a small-run lane, a small run waits for the small runs
+  // over the lane's workers, a large one for the large runs over the others.
   double QueueWaitMicrosLocked(const QueueLoad& load, int64_t bytes) const;
 
   const ServiceLimits limits_;
