@@ -131,11 +131,20 @@ struct MergeStats {
 // exactly the fragments (and deletion files) of `basis`, so row addresses
 // mean the same rows; otherwise it plans the merge again from the staged
 // files. The caller vouches that it is the exact plan for the staged rows.
+// `unchanged` lets a later snapshot take the plan (Workspace::CarryMergePlan):
+// the run's other keys are those rows' keys.
 struct MergePlan {
+  // A plan names at most this many unchanged rows; beyond, it is not carried.
+  static constexpr size_t kMaxUnchanged = size_t{1} << 16;
+
   std::vector<Fragment> basis;             // the snapshot's fragments
   std::vector<uint64_t> replaced;          // row addresses of matched live rows
   std::vector<std::string> inserted_keys;  // AppendRowKey bytes of the new keys
   int64_t updated = 0;                     // staged rows that replace live rows
+  // Row addresses of live rows equal to the run's row with their key (left
+  // alone, not staged), ascending; complete only when `all_unchanged`.
+  std::vector<uint64_t> unchanged;
+  bool all_unchanged = true;
 };
 
 struct VersionSummary {

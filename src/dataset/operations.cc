@@ -494,12 +494,12 @@ Result<Dataset> Dataset::ReplaceRowsStaged(const std::vector<int64_t>& row_addre
 Result<std::vector<uint64_t>> Dataset::RowsRemovedSince(const Dataset& earlier) const {
   std::vector<uint64_t> removed;
   for (const Fragment& f : earlier.state().fragments) {
+    const Fragment* now = state_->FindFragment(f.id);
+    if (now != nullptr && now->deletion_path == f.deletion_path) continue;
     DeletionVector before;
     if (!f.deletion_path.empty()) {
       ASSIGN_OR_RETURN(before, earlier.ReadDeletions(f));
     }
-    const Fragment* now = state_->FindFragment(f.id);
-    if (now != nullptr && now->deletion_path == f.deletion_path) continue;
     std::vector<uint32_t> gone;
     if (now == nullptr) {
       for (uint32_t r = 0; r < f.physical_rows; ++r) {

@@ -1,5 +1,6 @@
-// A keyed append's key check, carried from the table version it validated
-// on to the table's head (Workspace::KeysStillAbsent).
+// A keyed append's key check and an upsert's merge plan, carried from the
+// table version they were made on to the table's head
+// (Workspace::KeysStillAbsent, Workspace::CarryMergePlan).
 //
 // A keyed append is checked against version V: none of its keys is live
 // there. At a later version W the only rows that can hold one of its keys
@@ -8,6 +9,13 @@
 // append may commit on W exactly as if it had been checked there. Without
 // this, a keyed append on a busy table checked all of its fragments again
 // after every commit that beat it, and could starve.
+//
+// An upsert's plan made at V names the live rows it replaces and leaves
+// alone (by address) and the keys it inserts. On a table with declared keys
+// (one live row per key), the plan still holds at W when every row it names
+// is still live there (so no commit since updated or deleted one of its
+// keys) and no row that became live since holds a key it inserts.
+#include <algorithm>
 #include <unordered_set>
 
 #include "common/status_macros.h"
@@ -63,7 +71,80 @@ std::optional<bool> AddedRowHoldsAKey(const Dataset& now, const Dataset& then,
   return false;
 }
 
+// Whether a row live in `now` but not in `then` holds one of `keys`
+// (encoded as the merge plan encodes them); nullopt when that cannot be
+// told cheaply or at all.
+std::optional<bool> AddedRowHoldsOneOf(const Dataset& now, const Dataset& then,
+                                       const std::vector<std::string>& encoded,
+                                       const std::vector<std::string>& keys) {
+  Result<std::vector<uint64_t>> added = now.RowsAddedSince(then);
+  if (!added.ok() || added->size() > kMaxRowsToCarry) return std::nullopt;
+  if (added->empty() || encoded.empty()) return false;
+  const std::unordered_set<std::string> wanted(encoded.begin(), encoded.end());
+  bool holds = false;
+  ScanSpec spec;
+  spec.columns = keys;
+  Status read = now.TakeEach(*added, spec, [&](const RecordBatch& b) -> Status {
+    ASSIGN_OR_RETURN(std::vector<std::string> held, KeysOf(b, keys));
+    for (const std::string& k : held) holds = holds || wanted.count(k) > 0;
+    return Status::OK();
+  });
+  if (!read.ok()) return std::nullopt;
+  return holds;
+}
+
+// Whether a row at one of `addresses` (ascending) is in `removed` (ascending).
+bool AnyRemoved(const std::vector<uint64_t>& addresses, const std::vector<uint64_t>& removed) {
+  auto a = addresses.begin();
+  auto r = removed.begin();
+  while (a != addresses.end() && r != removed.end()) {
+    if (*a == *r) return true;
+    if (*a < *r) {
+      ++a;
+    } else {
+      ++r;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+Status Workspace::CarryMergePlan(const Snapshot& snap, const TableState& t, const WriteRequest& req,
+                                 MergePlan* carried) const {
+  const int64_t planned = req.expected_version.value_or(-1);
+  const Status moved = Status::Conflict("table '" + t.def.name + "' is at version " +
+                                        std::to_string(t.head.table_version) +
+                                        ", not the expected " + std::to_string(planned));
+  const MergePlan* plan = req.merge_plan;
+  if (!req.expected_for_keys || t.def.keys.empty() || plan == nullptr || !plan->all_unchanged ||
+      planned < 1 || planned > t.head.table_version) {
+    return moved;
+  }
+  // A plan that cannot be carried (a version cleaned up since, a read that
+  // failed, too many rows to look at) is made again by the run.
+  Result<Dataset> now = OpenTable(snap, t.def.name);
+  if (!now.ok()) return moved;
+  Result<Dataset> then = now->CheckoutVersion(static_cast<uint64_t>(planned));
+  if (!then.ok() || then->state().fragments != plan->basis) return moved;
+  Result<std::vector<uint64_t>> removed = now->RowsRemovedSince(*then);
+  if (!removed.ok()) return moved;
+  if (AnyRemoved(plan->replaced, *removed) || AnyRemoved(plan->unchanged, *removed)) {
+    return Status::Conflict("a commit to table '" + t.def.name + "' since version " +
+                            std::to_string(planned) + " changed one of run " + req.run_id +
+                            "'s keys");
+  }
+  const std::optional<bool> holds =
+      AddedRowHoldsOneOf(*now, *then, plan->inserted_keys, t.def.keys);
+  if (!holds) return moved;
+  if (*holds) {
+    return Status::Conflict("table '" + t.def.name + "' gained one of run " + req.run_id +
+                            "'s keys since version " + std::to_string(planned));
+  }
+  *carried = *plan;
+  carried->basis = now->state().fragments;
+  return Status::OK();
+}
 
 Status Workspace::KeysStillAbsent(const Snapshot& snap, const TableState& t,
                                   const WriteRequest& req) const {

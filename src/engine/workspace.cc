@@ -531,8 +531,15 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   }
   // After the schema check: a schema change also moves the version, and is
   // the reason a retry cannot fix.
+  const MergePlan* plan = req.merge_plan;
+  MergePlan carried;
   if (req.expected_version && *req.expected_version != head.table_version) {
-    RETURN_NOT_OK(KeysStillAbsent(snap, *t, req));
+    if (req.mode == WriteMode::kUpsert) {
+      RETURN_NOT_OK(CarryMergePlan(snap, *t, req, &carried));
+      plan = &carried;
+    } else {
+      RETURN_NOT_OK(KeysStillAbsent(snap, *t, req));
+    }
   }
   ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
   RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, head.sid, t->def.name));
@@ -582,9 +589,8 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
                                : base.Append(req.rows, opts);
       case WriteMode::kUpsert: {
         ASSIGN_OR_RETURN(std::vector<std::string> keys, UpsertKeys(t->def, req.keys));
-        return req.staged_rows
-                   ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts, req.merge_plan)
-                   : base.MergeInsert(keys, req.rows, &result.merge, opts);
+        return req.staged_rows ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts, plan)
+                               : base.MergeInsert(keys, req.rows, &result.merge, opts);
       }
       case WriteMode::kReplace:
         return req.staged_rows ? base.OverwriteStaged(req.staged, opts)

@@ -114,6 +114,8 @@ struct WriteRequest {
   // were made against: a group commit may take it with others whose keys
   // differ (otherwise an expected version commits alone), and on a later
   // version when no row live since holds one of its keys (KeysStillAbsent).
+  // An upsert's is the version its merge plan was made on, carried to a later
+  // one when no commit since touched one of its keys (CarryMergePlan).
   bool expected_for_keys = false;
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
@@ -258,6 +260,13 @@ class Workspace {
   // its keys (keyed_rebase.cc). Otherwise a conflict, and the run checks its
   // keys again.
   Status KeysStillAbsent(const Snapshot& snap, const TableState& t, const WriteRequest& req) const;
+  // The same for an upsert planned on `expected_version` (with
+  // `expected_for_keys`) into a table with declared keys: `carried` is its
+  // merge plan made valid on the head `t` when no commit since changed, deleted
+  // or inserted one of its keys (keyed_rebase.cc). Otherwise a conflict, and
+  // the run plans again.
+  Status CarryMergePlan(const Snapshot& snap, const TableState& t, const WriteRequest& req,
+                        MergePlan* carried) const;
   // Forks the table onto `branch` at its current version without writing:
   // the head's owner changes at an equal version.
   Result<WriteResult> ForkTable(const std::string& name, const std::string& branch);

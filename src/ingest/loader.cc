@@ -506,14 +506,15 @@ Result<RunRecord> Loader::Execute(Active& run) {
       w.additive_admin = req.additive_admin;
     }
     if (staged->plan) w.merge_plan = &*staged->plan;
-    // Upsert counters were planned against this version: commit only on it.
-    // So were a keyed append's key checks: a concurrent commit could have
-    // added one of its keys since.
+    // An upsert's plan was made on this version, and a keyed append's key
+    // checks: a later version takes them only when no commit since touched
+    // one of their keys (CarryMergePlan, KeysStillAbsent).
     if (req.mode == LoadMode::kUpsert || (req.mode == LoadMode::kAppend && !t->def.keys.empty()) ||
         req.expected_table_version) {
       w.expected_version = t->head.table_version;
     }
-    w.expected_for_keys = req.mode == LoadMode::kAppend && !req.expected_table_version;
+    w.expected_for_keys = (req.mode == LoadMode::kAppend || req.mode == LoadMode::kUpsert) &&
+                          !req.expected_table_version;
     w.expected_schema_version = t->def.schema_version;
     w.run_id = rec.id;
     w.principal = req.principal;

@@ -97,6 +97,7 @@ Result<StagedInput> Stager::Run() {
   if (upsert && writer_ && exact_) {
     plan_.basis = data_.state().fragments;
     std::sort(plan_.replaced.begin(), plan_.replaced.end());
+    std::sort(plan_.unchanged.begin(), plan_.unchanged.end());
     plan_.updated = c.updated;
     out_.plan = std::move(plan_);
   }
@@ -388,6 +389,7 @@ Status Stager::Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint
                  (e->same == Sameness::kSame ||
                   (e->same == Sameness::kByContent && e->content == RowHash(ac, r, &buf_)))) {
         c.unchanged++;  // the same row is there: nothing to write
+        if (writer_) KeepUnchanged(spill_ ? matches_[0].address : e->address);
         continue;
       }
       c.updated++;

@@ -245,6 +245,15 @@ class Stager {
   // spill_, which needs the rows' `file` and `lines`).
   Status Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint32_t file = 0,
                const Lines* lines = nullptr);
+  // Notes a table row the run leaves alone in the merge plan (up to
+  // MergePlan::kMaxUnchanged), so the plan can be carried to a later version.
+  void KeepUnchanged(uint64_t address) {
+    if (plan_.unchanged.size() < MergePlan::kMaxUnchanged) {
+      plan_.unchanged.push_back(address);
+    } else {
+      plan_.all_unchanged = false;
+    }
+  }
 
   const RunRequest& req_;
   const Schema schema_;  // what the input is read as (the table's, or extended)
