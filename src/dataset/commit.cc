@@ -130,7 +130,7 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
         const bool touched = std::any_of(txn.removed.begin(), txn.removed.end(),
                                          [&](uint64_t id) { return index.Covers(id); });
         if (touched) {
-          ASSIGN_OR_RETURN(index, RemapIndex(base, next, txn, index));
+          ASSIGN_OR_RETURN(index, RemapIndex(base, next, index));
         }
       }
       break;

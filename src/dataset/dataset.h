@@ -98,9 +98,18 @@ struct CompactionOptions {
   double max_deleted_fraction = 0.1;  // rewrite fragments with more deleted rows than this
 };
 
+// Whether Compact may rewrite `f`: it is small (under half of target_rows
+// live rows) or more than max_deleted_fraction of its rows are deleted.
+inline bool Compactable(const Fragment& f, const CompactionOptions& o) {
+  return f.live_rows() < o.target_rows / 2 ||
+         static_cast<double>(f.deleted_rows) >
+             o.max_deleted_fraction * static_cast<double>(f.physical_rows);
+}
+
 struct CompactionStats {
   int fragments_removed = 0;
   int fragments_added = 0;
+  uint64_t bytes_written = 0;  // of the added fragments
 };
 
 struct CleanupOptions {
@@ -145,6 +154,33 @@ struct MergePlan {
   // alone, not staged), ascending; complete only when `all_unchanged`.
   std::vector<uint64_t> unchanged;
   bool all_unchanged = true;
+};
+
+// Rows [first, first + count) of fragment `fragment`.
+struct RowRange {
+  uint64_t fragment = 0;
+  uint64_t first = 0;
+  uint64_t count = 0;
+  friend bool operator==(const RowRange&, const RowRange&) = default;
+};
+
+// Where one compaction put rows: rows [from_row, from_row + rows) of
+// fragment `from` became rows [to_row, to_row + rows) of fragment `to`.
+struct RowsMoved {
+  uint64_t from = 0;
+  uint64_t from_row = 0;
+  uint64_t rows = 0;
+  uint64_t to = 0;
+  uint64_t to_row = 0;
+};
+
+// What FollowRows found: the ranges this snapshot holds (live or deleted
+// rows), and how many rows left with a fragment removed otherwise than by a
+// compaction or a delete of every row (a replace, a restore), or whose
+// history was cleaned up.
+struct FollowedRows {
+  std::vector<RowRange> here;
+  uint64_t lost = 0;
 };
 
 struct VersionSummary {
@@ -252,6 +288,17 @@ class Dataset {
   // live in `earlier`: the rows of fragments added since, and rows a
   // restore brought back.
   Result<std::vector<uint64_t>> RowsAddedSince(const Dataset& earlier) const;
+  // Where rows that were in this branch at version `since` (whose fragments
+  // that version has) are in this snapshot, following every compaction since
+  // that moved them (row_lineage.cc). A count past a fragment's end means
+  // the rest of it. Rows deleted before a compaction moved their fragment are
+  // neither here nor lost.
+  Result<FollowedRows> FollowRows(const std::vector<RowRange>& ranges, uint64_t since) const;
+  // The rows compaction `after.txn` moved from `before` (the version it
+  // committed on): the live rows of its removed fragments, in order, are the
+  // rows of its added ones.
+  Result<std::vector<RowsMoved>> MovedRows(const DatasetVersion& before,
+                                           const DatasetVersion& after) const;
   // Makes an older version's content the new latest version.
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
   // Adds a nullable column; existing rows read as null.
@@ -416,10 +463,11 @@ class Dataset {
   Result<std::vector<IndexEntry>> CollectIndexEntries(const DatasetVersion& v,
                                                       const std::vector<Fragment>& fragments,
                                                       const std::string& column) const;
-  // After a compaction's Apply: `index` with entries of removed fragments
-  // moved to their rows in the new ones (index_ops.cc).
+  // After a compaction's Apply (`after`, its txn the compaction): `index`
+  // with entries of removed fragments moved to their rows in the new ones
+  // (index_ops.cc).
   Result<IndexMeta> RemapIndex(const DatasetVersion& before, const DatasetVersion& after,
-                               const Transaction& compaction, const IndexMeta& index) const;
+                               const IndexMeta& index) const;
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;

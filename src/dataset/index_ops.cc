@@ -15,9 +15,9 @@ constexpr uint32_t kEntriesPerPage = 256;
 
 // Entries for every physical row, deleted or not: deletion vectors are
 // applied at query time, and a restore may bring deleted rows back.
-Result<std::vector<IndexEntry>> Dataset::CollectIndexEntries(
-    const DatasetVersion& v, const std::vector<Fragment>& fragments,
-    const std::string& column) const {
+Result<std::vector<IndexEntry>> Dataset::CollectIndexEntries(const DatasetVersion& v,
+                                                             const std::vector<Fragment>& fragments,
+                                                             const std::string& column) const {
   const DataType type = v.schema.fields[v.schema.IndexOf(column)].type;
   std::vector<IndexEntry> entries;
   for (const Fragment& frag : fragments) {
@@ -60,7 +60,8 @@ Result<Dataset> Dataset::CreateIndex(const std::string& name, const std::string&
         meta.path = BranchDir(branch_) + "_indices/" + name + "-" + NewUlidString() + ".lidx";
         for (const Fragment& f : base.fragments) meta.fragments.push_back(f.id);
         std::sort(meta.fragments.begin(), meta.fragments.end());
-        RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
+        RETURN_NOT_OK(
+            WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
         Transaction t;
         t.op = OpType::kCreateIndex;
         t.indices = {std::move(meta)};
@@ -88,14 +89,16 @@ Result<Dataset> Dataset::OptimizeIndices(const CommitOptions& opts) const {
           std::erase_if(entries, [&](const IndexEntry& e) {
             return base.FindFragment(e.row_address >> 32) == nullptr;
           });
-          ASSIGN_OR_RETURN(std::vector<IndexEntry> more, CollectIndexEntries(base, tail, old.column));
+          ASSIGN_OR_RETURN(std::vector<IndexEntry> more,
+                           CollectIndexEntries(base, tail, old.column));
           entries.insert(entries.end(), more.begin(), more.end());
           IndexMeta meta = old;
           meta.path = BranchDir(branch_) + "_indices/" + old.name + "-" + NewUlidString() + ".lidx";
           meta.fragments.clear();
           for (const Fragment& f : base.fragments) meta.fragments.push_back(f.id);
           std::sort(meta.fragments.begin(), meta.fragments.end());
-          RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
+          RETURN_NOT_OK(
+              WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
           t.indices.push_back(std::move(meta));
         }
         if (t.indices.empty()) return std::optional<Transaction>();
@@ -108,34 +111,19 @@ Result<Dataset> Dataset::OptimizeIndices(const CommitOptions& opts) const {
 // the added ones; so the k-th live row of the removed fragments is the k-th
 // row of the added fragments.
 Result<IndexMeta> Dataset::RemapIndex(const DatasetVersion& before, const DatasetVersion& after,
-                                      const Transaction& compaction, const IndexMeta& index) const {
-  std::map<uint64_t, uint64_t> moved;  // old address -> new address
-  std::vector<std::pair<uint64_t, uint64_t>> new_slots;  // (fragment id, rows), in order
-  const size_t first_new = after.fragments.size() - compaction.added.size();
-  for (size_t i = first_new; i < after.fragments.size(); ++i) {
-    new_slots.push_back({after.fragments[i].id, after.fragments[i].physical_rows});
-  }
-  size_t slot = 0;
-  uint64_t slot_row = 0;
+                                      const IndexMeta& index) const {
+  std::map<uint64_t, uint64_t> moved;    // old address -> new address
   std::map<uint64_t, bool> new_covered;  // new fragment -> all sources covered
-  for (uint64_t old_id : compaction.removed) {
-    const Fragment* f = before.FindFragment(old_id);
-    if (f == nullptr) return Status::Internal("compaction removed an unknown fragment");
-    ASSIGN_OR_RETURN(DeletionVector dv, ReadDeletions(*f));
-    for (uint64_t r = 0; r < f->physical_rows; ++r) {
-      if (dv.Contains(static_cast<uint32_t>(r))) continue;
-      while (slot < new_slots.size() && slot_row == new_slots[slot].second) {
-        ++slot;
-        slot_row = 0;
-      }
-      if (slot == new_slots.size()) return Status::Internal("compaction row counts disagree");
-      const uint64_t new_id = new_slots[slot].first;
-      moved[(old_id << 32) | r] = (new_id << 32) | slot_row++;
-      auto [it, fresh] = new_covered.emplace(new_id, true);
-      it->second = it->second && index.Covers(old_id);
+  ASSIGN_OR_RETURN(std::vector<RowsMoved> moves, MovedRows(before, after));
+  for (const RowsMoved& m : moves) {
+    for (uint64_t i = 0; i < m.rows; ++i) {
+      moved[(m.from << 32) | (m.from_row + i)] = (m.to << 32) | (m.to_row + i);
     }
+    auto [it, fresh] = new_covered.emplace(m.to, true);
+    it->second = it->second && index.Covers(m.from);
   }
-  ASSIGN_OR_RETURN(std::vector<IndexEntry> entries, ReadAllBTreeEntries(*store_, Key(index.path), index));
+  ASSIGN_OR_RETURN(std::vector<IndexEntry> entries,
+                   ReadAllBTreeEntries(*store_, Key(index.path), index));
   std::vector<IndexEntry> remapped;
   remapped.reserve(entries.size());
   for (IndexEntry& e : entries) {
@@ -156,7 +144,8 @@ Result<IndexMeta> Dataset::RemapIndex(const DatasetVersion& before, const Datase
     if (covered) meta.fragments.push_back(id);
   }
   std::sort(meta.fragments.begin(), meta.fragments.end());
-  RETURN_NOT_OK(WriteBTreeIndex(*store_, Key(meta.path), std::move(remapped), kEntriesPerPage, &meta));
+  RETURN_NOT_OK(
+      WriteBTreeIndex(*store_, Key(meta.path), std::move(remapped), kEntriesPerPage, &meta));
   return meta;
 }
 

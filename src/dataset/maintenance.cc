@@ -16,11 +16,7 @@ Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionSta
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
         // Bins of consecutive candidates, each up to target_rows live rows.
-        auto candidate = [&](const Fragment& f) {
-          return f.live_rows() < options.target_rows / 2 ||
-                 static_cast<double>(f.deleted_rows) >
-                     options.max_deleted_fraction * static_cast<double>(f.physical_rows);
-        };
+        auto candidate = [&](const Fragment& f) { return Compactable(f, options); };
         std::vector<std::vector<const Fragment*>> bins;
         std::vector<const Fragment*> bin;
         uint64_t bin_rows = 0;
@@ -57,6 +53,8 @@ Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionSta
         if (stats) {
           stats->fragments_removed = static_cast<int>(t.removed.size());
           stats->fragments_added = static_cast<int>(t.added.size());
+          stats->bytes_written = 0;
+          for (const Fragment& f : t.added) stats->bytes_written += f.data_size;
         }
         return std::optional<Transaction>(std::move(t));
       },

@@ -602,7 +602,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
         if (!req.row_addresses) return Status::InvalidArgument("replace rows needs row addresses");
         return base.ReplaceRowsStaged(*req.row_addresses, req.staged, opts);
       case WriteMode::kCompact:
-        return base.Compact({}, nullptr, opts);
+        return base.Compact(req.compaction, &result.compacted, opts);
       case WriteMode::kRestore:
         if (!req.restore_version || *req.restore_version < 1) {
           return Status::InvalidArgument("restore needs an earlier table version");
@@ -645,8 +645,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
       static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
       RunsOf(s, *committed), "",
       {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
-  Result<WriteResult> settled =
-      SettlePublish(s, key, *committed, std::move(published), result.merge);
+  Result<WriteResult> settled = SettlePublish(s, key, *committed, std::move(published), result);
   SettleFork(head, s.fork, settled, *committed);
   return settled;
 }

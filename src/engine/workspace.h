@@ -102,6 +102,7 @@ struct WriteRequest {
   std::optional<std::vector<int64_t>> row_addresses;
   std::optional<Field> new_column;         // add column (nullable)
   std::optional<int64_t> restore_version;  // restore: an older table version
+  CompactionOptions compaction;            // compact
   // Append of staged rows: nullable columns the same commit adds (the staged
   // fragments hold the table's columns and then these). Needs the table to
   // allow additive schema changes; bumps the schema version.
@@ -128,6 +129,7 @@ struct WriteResult {
   int64_t table_version = 0;
   int64_t row_count = 0;
   MergeStats merge;
+  CompactionStats compacted;
   bool changed = true;  // false: nothing to commit (e.g. a delete that matched no row)
 };
 
@@ -379,7 +381,7 @@ class Workspace {
   // sidecar at `key`.
   Result<WriteResult> SettlePublish(const Sidecar& s, const std::string& key,
                                     const Dataset& committed, Result<WriteResult> published,
-                                    const MergeStats& merge);
+                                    const WriteResult& counted);
   // One attempt of Write and WriteGroup. `busy` is set when nothing was
   // committed because another writer's commit to the table was in progress
   // (a version above the head, younger than the grace) or landed first.

@@ -92,7 +92,7 @@ Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
 Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string& key,
                                              const Dataset& committed,
                                              Result<WriteResult> published,
-                                             const MergeStats& merge) {
+                                             const WriteResult& counted) {
   if (!published.ok()) {
     // Whether the publish landed although its answer was lost is decided by
     // an exact look-up of this write's own commit, never by the table's head:
@@ -108,7 +108,8 @@ Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string
       landed.sid = s.sid;
       landed.table_version = static_cast<int64_t>(committed.version());
       landed.row_count = static_cast<int64_t>(committed.CountRows());
-      landed.merge = merge;
+      landed.merge = counted.merge;
+      landed.compacted = counted.compacted;
       return landed;
     }
     ASSIGN_OR_RETURN(ManifestVersion now, manifest_->Current(s.branch));
@@ -120,7 +121,8 @@ Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterPublish));
   RETURN_NOT_OK(store_->DeleteRelaxed(key));
-  published->merge = merge;
+  published->merge = counted.merge;
+  published->compacted = counted.compacted;
   return published;
 }
 

@@ -2,6 +2,7 @@
 // row names; an upsert's rows replaced by the rows it replaced, found by
 // comparing its table version with the one before; a replace restored to the
 // table's version before it.
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -71,9 +72,10 @@ using ingest::RunState;
 
 // The rows an append run added that the table still holds, by address, when
 // its run_commit row names its fragments (runs committed before fragments
-// were recorded: nullopt). precondition_failed when none of its fragments is
-// left; revert_blocked when only some are (the others were rewritten: their
-// rows can no longer be told apart).
+// were recorded: nullopt), followed through every compaction since.
+// precondition_failed when none of its rows is left; revert_blocked when
+// some left otherwise than by a compaction or a delete (a replace, a
+// restore, a version cleaned up): the rest can no longer be told apart.
 Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecord& run,
                                                                   const ingest::RunRequest& req,
                                                                   const Snapshot& snap,
@@ -88,33 +90,33 @@ Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecor
   const uint64_t first = meta["fragments"][0].get<uint64_t>();
   const uint64_t end = meta["fragments"][1].get<uint64_t>();
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
-  std::vector<int64_t> rows;
-  uint64_t missing = 0;
+  std::vector<RowRange> added;
   for (uint64_t id = first; id < end; ++id) {
-    const Fragment* f = data.state().FindFragment(id);
-    if (f == nullptr) {
-      ++missing;  // every row deleted, or rewritten by a compaction or replace
-      continue;
-    }
-    for (uint64_t i = 0; i < f->physical_rows; ++i) {
-      rows.push_back(static_cast<int64_t>((id << 32) | i));
+    added.push_back({id, 0, std::numeric_limits<uint64_t>::max()});
+  }
+  ASSIGN_OR_RETURN(FollowedRows found,
+                   data.FollowRows(added, static_cast<uint64_t>(run.table_version)));
+  std::vector<int64_t> rows;
+  for (const RowRange& r : found.here) {
+    for (uint64_t i = 0; i < r.count; ++i) {
+      rows.push_back(static_cast<int64_t>((r.fragment << 32) | (r.first + i)));
     }
   }
-  if (missing == end - first) {
+  if (found.lost > 0 && !rows.empty()) {
+    return Status::FailedPrecondition("run " + run.id + " appended rows to table '" + t.def.name +
+                                      "'; " + std::to_string(found.lost) +
+                                      " of them were rewritten by a replace or restore (or their "
+                                      "history cleaned up) since, so the rest can no longer be "
+                                      "told apart")
+        .WithErrorCode(ErrorCode::kRevertBlocked)
+        .WithDetail("run", run.id);
+  }
+  if (rows.empty()) {
     return Status::FailedPrecondition("run " + run.id + "'s rows are no longer in table '" +
                                       t.def.name +
                                       "' (reverted or deleted already, or rewritten by a "
-                                      "compaction or replace); nothing to revert")
+                                      "replace); nothing to revert")
         .WithErrorCode(ErrorCode::kPreconditionFailed)
-        .WithDetail("run", run.id);
-  }
-  if (missing > 0) {
-    return Status::FailedPrecondition("run " + run.id + " appended " + std::to_string(end - first) +
-                                      " fragments to table '" + t.def.name + "'; " +
-                                      std::to_string(missing) +
-                                      " of them were rewritten by a compaction or replace (or "
-                                      "emptied) since, so its rows can no longer be told apart")
-        .WithErrorCode(ErrorCode::kRevertBlocked)
         .WithDetail("run", run.id);
   }
   return std::optional<std::vector<int64_t>>(std::move(rows));
@@ -255,9 +257,19 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
       run.commit_id.empty() || run.table_version < 2) {
     return nothing();
   }
-  if (req.mode == ingest::LoadMode::kAppend) {
+  // An append run's rows are found at one snapshot; a compaction that moves
+  // them before the delete commits makes the delete fail, and they are found
+  // again where it put them.
+  constexpr int kAppendRevertAttempts = 5;
+  for (int attempt = 1; req.mode == ingest::LoadMode::kAppend; ++attempt) {
     ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> rows, AppendedRows(run, req, snap, *t));
-    if (rows) return RevertAppend(ctx, run, req, *t, *std::move(rows));
+    if (!rows) break;
+    Result<WriteResult> done = RevertAppend(ctx, run, req, *t, *std::move(rows));
+    if (done.ok() || attempt == kAppendRevertAttempts) return done;
+    const int64_t found_at = t->head.table_version;
+    ASSIGN_OR_RETURN(snap, ws_->Current(req.branch));
+    t = snap.FindSid(run.table_sid);
+    if (t == nullptr || t->head.table_version == found_at) return done;
   }
   if (req.mode == ingest::LoadMode::kUpsert) return RevertUpsert(ctx, run, req, snap, *t);
   if (t->head.table_version != run.table_version) {

@@ -177,6 +177,31 @@ TEST_F(ServiceTest, GroupedAppendRunsRevertOneByOneExactlyTheirRows) {
   EXPECT_NE(twice.message().find("no longer in table"), std::string::npos) << twice;
   EXPECT_TRUE(Svc().RevertRun(Ctx("rex"), runs[1]).status().Is(ErrorCode::kPermissionDenied));
   expect_all_but(gone);
+  // Compactions merge the runs' fragments; a run's revert still removes
+  // exactly its rows, followed into the fragments they were moved to.
+  auto compact = [&] {
+    WriteRequest c;
+    c.table = "events";
+    c.mode = WriteMode::kCompact;
+    c.principal = "owner";
+    Result<WriteResult> done = ws_->Write(c);
+    ASSERT_TRUE(done.ok()) << done.status();
+    ASSERT_TRUE(done->changed);
+  };
+  compact();
+  ASSERT_EQ(ws_->OpenTable(ws_->Current().value(), "events").value().state().fragments.size(), 1u);
+  ASSERT_TRUE(Svc().RevertRun(Ctx("ada"), runs[8]).ok());
+  gone.insert(9);
+  expect_all_but(gone);
+  runs.push_back(submit(++last));
+  ASSERT_TRUE(Svc().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  compact();  // the first compaction's fragment (with a deleted row) and the new run's
+  for (int i : {20, last}) {
+    ASSERT_TRUE(Svc().RevertRun(Ctx("ada"), runs[i - 1]).ok()) << i;
+    gone.insert(i);
+    expect_all_but(gone);
+  }
+  EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), runs[8]).status().Is(ErrorCode::kPreconditionFailed));
   EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 

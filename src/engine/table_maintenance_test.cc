@@ -1,0 +1,211 @@
+// Automatic compaction (CompactDueTables): when a table is due, and next to
+// live writers: a seeded sequence of appends (each a run),
+// reverts of earlier runs, deletes and compaction passes on one table, while
+// another thread keeps running compaction passes. No append fails, and after
+// every step the table holds exactly what an in-memory model says (no lost
+// or duplicated row). Replay with LOAM_MODEL_SEED=<seed>;
+// LOAM_COMPACTION_MODEL_STEPS sets the length.
+#include "engine/table_maintenance.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "engine/workspace_test_util.h"
+#include "io/test_store.h"
+
+namespace loam {
+namespace {
+
+using testing::EventSchema;
+
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoll(v) : fallback;
+}
+
+std::multiset<int64_t> IdsOf(const Workspace& ws) {
+  Snapshot snap = ws.Current().value();
+  RecordBatch all = ws.OpenTable(snap, "t").value().ReadAll().value();
+  std::multiset<int64_t> out;
+  for (int64_t r = 0; r < all.num_rows(); ++r) out.insert(all.columns[0].GetInt64(r));
+  return out;
+}
+
+// A run's append as the loader makes it: rows staged first, then committed.
+WriteRequest StagedRun(Workspace& ws, const std::string& run, const std::vector<int64_t>& ids) {
+  Snapshot snap = ws.Current().value();
+  Dataset data = ws.OpenTable(snap, "t").value();
+  WriteRequest w;
+  w.table = "t";
+  w.table_sid = snap.Find("t")->def.sid;
+  w.mode = WriteMode::kAppend;
+  w.staged_rows = true;
+  w.staged.push_back(data.WriteFragment(testing::Events(ids)).value());
+  w.run_id = run;
+  return w;
+}
+
+struct RunModel {
+  uint64_t fragment = 0;
+  uint64_t version = 0;
+  std::set<int64_t> ids;
+};
+
+// A write other than an append may lose to a compaction committing at the
+// same moment (a conflict): it is tried again, as a caller would.
+template <typename Attempt>
+Status WithRetries(Attempt&& attempt) {
+  Status last;
+  for (int i = 0; i < 50; ++i) {
+    last = attempt();
+    if (last.ok()) return last;
+  }
+  return last;
+}
+
+// A table is compacted once it has min_fragments compactable fragments; a
+// branch's pass leaves the tables it has not forked to their owner.
+TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
+  auto ws = Workspace::Init(testing::NewTestStore(), "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("busy", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws->CreateTable("quiet", EventSchema(), {}).ok());
+  for (int64_t i = 0; i < 6; ++i) ASSERT_TRUE(ws->Write(testing::Append("busy", {i})).ok());
+  for (int64_t i = 0; i < 5; ++i) ASSERT_TRUE(ws->Write(testing::Append("quiet", {i})).ok());
+  CompactionPolicy policy;
+  policy.min_fragments = 6;
+  auto fragments = [&](const std::string& table, const std::string& branch = "") {
+    Snapshot snap = ws->Current(branch).value();
+    return ws->OpenTable(snap, table).value().state().fragments.size();
+  };
+  ASSERT_TRUE(ws->CreateBranch("dev").ok());
+  MaintenanceReport dev = CompactDueTables(*ws, "dev", policy, "").value();
+  EXPECT_EQ(dev.tables, 0);  // dev owns no fork
+  EXPECT_EQ(fragments("busy", "dev"), 6u);
+  MaintenanceReport pass = CompactDueTables(*ws, "", policy, "").value();
+  EXPECT_EQ(pass.tables, 2);
+  EXPECT_EQ(pass.compacted, 1);
+  EXPECT_EQ(pass.fragments_removed, 6);
+  EXPECT_EQ(pass.fragments_added, 1);
+  EXPECT_GT(pass.bytes_written, 0u);
+  EXPECT_TRUE(pass.deferred.empty());
+  EXPECT_EQ(fragments("busy"), 1u);
+  EXPECT_EQ(fragments("quiet"), 5u);  // under the threshold
+  EXPECT_EQ(testing::RowsOf(*ws, "busy"), 6);
+  EXPECT_EQ(CompactDueTables(*ws, "", policy, "").value().compacted, 0);  // nothing due
+  // Without a principal on a workspace that has no system actor, the pass
+  // defers the table and says why.
+  WorkspaceOptions strict = testing::TestOptions();
+  strict.system_actor = false;
+  ASSERT_TRUE(ws->Write(testing::Append("quiet", {9})).ok());
+  auto other = Workspace::Open(ws->store(), "ws", strict).value();
+  policy.min_fragments = 2;
+  MaintenanceReport refused = CompactDueTables(*other, "", policy, "").value();
+  ASSERT_EQ(refused.deferred.size(), 1u);
+  EXPECT_NE(refused.deferred[0].find("needs a principal"), std::string::npos)
+      << refused.deferred[0];
+  EXPECT_EQ(fragments("quiet"), 6u);
+}
+
+TEST(CompactionModelTest, NoWriterFailsAndNoRowIsLostOrDuplicated) {
+  const uint64_t seed = static_cast<uint64_t>(EnvInt("LOAM_MODEL_SEED", 20261204));
+  const int64_t steps = EnvInt("LOAM_COMPACTION_MODEL_STEPS", 300);
+  std::printf("[ seed ] LOAM_MODEL_SEED=%llu steps=%lld\n", static_cast<unsigned long long>(seed),
+              static_cast<long long>(steps));
+  std::mt19937_64 rng(seed);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  WorkspaceOptions options = testing::TestOptions();
+  options.recovery_grace_micros = 600'000'000;  // the other thread's commits are live
+  auto ws = Workspace::Init(testing::NewTestStore(), "ws", options).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  CompactionPolicy policy;
+  policy.min_fragments = 4;
+  policy.options.target_rows = 64;
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> background{0};
+  std::thread compactor([&] {
+    while (!stop.load()) {
+      Result<MaintenanceReport> pass = CompactDueTables(*ws, "", policy, "");
+      if (pass.ok()) background += pass->compacted;
+    }
+  });
+  struct Joiner {  // also when an assertion ends the test early
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop = true;
+      thread.join();
+    }
+  } joiner{stop, compactor};
+
+  std::multiset<int64_t> model;
+  std::vector<RunModel> runs;
+  int64_t next_id = 0;
+  int foreground = 0;
+  for (int64_t step = 0; step < steps && !::testing::Test::HasFatalFailure(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step) + " seed " + std::to_string(seed));
+    const size_t op = pick(100);
+    if (op < 60 || runs.empty()) {
+      std::vector<int64_t> ids;
+      for (size_t i = 0; i < 1 + pick(4); ++i) ids.push_back(next_id++);
+      Result<WriteResult> done = ws->Write(StagedRun(*ws, "run-" + std::to_string(step), ids));
+      ASSERT_TRUE(done.ok()) << done.status();  // an append never fails
+      Dataset at = ws->OpenTable(ws->Current().value(), "t").value();
+      at = at.CheckoutVersion(static_cast<uint64_t>(done->table_version)).value();
+      runs.push_back({at.state().fragments.back().id, at.version(), {ids.begin(), ids.end()}});
+      model.insert(ids.begin(), ids.end());
+    } else if (op < 75) {
+      // Revert a run: delete the rows it appended that the table still holds.
+      RunModel& r = runs[pick(runs.size())];
+      ASSERT_TRUE(
+          WithRetries([&]() -> Status {
+            Dataset now = ws->OpenTable(ws->Current().value(), "t").value();
+            ASSIGN_OR_RETURN(
+                FollowedRows found,
+                now.FollowRows({{r.fragment, 0, std::numeric_limits<uint64_t>::max()}}, r.version));
+            if (found.lost != 0) return Status::Internal("rows lost");
+            WriteRequest del;
+            del.table = "t";
+            del.mode = WriteMode::kDelete;
+            del.row_addresses.emplace();
+            for (const RowRange& g : found.here) {
+              for (uint64_t k = 0; k < g.count; ++k) {
+                del.row_addresses->push_back(
+                    static_cast<int64_t>((g.fragment << 32) | (g.first + k)));
+              }
+            }
+            if (del.row_addresses->empty()) return Status::OK();
+            return ws->Write(del).status();
+          }).ok());
+      for (int64_t id : r.ids) model.erase(id);
+    } else if (op < 90 && !model.empty()) {
+      const int64_t id = *std::next(model.begin(), static_cast<int64_t>(pick(model.size())));
+      WriteRequest del;
+      del.table = "t";
+      del.mode = WriteMode::kDelete;
+      del.where = {Predicate::Eq("id", id)};
+      ASSERT_TRUE(WithRetries([&] { return ws->Write(del).status(); }).ok());
+      model.erase(id);
+    } else {
+      Result<MaintenanceReport> pass = CompactDueTables(*ws, "", policy, "");
+      ASSERT_TRUE(pass.ok()) << pass.status();
+      foreground += pass->compacted;
+    }
+    ASSERT_EQ(IdsOf(*ws), model);
+  }
+  stop = true;
+  std::printf("[ figures ] %zu runs, %d compactions in the sequence, %d beside it\n", runs.size(),
+              foreground, background.load());
+  EXPECT_GT(foreground + background.load(), 0);
+  EXPECT_TRUE(ws->VerifyHeads().value().ok());
+}
+
+}  // namespace
+}  // namespace loam
