@@ -230,6 +230,28 @@ TEST_F(CliTest, HistoryBranchesAndTimeTravel) {
   EXPECT_EQ(Run({"count", "happenings"}).code, 4);
 }
 
+// `loam maintain` compacts a table once enough of its fragments are small;
+// a bad setting is refused with its message and changes nothing.
+TEST_F(CliTest, MaintainCompactsTablesThatAreDue) {
+  for (int i = 1; i <= 6; ++i) {
+    File("r.csv", "id,name\n" + std::to_string(i) + ",n" + std::to_string(i) + "\n");
+    Ok({"load", "events", "r.csv"});
+  }
+  const std::string before = Ok({"scan", "events", "--format", "csv"}).out;
+  CliResult idle = Ok({"maintain", "--min-fragments", "8"});
+  EXPECT_NE(idle.out.find("compacted 0 of 1 tables"), std::string::npos) << idle.out;
+  CliResult bad = Run({"maintain", "--min-fragments", "1"});
+  EXPECT_EQ(bad.code, 2) << bad.all();
+  EXPECT_NE(bad.all().find("--min-fragments"), std::string::npos) << bad.all();
+  json pass = json::parse(Ok({"--json", "maintain", "--min-fragments", "4"}).out);
+  EXPECT_EQ(pass["leaseHeld"], true);
+  EXPECT_EQ(pass["compacted"], 1);
+  EXPECT_EQ(pass["fragmentsRemoved"], 6);
+  EXPECT_EQ(pass["fragments"]["events"], 1);
+  EXPECT_EQ(Ok({"scan", "events", "--format", "csv"}).out, before);
+  EXPECT_EQ(json::parse(Ok({"--json", "maintain", "--min-fragments", "4"}).out)["compacted"], 0);
+}
+
 TEST_F(CliTest, ExitCodesAndRefusals) {
   File("a.csv", "id,name\n1,a\n");
   EXPECT_EQ(Run({"load", "events", "a.csv", "--bogus"}).code, 2);

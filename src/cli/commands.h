@@ -10,11 +10,12 @@ namespace loam::cli {
 
 void AddWorkspaceCommands(CLI::App& app, Context& ctx,
                           int* exit);  // init, log, history, branch, compact, gc, heads
-void AddTableCommands(CLI::App& app, Context& ctx, int* exit);  // table ...
-void AddLoadCommands(CLI::App& app, Context& ctx, int* exit);   // load, runs ...
-void AddReadCommands(CLI::App& app, Context& ctx, int* exit);   // scan, get, count, export
-void AddServeCommands(CLI::App& app, Context& ctx, int* exit);  // serve, token
-void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);  // submit
-void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);  // migrate
+void AddTableCommands(CLI::App& app, Context& ctx, int* exit);     // table ...
+void AddLoadCommands(CLI::App& app, Context& ctx, int* exit);      // load, runs ...
+void AddReadCommands(CLI::App& app, Context& ctx, int* exit);      // scan, get, count, export
+void AddServeCommands(CLI::App& app, Context& ctx, int* exit);     // serve, token
+void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);    // submit
+void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);   // migrate
+void AddMaintainCommands(CLI::App& app, Context& ctx, int* exit);  // maintain
 
 }  // namespace loam::cli

@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   AddServeCommands(app, ctx, &exit);
   AddSubmitCommands(app, ctx, &exit);
   AddMigrateCommands(app, ctx, &exit);
+  AddMaintainCommands(app, ctx, &exit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,8 @@
 #include "engine/table_maintenance.h"
 
+#include <nlohmann/json.hpp>
+
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 
 namespace loam {
@@ -24,6 +27,8 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
       report.deferred.push_back(name + ": " + data.status().ToString());
       continue;
     }
+    const std::string label = branch.empty() ? name : branch + ":" + name;
+    report.fragments[label] = data->state().fragments.size();
     if (CompactableFragments(data->state(), policy.options) < policy.min_fragments) continue;
     WriteRequest w;
     w.table = name;
@@ -42,8 +47,84 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
     report.fragments_removed += done->compacted.fragments_removed;
     report.fragments_added += done->compacted.fragments_added;
     report.bytes_written += done->compacted.bytes_written;
+    report.fragments[label] += done->compacted.fragments_added;
+    report.fragments[label] -= done->compacted.fragments_removed;
   }
   return report;
+}
+
+void MaintenanceReport::Add(const MaintenanceReport& other) {
+  tables += other.tables;
+  compacted += other.compacted;
+  fragments_removed += other.fragments_removed;
+  fragments_added += other.fragments_added;
+  bytes_written += other.bytes_written;
+  deferred.insert(deferred.end(), other.deferred.begin(), other.deferred.end());
+  fragments.insert(other.fragments.begin(), other.fragments.end());
+}
+
+Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
+                                             const std::string& principal) {
+  ASSIGN_OR_RETURN(MaintenanceReport report, CompactDueTables(ws, "", policy, principal));
+  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws.ListBranches());
+  for (const std::string& b : branches) {
+    Result<MaintenanceReport> one = CompactDueTables(ws, b, policy, principal);
+    if (one.ok()) {
+      report.Add(*one);
+    } else {
+      report.deferred.push_back("branch " + b + ": " + one.status().ToString());
+    }
+  }
+  return report;
+}
+
+MaintenanceLease::MaintenanceLease(std::shared_ptr<ObjectStore> store,
+                                   const std::string& workspace_root, std::string holder,
+                                   Clock* clock, int64_t lease_micros)
+    : store_(std::move(store)),
+      key_((workspace_root.empty() ? "" : workspace_root + "/") +
+           "_control/maintenance-lease.json"),
+      holder_(std::move(holder)),
+      clock_(clock),
+      lease_micros_(lease_micros) {}
+
+Result<bool> MaintenanceLease::Acquire() {
+  const int64_t now = clock_->NowMicros();
+  const std::string mine =
+      nlohmann::json{{"holder", holder_}, {"expiresMicros", now + lease_micros_}}.dump();
+  ObjectMeta meta;
+  Result<std::string> held = store_->Get(key_, &meta);
+  Result<ObjectMeta> put = Status::OK();
+  if (held.status().IsNotFound()) {
+    put = store_->PutIfAbsent(key_, mine);
+  } else {
+    RETURN_NOT_OK(held.status());
+    ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*held, "maintenance lease"));
+    const std::string holder = j.value("holder", "");
+    const int64_t expires = j.value("expiresMicros", int64_t{0});
+    if (holder != holder_ && expires > now) return false;
+    put = store_->PutIfMatch(key_, mine, meta.etag);
+  }
+  if (put.ok()) return true;
+  // Another process wrote the lease between the read and the write.
+  if (put.status().IsAlreadyExists() || put.status().IsAborted() || put.status().IsNotFound()) {
+    return false;
+  }
+  return put.status();
+}
+
+Status MaintenanceLease::Release() {
+  ObjectMeta meta;
+  Result<std::string> held = store_->Get(key_, &meta);
+  if (held.status().IsNotFound()) return Status::OK();
+  RETURN_NOT_OK(held.status());
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*held, "maintenance lease"));
+  if (j.value("holder", "") != holder_) return Status::OK();
+  const std::string expired = nlohmann::json{{"holder", holder_}, {"expiresMicros", 0}}.dump();
+  Result<ObjectMeta> put = store_->PutIfMatch(key_, expired, meta.etag);
+  // Taken by another holder meanwhile: nothing of this holder's to give up.
+  return put.ok() || put.status().IsAborted() || put.status().IsNotFound() ? Status::OK()
+                                                                           : put.status();
 }
 
 }  // namespace loam

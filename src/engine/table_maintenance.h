@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "engine/workspace.h"
 
 namespace loam {
@@ -27,6 +29,11 @@ struct MaintenanceReport {
   // Tables left for a later pass, each with why (a concurrent writer's
   // commit in progress, a table dropped meanwhile, ...).
   std::vector<std::string> deferred;
+  // Fragments of each table looked at, after the pass ("table" on main,
+  // "branch:table" elsewhere).
+  std::map<std::string, uint64_t> fragments;
+
+  void Add(const MaintenanceReport& other);
 };
 
 // The fragments of `v` that a compaction under `options` may rewrite.
@@ -40,5 +47,31 @@ uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& 
 Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& branch,
                                            const CompactionPolicy& policy,
                                            const std::string& principal);
+
+// CompactDueTables on main and on every branch.
+Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
+                                             const std::string& principal);
+
+// The workspace's maintenance lease (`_control/maintenance-lease.json`,
+// docs/format/control.md): one holder at a time, by conditional writes, so
+// one process of many compacts. A lease not renewed within its length
+// passes to the next process that asks.
+class MaintenanceLease {
+ public:
+  MaintenanceLease(std::shared_ptr<ObjectStore> store, const std::string& workspace_root,
+                   std::string holder, Clock* clock, int64_t lease_micros);
+  // Takes the lease, or renews it, until now + lease_micros. False when
+  // another holder's lease is live (or took it first).
+  Result<bool> Acquire();
+  // Gives the lease up if this holder has it.
+  Status Release();
+
+ private:
+  std::shared_ptr<ObjectStore> store_;
+  std::string key_;
+  std::string holder_;
+  Clock* clock_;
+  int64_t lease_micros_;
+};
 
 }  // namespace loam

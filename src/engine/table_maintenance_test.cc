@@ -113,6 +113,26 @@ TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
   EXPECT_EQ(fragments("quiet"), 6u);
 }
 
+// One holder at a time; a lease not renewed passes to the next that asks.
+TEST(TableMaintenanceTest, OneProcessHoldsTheMaintenanceLease) {
+  auto store = testing::NewTestStore();
+  ManualClock clock(1'000'000);
+  MaintenanceLease a(store, "ws", "a", &clock, 10'000'000), b(store, "ws", "b", &clock, 10'000'000);
+  EXPECT_TRUE(a.Acquire().value());
+  EXPECT_FALSE(b.Acquire().value());
+  clock.AdvanceMicros(9'000'000);
+  EXPECT_TRUE(a.Acquire().value());  // renewed: good for 10 s more
+  clock.AdvanceMicros(9'000'000);
+  EXPECT_FALSE(b.Acquire().value());
+  clock.AdvanceMicros(2'000'000);
+  EXPECT_TRUE(b.Acquire().value());
+  EXPECT_FALSE(a.Acquire().value());
+  ASSERT_TRUE(a.Release().ok());  // not a's to give up
+  EXPECT_FALSE(a.Acquire().value());
+  ASSERT_TRUE(b.Release().ok());
+  EXPECT_TRUE(a.Acquire().value());
+}
+
 TEST(CompactionModelTest, NoWriterFailsAndNoRowIsLostOrDuplicated) {
   const uint64_t seed = static_cast<uint64_t>(EnvInt("LOAM_MODEL_SEED", 20261204));
   const int64_t steps = EnvInt("LOAM_COMPACTION_MODEL_STEPS", 300);

@@ -42,6 +42,18 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                .Name("loam_runs_finished_total")
                .Help("Runs this process's workers brought to a terminal state, by state")
                .Register(*registry_);
+  compaction_ = &BuildCounter()
+                     .Name("loam_compaction_total")
+                     .Help(
+                         "Automatic compaction by this process: passes, tables compacted, "
+                         "fragments removed and added, bytes written (by `what`)")
+                     .Register(*registry_);
+  table_fragments_ = &BuildGauge()
+                          .Name("loam_table_fragments")
+                          .Help(
+                              "Fragments of each table after this process's last compaction "
+                              "pass (\"branch:table\" off main)")
+                          .Register(*registry_);
   queue_to_start_ = &BuildHistogram()
                          .Name("loam_run_queue_to_start_seconds")
                          .Help("Time from a run's submission to a worker starting it")
@@ -84,6 +96,20 @@ void ServerMetrics::RunFinished(const ingest::RunRecord& run) {
   }
   if (run.started_micros > 0 && run.finished_micros >= run.started_micros) {
     run_duration_->Observe(static_cast<double>(run.finished_micros - run.started_micros) / 1e6);
+  }
+}
+
+void ServerMetrics::CompactionPass(const MaintenanceReport& pass) {
+  const auto add = [&](const char* what, double n) {
+    compaction_->Add({{"what", what}}).Increment(n);
+  };
+  add("passes", 1);
+  add("tables", pass.compacted);
+  add("fragments_removed", static_cast<double>(pass.fragments_removed));
+  add("fragments_added", static_cast<double>(pass.fragments_added));
+  add("bytes_written", static_cast<double>(pass.bytes_written));
+  for (const auto& [table, fragments] : pass.fragments) {
+    table_fragments_->Add({{"table", table}}).Set(static_cast<double>(fragments));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/table_maintenance.h"
 #include "ingest/run_record.h"
 
 namespace prometheus {
@@ -38,6 +39,9 @@ class ServerMetrics {
   void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
   void Overloaded(std::string_view limit);
   void RunFinished(const ingest::RunRecord& run);
+  // A compaction pass this process made: its counts, and each table's
+  // fragments after it.
+  void CompactionPass(const MaintenanceReport& pass);
   // The exposition, with `gauges` as of now.
   std::string Render(const GaugeSample& gauges);
 
@@ -47,6 +51,8 @@ class ServerMetrics {
   prometheus::Family<prometheus::Histogram>* latency_;
   prometheus::Family<prometheus::Counter>* overloaded_;
   prometheus::Family<prometheus::Counter>* runs_;
+  prometheus::Family<prometheus::Counter>* compaction_;
+  prometheus::Family<prometheus::Gauge>* table_fragments_;
   prometheus::Histogram* queue_to_start_;
   prometheus::Histogram* run_duration_;
   prometheus::Gauge* queue_runs_;

@@ -26,6 +26,12 @@ struct ServerConfig {
   // A table commits at most once per this many ms (an idle one at once), so
   // runs that follow each other closely share commits; 0: no interval.
   int64_t group_commit_interval_millis = 50;
+  // Automatic compaction: every this many seconds, the serve process that
+  // holds the workspace's maintenance lease compacts the tables with at
+  // least `compaction_min_fragments` small fragments; 0: never.
+  int64_t compaction_interval_seconds = 60;
+  int64_t compaction_min_fragments = 16;
+  int64_t compaction_target_rows = 1 << 20;
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;

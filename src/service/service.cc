@@ -1,5 +1,6 @@
 #include "service/service.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -66,6 +67,9 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
     lo.commit = [this](const WriteRequest& w) { return committer_->Commit(w); };
   }
   loader_ = std::make_unique<ingest::Loader>(ws_, std::move(lo));
+  maintenance_lease_ = std::make_unique<MaintenanceLease>(
+      ws_->store(), ws_->root(), NewUlidString(), options_.clock,
+      std::max<int64_t>(5 * options_.compaction_interval_micros, 60'000'000));
 }
 
 Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<Workspace> ws,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/group_commit.h"
+#include "engine/table_maintenance.h"
 #include "engine/workspace.h"
 #include "ingest/loader.h"
 #include "service/admission.h"
@@ -103,6 +104,14 @@ struct ServiceOptions {
   // Called by this process's workers for each run they bring to a terminal
   // state (metrics).
   std::function<void(const ingest::RunRecord&)> on_run_finished;
+  // Automatic compaction: every interval, the process holding the
+  // workspace's maintenance lease (MaintenanceLease) compacts the tables
+  // that are due on every branch (CompactAllBranches) as the workspace's
+  // owner; 0: never (loam serve: 60 s). The lease lasts 5 intervals.
+  int64_t compaction_interval_micros = 0;
+  CompactionPolicy compaction;
+  // Called after each compaction pass this process makes (metrics).
+  std::function<void(const MaintenanceReport&)> on_compaction_pass;
   // Failpoints of the service, the loader and the write protocol.
   std::function<Status(std::string_view)> failpoint;
 };
@@ -407,6 +416,8 @@ class Service {
   Status CleanUpInputs(const ingest::RunRecord& rec);
   void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
+  // A compaction pass when one is due and this process holds the lease.
+  void CompactIfDue(int64_t* next_micros);
   void Wake();
 
   std::shared_ptr<Workspace> ws_;
@@ -419,6 +430,7 @@ class Service {
   Admission admission_;
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ingest::Loader> loader_;
+  std::unique_ptr<MaintenanceLease> maintenance_lease_;
 
   std::mutex mu_;
   std::condition_variable wake_;

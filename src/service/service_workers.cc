@@ -98,6 +98,7 @@ void Service::WorkerLoop(int index, bool small_only) {
 void Service::MaintenanceLoop() {
   constexpr int64_t kSweepEveryMicros = 3'600'000'000;
   int64_t next_sweep = 0;
+  int64_t next_compaction = 0;
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -117,11 +118,31 @@ void Service::MaintenanceLoop() {
       Result<int64_t> records = SweepRecords();
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
+    CompactIfDue(&next_compaction);
     std::unique_lock lock(mu_);
     const uint64_t seen = wakeups_;
     wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
                    [&] { return stopping_ || wakeups_ != seen; });
   }
+}
+
+void Service::CompactIfDue(int64_t* next_micros) {
+  if (options_.compaction_interval_micros <= 0 || WallMicros() < *next_micros) return;
+  *next_micros = WallMicros() + options_.compaction_interval_micros;
+  Result<bool> held = maintenance_lease_->Acquire();
+  if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
+  if (!held.ok() || !*held) return;  // another process compacts
+  Result<MaintenanceReport> pass = CompactAllBranches(*ws_, options_.compaction, ws_->owner());
+  if (!pass.ok()) {
+    LOAM_LOG_WARN("compaction: {}", pass.status().ToString());
+    return;
+  }
+  for (const std::string& why : pass->deferred) LOAM_LOG_INFO("compaction deferred: {}", why);
+  if (pass->compacted > 0) {
+    LOAM_LOG_INFO("compaction: {} tables, {} fragments into {}, {} bytes written", pass->compacted,
+                  pass->fragments_removed, pass->fragments_added, pass->bytes_written);
+  }
+  if (options_.on_compaction_pass) options_.on_compaction_pass(*pass);
 }
 
 Result<CleanupReport> Service::RunCleanerOnce() {
