@@ -185,7 +185,7 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
                     "--workers 0)");
   serve
       ->add_option("--compaction-interval-seconds", f->compaction_interval_seconds,
-                   "compact the tables that are due this often (default 60; 0: never)")
+                   "compact the tables that are due this often (default 10; 0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}));
   serve->add_option("--auth-hs256-secret-file", f->hs256, "HS256 secret, 32+ bytes");
   serve->add_option("--auth-public-key-file", f->public_key,

@@ -29,7 +29,7 @@ struct ServerConfig {
   // Automatic compaction: every this many seconds, the serve process that
   // holds the workspace's maintenance lease compacts the tables with at
   // least `compaction_min_fragments` small fragments; 0: never.
-  int64_t compaction_interval_seconds = 60;
+  int64_t compaction_interval_seconds = 10;
   int64_t compaction_min_fragments = 16;
   int64_t compaction_target_rows = 1 << 20;
   // A worker's hold on a run; a run whose process died is taken over this
