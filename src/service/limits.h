@@ -33,7 +33,7 @@ struct ServiceLimits {
   // Admission (429 before a run exists).
   int64_t max_queued_runs = 1000;                // non-terminal runs per workspace
   int64_t max_queued_bytes = int64_t{16} << 30;  // their upload bytes together
-  int64_t max_concurrent_runs_per_pipeline = 16;
+  int64_t max_concurrent_runs_per_pipeline = 128;
   // Defaults from measured capacity (docs/benchmarks.md, "Small runs at
   // event rates"): one process commits about 200 small runs/s of one
   // pipeline with group commit, and automatic compaction bounds the
