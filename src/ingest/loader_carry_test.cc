@@ -61,6 +61,18 @@ class LoaderCarryTest : public ::testing::Test {
     };
   }
 
+  // Another writer's delete of the row with `id`.
+  std::function<void()> Delete(int64_t id) {
+    return [this, id] {
+      WriteRequest del;
+      del.table = "accounts";
+      del.mode = WriteMode::kDelete;
+      del.where = {Predicate::Eq("id", id)};
+      del.principal = "owner";
+      ASSERT_TRUE(ws_->Write(del).ok());
+    };
+  }
+
   // Every row as "id:name", by id.
   std::string Contents() {
     Snapshot snap = ws_->Current().value();
@@ -91,17 +103,7 @@ TEST_F(LoaderCarryTest, AnUpsertCommitsOnANewerVersionThatTouchedNoneOfItsKeys) 
   // A delete of another key is no obstacle either.
   files_["again.csv"] = "id,name\n4,dee\n10,ten\n";
   validations = 0;
-  RunRecord d = Load(
-      LoadMode::kUpsert, "again.csv",
-      [&] {
-        WriteRequest del;
-        del.table = "accounts";
-        del.mode = WriteMode::kDelete;
-        del.where = {Predicate::Eq("id", int64_t{5})};
-        del.principal = "owner";
-        ASSERT_TRUE(ws_->Write(del).ok());
-      },
-      &validations);
+  RunRecord d = Load(LoadMode::kUpsert, "again.csv", Delete(5), &validations);
   ASSERT_EQ(d.state, RunState::kSucceeded) << d.error;
   EXPECT_EQ(validations, 1);
   EXPECT_EQ(Contents(), "1:ann 2:bobby 3:cyd 4:dee 9:nia 10:ten ");
@@ -135,17 +137,7 @@ TEST_F(LoaderCarryTest, AnUpsertPlansAgainWhenACommitSinceTouchedOneOfItsKeys) {
   // A delete of the row the run leaves alone: the run puts it back.
   SetUp();
   int validations = 0;
-  RunRecord r = Load(
-      LoadMode::kUpsert, "run.csv",
-      [&] {
-        WriteRequest del;
-        del.table = "accounts";
-        del.mode = WriteMode::kDelete;
-        del.where = {Predicate::Eq("id", int64_t{1})};
-        del.principal = "owner";
-        ASSERT_TRUE(ws_->Write(del).ok());
-      },
-      &validations);
+  RunRecord r = Load(LoadMode::kUpsert, "run.csv", Delete(1), &validations);
   ASSERT_EQ(r.state, RunState::kSucceeded) << r.error;
   EXPECT_EQ(validations, 2);
   EXPECT_EQ(Contents(), "1:ann 2:bobby 3:cy 4:dee 9:nia ");
