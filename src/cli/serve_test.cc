@@ -133,6 +133,13 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   refused_config("group.json", R"({"groupCommitRuns": 0})", "groupCommitRuns");
   refused_config("interval.json", R"({"groupCommitIntervalMillis": 1001})",
                  "groupCommitIntervalMillis");
+  refused_config("compaction.json", R"({"compactionMinFragments": 1})", "compactionMinFragments");
+  std::vector<std::string> compaction = ok;
+  compaction.insert(compaction.end(), {"--compaction-interval-seconds", "-1"});
+  CliResult compaction_r = RunLoam(dir_, compaction);
+  EXPECT_EQ(compaction_r.code, 2) << compaction_r.all();
+  EXPECT_NE(compaction_r.all().find("--compaction-interval-seconds"), std::string::npos)
+      << compaction_r.all();
   std::vector<std::string> faults = ok;
   faults.insert(faults.end(), {"--test-store-faults", "1.5"});
   EXPECT_EQ(RunLoam(dir_, faults).code, 2);
@@ -205,6 +212,58 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
   CliResult done = WaitLoam(dir_, pid);
   EXPECT_EQ(done.code, 0) << done.err;
   EXPECT_NE(server_out.find("listening on"), std::string::npos);
+}
+
+// `loam serve` compacts by itself: 16 runs leave 16 small fragments, and
+// the next pass (every second here) merges them; /metrics shows it.
+TEST_F(ServeTest, CompactsTablesThatAreDueByItself) {
+  const pid_t pid =
+      StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
+                       "--no-access-log", "--compaction-interval-seconds", "1"});
+  const uint16_t port = WaitListening();
+  ASSERT_NE(port, 0);
+  std::filesystem::create_directories(dir_ + "/client");
+  CliResult token =
+      RunLoam(dir_ + "/client", {"token", "--root", dir_ + "/loam-data", "--secret-file",
+                                 dir_ + "/secret", "--sub", "owner"});
+  ASSERT_EQ(token.code, 0) << token.err;
+  const server::Headers auth = {
+      {"Authorization", "Bearer " + token.out.substr(0, token.out.find('\n'))}};
+  server::HttpResult p = server::HttpCall(port, "POST", "/v1/pipelines",
+                                          R"({"name":"p","table":"t","format":"csv"})", auth);
+  ASSERT_EQ(p.status, 201) << p.body;
+  const std::string runs = "/v1/pipelines/" + p.Json()["id"].get<std::string>() + "/runs";
+  std::string last;
+  for (int i = 1; i <= 16; ++i) {
+    server::Headers h = auth;
+    h.push_back({"Content-Type", "text/csv"});
+    h.push_back({"Idempotency-Key", "k" + std::to_string(i)});
+    server::HttpResult run =
+        server::HttpCall(port, "POST", runs, "id\n" + std::to_string(i) + "\n", h);
+    ASSERT_EQ(run.status, 202) << run.body;
+    last = run.Json()["id"];
+    // One run at a time, so each commits its own fragment.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (server::HttpCall(port, "GET", "/v1/runs/" + last, "", auth).Json()["state"] !=
+           "succeeded") {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "run " << i << " did not succeed";
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    server::HttpResult m = server::HttpCall(port, "GET", "/metrics");
+    if (m.body.find("loam_table_fragments{table=\"t\"} 1\n") != std::string::npos) {
+      EXPECT_NE(m.body.find("loam_compaction_total{what=\"fragments_removed\"} 16"),
+                std::string::npos)
+          << m.body;
+      break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << m.body;
+  }
+  server::HttpResult table = server::HttpCall(port, "GET", "/v1/tables/t", "", auth);
+  EXPECT_EQ(table.Json()["rowCount"], 16) << table.body;
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }
 
 TEST_F(ServeTest, SubmitKilledAfterSendingIsResumedIntoExactlyOneRun) {

@@ -73,6 +73,42 @@ TEST_F(ContractTest, ARunOfAPipelineKeyedOnOtherColumnsFailsAndChangesNothing) {
   EXPECT_EQ(RowCount(), 0);
 }
 
+// A compaction merges the runs' fragments; a run's revert over HTTP still
+// removes exactly its rows, and a second revert finds nothing to revert.
+TEST_F(ContractTest, AnAppendRunRevertsExactlyItsRowsAfterACompaction) {
+  HttpResult made = CreatePipeline(
+      {{"name", "orders-in"}, {"table", "orders"}, {"mode", "append"}, {"format", "csv"}});
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string target = "/v1/pipelines/" + made.Json()["id"].get<std::string>() + "/runs";
+  std::vector<std::string> runs;
+  for (int i = 1; i <= 5; ++i) {
+    const std::string id = std::to_string(i);
+    Headers h = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "c-" + id}};
+    HttpResult run = Call("ada", "POST", target, "/v1/pipelines/{id}/runs",
+                          "id,amount,note\n" + id + "," + id + ".00,a\n", h);
+    ASSERT_EQ(run.status, 202) << run.body;
+    runs.push_back(run.Json()["id"]);
+    ASSERT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  }
+  WriteRequest compact;
+  compact.table = "orders";
+  compact.mode = WriteMode::kCompact;
+  compact.principal = "owner";
+  Result<WriteResult> compacted = ws_->Write(compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_EQ(compacted->compacted.fragments_removed, 5);
+  HttpResult reverted =
+      Call("ada", "POST", "/v1/runs/" + runs[2] + "/revert", "/v1/runs/{id}/revert");
+  EXPECT_EQ(reverted.status, 200) << reverted.body;
+  EXPECT_EQ(RowCount(), 4);
+  HttpResult rows = Call("ada", "GET", "/v1/tables/orders/rows", "/v1/tables/{name}/rows");
+  EXPECT_EQ(rows.body.find("\"id\":3"), std::string::npos) << rows.body;
+  EXPECT_NE(rows.body.find("\"id\":4"), std::string::npos) << rows.body;
+  HttpResult again = Call("ada", "POST", "/v1/runs/" + runs[2] + "/revert", "/v1/runs/{id}/revert");
+  EXPECT_EQ(again.Json()["code"], "precondition_failed") << again.body;
+  EXPECT_EQ(RowCount(), 4);
+}
+
 // A PATCH obeys every rule a create obeys.
 TEST_F(ContractTest, PatchAppliesEveryCreateRule) {
   HttpResult made = CreatePipeline(
