@@ -110,8 +110,11 @@ Result<FollowedRows> Dataset::FollowRows(const std::vector<RowRange>& ranges,
       }
       continue;
     }
-    // Where it went; a version cleaned up since ends the trail.
+    // Where it went; a version cleaned up since (NotFound) ends the trail,
+    // and any other failure to read one fails the call.
+    const auto failed = [](const Status& s) { return !s.ok() && !s.IsNotFound(); };
     Result<const DatasetVersion*> start = load(has);
+    if (failed(start.status())) return start.status();
     const Fragment* then = start.ok() ? (*start)->FindFragment(r.fragment) : nullptr;
     const uint64_t rows = then == nullptr || r.first >= then->physical_rows
                               ? 0
@@ -121,6 +124,9 @@ Result<FollowedRows> Dataset::FollowRows(const std::vector<RowRange>& ranges,
                                 : FirstWithout(r.fragment, has, version(), load);
     Result<const DatasetVersion*> after = gone.ok() ? load(*gone) : gone.status();
     Result<const DatasetVersion*> before = gone.ok() ? load(*gone - 1) : gone.status();
+    for (const Status& s : {gone.status(), after.status(), before.status()}) {
+      if (failed(s)) return s;
+    }
     const OpType op = after.ok() ? (*after)->txn.op : OpType::kCreate;
     if (op == OpType::kDelete || op == OpType::kMergeInsert) continue;  // every row deleted
     const bool compacted =
