@@ -78,6 +78,29 @@ Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPoli
   return report;
 }
 
+namespace {
+
+struct LeaseRecord {
+  std::string holder;
+  int64_t expires_micros = 0;
+};
+
+// DataLoss naming the object when a field is missing or mistyped.
+Result<LeaseRecord> ParseLease(const std::string& text) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(text, "maintenance lease"));
+  const auto holder = j.find("holder");
+  const auto expires = j.find("expiresMicros");
+  if (holder == j.end() || !holder->is_string() || expires == j.end() ||
+      !expires->is_number_integer()) {
+    return Status::DataLoss(
+        "maintenance lease: needs a string \"holder\" and an integer "
+        "\"expiresMicros\"");
+  }
+  return LeaseRecord{holder->get<std::string>(), expires->get<int64_t>()};
+}
+
+}  // namespace
+
 MaintenanceLease::MaintenanceLease(std::shared_ptr<ObjectStore> store,
                                    const std::string& workspace_root, std::string holder,
                                    Clock* clock, int64_t lease_micros)
@@ -99,10 +122,8 @@ Result<bool> MaintenanceLease::Acquire() {
     put = store_->PutIfAbsent(key_, mine);
   } else {
     RETURN_NOT_OK(held.status());
-    ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*held, "maintenance lease"));
-    const std::string holder = j.value("holder", "");
-    const int64_t expires = j.value("expiresMicros", int64_t{0});
-    if (holder != holder_ && expires > now) return false;
+    ASSIGN_OR_RETURN(LeaseRecord lease, ParseLease(*held));
+    if (lease.holder != holder_ && lease.expires_micros > now) return false;
     put = store_->PutIfMatch(key_, mine, meta.etag);
   }
   if (put.ok()) return true;
@@ -118,8 +139,8 @@ Status MaintenanceLease::Release() {
   Result<std::string> held = store_->Get(key_, &meta);
   if (held.status().IsNotFound()) return Status::OK();
   RETURN_NOT_OK(held.status());
-  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*held, "maintenance lease"));
-  if (j.value("holder", "") != holder_) return Status::OK();
+  ASSIGN_OR_RETURN(LeaseRecord lease, ParseLease(*held));
+  if (lease.holder != holder_) return Status::OK();
   const std::string expired = nlohmann::json{{"holder", holder_}, {"expiresMicros", 0}}.dump();
   Result<ObjectMeta> put = store_->PutIfMatch(key_, expired, meta.etag);
   // Taken by another holder meanwhile: nothing of this holder's to give up.

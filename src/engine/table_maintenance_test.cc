@@ -131,6 +131,12 @@ TEST(TableMaintenanceTest, OneProcessHoldsTheMaintenanceLease) {
   EXPECT_FALSE(a.Acquire().value());
   ASSERT_TRUE(b.Release().ok());
   EXPECT_TRUE(a.Acquire().value());
+  // A lease object with a mistyped field is reported, never guessed at.
+  ASSERT_TRUE(
+      store->Put("ws/_control/maintenance-lease.json", R"({"holder":5,"expiresMicros":0})").ok());
+  Status bad = a.Acquire().status();
+  EXPECT_TRUE(bad.IsDataLoss()) << bad;
+  EXPECT_NE(bad.message().find("maintenance lease"), std::string::npos) << bad;
 }
 
 TEST(CompactionModelTest, NoWriterFailsAndNoRowIsLostOrDuplicated) {
