@@ -280,14 +280,18 @@ class Dataset {
   Result<Dataset> ReplaceRowsStaged(const std::vector<int64_t>& row_addresses,
                                     std::vector<Fragment> staged,
                                     const CommitOptions& opts = {}) const;
-  // The rows live in `earlier` (an older snapshot of this branch) that this
-  // snapshot no longer holds live, by address, ascending: rows deleted since,
-  // and every live row of a fragment removed since.
-  Result<std::vector<uint64_t>> RowsRemovedSince(const Dataset& earlier) const;
-  // The addresses (ascending) of rows live in this snapshot that were not
-  // live in `earlier`: the rows of fragments added since, and rows a
-  // restore brought back.
-  Result<std::vector<uint64_t>> RowsAddedSince(const Dataset& earlier) const;
+  // How the live rows changed since `earlier` (an older snapshot of this
+  // branch), by address, ascending. `removed`: rows live in `earlier` that
+  // this snapshot no longer holds live (rows deleted since, and every live row
+  // of a fragment removed since). `added`: rows live here that were not live
+  // in `earlier` (the rows of fragments added since, and rows a restore
+  // brought back). Each deletion file is read once.
+  struct RowChanges {
+    std::vector<uint64_t> added;
+    std::vector<uint64_t> removed;
+  };
+  Result<RowChanges> RowsChangedSince(const Dataset& earlier) const;
+  Result<std::vector<uint64_t>> RowsRemovedSince(const Dataset& earlier) const;  // .removed
   // Where rows that were in this branch at version `since` (whose fragments
   // that version has) are in this snapshot, following every compaction since
   // that moved them (row_lineage.cc). A count past a fragment's end means

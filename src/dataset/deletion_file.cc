@@ -4,6 +4,7 @@
 
 #include "common/coding.h"
 #include "common/hash.h"
+#include "common/sorted.h"
 #include "common/status_macros.h"
 
 namespace loam {
@@ -22,16 +23,7 @@ bool DeletionVector::Contains(uint32_t row) const {
 }
 
 bool DeletionVector::Intersects(const DeletionVector& other) const {
-  auto a = rows_.begin(), b = other.rows_.begin();
-  while (a != rows_.end() && b != other.rows_.end()) {
-    if (*a == *b) return true;
-    if (*a < *b) {
-      ++a;
-    } else {
-      ++b;
-    }
-  }
-  return false;
+  return SortedIntersect(rows_, other.rows_);
 }
 
 DeletionVector DeletionVector::Union(const DeletionVector& other) const {

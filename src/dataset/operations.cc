@@ -491,52 +491,39 @@ Result<Dataset> Dataset::ReplaceRowsStaged(const std::vector<int64_t>& row_addre
       opts);
 }
 
-Result<std::vector<uint64_t>> Dataset::RowsRemovedSince(const Dataset& earlier) const {
-  std::vector<uint64_t> removed;
+Result<Dataset::RowChanges> Dataset::RowsChangedSince(const Dataset& earlier) const {
+  RowChanges out;
+  auto live_rows = [](const Fragment& f, const DeletionVector& dv, std::vector<uint64_t>* into) {
+    for (uint32_t r = 0; r < f.physical_rows; ++r) {
+      if (!dv.Contains(r)) into->push_back((f.id << 32) | r);
+    }
+  };
   for (const Fragment& f : earlier.state().fragments) {
     const Fragment* now = state_->FindFragment(f.id);
     if (now != nullptr && now->deletion_path == f.deletion_path) continue;
-    DeletionVector before;
-    if (!f.deletion_path.empty()) {
-      ASSIGN_OR_RETURN(before, earlier.ReadDeletions(f));
-    }
-    std::vector<uint32_t> gone;
+    ASSIGN_OR_RETURN(DeletionVector before, earlier.ReadDeletions(f));
     if (now == nullptr) {
-      for (uint32_t r = 0; r < f.physical_rows; ++r) {
-        if (!before.Contains(r)) gone.push_back(r);
-      }
-    } else {
-      ASSIGN_OR_RETURN(DeletionVector after, ReadDeletions(*now));
-      gone = after.Minus(before).rows();
+      live_rows(f, before, &out.removed);
+      continue;
     }
-    for (uint32_t r : gone) removed.push_back((f.id << 32) | r);
+    ASSIGN_OR_RETURN(DeletionVector after, ReadDeletions(*now));
+    const DeletionVector deleted = after.Minus(before), restored = before.Minus(after);
+    for (uint32_t r : deleted.rows()) out.removed.push_back((f.id << 32) | r);
+    for (uint32_t r : restored.rows()) out.added.push_back((f.id << 32) | r);
   }
-  std::sort(removed.begin(), removed.end());
-  return removed;
+  for (const Fragment& f : state_->fragments) {
+    if (earlier.state().FindFragment(f.id) != nullptr) continue;
+    ASSIGN_OR_RETURN(DeletionVector dv, ReadDeletions(f));
+    live_rows(f, dv, &out.added);
+  }
+  std::sort(out.added.begin(), out.added.end());
+  std::sort(out.removed.begin(), out.removed.end());
+  return out;
 }
 
-Result<std::vector<uint64_t>> Dataset::RowsAddedSince(const Dataset& earlier) const {
-  std::vector<uint64_t> added;
-  for (const Fragment& f : state_->fragments) {
-    const Fragment* then = earlier.state().FindFragment(f.id);
-    if (then != nullptr && then->deletion_path == f.deletion_path) continue;
-    DeletionVector now;
-    if (!f.deletion_path.empty()) {
-      ASSIGN_OR_RETURN(now, ReadDeletions(f));
-    }
-    std::vector<uint32_t> back;
-    if (then == nullptr) {
-      for (uint32_t r = 0; r < f.physical_rows; ++r) {
-        if (!now.Contains(r)) back.push_back(r);
-      }
-    } else if (!then->deletion_path.empty()) {
-      ASSIGN_OR_RETURN(DeletionVector before, earlier.ReadDeletions(*then));
-      back = before.Minus(now).rows();  // deleted then, live now: restored
-    }
-    for (uint32_t r : back) added.push_back((f.id << 32) | r);
-  }
-  std::sort(added.begin(), added.end());
-  return added;
+Result<std::vector<uint64_t>> Dataset::RowsRemovedSince(const Dataset& earlier) const {
+  ASSIGN_OR_RETURN(RowChanges changes, RowsChangedSince(earlier));
+  return std::move(changes.removed);
 }
 
 Result<Dataset> Dataset::Restore(uint64_t version, const CommitOptions& opts) const {

@@ -4,7 +4,7 @@
 //
 // A keyed append is checked against version V: none of its keys is live
 // there. At a later version W the only rows that can hold one of its keys
-// are those live at W but not at V, which Dataset::RowsAddedSince lists
+// are those live at W but not at V, which Dataset::RowsChangedSince lists
 // (fragments added since, rows a restore brought back). If none does, the
 // append may commit on W exactly as if it had been checked there. Without
 // this, a keyed append on a busy table checked all of its fragments again
@@ -15,9 +15,9 @@
 // (one live row per key), the plan still holds at W when every row it names
 // is still live there (so no commit since updated or deleted one of its
 // keys) and no row that became live since holds a key it inserts.
-#include <algorithm>
 #include <unordered_set>
 
+#include "common/sorted.h"
 #include "common/status_macros.h"
 #include "engine/workspace.h"
 #include "format/page.h"
@@ -43,66 +43,42 @@ Result<std::vector<std::string>> KeysOf(const RecordBatch& b,
   return out;
 }
 
+// The encoded keys of the rows at `addresses` (live in `now`); nullopt when
+// there are too many to read cheaply or the read failed.
+std::optional<std::unordered_set<std::string>> KeysAt(const Dataset& now,
+                                                      const std::vector<uint64_t>& addresses,
+                                                      const std::vector<std::string>& keys) {
+  if (addresses.size() > kMaxRowsToCarry) return std::nullopt;
+  std::unordered_set<std::string> held;
+  if (addresses.empty()) return held;
+  ScanSpec spec;
+  spec.columns = keys;
+  Status read = now.TakeEach(addresses, spec, [&](const RecordBatch& b) -> Status {
+    ASSIGN_OR_RETURN(std::vector<std::string> encoded, KeysOf(b, keys));
+    for (std::string& k : encoded) held.insert(std::move(k));
+    return Status::OK();
+  });
+  if (!read.ok()) return std::nullopt;
+  return held;
+}
+
 // Whether a row live in `now` but not in `then` holds one of `staged`'s
 // keys; nullopt when that cannot be told cheaply or at all.
 std::optional<bool> AddedRowHoldsAKey(const Dataset& now, const Dataset& then,
                                       const std::vector<Fragment>& staged,
                                       const std::vector<std::string>& keys) {
-  Result<std::vector<uint64_t>> added = now.RowsAddedSince(then);
-  if (!added.ok() || added->size() > kMaxRowsToCarry) return std::nullopt;
-  std::unordered_set<std::string> live;
-  ScanSpec spec;
-  spec.columns = keys;
-  Status read = now.TakeEach(*added, spec, [&](const RecordBatch& b) -> Status {
-    ASSIGN_OR_RETURN(std::vector<std::string> held, KeysOf(b, keys));
-    for (std::string& k : held) live.insert(std::move(k));
-    return Status::OK();
-  });
-  if (!read.ok()) return std::nullopt;
+  Result<Dataset::RowChanges> changes = now.RowsChangedSince(then);
+  if (!changes.ok()) return std::nullopt;
+  const std::optional<std::unordered_set<std::string>> live = KeysAt(now, changes->added, keys);
+  if (!live) return std::nullopt;
+  if (live->empty()) return false;
   Result<std::vector<RecordBatch>> mine = now.ReadStaged(staged, keys);
   if (!mine.ok()) return std::nullopt;
   for (const RecordBatch& b : *mine) {
     Result<std::vector<std::string>> own = KeysOf(b, keys);
     if (!own.ok()) return std::nullopt;
     for (const std::string& k : *own) {
-      if (live.count(k) > 0) return true;
-    }
-  }
-  return false;
-}
-
-// Whether a row live in `now` but not in `then` holds one of `keys`
-// (encoded as the merge plan encodes them); nullopt when that cannot be
-// told cheaply or at all.
-std::optional<bool> AddedRowHoldsOneOf(const Dataset& now, const Dataset& then,
-                                       const std::vector<std::string>& encoded,
-                                       const std::vector<std::string>& keys) {
-  Result<std::vector<uint64_t>> added = now.RowsAddedSince(then);
-  if (!added.ok() || added->size() > kMaxRowsToCarry) return std::nullopt;
-  if (added->empty() || encoded.empty()) return false;
-  const std::unordered_set<std::string> wanted(encoded.begin(), encoded.end());
-  bool holds = false;
-  ScanSpec spec;
-  spec.columns = keys;
-  Status read = now.TakeEach(*added, spec, [&](const RecordBatch& b) -> Status {
-    ASSIGN_OR_RETURN(std::vector<std::string> held, KeysOf(b, keys));
-    for (const std::string& k : held) holds = holds || wanted.count(k) > 0;
-    return Status::OK();
-  });
-  if (!read.ok()) return std::nullopt;
-  return holds;
-}
-
-// Whether a row at one of `addresses` (ascending) is in `removed` (ascending).
-bool AnyRemoved(const std::vector<uint64_t>& addresses, const std::vector<uint64_t>& removed) {
-  auto a = addresses.begin();
-  auto r = removed.begin();
-  while (a != addresses.end() && r != removed.end()) {
-    if (*a == *r) return true;
-    if (*a < *r) {
-      ++a;
-    } else {
-      ++r;
+      if (live->count(k) > 0) return true;
     }
   }
   return false;
@@ -127,19 +103,22 @@ Status Workspace::CarryMergePlan(const Snapshot& snap, const TableState& t, cons
   if (!now.ok()) return moved;
   Result<Dataset> then = now->CheckoutVersion(static_cast<uint64_t>(planned));
   if (!then.ok() || then->state().fragments != plan->basis) return moved;
-  Result<std::vector<uint64_t>> removed = now->RowsRemovedSince(*then);
-  if (!removed.ok()) return moved;
-  if (AnyRemoved(plan->replaced, *removed) || AnyRemoved(plan->unchanged, *removed)) {
+  Result<Dataset::RowChanges> changes = now->RowsChangedSince(*then);
+  if (!changes.ok()) return moved;
+  if (SortedIntersect(plan->replaced, changes->removed) ||
+      SortedIntersect(plan->unchanged, changes->removed)) {
     return Status::Conflict("a commit to table '" + t.def.name + "' since version " +
                             std::to_string(planned) + " changed one of run " + req.run_id +
                             "'s keys");
   }
-  const std::optional<bool> holds =
-      AddedRowHoldsOneOf(*now, *then, plan->inserted_keys, t.def.keys);
-  if (!holds) return moved;
-  if (*holds) {
-    return Status::Conflict("table '" + t.def.name + "' gained one of run " + req.run_id +
-                            "'s keys since version " + std::to_string(planned));
+  const std::optional<std::unordered_set<std::string>> added =
+      KeysAt(*now, changes->added, t.def.keys);
+  if (!added) return moved;
+  for (const std::string& k : plan->inserted_keys) {
+    if (added->count(k) > 0) {
+      return Status::Conflict("table '" + t.def.name + "' gained one of run " + req.run_id +
+                              "'s keys since version " + std::to_string(planned));
+    }
   }
   *carried = *plan;
   carried->basis = now->state().fragments;
