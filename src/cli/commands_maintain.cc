@@ -57,11 +57,12 @@ Status Maintain(const Context& ctx, const MaintainFlags& f) {
   const int64_t interval = f.interval_seconds * 1'000'000;
   MaintenanceLease lease(ws->store(), ws->root(), "loam maintain " + NewUlidString(),
                          Clock::System(), std::max<int64_t>(5 * interval, 60'000'000));
+  MaintenanceMemo memo;
   for (;;) {
     ASSIGN_OR_RETURN(bool held, lease.Acquire());
     MaintenanceReport report;
     if (held) {
-      ASSIGN_OR_RETURN(report, CompactAllBranches(*ws, policy, ctx.principal));
+      ASSIGN_OR_RETURN(report, CompactAllBranches(*ws, policy, ctx.principal, &memo));
     }
     Print(ctx, held, report);
     if (!f.watch) break;

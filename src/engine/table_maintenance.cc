@@ -15,21 +15,31 @@ uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& 
 
 Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& branch,
                                            const CompactionPolicy& policy,
-                                           const std::string& principal) {
+                                           const std::string& principal, MaintenanceMemo* memo) {
+  MaintenanceMemo scratch;
+  if (memo == nullptr) memo = &scratch;
   MaintenanceReport report;
   ASSIGN_OR_RETURN(Snapshot snap, ws.Current(branch));
   for (const auto& [name, t] : snap.tables) {
     // A table the branch has not forked is compacted where it lives.
     if (t.head.owner_branch != branch) continue;
     ++report.tables;
+    const std::string label = branch.empty() ? name : branch + ":" + name;
+    MaintenanceMemo::Seen& seen = memo->tables[{branch, t.def.sid}];
+    if (seen.table_version == t.head.table_version) {  // not due when last read
+      report.fragments[label] = seen.fragments;
+      continue;
+    }
     Result<Dataset> data = ws.OpenTable(snap, name);
     if (!data.ok()) {
       report.deferred.push_back(name + ": " + data.status().ToString());
       continue;
     }
-    const std::string label = branch.empty() ? name : branch + ":" + name;
     report.fragments[label] = data->state().fragments.size();
-    if (CompactableFragments(data->state(), policy.options) < policy.min_fragments) continue;
+    if (CompactableFragments(data->state(), policy.options) < policy.min_fragments) {
+      seen = {t.head.table_version, data->state().fragments.size()};
+      continue;
+    }
     WriteRequest w;
     w.table = name;
     w.table_sid = t.def.sid;
@@ -42,13 +52,18 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
       report.deferred.push_back(name + ": " + done.status().ToString());
       continue;
     }
-    if (!done->changed) continue;
+    if (!done->changed) {  // nothing Compact would merge: wait for the table to move
+      seen = {t.head.table_version, data->state().fragments.size()};
+      continue;
+    }
     ++report.compacted;
     report.fragments_removed += done->compacted.fragments_removed;
     report.fragments_added += done->compacted.fragments_added;
     report.bytes_written += done->compacted.bytes_written;
     report.fragments[label] += done->compacted.fragments_added;
     report.fragments[label] -= done->compacted.fragments_removed;
+    // Read again once the table moves past the compaction's version.
+    seen = {done->table_version, report.fragments[label]};
   }
   return report;
 }
@@ -64,11 +79,11 @@ void MaintenanceReport::Add(const MaintenanceReport& other) {
 }
 
 Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
-                                             const std::string& principal) {
-  ASSIGN_OR_RETURN(MaintenanceReport report, CompactDueTables(ws, "", policy, principal));
+                                             const std::string& principal, MaintenanceMemo* memo) {
+  ASSIGN_OR_RETURN(MaintenanceReport report, CompactDueTables(ws, "", policy, principal, memo));
   ASSIGN_OR_RETURN(std::vector<std::string> branches, ws.ListBranches());
   for (const std::string& b : branches) {
-    Result<MaintenanceReport> one = CompactDueTables(ws, b, policy, principal);
+    Result<MaintenanceReport> one = CompactDueTables(ws, b, policy, principal, memo);
     if (one.ok()) {
       report.Add(*one);
     } else {

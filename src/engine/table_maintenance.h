@@ -36,6 +36,17 @@ struct MaintenanceReport {
   void Add(const MaintenanceReport& other);
 };
 
+// What passes learned of each table: the head version they last read it at
+// and its fragments then, so a later pass reads no table whose head has not
+// moved (a pass over idle tables makes no request for them).
+struct MaintenanceMemo {
+  struct Seen {
+    int64_t table_version = 0;
+    uint64_t fragments = 0;
+  };
+  std::map<std::pair<std::string, int64_t>, Seen> tables;  // (branch, table id)
+};
+
 // The fragments of `v` that a compaction under `options` may rewrite.
 uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& options);
 
@@ -44,13 +55,16 @@ uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& 
 // (the workspace owner, or "" as the system actor). A compaction that meets
 // a concurrent writer yields: the writer commits, and the table waits for
 // the next pass (`deferred`). Fails only when the branch cannot be read.
+// With `memo`, a table whose head is where the memo last saw it is not read.
 Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& branch,
                                            const CompactionPolicy& policy,
-                                           const std::string& principal);
+                                           const std::string& principal,
+                                           MaintenanceMemo* memo = nullptr);
 
 // CompactDueTables on main and on every branch.
 Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
-                                             const std::string& principal);
+                                             const std::string& principal,
+                                             MaintenanceMemo* memo = nullptr);
 
 // The workspace's maintenance lease (`_control/maintenance-lease.json`,
 // docs/format/control.md): one holder at a time, by conditional writes, so

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "engine/workspace_test_util.h"
+#include "io/counting_object_store.h"
 #include "io/test_store.h"
 
 namespace loam {
@@ -111,6 +112,36 @@ TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
   EXPECT_NE(refused.deferred[0].find("needs a principal"), std::string::npos)
       << refused.deferred[0];
   EXPECT_EQ(fragments("quiet"), 6u);
+}
+
+// With a memo, a pass reads no table whose head has not moved since the
+// last pass read it.
+TEST(TableMaintenanceTest, APassReadsOnlyTablesThatMoved) {
+  auto counting = std::make_shared<CountingObjectStore>(testing::NewTestStore());
+  auto ws = Workspace::Init(counting, "ws", testing::TestOptions()).value();
+  for (const char* table : {"a", "b", "c"}) {
+    ASSERT_TRUE(ws->CreateTable(table, EventSchema(), {}).ok());
+    for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(ws->Write(testing::Append(table, {i})).ok());
+  }
+  CompactionPolicy policy;
+  policy.min_fragments = 4;
+  MaintenanceMemo memo;
+  const auto reads_of_a_pass = [&](MaintenanceMemo* m) {
+    counting->Reset();
+    MaintenanceReport pass = CompactDueTables(*ws, "", policy, "", m).value();
+    EXPECT_EQ(pass.tables, 3);
+    EXPECT_EQ(pass.fragments.at("a"), pass.compacted == 1 ? 1u : 3u);
+    return counting->Snapshot().total.reads();
+  };
+  reads_of_a_pass(&memo);  // reads all three
+  const uint64_t idle = reads_of_a_pass(&memo);
+  const uint64_t unremembered = reads_of_a_pass(nullptr);
+  EXPECT_GE(unremembered, idle + 3) << "each table's version read again without the memo";
+  ASSERT_TRUE(ws->Write(testing::Append("a", {9})).ok());  // a moves and is now due
+  MaintenanceReport moved = CompactDueTables(*ws, "", policy, "", &memo).value();
+  EXPECT_EQ(moved.compacted, 1);
+  EXPECT_EQ(moved.fragments.at("a"), 1u);
+  EXPECT_EQ(moved.fragments.at("b"), 3u);
 }
 
 // One holder at a time; a lease not renewed passes to the next that asks.

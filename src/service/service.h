@@ -431,6 +431,7 @@ class Service {
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ingest::Loader> loader_;
   std::unique_ptr<MaintenanceLease> maintenance_lease_;
+  MaintenanceMemo compaction_memo_;  // the maintenance thread's only
 
   std::mutex mu_;
   std::condition_variable wake_;

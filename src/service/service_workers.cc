@@ -132,7 +132,8 @@ void Service::CompactIfDue(int64_t* next_micros) {
   Result<bool> held = maintenance_lease_->Acquire();
   if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
   if (!held.ok() || !*held) return;  // another process compacts
-  Result<MaintenanceReport> pass = CompactAllBranches(*ws_, options_.compaction, ws_->owner());
+  Result<MaintenanceReport> pass =
+      CompactAllBranches(*ws_, options_.compaction, ws_->owner(), &compaction_memo_);
   if (!pass.ok()) {
     LOAM_LOG_WARN("compaction: {}", pass.status().ToString());
     return;
