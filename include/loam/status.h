@@ -63,9 +63,10 @@ enum class ErrorCode : int {
   kMigrationRequired,       // the workspace is in an older or half-migrated format: loam migrate
   kRevertBlocked,           // later commits touched the run's table: revert those first
   kMethodNotAllowed,        // the HTTP method is not one the route serves
+  kVersionExpired,          // a version past the time-travel window was removed
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kMethodNotAllowed;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kVersionExpired;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.

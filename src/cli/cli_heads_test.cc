@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/aged_workspace_test_util.h"
 #include "cli/cli_test_util.h"
 #include "common/ulid.h"
 #include "engine/workspace.h"
@@ -167,6 +168,44 @@ TEST_F(CliHeadsTest, GrantChangesAreAuditedInHistory) {
   }
   EXPECT_EQ(grants, (std::vector<std::string>{"bob: writer", "bob: revoked"})) << history.dump();
   Ok({"heads", "verify"});
+}
+
+// The time-travel window through the front door: `loam retention` sets it
+// (and refuses a window under a minute, leaving it as it was), `loam gc`
+// applies it, and a read past it is version_expired naming the oldest
+// readable version.
+TEST(CliRetentionTest, GcAppliesTheWindowAndReadsPastItAreVersionExpired) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("loam-retention-" + NewUlidString())).string();
+  std::filesystem::create_directories(dir);
+  const std::vector<uint64_t> versions = WriteAgedHistory(dir + "/loam-data");
+  auto run = [&](const std::vector<std::string>& args) { return RunLoam(dir, args, {}); };
+
+  CliResult low = run({"retention", "--window-seconds", "10"});
+  EXPECT_EQ(low.code, 2) << low.all();
+  EXPECT_NE(low.err.find("between 60 seconds and 100 years"), std::string::npos) << low.all();
+  EXPECT_EQ(json::parse(run({"--json", "retention"}).out)["windowSeconds"], 604800);
+  EXPECT_EQ(run({"retention", "--window-seconds", "5400"}).code, 0);  // 90 minutes
+
+  CliResult gc = run({"--json", "gc", "--grace-seconds", "0"});
+  ASSERT_EQ(gc.code, 0) << gc.all();
+  json report = json::parse(gc.out);
+  EXPECT_EQ(report["windowSeconds"], 5400);
+  EXPECT_GT(report["manifestVersionsRemoved"].get<int>(), 0) << gc.out;
+  EXPECT_GT(report["tableVersionsRemoved"].get<int>(), 0) << gc.out;
+  // Current from hour -2 (before the cutoff at -1.5) until hour -1.
+  EXPECT_EQ(report["oldestManifestVersion"]["main"], versions[1]) << gc.out;
+
+  CliResult past = run({"--json", "count", "t", "--version", std::to_string(versions[0])});
+  EXPECT_EQ(past.code, 4) << past.all();
+  json error = json::parse(past.out)["error"];
+  EXPECT_EQ(error["code"], "version_expired");
+  EXPECT_EQ(error["oldestVersion"], versions[1]);
+  EXPECT_NE(past.err.find("past the time-travel window"), std::string::npos) << past.err;
+  EXPECT_EQ(run({"count", "t", "--version", std::to_string(versions[1])}).out, "2\n");
+  EXPECT_EQ(run({"count", "t"}).out, "3\n");
+  EXPECT_EQ(json::parse(run({"--json", "retention"}).out)["oldestManifestVersion"], versions[1]);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

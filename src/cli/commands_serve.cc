@@ -25,6 +25,7 @@ struct ServeFlags {
   int workers = -1;
   int small_run_workers = -1;
   int64_t compaction_interval_seconds = -1;
+  int64_t retention_interval_seconds = -1;
   std::string hs256, public_key, jwks, issuer, audience, upload_secret;
   bool no_access_log = false;
   // Test only (bench/readiness): this share of object store calls fails
@@ -56,6 +57,9 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   if (f.small_run_workers >= 0) c.small_run_workers = f.small_run_workers;
   if (f.compaction_interval_seconds >= 0) {
     c.compaction_interval_seconds = f.compaction_interval_seconds;
+  }
+  if (f.retention_interval_seconds >= 0) {
+    c.retention_interval_seconds = f.retention_interval_seconds;
   }
   if (f.no_access_log) c.access_log = false;
   return c;
@@ -187,6 +191,11 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
       ->add_option("--compaction-interval-seconds", f->compaction_interval_seconds,
                    "compact the tables that are due this often (default 10; 0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{86400}));
+  serve
+      ->add_option("--retention-interval-seconds", f->retention_interval_seconds,
+                   "remove versions past the time-travel window this often (default 3600; 0: "
+                   "never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{7 * 86400}));
   serve->add_option("--auth-hs256-secret-file", f->hs256, "HS256 secret, 32+ bytes");
   serve->add_option("--auth-public-key-file", f->public_key,
                     "PEM public key: RSA 2048+ (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)");

@@ -1,5 +1,4 @@
 // init, log, history, branch, compact, gc, heads verify and repair.
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -172,33 +171,6 @@ Status Compact(const Context& ctx, const std::string& only) {
   return Status::OK();
 }
 
-Status Gc(const Context& ctx, int64_t grace_seconds) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(Snapshot snap, ws->Current());
-  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  CleanupOptions opts;
-  opts.older_than_micros = 0;  // every version stays: time travel keeps working
-  opts.grace_cutoff_micros = now - grace_seconds * 1'000'000;
-  json out = json::array();
-  for (const auto& [name, t] : snap.tables) {
-    ASSIGN_OR_RETURN(Dataset ds, ws->OpenTable(snap, name));
-    ASSIGN_OR_RETURN(CleanupStats st, ds.Cleanup(opts));
-    out.push_back({{"table", name},
-                   {"filesRemoved",
-                    st.data_files_removed + st.deletion_files_removed + st.index_files_removed},
-                   {"bytesRemoved", st.bytes_removed}});
-    if (!ctx.json) {
-      std::cout << name << ": removed "
-                << st.data_files_removed + st.deletion_files_removed + st.index_files_removed
-                << " unreferenced files (" << st.bytes_removed << " bytes)\n";
-    }
-  }
-  if (ctx.json) std::cout << out.dump() << "\n";
-  return Status::OK();
-}
-
 Status HeadsVerify(const Context& ctx, const std::string& branch) {
   // Read-only: no recovery on open, nothing published.
   ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
@@ -338,13 +310,6 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
   compact->callback([&ctx, c_table, run] {
     run(Compact(ctx, c_table->count() ? c_table->as<std::string>() : ""));
   });
-
-  auto* gc = app.add_subcommand("gc", "remove files no version references (left by failed writes)");
-  auto* grace =
-      gc->add_option("--grace-seconds",
-                     "keep unreferenced files younger than this; longer than any load runs")
-          ->default_val(86400);
-  gc->callback([&ctx, grace, run] { run(Gc(ctx, grace->as<int64_t>())); });
 
   auto* heads = app.add_subcommand("heads", "check the durable table heads");
   heads->require_subcommand(1);

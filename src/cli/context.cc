@@ -22,6 +22,7 @@ int ExitCodeFor(ErrorCode code) {
     case ErrorCode::kDuplicateKey:
       return kExitRunFailed;
     case ErrorCode::kNotFound:
+    case ErrorCode::kVersionExpired:
       return kExitNotFound;
     case ErrorCode::kAlreadyExists:
     case ErrorCode::kConflict:
@@ -108,13 +109,14 @@ int Report(const Context& ctx, const Status& s) {
   std::cerr << "error: " << s.message() << "\n";
   const int code = ExitCodeFor(s);
   if (ctx.json) {
-    std::cout << nlohmann::json{{"error",
-                                 {{"code", std::string(ErrorCodeName(s.error_code()))},
-                                  {"category", std::string(StatusCodeName(s.code()))},
-                                  {"message", s.message()},
-                                  {"exitCode", code}}}}
-                     .dump()
-              << "\n";
+    nlohmann::json error = {{"code", std::string(ErrorCodeName(s.error_code()))},
+                            {"category", std::string(StatusCodeName(s.code()))},
+                            {"message", s.message()},
+                            {"exitCode", code}};
+    if (const std::string_view oldest = s.detail("oldestVersion"); !oldest.empty()) {
+      error["oldestVersion"] = std::stoll(std::string(oldest));
+    }
+    std::cout << nlohmann::json{{"error", error}}.dump() << "\n";
   }
   return code;
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli/aged_workspace_test_util.h"
 #include "cli/cli_test_util.h"
 #include "common/ulid.h"
 #include "server/server_test_util.h"
@@ -262,6 +263,46 @@ TEST_F(ServeTest, CompactsTablesThatAreDueByItself) {
   }
   server::HttpResult table = server::HttpCall(port, "GET", "/v1/tables/t", "", auth);
   EXPECT_EQ(table.Json()["rowCount"], 16) << table.body;
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
+}
+
+// Retention by itself: the lease holder applies the workspace's window every
+// --retention-interval-seconds, and a read past it answers 410
+// version_expired naming the oldest readable version.
+TEST_F(ServeTest, RemovesVersionsPastTheWindowByItself) {
+  const std::string aged = dir_ + "/aged";
+  const std::vector<uint64_t> versions = WriteAgedHistory(aged);
+  ASSERT_EQ(RunLoam(dir_, {"retention", "--root", aged, "--window-seconds", "5400"}).code, 0);
+  const pid_t pid = StartLoam(
+      dir_, {"serve", "--root", aged, "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+             "secret", "--no-access-log", "--retention-interval-seconds", "1"});
+  const uint16_t port = WaitListening();
+  ASSERT_NE(port, 0);
+  CliResult token =
+      RunLoam(dir_, {"token", "--root", aged, "--secret-file", dir_ + "/secret", "--sub", "owner"});
+  ASSERT_EQ(token.code, 0) << token.err;
+  const server::Headers auth = {
+      {"Authorization", "Bearer " + token.out.substr(0, token.out.find('\n'))}};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    server::HttpResult m = server::HttpCall(port, "GET", "/metrics");
+    if (m.body.find("loam_retention_total{what=\"passes\"}") != std::string::npos) {
+      EXPECT_EQ(m.body.find("loam_retention_total{what=\"manifest_versions_removed\"} 0\n"),
+                std::string::npos)
+          << m.body;
+      break;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << m.body;
+  }
+  const std::string rows = "/v1/tables/t/rows?version=";
+  server::HttpResult past =
+      server::HttpCall(port, "GET", rows + std::to_string(versions[0]), "", auth);
+  EXPECT_EQ(past.status, 410) << past.body;
+  EXPECT_EQ(past.Json()["code"], "version_expired") << past.body;
+  EXPECT_EQ(past.Json()["oldestVersion"], versions[1]) << past.body;
+  EXPECT_EQ(server::HttpCall(port, "GET", rows + std::to_string(versions[1]), "", auth).status,
+            200);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }

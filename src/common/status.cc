@@ -93,6 +93,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "revert_blocked";
     case ErrorCode::kMethodNotAllowed:
       return "method_not_allowed";
+    case ErrorCode::kVersionExpired:
+      return "version_expired";
   }
   return "internal";
 }

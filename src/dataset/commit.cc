@@ -265,7 +265,14 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
         if (v == latest.version) {
           other = latest;
         } else {
-          ASSIGN_OR_RETURN(other, LoadVersion(branch_, v));
+          Result<DatasetVersion> between = LoadVersion(branch_, v);
+          if (between.status().IsNotFound()) {
+            // Retention removed it (a base older than the time-travel
+            // window): what it did is unknown, so plan again on the latest.
+            rerun = true;
+            break;
+          }
+          ASSIGN_OR_RETURN(other, std::move(between));
         }
         switch (CheckConflict(*txn, other.txn)) {
           case ConflictVerdict::kCompatible:

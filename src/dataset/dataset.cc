@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -103,24 +104,24 @@ Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& bra
   }
 }
 
-Result<std::string> Dataset::VersionKey(const std::string& branch, uint64_t version) const {
+Result<std::string> Dataset::VersionKey(const std::string& branch, uint64_t version,
+                                        std::string* owner) const {
   if (!branch.empty()) {
     Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));
     if (text.status().IsNotFound()) return Status::NotFound("no branch '" + branch + "'");
     RETURN_NOT_OK(text.status());
     ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, branch));
-    if (version <= info.parent_version) return VersionKey(info.parent, version);
+    if (version <= info.parent_version) return VersionKey(info.parent, version, owner);
   }
+  if (owner) *owner = branch;
   return Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
 }
 
 Result<VersionHeader> Dataset::LoadHeader(const std::string& branch, uint64_t version) const {
-  ASSIGN_OR_RETURN(std::string key, VersionKey(branch, version));
+  std::string owner;
+  ASSIGN_OR_RETURN(std::string key, VersionKey(branch, version, &owner));
   Result<std::string> prefix = store_->GetRange(key, 0, kHeaderReadBytes);
-  if (prefix.status().IsNotFound()) {
-    return Status::NotFound("version " + std::to_string(version) +
-                            " does not exist (or was cleaned up)");
-  }
+  if (prefix.status().IsNotFound()) return MissingVersion(owner, version);
   RETURN_NOT_OK(prefix.status());
   ASSIGN_OR_RETURN(VersionHeader h, DecodeVersionHeader(*prefix, "version file '" + key + "'"));
   if (h.version != version)
@@ -187,16 +188,39 @@ Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t 
   }
   const std::string key = Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
   Result<std::string> bytes = store_->Get(key);
-  if (bytes.status().IsNotFound()) {
-    return Status::NotFound("version " + std::to_string(version) + " of " +
-                            (branch.empty() ? "main" : "branch '" + branch + "'") +
-                            " does not exist (or was cleaned up)");
-  }
+  if (bytes.status().IsNotFound()) return MissingVersion(branch, version);
   RETURN_NOT_OK(bytes.status());
   ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(*bytes, "version file '" + key + "'"));
   if (v.version != version)
     return Status::DataLoss("'" + key + "' holds version " + std::to_string(v.version));
   return v;
+}
+
+Status Dataset::MissingVersion(const std::string& branch, uint64_t version) const {
+  const std::string name = branch.empty() ? "main" : "branch '" + branch + "'";
+  Status missing =
+      Status::NotFound("version " + std::to_string(version) + " of " + name + " does not exist");
+  const std::string prefix = Key(BranchDir(branch) + "_versions/");
+  Result<std::vector<ObjectInfo>> listed = store_->ListAll(prefix);
+  if (!listed.ok()) return missing;
+  std::set<uint64_t> present;
+  for (const ObjectInfo& o : *listed) {
+    if (auto v = ParseVersionFileName(std::string_view(o.key).substr(prefix.size()))) {
+      present.insert(*v);
+    }
+  }
+  if (present.empty() || *present.rbegin() < version) return missing;
+  // The oldest readable version: the bottom of the unbroken run down from
+  // the latest (a file kept below it for its inline parts is not a version
+  // one may travel to).
+  uint64_t oldest = *present.rbegin();
+  while (oldest > 1 && present.count(oldest - 1)) --oldest;
+  if (version >= oldest) return missing;
+  return Status::NotFound("version " + std::to_string(version) + " of " + name +
+                          " is past the time-travel window and was removed; the oldest " +
+                          "readable version is " + std::to_string(oldest))
+      .WithErrorCode(ErrorCode::kVersionExpired)
+      .WithDetail("oldestVersion", std::to_string(oldest));
 }
 
 Result<DatasetVersion> Dataset::LoadLatest(const std::string& branch) const {

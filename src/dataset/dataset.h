@@ -119,6 +119,12 @@ struct CleanupOptions {
   uint64_t keep_versions = 1;
   // Unreferenced files modified after this time are kept.
   int64_t grace_cutoff_micros = 0;
+  // When set, decides instead of older_than/keep_versions whether `version`
+  // of `branch` may go, given when its successor on the branch was committed.
+  // It must be monotone along a branch (true for a version, true for every
+  // older one). A branch's newest version, tags and fork points always stay.
+  std::function<bool(const std::string& branch, uint64_t version, int64_t successor_micros)>
+      expired;
 };
 
 struct CleanupStats {
@@ -405,10 +411,16 @@ class Dataset {
   // Version loading (dataset.cc).
   Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version) const;
   Result<DatasetVersion> LoadLatest(const std::string& branch) const;
-  // The key of `version`'s file, following `branch` to its ancestors.
-  Result<std::string> VersionKey(const std::string& branch, uint64_t version) const;
+  // The key of `version`'s file, following `branch` to its ancestors
+  // (`owner`, when given: the branch whose directory holds it).
+  Result<std::string> VersionKey(const std::string& branch, uint64_t version,
+                                 std::string* owner = nullptr) const;
   Result<VersionHeader> LoadHeader(const std::string& branch, uint64_t version) const;
   Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
+  // The error for `version` of `branch`'s own files when it is not there:
+  // version_expired (category NotFound, detail oldestVersion) when newer
+  // versions are, so retention removed it; not_found otherwise.
+  Status MissingVersion(const std::string& branch, uint64_t version) const;
   // Where listing reads a whole directory (local disk), a branch's latest
   // own version comes from its hint when that names a version still there
   // (latest_hint.cc); nullopt: no usable hint, list instead.

@@ -136,6 +136,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
     const std::string prefix = Key(BranchDir(b.name) + "_versions/");
     ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
     uint64_t kept_newest = 0;
+    int64_t successor_micros = INT64_MAX;
     // Versions go oldest first only: once one is old enough to go, every
     // older one may go too, so no removed version ever lies below a kept one
     // (a gap above the latest published version would let a writer that
@@ -148,9 +149,16 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
       // The newest version always stays: removing it would let a later
       // commit reuse its number.
-      recent_so_far =
-          recent_so_far && (kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
-                            v.timestamp_micros >= options.older_than_micros);
+      const bool newest = kept_newest == 0;
+      if (options.expired) {
+        recent_so_far =
+            recent_so_far && (newest || !options.expired(b.name, *version, successor_micros));
+      } else {
+        recent_so_far =
+            recent_so_far && (kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
+                              v.timestamp_micros >= options.older_than_micros);
+      }
+      successor_micros = v.timestamp_micros;
       const bool keep = recent_so_far || owned_pins.count({b.name, *version});
       ++kept_newest;
       if (keep) {

@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/journal_snapshot.h"
+#include "engine/retention.h"
 #include "manifest/heads.h"
 
 namespace loam {
@@ -73,6 +74,12 @@ Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* st
 }
 
 Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
+  std::string id;
+  if (!branch.empty()) {
+    ASSIGN_OR_RETURN(id, manifest_->BranchId(branch));
+  }
+  ASSIGN_OR_RETURN(uint64_t oldest, ReadTimeTravelHorizon(*store_, root_, id));
+  if (manifest_version < oldest) return VersionExpired(branch, manifest_version, oldest);
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
   return SnapshotOf(v);
 }

@@ -54,6 +54,12 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                               "Fragments of each table after this process's last compaction "
                               "pass (\"branch:table\" off main)")
                           .Register(*registry_);
+  retention_ = &BuildCounter()
+                    .Name("loam_retention_total")
+                    .Help(
+                        "Retention passes by this process: passes, manifest and table versions "
+                        "past the time-travel window removed, files and bytes removed (by `what`)")
+                    .Register(*registry_);
   queue_to_start_ = &BuildHistogram()
                          .Name("loam_run_queue_to_start_seconds")
                          .Help("Time from a run's submission to a worker starting it")
@@ -111,6 +117,17 @@ void ServerMetrics::CompactionPass(const MaintenanceReport& pass) {
   for (const auto& [table, fragments] : pass.fragments) {
     table_fragments_->Add({{"table", table}}).Set(static_cast<double>(fragments));
   }
+}
+
+void ServerMetrics::RetentionPass(const RetentionReport& pass) {
+  const auto add = [&](const char* what, double n) {
+    retention_->Add({{"what", what}}).Increment(n);
+  };
+  add("passes", 1);
+  add("manifest_versions_removed", pass.manifest_versions_removed);
+  add("table_versions_removed", pass.table_versions_removed);
+  add("files_removed", pass.files_removed);
+  add("bytes_removed", static_cast<double>(pass.bytes_removed));
 }
 
 std::string ServerMetrics::Render(const GaugeSample& g) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/retention.h"
 #include "engine/table_maintenance.h"
 #include "ingest/run_record.h"
 
@@ -42,6 +43,7 @@ class ServerMetrics {
   // A compaction pass this process made: its counts, and each table's
   // fragments after it.
   void CompactionPass(const MaintenanceReport& pass);
+  void RetentionPass(const RetentionReport& pass);
   // The exposition, with `gauges` as of now.
   std::string Render(const GaugeSample& gauges);
 
@@ -53,6 +55,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* runs_;
   prometheus::Family<prometheus::Counter>* compaction_;
   prometheus::Family<prometheus::Gauge>* table_fragments_;
+  prometheus::Family<prometheus::Counter>* retention_;
   prometheus::Histogram* queue_to_start_;
   prometheus::Histogram* run_duration_;
   prometheus::Gauge* queue_runs_;

@@ -27,6 +27,8 @@ int HttpStatusFor(ErrorCode code) {
       return 409;
     case ErrorCode::kMethodNotAllowed:
       return 405;
+    case ErrorCode::kVersionExpired:
+      return 410;
     case ErrorCode::kPreconditionFailed:
       return 412;
     case ErrorCode::kValidationFailed:
@@ -56,13 +58,13 @@ nlohmann::json ProblemDocument(const Status& s, int http_status) {
                       {"status", http_status},
                       {"detail", s.message()},
                       {"code", code}};
-  for (const char* key : {"retryAfterMillis", "limit", "run"}) {
+  for (const char* key : {"retryAfterMillis", "limit", "run", "oldestVersion"}) {
     const std::string_view v = s.detail(key);
     if (v.empty()) continue;
-    int64_t millis = 0;
-    if (std::string_view(key) == "retryAfterMillis" &&
-        std::from_chars(v.data(), v.data() + v.size(), millis).ec == std::errc()) {
-      p[key] = millis;
+    const bool numeric = std::string_view(key) != "limit" && std::string_view(key) != "run";
+    int64_t number = 0;
+    if (numeric && std::from_chars(v.data(), v.data() + v.size(), number).ec == std::errc()) {
+      p[key] = number;
     } else {
       p[key] = std::string(v);
     }

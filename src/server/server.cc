@@ -109,6 +109,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("compactionIntervalSeconds", &c.compaction_interval_seconds, 0, 86400));
   RETURN_NOT_OK(o.Int("compactionMinFragments", &c.compaction_min_fragments, 2, 1 << 20));
   RETURN_NOT_OK(o.Int("compactionTargetRows", &c.compaction_target_rows, 2, int64_t{1} << 32));
+  RETURN_NOT_OK(o.Int("retentionIntervalSeconds", &c.retention_interval_seconds, 0, 7 * 86400));
   RETURN_NOT_OK(o.Int("leaseSeconds", &c.lease_seconds, 5, 3600));
   RETURN_NOT_OK(o.Int("keyMemoryMiB", &c.key_memory_mib, 1, int64_t{1} << 20));
   RETURN_NOT_OK(o.String("scratchDirectory", &c.scratch_dir));
@@ -196,6 +197,7 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   so.compaction_interval_micros = config.compaction_interval_seconds * 1'000'000;
   so.compaction.min_fragments = static_cast<uint64_t>(config.compaction_min_fragments);
   so.compaction.options.target_rows = static_cast<uint64_t>(config.compaction_target_rows);
+  so.retention_interval_micros = config.retention_interval_seconds * 1'000'000;
   so.key_memory_bytes = static_cast<size_t>(config.key_memory_mib) << 20;
   so.scratch_dir = config.scratch_dir;
   ASSIGN_OR_RETURN(so.upload_secret, UploadSecret(config));
@@ -207,6 +209,9 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
   };
   so.on_compaction_pass = [self](const MaintenanceReport& pass) {
     if (self->api_) self->api_->metrics().CompactionPass(pass);
+  };
+  so.on_retention_pass = [self](const RetentionReport& pass) {
+    if (self->api_) self->api_->metrics().RetentionPass(pass);
   };
   ASSIGN_OR_RETURN(server->service_, service::Service::Open(std::move(ws), std::move(so)));
 

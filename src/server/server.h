@@ -32,6 +32,9 @@ struct ServerConfig {
   int64_t compaction_interval_seconds = 10;
   int64_t compaction_min_fragments = 16;
   int64_t compaction_target_rows = 1 << 20;
+  // Retention: every this many seconds, the lease holder removes versions
+  // past the workspace's time-travel window (`loam retention`); 0: never.
+  int64_t retention_interval_seconds = 3600;
   // A worker's hold on a run; a run whose process died is taken over this
   // long after its last renewal.
   int64_t lease_seconds = 30;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/group_commit.h"
+#include "engine/retention.h"
 #include "engine/table_maintenance.h"
 #include "engine/workspace.h"
 #include "ingest/loader.h"
@@ -112,6 +113,12 @@ struct ServiceOptions {
   CompactionPolicy compaction;
   // Called after each compaction pass this process makes (metrics).
   std::function<void(const MaintenanceReport&)> on_compaction_pass;
+  // Retention: every interval, the lease holder applies the workspace's
+  // time-travel window (ExpireVersions); 0: never (loam serve: 3600 s).
+  // Unreferenced files younger than the grace period stay.
+  int64_t retention_interval_micros = 0;
+  int64_t retention_grace_micros = 86'400'000'000;
+  std::function<void(const RetentionReport&)> on_retention_pass;
   // Failpoints of the service, the loader and the write protocol.
   std::function<Status(std::string_view)> failpoint;
 };
@@ -418,6 +425,7 @@ class Service {
   void MaintenanceLoop();
   // A compaction pass when one is due and this process holds the lease.
   void CompactIfDue(int64_t* next_micros);
+  void ExpireIfDue(int64_t* next_micros);
   void Wake();
 
   std::shared_ptr<Workspace> ws_;

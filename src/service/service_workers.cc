@@ -99,6 +99,7 @@ void Service::MaintenanceLoop() {
   constexpr int64_t kSweepEveryMicros = 3'600'000'000;
   int64_t next_sweep = 0;
   int64_t next_compaction = 0;
+  int64_t next_retention = 0;
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -119,6 +120,7 @@ void Service::MaintenanceLoop() {
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
     CompactIfDue(&next_compaction);
+    ExpireIfDue(&next_retention);
     std::unique_lock lock(mu_);
     const uint64_t seen = wakeups_;
     wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
@@ -144,6 +146,30 @@ void Service::CompactIfDue(int64_t* next_micros) {
                   pass->fragments_removed, pass->fragments_added, pass->bytes_written);
   }
   if (options_.on_compaction_pass) options_.on_compaction_pass(*pass);
+}
+
+void Service::ExpireIfDue(int64_t* next_micros) {
+  if (options_.retention_interval_micros <= 0 || WallMicros() < *next_micros) return;
+  *next_micros = WallMicros() + options_.retention_interval_micros;
+  Result<bool> held = maintenance_lease_->Acquire();
+  if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
+  if (!held.ok() || !*held) return;  // another process applies the window
+  Result<RetentionSetting> setting = ReadRetentionSetting(*ws_->store(), ws_->root());
+  Result<RetentionReport> pass = setting.ok()
+                                     ? ExpireVersions(*ws_, WallMicros(), setting->window_seconds,
+                                                      options_.retention_grace_micros)
+                                     : Result<RetentionReport>(setting.status());
+  if (!pass.ok()) {
+    LOAM_LOG_WARN("retention: {}", pass.status().ToString());
+    return;
+  }
+  if (pass->manifest_versions_removed + pass->table_versions_removed + pass->files_removed > 0) {
+    LOAM_LOG_INFO(
+        "retention: {} manifest and {} table versions past the window, {} files ({} bytes)",
+        pass->manifest_versions_removed, pass->table_versions_removed, pass->files_removed,
+        pass->bytes_removed);
+  }
+  if (options_.on_retention_pass) options_.on_retention_pass(*pass);
 }
 
 Result<CleanupReport> Service::RunCleanerOnce() {

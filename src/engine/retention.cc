@@ -1,0 +1,238 @@
+#include "engine/retention.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "common/json_parse.h"
+#include "common/status_macros.h"
+
+namespace loam {
+namespace {
+
+std::string SettingKey(const std::string& root) {
+  return (root.empty() ? "" : root + "/") + "_control/retention.json";
+}
+
+std::string HorizonKey(const std::string& root) {
+  return (root.empty() ? "" : root + "/") + "_control/retention-horizon.json";
+}
+
+Result<nlohmann::json> ReadHorizons(ObjectStore& store, const std::string& root, ObjectMeta* meta) {
+  Result<std::string> text = store.Get(HorizonKey(root), meta);
+  if (text.status().IsNotFound()) return nlohmann::json::object();
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*text, "retention horizon"));
+  const auto branches = j.find("branches");
+  if (j.value("format", 0) != 1 || branches == j.end() || !branches->is_object()) {
+    return Status::DataLoss("retention horizon: needs \"format\" 1 and a \"branches\" object");
+  }
+  for (const auto& [id, v] : branches->items()) {
+    if (!v.is_number_unsigned()) {
+      return Status::DataLoss("retention horizon: branch '" + id + "' needs a version");
+    }
+  }
+  return *branches;
+}
+
+// Raises each branch's horizon to at least the given version, by
+// put-if-match, so two passes never lower one another's.
+Status RaiseHorizons(ObjectStore& store, const std::string& root,
+                     const std::map<std::string, uint64_t>& by_id) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    ObjectMeta meta;
+    ASSIGN_OR_RETURN(nlohmann::json branches, ReadHorizons(store, root, &meta));
+    const bool existed = !meta.etag.empty();
+    bool raised = false;
+    for (const auto& [id, version] : by_id) {
+      if (branches.value(id, uint64_t{0}) >= version) continue;
+      branches[id] = version;
+      raised = true;
+    }
+    if (!raised) return Status::OK();
+    const std::string text = nlohmann::json{{"format", 1}, {"branches", branches}}.dump();
+    Result<ObjectMeta> put = existed ? store.PutIfMatch(HorizonKey(root), text, meta.etag)
+                                     : store.PutIfAbsent(HorizonKey(root), text);
+    if (put.ok()) return Status::OK();
+    if (!put.status().IsAlreadyExists() && !put.status().IsAborted() &&
+        !put.status().IsNotFound()) {
+      return put.status();
+    }
+  }
+  return Status::Aborted("retention horizon: gave up after 16 concurrent updates");
+}
+
+// The version of `branch` current at `cutoff`: the newest whose commit time
+// is at or before it, or the oldest still readable when every readable one
+// is newer (a branch made after the cutoff reads from its fork point on).
+// Versions older than the oldest readable are expired, so "expired or not
+// newer than the cutoff" holds for a prefix of 1..latest: a binary search
+// of header reads.
+Result<uint64_t> VersionAtCutoff(const Manifest& manifest, const std::string& branch,
+                                 uint64_t latest, int64_t cutoff) {
+  uint64_t lo = 0, hi = latest;  // invariant: pred(lo) (or lo = 0), !pred(hi + 1)
+  bool lo_readable = false;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    Result<ManifestVersion> v = manifest.At(branch, mid);
+    if (!v.ok() && !v.status().IsNotFound()) return v.status();
+    if (!v.ok() || v->timestamp_micros <= cutoff) {
+      lo = mid;
+      lo_readable = v.ok();
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo == 0) return uint64_t{1};
+  // Expired: the next one is the oldest readable.
+  return lo_readable ? lo : std::min(lo + 1, latest);
+}
+
+// (table location, fork) -> the oldest table version a kept manifest
+// version may name there.
+using Floors = std::map<std::pair<std::string, std::string>, int64_t>;
+
+void LowerFloors(const Snapshot& snap, bool create, Floors* floors) {
+  for (const auto& [name, t] : snap.tables) {
+    const auto key = std::make_pair(t.head.location, t.head.owner_ref);
+    auto it = floors->find(key);
+    if (it == floors->end()) {
+      if (create) (*floors)[key] = t.head.table_version;
+    } else {
+      it->second = std::min(it->second, t.head.table_version);
+    }
+  }
+}
+
+void Count(const CleanupStats& st, int* versions, RetentionReport* report) {
+  *versions += st.versions_removed;
+  report->files_removed +=
+      st.data_files_removed + st.deletion_files_removed + st.index_files_removed;
+  report->bytes_removed += st.bytes_removed;
+}
+
+}  // namespace
+
+Result<RetentionSetting> ReadRetentionSetting(ObjectStore& store,
+                                              const std::string& workspace_root) {
+  Result<std::string> text = store.Get(SettingKey(workspace_root));
+  if (text.status().IsNotFound()) return RetentionSetting{};
+  RETURN_NOT_OK(text.status());
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*text, "retention setting"));
+  const auto format = j.find("format");
+  const auto window = j.find("timeTravelWindowSeconds");
+  if (format == j.end() || !format->is_number_integer() || window == j.end() ||
+      !window->is_number_integer()) {
+    return Status::DataLoss(
+        "retention setting: needs integers \"format\" and \"timeTravelWindowSeconds\"");
+  }
+  if (format->get<int64_t>() != 1) {
+    return Status::FailedPrecondition("retention setting: format " +
+                                      std::to_string(format->get<int64_t>()) +
+                                      " is newer than this Loam reads (1)")
+        .WithErrorCode(ErrorCode::kUnsupportedFormat);
+  }
+  return RetentionSetting{window->get<int64_t>()};
+}
+
+Status WriteRetentionSetting(ObjectStore& store, const std::string& workspace_root,
+                             const RetentionSetting& setting) {
+  if (setting.window_seconds < kMinTimeTravelWindowSeconds ||
+      setting.window_seconds > kMaxTimeTravelWindowSeconds) {
+    return Status::InvalidArgument(
+        "the time-travel window must be between " + std::to_string(kMinTimeTravelWindowSeconds) +
+        " seconds and 100 years, not " + std::to_string(setting.window_seconds) + " seconds");
+  }
+  const nlohmann::json j = {{"format", 1}, {"timeTravelWindowSeconds", setting.window_seconds}};
+  return store.Put(SettingKey(workspace_root), j.dump()).status();
+}
+
+Result<uint64_t> ReadTimeTravelHorizon(ObjectStore& store, const std::string& workspace_root,
+                                       const std::string& branch_id) {
+  ObjectMeta meta;
+  ASSIGN_OR_RETURN(nlohmann::json branches, ReadHorizons(store, workspace_root, &meta));
+  return branches.value(branch_id, uint64_t{0});
+}
+
+Status VersionExpired(const std::string& branch, uint64_t version, uint64_t oldest) {
+  return Status::NotFound("manifest version " + std::to_string(version) + " of " +
+                          (branch.empty() ? "main" : "branch '" + branch + "'") +
+                          " is past the time-travel window and was removed; the oldest " +
+                          "readable version is " + std::to_string(oldest))
+      .WithErrorCode(ErrorCode::kVersionExpired)
+      .WithDetail("oldestVersion", std::to_string(oldest));
+}
+
+Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
+                                       int64_t grace_micros) {
+  if (window_seconds < kMinTimeTravelWindowSeconds) {
+    return Status::InvalidArgument("the time-travel window must be at least " +
+                                   std::to_string(kMinTimeTravelWindowSeconds) + " seconds");
+  }
+  RetentionReport report;
+  const int64_t cutoff = now_micros - window_seconds * 1'000'000;
+  report.cutoff_micros = cutoff;
+  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws.ListBranches());
+  branches.insert(branches.begin(), "");
+
+  // Floors from each branch's state at the cutoff, lowered by every
+  // branch's current state (a branch reads its parent's fork as of its fork
+  // point). A fork no state at the cutoff names keeps every version.
+  Floors floors;
+  std::vector<Snapshot> current;
+  std::map<std::string, uint64_t> by_id;
+  for (const std::string& b : branches) {
+    ASSIGN_OR_RETURN(Snapshot now, ws.Current(b));
+    ASSIGN_OR_RETURN(uint64_t at, VersionAtCutoff(ws.manifest(), b, now.manifest_version, cutoff));
+    std::string id;
+    if (!b.empty()) {
+      ASSIGN_OR_RETURN(id, ws.manifest().BranchId(b));
+    }
+    // A longer window than the last pass had brings nothing back.
+    ASSIGN_OR_RETURN(uint64_t horizon, ReadTimeTravelHorizon(*ws.store(), ws.root(), id));
+    at = std::max(at, horizon);
+    report.oldest_manifest_version[b] = at;
+    by_id[id] = at;
+    ASSIGN_OR_RETURN(Snapshot then, ws.SnapshotAt(b, at));
+    LowerFloors(then, /*create=*/true, &floors);
+    current.push_back(std::move(now));
+  }
+  for (const Snapshot& s : current) LowerFloors(s, /*create=*/false, &floors);
+  // Readers learn where time travel stops before anything goes.
+  RETURN_NOT_OK(RaiseHorizons(*ws.store(), ws.root(), by_id));
+
+  // The manifest first: a version that goes takes its table versions'
+  // last reader with it.
+  CleanupOptions manifest_opts;
+  manifest_opts.grace_cutoff_micros = now_micros - grace_micros;
+  manifest_opts.expired = [&](const std::string&, uint64_t, int64_t successor_micros) {
+    return successor_micros <= cutoff;
+  };
+  ASSIGN_OR_RETURN(Dataset manifest_data, ws.manifest().OpenDataset(""));
+  ASSIGN_OR_RETURN(CleanupStats mst, manifest_data.Cleanup(manifest_opts));
+  Count(mst, &report.manifest_versions_removed, &report);
+
+  // Then every table some branch holds now, each once.
+  std::set<std::string> done;
+  for (const Snapshot& s : current) {
+    for (const auto& [name, t] : s.tables) {
+      if (!done.insert(t.head.location).second) continue;
+      ++report.tables;
+      ASSIGN_OR_RETURN(Dataset data, ws.OpenTable(s, name));
+      CleanupOptions opts;
+      opts.grace_cutoff_micros = now_micros - grace_micros;
+      const std::string location = t.head.location;
+      opts.expired = [&floors, location](const std::string& fork, uint64_t version, int64_t) {
+        auto it = floors.find({location, fork});
+        return it != floors.end() && static_cast<int64_t>(version) < it->second;
+      };
+      ASSIGN_OR_RETURN(CleanupStats st, data.Cleanup(opts));
+      Count(st, &report.table_versions_removed, &report);
+    }
+  }
+  return report;
+}
+
+}  // namespace loam

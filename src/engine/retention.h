@@ -1,0 +1,61 @@
+// Retention: the time-travel window (docs/operations.md, "Retention").
+// Versions current at some moment inside the window stay readable; older
+// table and manifest versions, and the files only they used, are removed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "engine/workspace.h"
+
+namespace loam {
+
+inline constexpr int64_t kDefaultTimeTravelWindowSeconds = 7 * 24 * 3600;
+// Shorter windows would expire the base of a load still in flight.
+inline constexpr int64_t kMinTimeTravelWindowSeconds = 60;
+inline constexpr int64_t kMaxTimeTravelWindowSeconds = 100LL * 365 * 24 * 3600;
+
+// The workspace's retention setting (`_control/retention.json`,
+// docs/format/control.md); the default window when the object is absent.
+struct RetentionSetting {
+  int64_t window_seconds = kDefaultTimeTravelWindowSeconds;
+};
+
+Result<RetentionSetting> ReadRetentionSetting(ObjectStore& store,
+                                              const std::string& workspace_root);
+// InvalidArgument outside [kMin, kMax]TimeTravelWindowSeconds.
+Status WriteRetentionSetting(ObjectStore& store, const std::string& workspace_root,
+                             const RetentionSetting& setting);
+
+// The oldest manifest version time travel reaches on the branch with id
+// `branch_id` ("" = main), as the last retention pass left it
+// (`_control/retention-horizon.json`); 0 before any pass.
+Result<uint64_t> ReadTimeTravelHorizon(ObjectStore& store, const std::string& workspace_root,
+                                       const std::string& branch_id);
+// version_expired for `version` of `branch` below `oldest`.
+Status VersionExpired(const std::string& branch, uint64_t version, uint64_t oldest);
+
+struct RetentionReport {
+  int64_t cutoff_micros = 0;  // versions superseded before this went
+  int manifest_versions_removed = 0;
+  int table_versions_removed = 0;
+  int files_removed = 0;  // data, deletion and index files of tables and manifest
+  uint64_t bytes_removed = 0;
+  int tables = 0;  // table datasets looked at
+  // Per branch ("" = main): the manifest version current at the cutoff,
+  // the oldest one time travel reaches after the pass.
+  std::map<std::string, uint64_t> oldest_manifest_version;
+};
+
+// One retention pass at `now_micros` with `window_seconds`. Kept, whatever
+// their age: every version current at some moment since the cutoff (on
+// every branch, for the manifest and for every table the manifest versions
+// kept reference), each branch's newest version, tags and fork points, and
+// unreferenced files younger than `grace_micros` (a write's staged files).
+// Tables dropped on every branch are not touched.
+Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
+                                       int64_t grace_micros);
+
+}  // namespace loam

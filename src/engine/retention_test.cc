@@ -1,0 +1,145 @@
+// Retention (ExpireVersions): what a pass removes, what it keeps (the
+// window, branches that still read old versions, a restore's target), the
+// version_expired answer past the window, and the setting object.
+#include "engine/retention.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/workspace_test_util.h"
+#include "io/memory_object_store.h"
+
+namespace loam {
+namespace {
+
+using testing::Append;
+using testing::EventSchema;
+using testing::RowsOf;
+
+constexpr int64_t kHour = 3600LL * 1'000'000;
+constexpr int64_t kT0 = 1'800'000'000LL * 1'000'000;
+
+class RetentionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WorkspaceOptions o = testing::TestOptions();
+    o.manifest.dataset.clock = &clock_;
+    store_ = std::make_shared<MemoryObjectStore>();
+    ws_ = Workspace::Init(store_, "ws", o).value();
+  }
+  // Appends `ids` to t at hour `h`; returns the manifest version.
+  uint64_t AppendAt(double h, std::vector<int64_t> ids, const std::string& branch = "") {
+    clock_.SetMicros(kT0 + static_cast<int64_t>(h * kHour));
+    return ws_->Write(Append("t", std::move(ids), branch)).value().manifest_version;
+  }
+  int64_t Objects() { return static_cast<int64_t>(store_->ListAll("ws/").value().size()); }
+
+  ManualClock clock_{kT0};
+  std::shared_ptr<MemoryObjectStore> store_;
+  std::shared_ptr<Workspace> ws_;
+};
+
+// Writes at hours 0..5 with a compaction at 2.5; a 2-hour window at hour
+// 5.5 keeps what was current from 3.5 on: the write of hour 3 and later.
+TEST_F(RetentionTest, VersionsSupersededBeforeTheWindowGoAndLaterOnesStayReadable) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  std::vector<uint64_t> mv;
+  for (int h = 0; h <= 2; ++h) mv.push_back(AppendAt(h, {h}));
+  clock_.SetMicros(kT0 + kHour * 5 / 2);
+  WriteRequest compact;
+  compact.table = "t";
+  compact.mode = WriteMode::kCompact;
+  ASSERT_TRUE(ws_->Write(compact).value().changed);
+  for (int h = 3; h <= 5; ++h) mv.push_back(AppendAt(h, {h}));
+  const int64_t objects_before = Objects();
+
+  RetentionReport r = ExpireVersions(*ws_, kT0 + kHour * 11 / 2, 2 * 3600, 0).value();
+  EXPECT_EQ(r.oldest_manifest_version[""], mv[3]);  // the write of hour 3
+  EXPECT_GT(r.manifest_versions_removed, 0);
+  EXPECT_GT(r.table_versions_removed, 0);
+  EXPECT_LT(Objects(), objects_before);
+
+  // Inside the window: every version reads as it did.
+  for (size_t i = 3; i < mv.size(); ++i) {
+    Snapshot s = ws_->SnapshotAt("", mv[i]).value();
+    EXPECT_EQ(ws_->OpenTable(s, "t").value().CountRows(), i + 1) << "version " << mv[i];
+  }
+  // Past it: version_expired naming the oldest readable version.
+  Result<Snapshot> old = ws_->SnapshotAt("", mv[1]);
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.status().error_code(), ErrorCode::kVersionExpired) << old.status().ToString();
+  EXPECT_TRUE(old.status().IsNotFound());
+  EXPECT_EQ(old.status().detail("oldestVersion"), std::to_string(mv[3]));
+  EXPECT_NE(old.status().message().find("past the time-travel window"), std::string::npos);
+  // A version that never existed is still not_found.
+  EXPECT_EQ(ws_->SnapshotAt("", mv.back() + 5).status().error_code(), ErrorCode::kNotFound);
+
+  // Writes go on; a second pass at the same time removes nothing more.
+  AppendAt(5.6, {6});
+  EXPECT_EQ(RowsOf(*ws_, "t"), 7);
+  RetentionReport again = ExpireVersions(*ws_, kT0 + kHour * 11 / 2, 2 * 3600, 0).value();
+  EXPECT_EQ(again.manifest_versions_removed + again.table_versions_removed, 0);
+}
+
+// A branch made long ago that never wrote reads main's table as of its fork
+// point: that table version stays, whatever main did since.
+TEST_F(RetentionTest, ABranchStillReadingAnOldVersionKeepsIt) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  AppendAt(0, {1});
+  ASSERT_TRUE(ws_->CreateBranch("old").ok());
+  AppendAt(0.5, {2}, "old");                    // "old" forks t: its own fork, from main's version
+  ASSERT_TRUE(ws_->CreateBranch("lazy").ok());  // never writes
+  for (int h = 1; h <= 4; ++h) AppendAt(h, {10 + h});
+  WriteRequest compact;
+  compact.table = "t";
+  compact.mode = WriteMode::kCompact;
+  ASSERT_TRUE(ws_->Write(compact).ok());
+  AppendAt(5, {20});
+
+  RetentionReport r = ExpireVersions(*ws_, kT0 + 10 * kHour, 3600, 0).value();
+  EXPECT_GT(r.table_versions_removed, 0);
+  EXPECT_EQ(RowsOf(*ws_, "t", "lazy"), 1);
+  EXPECT_EQ(RowsOf(*ws_, "t", "old"), 2);
+  EXPECT_EQ(RowsOf(*ws_, "t"), 6);
+  // Writes on the old branch still work after the pass.
+  AppendAt(10.1, {3}, "old");
+  EXPECT_EQ(RowsOf(*ws_, "t", "old"), 3);
+}
+
+// A restore makes an old version's rows current again: a pass keeps them.
+TEST_F(RetentionTest, ARestoredVersionsFilesStay) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  AppendAt(0, {1});
+  const int64_t first = ws_->Current().value().Find("t")->head.table_version;
+  AppendAt(1, {2});
+  clock_.SetMicros(kT0 + 2 * kHour);
+  WriteRequest restore;
+  restore.table = "t";
+  restore.mode = WriteMode::kRestore;
+  restore.restore_version = first;
+  ASSERT_TRUE(ws_->Write(restore).ok());
+  AppendAt(3, {3});
+  ExpireVersions(*ws_, kT0 + 10 * kHour, 3600, 0).value();
+  EXPECT_EQ(RowsOf(*ws_, "t"), 2);  // rows 1 and 3
+}
+
+TEST_F(RetentionTest, TheSettingIsReadWrittenAndChecked) {
+  EXPECT_EQ(ReadRetentionSetting(*store_, "ws").value().window_seconds,
+            kDefaultTimeTravelWindowSeconds);
+  ASSERT_TRUE(WriteRetentionSetting(*store_, "ws", {3600}).ok());
+  EXPECT_EQ(ReadRetentionSetting(*store_, "ws").value().window_seconds, 3600);
+  Status low = WriteRetentionSetting(*store_, "ws", {59});
+  EXPECT_EQ(low.error_code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(low.message().find("between 60 seconds and 100 years"), std::string::npos);
+  EXPECT_EQ(ReadRetentionSetting(*store_, "ws").value().window_seconds, 3600);
+  ASSERT_TRUE(store_->Put("ws/_control/retention.json", R"({"format":1})").ok());
+  EXPECT_EQ(ReadRetentionSetting(*store_, "ws").status().error_code(), ErrorCode::kDataLoss);
+  ASSERT_TRUE(
+      store_->Put("ws/_control/retention.json", R"({"format":2,"timeTravelWindowSeconds":60})")
+          .ok());
+  EXPECT_EQ(ReadRetentionSetting(*store_, "ws").status().error_code(),
+            ErrorCode::kUnsupportedFormat);
+  EXPECT_EQ(ExpireVersions(*ws_, kT0, 59, 0).status().error_code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace loam
