@@ -106,6 +106,18 @@ inline bool Compactable(const Fragment& f, const CompactionOptions& o) {
              o.max_deleted_fraction * static_cast<double>(f.physical_rows);
 }
 
+// A compaction worked out on one version, its new fragments written but not
+// committed: CommitCompaction commits it on a later version as long as every
+// fragment it removes is still there with the same rows deleted, so a
+// compaction next to a stream of appends does not have to win a race it
+// spends its whole rewrite in.
+struct CompactionPlan {
+  std::vector<Fragment> removed;  // as the planned version had them
+  std::vector<Fragment> added;    // written, ids not yet assigned
+  uint64_t planned_on = 0;
+  bool empty() const { return removed.empty(); }
+};
+
 struct CompactionStats {
   int fragments_removed = 0;
   int fragments_added = 0;
@@ -327,6 +339,13 @@ class Dataset {
   // fragments of up to target_rows live rows. No candidates: no commit.
   Result<Dataset> Compact(const CompactionOptions& options = {}, CompactionStats* stats = nullptr,
                           const CommitOptions& opts = {}) const;
+  // Compact in two steps: the plan on this version (its fragments written;
+  // empty when nothing is due), then its commit on this (later) version;
+  // FailedPrecondition naming a removed fragment whose rows changed since.
+  // A plan never committed leaves its fragments to DeleteStaged or gc.
+  Result<CompactionPlan> PlanCompaction(const CompactionOptions& options) const;
+  Result<Dataset> CommitCompaction(const CompactionPlan& plan, CompactionStats* stats = nullptr,
+                                   const CommitOptions& opts = {}) const;
   // Removes version files outside the retention policy (never a branch's
   // latest, a tagged version or a fork point), then the files only removed
   // versions used. Files no version ever referenced (left by failed writes)

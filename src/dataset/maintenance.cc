@@ -10,32 +10,97 @@
 
 namespace loam {
 
+namespace {
+
+// Runs of consecutive fragments Compactable under `options`, each of up to
+// target_rows live rows; a lone fragment with nothing deleted is left alone
+// (a rewrite gains nothing).
+std::vector<std::vector<const Fragment*>> CompactionBins(const DatasetVersion& base,
+                                                         const CompactionOptions& options) {
+  std::vector<std::vector<const Fragment*>> bins;
+  std::vector<const Fragment*> bin;
+  uint64_t bin_rows = 0;
+  auto close_bin = [&] {
+    if (bin.size() > 1 || (bin.size() == 1 && bin[0]->deleted_rows > 0)) bins.push_back(bin);
+    bin.clear();
+    bin_rows = 0;
+  };
+  for (const Fragment& f : base.fragments) {
+    if (!Compactable(f, options)) {
+      close_bin();
+      continue;
+    }
+    if (bin_rows + f.live_rows() > options.target_rows) close_bin();
+    bin.push_back(&f);
+    bin_rows += f.live_rows();
+  }
+  close_bin();
+  return bins;
+}
+
+void CountCompaction(const Transaction& t, CompactionStats* stats) {
+  if (stats == nullptr) return;
+  stats->fragments_removed = static_cast<int>(t.removed.size());
+  stats->fragments_added = static_cast<int>(t.added.size());
+  stats->bytes_written = 0;
+  for (const Fragment& f : t.added) stats->bytes_written += f.data_size;
+}
+
+// Whether `f` is in `v` with the same rows deleted.
+bool Unchanged(const DatasetVersion& v, const Fragment& f) {
+  const Fragment* now = v.FindFragment(f.id);
+  return now != nullptr && now->deleted_rows == f.deleted_rows &&
+         now->deletion_path == f.deletion_path && now->deletion_offset == f.deletion_offset;
+}
+
+}  // namespace
+
+Result<CompactionPlan> Dataset::PlanCompaction(const CompactionOptions& options) const {
+  if (options.target_rows == 0) return Status::InvalidArgument("target_rows must be positive");
+  CompactionPlan plan;
+  plan.planned_on = state_->version;
+  for (const auto& b : CompactionBins(*state_, options)) {
+    DatasetVersion only = *state_;
+    only.fragments.clear();
+    for (const Fragment* f : b) {
+      only.fragments.push_back(*f);
+      plan.removed.push_back(*f);
+    }
+    ASSIGN_OR_RETURN(std::vector<RecordBatch> rows, ScanVersion(only, {}));
+    ASSIGN_OR_RETURN(std::vector<Fragment> added, WriteFragments(state_->schema, rows));
+    for (Fragment& f : added) plan.added.push_back(std::move(f));
+  }
+  return plan;
+}
+
+Result<Dataset> Dataset::CommitCompaction(const CompactionPlan& plan, CompactionStats* stats,
+                                          const CommitOptions& opts) const {
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        if (plan.removed.empty()) return std::optional<Transaction>();
+        for (const Fragment& f : plan.removed) {
+          if (!Unchanged(base, f)) {
+            return Status::FailedPrecondition(
+                "fragment " + std::to_string(f.id) + " changed since version " +
+                std::to_string(plan.planned_on) + ", where the compaction was planned");
+          }
+        }
+        Transaction t;
+        t.op = OpType::kCompact;
+        for (const Fragment& f : plan.removed) t.removed.push_back(f.id);
+        t.added = plan.added;
+        CountCompaction(t, stats);
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
 Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionStats* stats,
                                  const CommitOptions& opts) const {
   if (options.target_rows == 0) return Status::InvalidArgument("target_rows must be positive");
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
-        // Bins of consecutive candidates, each up to target_rows live rows.
-        auto candidate = [&](const Fragment& f) { return Compactable(f, options); };
-        std::vector<std::vector<const Fragment*>> bins;
-        std::vector<const Fragment*> bin;
-        uint64_t bin_rows = 0;
-        auto close_bin = [&] {
-          // A lone fragment with nothing deleted gains nothing from a rewrite.
-          if (bin.size() > 1 || (bin.size() == 1 && bin[0]->deleted_rows > 0)) bins.push_back(bin);
-          bin.clear();
-          bin_rows = 0;
-        };
-        for (const Fragment& f : base.fragments) {
-          if (!candidate(f)) {
-            close_bin();
-            continue;
-          }
-          if (bin_rows + f.live_rows() > options.target_rows) close_bin();
-          bin.push_back(&f);
-          bin_rows += f.live_rows();
-        }
-        close_bin();
+        const auto bins = CompactionBins(base, options);
         if (bins.empty()) return std::optional<Transaction>();
         Transaction t;
         t.op = OpType::kCompact;
@@ -50,12 +115,7 @@ Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionSta
           ASSIGN_OR_RETURN(std::vector<Fragment> added, WriteFragments(base.schema, rows));
           for (Fragment& f : added) t.added.push_back(std::move(f));
         }
-        if (stats) {
-          stats->fragments_removed = static_cast<int>(t.removed.size());
-          stats->fragments_added = static_cast<int>(t.added.size());
-          stats->bytes_written = 0;
-          for (const Fragment& f : t.added) stats->bytes_written += f.data_size;
-        }
+        CountCompaction(t, stats);
         return std::optional<Transaction>(std::move(t));
       },
       opts);

@@ -71,6 +71,34 @@ TEST_F(MaintenanceTest, DeleteRacingACompactionReRunsOnTheNewFragments) {
   EXPECT_EQ(after.state().txn.op, OpType::kDelete);
 }
 
+// A plan made before appends commits after them, the appends kept and their
+// fragments left alone; one whose fragment lost a row meanwhile is refused
+// (it would bring the row back) and commits nothing.
+TEST_F(MaintenanceTest, ACompactionPlanCommitsPastAppendsButNotPastADelete) {
+  Dataset ds = ds_;
+  for (int i = 0; i < 4; ++i) ds = ds.Append({People(Range(i * 10, i * 10 + 10))}).value();
+  CompactionPlan plan = ds.PlanCompaction({.target_rows = 100}).value();
+  ASSERT_EQ(plan.removed.size(), 4u);
+  Dataset later = ds.Append({People(Range(40, 45))}).value().Append({People({50})}).value();
+  const auto before = Contents(later);
+  CompactionStats stats;
+  Dataset compacted = later.CommitCompaction(plan, &stats).value();
+  EXPECT_EQ(stats.fragments_removed, 4);
+  EXPECT_EQ(compacted.state().fragments.size(), 3u);  // the plan's one and the two appends
+  EXPECT_EQ(Contents(compacted), before);
+  EXPECT_EQ(compacted.state().txn.op, OpType::kCompact);
+
+  CompactionPlan stale = compacted.PlanCompaction({.target_rows = 100}).value();
+  ASSERT_FALSE(stale.empty());
+  Dataset deleted = compacted.Delete({Predicate::Eq("id", int64_t{3})}).value();
+  Result<Dataset> refused = deleted.CommitCompaction(stale);
+  EXPECT_TRUE(refused.status().IsFailedPrecondition()) << refused.status();
+  EXPECT_NE(refused.status().message().find("changed since version"), std::string::npos);
+  Dataset latest = deleted.Latest().value();
+  EXPECT_EQ(latest.version(), deleted.version());
+  EXPECT_EQ(Contents(latest).count(3), 0u);
+}
+
 TEST_F(MaintenanceTest, CleanupKeepsLatestTagsAndBranchesAndRemovesTheRest) {
   Dataset v2 = ds_.Append({People({1, 2})}).value();
   Dataset v3 = v2.Overwrite({People({3})}).value();

@@ -47,7 +47,9 @@ Status RaiseHorizons(ObjectStore& store, const std::string& root,
     const bool existed = !meta.etag.empty();
     bool raised = false;
     for (const auto& [id, version] : by_id) {
-      if (branches.value(id, uint64_t{0}) >= version) continue;
+      // Version 1 is no horizon: a workspace with nothing past its window
+      // gets no object.
+      if (version <= 1 || branches.value(id, uint64_t{0}) >= version) continue;
       branches[id] = version;
       raised = true;
     }

@@ -40,6 +40,14 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
       seen = {t.head.table_version, data->state().fragments.size()};
       continue;
     }
+    // The rewrite happens once, outside the commit: the commit then takes a
+    // moment, and tries again while appends land (a plan whose fragments
+    // another commit deleted rows from waits for the next pass).
+    Result<CompactionPlan> plan = data->PlanCompaction(policy.options);
+    if (!plan.ok()) {
+      report.deferred.push_back(name + ": " + plan.status().ToString());
+      continue;
+    }
     WriteRequest w;
     w.table = name;
     w.table_sid = t.def.sid;
@@ -47,7 +55,13 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
     w.mode = WriteMode::kCompact;
     w.principal = principal;
     w.compaction = policy.options;
+    w.compaction_plan = &*plan;
     Result<WriteResult> done = ws.Write(w);
+    // Its fragments go when surely unused (a plan gone stale, nothing
+    // committed); after an unclear outcome they stay for gc.
+    if (done.ok() ? !done->changed : done.status().IsFailedPrecondition()) {
+      static_cast<void>(data->DeleteStaged(plan->added));
+    }
     if (!done.ok()) {
       report.deferred.push_back(name + ": " + done.status().ToString());
       continue;

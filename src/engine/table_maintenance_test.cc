@@ -19,6 +19,7 @@
 
 #include "engine/workspace_test_util.h"
 #include "io/counting_object_store.h"
+#include "io/fault_injection_object_store.h"
 #include "io/test_store.h"
 
 namespace loam {
@@ -69,6 +70,33 @@ Status WithRetries(Attempt&& attempt) {
     if (last.ok()) return last;
   }
   return last;
+}
+
+// A compaction's commit that loses its table's compare-and-swap to an append
+// (made by another process just before it) commits on the append's version:
+// its rewrite was planned once, outside the commit, so trying again costs
+// only the commit. (It used to yield to every such append, so a table
+// receiving a steady stream of runs was never compacted.)
+TEST(TableMaintenanceTest, ACompactionThatLosesItsCommitToAnAppendCommitsAfterIt) {
+  auto base = testing::NewTestStore();
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(base);
+  auto ws = Workspace::Init(faulty, "ws", testing::TestOptions()).value();
+  auto other = Workspace::Open(base, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  for (int64_t i = 0; i < 8; ++i) ASSERT_TRUE(ws->Write(StagedRun(*ws, "", {i})).ok());
+  const std::string versions = ws->Current().value().Find("t")->head.location + "/_versions/";
+  int appended = 0;
+  faulty->AddRule(FaultRule::HookAt(
+      "append-first", MaskOf({ObjectOp::kPutIfAbsent}), 1,
+      [&] { appended += other->Write(StagedRun(*other, "", {100})).ok() ? 1 : 0; }, versions));
+  CompactionPolicy policy;
+  policy.min_fragments = 8;
+  MaintenanceReport pass = CompactAllBranches(*ws, policy, "").value();
+  ASSERT_EQ(appended, 1);
+  EXPECT_EQ(pass.compacted, 1) << ::testing::PrintToString(pass.deferred);
+  EXPECT_EQ(IdsOf(*ws), (std::multiset<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 100}));
+  Snapshot snap = ws->Current().value();
+  EXPECT_EQ(ws->OpenTable(snap, "t").value().state().fragments.size(), 2u);
 }
 
 // A table is compacted once it has min_fragments compactable fragments; a

@@ -609,7 +609,9 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
         if (!req.row_addresses) return Status::InvalidArgument("replace rows needs row addresses");
         return base.ReplaceRowsStaged(*req.row_addresses, req.staged, opts);
       case WriteMode::kCompact:
-        return base.Compact(req.compaction, &result.compacted, opts);
+        return req.compaction_plan
+                   ? base.CommitCompaction(*req.compaction_plan, &result.compacted, opts)
+                   : base.Compact(req.compaction, &result.compacted, opts);
       case WriteMode::kRestore:
         if (!req.restore_version || *req.restore_version < 1) {
           return Status::InvalidArgument("restore needs an earlier table version");

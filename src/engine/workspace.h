@@ -103,6 +103,9 @@ struct WriteRequest {
   std::optional<Field> new_column;         // add column (nullable)
   std::optional<int64_t> restore_version;  // restore: an older table version
   CompactionOptions compaction;            // compact
+  // compact: commit this plan (made on an earlier version) instead of
+  // planning again; FailedPrecondition when a fragment it removes changed.
+  const CompactionPlan* compaction_plan = nullptr;
   // Append of staged rows: nullable columns the same commit adds (the staged
   // fragments hold the table's columns and then these). Needs the table to
   // allow additive schema changes; bumps the schema version.

@@ -5,7 +5,9 @@
 // what that commit adds, so it tries again from a fresh read of the
 // manifest, keeping its staged files, instead of handing a conflict back to
 // a loader that would validate and stage its rows again. Several processes
-// appending to one table then take turns instead of failing each other.
+// appending to one table then take turns instead of failing each other. A
+// compaction committing a plan made earlier (its fragments written, checked
+// again at the commit) tries again the same way.
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -30,6 +32,7 @@ void PauseAfterBusy(int attempt) {
 }  // namespace
 
 bool Workspace::CommitsOnAnyVersion(const WriteRequest& r) {
+  if (r.mode == WriteMode::kCompact) return r.compaction_plan != nullptr && !r.expected_version;
   return r.mode == WriteMode::kAppend && r.staged_rows && !r.expected_version &&
          r.add_columns.empty();
 }

@@ -410,7 +410,16 @@ Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
   // A relaxed delete also keeps the directory: the next object there would
   // otherwise pay for making it durable again.
   if (!durable) return Status::OK();
-  RETURN_NOT_OK(FsyncPath(ParentDir(path)));
+  // Another delete may have emptied and removed the directory meanwhile:
+  // then its removal, made durable in the nearest directory still there,
+  // takes the entry with it.
+  std::string dir = ParentDir(path);
+  Status synced = FsyncPath(dir);
+  while (synced.IsNotFound() && dir.size() > root_.size()) {
+    dir = ParentDir(dir);
+    synced = FsyncPath(dir);
+  }
+  RETURN_NOT_OK(synced);
   RemoveEmptyParents(key);
   return Status::OK();
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace loam {
 namespace {
@@ -89,6 +90,25 @@ TEST_F(LocalObjectStoreTest, DeleteRemovesEmptyDirectories) {
   EXPECT_TRUE(fs::exists(dir_ / "x" / "keep"));
   ASSERT_TRUE(store_->Put("x/y/z/obj", "2").ok());  // directories come back on demand
   EXPECT_EQ(store_->Get("x/y/z/obj").value(), "2");
+}
+
+// Deletes that empty one directory together: whichever removes the
+// directory, every other delete still succeeds (its entry went with it).
+TEST_F(LocalObjectStoreTest, ConcurrentDeletesThatEmptyADirectoryAllSucceed) {
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 20; ++round) {
+    for (int t = 0; t < kThreads; ++t) {
+      ASSERT_TRUE(store_->Put("q/r/" + std::to_string(t), "1").ok());
+    }
+    std::vector<Status> deleted(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] { deleted[t] = store_->Delete("q/r/" + std::to_string(t)); });
+    }
+    for (std::thread& th : threads) th.join();
+    for (const Status& s : deleted) ASSERT_TRUE(s.ok()) << "round " << round << ": " << s;
+    EXPECT_FALSE(fs::exists(dir_ / "q" / "r"));
+  }
 }
 
 // The store remembers which directories it made durable; one removed behind

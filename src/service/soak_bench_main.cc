@@ -1,0 +1,269 @@
+// loam_soak_bench (bench/soak): many small runs into one table through the
+// service in-process, on local disk, with automatic compaction and retention
+// on (a shortened window). At each checkpoint it stops submitting, waits
+// for the queue to drain, and prints what grows with age if anything does:
+// a full scan's time, a single-row load's requests, bytes and time (a
+// `loam load` through a second handle counting its requests), the fragments
+// of the current version, the workspace's objects and bytes, and RSS. After
+// the last checkpoint it waits out the window and counts the objects again.
+// Not a CI test; figures in docs/benchmarks.md.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/ulid.h"
+#include "engine/retention.h"
+#include "ingest/loader.h"
+#include "io/counting_object_store.h"
+#include "service/service.h"
+
+namespace loam::service {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+struct Flags {
+  std::string dir;
+  std::vector<int64_t> checkpoints = {1000, 10000, 100000};
+  int clients = 8;
+  int64_t window_seconds = 60;
+  int64_t retention_interval_seconds = 10;
+  int64_t compaction_interval_seconds = 2;
+};
+
+double Seconds(Steady::time_point from) {
+  return std::chrono::duration<double>(Steady::now() - from).count();
+}
+
+int64_t RssMiB(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field))) / 1024;
+  }
+  return -1;
+}
+
+struct Soak {
+  Flags flags;
+  std::shared_ptr<ObjectStore> store;
+  std::shared_ptr<Workspace> ws;
+  std::unique_ptr<Service> svc;
+  std::string pipeline;
+  std::atomic<int64_t> submitted{0}, succeeded{0}, failed{0}, refused{0};
+  std::atomic<int64_t> compacted_tables{0}, deferred{0}, versions_expired{0};
+
+  CallContext Ctx() const { return {ws->id(), "owner"}; }
+
+  // Submits runs [from, to) from `flags.clients` threads, each retrying a
+  // refused submission (429) with the same key after its Retry-After.
+  void Submit(int64_t from, int64_t to) {
+    std::atomic<int64_t> next{from};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < flags.clients; ++c) {
+      threads.emplace_back([&] {
+        for (int64_t i = next++; i < to; i = next++) {
+          const std::string data = "id,note\n" + std::to_string(i) + ",soak\n";
+          for (;;) {
+            Result<Submission> s =
+                svc->SubmitInline(Ctx(), pipeline, "run-" + std::to_string(i), {"text/csv", data});
+            if (s.ok()) break;
+            if (!s.status().Is(ErrorCode::kOverloaded)) {
+              std::fprintf(stderr, "submission %lld: %s\n", static_cast<long long>(i),
+                           s.status().ToString().c_str());
+              std::exit(1);
+            }
+            ++refused;
+            const std::string_view after = s.status().detail("retryAfterMillis");
+            std::this_thread::sleep_for(std::chrono::milliseconds(
+                after.empty() ? 50 : std::stoll(std::string(after))));  // as a client backs off
+          }
+          ++submitted;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+  struct Figures {
+    double scan_ms = 0;
+    uint64_t load_requests = 0, load_bytes = 0;
+    double load_ms = 0;
+    size_t fragments = 0;
+    int64_t objects = 0, bytes = 0;
+    std::map<std::string, int64_t> by_area;  // objects per top-level area
+  };
+
+  Figures Measure(int64_t label) {
+    Figures f;
+    Snapshot snap = ws->Current().value();
+    Dataset table = ws->OpenTable(snap, "events").value();
+    f.fragments = table.state().fragments.size();
+    std::vector<double> scans;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Steady::now();
+      RecordBatch all = table.ReadAll().value();
+      scans.push_back(Seconds(t0) * 1000);
+      if (all.num_rows() < label)
+        std::fprintf(stderr, "scan: %lld rows\n", (long long)all.num_rows());
+    }
+    std::sort(scans.begin(), scans.end());
+    f.scan_ms = scans[1];
+    // Single-row loads through a second handle that counts its requests.
+    auto counting = std::make_shared<CountingObjectStore>(store);
+    WorkspaceOptions wo;
+    wo.system_actor = true;
+    auto other = Workspace::Open(counting, "", wo).value();
+    ingest::Loader loader(other);
+    const std::string file = flags.dir + "/one-row.csv";
+    constexpr int kLoads = 5;
+    uint64_t requests = 0, bytes = 0;
+    double ms = 0;
+    for (int i = 0; i < kLoads; ++i) {
+      std::ofstream(file) << "id,note\n-" << label << i << ",probe\n";
+      ingest::RunRequest r;
+      r.table = "events";
+      r.files = {file};
+      r.format = ingest::InputFormat::kCsv;
+      r.idempotency_key = "probe-" + NewUlidString();
+      r.principal = "owner";
+      counting->Reset();
+      const auto t0 = Steady::now();
+      ingest::RunRecord done = loader.Run(r).value();
+      ms += Seconds(t0) * 1000;
+      if (done.state != ingest::RunState::kSucceeded) std::fprintf(stderr, "probe load failed\n");
+      const IoSnapshot io = counting->Snapshot();
+      requests += io.total.total_requests();
+      bytes += io.total.bytes_read + io.total.bytes_written;
+    }
+    f.load_requests = requests / kLoads;
+    f.load_bytes = bytes / kLoads;
+    f.load_ms = ms / kLoads;
+    for (const ObjectInfo& o : store->ListAll("").value()) {
+      ++f.objects;
+      f.bytes += static_cast<int64_t>(o.meta.size);
+      // "tables", "__manifest", "_control/runs", ...
+      const size_t first = o.key.find('/');
+      const size_t cut =
+          o.key.compare(0, first, "_control") == 0 ? o.key.find('/', first + 1) : first;
+      ++f.by_area[o.key.substr(0, cut)];
+    }
+    return f;
+  }
+
+  void Print(const std::string& label, const Figures& f, double rate) {
+    std::printf(
+        "%-10s scan %7.1f ms | load %4llu requests %8llu B %6.1f ms | fragments %5zu | "
+        "objects %7lld %9lld B | RSS %5lld MiB (peak %lld) | %6.1f runs/s | failed %lld, "
+        "429 %lld, compactions %lld (deferred %lld), versions expired %lld\n",
+        label.c_str(), f.scan_ms, (unsigned long long)f.load_requests,
+        (unsigned long long)f.load_bytes, f.load_ms, f.fragments, (long long)f.objects,
+        (long long)f.bytes, (long long)RssMiB("VmRSS:"), (long long)RssMiB("VmHWM:"), rate,
+        (long long)failed.load(), (long long)refused.load(), (long long)compacted_tables.load(),
+        (long long)deferred.load(), (long long)versions_expired.load());
+    std::printf("           objects by area:");
+    for (const auto& [area, n] : f.by_area) std::printf(" %s %lld", area.c_str(), (long long)n);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+};
+
+int Main(int argc, char** argv) {
+  Soak soak;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dir") {
+      soak.flags.dir = v;
+    } else if (k == "--checkpoints") {
+      soak.flags.checkpoints.clear();
+      std::stringstream in(v);
+      for (std::string n; std::getline(in, n, ',');)
+        soak.flags.checkpoints.push_back(std::stoll(n));
+    } else if (k == "--clients") {
+      soak.flags.clients = std::stoi(v);
+    } else if (k == "--window-seconds") {
+      soak.flags.window_seconds = std::stoll(v);
+    } else if (k == "--compaction-interval-seconds") {
+      soak.flags.compaction_interval_seconds = std::stoll(v);
+    } else if (k == "--retention-interval-seconds") {
+      soak.flags.retention_interval_seconds = std::stoll(v);
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (soak.flags.dir.empty()) {
+    soak.flags.dir = (std::filesystem::temp_directory_path() / ("loam-soak-" + NewUlidString()));
+  }
+  std::filesystem::create_directories(soak.flags.dir + "/ws");
+  soak.store = OpenObjectStore(soak.flags.dir + "/ws").value();
+  WorkspaceOptions wo;
+  wo.owner = "owner";
+  soak.ws = Workspace::Init(soak.store, "", wo).value();
+  Schema schema{{{"id", DataType::Int64(), false}, {"note", DataType::String()}}};
+  if (!soak.ws->CreateTable("events", schema, {}).ok()) return 1;
+  if (!WriteRetentionSetting(*soak.store, "", {soak.flags.window_seconds}).ok()) return 1;
+
+  ServiceOptions so;
+  so.workers = 2;
+  so.small_run_workers = 16;
+  so.group_commit_interval_micros = 50'000;  // as loam serve
+  so.upload_secret = "soak-bench-secret-0123456789abcdef";
+  so.compaction_interval_micros = soak.flags.compaction_interval_seconds * 1'000'000;
+  so.retention_interval_micros = soak.flags.retention_interval_seconds * 1'000'000;
+  so.retention_grace_micros = 60'000'000;
+  so.on_run_finished = [&](const ingest::RunRecord& r) {
+    (r.state == ingest::RunState::kSucceeded ? soak.succeeded : soak.failed)++;
+  };
+  so.on_compaction_pass = [&](const MaintenanceReport& r) {
+    soak.compacted_tables += r.compacted;
+    soak.deferred += static_cast<int64_t>(r.deferred.size());
+    for (const std::string& why : r.deferred) std::fprintf(stderr, "deferred: %s\n", why.c_str());
+  };
+  so.on_retention_pass = [&](const RetentionReport& r) {
+    soak.versions_expired += r.manifest_versions_removed + r.table_versions_removed;
+  };
+  soak.svc = Service::Open(soak.ws, so).value();
+  soak.pipeline =
+      soak.svc->CreatePipeline(soak.Ctx(), R"({"name":"soak","table":"events","format":"csv"})")
+          .value()
+          .id;
+  soak.svc->StartWorkers();
+  std::printf(
+      "soak: %s, %d clients, window %lld s, retention every %lld s, compaction every %lld s\n",
+      soak.flags.dir.c_str(), soak.flags.clients, (long long)soak.flags.window_seconds,
+      (long long)soak.flags.retention_interval_seconds,
+      (long long)soak.flags.compaction_interval_seconds);
+  int64_t done = 0;
+  for (int64_t checkpoint : soak.flags.checkpoints) {
+    const auto t0 = Steady::now();
+    soak.Submit(done, checkpoint);
+    if (!soak.svc->WaitForEmptyQueue(std::chrono::minutes(30)).ok()) return 1;
+    const double rate = static_cast<double>(checkpoint - done) / Seconds(t0);
+    done = checkpoint;
+    soak.Print(std::to_string(checkpoint) + " runs", soak.Measure(checkpoint), rate);
+  }
+  // Idle past the window and a retention pass: what stays is what a
+  // workspace of this content needs, whatever its age.
+  std::this_thread::sleep_for(std::chrono::seconds(soak.flags.window_seconds +
+                                                   2 * soak.flags.retention_interval_seconds + 10));
+  soak.Print("idle", soak.Measure(done), 0);
+  soak.svc->Stop();
+  std::filesystem::remove_all(soak.flags.dir);
+  return soak.failed.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace loam::service
+
+int main(int argc, char** argv) { return loam::service::Main(argc, argv); }
