@@ -324,26 +324,33 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
                                                       const ScanSpec& spec) const {
   ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
-  // An index on a predicate column names the matching rows of the fragments
-  // it covers; the rest (its uncovered tail) is scanned.
-  const IndexMeta* index = nullptr;
+  // The indices on a predicate column (each covering its own fragments)
+  // name the matching rows of the fragments they cover; the rest (their
+  // uncovered tail) is scanned.
+  std::vector<const IndexMeta*> indexes;
   const Predicate* indexed = nullptr;
   for (const Predicate& p : spec.where) {
     if (!spec.use_index || p.op == CompareOp::kIsNull) continue;
     for (const IndexMeta& m : v.indices) {
       const int c = v.schema.IndexOf(m.column);
       if (m.column == p.column && c >= 0 && v.schema.fields[c].type == m.key_type) {
-        index = &m;
-        indexed = &p;
-        break;
+        indexes.push_back(&m);
       }
     }
-    if (index) break;
+    if (!indexes.empty()) {
+      indexed = &p;
+      break;
+    }
   }
+  const bool index = !indexes.empty();
+  auto covered = [&](uint64_t id) {
+    return std::any_of(indexes.begin(), indexes.end(),
+                       [&](const IndexMeta* m) { return m->Covers(id); });
+  };
   std::map<uint64_t, std::vector<uint64_t>> hits;  // fragment -> ascending offsets
   if (index) {
     IndexLookupStats lookup;
-    const DataType& t = index->key_type;
+    const DataType& t = indexes[0]->key_type;
     std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> ranges;
     switch (indexed->op) {
       case CompareOp::kEq:
@@ -363,11 +370,17 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
       case CompareOp::kIsNull:
         break;
     }
-    for (const auto& [lo, hi] : ranges) {
-      ASSIGN_OR_RETURN(std::vector<uint64_t> addrs,
-                       LookupBTreeRange(*store_, Key(index->path), *index, lo, hi, &lookup,
-                                        options_->cache.get()));
-      for (uint64_t a : addrs) hits[a >> 32].push_back(a & 0xffffffffu);
+    for (const IndexMeta* m : indexes) {
+      if (m->entries == 0) continue;
+      for (const auto& [lo, hi] : ranges) {
+        ASSIGN_OR_RETURN(
+            std::vector<uint64_t> addrs,
+            LookupBTreeRange(*store_, Key(m->path), *m, lo, hi, &lookup, options_->cache.get()));
+        for (uint64_t a : addrs) {
+          // An entry of a fragment another index covers now is not this one's.
+          if (m->Covers(a >> 32)) hits[a >> 32].push_back(a & 0xffffffffu);
+        }
+      }
     }
     for (auto& [frag, offsets] : hits) {
       std::sort(offsets.begin(), offsets.end());
@@ -379,7 +392,7 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
   int64_t produced = 0;
   for (const Fragment& frag : SelectedFragments(v, spec)) {
     if (spec.limit && produced >= *spec.limit) break;
-    if (index && index->Covers(frag.id)) {
+    if (index && covered(frag.id)) {
       auto it = hits.find(frag.id);
       if (it == hits.end()) continue;  // the index proves no row matches
       if (spec.stats) ++spec.stats->fragments_taken;

@@ -137,6 +137,12 @@ struct CleanupOptions {
   // older one). A branch's newest version, tags and fork points always stay.
   std::function<bool(const std::string& branch, uint64_t version, int64_t successor_micros)>
       expired;
+  // A removable version whose file holds inline parts a kept version uses
+  // stays. By default it stays loadable, with everything it references;
+  // false keeps only the file, for a caller that never loads such a version
+  // again (the manifest, whose reads past the window the workspace refuses):
+  // otherwise every holder keeps the holders before it.
+  bool keep_holders_loadable = true;
 };
 
 struct CleanupStats {
@@ -333,6 +339,19 @@ class Dataset {
   // Folds fragments appended since each index was built (its uncovered tail)
   // into a new index file. Nothing to fold: no commit.
   Result<Dataset> OptimizeIndices(const CommitOptions& opts = {}) const;
+  // Several indices on one column, each covering its own fragments (a
+  // scan consults them all): one commit builds each of `outputs` from the
+  // entries of its `from` indices (of fragments still there) and, with
+  // `tail`, of the fragments no index on the column covers. An output named
+  // like an existing index replaces it; one with nothing to hold is empty.
+  struct IndexRebuild {
+    std::string name;
+    std::vector<std::string> from;
+    bool tail = false;
+  };
+  Result<Dataset> RebuildIndices(const std::string& column,
+                                 const std::vector<IndexRebuild>& outputs,
+                                 const CommitOptions& opts = {}) const;
 
   // --- maintenance (maintenance.cc) ------------------------------------------
   // Rewrites small fragments, and fragments with many deleted rows, into

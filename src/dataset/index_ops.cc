@@ -107,6 +107,68 @@ Result<Dataset> Dataset::OptimizeIndices(const CommitOptions& opts) const {
       opts);
 }
 
+Result<Dataset> Dataset::RebuildIndices(const std::string& column,
+                                        const std::vector<IndexRebuild>& outputs,
+                                        const CommitOptions& opts) const {
+  for (const IndexRebuild& o : outputs) RETURN_NOT_OK(ValidateRefName("index", o.name));
+  return RunOperation(
+      [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
+        const int c = base.schema.IndexOf(column);
+        if (c < 0 || !IsIndexableType(base.schema.fields[c].type)) {
+          return Status::InvalidArgument("no indexable column '" + column + "'");
+        }
+        std::vector<Fragment> tail;
+        for (const Fragment& f : base.fragments) {
+          const bool covered =
+              std::any_of(base.indices.begin(), base.indices.end(),
+                          [&](const IndexMeta& m) { return m.column == column && m.Covers(f.id); });
+          if (!covered) tail.push_back(f);
+        }
+        Transaction t;
+        t.op = OpType::kCreateIndex;
+        for (const IndexRebuild& o : outputs) {
+          std::vector<IndexEntry> entries;
+          std::set<uint64_t> covers;
+          for (const std::string& name : o.from) {
+            const IndexMeta* in = base.FindIndex(name);
+            if (in == nullptr || in->column != column) {
+              return Status::InvalidArgument("no index '" + name + "' on '" + column + "'");
+            }
+            if (in->entries > 0) {
+              ASSIGN_OR_RETURN(std::vector<IndexEntry> old,
+                               ReadAllBTreeEntries(*store_, Key(in->path), *in));
+              for (IndexEntry& e : old) {
+                if (base.FindFragment(e.row_address >> 32) != nullptr) {
+                  entries.push_back(std::move(e));
+                }
+              }
+            }
+            for (uint64_t id : in->fragments) {
+              if (base.FindFragment(id) != nullptr) covers.insert(id);
+            }
+          }
+          if (o.tail) {
+            ASSIGN_OR_RETURN(std::vector<IndexEntry> more, CollectIndexEntries(base, tail, column));
+            entries.insert(entries.end(), std::make_move_iterator(more.begin()),
+                           std::make_move_iterator(more.end()));
+            for (const Fragment& f : tail) covers.insert(f.id);
+          }
+          IndexMeta meta;
+          meta.name = o.name;
+          meta.column = column;
+          meta.key_type = base.schema.fields[c].type;
+          meta.path = BranchDir(branch_) + "_indices/" + o.name + "-" + NewUlidString() + ".lidx";
+          meta.fragments.assign(covers.begin(), covers.end());
+          RETURN_NOT_OK(
+              WriteBTreeIndex(*store_, Key(meta.path), std::move(entries), kEntriesPerPage, &meta));
+          t.indices.push_back(std::move(meta));
+        }
+        if (t.indices.empty()) return std::optional<Transaction>();
+        return std::optional<Transaction>(std::move(t));
+      },
+      opts);
+}
+
 // Compaction writes the live rows of the removed fragments, in order, into
 // the added ones; so the k-th live row of the removed fragments is the k-th
 // row of the added fragments.

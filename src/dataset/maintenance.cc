@@ -243,7 +243,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       spared = false;
       for (auto it = doomed.begin(); it != doomed.end();) {
         if (referenced.count(it->key.substr(root_prefix.size()))) {
-          referenced.insert(it->files.begin(), it->files.end());
+          if (options.keep_holders_loadable) referenced.insert(it->files.begin(), it->files.end());
           it = doomed.erase(it);
           spared = true;
         } else {

@@ -209,6 +209,7 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   // last reader with it.
   CleanupOptions manifest_opts;
   manifest_opts.grace_cutoff_micros = now_micros - grace_micros;
+  manifest_opts.keep_holders_loadable = false;  // SnapshotAt refuses them (the horizon)
   manifest_opts.expired = [&](const std::string&, uint64_t, int64_t successor_micros) {
     return successor_micros <= cutoff;
   };

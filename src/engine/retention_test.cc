@@ -122,6 +122,29 @@ TEST_F(RetentionTest, ARestoredVersionsFilesStay) {
   EXPECT_EQ(RowsOf(*ws_, "t"), 2);  // rows 1 and 3
 }
 
+// Once every version is past the window, what stays of the manifest does
+// not grow with the commits it had: the latest version, and the few older
+// files that still hold the latest's inline parts (kept as files only: when
+// each stayed loadable, it kept the holders before it, and nearly every
+// version stayed).
+TEST_F(RetentionTest, ManifestVersionsPastTheWindowLeaveABoundedRest) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  auto versions = [&] {
+    return static_cast<int64_t>(store_->ListAll("ws/__manifest/_versions/").value().size());
+  };
+  std::vector<int64_t> kept;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 150; ++i) AppendAt(round * 10 + i / 100.0, {i});
+    ExpireVersions(*ws_, kT0 + (round * 10 + 5) * kHour, 3600, 0).value();
+    kept.push_back(versions());
+  }
+  EXPECT_LE(kept[0], 40);
+  EXPECT_LE(kept[1], kept[0] + 5);  // 150 more commits leave about as much behind
+  EXPECT_EQ(RowsOf(*ws_, "t"), 300);
+  // History reads the journal of the latest version: it is all there.
+  EXPECT_GE(ws_->Log("").value().size(), 301u);
+}
+
 TEST_F(RetentionTest, TheSettingIsReadWrittenAndChecked) {
   EXPECT_EQ(ReadRetentionSetting(*store_, "ws").value().window_seconds,
             kDefaultTimeTravelWindowSeconds);

@@ -484,6 +484,51 @@ TEST_F(WorkspaceTest, BranchesForkTablesLazilyAndNeverConfuseARecreatedName) {
             (std::set<std::string>{"dev", "feature", "handoff"}));
 }
 
+// The journal index in levels (small capacities here: 8 entries at level 0,
+// doubling): folds move full levels up, a level never holds much more than
+// its capacity, and every run stays found, also the runs an index built
+// before the levels (named "object_id") covers.
+TEST(JournalIndexLevelsTest, FullLevelsMoveUpAndEveryRunIsStillFound) {
+  WorkspaceOptions o = testing::TestOptions();
+  o.manifest.index_tail_fragments = 2;
+  o.manifest.journal_level0_entries = 8;
+  o.manifest.journal_level_fanout = 2;
+  o.manifest.merge_fanout = 0;  // fragments stay as published: the levels do all the work
+  auto ws = Workspace::Init(testing::NewTestStore(), "ws", o).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  auto run = [&](int i) {
+    WriteRequest w = Append("t", {i});
+    w.run_id = "run-" + std::to_string(i);
+    ASSERT_TRUE(ws->Write(w).ok());
+  };
+  for (int i = 0; i < 4; ++i) run(i);
+  // An index from before the levels covers what is there now.
+  Dataset before = ws->manifest().OpenDataset("").value();
+  ASSERT_TRUE(before.CreateIndex(std::string(kJournalIndex), "object_id").ok());
+  for (int i = 4; i < 80; ++i) run(i);
+  const DatasetVersion v = ws->manifest().OpenDataset("").value().state();
+  ASSERT_NE(v.FindIndex(std::string(kJournalIndex)), nullptr);
+  int levels = 0;
+  uint64_t capacity = 8;
+  for (int level = 0; const IndexMeta* m = v.FindIndex(JournalLevelName(level)); ++level) {
+    ++levels;
+    // At most its capacity, and what one fold carries in above it.
+    EXPECT_LE(m->entries, 2 * capacity + 64) << JournalLevelName(level);
+    capacity *= 2;
+  }
+  EXPECT_GE(levels, 3);
+  for (int i = 0; i < 80; ++i) {
+    JournalLookupStats stats;
+    auto found = ws->manifest().FindJournalRow("", RunCommitId("run-" + std::to_string(i)), &stats);
+    ASSERT_TRUE(found.ok() && found->has_value()) << i;
+    EXPECT_LE(stats.fragments_scanned, 2) << i;
+  }
+  EXPECT_FALSE(ws->manifest().FindJournalRow("", RunCommitId("nope")).value().has_value());
+  ASSERT_TRUE(ws->manifest().Reconcile("").ok());
+  EXPECT_EQ(ws->manifest().JournalIndexTail("").value(), 0);
+  ExpectHeadsMatchFold(*ws);
+}
+
 TEST_F(WorkspaceTest, JournalLookupByIdUsesTheIndexWithABoundedTail) {
   ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
   for (int i = 0; i < 12; ++i) {

@@ -139,18 +139,69 @@ Result<bool> Manifest::RunCommitted(const std::string& branch, const std::string
   return row.has_value();
 }
 
+std::string JournalLevelName(int level) {
+  return std::string(kJournalIndex) + "-" + std::to_string(level);
+}
+
+namespace {
+
+bool IsJournalIndex(const IndexMeta& m) { return m.column == kJournalIndex; }
+
+bool CoveredByJournalIndex(const DatasetVersion& v, uint64_t fragment) {
+  return std::any_of(v.indices.begin(), v.indices.end(),
+                     [&](const IndexMeta& m) { return IsJournalIndex(m) && m.Covers(fragment); });
+}
+
+size_t UncoveredFragments(const DatasetVersion& v) {
+  size_t n = 0;
+  for (const Fragment& f : v.fragments) n += !CoveredByJournalIndex(v, f.id);
+  return n;
+}
+
+// The fold: level 0 takes the fragments outside every index; then each
+// level over its capacity moves into the next and starts again empty. One
+// commit. Levels above the first that fits are left as they are.
+std::vector<Dataset::IndexRebuild> FoldPlan(const DatasetVersion& v, const ManifestOptions& o) {
+  auto entries_of = [&](int level) -> uint64_t {
+    const IndexMeta* m = v.FindIndex(JournalLevelName(level));
+    return m == nullptr ? 0 : m->entries;
+  };
+  auto existing = [&](int level) { return v.FindIndex(JournalLevelName(level)) != nullptr; };
+  uint64_t carried = entries_of(0);  // what the level being built will hold
+  for (const Fragment& f : v.fragments) {
+    if (!CoveredByJournalIndex(v, f.id)) carried += f.physical_rows;
+  }
+  std::vector<Dataset::IndexRebuild> plan;
+  plan.push_back({JournalLevelName(0), {}, /*tail=*/true});
+  if (existing(0)) plan.back().from.push_back(JournalLevelName(0));
+  uint64_t capacity = std::max<uint64_t>(o.journal_level0_entries, 1);
+  for (int level = 0; carried > capacity; ++level) {
+    Dataset::IndexRebuild up{JournalLevelName(level + 1), plan.back().from, plan.back().tail};
+    if (existing(level + 1)) up.from.push_back(JournalLevelName(level + 1));
+    plan.back().from.clear();
+    plan.back().tail = false;
+    carried += entries_of(level + 1);
+    capacity *= std::max<uint64_t>(o.journal_level_fanout, 2);
+    plan.push_back(std::move(up));
+  }
+  return plan;
+}
+
+}  // namespace
+
 Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
                                                               const std::string& object_id,
                                                               JournalLookupStats* stats) const {
-  const IndexMeta* index = ds.state().FindIndex(kJournalIndex);
-  if (stats) stats->index_used = index != nullptr;
+  const DatasetVersion& v = ds.state();
+  const bool indexed = std::any_of(v.indices.begin(), v.indices.end(), IsJournalIndex);
+  if (stats) stats->index_used = indexed;
   auto journal_row = [&](std::vector<ManifestRow> rows) -> std::optional<ManifestRow> {
     for (ManifestRow& r : rows) {
       if (r.object_id == object_id && IsJournalType(r.object_type)) return std::move(r);
     }
     return std::nullopt;
   };
-  if (index != nullptr) {
+  if (indexed) {
     ScanStats scan_stats;
     ScanSpec spec;
     spec.where = {Predicate::Eq("object_id", object_id)};
@@ -165,8 +216,8 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
   }
   // The tail outside the index: small publish fragments, decoded whole
   // through the file cache (a writer's own recent commits are already there).
-  for (const Fragment& f : ds.state().fragments) {
-    if (index != nullptr && index->Covers(f.id)) continue;
+  for (const Fragment& f : v.fragments) {
+    if (CoveredByJournalIndex(v, f.id)) continue;
     if (stats) stats->fragments_scanned++;
     ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(FileOf(f), nullptr));
     ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));
@@ -175,17 +226,6 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
   return std::optional<ManifestRow>();
 }
 
-namespace {
-
-size_t UncoveredFragments(const DatasetVersion& v) {
-  const IndexMeta* index = v.FindIndex(kJournalIndex);
-  size_t n = 0;
-  for (const Fragment& f : v.fragments) n += index == nullptr || !index->Covers(f.id);
-  return n;
-}
-
-}  // namespace
-
 Result<int> Manifest::JournalIndexTail(const std::string& branch) const {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
   return static_cast<int>(UncoveredFragments(ds.state()));
@@ -193,24 +233,19 @@ Result<int> Manifest::JournalIndexTail(const std::string& branch) const {
 
 Result<Dataset> Manifest::FoldJournalIndex(const Dataset& base, size_t max_tail) {
   const size_t tail = UncoveredFragments(base.state());
-  if (tail <= max_tail) return base;
+  if (tail <= max_tail || tail == 0) return base;
   LOAM_LOG_DEBUG("journal index: {} fragments outside it (bound {}); folding them in", tail,
                  max_tail);
   CommitOptions opts;
   opts.expected_version = base.version();
   opts.trust_snapshot = true;
-  if (base.state().FindIndex(kJournalIndex) == nullptr) {
-    return base.CreateIndex(std::string(kJournalIndex), "object_id", opts);
-  }
-  return base.OptimizeIndices(opts);
+  return base.RebuildIndices(std::string(kJournalIndex), FoldPlan(base.state(), options_), opts);
 }
 
 Status Manifest::Reconcile(const std::string& branch) {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch));
-  if (ds.state().FindIndex(kJournalIndex) == nullptr) {
-    return ds.CreateIndex(std::string(kJournalIndex), "object_id").status();
-  }
-  return ds.OptimizeIndices().status();
+  if (UncoveredFragments(ds.state()) == 0) return Status::OK();
+  return ds.RebuildIndices(std::string(kJournalIndex), FoldPlan(ds.state(), options_)).status();
 }
 
 Status Manifest::Compact(const std::string& branch) {

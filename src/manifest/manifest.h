@@ -25,8 +25,15 @@
 
 namespace loam {
 
-// The name of the journal's exact-id index (on column object_id).
+// The journal's exact-id index (on column object_id) is kept in levels,
+// "object_id-0", "object_id-1", ...: a fold rewrites level 0 with the
+// fragments outside every level, and a level past its capacity moves into
+// the next one (which starts empty), so a fold's bytes stay flat however
+// long the history (docs/format/manifest.md, "Journal look-up"). An index
+// named kJournalIndex (one built before the levels) keeps the fragments it
+// covers.
 inline constexpr std::string_view kJournalIndex = "object_id";
+std::string JournalLevelName(int level);
 
 struct ManifestOptions {
   DatasetOptions dataset;
@@ -42,6 +49,10 @@ struct ManifestOptions {
   // look-up scans at most this many (plus those a merge added since).
   // 0 = never (only Reconcile builds it).
   size_t index_tail_fragments = 16;
+  // Level i of that index holds up to level0 * fanout^i entries before it
+  // moves into level i + 1.
+  uint64_t journal_level0_entries = 1024;
+  uint64_t journal_level_fanout = 4;
 };
 
 // One version of one branch's manifest, as its header describes it.

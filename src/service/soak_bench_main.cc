@@ -154,8 +154,9 @@ struct Soak {
       f.bytes += static_cast<int64_t>(o.meta.size);
       // "tables", "__manifest", "_control/runs", ...
       const size_t first = o.key.find('/');
-      const size_t cut =
-          o.key.compare(0, first, "_control") == 0 ? o.key.find('/', first + 1) : first;
+      const bool deeper =
+          o.key.compare(0, first, "_control") == 0 || o.key.compare(0, first, "__manifest") == 0;
+      const size_t cut = deeper ? o.key.find('/', first + 1) : first;
       ++f.by_area[o.key.substr(0, cut)];
     }
     return f;
