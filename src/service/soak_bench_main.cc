@@ -61,7 +61,7 @@ struct Soak {
   std::unique_ptr<Service> svc;
   std::string pipeline;
   std::atomic<int64_t> submitted{0}, succeeded{0}, failed{0}, refused{0};
-  std::atomic<int64_t> compacted_tables{0}, deferred{0}, versions_expired{0};
+  std::atomic<int64_t> passes{0}, compacted_tables{0}, deferred{0}, versions_expired{0};
 
   CallContext Ctx() const { return {ws->id(), "owner"}; }
 
@@ -228,6 +228,7 @@ int Main(int argc, char** argv) {
   };
   so.on_compaction_pass = [&](const MaintenanceReport& r) {
     soak.compacted_tables += r.compacted;
+    ++soak.passes;
     soak.deferred += static_cast<int64_t>(r.deferred.size());
     for (const std::string& why : r.deferred) std::fprintf(stderr, "deferred: %s\n", why.c_str());
   };
@@ -253,6 +254,12 @@ int Main(int argc, char** argv) {
     const double rate = static_cast<double>(checkpoint - done) / Seconds(t0);
     done = checkpoint;
     soak.Print(std::to_string(checkpoint) + " runs", soak.Measure(checkpoint), rate);
+    // Settled: once the next compaction pass has run over the drained table.
+    const int64_t passes = soak.passes.load();
+    while (soak.passes.load() < passes + 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a bench waits for the pass
+    }
+    soak.Print("  settled", soak.Measure(checkpoint), rate);
   }
   // Idle past the window and a retention pass: what stays is what a
   // workspace of this content needs, whatever its age.
