@@ -377,9 +377,15 @@ Result<RunRecord> Loader::Execute(Active& run) {
     json meta = ParseJson(row->metadata);
     rec.commit_id = meta.is_object() ? meta.value("commit", "") : "";
     rec.manifest_version = meta.is_object() ? meta.value("manifest_version", uint64_t{0}) : 0;
-    ASSIGN_OR_RETURN(Snapshot at, ws_->SnapshotAt(req.branch, rec.manifest_version));
-    if (const TableState* t = at.FindSid(rec.table_sid); t != nullptr) {
-      rec.table_version = t->head.table_version;
+    // Its table version comes from the snapshot it committed; past the
+    // time-travel window that is gone, and the run is committed all the same.
+    Result<Snapshot> at = ws_->SnapshotAt(req.branch, rec.manifest_version);
+    if (at.ok()) {
+      if (const TableState* t = at->FindSid(rec.table_sid); t != nullptr) {
+        rec.table_version = t->head.table_version;
+      }
+    } else if (!at.status().Is(ErrorCode::kVersionExpired)) {
+      return at.status();
     }
     rec.error_code.clear();
     rec.error.clear();

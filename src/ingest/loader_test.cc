@@ -6,7 +6,9 @@
 #include <map>
 #include <mutex>
 
+#include "common/clock.h"
 #include "common/status_macros.h"
+#include "engine/retention.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -461,6 +463,33 @@ TEST_F(LoaderTest, ResumedAfterACrashAnywhereCommitsExactlyOnce) {
     EXPECT_EQ(Contents(), expected);
   }
   EXPECT_TRUE(ws_->VerifyHeads("").value().ok());
+}
+
+// A run that committed and crashed before it recorded the outcome is
+// resumed after retention removed the manifest version it committed: the
+// journal still says it committed, so it succeeds (without its table
+// version), and its rows are there once.
+TEST_F(LoaderTest, ARunCommittedPastTheTimeTravelWindowResumesAsSucceeded) {
+  files_["a.csv"] = "id,name\n1,a\n";
+  files_["b.csv"] = "id,name\n2,b\n";
+  RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
+  r.idempotency_key = "committed-then-crashed";
+  WorkspaceOptions wo;
+  wo.recovery_grace_micros = 0;
+  wo.failpoint = [](std::string_view p) {
+    return p == loam::failpoint::kAfterPublish ? Status::Unavailable("crash") : Status::OK();
+  };
+  LoaderOptions lo = Options();
+  lo.lease_micros = 0;  // the crashed owner's lease is over at once
+  lo.failpoint = wo.failpoint;
+  EXPECT_FALSE(Loader(Workspace::Open(store_, "ws", wo).value(), lo).Run(r).ok());
+  ASSERT_EQ(Load(Request(LoadMode::kAppend, {"b.csv"})).state, RunState::kSucceeded);
+  const int64_t later = Clock::System()->NowMicros() + 10LL * 86400 * 1'000'000;
+  ASSERT_GT(ExpireVersions(*ws_, later, 60, 0).value().manifest_versions_removed, 0);
+  RunRecord resumed = Load(r);
+  EXPECT_EQ(resumed.state, RunState::kSucceeded) << resumed.error;
+  EXPECT_FALSE(resumed.commit_id.empty());
+  EXPECT_EQ(Contents(), "1:a:null 2:b:null ");
 }
 
 TEST_F(LoaderTest, CommitResolvesTheTableById) {
