@@ -25,8 +25,10 @@ Result<nlohmann::json> ReadHorizons(ObjectStore& store, const std::string& root,
   if (text.status().IsNotFound()) return nlohmann::json::object();
   RETURN_NOT_OK(text.status());
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*text, "retention horizon"));
+  const auto format = j.find("format");
   const auto branches = j.find("branches");
-  if (j.value("format", 0) != 1 || branches == j.end() || !branches->is_object()) {
+  if (format == j.end() || !format->is_number_integer() || format->get<int64_t>() != 1 ||
+      branches == j.end() || !branches->is_object()) {
     return Status::DataLoss("retention horizon: needs \"format\" 1 and a \"branches\" object");
   }
   for (const auto& [id, v] : branches->items()) {
@@ -210,8 +212,11 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   CleanupOptions manifest_opts;
   manifest_opts.grace_cutoff_micros = now_micros - grace_micros;
   manifest_opts.keep_holders_loadable = false;  // SnapshotAt refuses them (the horizon)
-  manifest_opts.expired = [&](const std::string&, uint64_t, int64_t successor_micros) {
-    return successor_micros <= cutoff;
+  // By version, not by time, so what goes is exactly what the horizon
+  // refuses (commit times of several processes need not be in order).
+  manifest_opts.expired = [&](const std::string& branch, uint64_t version, int64_t) {
+    auto it = report.oldest_manifest_version.find(branch);
+    return it != report.oldest_manifest_version.end() && version < it->second;
   };
   ASSIGN_OR_RETURN(Dataset manifest_data, ws.manifest().OpenDataset(""));
   ASSIGN_OR_RETURN(CleanupStats mst, manifest_data.Cleanup(manifest_opts));

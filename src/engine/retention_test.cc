@@ -162,6 +162,13 @@ TEST_F(RetentionTest, TheSettingIsReadWrittenAndChecked) {
   EXPECT_EQ(ReadRetentionSetting(*store_, "ws").status().error_code(),
             ErrorCode::kUnsupportedFormat);
   EXPECT_EQ(ExpireVersions(*ws_, kT0, 59, 0).status().error_code(), ErrorCode::kInvalidArgument);
+  // A horizon object edited by hand into the wrong shape is DataLoss.
+  for (const char* bad : {R"({"format":"1","branches":{}})", R"({"format":1,"branches":[]})",
+                          R"({"format":1,"branches":{"":"7"}})"}) {
+    ASSERT_TRUE(store_->Put("ws/_control/retention-horizon.json", bad).ok());
+    EXPECT_EQ(ReadTimeTravelHorizon(*store_, "ws", "").status().error_code(), ErrorCode::kDataLoss)
+        << bad;
+  }
 }
 
 }  // namespace
