@@ -46,6 +46,16 @@ void CountCompaction(const Transaction& t, CompactionStats* stats) {
   for (const Fragment& f : t.added) stats->bytes_written += f.data_size;
 }
 
+// The commit of `plan`: its fragments out, its new ones in.
+Transaction CompactionTxn(const CompactionPlan& plan, CompactionStats* stats) {
+  Transaction t;
+  t.op = OpType::kCompact;
+  for (const Fragment& f : plan.removed) t.removed.push_back(f.id);
+  t.added = plan.added;
+  CountCompaction(t, stats);
+  return t;
+}
+
 // Whether `f` is in `v` with the same rows deleted.
 bool Unchanged(const DatasetVersion& v, const Fragment& f) {
   const Fragment* now = v.FindFragment(f.id);
@@ -85,12 +95,7 @@ Result<Dataset> Dataset::CommitCompaction(const CompactionPlan& plan, Compaction
                 std::to_string(plan.planned_on) + ", where the compaction was planned");
           }
         }
-        Transaction t;
-        t.op = OpType::kCompact;
-        for (const Fragment& f : plan.removed) t.removed.push_back(f.id);
-        t.added = plan.added;
-        CountCompaction(t, stats);
-        return std::optional<Transaction>(std::move(t));
+        return std::optional<Transaction>(CompactionTxn(plan, stats));
       },
       opts);
 }
@@ -98,25 +103,12 @@ Result<Dataset> Dataset::CommitCompaction(const CompactionPlan& plan, Compaction
 Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionStats* stats,
                                  const CommitOptions& opts) const {
   if (options.target_rows == 0) return Status::InvalidArgument("target_rows must be positive");
+  // Planned again on each base the commit loop tries.
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
-        const auto bins = CompactionBins(base, options);
-        if (bins.empty()) return std::optional<Transaction>();
-        Transaction t;
-        t.op = OpType::kCompact;
-        for (const auto& b : bins) {
-          DatasetVersion only = base;
-          only.fragments.clear();
-          for (const Fragment* f : b) {
-            only.fragments.push_back(*f);
-            t.removed.push_back(f->id);
-          }
-          ASSIGN_OR_RETURN(std::vector<RecordBatch> rows, ScanVersion(only, {}));
-          ASSIGN_OR_RETURN(std::vector<Fragment> added, WriteFragments(base.schema, rows));
-          for (Fragment& f : added) t.added.push_back(std::move(f));
-        }
-        CountCompaction(t, stats);
-        return std::optional<Transaction>(std::move(t));
+        ASSIGN_OR_RETURN(CompactionPlan plan, WithState(base).PlanCompaction(options));
+        if (plan.empty()) return std::optional<Transaction>();
+        return std::optional<Transaction>(CompactionTxn(plan, stats));
       },
       opts);
 }
