@@ -423,9 +423,13 @@ class Service {
   Status CleanUpInputs(const ingest::RunRecord& rec);
   void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
-  // A compaction pass when one is due and this process holds the lease.
-  void CompactIfDue(int64_t* next_micros);
-  void ExpireIfDue(int64_t* next_micros);
+  // Whether a task of this interval is due now (0: never); moves *next on.
+  bool Due(int64_t interval_micros, int64_t* next_micros) const;
+  // Takes or renews the workspace's maintenance lease (one request pair).
+  bool HoldsMaintenanceLease();
+  // Under the lease: a compaction pass, and a retention pass.
+  void CompactNow();
+  void ExpireNow();
   void Wake();
 
   std::shared_ptr<Workspace> ws_;

@@ -119,8 +119,13 @@ void Service::MaintenanceLoop() {
       Result<int64_t> records = SweepRecords();
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
-    CompactIfDue(&next_compaction);
-    ExpireIfDue(&next_retention);
+    // One lease check for whatever maintenance is due this round.
+    const bool compact = Due(options_.compaction_interval_micros, &next_compaction);
+    const bool expire = Due(options_.retention_interval_micros, &next_retention);
+    if ((compact || expire) && HoldsMaintenanceLease()) {
+      if (compact) CompactNow();
+      if (expire) ExpireNow();
+    }
     std::unique_lock lock(mu_);
     const uint64_t seen = wakeups_;
     wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
@@ -128,12 +133,19 @@ void Service::MaintenanceLoop() {
   }
 }
 
-void Service::CompactIfDue(int64_t* next_micros) {
-  if (options_.compaction_interval_micros <= 0 || WallMicros() < *next_micros) return;
-  *next_micros = WallMicros() + options_.compaction_interval_micros;
+bool Service::Due(int64_t interval_micros, int64_t* next_micros) const {
+  if (interval_micros <= 0 || WallMicros() < *next_micros) return false;
+  *next_micros = WallMicros() + interval_micros;
+  return true;
+}
+
+bool Service::HoldsMaintenanceLease() {
   Result<bool> held = maintenance_lease_->Acquire();
   if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
-  if (!held.ok() || !*held) return;  // another process compacts
+  return held.ok() && *held;  // otherwise another process maintains the workspace
+}
+
+void Service::CompactNow() {
   Result<MaintenanceReport> pass =
       CompactAllBranches(*ws_, options_.compaction, ws_->owner(), &compaction_memo_);
   if (!pass.ok()) {
@@ -148,12 +160,7 @@ void Service::CompactIfDue(int64_t* next_micros) {
   if (options_.on_compaction_pass) options_.on_compaction_pass(*pass);
 }
 
-void Service::ExpireIfDue(int64_t* next_micros) {
-  if (options_.retention_interval_micros <= 0 || WallMicros() < *next_micros) return;
-  *next_micros = WallMicros() + options_.retention_interval_micros;
-  Result<bool> held = maintenance_lease_->Acquire();
-  if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
-  if (!held.ok() || !*held) return;  // another process applies the window
+void Service::ExpireNow() {
   Result<RetentionSetting> setting = ReadRetentionSetting(*ws_->store(), ws_->root());
   Result<RetentionReport> pass = setting.ok()
                                      ? ExpireVersions(*ws_, WallMicros(), setting->window_seconds,
