@@ -187,6 +187,8 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   Floors floors;
   std::vector<Snapshot> current;
   std::map<std::string, uint64_t> by_id;
+  ObjectMeta horizons_meta;
+  ASSIGN_OR_RETURN(nlohmann::json horizons, ReadHorizons(*ws.store(), ws.root(), &horizons_meta));
   for (const std::string& b : branches) {
     ASSIGN_OR_RETURN(Snapshot now, ws.Current(b));
     ASSIGN_OR_RETURN(uint64_t at, VersionAtCutoff(ws.manifest(), b, now.manifest_version, cutoff));
@@ -195,8 +197,7 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
       ASSIGN_OR_RETURN(id, ws.manifest().BranchId(b));
     }
     // A longer window than the last pass had brings nothing back.
-    ASSIGN_OR_RETURN(uint64_t horizon, ReadTimeTravelHorizon(*ws.store(), ws.root(), id));
-    at = std::max(at, horizon);
+    at = std::max(at, horizons.value(id, uint64_t{0}));
     report.oldest_manifest_version[b] = at;
     by_id[id] = at;
     ASSIGN_OR_RETURN(Snapshot then, ws.SnapshotAt(b, at));
