@@ -458,7 +458,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     so.scratch_dir = options_.scratch_dir;
     so.key_map_bytes = options_.key_map_bytes;
     so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
-    so.open_input = options_.open_input;
+    so.open_input = [&](const std::string& file) -> Result<std::unique_ptr<ByteSource>> {
+      if (file != kRecordInputFile) return options_.open_input(file);
+      return std::unique_ptr<ByteSource>(std::make_unique<StringSource>(rec.input_text));
+    };
     so.on_batch = [&](const RunCounters& counters) -> Status {
       rec.counters = counters;
       if (options_.on_progress) options_.on_progress(rec);

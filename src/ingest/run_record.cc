@@ -213,6 +213,7 @@ std::string RunRecord::ToJson() const {
                     {"inputBytes", input_bytes},     {"sourceId", source_id},
                     {"sourceSha256", source_sha256}, {"sourceReload", source_reload}};
   }
+  if (!input_text.empty() && !IsTerminal(state)) j["input"] = {{"text", input_text}};
   // Messages can quote input bytes (a column name): invalid UTF-8 is
   // replaced, never thrown, so a failed run can always be recorded.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -269,6 +270,7 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
       r.source_sha256 = v.at("sourceSha256");
       r.source_reload = v.at("sourceReload");
     }
+    if (j.contains("input")) r.input_text = j.at("input").at("text");
   } catch (const json::exception& e) {
     return Status::DataLoss(std::string("malformed run record: ") + e.what());
   }

@@ -36,6 +36,9 @@ Result<ErrorPolicy> ParseErrorPolicy(std::string_view s);  // "quarantine" is re
 std::string_view RunStateName(RunState s);
 bool IsTerminal(RunState s);
 
+// The file name by which a request reads its record's `input_text`.
+inline constexpr std::string_view kRecordInputFile = "@record";
+
 struct RunRequest {
   std::string table;
   std::string branch;  // "" = main
@@ -116,6 +119,10 @@ struct RunRecord {
   std::string source_id;
   std::string source_sha256;   // "" until known
   bool source_reload = false;  // load it even if a run loaded it before
+  // A small run's input carried by the record itself (the service's inline
+  // runs: UTF-8 text, at most ServiceOptions::inline_record_bytes), read
+  // through the file kRecordInputFile. A terminal record is saved without it.
+  std::string input_text;
 
   std::string ToJson() const;
   static Result<RunRecord> FromJson(std::string_view text);

@@ -265,6 +265,26 @@ TEST_F(SecurityDataTest, InvalidUtf8FailsValidation) {
   EXPECT_EQ(Rows(), "{\"id\":100,\"amount\":1.00,\"note\":\"seed\"}\n");
 }
 
+// Small inline data travels in the run record: the run names no upload, its
+// errors call the data "inline data" with the line, and nothing is staged.
+TEST_F(SecurityDataTest, SmallInlineDataTravelsInTheRunRecord) {
+  Seed("orders", "csv", "id,amount,note\n100,1.00,seed\n");
+  const std::string p = LimitedPipeline("record-inline", "orders", "csv", {});
+  ExpectRefusedRun("record-bad-row", "orders", p, "id,amount,note\n1,1.00,a\n2,x,b\n", "text/csv",
+                   "validation_failed", "inline data: line 3");
+  HttpResult ok = SubmitInline(p, "record-good", "id,amount,note\n1,1.00,a\n");
+  ASSERT_EQ(ok.status, 202) << ok.body;
+  EXPECT_TRUE(Keys("ingestion-staging/").empty());
+  const json run = WaitRun(ok.Json()["id"]);
+  EXPECT_EQ(run["state"], "succeeded") << run.dump();
+  EXPECT_EQ(run["uploads"], json::array()) << run.dump();
+  EXPECT_EQ(run["inputBytes"], 24) << run.dump();
+  EXPECT_EQ(Rows(),
+            "{\"id\":100,\"amount\":1.00,\"note\":\"seed\"}\n"
+            "{\"id\":1,\"amount\":1.00,\"note\":\"a\"}\n");
+  EXPECT_EQ(LeftBehind(), std::set<std::string>());
+}
+
 // A json value is one RFC 8259 document, whatever its numbers: 1e400 and a
 // 5,000-digit integer load through JSON Lines and CSV alike and read back as
 // sent (the page writer once refused what the loader accepted, failing the

@@ -62,6 +62,11 @@ struct ServiceOptions {
   // oldest large run first, then small ones.
   int small_run_workers = 0;
   int64_t small_run_bytes = 1 << 20;
+  // Inline data of at most this many bytes (UTF-8 text) travels in the run
+  // record: an acceptance writes the reservation, the queue entry and the
+  // run record, and stages nothing. Larger (or non-UTF-8) data is staged as
+  // an upload first. 0: always staged.
+  int64_t inline_record_bytes = 64 << 10;
   // Group commit: runs of this process appending to one table that reach
   // their commit together share one table and manifest commit, each with its
   // own run_commit row (GroupCommitter). At most this many runs per commit;

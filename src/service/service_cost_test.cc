@@ -1,8 +1,9 @@
-// What a small run costs in object-store requests: an inline acceptance
-// makes five writes before it is acknowledged (data, upload record,
-// reservation, queue entry, run record) and reads nothing it staged; its run
-// writes its record twice (the claim, which also records validating, and the
-// end) and deletes its inputs itself, with no cleanup entry.
+// What a small run costs in object-store requests. Inline data that
+// travels in the run record makes three writes before it is acknowledged
+// (reservation, queue entry, run record); larger inline data is staged first
+// (data and upload record: five). Either way nothing staged is read back, and
+// the run writes its record twice (the claim, which also records validating,
+// and the end) and deletes its inputs itself, with no cleanup entry.
 #include "io/counting_object_store.h"
 #include "service/service_test_util.h"
 
@@ -28,7 +29,8 @@ class ServiceCostTest : public ServiceTest {
   std::shared_ptr<CountingObjectStore> counting_;
 };
 
-TEST_F(ServiceCostTest, AnInlineRunWritesFiveObjectsToBeAcceptedAndTwoRunRecordsToEnd) {
+TEST_F(ServiceCostTest, AStagedInlineRunWritesFiveObjectsToBeAcceptedAndTwoRunRecordsToEnd) {
+  options_.inline_record_bytes = 0;  // always staged
   const std::string pipeline = AppendPipeline();
   ASSERT_TRUE(Svc().SubmitInline(Ctx("ada"), pipeline, "warm", {"text/csv", kRows}).ok());
   ASSERT_EQ(Drain(), 1);  // directories and caches warm
@@ -66,6 +68,42 @@ TEST_F(ServiceCostTest, AnInlineRunWritesFiveObjectsToBeAcceptedAndTwoRunRecords
   counting_->Reset();
   EXPECT_EQ(Svc().RunCleanerOnce().value().entries_done, 0);
   EXPECT_EQ(counting_->Snapshot().total.writes(), 0u);
+}
+
+TEST_F(ServiceCostTest, AnInlineRunInItsRecordWritesThreeObjectsToBeAcceptedAndStagesNothing) {
+  const std::string pipeline = AppendPipeline();
+  ASSERT_TRUE(Svc().SubmitInline(Ctx("ada"), pipeline, "warm", {"text/csv", kRows}).ok());
+  ASSERT_EQ(Drain(), 1);  // directories and caches warm
+  counting_->Reset();
+  const std::string row = "id,amount,note\n3,1.50,a\n";
+  Result<Submission> s = Svc().SubmitInline(Ctx("ada"), pipeline, "k1", {"text/csv", row});
+  ASSERT_TRUE(s.ok()) << s.status();
+  const IoSnapshot accepted = counting_->Snapshot();
+  EXPECT_EQ(accepted.total.writes(), 3u) << accepted.total.ToString();
+  for (const char* sub : {"_control/requests/", "_control/queue/", "_control/runs/"}) {
+    EXPECT_EQ(Writes(accepted, sub), 1u) << sub;
+  }
+  for (const char* sub : {"ingestion-staging/v1/", "_control/uploads/"}) {
+    EXPECT_EQ(Writes(accepted, sub), 0u) << sub;
+  }
+  EXPECT_LE(accepted.total.reads(), 5u) << accepted.total.ToString();
+  // The queued record carries the data; the run names no upload.
+  const std::string key = root_ + "/_control/runs/" + s->run.id + ".json";
+  EXPECT_NE(store_->Get(key).value().find("\"input\":{\"text\":"), std::string::npos);
+  EXPECT_TRUE(s->run.uploads.empty());
+
+  counting_->Reset();
+  ASSERT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(s->run.id).state, ingest::RunState::kSucceeded);
+  EXPECT_EQ(Contents(), "1:150 2:250 3:150 ");
+  const IoSnapshot ran = counting_->Snapshot();
+  EXPECT_EQ(Writes(ran, "_control/runs/"), 2u);
+  EXPECT_EQ(Writes(ran, "_control/queue/"), 1u);
+  for (const char* sub : {"ingestion-staging/v1/", "_control/uploads/", "_control/cleanup/"}) {
+    EXPECT_EQ(Writes(ran, sub), 0u) << sub;
+  }
+  // A terminal record keeps no input.
+  EXPECT_EQ(store_->Get(key).value().find("\"input\""), std::string::npos);
 }
 
 }  // namespace

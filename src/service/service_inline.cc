@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "common/utf8.h"
 #include "service/service.h"
 #include "service/staging.h"
 
@@ -51,6 +52,13 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
                                      (csv ? "JSON Lines" : "CSV") + ", not " + load.content_type);
     }
     b.run_id = resuming != nullptr ? resuming->run_id : NewUlidString();
+    if (!load.data.empty() &&
+        static_cast<int64_t>(load.data.size()) <= options_.inline_record_bytes &&
+        IsValidUtf8(load.data)) {
+      b.record_input = load.data;
+      b.record_input_sha256 = sha;
+      return b;
+    }
     ASSIGN_OR_RETURN(UploadRecord r, StageInline(ctx, p, load, sha, b.run_id));
     staged.push_back(r.id);
     b.uploads = {r.id};

@@ -255,6 +255,47 @@ TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
   }
 }
 
+// The same for inline data carried by the run record: nothing is ever
+// staged, and the record keeps the data only until the run ends.
+TEST_P(ServiceCrashTest, AnInlineRunInItsRecordEndsExactlyOnceWhereverTheProcessDies) {
+  const std::string point = GetParam();
+  const std::string p = AppendPipeline();
+  const InlineLoad load{"text/csv", kRows, "", false};
+  int fired = 0;
+  Restart([&](std::string_view at) -> Status {
+    if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);
+    return Status::OK();
+  });
+  Result<Submission> first = Svc().SubmitInline(Ctx("ada"), p, "key", load);
+  if (first.ok()) {
+    Result<bool> worked = Svc().RunWorkerOnce();
+    EXPECT_TRUE(worked.ok() || fired == 1) << worked.status();
+  }
+  EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
+  Restart(nullptr);
+  std::string run_id;
+  for (int attempt = 0; attempt < 3 && run_id.empty(); ++attempt) {
+    Result<Submission> retry = Svc().SubmitInline(Ctx("ada"), p, "key", load);
+    if (retry.ok()) {
+      run_id = retry->run.id;
+    } else if (retry.status().Is(ErrorCode::kRequestInFlight)) {
+      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
+    } else {
+      FAIL() << retry.status();
+    }
+  }
+  ASSERT_FALSE(run_id.empty());
+  Drain();
+  EXPECT_EQ(Run(run_id).state, RunState::kSucceeded) << Run(run_id).error;
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+  EXPECT_EQ(RunCommits(), 1);
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  EXPECT_EQ(CountUnder("_control/uploads/"), 0);
+  EXPECT_EQ(CountUnder("_control/queue/"), 0);
+  const std::string record = store_->Get(root_ + "/_control/runs/" + run_id + ".json").value();
+  EXPECT_EQ(record.find("\"input\""), std::string::npos) << record;
+}
+
 INSTANTIATE_TEST_SUITE_P(Steps, ServiceCrashTest,
                          ::testing::Values("submit.after_reserve", "submit.after_claim_uploads",
                                            "submit.after_enqueue", "submit.after_run",
@@ -275,6 +316,7 @@ TEST_F(ServiceTest, AnInlineRetryFinishesTheCreationWithTheUploadItStaged) {
        {"submit.after_reserve", "submit.after_claim_uploads", "submit.after_enqueue"}) {
     SCOPED_TRACE(point);
     InitWorkspace("inl" + std::to_string(::getpid()) + "-" + NewUlidString());
+    options_.inline_record_bytes = 0;  // staged as an upload
     int fired = 0;
     Restart([&](std::string_view at) -> Status {
       if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);

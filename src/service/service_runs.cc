@@ -23,6 +23,13 @@ std::string KnownDigest(const UploadRecord& u) {
   return u.received_sha256.empty() ? u.sha256 : u.received_sha256;
 }
 
+// The data a run record carries counts as its one input, as the upload it
+// replaces would: the source identity is the same either way.
+std::vector<std::string> RecordInputDigests(const SubmitBody& b) {
+  if (b.record_input.empty()) return {};
+  return {b.record_input_sha256};
+}
+
 }  // namespace
 
 Status CheckIdempotencyKey(std::string_view key) {
@@ -301,6 +308,10 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   r.mode = p.spec.mode;
   r.keys = p.spec.key_columns;
   r.format = p.spec.format;
+  if (!b.record_input.empty()) {
+    r.files.push_back(std::string(ingest::kRecordInputFile));
+    r.file_names.push_back("inline data");
+  }
   for (const CheckedUpload& u : uploads) {
     r.files.push_back(u.record.key);
     // Errors name the upload, and the client's file name when it gave one.
@@ -360,7 +371,8 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
   } else {
     ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id));
   }
-  std::vector<std::string> digests;
+  std::vector<std::string> digests = RecordInputDigests(b);
+  a.bytes = static_cast<int64_t>(b.record_input.size());
   for (const CheckedUpload& u : a.uploads) {
     a.bytes += static_cast<int64_t>(u.record.size);
     digests.push_back(KnownDigest(u.record));
@@ -501,7 +513,9 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   run.table_sid = p.table_sid;
   run.created_micros = options_.clock->NowMicros();
   run.pipeline_id = p.id;
-  std::vector<std::string> digests;
+  run.input_text = std::string(b.record_input);
+  run.input_bytes = static_cast<int64_t>(b.record_input.size());
+  std::vector<std::string> digests = RecordInputDigests(b);
   for (const CheckedUpload& u : uploads) {
     run.uploads.push_back(u.record.id);
     run.input_bytes += static_cast<int64_t>(u.record.size);

@@ -400,6 +400,7 @@ Status Service::EnqueueCleanup(const RunRecord& rec) {
   entry.upload_ids = rec.uploads;
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
   for (const std::string& key : req.files) {
+    if (key == ingest::kRecordInputFile) continue;  // gone with the record's terminal state
     const size_t slash = key.rfind('/');
     entry.prefixes.push_back(key.substr(0, slash + 1));
   }
@@ -416,6 +417,7 @@ Status Service::CleanUpInputs(const RunRecord& rec) {
   // Relaxed: data that comes back after a power loss has no record left,
   // and the staging sweeper removes it.
   for (size_t i = 0; s.ok() && i < req->files.size(); ++i) {
+    if (req->files[i] == ingest::kRecordInputFile) continue;
     s = ws_->store()->DeleteRelaxed(req->files[i]);
   }
   for (size_t i = 0; s.ok() && i < rec.uploads.size(); ++i) s = uploads_.Delete(rec.uploads[i]);

@@ -19,6 +19,10 @@ struct SubmitBody {
   // records as written, when this very request staged them.
   std::string run_id;
   std::vector<UploadRecord> staged;
+  // Inline data small enough to travel in the run record itself (no upload
+  // is staged: `uploads` is empty), and its SHA-256.
+  std::string_view record_input;
+  std::string record_input_sha256;
   std::string source_id;
   bool reload = false;
   std::optional<std::string> error_policy;
