@@ -37,6 +37,7 @@ const configFile = path.join(work, 'config.json');
 fs.writeFileSync(configFile, JSON.stringify({
   workers: opt.workers,
   ...(opt.smallWorkers >= 0 ? { smallRunWorkers: opt.smallWorkers } : {}),
+  ...(opt.inlineRecordBytes >= 0 ? { inlineRecordBytes: opt.inlineRecordBytes } : {}),
   leaseSeconds: opt.leaseSeconds,
   accessLog: false,
   handlerThreads: 32,

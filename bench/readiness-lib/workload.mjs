@@ -9,7 +9,7 @@ export function parseOptions(argv) {
     overload: 0, faults: false, killEvery: 5000, killTrials: 0, storeFaults: 0, slowloris: 0,
     storeLatency: '', largeDuring: 0, inline: false, rows: 0, pipelines: 0, admission: '', unkeyed: false,
     workers: 2, smallWorkers: -1, leaseSeconds: 5, maxMib: 100, largeMib: 20, seed: 1, keep: false,
-    openLoop: false,
+    openLoop: false, inlineRecordBytes: -1,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];

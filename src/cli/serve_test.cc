@@ -135,6 +135,7 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   refused_config("interval.json", R"({"groupCommitIntervalMillis": 1001})",
                  "groupCommitIntervalMillis");
   refused_config("compaction.json", R"({"compactionMinFragments": 1})", "compactionMinFragments");
+  refused_config("inline.json", R"({"inlineRecordBytes": 1048577})", "inlineRecordBytes");
   std::vector<std::string> compaction = ok;
   compaction.insert(compaction.end(), {"--compaction-interval-seconds", "-1"});
   CliResult compaction_r = RunLoam(dir_, compaction);
@@ -217,10 +218,12 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
 
 // `loam serve` compacts by itself: 16 runs leave 16 small fragments, and
 // the next pass (every second here) merges them; /metrics shows it.
+// (With inline data always staged as an upload: inlineRecordBytes 0.)
 TEST_F(ServeTest, CompactsTablesThatAreDueByItself) {
-  const pid_t pid =
-      StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
-                       "--no-access-log", "--compaction-interval-seconds", "1"});
+  WriteFile(dir_ + "/staged.json", R"({"inlineRecordBytes": 0})");
+  const pid_t pid = StartLoam(
+      dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
+             "--no-access-log", "--compaction-interval-seconds", "1", "--config", "staged.json"});
   const uint16_t port = WaitListening();
   ASSERT_NE(port, 0);
   std::filesystem::create_directories(dir_ + "/client");
@@ -263,6 +266,8 @@ TEST_F(ServeTest, CompactsTablesThatAreDueByItself) {
   }
   server::HttpResult table = server::HttpCall(port, "GET", "/v1/tables/t", "", auth);
   EXPECT_EQ(table.Json()["rowCount"], 16) << table.body;
+  server::HttpResult staged = server::HttpCall(port, "GET", "/v1/runs/" + last, "", auth);
+  EXPECT_EQ(staged.Json()["uploads"].size(), 1u) << staged.body;
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }

@@ -106,6 +106,7 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("smallRunWorkers", &c.small_run_workers, 0, 256));
   RETURN_NOT_OK(o.Int("groupCommitRuns", &c.group_commit_runs, 1, 1024));
   RETURN_NOT_OK(o.Int("groupCommitIntervalMillis", &c.group_commit_interval_millis, 0, 1000));
+  RETURN_NOT_OK(o.Int("inlineRecordBytes", &c.inline_record_bytes, 0, 1 << 20));
   RETURN_NOT_OK(o.Int("compactionIntervalSeconds", &c.compaction_interval_seconds, 0, 86400));
   RETURN_NOT_OK(o.Int("compactionMinFragments", &c.compaction_min_fragments, 2, 1 << 20));
   RETURN_NOT_OK(o.Int("compactionTargetRows", &c.compaction_target_rows, 2, int64_t{1} << 32));
@@ -193,6 +194,7 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
                                                        : 0;
   so.group_commit_runs = config.group_commit_runs;
   so.group_commit_interval_micros = config.group_commit_interval_millis * 1000;
+  so.inline_record_bytes = config.inline_record_bytes;
   so.lease_micros = config.lease_seconds * 1'000'000;
   so.compaction_interval_micros = config.compaction_interval_seconds * 1'000'000;
   so.compaction.min_fragments = static_cast<uint64_t>(config.compaction_min_fragments);

@@ -26,6 +26,9 @@ struct ServerConfig {
   // A table commits at most once per this many ms (an idle one at once), so
   // runs that follow each other closely share commits; 0: no interval.
   int64_t group_commit_interval_millis = 50;
+  // Inline data up to this many bytes travels in the run record
+  // (ServiceOptions::inline_record_bytes); 0: always staged as an upload.
+  int64_t inline_record_bytes = 64 << 10;
   // Automatic compaction: every this many seconds, the serve process that
   // holds the workspace's maintenance lease compacts the tables with at
   // least `compaction_min_fragments` small fragments; 0: never.
