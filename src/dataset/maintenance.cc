@@ -12,29 +12,49 @@ namespace loam {
 
 namespace {
 
-// Runs of consecutive fragments Compactable under `options`, each of up to
-// target_rows live rows; a lone fragment with nothing deleted is left alone
-// (a rewrite gains nothing).
+// The fragments to rewrite together, size-tiered. Within each run of
+// consecutive fragments Compactable under `options`, from the newest back, a
+// bin takes the next older fragment while that one holds no more live rows
+// than the bin so far (and the bin stays within target_rows). So small
+// fragments merge into each other and a merged one joins an older one only
+// once it is as large: a pass costs about what arrived since the last, not
+// the table, each row is rewritten about log2(rows / rows per pass) times,
+// and the fragments left number about as many. A lone fragment with nothing
+// deleted is left alone (a rewrite gains nothing). Bins and their fragments
+// are oldest first.
 std::vector<std::vector<const Fragment*>> CompactionBins(const DatasetVersion& base,
                                                          const CompactionOptions& options) {
   std::vector<std::vector<const Fragment*>> bins;
-  std::vector<const Fragment*> bin;
-  uint64_t bin_rows = 0;
-  auto close_bin = [&] {
-    if (bin.size() > 1 || (bin.size() == 1 && bin[0]->deleted_rows > 0)) bins.push_back(bin);
-    bin.clear();
-    bin_rows = 0;
+  std::vector<const Fragment*> run;  // consecutive compactable fragments
+  auto close_run = [&] {
+    std::vector<std::vector<const Fragment*>> tiers;  // newest first
+    std::vector<const Fragment*> bin;                 // newest first
+    uint64_t bin_rows = 0;
+    auto close_bin = [&] {
+      if (bin.size() > 1 || (bin.size() == 1 && bin[0]->deleted_rows > 0)) {
+        tiers.emplace_back(bin.rbegin(), bin.rend());
+      }
+      bin.clear();
+      bin_rows = 0;
+    };
+    for (auto it = run.rbegin(); it != run.rend(); ++it) {
+      const uint64_t rows = (*it)->live_rows();
+      if (!bin.empty() && (rows > bin_rows || bin_rows + rows > options.target_rows)) close_bin();
+      bin.push_back(*it);
+      bin_rows += rows;
+    }
+    close_bin();
+    bins.insert(bins.end(), tiers.rbegin(), tiers.rend());
+    run.clear();
   };
   for (const Fragment& f : base.fragments) {
-    if (!Compactable(f, options)) {
-      close_bin();
-      continue;
+    if (Compactable(f, options)) {
+      run.push_back(&f);
+    } else {
+      close_run();
     }
-    if (bin_rows + f.live_rows() > options.target_rows) close_bin();
-    bin.push_back(&f);
-    bin_rows += f.live_rows();
   }
-  close_bin();
+  close_run();
   return bins;
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "common/status_macros.h"
 #include "dataset/dataset_test_util.h"
 #include "io/fault_injection_object_store.h"
@@ -41,11 +44,66 @@ TEST_F(MaintenanceTest, CompactionBinPacksSmallFragmentsAndKeepsRows) {
   CompactionStats stats;
   Dataset compacted = ds.Compact({.target_rows = 40}, &stats).value();
   EXPECT_EQ(stats.fragments_removed, 10);
-  EXPECT_EQ(compacted.state().fragments.size(), 3u);  // 35 + 40 + 20 live rows
+  EXPECT_EQ(compacted.state().fragments.size(), 3u);  // 5 + 40 + 40 live rows, newest binned first
   for (const Fragment& f : compacted.state().fragments) EXPECT_EQ(f.deleted_rows, 0u);
   EXPECT_EQ(Contents(compacted), before);
   // Nothing left to do: no commit.
   EXPECT_EQ(compacted.Compact({.target_rows = 40}).value().version(), compacted.version());
+}
+
+// Size-tiered: small fragments merge into each other, not into an older
+// larger one, which a pass leaves as it is until as many rows arrived.
+TEST_F(MaintenanceTest, CompactionMergesSmallFragmentsIntoEachOtherFirst) {
+  Dataset ds = ds_.Append({People(Range(0, 64))}).value();
+  const uint64_t big = ds.state().fragments[0].id;
+  int next = 64;
+  auto add = [&](int n) {
+    for (int i = 0; i < n; ++i, ++next) ds = ds.Append({People(Range(next, next + 1))}).value();
+  };
+  add(8);
+  ds = ds.Compact({.target_rows = 1000}).value();
+  ASSERT_EQ(ds.state().fragments.size(), 2u);
+  EXPECT_EQ(ds.state().fragments[0].id, big);
+  EXPECT_EQ(ds.state().fragments[1].physical_rows, 8u);
+  add(8);  // 8 new rows join the 8 merged before (as large), not the 64
+  ds = ds.Compact({.target_rows = 1000}).value();
+  ASSERT_EQ(ds.state().fragments.size(), 2u);
+  EXPECT_EQ(ds.state().fragments[0].id, big);
+  EXPECT_EQ(ds.state().fragments[1].physical_rows, 16u);
+  add(48);  // 48 join the 16 (as large), and 64 rows then join the 64
+  const auto before = Contents(ds);
+  ds = ds.Compact({.target_rows = 1000}).value();
+  ASSERT_EQ(ds.state().fragments.size(), 1u);
+  EXPECT_EQ(ds.state().fragments[0].physical_rows, 128u);
+  EXPECT_EQ(Contents(ds), before);
+  EXPECT_EQ(before.size(), 128u);
+}
+
+// A pass after every few rows rewrites each row about log2(passes) times and
+// leaves about as many fragments; merging every pass into one fragment would
+// rewrite the whole table each time (20,200 rows here).
+TEST_F(MaintenanceTest, RepeatedCompactionRewritesEachRowLogarithmicallyOften) {
+  Dataset ds = ds_;
+  uint64_t rewritten = 0;
+  size_t most_fragments = 0;
+  for (int pass = 0; pass < 100; ++pass) {
+    for (int i = 0; i < 4; ++i) {
+      const int64_t id = pass * 4 + i;
+      ds = ds.Append({People(Range(id, id + 1))}).value();
+    }
+    std::set<uint64_t> had;
+    for (const Fragment& f : ds.state().fragments) had.insert(f.id);
+    const auto before = Contents(ds);
+    ds = ds.Compact({.target_rows = 1 << 20}).value();
+    ASSERT_EQ(Contents(ds), before) << "pass " << pass;
+    for (const Fragment& f : ds.state().fragments) {
+      if (!had.count(f.id)) rewritten += f.physical_rows;
+    }
+    most_fragments = std::max(most_fragments, ds.state().fragments.size());
+  }
+  EXPECT_EQ(Contents(ds).size(), 400u);
+  EXPECT_LE(rewritten, 400u * 9) << "rows rewritten over 100 passes";
+  EXPECT_LE(most_fragments, 8u);
 }
 
 TEST_F(MaintenanceTest, CompactionMaterialisesHeavyDeletions) {

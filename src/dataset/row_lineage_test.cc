@@ -62,11 +62,12 @@ TEST_F(RowLineageTest, AnAppendsRowsAreFoundThroughCompactions) {
   ds_ = ds_.Delete({Predicate::Lt("id", int64_t{5})}).value();
   ds_ = ds_.Delete({Predicate::Eq("id", int64_t{23})}).value();
   ds_ = ds_.Compact({.target_rows = 40}).value();
-  ASSERT_EQ(ds_.state().fragments.size(), 3u);  // 35 + 40 + 19 live rows
+  ASSERT_EQ(ds_.state().fragments.size(), 3u);  // 15 + 39 + 40 live rows
   Append(100, 110);
   ds_ = ds_.Delete({Predicate::Eq("id", int64_t{57})}).value();  // after the first compaction
   ds_ = ds_.Compact({.target_rows = 1000}).value();
-  ASSERT_EQ(ds_.state().fragments.size(), 1u);
+  // The three merged; the newer 10 rows, fewer than the 40 before them, stay.
+  ASSERT_EQ(ds_.state().fragments.size(), 2u);
   EXPECT_EQ(IdsOf(0), Ids(5, 10));
   std::set<int64_t> second = Ids(20, 30);
   second.erase(23);
