@@ -142,6 +142,8 @@ MaintenanceLease::MaintenanceLease(std::shared_ptr<ObjectStore> store,
 
 Result<bool> MaintenanceLease::Acquire() {
   const int64_t now = clock_->NowMicros();
+  if (held_until_ - now > lease_micros_ * 2 / 3) return true;
+  held_until_ = 0;
   const std::string mine =
       nlohmann::json{{"holder", holder_}, {"expiresMicros", now + lease_micros_}}.dump();
   ObjectMeta meta;
@@ -155,7 +157,10 @@ Result<bool> MaintenanceLease::Acquire() {
     if (lease.holder != holder_ && lease.expires_micros > now) return false;
     put = store_->PutIfMatch(key_, mine, meta.etag);
   }
-  if (put.ok()) return true;
+  if (put.ok()) {
+    held_until_ = now + lease_micros_;
+    return true;
+  }
   // Another process wrote the lease between the read and the write.
   if (put.status().IsAlreadyExists() || put.status().IsAborted() || put.status().IsNotFound()) {
     return false;
@@ -164,6 +169,7 @@ Result<bool> MaintenanceLease::Acquire() {
 }
 
 Status MaintenanceLease::Release() {
+  held_until_ = 0;
   ObjectMeta meta;
   Result<std::string> held = store_->Get(key_, &meta);
   if (held.status().IsNotFound()) return Status::OK();

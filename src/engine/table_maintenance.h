@@ -75,7 +75,9 @@ class MaintenanceLease {
   MaintenanceLease(std::shared_ptr<ObjectStore> store, const std::string& workspace_root,
                    std::string holder, Clock* clock, int64_t lease_micros);
   // Takes the lease, or renews it, until now + lease_micros. False when
-  // another holder's lease is live (or took it first).
+  // another holder's lease is live (or took it first). While this holder's
+  // lease has two thirds of its length to run, true at once, with no request:
+  // nobody else may take it before then.
   Result<bool> Acquire();
   // Gives the lease up if this holder has it.
   Status Release();
@@ -86,6 +88,7 @@ class MaintenanceLease {
   std::string holder_;
   Clock* clock_;
   int64_t lease_micros_;
+  int64_t held_until_ = 0;  // as this holder last wrote it; 0: not held
 };
 
 }  // namespace loam

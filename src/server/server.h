@@ -32,7 +32,7 @@ struct ServerConfig {
   // Automatic compaction: every this many seconds, the serve process that
   // holds the workspace's maintenance lease compacts the tables with at
   // least `compaction_min_fragments` small fragments; 0: never.
-  int64_t compaction_interval_seconds = 10;
+  int64_t compaction_interval_seconds = 1;
   int64_t compaction_min_fragments = 16;
   int64_t compaction_target_rows = 1 << 20;
   // Retention: every this many seconds, the lease holder removes versions

@@ -113,7 +113,8 @@ struct ServiceOptions {
   // Automatic compaction: every interval, the process holding the
   // workspace's maintenance lease (MaintenanceLease) compacts the tables
   // that are due on every branch (CompactAllBranches) as the workspace's
-  // owner; 0: never (loam serve: 10 s). The lease lasts 5 intervals.
+  // owner; 0: never (loam serve: 1 s). The lease lasts 5 intervals (at
+  // least 60 s) and is renewed after a third of it.
   int64_t compaction_interval_micros = 0;
   CompactionPolicy compaction;
   // Called after each compaction pass this process makes (metrics).
