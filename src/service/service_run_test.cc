@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <sstream>
 
@@ -208,7 +209,23 @@ TEST_F(ServiceTest, BadInputFailsTheRunAndLeavesTheTableAsItWas) {
 // Every step of submission, claim, commit and completion, "crashed" once:
 // after a restart and the client's retries, the run ends terminal exactly
 // once, its staging is gone, and no idempotency record points nowhere.
-class ServiceCrashTest : public ServiceTest, public ::testing::WithParamInterface<const char*> {};
+class ServiceCrashTest : public ServiceTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  // The client's retries after the restart: the run id once accepted, ""
+  // after a refusal other than "in flight" (reported) or three tries.
+  std::string RetryUntilAccepted(const std::function<Result<Submission>()>& submit) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      Result<Submission> retry = submit();
+      if (retry.ok()) return retry->run.id;
+      if (!retry.status().Is(ErrorCode::kRequestInFlight)) {
+        ADD_FAILURE() << retry.status();
+        return "";
+      }
+      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
+    }
+    return "";
+  }
+};
 
 TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
   const std::string point = GetParam();
@@ -227,17 +244,7 @@ TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
   }
   EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
   Restart(nullptr);  // a new process: workspace, service, loader owner
-  std::string run_id;
-  for (int attempt = 0; attempt < 3 && run_id.empty(); ++attempt) {
-    Result<Submission> retry = Submit(p, "key", Body(upload));
-    if (retry.ok()) {
-      run_id = retry->run.id;
-    } else if (retry.status().Is(ErrorCode::kRequestInFlight)) {
-      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
-    } else {
-      FAIL() << retry.status();
-    }
-  }
+  const std::string run_id = RetryUntilAccepted([&] { return Submit(p, "key", Body(upload)); });
   ASSERT_FALSE(run_id.empty());
   Drain();
   EXPECT_EQ(Run(run_id).state, RunState::kSucceeded) << Run(run_id).error;
@@ -273,17 +280,8 @@ TEST_P(ServiceCrashTest, AnInlineRunInItsRecordEndsExactlyOnceWhereverTheProcess
   }
   EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
   Restart(nullptr);
-  std::string run_id;
-  for (int attempt = 0; attempt < 3 && run_id.empty(); ++attempt) {
-    Result<Submission> retry = Svc().SubmitInline(Ctx("ada"), p, "key", load);
-    if (retry.ok()) {
-      run_id = retry->run.id;
-    } else if (retry.status().Is(ErrorCode::kRequestInFlight)) {
-      clock_.AdvanceMicros(options_.in_flight_grace_micros + 1);
-    } else {
-      FAIL() << retry.status();
-    }
-  }
+  const std::string run_id =
+      RetryUntilAccepted([&] { return Svc().SubmitInline(Ctx("ada"), p, "key", load); });
   ASSERT_FALSE(run_id.empty());
   Drain();
   EXPECT_EQ(Run(run_id).state, RunState::kSucceeded) << Run(run_id).error;
