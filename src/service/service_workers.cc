@@ -18,6 +18,14 @@ bool Committed(RunState s) { return s == RunState::kSucceeded || s == RunState::
 
 int64_t WallMicros() { return Clock::System()->NowMicros(); }
 
+// The staging keys of a service run's inputs: every file but the data its
+// record carries, which goes with the record's terminal state.
+Result<std::vector<std::string>> StagedInputs(const RunRecord& rec) {
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
+  std::erase(req.files, std::string(ingest::kRecordInputFile));
+  return std::move(req.files);
+}
+
 }  // namespace
 
 void Service::Wake() {
@@ -398,9 +406,8 @@ Status Service::EnqueueCleanup(const RunRecord& rec) {
   CleanupEntry entry;
   entry.run_id = rec.id;
   entry.upload_ids = rec.uploads;
-  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
-  for (const std::string& key : req.files) {
-    if (key == ingest::kRecordInputFile) continue;  // gone with the record's terminal state
+  ASSIGN_OR_RETURN(std::vector<std::string> staged, StagedInputs(rec));
+  for (const std::string& key : staged) {
     const size_t slash = key.rfind('/');
     entry.prefixes.push_back(key.substr(0, slash + 1));
   }
@@ -412,13 +419,12 @@ Status Service::EnqueueCleanup(const RunRecord& rec) {
 // go at once; the cleaner takes over what could not be deleted.
 Status Service::CleanUpInputs(const RunRecord& rec) {
   if (rec.pipeline_id.empty()) return Status::OK();
-  Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(rec.request);
-  Status s = req.status();
+  Result<std::vector<std::string>> staged = StagedInputs(rec);
+  Status s = staged.status();
   // Relaxed: data that comes back after a power loss has no record left,
   // and the staging sweeper removes it.
-  for (size_t i = 0; s.ok() && i < req->files.size(); ++i) {
-    if (req->files[i] == ingest::kRecordInputFile) continue;
-    s = ws_->store()->DeleteRelaxed(req->files[i]);
+  for (size_t i = 0; s.ok() && i < staged->size(); ++i) {
+    s = ws_->store()->DeleteRelaxed((*staged)[i]);
   }
   for (size_t i = 0; s.ok() && i < rec.uploads.size(); ++i) s = uploads_.Delete(rec.uploads[i]);
   if (s.ok()) return s;
