@@ -73,7 +73,7 @@ TEST_F(CliMigrateTest, ACurrentWorkspaceServesAndHasNothingToMigrate) {
 TEST_F(CliMigrateTest, AnUnstampedWorkspaceIsRefusedUntilMigrated) {
   Unstamp();
   ExpectRefusedEverywhere(
-      "has no format stamp (head directory format 8: its stamp was lost, or its init stopped "
+      "has no format stamp (head directory format 9: its stamp was lost, or its init stopped "
       "before writing it); this Loam "
       "serves workspace format 5 only: stop every writer (servers, loads, maintenance), then run "
       "'loam migrate'");
@@ -83,7 +83,7 @@ TEST_F(CliMigrateTest, AnUnstampedWorkspaceIsRefusedUntilMigrated) {
   WriteFile(dir_ + "/loam-data/_control/identity_counter.json", R"({"next":1})");
   CliResult m = Ok({"--json", "migrate"});
   json j = json::parse(m.out);
-  EXPECT_EQ(j["from"], "unstamped heads (head directory format 8)");
+  EXPECT_EQ(j["from"], "unstamped heads (head directory format 9)");
   EXPECT_EQ(j["identityCounterWas"], 1);
   Ok({"table", "create", "u", "--column", "id:int64"});
   EXPECT_EQ(Ok({"count", "t"}).out, "2\n");  // t's identity was not minted again

@@ -52,9 +52,9 @@ TEST_F(CliTest, InitMintsAWorkspaceIdThatInfoShows) {
   json j = json::parse(info.out);
   EXPECT_EQ(j.at("workspaceId"), id);
   EXPECT_EQ(j.at("branchCount"), 1);
-  // 8: a head directory that Loams from before the format stamp (which read
-  // up to 7) refuse rather than serve.
-  EXPECT_EQ(j.at("manifestFormat").get<int>(), 8);
+  // 9: tombstone levels, a head directory that Loams from before the format
+  // stamp (which read up to 7) refuse rather than serve.
+  EXPECT_EQ(j.at("manifestFormat").get<int>(), 9);
   // Each workspace has its own id; the text form says it too.
   CliResult mine = Ok({"info"});
   EXPECT_NE(mine.out.find("workspace id"), std::string::npos) << mine.out;

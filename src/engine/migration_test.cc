@@ -47,8 +47,10 @@ TEST_P(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   const std::string found = Format4() ? "ws is in workspace format 4 (a journal-only manifest, no "
                                         "format stamp)"
-                                      : "ws has no format stamp (head directory format 8: its "
-                                        "stamp was lost, or its init stopped before writing it)";
+                                      : "ws has no format stamp (head directory format " +
+                                            std::to_string(kManifestFormatVersion) +
+                                            ": its stamp was lost, or its init stopped before "
+                                            "writing it)";
   EXPECT_EQ(ws.status().message(),
             found +
                 "; this Loam serves workspace format 5 only: stop every writer (servers, loads, "
@@ -395,6 +397,43 @@ void ExpectSameHistory(const std::shared_ptr<ObjectStore>& store,
       EXPECT_EQ(got->graph_head, want.graph_head);
     }
   }
+}
+
+// A migration writes one baseline per identity ever made: they go in a
+// fragment of their own, so that the fragments holding the partitions (all
+// a current read decodes) hold at most the few journal rows of an ordinary
+// commit beside them (64), never 80 baselines.
+TEST(MigrationBaselinesTest, TheFragmentsCurrentReadsDecodeHoldNoBaselines) {
+  auto store = testing::NewTestStore();
+  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  ASSERT_TRUE(ws->CreateTable("kept", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws->Write(Append("kept", {1})).ok());
+  for (int i = 0; i < 80; ++i) {
+    ASSERT_TRUE(ws->CreateTable("d" + std::to_string(i), EventSchema(), {}).ok());
+    ASSERT_TRUE(ws->DropTable("d" + std::to_string(i)).ok());
+  }
+  ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
+  Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto after = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  ManifestVersion v = after->manifest().Current("").value();
+  Dataset ds = after->manifest().OpenDataset("").value();
+  std::map<int32_t, uint64_t> partition_rows;  // by directory file
+  for (uint32_t p = 0; p < kNumPartitions; ++p) {
+    if (v.dir.slots[p].file >= 0) partition_rows[v.dir.slots[p].file] += v.dir.slots[p].count;
+  }
+  ASSERT_FALSE(partition_rows.empty());
+  for (const auto& [file, rows] : partition_rows) {
+    const HeadDirectory::File& f = v.dir.files[file];
+    auto frag = std::find_if(ds.state().fragments.begin(), ds.state().fragments.end(),
+                             [&](const Fragment& x) {
+                               return f.path.ends_with(x.data_path) && x.data_offset == f.offset;
+                             });
+    ASSERT_NE(frag, ds.state().fragments.end()) << f.path;
+    EXPECT_LE(frag->physical_rows, rows + 64) << f.path << " holds baselines beside partitions";
+  }
+  EXPECT_EQ(after->Current().value().tables.size(), 1u);
+  ExpectHeadsMatchFold(*after);
 }
 
 // Seeded random histories: whatever the mix of operations and branches,

@@ -95,7 +95,8 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
   // What MigrationReport::from says.
   std::string From() const {
     return Format4() ? "format 4 (journal-only manifest)"
-                     : "unstamped heads (head directory format 8)";
+                     : "unstamped heads (head directory format " +
+                           std::to_string(kManifestFormatVersion) + ")";
   }
 
   Result<std::shared_ptr<Workspace>> Open() {

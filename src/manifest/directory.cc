@@ -30,9 +30,39 @@ uint32_t LiveHeadPartition(int64_t sid, uint32_t format) {
                                kTableHeadPartitions);
 }
 
-uint32_t TombstoneHeadPartition(int64_t sid) {
+namespace {
+
+// Format 7 and 8: one hashed partition per tombstoned head.
+uint32_t HashedTombstonePartition(int64_t sid) {
   return kFirstTombstonePartition +
          static_cast<uint32_t>(Mix(static_cast<uint64_t>(sid) ^ 0x5bd1e995) % kTombstonePartitions);
+}
+
+bool IsTombstonedHead(const ManifestRow& row) {
+  return row.object_type == object_type::kTableHead && !row.row_count;
+}
+
+}  // namespace
+
+uint64_t TombstoneLevelCapacity(uint32_t level) {
+  if (level + 1 >= kTombstonePartitions) return UINT64_MAX;
+  return uint64_t{64} << (2 * level);
+}
+
+std::vector<uint32_t> TombstoneHeadPartitions(int64_t sid, uint32_t format) {
+  if (format < kFirstTombstoneLevelsFormat) return {HashedTombstonePartition(sid)};
+  std::vector<uint32_t> out;
+  for (uint32_t p = kFirstTombstonePartition; p < kNumPartitions; ++p) out.push_back(p);
+  return out;
+}
+
+bool BelongsIn(const ManifestRow& row, uint32_t partition, uint32_t format) {
+  if (format >= kFirstTombstoneLevelsFormat && IsTombstonedHead(row) && row.stable_table_id &&
+      *row.stable_table_id >= 1) {
+    return partition >= kFirstTombstonePartition && partition < kNumPartitions;
+  }
+  Result<uint32_t> p = PartitionOf(row, format);
+  return p.ok() && *p == partition;
 }
 
 Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format) {
@@ -43,7 +73,8 @@ Result<uint32_t> PartitionOf(const ManifestRow& row, uint32_t format) {
     const int64_t sid = *row.stable_table_id;
     if (format >= kFirstHashedFormat &&
         !row.row_count) {  // tombstoned (ParseTableHead checks the state agrees)
-      return TombstoneHeadPartition(sid);
+      return format >= kFirstTombstoneLevelsFormat ? kFirstTombstonePartition
+                                                   : HashedTombstonePartition(sid);
     }
     return LiveHeadPartition(sid, format);
   }

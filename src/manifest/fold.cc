@@ -148,8 +148,7 @@ void ReadLeniently(const Manifest& manifest, const ManifestVersion& v, uint32_t 
     return;
   }
   for (const ManifestRow& r : *rows) {
-    Result<uint32_t> at = PartitionOf(r, v.dir.format);
-    if (!at.ok() || *at != p) {
+    if (!BelongsIn(r, p, v.dir.format)) {
       problems->push_back("row '" + r.object_id + "' is in partition " + std::to_string(p) +
                           ", where it does not belong");
       continue;

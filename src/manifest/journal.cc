@@ -15,7 +15,10 @@ namespace loam {
 using manifest_internal::Backoff;
 using manifest_internal::DirectoryOf;
 using manifest_internal::FileOf;
+using manifest_internal::FragmentRows;
+using manifest_internal::PartitionRows;
 using manifest_internal::RegroupPartitions;
+using manifest_internal::SettleTombstoneLevels;
 
 // --- merging ----------------------------------------------------------------------
 
@@ -256,38 +259,37 @@ Status Manifest::Compact(const std::string& branch) {
     v.version = base.version();
     ASSIGN_OR_RETURN(v.dir, DirectoryOf(base.state().app_section));
     ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, Journal(branch, base.version()));
-    std::vector<ManifestRow> heads;
-    std::vector<std::pair<uint32_t, uint32_t>> ranges(kNumPartitions);
-    ASSIGN_OR_RETURN(auto partitions,
+    // Every partition is in `partitions`: settling never reads.
+    ASSIGN_OR_RETURN(PartitionRows partitions,
                      RegroupPartitions(v, [&](uint32_t p) { return ReadPartition(v, p); }));
-    for (auto& [p, rows] : partitions) {
-      std::sort(rows.begin(), rows.end(), [](const ManifestRow& a, const ManifestRow& b) {
-        return a.object_id < b.object_id;
-      });
-      ranges[p] = {static_cast<uint32_t>(heads.size()), static_cast<uint32_t>(rows.size())};
-      heads.insert(heads.end(), rows.begin(), rows.end());
-    }
-    std::vector<Fragment> added;
+    RETURN_NOT_OK(SettleTombstoneLevels(
+        &partitions,
+        [](uint32_t) -> Result<std::vector<ManifestRow>> { return std::vector<ManifestRow>(); }));
+    // Journal fragments first, then the live partitions' fragment, then the
+    // tombstones' (as a publish keeps them, apart from what current reads need).
+    std::vector<FragmentRows> groups;
     const size_t cap = options_.dataset.max_rows_per_fragment;
     for (size_t at = 0; at < journal.size(); at += cap) {
       const size_t end = std::min(journal.size(), at + cap);
-      ASSIGN_OR_RETURN(Fragment j,
-                       base.WriteFragment(RowsToBatch(std::vector<ManifestRow>(
-                                              journal.begin() + at, journal.begin() + end)),
-                                          /*allow_inline=*/true));
-      added.push_back(std::move(j));
+      groups.push_back({{journal.begin() + at, journal.begin() + end}, {}});
     }
-    if (!heads.empty()) {
-      ASSIGN_OR_RETURN(Fragment h, base.WriteFragment(RowsToBatch(heads), /*allow_inline=*/true));
-      added.push_back(std::move(h));
+    FragmentRows live, tombs;
+    for (auto& [p, rows] : partitions) {
+      if (!rows.empty()) (p >= kFirstTombstonePartition ? tombs : live).Add(p, &rows);
     }
-    // The heads fragment, when there is one, is the last one added.
+    for (FragmentRows* f : {&live, &tombs}) {
+      if (!f->rows.empty()) groups.push_back(std::move(*f));
+    }
+    std::vector<Fragment> added;
+    for (const FragmentRows& g : groups) {
+      ASSIGN_OR_RETURN(Fragment f, base.WriteFragment(RowsToBatch(g.rows), /*allow_inline=*/true));
+      added.push_back(std::move(f));
+    }
     auto directory = [&](const std::vector<Fragment>& committed) -> Result<std::string> {
       HeadDirectory dir;
-      if (!heads.empty()) {
-        const HeadDirectory::File file = FileOf(committed.back());
-        for (uint32_t p = 0; p < kNumPartitions; ++p) {
-          if (ranges[p].second > 0) dir.Set(p, file, ranges[p].first, ranges[p].second);
+      for (size_t i = 0; i < groups.size(); ++i) {
+        for (const auto& [p, range] : groups[i].ranges) {
+          dir.Set(p, FileOf(committed.at(i)), range.first, range.second);
         }
       }
       return EncodeHeadDirectory(dir);
@@ -296,7 +298,10 @@ Status Manifest::Compact(const std::string& branch) {
     for (const Fragment& f : base.state().fragments) removed.push_back(f.id);
     Result<Dataset> done = base.CommitRewrite(std::move(added), removed, directory);
     if (done.ok()) {
-      RememberBase(branch, *done);
+      // The journal's new fragments go into its index at once (best effort:
+      // a later publish folds them otherwise), so look-ups stay indexed.
+      Result<Dataset> indexed = FoldJournalIndex(*done, 0);
+      RememberBase(branch, indexed.ok() ? *indexed : *done);
       return Status::OK();
     }
     if (!done.status().IsAborted()) return done.status();

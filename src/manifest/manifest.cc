@@ -18,7 +18,15 @@ using json = nlohmann::json;
 using manifest_internal::Backoff;
 using manifest_internal::DirectoryOf;
 using manifest_internal::FileOf;
+using manifest_internal::FragmentRows;
+using manifest_internal::PartitionReader;
+using manifest_internal::PartitionRows;
 using manifest_internal::RegroupPartitions;
+using manifest_internal::SettleTombstoneLevels;
+
+// Journal rows of one commit that share its partitions' fragment; more go
+// in a fragment of their own.
+constexpr size_t kJournalRowsBesideHeads = 64;
 
 }  // namespace
 
@@ -62,7 +70,10 @@ Result<std::optional<ManifestRow>> PublishView::Find(const std::string& object_i
 Result<std::optional<TableHead>> PublishView::TableHeadOf(int64_t sid) {
   ASSIGN_OR_RETURN(auto row, Find(TableHeadId(sid), LiveHeadPartition(sid, base_.dir.format)));
   if (!row && base_.dir.format >= kFirstHashedFormat) {
-    ASSIGN_OR_RETURN(row, Find(TableHeadId(sid), TombstoneHeadPartition(sid)));
+    for (uint32_t p : TombstoneHeadPartitions(sid, base_.dir.format)) {
+      ASSIGN_OR_RETURN(row, Find(TableHeadId(sid), p));
+      if (row) break;
+    }
   }
   if (!row) return std::optional<TableHead>();
   ASSIGN_OR_RETURN(TableHead h, ParseTableHead(*row));
@@ -203,8 +214,7 @@ Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& 
   RETURN_NOT_OK(rows.status());
   std::set<std::string> seen;
   for (const ManifestRow& r : *rows) {
-    Result<uint32_t> p = PartitionOf(r, v.dir.format);
-    if (!p.ok() || *p != partition) {
+    if (!BelongsIn(r, partition, v.dir.format)) {
       return Status::DataLoss("manifest row '" + r.object_id + "' is in partition " +
                               std::to_string(partition) + ", where it does not belong");
     }
@@ -219,8 +229,9 @@ Result<std::vector<ManifestRow>> Manifest::ReadPartition(const ManifestVersion& 
 Result<std::optional<TableHead>> Manifest::ReadTableHead(const ManifestVersion& v, int64_t sid,
                                                          ManifestReadStats* stats) const {
   std::vector<uint32_t> where = {LiveHeadPartition(sid, v.dir.format)};
-  if (v.dir.format >= kFirstHashedFormat)
-    where.push_back(TombstoneHeadPartition(sid));  // a dropped table's
+  if (v.dir.format >= kFirstHashedFormat) {  // a dropped table's, newest level first
+    for (uint32_t p : TombstoneHeadPartitions(sid, v.dir.format)) where.push_back(p);
+  }
   for (uint32_t p : where) {
     ASSIGN_OR_RETURN(auto rows, ReadPartition(v, p, stats));
     for (const ManifestRow& r : rows) {
@@ -303,6 +314,63 @@ Result<PublishResult> Manifest::Publish(const PublishSpec& spec) {
                          std::to_string(options_.max_publish_attempts) +
                          " attempts against concurrent writers");
 }
+
+namespace {
+
+// The new contents of every partition `plan` touches. A directory
+// partitioned as before format 7 is converted whole: this commit rewrites
+// every partition in place. Later formats share the partitioning; the
+// header is rewritten, and tombstone levels over capacity move up.
+Result<PartitionRows> TouchedPartitions(const ManifestVersion& v, PublishView& view,
+                                        const PublishPlan& plan) {
+  const PartitionReader read = [&](uint32_t p) { return view.Partition(p); };
+  PartitionRows touched;
+  if (v.dir.format < kFirstHashedFormat) {
+    ASSIGN_OR_RETURN(touched, RegroupPartitions(v, read));
+  }
+  for (uint32_t p : plan.rebuild) touched[p].clear();
+  auto rows_of = [&](uint32_t p) -> Result<std::vector<ManifestRow>*> {
+    auto it = touched.find(p);
+    if (it == touched.end()) {
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, read(p));
+      it = touched.emplace(p, std::move(rows)).first;
+    }
+    return &it->second;
+  };
+  auto same = [](const ManifestRow& r) {
+    return [&r](const ManifestRow& x) { return x.object_id == r.object_id; };
+  };
+  for (const ManifestRow& r : plan.removes) {
+    std::vector<uint32_t> where;
+    if (r.object_type == object_type::kTableHead && !r.row_count && r.stable_table_id) {
+      where = TombstoneHeadPartitions(*r.stable_table_id, kManifestFormatVersion);
+    } else {
+      ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
+      where = {p};
+    }
+    for (uint32_t p : where) {  // only a level that holds a tombstone is rewritten
+      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, read(p));
+      if (touched.count(p) || std::any_of(rows.begin(), rows.end(), same(r))) {
+        ASSIGN_OR_RETURN(std::vector<ManifestRow> * at, rows_of(p));
+        std::erase_if(*at, same(r));
+      }
+    }
+  }
+  for (const ManifestRow& r : plan.upserts) {
+    ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, rows_of(p));
+    auto it = std::find_if(rows->begin(), rows->end(), same(r));
+    if (it == rows->end()) {
+      rows->push_back(r);
+    } else {
+      *it = r;
+    }
+  }
+  RETURN_NOT_OK(SettleTombstoneLevels(&touched, read));
+  return touched;
+}
+
+}  // namespace
 
 Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Dataset& base,
                                             const std::string& commit_id) {
@@ -388,37 +456,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }
 
-  // New contents of every touched partition. A directory partitioned as
-  // before format 7 is converted whole: this commit rewrites every partition
-  // in place. Later formats share the partitioning; the header is rewritten.
-  std::map<uint32_t, std::vector<ManifestRow>> touched;
-  if (v.dir.format < kFirstHashedFormat) {
-    ASSIGN_OR_RETURN(touched, RegroupPartitions(v, [&](uint32_t p) { return view.Partition(p); }));
-  }
-  for (uint32_t p : plan.rebuild) touched[p].clear();
-  auto partition_rows = [&](const ManifestRow& r) -> Result<std::vector<ManifestRow>*> {
-    ASSIGN_OR_RETURN(uint32_t p, PartitionOf(r));
-    auto it = touched.find(p);
-    if (it == touched.end()) {
-      ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(p));
-      it = touched.emplace(p, std::move(rows)).first;
-    }
-    return &it->second;
-  };
-  for (const ManifestRow& r : plan.removes) {
-    ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, partition_rows(r));
-    std::erase_if(*rows, [&](const ManifestRow& x) { return x.object_id == r.object_id; });
-  }
-  for (const ManifestRow& r : plan.upserts) {
-    ASSIGN_OR_RETURN(std::vector<ManifestRow> * rows, partition_rows(r));
-    auto it = std::find_if(rows->begin(), rows->end(),
-                           [&](const ManifestRow& x) { return x.object_id == r.object_id; });
-    if (it == rows->end()) {
-      rows->push_back(r);
-    } else {
-      *it = r;
-    }
-  }
+  ASSIGN_OR_RETURN(PartitionRows touched, TouchedPartitions(v, view, plan));
   RETURN_NOT_OK(FitDirectory(spec.branch, v.dir, view, &touched));
   ASSIGN_OR_RETURN(Dataset committed,
                    CommitPartitions(base, v.dir, std::move(plan.journal), &touched));
@@ -448,36 +486,21 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   return PublishResult{published, commit_id, 0};
 }
 
-namespace {
-
-// One fragment's rows: some journal rows, then whole partitions, each sorted
-// by object_id, and where each partition's run of rows lies.
-struct FragmentRows {
-  std::vector<ManifestRow> rows;
-  std::vector<std::pair<uint32_t, std::pair<uint32_t, uint32_t>>> ranges;  // partition, run
-  void Add(uint32_t p, std::vector<ManifestRow>* part) {
-    std::sort(part->begin(), part->end(),
-              [](const ManifestRow& a, const ManifestRow& b) { return a.object_id < b.object_id; });
-    ranges.push_back(
-        {p, {static_cast<uint32_t>(rows.size()), static_cast<uint32_t>(part->size())}});
-    rows.insert(rows.end(), part->begin(), part->end());
-  }
-};
-
-}  // namespace
-
 Result<Dataset> Manifest::CommitPartitions(const Dataset& base, const HeadDirectory& dir,
                                            std::vector<ManifestRow> journal,
                                            std::map<uint32_t, std::vector<ManifestRow>>* touched) {
   // Tombstone partitions go in a fragment of their own: reading a live
-  // partition or the catalog never decodes a dropped table's head.
-  FragmentRows main{std::move(journal), {}}, tombs;
+  // partition or the catalog never decodes a dropped table's head. So does
+  // a long journal (a migration's baselines, one per identity ever made),
+  // which no current read needs.
+  FragmentRows main, tombs, journal_apart;
+  (journal.size() > kJournalRowsBesideHeads ? journal_apart : main).rows = std::move(journal);
   for (auto& [p, rows] : *touched) (p >= kFirstTombstonePartition ? tombs : main).Add(p, &rows);
   std::vector<FragmentRows*> parts;
-  for (FragmentRows* f : {&main, &tombs}) {
+  for (FragmentRows* f : {&main, &tombs, &journal_apart}) {
     if (!f->rows.empty() || !f->ranges.empty()) parts.push_back(f);
   }
-  if (main.rows.empty() && tombs.rows.empty()) {
+  if (main.rows.empty() && tombs.rows.empty() && journal_apart.rows.empty()) {
     return Status::InvalidArgument("nothing to publish");
   }
   std::vector<Fragment> frags;

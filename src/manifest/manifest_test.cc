@@ -110,7 +110,7 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
   HeadDirectory d;
   std::string bytes = EncodeHeadDirectory(d);
   EXPECT_TRUE(DecodeHeadDirectory(bytes).ok());
-  bytes[4] = 9;  // format_version 9: the checksum no longer matches
+  bytes[4] = static_cast<char>(kManifestFormatVersion + 1);  // the checksum no longer matches
   Status st = DecodeHeadDirectory(bytes).status();
   EXPECT_TRUE(st.IsDataLoss()) << st;
   // With a valid checksum, a newer format asks for an upgrade.
@@ -128,7 +128,7 @@ TEST(ManifestTest, AForeignManifestFormatIsRefusedWithAnUpgradeMessage) {
 // every earlier format, and rewrites only the header of a format-7 directory.
 TEST(ManifestTest, TheHeaderNamesAFormatThatLoamsBeforeTheStampRefuse) {
   const std::string bytes = EncodeHeadDirectory(HeadDirectory{});
-  EXPECT_EQ(DecodeFixed(bytes.data() + 4, 4), 8u);
+  EXPECT_EQ(DecodeFixed(bytes.data() + 4, 4), 9u);
   EXPECT_GT(kManifestFormatVersion, kLastFormatBeforeStamp);
   for (uint32_t format = kOldestManifestFormat; format <= kManifestFormatVersion; ++format) {
     HeadDirectory d;
@@ -164,7 +164,7 @@ TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
   EXPECT_EQ(back->head_digest, m.head_digest);
   const std::vector<std::pair<std::string, std::string>> broken = {
       {"\"head_count\":3", "\"head_count\":\"3\""},
-      {"\"heads_format\":8", "\"heads_format\":4"},
+      {"\"heads_format\":" + std::to_string(kManifestFormatVersion), "\"heads_format\":4"},
       {"\"source_version\":9", "\"source_version\":10"},
       {std::string(32, 'a'), std::string(31, 'a')},
       {"\"migration\":\"", "\"token\":\""}};
