@@ -387,7 +387,10 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
     if (::rename(tmp.c_str(), path.c_str()) != 0)
       return discard(ErrnoStatus("rename", path, errno));
   }
-  if (options.durable) RETURN_NOT_OK(FsyncPath(dir));
+  // The object may be deleted, and its directory removed, before this sync:
+  // the write happened, and the delete after it.
+  if (before_dir_sync_) before_dir_sync_(dir);
+  if (options.durable) RETURN_NOT_OK(SyncNearestDirectory(dir));
   return meta;
 }
 
@@ -411,17 +414,19 @@ Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
   // otherwise pay for making it durable again.
   if (!durable) return Status::OK();
   // Another delete may have emptied and removed the directory meanwhile:
-  // then its removal, made durable in the nearest directory still there,
-  // takes the entry with it.
-  std::string dir = ParentDir(path);
+  // then its removal takes the entry with it.
+  RETURN_NOT_OK(SyncNearestDirectory(ParentDir(path)));
+  RemoveEmptyParents(key);
+  return Status::OK();
+}
+
+Status LocalObjectStore::SyncNearestDirectory(std::string dir) const {
   Status synced = FsyncPath(dir);
   while (synced.IsNotFound() && dir.size() > root_.size()) {
     dir = ParentDir(dir);
     synced = FsyncPath(dir);
   }
-  RETURN_NOT_OK(synced);
-  RemoveEmptyParents(key);
-  return Status::OK();
+  return synced;
 }
 
 // Best effort: rmdir fails harmlessly on a non-empty directory, and a writer

@@ -30,6 +30,7 @@
 
 #include <sys/stat.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,12 @@ class LocalObjectStore final : public ObjectStore {
 
   const std::string& root() const { return root_; }
 
+  // Test only: runs between a write's rename or link and its directory sync,
+  // with the object's directory (what another process's delete could remove).
+  void SetBeforeDirectorySyncForTesting(std::function<void(const std::string& dir)> hook) {
+    before_dir_sync_ = std::move(hook);
+  }
+
  private:
   explicit LocalObjectStore(std::string root) : root_(std::move(root)) {}
 
@@ -74,12 +81,17 @@ class LocalObjectStore final : public ObjectStore {
   Result<ObjectMeta> FillTempFile(int fd, const std::string& tmp, ByteSource& source,
                                   bool durable) const;
   void RemoveEmptyParents(std::string_view key) const;
+  // Makes the entries of `dir` durable. A concurrent delete may have emptied
+  // and removed it meanwhile: then that removal is made durable in the
+  // nearest directory still there.
+  Status SyncNearestDirectory(std::string dir) const;
   Status Unlink(std::string_view key, bool durable);
   static void RemoveIfStale(const std::string& path);
   Status ListDir(const std::string& dir_key, std::string_view prefix, std::string_view start_after,
                  size_t want, ListPage* page) const;
 
   std::string root_;  // absolute, no trailing '/'
+  std::function<void(const std::string&)> before_dir_sync_;
   mutable std::mutex durable_mu_;
   // Directories this store has made durable (fsynced into their parent).
   mutable std::unordered_set<std::string> durable_dirs_ LOAM_GUARDED_BY(durable_mu_);

@@ -111,6 +111,23 @@ TEST_F(LocalObjectStoreTest, ConcurrentDeletesThatEmptyADirectoryAllSucceed) {
   }
 }
 
+// A durable write whose object is deleted, and its directory removed (by
+// another process's delete that emptied it), before the write syncs that
+// directory still succeeds: the write happened, then the delete. (A cleanup
+// entry enqueued and processed at once failed its enqueue with "open
+// directory: No such file or directory".)
+TEST_F(LocalObjectStoreTest, AWriteWhoseDirectoryADeleteRemovesBeforeItsSyncSucceeds) {
+  store_->SetBeforeDirectorySyncForTesting([](const std::string& dir) { fs::remove_all(dir); });
+  Status absent = store_->PutIfAbsent("c/d/first", "1").status();
+  EXPECT_TRUE(absent.ok()) << absent;
+  Status put = store_->Put("c/d/second", "2").status();
+  EXPECT_TRUE(put.ok()) << put;
+  store_->SetBeforeDirectorySyncForTesting(nullptr);
+  EXPECT_FALSE(fs::exists(dir_ / "c" / "d"));
+  EXPECT_TRUE(store_->PutIfAbsent("c/d/third", "3").ok());  // made again
+  EXPECT_EQ(store_->Get("c/d/third").value(), "3");
+}
+
 // The store remembers which directories it made durable; one removed behind
 // its back (another process's delete, or by hand) is made again, for both
 // kinds of put.
