@@ -251,6 +251,42 @@ Status Manifest::Reconcile(const std::string& branch) {
   return ds.RebuildIndices(std::string(kJournalIndex), FoldPlan(ds.state(), options_)).status();
 }
 
+namespace {
+
+// The files a compaction writes the partitions to: the live heads, the
+// graph heads and the catalog in partition order, a file taking partitions
+// while it holds fewer than `target` rows (raised so that there are at most
+// 16 such files); the catalog (a row per table, read by every current read)
+// joins the last file only if the two together stay within `target`, and
+// is apart otherwise; then the tombstone levels in a file of their own.
+std::vector<FragmentRows> CompactedPartitionFiles(PartitionRows* partitions, size_t target) {
+  size_t live_rows = 0;
+  for (const auto& [p, rows] : *partitions) {
+    if (p < kCatalogPartition) live_rows += rows.size();
+  }
+  target = std::max({target, (live_rows + 15) / 16, size_t{1}});
+  std::vector<FragmentRows> files(1);
+  FragmentRows catalog, tombs;
+  for (auto& [p, rows] : *partitions) {
+    if (rows.empty()) continue;
+    if (p >= kFirstTombstonePartition) {
+      tombs.Add(p, &rows);
+    } else if (p == kCatalogPartition && files.back().rows.size() + rows.size() > target) {
+      catalog.Add(p, &rows);
+    } else {
+      if (files.back().rows.size() >= target) files.emplace_back();
+      files.back().Add(p, &rows);
+    }
+  }
+  if (files.back().rows.empty()) files.pop_back();
+  for (FragmentRows* f : {&catalog, &tombs}) {
+    if (!f->rows.empty()) files.push_back(std::move(*f));
+  }
+  return files;
+}
+
+}  // namespace
+
 Status Manifest::Compact(const std::string& branch) {
   for (int attempt = 0; attempt < options_.max_publish_attempts; ++attempt) {
     ASSIGN_OR_RETURN(Dataset base, OpenDataset(branch));
@@ -265,7 +301,7 @@ Status Manifest::Compact(const std::string& branch) {
     RETURN_NOT_OK(SettleTombstoneLevels(
         &partitions,
         [](uint32_t) -> Result<std::vector<ManifestRow>> { return std::vector<ManifestRow>(); }));
-    // Journal fragments first, then the live partitions' fragment, then the
+    // Journal fragments first, then the live partitions' files, then the
     // tombstones' (as a publish keeps them, apart from what current reads need).
     std::vector<FragmentRows> groups;
     const size_t cap = options_.dataset.max_rows_per_fragment;
@@ -273,12 +309,8 @@ Status Manifest::Compact(const std::string& branch) {
       const size_t end = std::min(journal.size(), at + cap);
       groups.push_back({{journal.begin() + at, journal.begin() + end}, {}});
     }
-    FragmentRows live, tombs;
-    for (auto& [p, rows] : partitions) {
-      if (!rows.empty()) (p >= kFirstTombstonePartition ? tombs : live).Add(p, &rows);
-    }
-    for (FragmentRows* f : {&live, &tombs}) {
-      if (!f->rows.empty()) groups.push_back(std::move(*f));
+    for (FragmentRows& f : CompactedPartitionFiles(&partitions, options_.compacted_file_rows)) {
+      groups.push_back(std::move(f));
     }
     std::vector<Fragment> added;
     for (const FragmentRows& g : groups) {

@@ -180,7 +180,10 @@ Result<std::shared_ptr<const RecordBatch>> Manifest::ReadFile(const HeadDirector
   ASSIGN_OR_RETURN(auto reader,
                    FragmentReader::OpenAt(store_.get(), {Root() + "/" + f.path, f.offset, f.size}));
   ASSIGN_OR_RETURN(RecordBatch batch, reader->ReadAll());
-  if (stats) stats->partition_files_read++;
+  if (stats) {
+    stats->partition_files_read++;
+    stats->file_rows_decoded += batch.num_rows();
+  }
   auto shared = std::make_shared<const RecordBatch>(std::move(batch));
   if (cache_) cache_->Put<RecordBatch>(cache_key, shared, f.size * 4 + 1024);
   return shared;

@@ -53,6 +53,11 @@ struct ManifestOptions {
   // moves into level i + 1.
   uint64_t journal_level0_entries = 1024;
   uint64_t journal_level_fanout = 4;
+  // Compact writes the live partitions into files of about this many rows
+  // (more when that would take over 16 files; a partition never splits), so
+  // a read decodes a bounded file, and the cache holds it, however many
+  // tables there are.
+  size_t compacted_file_rows = 4096;
 };
 
 // One version of one branch's manifest, as its header describes it.
@@ -70,8 +75,9 @@ struct ManifestVersion {
 inline bool IsJournalOnly(const ManifestVersion& v) { return v.version > 1 && v.dir.files.empty(); }
 
 struct ManifestReadStats {
-  int partition_files_read = 0;  // fetched from the store (not the cache)
-  int rows_decoded = 0;          // mutable rows turned into ManifestRow values
+  int partition_files_read = 0;   // fetched from the store (not the cache)
+  int rows_decoded = 0;           // mutable rows turned into ManifestRow values
+  int64_t file_rows_decoded = 0;  // rows of the files fetched (a file holds other rows too)
 };
 
 class Manifest;
