@@ -16,8 +16,9 @@ namespace loam::testing {
 inline constexpr int64_t kHourMicros = 3600LL * 1'000'000;
 
 // Creates a workspace at `root` owned by "owner" with table t (id int64) and
-// appends one row at each of 3, 2 and 1 hours before now. Returns the
-// manifest version of each append.
+// appends one row at each of 3, 2 and 1 hours before now; table "gone"
+// (one row) lives from 3 to 2.5 hours before now. Returns the manifest
+// version of each append to t.
 inline std::vector<uint64_t> WriteAgedHistory(const std::string& root) {
   const int64_t now = Clock::System()->NowMicros();
   ManualClock clock(now - 3 * kHourMicros);
@@ -28,6 +29,15 @@ inline std::vector<uint64_t> WriteAgedHistory(const std::string& root) {
   auto ws = Workspace::Init(OpenObjectStore(root).value(), "", o).value();
   Schema schema{{{"id", DataType::Int64(), false}}};
   EXPECT_TRUE(ws->CreateTable("t", schema, {}).ok());
+  EXPECT_TRUE(ws->CreateTable("gone", schema, {}).ok());
+  RecordBatch one(schema);
+  EXPECT_TRUE(one.AppendRow({int64_t{7}}).ok());
+  WriteRequest gone;
+  gone.table = "gone";
+  gone.rows = {one};
+  EXPECT_TRUE(ws->Write(gone).ok());
+  clock.SetMicros(now - 5 * kHourMicros / 2);
+  EXPECT_TRUE(ws->DropTable("gone").ok());
   std::vector<uint64_t> versions;
   for (int64_t i = 0; i < 3; ++i) {
     clock.SetMicros(now - (3 - i) * kHourMicros);

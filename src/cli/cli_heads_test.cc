@@ -195,6 +195,13 @@ TEST(CliRetentionTest, GcAppliesTheWindowAndReadsPastItAreVersionExpired) {
   EXPECT_GT(report["tableVersionsRemoved"].get<int>(), 0) << gc.out;
   // Current from hour -2 (before the cutoff at -1.5) until hour -1.
   EXPECT_EQ(report["oldestManifestVersion"]["main"], versions[1]) << gc.out;
+  // "gone", dropped at hour -2.5, is named by no version kept: its dataset goes.
+  EXPECT_EQ(report["tablesRemoved"], 1) << gc.out;
+  size_t datasets = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/loam-data/tables")) {
+    datasets += e.is_directory();
+  }
+  EXPECT_EQ(datasets, 1u);  // t's
 
   CliResult past = run({"--json", "count", "t", "--version", std::to_string(versions[0])});
   EXPECT_EQ(past.code, 4) << past.all();

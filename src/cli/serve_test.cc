@@ -296,6 +296,8 @@ TEST_F(ServeTest, RemovesVersionsPastTheWindowByItself) {
       EXPECT_EQ(m.body.find("loam_retention_total{what=\"manifest_versions_removed\"} 0\n"),
                 std::string::npos)
           << m.body;
+      EXPECT_NE(m.body.find("loam_retention_total{what=\"tables_removed\"} 1\n"), std::string::npos)
+          << m.body;
       break;
     }
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << m.body;

@@ -20,9 +20,17 @@ std::string HorizonKey(const std::string& root) {
   return (root.empty() ? "" : root + "/") + "_control/retention-horizon.json";
 }
 
-Result<nlohmann::json> ReadHorizons(ObjectStore& store, const std::string& root, ObjectMeta* meta) {
+// The horizon object: each branch's oldest readable manifest version, and
+// the datasets of dropped tables a pass decided to remove and has not
+// finished removing (an intent a later pass carries out).
+struct Horizons {
+  nlohmann::json branches = nlohmann::json::object();
+  std::set<std::string> removing;
+};
+
+Result<Horizons> ReadHorizons(ObjectStore& store, const std::string& root, ObjectMeta* meta) {
   Result<std::string> text = store.Get(HorizonKey(root), meta);
-  if (text.status().IsNotFound()) return nlohmann::json::object();
+  if (text.status().IsNotFound()) return Horizons{};
   RETURN_NOT_OK(text.status());
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(*text, "retention horizon"));
   const auto format = j.find("format");
@@ -36,29 +44,43 @@ Result<nlohmann::json> ReadHorizons(ObjectStore& store, const std::string& root,
       return Status::DataLoss("retention horizon: branch '" + id + "' needs a version");
     }
   }
-  return *branches;
+  Horizons out{*branches, {}};
+  if (const auto removing = j.find("removing"); removing != j.end()) {
+    if (!removing->is_array()) return Status::DataLoss("retention horizon: bad \"removing\"");
+    for (const auto& location : *removing) {
+      if (!location.is_string()) return Status::DataLoss("retention horizon: bad \"removing\"");
+      out.removing.insert(location.get<std::string>());
+    }
+  }
+  return out;
 }
 
-// Raises each branch's horizon to at least the given version, by
-// put-if-match, so two passes never lower one another's.
-Status RaiseHorizons(ObjectStore& store, const std::string& root,
-                     const std::map<std::string, uint64_t>& by_id) {
+// Raises each branch's horizon to at least the given version and adds
+// `remove` to the datasets being removed, then takes `removed` off them, by
+// put-if-match, so two passes never lower one another's horizons.
+Status UpdateHorizons(ObjectStore& store, const std::string& root,
+                      const std::map<std::string, uint64_t>& by_id,
+                      const std::vector<std::string>& remove,
+                      const std::vector<std::string>& removed = {}) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     ObjectMeta meta;
-    ASSIGN_OR_RETURN(nlohmann::json branches, ReadHorizons(store, root, &meta));
+    ASSIGN_OR_RETURN(Horizons h, ReadHorizons(store, root, &meta));
     const bool existed = !meta.etag.empty();
-    bool raised = false;
+    bool changed = false;
     for (const auto& [id, version] : by_id) {
       // Version 1 is no horizon: a workspace with nothing past its window
       // gets no object.
-      if (version <= 1 || branches.value(id, uint64_t{0}) >= version) continue;
-      branches[id] = version;
-      raised = true;
+      if (version <= 1 || h.branches.value(id, uint64_t{0}) >= version) continue;
+      h.branches[id] = version;
+      changed = true;
     }
-    if (!raised) return Status::OK();
-    const std::string text = nlohmann::json{{"format", 1}, {"branches", branches}}.dump();
-    Result<ObjectMeta> put = existed ? store.PutIfMatch(HorizonKey(root), text, meta.etag)
-                                     : store.PutIfAbsent(HorizonKey(root), text);
+    for (const std::string& l : remove) changed |= h.removing.insert(l).second;
+    for (const std::string& l : removed) changed |= h.removing.erase(l) > 0;
+    if (!changed) return Status::OK();
+    nlohmann::json j = {{"format", 1}, {"branches", h.branches}};
+    if (!h.removing.empty()) j["removing"] = h.removing;
+    Result<ObjectMeta> put = existed ? store.PutIfMatch(HorizonKey(root), j.dump(), meta.etag)
+                                     : store.PutIfAbsent(HorizonKey(root), j.dump());
     if (put.ok()) return Status::OK();
     if (!put.status().IsAlreadyExists() && !put.status().IsAborted() &&
         !put.status().IsNotFound()) {
@@ -110,6 +132,38 @@ void LowerFloors(const Snapshot& snap, bool create, Floors* floors) {
   }
 }
 
+// sid -> location of every tombstoned head of `v` (none before format 7,
+// where tombstones share partitions with live heads: nothing goes then).
+Result<std::map<int64_t, std::string>> DroppedTables(const Manifest& m, const ManifestVersion& v) {
+  std::map<int64_t, std::string> out;
+  if (v.dir.format < kFirstHashedFormat) return out;
+  for (uint32_t p = kFirstTombstonePartition; p < kNumPartitions; ++p) {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, m.ReadPartition(v, p));
+    for (const ManifestRow& r : rows) {
+      ASSIGN_OR_RETURN(TableHead h, ParseTableHead(r));
+      out[h.sid] = h.location;
+    }
+  }
+  return out;
+}
+
+// One branch's manifest at the oldest version a pass keeps, now, and at the
+// oldest version the previous pass kept.
+struct BranchEnds {
+  ManifestVersion oldest, now;
+  std::map<int64_t, std::string> dropped_by_oldest, dropped_before;
+};
+
+// Whether no version `b` keeps has table `sid` live: dropped by its oldest
+// kept version, or never there at all.
+Result<bool> GoneFromBranch(const Manifest& m, const BranchEnds& b, int64_t sid) {
+  ASSIGN_OR_RETURN(std::optional<TableHead> now, m.ReadTableHead(b.now, sid));
+  if (now && now->state == HeadState::kLive) return false;
+  if (b.dropped_by_oldest.count(sid)) return true;
+  ASSIGN_OR_RETURN(std::optional<TableHead> then, m.ReadTableHead(b.oldest, sid));
+  return !then && !now;
+}
+
 void Count(const CleanupStats& st, int* versions, RetentionReport* report) {
   *versions += st.versions_removed;
   report->files_removed +=
@@ -156,8 +210,8 @@ Status WriteRetentionSetting(ObjectStore& store, const std::string& workspace_ro
 Result<uint64_t> ReadTimeTravelHorizon(ObjectStore& store, const std::string& workspace_root,
                                        const std::string& branch_id) {
   ObjectMeta meta;
-  ASSIGN_OR_RETURN(nlohmann::json branches, ReadHorizons(store, workspace_root, &meta));
-  return branches.value(branch_id, uint64_t{0});
+  ASSIGN_OR_RETURN(Horizons h, ReadHorizons(store, workspace_root, &meta));
+  return h.branches.value(branch_id, uint64_t{0});
 }
 
 Status VersionExpired(const std::string& branch, uint64_t version, uint64_t oldest) {
@@ -168,6 +222,73 @@ Status VersionExpired(const std::string& branch, uint64_t version, uint64_t olde
       .WithErrorCode(ErrorCode::kVersionExpired)
       .WithDetail("oldestVersion", std::to_string(oldest));
 }
+
+namespace {
+
+// The locations of tables that no version any branch keeps after this pass
+// has live, among those dropped on some branch between the oldest version
+// the last pass kept there and the oldest this one keeps (a table dropped
+// earlier was looked at by an earlier pass; its dataset went then, or some
+// branch still had it and does now).
+Result<std::vector<std::string>> DroppedEverywhere(Workspace& ws,
+                                                   const std::vector<std::string>& branches,
+                                                   const nlohmann::json& horizons,
+                                                   const RetentionReport& report,
+                                                   const Floors& floors) {
+  const Manifest& m = ws.manifest();
+  std::vector<BranchEnds> ends;
+  std::map<int64_t, std::string> candidates;
+  for (const std::string& b : branches) {
+    BranchEnds e;
+    ASSIGN_OR_RETURN(e.now, m.Current(b));
+    ASSIGN_OR_RETURN(e.oldest, m.At(b, report.oldest_manifest_version.at(b)));
+    ASSIGN_OR_RETURN(e.dropped_by_oldest, DroppedTables(m, e.oldest));
+    std::string id;
+    if (!b.empty()) {
+      ASSIGN_OR_RETURN(id, m.BranchId(b));
+    }
+    const uint64_t before = horizons.value(id, uint64_t{0});
+    if (before > 1 && before < e.oldest.version) {
+      Result<ManifestVersion> v = m.At(b, before);
+      if (v.ok()) {
+        ASSIGN_OR_RETURN(e.dropped_before, DroppedTables(m, *v));
+      }
+    }
+    for (const auto& [sid, location] : e.dropped_by_oldest) {
+      if (!e.dropped_before.count(sid)) candidates[sid] = location;
+    }
+    ends.push_back(std::move(e));
+  }
+  std::vector<std::string> out;
+  for (const auto& [sid, location] : candidates) {
+    // Live on a branch now, or at the cutoff, under any fork.
+    auto kept = floors.lower_bound({location, std::string()});
+    if (kept != floors.end() && kept->first.first == location) continue;
+    bool gone = true;
+    for (const BranchEnds& e : ends) {
+      ASSIGN_OR_RETURN(bool from_branch, GoneFromBranch(m, e, sid));
+      if (!(gone = from_branch)) break;
+    }
+    if (gone) out.push_back(location);
+  }
+  return out;
+}
+
+// Every object under `prefix` (a dropped table's dataset). A pass that stops
+// part way leaves the location in the horizon's "removing" list, and the
+// next pass finishes it.
+Status RemoveDataset(ObjectStore& store, const std::string& prefix, RetentionReport* report) {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store.ListAll(prefix));
+  for (const ObjectInfo& o : objects) {
+    RETURN_NOT_OK(store.Delete(o.key));  // on local disk, its directories go too
+    ++report->files_removed;
+    report->bytes_removed += o.meta.size;
+  }
+  if (!objects.empty()) ++report->tables_removed;
+  return Status::OK();
+}
+
+}  // namespace
 
 Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
                                        int64_t grace_micros) {
@@ -188,7 +309,7 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   std::vector<Snapshot> current;
   std::map<std::string, uint64_t> by_id;
   ObjectMeta horizons_meta;
-  ASSIGN_OR_RETURN(nlohmann::json horizons, ReadHorizons(*ws.store(), ws.root(), &horizons_meta));
+  ASSIGN_OR_RETURN(Horizons horizons, ReadHorizons(*ws.store(), ws.root(), &horizons_meta));
   for (const std::string& b : branches) {
     ASSIGN_OR_RETURN(Snapshot now, ws.Current(b));
     ASSIGN_OR_RETURN(uint64_t at, VersionAtCutoff(ws.manifest(), b, now.manifest_version, cutoff));
@@ -197,7 +318,7 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
       ASSIGN_OR_RETURN(id, ws.manifest().BranchId(b));
     }
     // A longer window than the last pass had brings nothing back.
-    at = std::max(at, horizons.value(id, uint64_t{0}));
+    at = std::max(at, horizons.branches.value(id, uint64_t{0}));
     report.oldest_manifest_version[b] = at;
     by_id[id] = at;
     ASSIGN_OR_RETURN(Snapshot then, ws.SnapshotAt(b, at));
@@ -205,8 +326,15 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
     current.push_back(std::move(now));
   }
   for (const Snapshot& s : current) LowerFloors(s, /*create=*/false, &floors);
-  // Readers learn where time travel stops before anything goes.
-  RETURN_NOT_OK(RaiseHorizons(*ws.store(), ws.root(), by_id));
+  // Tables that went out of every branch's window since the last pass,
+  // read before the versions that show it go.
+  ASSIGN_OR_RETURN(std::vector<std::string> dropped,
+                   DroppedEverywhere(ws, branches, horizons.branches, report, floors));
+  // Readers learn where time travel stops before anything goes, and the
+  // datasets to remove are recorded first (with those an earlier pass
+  // recorded and did not finish).
+  RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), by_id, dropped));
+  dropped.insert(dropped.end(), horizons.removing.begin(), horizons.removing.end());
 
   // The manifest first: a version that goes takes its table versions'
   // last reader with it.
@@ -241,6 +369,10 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
       Count(st, &report.table_versions_removed, &report);
     }
   }
+  for (const std::string& location : dropped) {
+    RETURN_NOT_OK(RemoveDataset(*ws.store(), ws.TableRoot(location) + "/", &report));
+  }
+  if (!dropped.empty()) RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), {}, {}, dropped));
   return report;
 }
 

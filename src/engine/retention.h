@@ -43,7 +43,8 @@ struct RetentionReport {
   int table_versions_removed = 0;
   int files_removed = 0;  // data, deletion and index files of tables and manifest
   uint64_t bytes_removed = 0;
-  int tables = 0;  // table datasets looked at
+  int tables = 0;          // table datasets looked at
+  int tables_removed = 0;  // datasets of tables dropped on every branch, removed whole
   // Per branch ("" = main): the manifest version current at the cutoff,
   // the oldest one time travel reaches after the pass.
   std::map<std::string, uint64_t> oldest_manifest_version;

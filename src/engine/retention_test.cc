@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/workspace_test_util.h"
+#include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
 
 namespace loam {
@@ -120,6 +121,84 @@ TEST_F(RetentionTest, ARestoredVersionsFilesStay) {
   AppendAt(3, {3});
   ExpireVersions(*ws_, kT0 + 10 * kHour, 3600, 0).value();
   EXPECT_EQ(RowsOf(*ws_, "t"), 2);  // rows 1 and 3
+}
+
+// A table dropped on every branch before the window leaves no readable
+// version that names it: its dataset goes whole. Not while a branch, or a
+// version inside the window, still has it.
+TEST_F(RetentionTest, ATableDroppedOnEveryBranchBeforeTheWindowGoesWhole) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws_->CreateTable("u", EventSchema(), {}).ok());
+  auto location = [&](const std::string& name) {
+    return ws_->Current().value().Find(name)->head.location;
+  };
+  auto objects = [&](const std::string& loc) {
+    return store_->ListAll(ws_->TableRoot(loc) + "/").value().size();
+  };
+  const std::string u = location("u");
+  clock_.SetMicros(kT0);
+  ASSERT_TRUE(ws_->Write(Append("u", {1})).ok());
+  ASSERT_TRUE(ws_->CreateBranch("dev").ok());  // inherits u
+  clock_.SetMicros(kT0 + kHour);
+  ASSERT_TRUE(ws_->DropTable("u").ok());
+  AppendAt(1.5, {1});
+  // Main dropped u before the window; dev still has it.
+  RetentionReport r = ExpireVersions(*ws_, kT0 + 5 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed, 0);
+  EXPECT_GT(objects(u), 0u);
+  EXPECT_EQ(RowsOf(*ws_, "u", "dev"), 1);
+  // Dev drops it at hour 6: inside the next pass's window (2 hours at
+  // hour 7.5), so it stays.
+  clock_.SetMicros(kT0 + 6 * kHour);
+  ASSERT_TRUE(ws_->DropTable("u", "dev").ok());
+  AppendAt(6.5, {2});
+  // w lives and dies inside the window: versions that read it are kept.
+  ASSERT_TRUE(ws_->CreateTable("w", EventSchema(), {}).ok());
+  const std::string w = location("w");
+  clock_.SetMicros(kT0 + 7 * kHour);
+  ASSERT_TRUE(ws_->DropTable("w").ok());
+  r = ExpireVersions(*ws_, kT0 + 7 * kHour + kHour / 2, 2 * 3600, 0).value();
+  EXPECT_EQ(r.tables_removed, 0);
+  EXPECT_GT(objects(u), 0u);
+  // Past both drops: u and w go whole, t stays.
+  AppendAt(20, {3});
+  r = ExpireVersions(*ws_, kT0 + 30 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed, 2);
+  EXPECT_EQ(objects(u), 0u);
+  EXPECT_EQ(objects(w), 0u);
+  EXPECT_EQ(RowsOf(*ws_, "t"), 3);
+  testing::ExpectHeadsMatchFold(*ws_);
+  testing::ExpectHeadsMatchFold(*ws_, "dev");
+  // The next pass finds nothing more to remove.
+  EXPECT_EQ(ExpireVersions(*ws_, kT0 + 31 * kHour, 3600, 0).value().tables_removed, 0);
+}
+
+// A pass that fails part way through removing a dataset leaves its intent
+// in the horizon object: the next pass finishes it, though the table went
+// out of the window before it.
+TEST(RetentionRemovalTest, ARemovalCutShortIsFinishedByTheNextPass) {
+  ManualClock clock(kT0);
+  WorkspaceOptions o = testing::TestOptions();
+  o.manifest.dataset.clock = &clock;
+  auto faults = std::make_shared<FaultInjectionObjectStore>(std::make_shared<MemoryObjectStore>());
+  auto ws = Workspace::Init(faults, "ws", o).value();
+  ASSERT_TRUE(ws->CreateTable("u", EventSchema(), {}).ok());
+  const std::string u = ws->Current().value().Find("u")->head.location;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ws->Write(Append("u", {i})).ok());
+  clock.SetMicros(kT0 + kHour);
+  ASSERT_TRUE(ws->DropTable("u").ok());
+  const std::string prefix = ws->TableRoot(u) + "/";
+  faults->AddRule(FaultRule::FailNth("cut", MaskOf({ObjectOp::kDelete}), 2,
+                                     Status::Unavailable("injected"), prefix));
+  Result<RetentionReport> cut = ExpireVersions(*ws, kT0 + 5 * kHour, 3600, 0);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_GT(faults->ListAll(prefix).value().size(), 0u);  // part of it is left
+  EXPECT_NE(faults->Get("ws/_control/retention-horizon.json").value().find(u), std::string::npos);
+  RetentionReport next = ExpireVersions(*ws, kT0 + 6 * kHour, 3600, 0).value();
+  EXPECT_EQ(next.tables_removed, 1);
+  EXPECT_EQ(faults->ListAll(prefix).value().size(), 0u);
+  // Done: the intent is gone from the horizon object.
+  EXPECT_EQ(faults->Get("ws/_control/retention-horizon.json").value().find(u), std::string::npos);
 }
 
 // Once every version is past the window, what stays of the manifest does

@@ -327,6 +327,8 @@ class Workspace {
   Manifest& manifest() const { return *manifest_; }
   const std::shared_ptr<ObjectStore>& store() const { return store_; }
   const std::string& root() const { return root_; }
+  // Where the dataset of the table at `location` (a head's) lives in the store.
+  std::string TableRoot(const std::string& location) const;
 
  private:
   Workspace(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
@@ -336,7 +338,6 @@ class Workspace {
         options_(std::move(options)),
         manifest_(std::move(manifest)) {}
 
-  std::string TableRoot(const std::string& location) const;
   // The snapshot of `v`: its heads; folded from the journal only for a
   // version before its branch's migration commit; DataLoss for a version
   // without heads that no migration explains.

@@ -126,6 +126,7 @@ void ServerMetrics::RetentionPass(const RetentionReport& pass) {
   add("passes", 1);
   add("manifest_versions_removed", pass.manifest_versions_removed);
   add("table_versions_removed", pass.table_versions_removed);
+  add("tables_removed", pass.tables_removed);
   add("files_removed", pass.files_removed);
   add("bytes_removed", static_cast<double>(pass.bytes_removed));
 }
