@@ -7,6 +7,8 @@
 // of the current version, the workspace's objects and bytes, and RSS. After
 // the last checkpoint it waits out the window and counts the objects again.
 // Not a CI test; figures in docs/benchmarks.md.
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -39,10 +41,18 @@ struct Flags {
   int64_t window_seconds = 60;
   int64_t retention_interval_seconds = 10;
   int64_t compaction_interval_seconds = 2;
+  int64_t manifest_cache_mib = -1;  // -1: the default
 };
 
 double Seconds(Steady::time_point from) {
   return std::chrono::duration<double>(Steady::now() - from).count();
+}
+
+// Bytes malloc has handed out and not taken back (arenas and mmapped
+// blocks): what the process holds, as against what it keeps resident.
+int64_t HeapInUseMiB() {
+  const struct mallinfo2 mi = mallinfo2();
+  return static_cast<int64_t>((mi.uordblks + mi.hblkhd) >> 20);
 }
 
 int64_t RssMiB(const char* field) {
@@ -165,13 +175,15 @@ struct Soak {
   void Print(const std::string& label, const Figures& f, double rate) {
     std::printf(
         "%-10s scan %7.1f ms | load %4llu requests %8llu B %6.1f ms | fragments %5zu | "
-        "objects %7lld %9lld B | RSS %5lld MiB (peak %lld) | %6.1f runs/s | failed %lld, "
+        "objects %7lld %9lld B | RSS %5lld MiB (peak %lld, heap in use %lld) | %6.1f runs/s | "
+        "failed %lld, "
         "429 %lld, compactions %lld (deferred %lld), versions expired %lld\n",
         label.c_str(), f.scan_ms, (unsigned long long)f.load_requests,
         (unsigned long long)f.load_bytes, f.load_ms, f.fragments, (long long)f.objects,
-        (long long)f.bytes, (long long)RssMiB("VmRSS:"), (long long)RssMiB("VmHWM:"), rate,
-        (long long)failed.load(), (long long)refused.load(), (long long)compacted_tables.load(),
-        (long long)deferred.load(), (long long)versions_expired.load());
+        (long long)f.bytes, (long long)RssMiB("VmRSS:"), (long long)RssMiB("VmHWM:"),
+        (long long)HeapInUseMiB(), rate, (long long)failed.load(), (long long)refused.load(),
+        (long long)compacted_tables.load(), (long long)deferred.load(),
+        (long long)versions_expired.load());
     std::printf("           objects by area:");
     for (const auto& [area, n] : f.by_area) std::printf(" %s %lld", area.c_str(), (long long)n);
     std::printf("\n");
@@ -198,6 +210,8 @@ int Main(int argc, char** argv) {
       soak.flags.compaction_interval_seconds = std::stoll(v);
     } else if (k == "--retention-interval-seconds") {
       soak.flags.retention_interval_seconds = std::stoll(v);
+    } else if (k == "--manifest-cache-mib") {
+      soak.flags.manifest_cache_mib = std::stoll(v);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -210,6 +224,9 @@ int Main(int argc, char** argv) {
   soak.store = OpenObjectStore(soak.flags.dir + "/ws").value();
   WorkspaceOptions wo;
   wo.owner = "owner";
+  if (soak.flags.manifest_cache_mib >= 0) {
+    wo.manifest.cache_bytes = static_cast<size_t>(soak.flags.manifest_cache_mib) << 20;
+  }
   soak.ws = Workspace::Init(soak.store, "", wo).value();
   Schema schema{{{"id", DataType::Int64(), false}, {"note", DataType::String()}}};
   if (!soak.ws->CreateTable("events", schema, {}).ok()) return 1;
