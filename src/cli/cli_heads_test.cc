@@ -210,6 +210,12 @@ TEST(CliRetentionTest, GcAppliesTheWindowAndReadsPastItAreVersionExpired) {
   EXPECT_EQ(error["oldestVersion"], versions[1]);
   EXPECT_NE(past.err.find("past the time-travel window"), std::string::npos) << past.err;
   EXPECT_EQ(run({"count", "t", "--version", std::to_string(versions[1])}).out, "2\n");
+  // A branch from past the window: refused the same way, and not made.
+  CliResult fork =
+      run({"--json", "branch", "create", "past", "--from", "main@" + std::to_string(versions[0])});
+  EXPECT_EQ(fork.code, 4) << fork.all();
+  EXPECT_EQ(json::parse(fork.out)["error"]["code"], "version_expired") << fork.out;
+  EXPECT_EQ(run({"branch", "list"}).out.find("past"), std::string::npos);
   EXPECT_EQ(run({"count", "t"}).out, "3\n");
   EXPECT_EQ(json::parse(run({"--json", "retention"}).out)["oldestManifestVersion"], versions[1]);
   std::filesystem::remove_all(dir);

@@ -335,6 +335,15 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   // recorded and did not finish).
   RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), by_id, dropped));
   dropped.insert(dropped.end(), horizons.removing.begin(), horizons.removing.end());
+  // A branch created since the listing, from a version the raised horizon
+  // still allows (its creation checks the horizon once it exists), keeps
+  // what its fork point reads.
+  ASSIGN_OR_RETURN(std::vector<std::string> now_listed, ws.ListBranches());
+  for (const std::string& b : now_listed) {
+    if (std::find(branches.begin(), branches.end(), b) != branches.end()) continue;
+    ASSIGN_OR_RETURN(Snapshot late, ws.Current(b));
+    LowerFloors(late, /*create=*/false, &floors);
+  }
 
   // The manifest first: a version that goes takes its table versions'
   // last reader with it.

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/workspace_test_util.h"
 #include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
@@ -199,6 +201,78 @@ TEST(RetentionRemovalTest, ARemovalCutShortIsFinishedByTheNextPass) {
   EXPECT_EQ(faults->ListAll(prefix).value().size(), 0u);
   // Done: the intent is gone from the horizon object.
   EXPECT_EQ(faults->Get("ws/_control/retention-horizon.json").value().find(u), std::string::npos);
+}
+
+// A branch forks from a version inside the window only: past it, the
+// tables that version read are gone, and the fork is version_expired.
+TEST_F(RetentionTest, ABranchFromAVersionPastTheWindowIsRefused) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  const uint64_t old = AppendAt(0, {1});
+  AppendAt(1, {2});
+  const uint64_t kept = AppendAt(5, {3});
+  ExpireVersions(*ws_, kT0 + 6 * kHour, 3600, 0).value();
+  Status refused = ws_->CreateBranch("past", "", old);
+  EXPECT_EQ(refused.error_code(), ErrorCode::kVersionExpired) << refused;
+  EXPECT_EQ(refused.detail("oldestVersion"), std::to_string(kept));
+  EXPECT_EQ(ws_->ListBranches().value(), std::vector<std::string>{});
+  ASSERT_TRUE(ws_->CreateBranch("inside", "", kept).ok());
+  EXPECT_EQ(RowsOf(*ws_, "t", "inside"), 3);
+}
+
+// A branch created while a pass runs, after it listed the branches and
+// before it raised the horizon, from a version the raised horizon still
+// allows: the pass lists branches again and keeps what the fork reads.
+// One whose version the horizon passes is refused and goes again.
+TEST(RetentionRaceTest, ABranchCreatedDuringAPassKeepsWhatItReads) {
+  ManualClock clock(kT0);
+  WorkspaceOptions o = testing::TestOptions();
+  o.manifest.dataset.clock = &clock;
+  // Fragments in files of their own: a version file that goes takes no
+  // inline rows a later version needs, so the pass removes old versions.
+  o.manifest.dataset.max_inline_fragment_bytes = 0;
+  auto faults = std::make_shared<FaultInjectionObjectStore>(std::make_shared<MemoryObjectStore>());
+  auto ws = Workspace::Init(faults, "ws", o).value();
+  ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
+  std::vector<uint64_t> v;
+  for (int h = 0; h <= 5; ++h) {
+    clock.SetMicros(kT0 + h * kHour);
+    v.push_back(ws->Write(Append("t", {h})).value().manifest_version);
+  }
+  // The pass at hour 6 with a 90-minute window keeps from hour 4 on.
+  Status late, too_old;
+  faults->AddRule(FaultRule::HookAt(
+      "fork during the pass", MaskOf({ObjectOp::kPutIfAbsent, ObjectOp::kPutIfMatch}), 1,
+      [&] {
+        late = ws->CreateBranch("late", "", v[4]);
+        too_old = ws->CreateBranch("too-old", "", v[2]);
+      },
+      "retention-horizon"));
+  RetentionReport r = ExpireVersions(*ws, kT0 + 6 * kHour, 5400, 0).value();
+  EXPECT_EQ(r.oldest_manifest_version[""], v[4]);
+  EXPECT_GT(r.table_versions_removed, 0);
+  ASSERT_TRUE(late.ok()) << late;
+  // Created before the horizon rose; then refused for it: the fork goes again.
+  EXPECT_TRUE(too_old.ok()) << too_old;
+  EXPECT_EQ(RowsOf(*ws, "t", "late"), 5);  // the table version of hour 4 stayed
+  EXPECT_EQ(RowsOf(*ws, "t", "too-old"), 3);
+  Status again = ws->CreateBranch("too-old-2", "", v[2]);
+  EXPECT_EQ(again.error_code(), ErrorCode::kVersionExpired) << again;
+
+  // A pass that raises the horizon past the fork's version while the fork is
+  // being created (after its first check) did not see it: the fork is refused
+  // and goes again.
+  for (int h = 6; h <= 7; ++h) {
+    clock.SetMicros(kT0 + h * kHour);
+    v.push_back(ws->Write(Append("t", {h})).value().manifest_version);
+  }
+  faults->AddRule(FaultRule::HookAt(
+      "pass during the fork", WriteOpMask(), 1,
+      [&] { EXPECT_TRUE(ExpireVersions(*ws, kT0 + 8 * kHour + kHour / 2, 5400, 0).ok()); },
+      "x-race"));
+  Status raced = ws->CreateBranch("x-race", "", v[5]);
+  EXPECT_EQ(raced.error_code(), ErrorCode::kVersionExpired) << raced;
+  const std::vector<std::string> left = ws->ListBranches().value();
+  EXPECT_EQ(std::count(left.begin(), left.end(), "x-race"), 0);
 }
 
 // Once every version is past the window, what stays of the manifest does

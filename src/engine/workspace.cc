@@ -74,14 +74,18 @@ Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* st
 }
 
 Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
+  RETURN_NOT_OK(CheckInsideWindow(branch, manifest_version));
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
+  return SnapshotOf(v);
+}
+
+Status Workspace::CheckInsideWindow(const std::string& branch, uint64_t version) const {
   std::string id;
   if (!branch.empty()) {
     ASSIGN_OR_RETURN(id, manifest_->BranchId(branch));
   }
   ASSIGN_OR_RETURN(uint64_t oldest, ReadTimeTravelHorizon(*store_, root_, id));
-  if (manifest_version < oldest) return VersionExpired(branch, manifest_version, oldest);
-  ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
-  return SnapshotOf(v);
+  return version < oldest ? VersionExpired(branch, version, oldest) : Status::OK();
 }
 
 Result<Snapshot> Workspace::SnapshotOf(const ManifestVersion& v, SnapshotStats* stats) const {

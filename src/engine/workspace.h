@@ -338,6 +338,8 @@ class Workspace {
         options_(std::move(options)),
         manifest_(std::move(manifest)) {}
 
+  // version_expired when `version` of `branch` is below its time-travel horizon.
+  Status CheckInsideWindow(const std::string& branch, uint64_t version) const;
   // The snapshot of `v`: its heads; folded from the journal only for a
   // version before its branch's migration commit; DataLoss for a version
   // without heads that no migration explains.

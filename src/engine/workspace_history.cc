@@ -51,7 +51,17 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
           .WithErrorCode(ErrorCode::kPreconditionFailed);
     }
   }
-  return manifest_->CreateBranch(name, from, at);
+  // A fork reads its source's tables as of `at`: a version past the time-travel
+  // window lost them. Checked again once the branch exists: a retention pass
+  // that raised the horizon meanwhile listed branches before this one
+  // existed, so the fork goes again; one that raises it later sees the fork.
+  RETURN_NOT_OK(CheckInsideWindow(from, at));
+  RETURN_NOT_OK(manifest_->CreateBranch(name, from, at));
+  if (Status inside = CheckInsideWindow(from, at); !inside.ok()) {
+    (void)manifest_->DeleteBranch(name);  // best effort: the answer is the refusal
+    return inside;
+  }
+  return Status::OK();
 }
 
 Status Workspace::DeleteBranch(const std::string& name) { return manifest_->DeleteBranch(name); }
