@@ -163,13 +163,13 @@ TEST_F(TombstoneLevelsTest, AFormatEightDirectoryIsReadAndTakenOverByItsHeader) 
 
 // After compaction a read of one head partition decodes a file of about
 // `compacted_file_rows` rows, not every head of the workspace (one file of
-// 300 heads and 300 definitions before), and the cache can hold it.
+// 120 heads and 120 definitions before), and the cache can hold it.
 TEST(CompactedManifestTest, AReadOfOnePartitionDecodesAFileOfBoundedSize) {
   auto store = std::make_shared<MemoryObjectStore>();
   WorkspaceOptions o = testing::TestOptions();
-  o.manifest.compacted_file_rows = 32;
+  o.manifest.compacted_file_rows = 8;
   auto ws = Workspace::Init(store, "", o).value();
-  constexpr int kTables = 300;
+  constexpr int kTables = 120;
   for (int i = 0; i < kTables; ++i) {
     ASSERT_TRUE(ws->CreateTable("t" + std::to_string(i), EventSchema(), {}).ok());
   }
@@ -186,7 +186,7 @@ TEST(CompactedManifestTest, AReadOfOnePartitionDecodesAFileOfBoundedSize) {
     most = std::max(most, stats.file_rows_decoded);
     if (v.dir.slots[p].file >= 0) files.insert(v.dir.slots[p].file);
   }
-  EXPECT_LE(most, 64);  // 32, plus the partition that passed it
+  EXPECT_LE(most, 16);  // 8, plus the partition that passed it
   EXPECT_GE(files.size(), 8u);
   EXPECT_LE(files.size(), 16u);
   EXPECT_EQ(files.count(v.dir.slots[kCatalogPartition].file), 0u);  // the catalog apart
