@@ -186,6 +186,19 @@ TEST(CliRetentionTest, GcAppliesTheWindowAndReadsPastItAreVersionExpired) {
   EXPECT_NE(low.err.find("between 60 seconds and 100 years"), std::string::npos) << low.all();
   EXPECT_EQ(json::parse(run({"--json", "retention"}).out)["windowSeconds"], 604800);
   EXPECT_EQ(run({"retention", "--window-seconds", "5400"}).code, 0);  // 90 minutes
+  // A branch that wrote t (its own fork of t's dataset), then deleted.
+  ASSERT_EQ(run({"branch", "create", "dev"}).code, 0);
+  WriteFile(dir + "/d.csv", "id\n42\n");
+  CliResult load = run({"load", "t", "d.csv", "--branch", "dev"});
+  ASSERT_EQ(load.code, 0) << load.all();
+  const auto has_fork = [&] {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir + "/loam-data/tables")) {
+      if (e.path().string().find("/tree/") != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(has_fork());
+  ASSERT_EQ(run({"branch", "delete", "dev"}).code, 0);
 
   CliResult gc = run({"--json", "gc", "--grace-seconds", "0"});
   ASSERT_EQ(gc.code, 0) << gc.all();
@@ -202,6 +215,9 @@ TEST(CliRetentionTest, GcAppliesTheWindowAndReadsPastItAreVersionExpired) {
     datasets += e.is_directory();
   }
   EXPECT_EQ(datasets, 1u);  // t's
+  // The deleted branch's fork of t went with it.
+  EXPECT_EQ(report["forksRemoved"], 1) << gc.out;
+  EXPECT_FALSE(has_fork());
 
   CliResult past = run({"--json", "count", "t", "--version", std::to_string(versions[0])});
   EXPECT_EQ(past.code, 4) << past.all();

@@ -41,6 +41,7 @@ json RetentionJson(const RetentionReport& r, int64_t window_seconds) {
           {"manifestVersionsRemoved", r.manifest_versions_removed},
           {"tableVersionsRemoved", r.table_versions_removed},
           {"tablesRemoved", r.tables_removed},
+          {"forksRemoved", r.forks_removed},
           {"filesRemoved", r.files_removed},
           {"bytesRemoved", r.bytes_removed},
           {"oldestManifestVersion", oldest}};
@@ -50,8 +51,9 @@ void PrintRetention(const RetentionReport& r, int64_t window_seconds) {
   std::cout << "expired " << r.manifest_versions_removed << " manifest versions and "
             << r.table_versions_removed << " table versions past the " << window_seconds
             << "-second time-travel window and " << r.tables_removed
-            << " tables dropped on every branch before it; removed " << r.files_removed
-            << " files (" << r.bytes_removed << " bytes)";
+            << " tables no branch keeps (dropped on every branch before it, or of deleted"
+            << " branches), " << r.forks_removed << " forks of deleted branches; removed "
+            << r.files_removed << " files (" << r.bytes_removed << " bytes)";
   if (auto main = r.oldest_manifest_version.find(""); main != r.oldest_manifest_version.end()) {
     std::cout << "; main reads back to manifest version " << main->second;
   }

@@ -134,27 +134,28 @@ Result<Dataset> Dataset::CreateBranch(const std::string& name) const {
   return out;
 }
 
-Status Dataset::DeleteBranch(const std::string& name) const {
+Status DeleteBranchFiles(ObjectStore& store, const std::string& root_prefix,
+                         const std::string& name) {
   RETURN_NOT_OK(ValidateRefName("branch", name));
-  const std::string ref_key = BranchRefKey(Key(""), name);
-  RETURN_NOT_OK_CTX(store_->Head(ref_key).status(), "branch '" + name + "'");
+  const std::string ref_key = BranchRefKey(root_prefix, name);
+  RETURN_NOT_OK_CTX(store.Head(ref_key).status(), "branch '" + name + "'");
   // Refuse while a child branch or a tag depends on it.
-  const std::string bprefix = Key("_refs/branches/");
-  ASSIGN_OR_RETURN(auto branches, store_->ListAll(bprefix));
+  const std::string bprefix = root_prefix + "_refs/branches/";
+  ASSIGN_OR_RETURN(auto branches, store.ListAll(bprefix));
   for (const ObjectInfo& o : branches) {
     std::string child = o.key.substr(bprefix.size());
     child.resize(child.size() - 5);
-    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(std::string text, store.Get(o.key));
     ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(text, child));
     if (info.parent == name) {
       return Status::FailedPrecondition("branch '" + name + "' has child branch '" + child +
                                         "'; delete it first");
     }
   }
-  const std::string tprefix = Key("_refs/tags/");
-  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
+  const std::string tprefix = root_prefix + "_refs/tags/";
+  ASSIGN_OR_RETURN(auto tags, store.ListAll(tprefix));
   for (const ObjectInfo& o : tags) {
-    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
+    ASSIGN_OR_RETURN(std::string text, store.Get(o.key));
     ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, o.key));
     if (t.branch == name) {
       return Status::FailedPrecondition("tag '" + o.key.substr(tprefix.size()) +
@@ -163,12 +164,16 @@ Status Dataset::DeleteBranch(const std::string& name) const {
   }
   // Newest versions first, so a crash part-way leaves an older, complete
   // version; the ref goes last, so a retried delete finishes the job.
-  const std::string versions = Key(BranchDir(name) + "_versions/");
-  ASSIGN_OR_RETURN(auto version_files, store_->ListAll(versions));
-  for (const ObjectInfo& o : version_files) RETURN_NOT_OK(store_->Delete(o.key));
-  ASSIGN_OR_RETURN(auto files, store_->ListAll(Key(BranchDir(name))));
-  for (const ObjectInfo& o : files) RETURN_NOT_OK(store_->Delete(o.key));
-  return store_->Delete(ref_key);
+  const std::string dir = root_prefix + Dataset::BranchDir(name);
+  ASSIGN_OR_RETURN(auto version_files, store.ListAll(dir + "_versions/"));
+  for (const ObjectInfo& o : version_files) RETURN_NOT_OK(store.Delete(o.key));
+  ASSIGN_OR_RETURN(auto files, store.ListAll(dir));
+  for (const ObjectInfo& o : files) RETURN_NOT_OK(store.Delete(o.key));
+  return store.Delete(ref_key);
+}
+
+Status Dataset::DeleteBranch(const std::string& name) const {
+  return DeleteBranchFiles(*store_, Key(""), name);
 }
 
 Result<std::vector<std::string>> Dataset::ListBranches() const {

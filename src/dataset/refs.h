@@ -23,6 +23,11 @@ std::string EncodeBranchRef(const BranchInfo& b, int64_t created_micros, const s
 Result<BranchInfo> DecodeBranchRef(std::string_view json, const std::string& name);
 Result<std::string> DecodeBranchRefId(std::string_view json, const std::string& name);
 std::string EncodeTagRef(const TagRef& t);
+// Removes branch `name` of the dataset at `root_prefix` ("" or "<root>/"):
+// its versions, its own files, then its ref. FailedPrecondition while a
+// child branch or a tag depends on it; NotFound when there is no such branch.
+Status DeleteBranchFiles(ObjectStore& store, const std::string& root_prefix,
+                         const std::string& name);
 Result<TagRef> DecodeTagRef(std::string_view json, const std::string& name);
 
 }  // namespace loam

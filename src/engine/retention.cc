@@ -8,6 +8,7 @@
 
 #include "common/json_parse.h"
 #include "common/status_macros.h"
+#include "dataset/refs.h"
 
 namespace loam {
 namespace {
@@ -18,6 +19,10 @@ std::string SettingKey(const std::string& root) {
 
 std::string HorizonKey(const std::string& root) {
   return (root.empty() ? "" : root + "/") + "_control/retention-horizon.json";
+}
+
+std::string DeletedBranchPrefix(const std::string& root) {
+  return (root.empty() ? "" : root + "/") + "_control/deleted-branches/";
 }
 
 // The horizon object: each branch's oldest readable manifest version, and
@@ -225,19 +230,16 @@ Status VersionExpired(const std::string& branch, uint64_t version, uint64_t olde
 
 namespace {
 
-// The locations of tables that no version any branch keeps after this pass
-// has live, among those dropped on some branch between the oldest version
-// the last pass kept there and the oldest this one keeps (a table dropped
-// earlier was looked at by an earlier pass; its dataset went then, or some
-// branch still had it and does now).
-Result<std::vector<std::string>> DroppedEverywhere(Workspace& ws,
-                                                   const std::vector<std::string>& branches,
-                                                   const nlohmann::json& horizons,
-                                                   const RetentionReport& report,
-                                                   const Floors& floors) {
-  const Manifest& m = ws.manifest();
+// Each listed branch's ends for this pass, and (in `candidates`) the
+// tables dropped on it between the oldest version the last pass kept there
+// and the oldest this one keeps (a table dropped earlier was looked at by an
+// earlier pass; its dataset went then, or some branch still had it).
+Result<std::vector<BranchEnds>> ReadBranchEnds(const Manifest& m,
+                                               const std::vector<std::string>& branches,
+                                               const nlohmann::json& horizons,
+                                               const RetentionReport& report,
+                                               std::map<int64_t, std::string>* candidates) {
   std::vector<BranchEnds> ends;
-  std::map<int64_t, std::string> candidates;
   for (const std::string& b : branches) {
     BranchEnds e;
     ASSIGN_OR_RETURN(e.now, m.Current(b));
@@ -255,20 +257,35 @@ Result<std::vector<std::string>> DroppedEverywhere(Workspace& ws,
       }
     }
     for (const auto& [sid, location] : e.dropped_by_oldest) {
-      if (!e.dropped_before.count(sid)) candidates[sid] = location;
+      if (!e.dropped_before.count(sid)) (*candidates)[sid] = location;
     }
     ends.push_back(std::move(e));
   }
+  return ends;
+}
+
+// Whether no version any listed branch keeps after this pass has table
+// `sid` at `location` live (under any fork).
+Result<bool> GoneEverywhere(const Manifest& m, const std::vector<BranchEnds>& ends,
+                            const Floors& floors, int64_t sid, const std::string& location) {
+  auto kept = floors.lower_bound({location, std::string()});
+  if (kept != floors.end() && kept->first.first == location) return false;
+  for (const BranchEnds& e : ends) {
+    ASSIGN_OR_RETURN(bool from_branch, GoneFromBranch(m, e, sid));
+    if (!from_branch) return false;
+  }
+  return true;
+}
+
+// The locations of tables that no version any branch keeps after this pass
+// has live, among those dropped on some branch since the last pass.
+Result<std::vector<std::string>> DroppedEverywhere(const Manifest& m,
+                                                   const std::vector<BranchEnds>& ends,
+                                                   const std::map<int64_t, std::string>& candidates,
+                                                   const Floors& floors) {
   std::vector<std::string> out;
   for (const auto& [sid, location] : candidates) {
-    // Live on a branch now, or at the cutoff, under any fork.
-    auto kept = floors.lower_bound({location, std::string()});
-    if (kept != floors.end() && kept->first.first == location) continue;
-    bool gone = true;
-    for (const BranchEnds& e : ends) {
-      ASSIGN_OR_RETURN(bool from_branch, GoneFromBranch(m, e, sid));
-      if (!(gone = from_branch)) break;
-    }
+    ASSIGN_OR_RETURN(bool gone, GoneEverywhere(m, ends, floors, sid, location));
     if (gone) out.push_back(location);
   }
   return out;
@@ -288,7 +305,113 @@ Status RemoveDataset(ObjectStore& store, const std::string& prefix, RetentionRep
   return Status::OK();
 }
 
+// A deleted branch's record: its ref id and the tables (stable id,
+// location) its newest version had, live or dropped.
+struct DeletedBranch {
+  std::string key, id;
+  int64_t deleted_micros = 0;
+  std::vector<std::pair<int64_t, std::string>> tables;
+};
+
+Result<DeletedBranch> ParseDeletedBranch(const std::string& key, std::string_view text) {
+  ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(text, "deleted-branch record"));
+  const auto bad = [&] {
+    return Status::DataLoss("deleted-branch record " + key + " is malformed");
+  };
+  if (j.value("format", 0) != 1 || !j.contains("id") || !j["id"].is_string() ||
+      !j.contains("deletedMicros") || !j["deletedMicros"].is_number_integer() ||
+      !j.contains("tables") || !j["tables"].is_array()) {
+    return bad();
+  }
+  DeletedBranch d{key, j["id"].get<std::string>(), j["deletedMicros"].get<int64_t>(), {}};
+  for (const auto& t : j["tables"]) {
+    if (!t.is_object() || !t.contains("sid") || !t["sid"].is_number_integer() ||
+        !t.contains("location") || !t["location"].is_string()) {
+      return bad();
+    }
+    d.tables.emplace_back(t["sid"].get<int64_t>(), t["location"].get<std::string>());
+  }
+  return d;
+}
+
+// Every record, oldest deletion first (a child branch is deleted before its
+// parent, so its table forks go first too).
+Result<std::vector<DeletedBranch>> ReadDeletedBranches(ObjectStore& store,
+                                                       const std::string& root) {
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store.ListAll(DeletedBranchPrefix(root)));
+  std::vector<DeletedBranch> out;
+  for (const ObjectInfo& o : objects) {
+    Result<std::string> text = store.Get(o.key);
+    if (text.status().IsNotFound()) continue;  // another pass finished it
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(DeletedBranch d, ParseDeletedBranch(o.key, *text));
+    out.push_back(std::move(d));
+  }
+  std::sort(out.begin(), out.end(), [](const DeletedBranch& a, const DeletedBranch& b) {
+    return a.deleted_micros < b.deleted_micros;
+  });
+  return out;
+}
+
+// What only deleted branches kept: a table no listed branch keeps goes
+// whole; from the others, the deleted branch's own fork goes. A record is
+// removed once all of it is done, and only once its branch is no longer
+// listed (a deletion in progress, or one refused, keeps it).
+Status SweepDeletedBranches(Workspace& ws, const std::set<std::string>& listed_ids,
+                            const std::vector<BranchEnds>& ends, const Floors& floors,
+                            RetentionReport* report) {
+  ASSIGN_OR_RETURN(std::vector<DeletedBranch> deleted, ReadDeletedBranches(*ws.store(), ws.root()));
+  for (const DeletedBranch& d : deleted) {
+    if (listed_ids.count(d.id)) continue;
+    bool done = true;
+    for (const auto& [sid, location] : d.tables) {
+      const std::string prefix = ws.TableRoot(location) + "/";
+      ASSIGN_OR_RETURN(bool gone, GoneEverywhere(ws.manifest(), ends, floors, sid, location));
+      if (gone) {
+        RETURN_NOT_OK(RemoveDataset(*ws.store(), prefix, report));
+        continue;
+      }
+      Status fork = DeleteBranchFiles(*ws.store(), prefix, d.id);
+      if (fork.ok()) {
+        ++report->forks_removed;
+      } else if (fork.IsFailedPrecondition()) {
+        done = false;  // a fork of a later-deleted child is still there: next pass
+      } else if (!fork.IsNotFound()) {
+        return fork;
+      }
+    }
+    if (done) RETURN_NOT_OK(ws.store()->Delete(d.key));
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_micros) {
+  const Manifest& m = ws.manifest();
+  ASSIGN_OR_RETURN(std::string id, m.BranchId(name));
+  ASSIGN_OR_RETURN(Snapshot snap, ws.Current(name));
+  ASSIGN_OR_RETURN(ManifestVersion v, m.At(name, snap.manifest_version));
+  ASSIGN_OR_RETURN(auto dropped, DroppedTables(m, v));
+  nlohmann::json tables = nlohmann::json::array();
+  for (const auto& [table, t] : snap.tables) {
+    tables.push_back({{"sid", t.head.sid}, {"location", t.head.location}});
+  }
+  for (const auto& [sid, location] : dropped) {
+    tables.push_back({{"sid", sid}, {"location", location}});
+  }
+  const nlohmann::json j = {{"format", 1},
+                            {"branch", name},
+                            {"id", id},
+                            {"deletedMicros", now_micros},
+                            {"tables", std::move(tables)}};
+  return ws.store()->Put(DeletedBranchPrefix(ws.root()) + id + ".json", j.dump()).status();
+}
+
+Status ForgetBranchDeletion(Workspace& ws, const std::string& id) {
+  Status s = ws.store()->Delete(DeletedBranchPrefix(ws.root()) + id + ".json");
+  return s.IsNotFound() ? Status::OK() : s;
+}
 
 Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
                                        int64_t grace_micros) {
@@ -328,8 +451,11 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   for (const Snapshot& s : current) LowerFloors(s, /*create=*/false, &floors);
   // Tables that went out of every branch's window since the last pass,
   // read before the versions that show it go.
+  std::map<int64_t, std::string> candidates;
+  ASSIGN_OR_RETURN(std::vector<BranchEnds> ends,
+                   ReadBranchEnds(ws.manifest(), branches, horizons.branches, report, &candidates));
   ASSIGN_OR_RETURN(std::vector<std::string> dropped,
-                   DroppedEverywhere(ws, branches, horizons.branches, report, floors));
+                   DroppedEverywhere(ws.manifest(), ends, candidates, floors));
   // Readers learn where time travel stops before anything goes, and the
   // datasets to remove are recorded first (with those an earlier pass
   // recorded and did not finish).
@@ -382,6 +508,9 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
     RETURN_NOT_OK(RemoveDataset(*ws.store(), ws.TableRoot(location) + "/", &report));
   }
   if (!dropped.empty()) RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), {}, {}, dropped));
+  std::set<std::string> listed_ids;
+  for (const auto& [id, version] : by_id) listed_ids.insert(id);
+  RETURN_NOT_OK(SweepDeletedBranches(ws, listed_ids, ends, floors, &report));
   return report;
 }
 

@@ -37,6 +37,14 @@ Result<uint64_t> ReadTimeTravelHorizon(ObjectStore& store, const std::string& wo
 // version_expired for `version` of `branch` below `oldest`.
 Status VersionExpired(const std::string& branch, uint64_t version, uint64_t oldest);
 
+// Written before branch `name` is deleted
+// (`_control/deleted-branches/<id>.json`, docs/format/control.md): the
+// tables its newest version has, live or dropped, so that a pass after the
+// deletion removes its forks of them, and the tables only it had.
+Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_micros);
+// Takes the record back (a deletion that was refused).
+Status ForgetBranchDeletion(Workspace& ws, const std::string& id);
+
 struct RetentionReport {
   int64_t cutoff_micros = 0;  // versions superseded before this went
   int manifest_versions_removed = 0;
@@ -44,7 +52,9 @@ struct RetentionReport {
   int files_removed = 0;  // data, deletion and index files of tables and manifest
   uint64_t bytes_removed = 0;
   int tables = 0;          // table datasets looked at
-  int tables_removed = 0;  // datasets of tables dropped on every branch, removed whole
+  int tables_removed = 0;  // datasets no branch keeps (dropped everywhere, or a deleted
+                           // branch's own), removed whole
+  int forks_removed = 0;   // a deleted branch's forks of tables other branches keep
   // Per branch ("" = main): the manifest version current at the cutoff,
   // the oldest one time travel reaches after the pass.
   std::map<std::string, uint64_t> oldest_manifest_version;
@@ -55,7 +65,8 @@ struct RetentionReport {
 // every branch, for the manifest and for every table the manifest versions
 // kept reference), each branch's newest version, tags and fork points, and
 // unreferenced files younger than `grace_micros` (a write's staged files).
-// Tables dropped on every branch are not touched.
+// The dataset of a table no kept version of any branch has live goes
+// whole; so do what deleted branches alone kept (RecordBranchDeletion).
 Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
                                        int64_t grace_micros);
 

@@ -205,6 +205,63 @@ TEST(RetentionRemovalTest, ARemovalCutShortIsFinishedByTheNextPass) {
 
 // A branch forks from a version inside the window only: past it, the
 // tables that version read are gone, and the fork is version_expired.
+// A deleted branch leaves nothing behind once a pass runs after it: its
+// forks of tables other branches keep go, and so do the tables only it had
+// (one it created, one main dropped long ago). Not while it is listed.
+TEST_F(RetentionTest, WhatOnlyADeletedBranchKeptGoes) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws_->CreateTable("u", EventSchema(), {}).ok());
+  AppendAt(0, {1});
+  ASSERT_TRUE(ws_->Write(Append("u", {1})).ok());
+  ASSERT_TRUE(ws_->CreateBranch("dev").ok());
+  const std::string dev = ws_->manifest().BranchId("dev").value();
+  AppendAt(0.5, {2}, "dev");  // dev's own fork of t
+  ASSERT_TRUE(ws_->CreateTable("only", EventSchema(), {}, "dev").ok());
+  ASSERT_TRUE(ws_->Write(Append("only", {7}, "dev")).ok());
+  clock_.SetMicros(kT0 + kHour);
+  ASSERT_TRUE(ws_->DropTable("u").ok());  // main drops u; dev keeps it
+  const Snapshot on_dev = ws_->Current("dev").value();
+  const std::string t = on_dev.Find("t")->head.location, u = on_dev.Find("u")->head.location,
+                    only = on_dev.Find("only")->head.location;
+  auto objects = [&](const std::string& prefix) {
+    return store_->ListAll(ws_->TableRoot(prefix)).value().size();
+  };
+  const std::string record = "ws/_control/deleted-branches/" + dev + ".json";
+  ASSERT_GT(objects(t + "/tree/" + dev + "/"), 0u);
+
+  // A child keeps dev: the refused deletion leaves no record.
+  ASSERT_TRUE(ws_->CreateBranch("child", "dev").ok());
+  EXPECT_TRUE(ws_->DeleteBranch("dev").IsFailedPrecondition());
+  EXPECT_TRUE(store_->Head(record).status().IsNotFound());
+  ASSERT_TRUE(ws_->DeleteBranch("child").ok());
+  // A record whose branch is still listed (its deletion under way) waits.
+  ASSERT_TRUE(RecordBranchDeletion(*ws_, "dev", kT0 + kHour).ok());
+  AppendAt(20, {3});
+  RetentionReport r = ExpireVersions(*ws_, kT0 + 30 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed + r.forks_removed, 0);
+  EXPECT_EQ(RowsOf(*ws_, "only", "dev"), 1);
+  EXPECT_EQ(RowsOf(*ws_, "u", "dev"), 1);
+
+  ASSERT_TRUE(ws_->DeleteBranch("dev").ok());
+  EXPECT_TRUE(store_->Head(record).ok());
+  r = ExpireVersions(*ws_, kT0 + 31 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed, 2);  // only, u
+  EXPECT_EQ(r.forks_removed, 1);   // dev's fork of t (the child's had no fork)
+  EXPECT_EQ(objects(only + "/"), 0u);
+  EXPECT_EQ(objects(u + "/"), 0u);
+  EXPECT_EQ(objects(t + "/tree/" + dev + "/"), 0u);
+  EXPECT_EQ(objects(t + "/_refs/branches/" + dev + ".json"), 0u);
+  EXPECT_TRUE(store_->Head(record).status().IsNotFound());
+  EXPECT_EQ(RowsOf(*ws_, "t"), 2);  // main's rows 1 and 3
+  testing::ExpectHeadsMatchFold(*ws_);
+  // A branch of the same name later is a new branch: nothing of it goes.
+  ASSERT_TRUE(ws_->CreateBranch("dev").ok());
+  AppendAt(31.5, {4}, "dev");
+  r = ExpireVersions(*ws_, kT0 + 32 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed + r.forks_removed, 0);
+  EXPECT_EQ(RowsOf(*ws_, "t", "dev"), 3);
+}
+
 TEST_F(RetentionTest, ABranchFromAVersionPastTheWindowIsRefused) {
   ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
   const uint64_t old = AppendAt(0, {1});

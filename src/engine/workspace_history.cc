@@ -8,6 +8,7 @@
 
 #include "common/json_parse.h"
 #include "common/status_macros.h"
+#include "engine/retention.h"
 #include "engine/workspace.h"
 
 namespace loam {
@@ -64,7 +65,16 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
   return Status::OK();
 }
 
-Status Workspace::DeleteBranch(const std::string& name) { return manifest_->DeleteBranch(name); }
+// The record first: once the ref is gone nothing names the tables the
+// branch had, and a retention pass removes what only it kept from the record.
+Status Workspace::DeleteBranch(const std::string& name) {
+  if (name.empty()) return manifest_->DeleteBranch(name);  // refused
+  ASSIGN_OR_RETURN(std::string id, manifest_->BranchId(name));
+  RETURN_NOT_OK(RecordBranchDeletion(*this, name, options_.manifest.dataset.clock->NowMicros()));
+  Status deleted = manifest_->DeleteBranch(name);
+  if (deleted.IsFailedPrecondition()) (void)ForgetBranchDeletion(*this, id);  // a child or a tag
+  return deleted;
+}
 
 Result<std::vector<std::string>> Workspace::ListBranches() const {
   return manifest_->ListBranches();

@@ -127,6 +127,7 @@ void ServerMetrics::RetentionPass(const RetentionReport& pass) {
   add("manifest_versions_removed", pass.manifest_versions_removed);
   add("table_versions_removed", pass.table_versions_removed);
   add("tables_removed", pass.tables_removed);
+  add("forks_removed", pass.forks_removed);
   add("files_removed", pass.files_removed);
   add("bytes_removed", static_cast<double>(pass.bytes_removed));
 }
