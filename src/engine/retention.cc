@@ -236,13 +236,15 @@ namespace {
 // earlier pass; its dataset went then, or some branch still had it).
 Result<std::vector<BranchEnds>> ReadBranchEnds(const Manifest& m,
                                                const std::vector<std::string>& branches,
+                                               const std::vector<Snapshot>& current,
                                                const nlohmann::json& horizons,
                                                const RetentionReport& report,
                                                std::map<int64_t, std::string>* candidates) {
   std::vector<BranchEnds> ends;
-  for (const std::string& b : branches) {
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const std::string& b = branches[i];
     BranchEnds e;
-    ASSIGN_OR_RETURN(e.now, m.Current(b));
+    ASSIGN_OR_RETURN(e.now, m.At(b, current[i].manifest_version));  // as the pass read it
     ASSIGN_OR_RETURN(e.oldest, m.At(b, report.oldest_manifest_version.at(b)));
     ASSIGN_OR_RETURN(e.dropped_by_oldest, DroppedTables(m, e.oldest));
     std::string id;
@@ -452,8 +454,9 @@ Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_
   // Tables that went out of every branch's window since the last pass,
   // read before the versions that show it go.
   std::map<int64_t, std::string> candidates;
-  ASSIGN_OR_RETURN(std::vector<BranchEnds> ends,
-                   ReadBranchEnds(ws.manifest(), branches, horizons.branches, report, &candidates));
+  ASSIGN_OR_RETURN(
+      std::vector<BranchEnds> ends,
+      ReadBranchEnds(ws.manifest(), branches, current, horizons.branches, report, &candidates));
   ASSIGN_OR_RETURN(std::vector<std::string> dropped,
                    DroppedEverywhere(ws.manifest(), ends, candidates, floors));
   // Readers learn where time travel stops before anything goes, and the
