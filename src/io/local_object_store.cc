@@ -104,12 +104,63 @@ std::string HexEtag(const struct stat& st) {
   return buf;
 }
 
+int64_t NanosOf(const struct timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// Modification times this process stamps: strictly increasing, at least
+// `floor_ns`, so no two objects it writes share one whatever the clock does.
+int64_t NextStampNanos(int64_t floor_ns) {
+  static std::atomic<int64_t> last{0};
+  int64_t prev = last.load(std::memory_order_relaxed);
+  int64_t next;
+  do {
+    next = std::max(floor_ns, prev + 1);
+  } while (!last.compare_exchange_weak(prev, next, std::memory_order_relaxed));
+  return next;
+}
+
 ObjectMeta MetaOf(const struct stat& st) {
   ObjectMeta m;
   m.size = static_cast<uint64_t>(st.st_size);
   m.etag = HexEtag(st);
   m.mtime_micros = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
   return m;
+}
+
+// Stamps the file at `path` (open as `fd`) with `stamp_ns` and returns its
+// metadata. A file system that keeps a coarser time than asked for would
+// let two contents share an etag: refused.
+Result<ObjectMeta> Stamp(int fd, const std::string& path, int64_t stamp_ns, bool durable) {
+  struct timespec t[2];
+  t[0] = {static_cast<time_t>(stamp_ns / 1'000'000'000),
+          static_cast<long>(stamp_ns % 1'000'000'000)};
+  t[1] = t[0];
+  if (::futimens(fd, t) != 0) return ErrnoStatus("futimens", path, errno);
+  if (durable && ::fsync(fd) != 0) return ErrnoStatus("fsync", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", path, errno);
+  if (NanosOf(st.st_mtim) != stamp_ns) {
+    return Status::FailedPrecondition(
+        "the file system under '" + ParentDir(path) +
+        "' keeps modification times coarser than nanoseconds; Loam's conditional writes need "
+        "them exact (ext4 with 256-byte inodes, xfs, btrfs and tmpfs keep them)");
+  }
+  return MetaOf(st);
+}
+
+// A replacement is stamped later than the object it replaces (`replaced`),
+// so a key never shows one of its earlier etags again, though inode numbers
+// are reused and sizes repeat. Updates `stamp_ns` and `meta` if it restamps.
+Status StampLaterThan(const struct stat& replaced, const std::string& tmp, bool durable,
+                      int64_t* stamp_ns, ObjectMeta* meta) {
+  const int64_t replaced_ns = NanosOf(replaced.st_mtim);
+  if (*stamp_ns > replaced_ns) return Status::OK();
+  Fd fd(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus("open", tmp, errno);
+  *stamp_ns = NextStampNanos(replaced_ns + 1);
+  ASSIGN_OR_RETURN(*meta, Stamp(fd.get(), tmp, *stamp_ns, durable));
+  return Status::OK();
 }
 
 // Unique among live processes: the pid is read per call, so a forked child
@@ -193,7 +244,9 @@ Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
       std::lock_guard<std::mutex> lock(durable_mu_);
       if (durable_dirs_.count(dir)) continue;
     }
-    RETURN_NOT_OK(FsyncPath(ParentDir(dir)));
+    Status synced = FsyncPath(ParentDir(dir));
+    if (!synced.ok() && !synced.IsNotFound()) Poison(synced);  // NotFound: a delete raced
+    RETURN_NOT_OK(synced);
     std::lock_guard<std::mutex> lock(durable_mu_);
     durable_dirs_.insert(dir);
   }
@@ -211,6 +264,7 @@ void LocalObjectStore::ForgetParentDirs(std::string_view key) const {
 // Opens `key` for reading; NotFound unless it is a regular file.
 Result<int> LocalObjectStore::OpenForRead(std::string_view key, struct stat* st) const {
   RETURN_NOT_OK(ValidateObjectKey(key));
+  RETURN_NOT_OK(Healthy());
   const std::string path = PathOf(key);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -284,6 +338,7 @@ Result<std::string> LocalObjectStore::GetRange(std::string_view key, uint64_t of
 
 Result<ObjectMeta> LocalObjectStore::Head(std::string_view key) {
   RETURN_NOT_OK(ValidateObjectKey(key));
+  RETURN_NOT_OK(Healthy());
   const std::string path = PathOf(key);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -318,7 +373,8 @@ Result<int> LocalObjectStore::CreateTempFile(std::string_view key, std::string* 
 // Streams `source` into the open temp file, stamps its mtime (see the etag
 // note in the header), fsyncs it and returns its metadata.
 Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp,
-                                                  ByteSource& source, bool durable) const {
+                                                  ByteSource& source, bool durable,
+                                                  int64_t* stamp_ns) const {
   // Sized to the object when known: small objects (most commits) skip
   // allocating and clearing a whole chunk.
   const uint64_t hint = source.SizeHint().value_or(kIoChunk);
@@ -330,32 +386,35 @@ Result<ObjectMeta> LocalObjectStore::FillTempFile(int fd, const std::string& tmp
     if (*n == 0) break;
     RETURN_NOT_OK(WriteAll(fd, buf.get(), *n, tmp));
   }
-  struct timespec now[2];
-  ::clock_gettime(CLOCK_REALTIME, &now[0]);
-  now[1] = now[0];
-  if (::futimens(fd, now) != 0) return ErrnoStatus("futimens", tmp, errno);
-  if (durable && ::fsync(fd) != 0) return ErrnoStatus("fsync", tmp, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus("fstat", tmp, errno);
-  return MetaOf(st);
+  *stamp_ns = NextStampNanos(NowNanos());
+  return Stamp(fd, tmp, *stamp_ns, durable);
+}
+
+int64_t LocalObjectStore::NowNanos() const {
+  if (clock_ != nullptr) return clock_->NowMicros() * 1000;
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return NanosOf(now);
 }
 
 Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& source,
                                            const PutOptions& options) {
   RETURN_NOT_OK(ValidateObjectKey(key));
+  RETURN_NOT_OK(Healthy());
   const std::string path = PathOf(key);
   const std::string dir = ParentDir(path);
   std::string tmp;
+  int64_t stamp_ns = 0;
   ASSIGN_OR_RETURN(int raw_fd, CreateTempFile(key, &tmp));
   Result<ObjectMeta> filled = [&] {
     Fd fd(raw_fd);
-    return FillTempFile(fd.get(), tmp, source, options.durable);
+    return FillTempFile(fd.get(), tmp, source, options.durable, &stamp_ns);
   }();
   if (!filled.ok()) {
     ::unlink(tmp.c_str());
     return filled.status();
   }
-  const ObjectMeta meta = *filled;
+  ObjectMeta meta = *filled;
   auto discard = [&](Status s) {
     ::unlink(tmp.c_str());
     return s;
@@ -371,25 +430,27 @@ Result<ObjectMeta> LocalObjectStore::Write(std::string_view key, ByteSource& sou
     ::unlink(tmp.c_str());
   } else {
     ASSIGN_OR_RETURN(auto lock, StripeLock::Acquire(LockPathFor(key)));
+    struct stat st;
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (!exists && errno != ENOENT) return discard(ErrnoStatus("stat", path, errno));
     if (options.condition == PutCondition::kIfMatch) {
-      struct stat st;
-      if (::stat(path.c_str(), &st) != 0) {
-        if (errno == ENOENT) {
-          return discard(Status::NotFound("put-if-match: no object '" + std::string(key) + "'"));
-        }
-        return discard(ErrnoStatus("stat", path, errno));
+      if (!exists) {
+        return discard(Status::NotFound("put-if-match: no object '" + std::string(key) + "'"));
       }
       if (HexEtag(st) != options.if_match_etag) {
         return discard(Status::Aborted("put-if-match: etag of '" + std::string(key) +
                                        "' is no longer '" + options.if_match_etag + "'"));
       }
     }
+    if (exists) {
+      Status later = StampLaterThan(st, tmp, options.durable, &stamp_ns, &meta);
+      if (!later.ok()) return discard(later);
+    }
     if (::rename(tmp.c_str(), path.c_str()) != 0)
       return discard(ErrnoStatus("rename", path, errno));
   }
   // The object may be deleted, and its directory removed, before this sync:
   // the write happened, and the delete after it.
-  if (before_dir_sync_) before_dir_sync_(dir);
   if (options.durable) RETURN_NOT_OK(SyncNearestDirectory(dir));
   return meta;
 }
@@ -402,6 +463,7 @@ Status LocalObjectStore::DeleteRelaxed(std::string_view key) {
 
 Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
   RETURN_NOT_OK(ValidateObjectKey(key));
+  RETURN_NOT_OK(Healthy());
   const std::string path = PathOf(key);
   {
     ASSIGN_OR_RETURN(auto lock, StripeLock::Acquire(LockPathFor(key)));
@@ -421,12 +483,31 @@ Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
 }
 
 Status LocalObjectStore::SyncNearestDirectory(std::string dir) const {
-  Status synced = FsyncPath(dir);
+  Status synced = before_dir_sync_ ? before_dir_sync_(dir) : Status::OK();
+  if (synced.ok()) synced = FsyncPath(dir);
   while (synced.IsNotFound() && dir.size() > root_.size()) {
     dir = ParentDir(dir);
     synced = FsyncPath(dir);
   }
+  if (!synced.ok()) Poison(synced);
   return synced;
+}
+
+void LocalObjectStore::Poison(const Status& cause) const {
+  std::lock_guard<std::mutex> lock(durable_mu_);
+  if (poisoned_.load(std::memory_order_relaxed)) return;
+  poison_ = Status::FailedPrecondition(
+      "the local store at '" + root_ + "' stopped after a directory sync failed (" +
+      cause.ToString() +
+      "): what it wrote or deleted since may not be on disk; check the disk, then open the "
+      "workspace again");
+  poisoned_.store(true, std::memory_order_release);
+}
+
+Status LocalObjectStore::Healthy() const {
+  if (!poisoned_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard<std::mutex> lock(durable_mu_);
+  return poison_;
 }
 
 // Best effort: rmdir fails harmlessly on a non-empty directory, and a writer
@@ -444,6 +525,7 @@ void LocalObjectStore::RemoveEmptyParents(std::string_view key) const {
 Result<ListPage> LocalObjectStore::List(std::string_view prefix, std::string_view start_after,
                                         size_t limit) {
   RETURN_NOT_OK(ValidateListPrefix(prefix));
+  RETURN_NOT_OK(Healthy());
   if (limit == 0) limit = 1000;
   ListPage page;
   const size_t slash = prefix.rfind('/');

@@ -117,7 +117,10 @@ TEST_F(LocalObjectStoreTest, ConcurrentDeletesThatEmptyADirectoryAllSucceed) {
 // entry enqueued and processed at once failed its enqueue with "open
 // directory: No such file or directory".)
 TEST_F(LocalObjectStoreTest, AWriteWhoseDirectoryADeleteRemovesBeforeItsSyncSucceeds) {
-  store_->SetBeforeDirectorySyncForTesting([](const std::string& dir) { fs::remove_all(dir); });
+  store_->SetBeforeDirectorySyncForTesting([](const std::string& dir) {
+    fs::remove_all(dir);
+    return Status::OK();
+  });
   Status absent = store_->PutIfAbsent("c/d/first", "1").status();
   EXPECT_TRUE(absent.ok()) << absent;
   Status put = store_->Put("c/d/second", "2").status();
@@ -126,6 +129,63 @@ TEST_F(LocalObjectStoreTest, AWriteWhoseDirectoryADeleteRemovesBeforeItsSyncSucc
   EXPECT_FALSE(fs::exists(dir_ / "c" / "d"));
   EXPECT_TRUE(store_->PutIfAbsent("c/d/third", "3").ok());  // made again
   EXPECT_EQ(store_->Get("c/d/third").value(), "3");
+}
+
+// Etags stay unforgeable with a clock that does not move (or steps back):
+// a replacement, or an object deleted and made again, of the same size,
+// very likely on a reused inode, never shows an etag a stale reader holds,
+// so that reader's compare-and-swap fails.
+TEST_F(LocalObjectStoreTest, AFrozenClockNeverLetsAStaleEtagMatch) {
+  ManualClock frozen(1'800'000'000LL * 1'000'000);
+  store_->SetClockForTesting(&frozen);
+  const std::string e1 = store_->Put("counter", R"({"next":1})").value().etag;
+  std::vector<std::string> seen{e1};
+  std::string last = e1;
+  for (int i = 2; i <= 6; ++i) {  // back and forth between two contents
+    const std::string next = R"({"next":)" + std::to_string(i % 2 + 1) + "}";
+    last = store_->PutIfMatch("counter", next, last).value().etag;
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), last), 0) << "etag " << last << " again";
+    seen.push_back(last);
+  }
+  Status stale = store_->PutIfMatch("counter", R"({"next":9})", e1).status();
+  EXPECT_TRUE(stale.IsAborted()) << stale;
+  // Deleted and made again with the same bytes.
+  ASSERT_TRUE(store_->Delete("counter").ok());
+  const std::string again = store_->PutIfAbsent("counter", R"({"next":1})").value().etag;
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), again), 0) << "etag " << again << " again";
+  for (const std::string& old : seen) {
+    EXPECT_TRUE(store_->PutIfMatch("counter", R"({"next":9})", old).status().IsAborted()) << old;
+  }
+  EXPECT_EQ(store_->Get("counter").value(), R"({"next":1})");
+  store_->SetClockForTesting(nullptr);
+}
+
+// A directory sync that fails after the link: the write fails, and every
+// call after it, so nothing reads back as written what may not be on disk.
+// A store opened again (once the disk is checked) works.
+TEST_F(LocalObjectStoreTest, AFailedDirectorySyncStopsTheStore) {
+  ASSERT_TRUE(store_->Put("v/1", "one").ok());
+  store_->SetBeforeDirectorySyncForTesting([](const std::string&) {
+    return Status::Internal("injected: fsync directory: Input/output error");
+  });
+  EXPECT_FALSE(store_->PutIfAbsent("v/2", "two").ok());
+  store_->SetBeforeDirectorySyncForTesting(nullptr);
+  EXPECT_TRUE(fs::exists(dir_ / "v" / "2"));  // linked, perhaps only in the page cache
+  Result<std::string> back = store_->Get("v/2");
+  ASSERT_FALSE(back.ok());
+  EXPECT_TRUE(back.status().IsFailedPrecondition()) << back.status();
+  EXPECT_NE(back.status().message().find("stopped after a directory sync failed"),
+            std::string::npos)
+      << back.status();
+  EXPECT_NE(back.status().message().find("Input/output error"), std::string::npos);
+  EXPECT_FALSE(store_->Get("v/1").ok());
+  EXPECT_FALSE(store_->Head("v/1").ok());
+  EXPECT_FALSE(store_->Put("v/3", "three").ok());
+  EXPECT_FALSE(store_->ListAll("v/").ok());
+  EXPECT_FALSE(store_->Delete("v/1").ok());
+  EXPECT_FALSE(fs::exists(dir_ / "v" / "3"));
+  auto reopened = LocalObjectStore::Open(dir_.string()).value();
+  EXPECT_EQ(reopened->Get("v/1").value(), "one");
 }
 
 // The store remembers which directories it made durable; one removed behind
