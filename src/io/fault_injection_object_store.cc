@@ -95,6 +95,82 @@ bool FaultInjectionObjectStore::crashed() const {
   return crashed_;
 }
 
+void FaultInjectionObjectStore::TrackUnsyncedWrites() {
+  std::lock_guard<std::mutex> lock(mu_);
+  track_unsynced_ = true;
+}
+
+bool FaultInjectionObjectStore::tracking() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return track_unsynced_;
+}
+
+std::optional<std::string> FaultInjectionObjectStore::Before(std::string_view key) {
+  Result<std::string> now = base_->Get(key);
+  return now.ok() ? std::optional<std::string>(*std::move(now)) : std::nullopt;
+}
+
+void FaultInjectionObjectStore::NoteWrite(std::string_view key, bool unsynced,
+                                          std::optional<std::string> before) {
+  std::optional<std::string> after;
+  if (unsynced) after = Before(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = unsynced_.find(key);
+  if (!unsynced) {
+    if (it != unsynced_.end()) unsynced_.erase(it);
+    return;
+  }
+  if (it == unsynced_.end()) it = unsynced_.emplace(std::string(key), Unsynced{before, {}}).first;
+  it->second.after = std::move(after);
+}
+
+Result<int> FaultInjectionObjectStore::LosePower() {
+  std::map<std::string, Unsynced, std::less<>> lost;
+  std::vector<uint64_t> draws;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    crashed_ = true;
+    lost.swap(unsynced_);
+    // Mixed (splitmix64's finalizer): the first outputs of generators with
+    // nearby small seeds share their low bits.
+    for (size_t i = 0; i < lost.size(); ++i) {
+      uint64_t z = rng_();
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      draws.push_back(z ^ (z >> 31));
+    }
+  }
+  int changed = 0;
+  size_t i = 0;
+  for (const auto& [key, u] : lost) {
+    const uint64_t draw = draws[i++];
+    std::optional<std::string> now;
+    switch (draw % 4) {
+      case 0:  // the last write survives
+        continue;
+      case 1:  // back to before the first unsynced write
+        now = u.before;
+        break;
+      case 2:  // truncated
+        if (!u.after || u.after->empty()) continue;
+        now = u.after->substr(0, (draw >> 8) % u.after->size());
+        break;
+      default:  // empty
+        if (!u.after) continue;
+        now = std::string();
+        break;
+    }
+    if (now == u.after) continue;
+    ++changed;
+    if (now) {
+      RETURN_NOT_OK(base_->Put(key, *now).status());
+    } else {
+      RETURN_NOT_OK(base_->Delete(key));
+    }
+  }
+  return changed;
+}
+
 FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp op,
                                                                       std::string_view key) {
   std::chrono::microseconds delay{0};
@@ -180,7 +256,13 @@ Result<ObjectMeta> FaultInjectionObjectStore::Head(std::string_view key) {
 
 Result<ObjectMeta> FaultInjectionObjectStore::Write(std::string_view key, ByteSource& source,
                                                     const PutOptions& options) {
-  return Run(PutOpOf(options), key, [&] { return base_->Write(key, source, options); });
+  return Run(PutOpOf(options), key, [&]() -> Result<ObjectMeta> {
+    if (!tracking()) return base_->Write(key, source, options);
+    std::optional<std::string> before = options.durable ? std::nullopt : Before(key);
+    Result<ObjectMeta> put = base_->Write(key, source, options);
+    if (put.ok()) NoteWrite(key, !options.durable, std::move(before));
+    return put;
+  });
 }
 
 Result<ListPage> FaultInjectionObjectStore::List(std::string_view prefix,
@@ -189,11 +271,21 @@ Result<ListPage> FaultInjectionObjectStore::List(std::string_view prefix,
 }
 
 Status FaultInjectionObjectStore::Delete(std::string_view key) {
-  return Run(ObjectOp::kDelete, key, [&] { return base_->Delete(key); });
+  return Run(ObjectOp::kDelete, key, [&] {
+    Status deleted = base_->Delete(key);
+    if (deleted.ok() && tracking()) NoteWrite(key, /*unsynced=*/false, std::nullopt);
+    return deleted;
+  });
 }
 
 Status FaultInjectionObjectStore::DeleteRelaxed(std::string_view key) {
-  return Run(ObjectOp::kDelete, key, [&] { return base_->DeleteRelaxed(key); });
+  return Run(ObjectOp::kDelete, key, [&] {
+    if (!tracking()) return base_->DeleteRelaxed(key);
+    std::optional<std::string> before = Before(key);
+    Status deleted = base_->DeleteRelaxed(key);
+    if (deleted.ok()) NoteWrite(key, /*unsynced=*/true, std::move(before));
+    return deleted;
+  });
 }
 
 }  // namespace loam

@@ -15,6 +15,15 @@
 // still pass through, so a test can inspect what a dead process left behind
 // (or open the base store, as a restarted process would).
 //
+// Power loss: a crash keeps every call that landed, as a process death does.
+// With TrackUnsyncedWrites(), LosePower() also undoes what a machine losing
+// power may lose: writes made without durability (a put with
+// PutOptions::durable = false, DeleteRelaxed) that no durable write or delete
+// of the same key followed. Each such key, drawn from the seeded generator,
+// keeps its last write, or goes back to what it held before the first
+// unsynced one (an unsynced new object vanishes, a relaxed delete comes
+// back), or holds its last write truncated, or empty.
+//
 // Modelled on leveldb's fault-injection Env and RocksDB's FaultInjectionTestFS.
 #pragma once
 
@@ -26,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,6 +102,13 @@ class FaultInjectionObjectStore final : public ObjectStore {
   void Crash();
   bool crashed() const;
 
+  // From now on, remembers each unsynced write and what its key held before
+  // (a read of the base store per unsynced write).
+  void TrackUnsyncedWrites();
+  // Crashes the store, then applies a power loss to the base store (above).
+  // Returns the number of keys that lost their last write.
+  Result<int> LosePower();
+
   Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
                           ByteSink& sink) override;
   Result<ObjectMeta> Head(std::string_view key) override;
@@ -122,6 +139,18 @@ class FaultInjectionObjectStore final : public ObjectStore {
     Status status;
   };
 
+  // A key's unsynced writes: its content before the first (nullopt: no
+  // object) and after the last (nullopt: deleted).
+  struct Unsynced {
+    std::optional<std::string> before, after;
+  };
+  bool tracking() const;
+  // Before an unsynced write of `key`: what it holds now.
+  std::optional<std::string> Before(std::string_view key);
+  // After a write of `key` landed: unsynced (with what it held before) or
+  // durable (which makes the key's earlier unsynced writes durable too).
+  void NoteWrite(std::string_view key, bool unsynced, std::optional<std::string> before);
+
   Decision Decide(ObjectOp op, std::string_view key);
   // Runs `call` under the decision for (op, key); `call` returns a Status or Result.
   template <typename Call>
@@ -132,6 +161,8 @@ class FaultInjectionObjectStore final : public ObjectStore {
   std::vector<RuleState> rules_ LOAM_GUARDED_BY(mu_);
   std::mt19937_64 rng_ LOAM_GUARDED_BY(mu_);
   bool crashed_ LOAM_GUARDED_BY(mu_) = false;
+  bool track_unsynced_ LOAM_GUARDED_BY(mu_) = false;
+  std::map<std::string, Unsynced, std::less<>> unsynced_ LOAM_GUARDED_BY(mu_);
   OpMask latency_ops_ LOAM_GUARDED_BY(mu_) = 0;
   std::chrono::microseconds latency_base_ LOAM_GUARDED_BY(mu_){0};
   std::chrono::microseconds latency_jitter_ LOAM_GUARDED_BY(mu_){0};

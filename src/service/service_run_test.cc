@@ -12,6 +12,7 @@
 #include "common/subprocess_test_util.h"
 #include "io/fault_injection_object_store.h"
 #include "io/local_object_store.h"
+#include "io/memory_object_store.h"
 #include "io/s3_object_store.h"
 #include "service/service_test_util.h"
 
@@ -225,9 +226,36 @@ class ServiceCrashTest : public ServiceTest, public ::testing::WithParamInterfac
     }
     return "";
   }
+
+  // The run of ARunEndsExactlyOnce...: the first process dies at the
+  // parameter's step; with `power_seed`, the machine then loses power
+  // (FaultInjectionObjectStore::LosePower) before the next one starts.
+  // Returns the number of writes the power loss undid.
+  int ExpectARunEndsExactlyOnce(std::optional<uint64_t> power_seed);
 };
 
 TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
+  ExpectARunEndsExactlyOnce(std::nullopt);
+}
+
+// The same, and what the first process wrote without durability (relaxed
+// deletes of queue entries, sidecars and staged files) vanishes, comes back
+// or is cut, by seed: nothing acknowledged is lost, nothing is left over.
+TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverThePowerFails) {
+  int lost = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    // A fresh workspace, in memory on every backend: an S3 write is durable
+    // once acknowledged, so there is nothing to lose there.
+    svc_.reset();
+    store_ = std::make_shared<MemoryObjectStore>();
+    InitWorkspace("power-" + NewUlidString());
+    lost += ExpectARunEndsExactlyOnce(seed);
+  }
+  std::printf("[ figures ] %s: %d unsynced writes lost over 3 seeds\n", GetParam(), lost);
+}
+
+int ServiceCrashTest::ExpectARunEndsExactlyOnce(std::optional<uint64_t> power_seed) {
   const std::string point = GetParam();
   const std::string p = AppendPipeline();
   const std::string upload = Upload(p, kRows).value();
@@ -236,30 +264,44 @@ TEST_P(ServiceCrashTest, ARunEndsExactlyOnceWhereverTheProcessDies) {
     if (at == point && fired++ == 0) return Status::Unavailable("crash at " + point);
     return Status::OK();
   };
-  Restart(crash_once);
+  std::shared_ptr<FaultInjectionObjectStore> faulty;
+  if (power_seed) {
+    faulty = std::make_shared<FaultInjectionObjectStore>(store_, *power_seed);
+    faulty->TrackUnsyncedWrites();
+  }
+  Restart(crash_once, faulty);
   Result<Submission> first = Submit(p, "key", Body(upload));
   if (first.ok()) {
     Result<bool> worked = Svc().RunWorkerOnce();
     EXPECT_TRUE(worked.ok() || fired == 1) << worked.status();
   }
   EXPECT_EQ(fired, 1) << "failpoint " << point << " was never reached";
+  int lost = 0;
+  if (faulty) {
+    svc_.reset();
+    lost = faulty->LosePower().value();
+  }
   Restart(nullptr);  // a new process: workspace, service, loader owner
   const std::string run_id = RetryUntilAccepted([&] { return Submit(p, "key", Body(upload)); });
-  ASSERT_FALSE(run_id.empty());
+  if (run_id.empty()) {
+    ADD_FAILURE() << "never accepted";
+    return lost;
+  }
   Drain();
   EXPECT_EQ(Run(run_id).state, RunState::kSucceeded) << Run(run_id).error;
   EXPECT_EQ(Contents(), "1:150 2:250 ");
   EXPECT_EQ(RunCommits(), 1);
-  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_TRUE(Svc().RunCleanerOnce().ok());
   EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
   EXPECT_EQ(CountUnder("_control/queue/"), 0);
   EXPECT_EQ(CountUnder("_control/cleanup/"), 0);
   clock_.AdvanceMicros(10 * options_.in_flight_grace_micros + 1);
-  ASSERT_TRUE(Svc().SweepRecords().ok());
+  EXPECT_TRUE(Svc().SweepRecords().ok());
   RequestStore requests(store_, root_, ws_->id());
   for (const RequestRecord& r : requests.RequestsPage("", 1000).value().records) {
     EXPECT_TRUE(store_->Head(root_ + "/_control/runs/" + r.run_id + ".json").ok()) << r.key;
   }
+  return lost;
 }
 
 // The same for inline data carried by the run record: nothing is ever

@@ -75,13 +75,15 @@ class ServiceTest : public ::testing::Test {
 
   // A new process on the same workspace: the service gone, the workspace
   // reopened with `failpoint` for its writes and for the next service.
-  void Restart(std::function<Status(std::string_view)> failpoint) {
+  // A new process (workspace, service, loader owner), on `store` if given.
+  void Restart(std::function<Status(std::string_view)> failpoint,
+               std::shared_ptr<ObjectStore> store = nullptr) {
     svc_.reset();
     WorkspaceOptions wo;
     wo.owner = "owner";
     wo.recovery_grace_micros = 0;
     wo.failpoint = failpoint;
-    ws_ = Workspace::Open(store_, root_, wo).value();
+    ws_ = Workspace::Open(store ? store : store_, root_, wo).value();
     options_.failpoint = std::move(failpoint);
   }
   // The workspace reopened through a fault-injecting wrapper of the store.
