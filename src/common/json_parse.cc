@@ -1,5 +1,6 @@
 #include "common/json_parse.h"
 
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -63,6 +64,16 @@ json ParseJson(std::string_view text, std::string* problem) {
     return json(json::value_t::discarded);
   }
   return j;
+}
+
+std::optional<int64_t> IntegerAt(const json& j, std::string_view key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned() &&
+      it->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return std::nullopt;
+  }
+  return it->get<int64_t>();
 }
 
 Result<json> ParseJsonObject(std::string_view text, std::string_view what) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,10 @@ nlohmann::json ParseJson(std::string_view text, std::string* problem = nullptr);
 
 // The JSON object `text` holds, else InvalidArgument "<what>: <problem>".
 Result<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view what);
+
+// Member `key` of object `j` as an int64: nullopt when it is absent, not an
+// integer JSON number, or outside int64. (nlohmann's get<int64_t>() converts
+// a float, which is undefined past int64's range.)
+std::optional<int64_t> IntegerAt(const nlohmann::json& j, std::string_view key);
 
 }  // namespace loam

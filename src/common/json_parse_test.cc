@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace loam {
 namespace {
 
@@ -37,6 +39,16 @@ TEST(JsonParseTest, TextThatIsNotJsonIsNamedSo) {
   Result<nlohmann::json> array = ParseJsonObject("[]", "table");
   ASSERT_FALSE(array.ok());
   EXPECT_EQ(array.status().message(), "table: not a JSON object");
+}
+
+TEST(JsonParseTest, IntegerAtTakesOnlyIntegersThatFitInt64) {
+  const nlohmann::json j = ParseJson(
+      R"({"a":-7,"b":9223372036854775807,"c":9223372036854775808,"d":1.0,"e":4.6e25,"f":"7"})");
+  EXPECT_EQ(IntegerAt(j, "a"), -7);
+  EXPECT_EQ(IntegerAt(j, "b"), std::numeric_limits<int64_t>::max());
+  for (const char* key : {"c", "d", "e", "f", "missing"}) {
+    EXPECT_EQ(IntegerAt(j, key), std::nullopt) << key;
+  }
 }
 
 }  // namespace

@@ -198,6 +198,17 @@ TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
   json bad = ParseJson(text);
   bad["group"][0]["id"] = "z";
   EXPECT_TRUE(DecodeSidecar(bad.dump(), "k").status().IsDataLoss());
+  // Numbers that are not int64 are DataLoss, never converted (a float past
+  // int64's range was undefined behaviour; found by sidecar_fuzz).
+  for (const char* number : {"4.6e25", "1.5", "18446744073709551615", "\"7\""}) {
+    json odd = ParseJson(text);
+    odd["created_micros"] = ParseJson(number);
+    Result<Sidecar> refused = DecodeSidecar(odd.dump(), "k");
+    EXPECT_TRUE(refused.status().IsDataLoss()) << number << ": " << refused.status();
+    odd = ParseJson(text);
+    odd["group"][1]["fragments"] = ParseJson(number);
+    EXPECT_TRUE(DecodeSidecar(odd.dump(), "k").status().IsDataLoss()) << number;
+  }
 }
 
 // Runs that reach the committer while a commit is in flight wait for it and

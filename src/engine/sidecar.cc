@@ -73,6 +73,11 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
                                       "; this build reads formats 1 and 2")
         .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
+  for (const char* field : {"created_micros", "sid", "inc", "expected_version"}) {
+    if (!IntegerAt(j, field)) {
+      return Status::DataLoss("sidecar '" + key + "' needs an integer \"" + field + "\"");
+    }
+  }
   try {
     Sidecar s;
     s.operation_id = j.at("operation_id").get<std::string>();
@@ -92,7 +97,12 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     s.planned_txn = j.at("planned_txn").get<std::string>();
     if (j["format"] == kGroupSidecarFormat) {
       for (const json& r : j.at("group")) {
-        s.group.push_back({r.at("id").get<std::string>(), r.at("fragments").get<int64_t>()});
+        const std::optional<int64_t> fragments =
+            r.is_object() ? IntegerAt(r, "fragments") : std::nullopt;
+        if (!fragments) {
+          return Status::DataLoss("sidecar '" + key + "' has a group run without \"fragments\"");
+        }
+        s.group.push_back({r.at("id").get<std::string>(), *fragments});
       }
       if (s.group.empty() || s.group.front().id != s.run_id) {
         return Status::DataLoss("sidecar '" + key +

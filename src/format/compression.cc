@@ -26,9 +26,12 @@ ZstdContexts& ThreadZstd() {
 
 std::string_view CodecName(Codec c) {
   switch (c) {
-    case Codec::kNone: return "none";
-    case Codec::kZstd: return "zstd";
-    case Codec::kLz4: return "lz4";
+    case Codec::kNone:
+      return "none";
+    case Codec::kZstd:
+      return "zstd";
+    case Codec::kLz4:
+      return "lz4";
   }
   return "unknown";
 }
@@ -50,7 +53,8 @@ Status Compress(Codec codec, std::string_view raw, int zstd_level, std::string* 
       out->append(raw);
       return Status::OK();
     case Codec::kZstd: {
-      if (bound.size() < ZSTD_compressBound(raw.size())) bound.resize(ZSTD_compressBound(raw.size()));
+      if (bound.size() < ZSTD_compressBound(raw.size()))
+        bound.resize(ZSTD_compressBound(raw.size()));
       const size_t n = ZSTD_compressCCtx(ThreadZstd().cctx, bound.data(), bound.size(), raw.data(),
                                          raw.size(), zstd_level);
       if (ZSTD_isError(n)) return Status::Internal(std::string("zstd: ") + ZSTD_getErrorName(n));
@@ -73,7 +77,32 @@ Status Compress(Codec codec, std::string_view raw, int zstd_level, std::string* 
   return Status::InvalidArgument("unknown codec");
 }
 
+namespace {
+
+// The most a stored page can expand to, by its codec's format: a zstd block
+// of at most 128 KiB costs at least 4 bytes (an RLE block), an LZ4 sequence
+// at most 255 bytes per byte. A footer claiming more is not believed (and
+// makes no allocation of that size).
+uint64_t MaxExpansion(Codec codec, size_t stored) {
+  switch (codec) {
+    case Codec::kZstd:
+      return uint64_t{32768} * stored;
+    case Codec::kLz4:
+      return uint64_t{255} * stored + 255;
+    case Codec::kNone:
+      break;
+  }
+  return stored;
+}
+
+}  // namespace
+
 Status Decompress(Codec codec, std::string_view stored, size_t raw_size, std::string* out) {
+  if (raw_size > MaxExpansion(codec, stored.size())) {
+    return Status::DataLoss("a page of " + std::to_string(stored.size()) +
+                            " stored bytes cannot hold the " + std::to_string(raw_size) +
+                            " its footer claims");
+  }
   if (codec != Codec::kNone) out->resize(raw_size);
   switch (codec) {
     case Codec::kNone:
@@ -81,8 +110,8 @@ Status Decompress(Codec codec, std::string_view stored, size_t raw_size, std::st
       out->assign(stored);
       return Status::OK();
     case Codec::kZstd: {
-      const size_t n =
-          ZSTD_decompressDCtx(ThreadZstd().dctx, out->data(), raw_size, stored.data(), stored.size());
+      const size_t n = ZSTD_decompressDCtx(ThreadZstd().dctx, out->data(), raw_size, stored.data(),
+                                           stored.size());
       if (ZSTD_isError(n) || n != raw_size) return Status::DataLoss("zstd page does not decode");
       return Status::OK();
     }
