@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/status_macros.h"
 #include "engine/retention.h"
+#include "io/fault_injection_object_store.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -41,6 +42,8 @@ class LoaderTest : public ::testing::Test {
     };
     return o;
   }
+
+  void ExpectExactlyOnceAfterCrashes(bool power_loss);
 
   RunRequest Request(LoadMode mode, std::vector<std::string> files) {
     RunRequest r;
@@ -430,6 +433,18 @@ TEST_F(LoaderTest, ARunHeldByALiveProcessIsAConflict) {
 // A crash at each point of a run and of its write, then the same request
 // again: the table holds the rows exactly once.
 TEST_F(LoaderTest, ResumedAfterACrashAnywhereCommitsExactlyOnce) {
+  ExpectExactlyOnceAfterCrashes(false);
+}
+
+// The same with a power loss after each crash: what the crashed process
+// wrote without durability (its sidecar, relaxed deletes) vanishes, comes
+// back or is cut, seeded per point (FaultInjectionObjectStore::LosePower).
+TEST_F(LoaderTest, ResumedAfterACrashAndAPowerLossCommitsExactlyOnce) {
+  ExpectExactlyOnceAfterCrashes(true);
+}
+
+void LoaderTest::ExpectExactlyOnceAfterCrashes(bool power_loss) {
+  int lost = 0;
   const std::vector<std::string> points = {
       std::string(failpoint::kRunAfterValidate), std::string(failpoint::kRunBeforeCommit),
       std::string(loam::failpoint::kAfterSidecar), std::string(loam::failpoint::kAfterTableCommit),
@@ -448,12 +463,15 @@ TEST_F(LoaderTest, ResumedAfterACrashAnywhereCommitsExactlyOnce) {
     wo.failpoint = [&](std::string_view p) {
       return p == point ? Status::Unavailable("crash") : Status::OK();
     };
-    auto crashing_ws = Workspace::Open(store_, "ws", wo).value();
+    auto faulty = std::make_shared<FaultInjectionObjectStore>(store_, /*seed=*/id);
+    if (power_loss) faulty->TrackUnsyncedWrites();
+    auto crashing_ws = Workspace::Open(faulty, "ws", wo).value();
     LoaderOptions lo = Options();
     lo.lease_micros = 0;  // the crashed owner's lease is over at once
     lo.failpoint = wo.failpoint;
     Loader crashing(crashing_ws, lo);
     EXPECT_FALSE(crashing.Run(r).ok());
+    if (power_loss) lost += faulty->LosePower().value();
     RunRecord resumed = Load(r);
     EXPECT_EQ(resumed.state, RunState::kSucceeded) << resumed.error;
     EXPECT_FALSE(resumed.commit_id.empty());
@@ -463,6 +481,9 @@ TEST_F(LoaderTest, ResumedAfterACrashAnywhereCommitsExactlyOnce) {
     EXPECT_EQ(Contents(), expected);
   }
   EXPECT_TRUE(ws_->VerifyHeads("").value().ok());
+  if (power_loss) {
+    EXPECT_GT(lost, 0);  // some sidecar was lost or cut
+  }
 }
 
 // A run that committed and crashed before it recorded the outcome is
