@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "common/hash.h"
@@ -86,10 +87,15 @@ class StripeLock {
   int fd_;
 };
 
-Status FsyncPath(const std::string& path) {
+// `*sync_failed` (if given) says whether the fsync itself failed, not
+// the open before it.
+Status FsyncPath(const std::string& path, bool* sync_failed = nullptr) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus("open directory", path, errno);
-  if (::fsync(fd.get()) != 0) return ErrnoStatus("fsync directory", path, errno);
+  if (::fsync(fd.get()) != 0) {
+    if (sync_failed != nullptr) *sync_failed = true;
+    return ErrnoStatus("fsync directory", path, errno);
+  }
   return Status::OK();
 }
 
@@ -104,8 +110,14 @@ std::string HexEtag(const struct stat& st) {
   return buf;
 }
 
+// Saturated outside 1678..2262, where int64 nanoseconds end.
 int64_t NanosOf(const struct timespec& t) {
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  int64_t ns = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(t.tv_sec), int64_t{1'000'000'000}, &ns) ||
+      __builtin_add_overflow(ns, static_cast<int64_t>(t.tv_nsec), &ns)) {
+    return t.tv_sec < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  return ns;
 }
 
 // Modification times this process stamps: strictly increasing, at least
@@ -156,6 +168,9 @@ Status StampLaterThan(const struct stat& replaced, const std::string& tmp, bool 
                       int64_t* stamp_ns, ObjectMeta* meta) {
   const int64_t replaced_ns = NanosOf(replaced.st_mtim);
   if (*stamp_ns > replaced_ns) return Status::OK();
+  if (replaced_ns == std::numeric_limits<int64_t>::max()) {
+    return Status::FailedPrecondition("'" + tmp + "' replaces a file dated past 2262");
+  }
   Fd fd(::open(tmp.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoStatus("open", tmp, errno);
   *stamp_ns = NextStampNanos(replaced_ns + 1);
@@ -244,8 +259,9 @@ Status LocalObjectStore::MakeParentDirs(std::string_view key) const {
       std::lock_guard<std::mutex> lock(durable_mu_);
       if (durable_dirs_.count(dir)) continue;
     }
-    Status synced = FsyncPath(ParentDir(dir));
-    if (!synced.ok() && !synced.IsNotFound()) Poison(synced);  // NotFound: a delete raced
+    bool sync_failed = false;
+    Status synced = FsyncPath(ParentDir(dir), &sync_failed);
+    if (sync_failed) Poison(synced);
     RETURN_NOT_OK(synced);
     std::lock_guard<std::mutex> lock(durable_mu_);
     durable_dirs_.insert(dir);
@@ -483,20 +499,23 @@ Status LocalObjectStore::Unlink(std::string_view key, bool durable) {
 }
 
 Status LocalObjectStore::SyncNearestDirectory(std::string dir) const {
+  bool sync_failed = false;
   Status synced = before_dir_sync_ ? before_dir_sync_(dir) : Status::OK();
-  if (synced.ok()) synced = FsyncPath(dir);
+  if (!synced.ok()) sync_failed = true;  // the hook stands for a failed fsync
+  if (synced.ok()) synced = FsyncPath(dir, &sync_failed);
   while (synced.IsNotFound() && dir.size() > root_.size()) {
     dir = ParentDir(dir);
-    synced = FsyncPath(dir);
+    synced = FsyncPath(dir, &sync_failed);
   }
-  if (!synced.ok()) Poison(synced);
+  if (sync_failed) Poison(synced);
   return synced;
 }
 
 void LocalObjectStore::Poison(const Status& cause) const {
   std::lock_guard<std::mutex> lock(durable_mu_);
   if (poisoned_.load(std::memory_order_relaxed)) return;
-  poison_ = Status::FailedPrecondition(
+  // Unavailable: the outcome of what was under way is unknown, not refused.
+  poison_ = Status::Unavailable(
       "the local store at '" + root_ + "' stopped after a directory sync failed (" +
       cause.ToString() +
       "): what it wrote or deleted since may not be on disk; check the disk, then open the "

@@ -96,7 +96,7 @@ class LocalObjectStore final : public ObjectStore {
   // and removed it meanwhile: then that removal is made durable in the
   // nearest directory still there.
   Status SyncNearestDirectory(std::string dir) const;
-  // After a directory sync failed, the entries it covered (a version just
+  // After a directory fsync failed, the entries it covered (a version just
   // linked, a delete) may be in the page cache but not on disk, and the
   // kernel may drop the failure: a later sync can succeed without them. So
   // the store fails every call from then on, and nothing reads back as
