@@ -145,8 +145,10 @@ Status DeleteBranchFiles(ObjectStore& store, const std::string& root_prefix,
   for (const ObjectInfo& o : branches) {
     std::string child = o.key.substr(bprefix.size());
     child.resize(child.size() - 5);
-    ASSIGN_OR_RETURN(std::string text, store.Get(o.key));
-    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(text, child));
+    Result<std::string> text = store.Get(o.key);
+    if (text.status().IsNotFound()) continue;  // deleted since the listing
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, child));
     if (info.parent == name) {
       return Status::FailedPrecondition("branch '" + name + "' has child branch '" + child +
                                         "'; delete it first");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "dataset/refs.h"
 
@@ -320,24 +321,24 @@ Result<DeletedBranch> ParseDeletedBranch(const std::string& key, std::string_vie
   const auto bad = [&] {
     return Status::DataLoss("deleted-branch record " + key + " is malformed");
   };
-  if (j.value("format", 0) != 1 || !j.contains("id") || !j["id"].is_string() ||
-      !j.contains("deletedMicros") || !j["deletedMicros"].is_number_integer() ||
+  const std::optional<int64_t> deleted = IntegerAt(j, "deletedMicros");
+  if (IntegerAt(j, "format") != 1 || !deleted || !j.contains("id") || !j["id"].is_string() ||
       !j.contains("tables") || !j["tables"].is_array()) {
     return bad();
   }
-  DeletedBranch d{key, j["id"].get<std::string>(), j["deletedMicros"].get<int64_t>(), {}};
+  DeletedBranch d{key, j["id"].get<std::string>(), *deleted, {}};
   for (const auto& t : j["tables"]) {
-    if (!t.is_object() || !t.contains("sid") || !t["sid"].is_number_integer() ||
-        !t.contains("location") || !t["location"].is_string()) {
-      return bad();
-    }
-    d.tables.emplace_back(t["sid"].get<int64_t>(), t["location"].get<std::string>());
+    const std::optional<int64_t> sid = t.is_object() ? IntegerAt(t, "sid") : std::nullopt;
+    if (!sid || !t.contains("location") || !t["location"].is_string()) return bad();
+    d.tables.emplace_back(*sid, t["location"].get<std::string>());
   }
   return d;
 }
 
 // Every record, oldest deletion first (a child branch is deleted before its
-// parent, so its table forks go first too).
+// parent, so its table forks go first too). A record that does not parse is
+// left where it is, with a warning at every pass: what its branch alone kept
+// stays until someone repairs or removes it.
 Result<std::vector<DeletedBranch>> ReadDeletedBranches(ObjectStore& store,
                                                        const std::string& root) {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> objects, store.ListAll(DeletedBranchPrefix(root)));
@@ -346,8 +347,12 @@ Result<std::vector<DeletedBranch>> ReadDeletedBranches(ObjectStore& store,
     Result<std::string> text = store.Get(o.key);
     if (text.status().IsNotFound()) continue;  // another pass finished it
     RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(DeletedBranch d, ParseDeletedBranch(o.key, *text));
-    out.push_back(std::move(d));
+    Result<DeletedBranch> d = ParseDeletedBranch(o.key, *text);
+    if (!d.ok()) {
+      LOAM_LOG_WARN("retention: {}; left as it is", d.status().ToString());
+      continue;
+    }
+    out.push_back(*std::move(d));
   }
   std::sort(out.begin(), out.end(), [](const DeletedBranch& a, const DeletedBranch& b) {
     return a.deleted_micros < b.deleted_micros;
@@ -373,12 +378,22 @@ Status SweepDeletedBranches(Workspace& ws, const std::set<std::string>& listed_i
         RETURN_NOT_OK(RemoveDataset(*ws.store(), prefix, report));
         continue;
       }
+      // No fork of this branch in the table: nothing to do. One a kept
+      // version still reads (a branch forked from it as it was deleted)
+      // stays, with the record, for a later pass.
+      Result<ObjectMeta> ref = ws.store()->Head(BranchRefKey(prefix, d.id));
+      if (ref.status().IsNotFound()) continue;
+      RETURN_NOT_OK(ref.status());
+      if (floors.count({location, d.id})) {
+        done = false;
+        continue;
+      }
       Status fork = DeleteBranchFiles(*ws.store(), prefix, d.id);
       if (fork.ok()) {
         ++report->forks_removed;
-      } else if (fork.IsFailedPrecondition()) {
-        done = false;  // a fork of a later-deleted child is still there: next pass
-      } else if (!fork.IsNotFound()) {
+      } else if (fork.IsFailedPrecondition() || fork.IsNotFound()) {
+        done = false;  // a child fork still there, or a concurrent pass: next pass
+      } else {
         return fork;
       }
     }
@@ -395,19 +410,29 @@ Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_
   ASSIGN_OR_RETURN(Snapshot snap, ws.Current(name));
   ASSIGN_OR_RETURN(ManifestVersion v, m.At(name, snap.manifest_version));
   ASSIGN_OR_RETURN(auto dropped, DroppedTables(m, v));
-  nlohmann::json tables = nlohmann::json::array();
-  for (const auto& [table, t] : snap.tables) {
-    tables.push_back({{"sid", t.head.sid}, {"location", t.head.location}});
+  std::set<std::pair<int64_t, std::string>> tables(dropped.begin(), dropped.end());
+  for (const auto& [table, t] : snap.tables) tables.emplace(t.head.sid, t.head.location);
+  // A deletion tried before and stopped part way removed the newest
+  // versions first: what the record it wrote then names stays named.
+  const std::string key = DeletedBranchPrefix(ws.root()) + id + ".json";
+  Result<std::string> earlier = ws.store()->Get(key);
+  if (earlier.ok()) {
+    Result<DeletedBranch> e = ParseDeletedBranch(key, *earlier);
+    if (e.ok()) {
+      now_micros = std::min(now_micros, e->deleted_micros);
+      tables.insert(e->tables.begin(), e->tables.end());
+    }
+  } else if (!earlier.status().IsNotFound()) {
+    return earlier.status();
   }
-  for (const auto& [sid, location] : dropped) {
-    tables.push_back({{"sid", sid}, {"location", location}});
-  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [sid, location] : tables) list.push_back({{"sid", sid}, {"location", location}});
   const nlohmann::json j = {{"format", 1},
                             {"branch", name},
                             {"id", id},
                             {"deletedMicros", now_micros},
-                            {"tables", std::move(tables)}};
-  return ws.store()->Put(DeletedBranchPrefix(ws.root()) + id + ".json", j.dump()).status();
+                            {"tables", std::move(list)}};
+  return ws.store()->Put(key, j.dump()).status();
 }
 
 Status ForgetBranchDeletion(Workspace& ws, const std::string& id) {

@@ -262,6 +262,38 @@ TEST_F(RetentionTest, WhatOnlyADeletedBranchKeptGoes) {
   EXPECT_EQ(RowsOf(*ws_, "t", "dev"), 3);
 }
 
+// A deletion retried after it stopped part way (its newest versions gone)
+// keeps what its first record named; a record that does not parse is left
+// alone and stops nothing else.
+TEST_F(RetentionTest, ARetriedDeletionKeepsItsFirstRecordAndABadRecordIsSkipped) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  AppendAt(0, {1});
+  ASSERT_TRUE(ws_->CreateBranch("dev").ok());
+  const std::string dev = ws_->manifest().BranchId("dev").value();
+  ASSERT_TRUE(ws_->CreateTable("late", EventSchema(), {}, "dev").ok());
+  const std::string late = ws_->Current("dev").value().Find("late")->head.location;
+  const std::string record = "ws/_control/deleted-branches/" + dev + ".json";
+  ASSERT_TRUE(RecordBranchDeletion(*ws_, "dev", kT0 + 2 * kHour).ok());
+  // The first attempt removed dev's newest manifest version, then stopped.
+  std::vector<ObjectInfo> versions = store_->ListAll("ws/__manifest/tree/dev/_versions/").value();
+  ASSERT_GE(versions.size(), 1u);
+  ASSERT_TRUE(store_->Delete(versions.front().key).ok());  // the newest: names sort descending
+  EXPECT_EQ(ws_->Current("dev").value().Find("late"), nullptr);
+  clock_.SetMicros(kT0 + 3 * kHour);
+  ASSERT_TRUE(ws_->DeleteBranch("dev").ok());  // the retry, an hour later
+  const std::string text = store_->Get(record).value();
+  EXPECT_NE(text.find(late), std::string::npos) << text;
+  EXPECT_NE(text.find(std::to_string(kT0 + 2 * kHour)), std::string::npos) << text;
+  ASSERT_TRUE(store_->Put("ws/_control/deleted-branches/bad.json", R"({"format":"1"})").ok());
+  AppendAt(20, {2});
+  RetentionReport r = ExpireVersions(*ws_, kT0 + 30 * kHour, 3600, 0).value();
+  EXPECT_EQ(r.tables_removed, 1);  // late
+  EXPECT_TRUE(store_->ListAll(ws_->TableRoot(late) + "/").value().empty());
+  EXPECT_TRUE(store_->Head(record).status().IsNotFound());
+  EXPECT_TRUE(store_->Head("ws/_control/deleted-branches/bad.json").ok());
+  EXPECT_EQ(RowsOf(*ws_, "t"), 2);
+}
+
 TEST_F(RetentionTest, ABranchFromAVersionPastTheWindowIsRefused) {
   ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
   const uint64_t old = AppendAt(0, {1});

@@ -3,6 +3,9 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
+#include <limits>
+
 namespace loam {
 namespace {
 
@@ -87,8 +90,8 @@ uint64_t MaxExpansion(Codec codec, size_t stored) {
   switch (codec) {
     case Codec::kZstd:
       return uint64_t{32768} * stored;
-    case Codec::kLz4:
-      return uint64_t{255} * stored + 255;
+    case Codec::kLz4:  // and LZ4 sizes are ints
+      return std::min<uint64_t>(uint64_t{255} * stored + 255, std::numeric_limits<int>::max());
     case Codec::kNone:
       break;
   }
@@ -102,6 +105,15 @@ Status Decompress(Codec codec, std::string_view stored, size_t raw_size, std::st
     return Status::DataLoss("a page of " + std::to_string(stored.size()) +
                             " stored bytes cannot hold the " + std::to_string(raw_size) +
                             " its footer claims");
+  }
+  if (codec == Codec::kZstd) {
+    // The frame says how much it holds (the writer always records it).
+    const unsigned long long declared = ZSTD_getFrameContentSize(stored.data(), stored.size());
+    if (declared == ZSTD_CONTENTSIZE_ERROR ||
+        (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != raw_size)) {
+      return Status::DataLoss("zstd page does not hold the " + std::to_string(raw_size) +
+                              " bytes its footer says");
+    }
   }
   if (codec != Codec::kNone) out->resize(raw_size);
   switch (codec) {

@@ -410,6 +410,13 @@ TEST(CompressionTest, ADecompressedSizeBeyondTheCodecsReachIsRefused) {
   }
   std::string out;
   EXPECT_TRUE(Decompress(Codec::kNone, "abc", 4, &out).IsDataLoss());
+  // A zstd frame records its size: a footer that disagrees is refused
+  // before anything of that size is allocated.
+  std::string stored;
+  ASSERT_TRUE(Compress(Codec::kZstd, std::string(1000, 'x'), 3, &stored).ok());
+  Status wrong = Decompress(Codec::kZstd, stored, 999, &out);
+  EXPECT_TRUE(wrong.IsDataLoss()) << wrong;
+  EXPECT_NE(wrong.message().find("does not hold the 999 bytes"), std::string::npos) << wrong;
 }
 
 }  // namespace
