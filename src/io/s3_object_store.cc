@@ -254,10 +254,9 @@ Result<HttpResponse> S3ObjectStore::Execute(const Call& call) {
 
 Status S3ObjectStore::ErrorOf(const HttpResponse& r, const Call& call) const {
   std::string msg = "s3 " + call.what + " in " + Describe() + ": HTTP " + std::to_string(r.status);
-  const std::string code = s3::XmlText(r.body, "Code");
-  const std::string text = s3::XmlText(r.body, "Message");
-  if (!code.empty()) msg += " " + code;
-  if (!text.empty()) msg += ": " + text;
+  const s3::S3Error error = s3::ParseError(r.body);
+  if (!error.code.empty()) msg += " " + error.code;
+  if (!error.message.empty()) msg += ": " + error.message;
   if (const std::string_view id = r.Header("x-amz-request-id"); !id.empty()) {
     msg += " (request id " + std::string(id) + ")";
   }
@@ -431,8 +430,7 @@ Result<ObjectMeta> S3ObjectStore::PutMultipart(const std::string& full_key, std:
   create.what = "create multipart upload '" + full_key + "'";
   ASSIGN_OR_RETURN(HttpResponse created, Execute(create));
   if (created.status != 200) return ErrorOf(created, create);
-  const std::string upload_id = s3::XmlText(created.body, "UploadId");
-  if (upload_id.empty()) return Status::Internal("s3 " + create.what + ": no UploadId in answer");
+  ASSIGN_OR_RETURN(const std::string upload_id, s3::ParseUploadId(created.body, create.what));
 
   auto upload = [&]() -> Result<ObjectMeta> {
     std::string manifest = "<CompleteMultipartUpload>";
@@ -474,11 +472,9 @@ Result<ObjectMeta> S3ObjectStore::PutMultipart(const std::string& full_key, std:
                                  "not have been replaced, write it again");
     }
     HttpResponse done = std::move(*answered);
-    // S3 may answer 200 with an <Error> body when completion fails late.
-    if (done.status != 200 || !s3::XmlElements(done.body, "Error").empty()) {
-      return ErrorOf(done, complete);
-    }
-    return WrittenMeta(s3::XmlText(done.body, "ETag"), total);
+    if (done.status != 200) return ErrorOf(done, complete);
+    ASSIGN_OR_RETURN(const std::string etag, s3::ParseCompletedEtag(done.body, complete.what));
+    return WrittenMeta(etag, total);
   };
   Result<ObjectMeta> result = upload();
   if (!result.ok()) {
@@ -507,22 +503,22 @@ Result<ListPage> S3ObjectStore::List(std::string_view prefix, std::string_view s
     call.what = "list '" + std::string(prefix) + "'";
     ASSIGN_OR_RETURN(HttpResponse r, Execute(call));
     if (r.status != 200) return ErrorOf(r, call);
-    const std::vector<std::string_view> entries = s3::XmlElements(r.body, "Contents");
-    for (std::string_view entry : entries) {
-      std::string key = s3::XmlText(entry, "Key");
+    ASSIGN_OR_RETURN(s3::ListObjectsResult listed, s3::ParseListObjects(r.body, call.what));
+    for (s3::ListedObject& entry : listed.objects) {
+      std::string key = std::move(entry.key);
       after = key;
       if (key.compare(0, base.size(), base) != 0) continue;
       key.erase(0, base.size());
       if (!ValidateObjectKey(key).ok()) continue;
       ObjectInfo info;
       info.key = std::move(key);
-      info.meta.size = std::strtoull(s3::XmlText(entry, "Size").c_str(), nullptr, 10);
-      info.meta.etag = Quoted(s3::XmlText(entry, "ETag"));
-      info.meta.mtime_micros = s3::ParseIso8601Micros(s3::XmlText(entry, "LastModified"));
+      info.meta.size = entry.size;
+      info.meta.etag = Quoted(entry.etag);
+      info.meta.mtime_micros = entry.mtime_micros;
       page.objects.push_back(std::move(info));
     }
-    page.truncated = s3::XmlText(r.body, "IsTruncated") == "true";
-    if (entries.empty()) break;  // nothing to continue after
+    page.truncated = listed.truncated;
+    if (listed.objects.empty()) break;  // nothing to continue after
   } while (page.objects.empty() && page.truncated);
   return page;
 }

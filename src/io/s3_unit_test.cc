@@ -60,22 +60,106 @@ TEST(S3Options, FromUriWithOptionsAndEnvironment) {
   ::unsetenv("AWS_REGION");
 }
 
-TEST(S3Xml, ListResultAndErrors) {
+TEST(S3Xml, AListingWithNamespacesEntitiesAndCdata) {
   const std::string list =
-      "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>true</IsTruncated>"
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+      "<Name>b</Name><IsTruncated>true</IsTruncated>"
       "<Contents><Key>a&amp;b/&lt;c&gt;</Key><Size>5</Size><ETag>&quot;abc&quot;</ETag>"
       "<LastModified>2026-11-30T04:10:00.250Z</LastModified></Contents>"
-      "<Contents><Key>caf&#233;/&#x1F642;</Key><Size>0</Size></Contents>"
-      "<Contents/></ListBucketResult>";
-  auto entries = s3::XmlElements(list, "Contents");
-  ASSERT_EQ(entries.size(), 3u);
-  EXPECT_EQ(s3::XmlText(entries[0], "Key"), "a&b/<c>");
-  EXPECT_EQ(s3::XmlText(entries[0], "ETag"), "\"abc\"");
-  EXPECT_EQ(s3::XmlText(entries[1], "Key"), "café/🙂");
-  EXPECT_EQ(s3::XmlText(entries[2], "Key"), "");
-  EXPECT_EQ(s3::XmlText(list, "IsTruncated"), "true");
+      "<s3:Contents xmlns:s3=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+      "<s3:Key>caf&#233;/&#x1F642;</s3:Key><s3:Size>0</s3:Size></s3:Contents>"
+      "<Contents><Key><![CDATA[x<&>y]]></Key><Size>18446744073709551615</Size></Contents>"
+      "</ListBucketResult>";
+  s3::ListObjectsResult r = s3::ParseListObjects(list, "list").value();
+  EXPECT_TRUE(r.truncated);
+  ASSERT_EQ(r.objects.size(), 3u);
+  EXPECT_EQ(r.objects[0].key, "a&b/<c>");
+  EXPECT_EQ(r.objects[0].size, 5u);
+  EXPECT_EQ(r.objects[0].etag, "\"abc\"");
+  EXPECT_EQ(r.objects[0].mtime_micros, 1796011800250000);
+  EXPECT_EQ(r.objects[1].key, "café/🙂");
+  EXPECT_EQ(r.objects[2].key, "x<&>y");
+  EXPECT_EQ(r.objects[2].size, UINT64_MAX);
+}
+
+// A cut or mangled body is an error, never a short page that looks final.
+TEST(S3Xml, ATruncatedOrMalformedListingIsAnError) {
+  const std::string list =
+      "<ListBucketResult><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>k</Key><Size>1</Size></Contents></ListBucketResult>";
+  ASSERT_TRUE(s3::ParseListObjects(list, "list").ok());
+  for (size_t cut = 0; cut < list.size(); ++cut) {
+    Status s = s3::ParseListObjects(list.substr(0, cut), "list 'p/'").status();
+    EXPECT_TRUE(s.IsUnavailable()) << cut << ": " << s;
+  }
+  Status s = s3::ParseListObjects(list.substr(0, 60), "list 'p/'").status();
+  EXPECT_NE(s.message().find("s3 list 'p/': unreadable answer"), std::string::npos) << s;
+  for (const std::string bad : {
+           "<ListBucketResult><Contents><Key>k</Key><Size>1</Size></Contents></ListBucketResult>",
+           "<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Size>1</Size>"
+           "</Contents></ListBucketResult>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key>"
+           "<Size>-1</Size></Contents></ListBucketResult>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>k</Key>"
+           "<Size>18446744073709551616</Size></Contents></ListBucketResult>",
+           "<Error><Code>SlowDown</Code></Error>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult><x/>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult&>",
+           "<!DOCTYPE x [<!ENTITY a \"aaaa\">]><ListBucketResult><IsTruncated>false"
+           "</IsTruncated><Contents><Key>&a;</Key><Size>1</Size></Contents></ListBucketResult>",
+           "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>&nope;</Key>"
+           "<Size>1</Size></Contents></ListBucketResult>",
+           "",
+       }) {
+    Status st = s3::ParseListObjects(bad, "list").status();
+    EXPECT_TRUE(st.IsUnavailable()) << bad << ": " << st;
+  }
+  std::string deep;
+  for (int i = 0; i < s3::kMaxXmlDepth + 1; ++i) deep += "<a>";
+  Status st = s3::ParseXml(deep, "list").status();
+  EXPECT_NE(st.message().find("nested deeper than"), std::string::npos) << st;
+}
+
+TEST(S3Xml, ErrorsUploadsAndDates) {
+  s3::S3Error e = s3::ParseError(
+      "<?xml version=\"1.0\"?><Error><Code>NoSuchKey</Code><Message>a &lt;b&gt;</Message>"
+      "</Error>");
+  EXPECT_EQ(e.code, "NoSuchKey");
+  EXPECT_EQ(e.message, "a <b>");
+  EXPECT_EQ(s3::ParseError("<html><body>502 Bad Gateway</body></html>").code, "");
+  EXPECT_EQ(s3::ParseError("<Error><Code>Cut").code, "");
+  EXPECT_EQ(s3::ParseUploadId("<InitiateMultipartUploadResult><Bucket>b</Bucket>"
+                              "<UploadId>2~xyz</UploadId></InitiateMultipartUploadResult>",
+                              "create")
+                .value(),
+            "2~xyz");
+  EXPECT_TRUE(
+      s3::ParseUploadId("<InitiateMultipartUploadResult/>", "create").status().IsUnavailable());
+  EXPECT_EQ(s3::ParseCompletedEtag("<CompleteMultipartUploadResult><ETag>&quot;e-2&quot;</ETag>"
+                                   "</CompleteMultipartUploadResult>",
+                                   "complete")
+                .value(),
+            "\"e-2\"");
+  EXPECT_EQ(s3::ParseCompletedEtag("<CompleteMultipartUploadResult><ETag></ETag>"
+                                   "</CompleteMultipartUploadResult>",
+                                   "complete")
+                .value(),
+            "");  // Ceph RGW 16's first completion
+  Status late =
+      s3::ParseCompletedEtag(
+          "<Error><Code>InternalError</Code><Message>try again</Message></Error>", "complete")
+          .status();
+  EXPECT_TRUE(late.IsUnavailable()) << late;
+  EXPECT_NE(late.message().find("InternalError: try again"), std::string::npos) << late;
   EXPECT_EQ(s3::ParseIso8601Micros("2026-11-30T04:10:00.250Z"), 1796011800250000);
+  EXPECT_EQ(s3::ParseIso8601Micros("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(s3::ParseIso8601Micros("2024-02-29T23:59:59Z"), 1709251199000000);
+  EXPECT_EQ(s3::ParseIso8601Micros("2026-02-29T00:00:00Z"), 0);
+  EXPECT_EQ(s3::ParseIso8601Micros("2026-11-30"), 0);
   EXPECT_EQ(s3::ParseHttpDateMicros("Mon, 30 Nov 2026 04:10:00 GMT"), 1796011800000000);
+  EXPECT_EQ(s3::ParseHttpDateMicros("Mon, 30 Nvv 2026 04:10:00 GMT"), 0);
   EXPECT_EQ(s3::ParseHttpDateMicros("garbage"), 0);
   EXPECT_EQ(s3::XmlEscape("\"a\"&<b>"), "&quot;a&quot;&amp;&lt;b&gt;");
 }
