@@ -77,6 +77,19 @@ Result<Page> DecodePage(std::string_view bytes, const std::string& what) {
   return p;
 }
 
+// Pages lie inside the file; a child ends before its parent starts (pages
+// are written bottom-up) and a leaf's right sibling starts after it ends, so
+// every walk moves through the file in one direction and ends.
+Status CheckPageRef(const std::string& key, const IndexMeta& meta, PageRef ref, uint64_t lowest,
+                    uint64_t end) {
+  if (ref.size < 8 || ref.size > meta.file_size || ref.offset > meta.file_size - ref.size ||
+      ref.offset < lowest || ref.offset + ref.size > end) {
+    return Status::DataLoss("index '" + key + "': page at " + std::to_string(ref.offset) + "+" +
+                            std::to_string(ref.size) + " out of place");
+  }
+  return Status::OK();
+}
+
 Result<std::shared_ptr<const Page>> ReadPage(ObjectStore& store, const std::string& key,
                                              PageRef ref, IndexLookupStats* stats,
                                              LruCache* cache) {
@@ -93,12 +106,29 @@ Result<std::shared_ptr<const Page>> ReadPage(ObjectStore& store, const std::stri
   return shared;
 }
 
+// The right sibling of `leaf` (read from `at`), or nullptr after the last.
+Result<std::shared_ptr<const Page>> NextLeaf(ObjectStore& store, const std::string& key,
+                                             const IndexMeta& meta, const Page& leaf, PageRef* at,
+                                             IndexLookupStats* stats, LruCache* cache) {
+  if (leaf.next.size == 0) return std::shared_ptr<const Page>();
+  RETURN_NOT_OK(CheckPageRef(key, meta, leaf.next, at->offset + at->size, meta.file_size));
+  *at = leaf.next;
+  ASSIGN_OR_RETURN(std::shared_ptr<const Page> next, ReadPage(store, key, *at, stats, cache));
+  if (next->kind != kLeaf) return Status::DataLoss("index '" + key + "': expected a leaf");
+  return next;
+}
+
 // Descends from the root to the leftmost leaf that may hold keys >= lo.
+// Sets `*at` to where the leaf was read.
 Result<std::shared_ptr<const Page>> FindLeaf(ObjectStore& store, const std::string& key,
                                              const IndexMeta& meta,
-                                             const std::optional<std::string>& lo,
+                                             const std::optional<std::string>& lo, PageRef* at,
                                              IndexLookupStats* stats, LruCache* cache) {
+  if (meta.levels == 0 || meta.levels > kMaxIndexLevels) {
+    return Status::DataLoss("index '" + key + "' has " + std::to_string(meta.levels) + " levels");
+  }
   PageRef ref{meta.root_offset, meta.root_size};
+  RETURN_NOT_OK(CheckPageRef(key, meta, ref, 0, meta.file_size));
   for (uint32_t level = meta.levels; level > 1; --level) {
     ASSIGN_OR_RETURN(std::shared_ptr<const Page> page, ReadPage(store, key, ref, stats, cache));
     const Page& p = *page;
@@ -111,10 +141,12 @@ Result<std::shared_ptr<const Page>> FindLeaf(ObjectStore& store, const std::stri
       auto it = std::lower_bound(p.keys.begin(), p.keys.end(), *lo);
       child = it == p.keys.begin() ? 0 : static_cast<size_t>(it - p.keys.begin()) - 1;
     }
+    RETURN_NOT_OK(CheckPageRef(key, meta, p.children[child], 0, ref.offset));
     ref = p.children[child];
   }
   ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf, ReadPage(store, key, ref, stats, cache));
   if (leaf->kind != kLeaf) return Status::DataLoss("index '" + key + "': expected a leaf");
+  *at = ref;
   return leaf;
 }
 
@@ -213,17 +245,19 @@ Result<std::vector<uint64_t>> LookupBTreeRange(ObjectStore& store, const std::st
                                                const std::optional<std::string>& hi,
                                                IndexLookupStats* stats, LruCache* cache) {
   std::vector<uint64_t> out;
-  ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf, FindLeaf(store, key, meta, lo, stats, cache));
-  while (true) {
+  PageRef at;
+  ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf,
+                   FindLeaf(store, key, meta, lo, &at, stats, cache));
+  while (leaf) {
     const auto& keys = leaf->keys;
     auto it = lo ? std::lower_bound(keys.begin(), keys.end(), *lo) : keys.begin();
     for (; it != keys.end(); ++it) {
       if (hi && *it > *hi) return out;
       out.push_back(leaf->row_addresses[it - keys.begin()]);
     }
-    if (leaf->next.size == 0) return out;
-    ASSIGN_OR_RETURN(leaf, ReadPage(store, key, leaf->next, stats, cache));
+    ASSIGN_OR_RETURN(leaf, NextLeaf(store, key, meta, *leaf, &at, stats, cache));
   }
+  return out;
 }
 
 Result<std::vector<IndexEntry>> ReadAllBTreeEntries(ObjectStore& store, const std::string& key,
@@ -234,15 +268,16 @@ Result<std::vector<IndexEntry>> ReadAllBTreeEntries(ObjectStore& store, const st
   MemoryObjectStore whole;
   RETURN_NOT_OK(whole.Put(key, bytes).status());
   std::vector<IndexEntry> out;
+  PageRef at;
   ASSIGN_OR_RETURN(std::shared_ptr<const Page> leaf,
-                   FindLeaf(whole, key, meta, std::nullopt, nullptr, nullptr));
-  while (true) {
+                   FindLeaf(whole, key, meta, std::nullopt, &at, nullptr, nullptr));
+  while (leaf) {
     for (size_t i = 0; i < leaf->keys.size(); ++i) {
       out.push_back({leaf->keys[i], leaf->row_addresses[i]});
     }
-    if (leaf->next.size == 0) return out;
-    ASSIGN_OR_RETURN(leaf, ReadPage(whole, key, leaf->next, nullptr, nullptr));
+    ASSIGN_OR_RETURN(leaf, NextLeaf(whole, key, meta, *leaf, &at, nullptr, nullptr));
   }
+  return out;
 }
 
 }  // namespace loam

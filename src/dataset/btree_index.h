@@ -33,6 +33,10 @@ struct IndexMeta {
   friend bool operator==(const IndexMeta&, const IndexMeta&) = default;
 };
 
+// More levels than any index of 2^32 entries at two entries a page needs: a
+// version file claiming more is corrupt.
+inline constexpr uint32_t kMaxIndexLevels = 33;
+
 struct IndexEntry {
   std::string key;  // order-preserving encoding (EncodeIndexKey)
   uint64_t row_address = 0;

@@ -105,13 +105,14 @@ Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& bra
 }
 
 Result<std::string> Dataset::VersionKey(const std::string& branch, uint64_t version,
-                                        std::string* owner) const {
+                                        std::string* owner, int depth) const {
   if (!branch.empty()) {
+    RETURN_NOT_OK(CheckBranchDepth(branch, depth));
     Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));
     if (text.status().IsNotFound()) return Status::NotFound("no branch '" + branch + "'");
     RETURN_NOT_OK(text.status());
     ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, branch));
-    if (version <= info.parent_version) return VersionKey(info.parent, version, owner);
+    if (version <= info.parent_version) return VersionKey(info.parent, version, owner, depth + 1);
   }
   if (owner) *owner = branch;
   return Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
@@ -124,8 +125,7 @@ Result<VersionHeader> Dataset::LoadHeader(const std::string& branch, uint64_t ve
   if (prefix.status().IsNotFound()) return MissingVersion(owner, version);
   RETURN_NOT_OK(prefix.status());
   ASSIGN_OR_RETURN(VersionHeader h, DecodeVersionHeader(*prefix, "version file '" + key + "'"));
-  if (h.version != version)
-    return Status::DataLoss("'" + key + "' holds version " + std::to_string(h.version));
+  RETURN_NOT_OK(CheckVersionNumber(key, version, h.version));
   return h;
 }
 
@@ -137,7 +137,9 @@ Result<VersionHeader> Dataset::ReadLatestHeader(std::shared_ptr<ObjectStore> sto
   if (own) {
     const std::string key = probe.Key(BranchDir(branch) + "_versions/" + VersionFileName(*own));
     ASSIGN_OR_RETURN(std::string prefix, probe.store_->GetRange(key, 0, kHeaderReadBytes));
-    return DecodeVersionHeader(prefix, "version file '" + key + "'");
+    ASSIGN_OR_RETURN(VersionHeader h, DecodeVersionHeader(prefix, "version file '" + key + "'"));
+    RETURN_NOT_OK(CheckVersionNumber(key, *own, h.version));
+    return h;
   }
   if (branch.empty()) return Status::NotFound("no dataset at '" + root + "'");
   Result<std::string> text = probe.store_->Get(BranchRefKey(probe.Key(""), branch));
@@ -174,14 +176,16 @@ Result<Dataset> Dataset::OpenLatestFrom(std::shared_ptr<ObjectStore> store, std:
   return Open(std::move(store), std::move(root), latest, std::move(options));
 }
 
-Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t version) const {
+Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t version,
+                                            int depth) const {
   if (!branch.empty()) {
+    RETURN_NOT_OK(CheckBranchDepth(branch, depth));
     Result<std::string> text = store_->Get(BranchRefKey(Key(""), branch));
     if (text.status().IsNotFound()) return Status::NotFound("no branch '" + branch + "'");
     RETURN_NOT_OK(text.status());
     ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, branch));
     if (version <= info.parent_version) {
-      ASSIGN_OR_RETURN(DatasetVersion v, LoadVersion(info.parent, version));
+      ASSIGN_OR_RETURN(DatasetVersion v, LoadVersion(info.parent, version, depth + 1));
       v.branch = info;
       return v;
     }
@@ -191,8 +195,7 @@ Result<DatasetVersion> Dataset::LoadVersion(const std::string& branch, uint64_t 
   if (bytes.status().IsNotFound()) return MissingVersion(branch, version);
   RETURN_NOT_OK(bytes.status());
   ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(*bytes, "version file '" + key + "'"));
-  if (v.version != version)
-    return Status::DataLoss("'" + key + "' holds version " + std::to_string(v.version));
+  RETURN_NOT_OK(CheckVersionNumber(key, version, v.version));
   return v;
 }
 
@@ -249,7 +252,8 @@ Result<std::vector<VersionSummary>> Dataset::ListVersions() const {
   std::string branch = branch_;
   uint64_t max_version = UINT64_MAX;
   // Walk up the branch chain: own versions, then the parent's up to the fork.
-  while (true) {
+  for (int depth = 0;; ++depth) {
+    RETURN_NOT_OK(CheckBranchDepth(branch, depth));
     const std::string prefix = Key(BranchDir(branch) + "_versions/");
     ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
     for (const ObjectInfo& o : objects) {
@@ -257,6 +261,7 @@ Result<std::vector<VersionSummary>> Dataset::ListVersions() const {
       if (!v || *v > max_version) continue;
       ASSIGN_OR_RETURN(std::string full, store_->Get(o.key));
       ASSIGN_OR_RETURN(DatasetVersion dv, DecodeVersionFile(full, o.key));
+      RETURN_NOT_OK(CheckVersionNumber(o.key, *v, dv.version));
       out.push_back({dv.version, dv.timestamp_micros, dv.txn.op, dv.live_rows()});
     }
     if (branch.empty()) break;

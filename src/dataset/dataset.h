@@ -446,13 +446,15 @@ class Dataset {
         options_(std::move(opts)) {}
   Dataset WithState(DatasetVersion v) const;
 
-  // Version loading (dataset.cc).
-  Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version) const;
+  // Version loading (dataset.cc). `depth` counts the parents followed: past
+  // kMaxBranchDepth the refs form a cycle (data loss), not a deep chain.
+  Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version,
+                                     int depth = 0) const;
   Result<DatasetVersion> LoadLatest(const std::string& branch) const;
   // The key of `version`'s file, following `branch` to its ancestors
   // (`owner`, when given: the branch whose directory holds it).
   Result<std::string> VersionKey(const std::string& branch, uint64_t version,
-                                 std::string* owner = nullptr) const;
+                                 std::string* owner = nullptr, int depth = 0) const;
   Result<VersionHeader> LoadHeader(const std::string& branch, uint64_t version) const;
   Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
   // The error for `version` of `branch`'s own files when it is not there:

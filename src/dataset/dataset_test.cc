@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dataset/dataset_test_util.h"
+#include "dataset/refs.h"
 #include "format/page.h"
 #include "io/counting_object_store.h"
 #include "io/fault_injection_object_store.h"
@@ -382,6 +383,49 @@ TEST_F(DatasetTest, TimeTravelByVersionTimestampAndTag) {
   ASSERT_EQ(history.size(), 3u);
   EXPECT_EQ(history[1].op, OpType::kAppend);
   EXPECT_EQ(history[2].live_rows, 2u);
+}
+
+// A version file copied under another version's name (a buggy writer
+// sharing the bucket) is data loss wherever it is read, not another version.
+TEST_F(DatasetTest, AVersionFileUnderAnotherNumberIsDataLoss) {
+  Dataset v2 = ds_.Append({People({1})}).value();
+  const std::string dir = "tables/people/_versions/";
+  ASSERT_TRUE(
+      store_->Put(dir + VersionFileName(3), store_->Get(dir + VersionFileName(2)).value()).ok());
+  Status latest = Dataset::Open(store_, "tables/people", {}, options_).status();
+  EXPECT_TRUE(latest.IsDataLoss()) << latest;
+  EXPECT_NE(latest.message().find("is named for version 3 but holds version 2"), std::string::npos)
+      << latest;
+  Status header = Dataset::ReadLatestHeader(store_, "tables/people", "").status();
+  EXPECT_TRUE(header.IsDataLoss()) << header;
+  EXPECT_TRUE(v2.ListVersions().status().IsDataLoss());
+  EXPECT_TRUE(v2.Cleanup({}).status().IsDataLoss());
+}
+
+// Refs whose parents lead back to themselves are data loss for every walk
+// up the chain (open, history, cleanup), never a hang or a stack overflow.
+TEST_F(DatasetTest, BranchRefsThatFormACycleAreDataLoss) {
+  Dataset dev = ds_.Append({People({1})}).value().CreateBranch("dev").value();
+  ASSERT_TRUE(dev.CreateBranch("qa").ok());
+  const std::string prefix = "tables/people/";
+  ASSERT_TRUE(store_
+                  ->Put(BranchRefKey(prefix, "dev"),
+                        EncodeBranchRef({"dev", "qa", 5}, 0, "01AAAAAAAAAAAAAAAAAAAAAAAA"))
+                  .ok());
+  OpenSpec at;
+  at.branch = "qa";
+  at.version = 1;
+  Status s = Dataset::Open(store_, "tables/people", at, options_).status();
+  EXPECT_TRUE(s.IsDataLoss()) << s;
+  EXPECT_NE(s.message().find("form a cycle"), std::string::npos) << s;
+  at.version.reset();
+  Result<Dataset> qa = Dataset::Open(store_, "tables/people", at, options_);
+  if (qa.ok()) {
+    EXPECT_TRUE(qa->ListVersions().status().IsDataLoss());
+  } else {
+    EXPECT_TRUE(qa.status().IsDataLoss()) << qa.status();
+  }
+  EXPECT_TRUE(ds_.Cleanup({}).status().IsDataLoss());
 }
 
 TEST_F(DatasetTest, BranchesShareFilesAndDivergeIndependently) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "common/coding.h"
+#include "common/hash.h"
+#include "dataset/btree_index.h"
 #include "dataset/dataset_test_util.h"
 #include "io/counting_object_store.h"
 #include "io/memory_object_store.h"
@@ -23,7 +26,8 @@ std::map<int64_t, std::string> Rows(const Dataset& ds, std::vector<Predicate> wh
   RecordBatch b = ds.ReadAll(spec).value();
   std::map<int64_t, std::string> out;
   for (int64_t r = 0; r < b.num_rows(); ++r) {
-    EXPECT_TRUE(out.emplace(b.columns[0].GetInt64(r), std::string(b.columns[1].GetBytes(r))).second);
+    EXPECT_TRUE(
+        out.emplace(b.columns[0].GetInt64(r), std::string(b.columns[1].GetBytes(r))).second);
   }
   return out;
 }
@@ -60,7 +64,9 @@ TEST_F(IndexTest, IndexedLookupsMatchFullScans) {
        }) {
     ExpectSameAsFullScan(ds, where);
   }
-  EXPECT_EQ(Rows(ds, {Predicate::Ge("id", int64_t{1490}), Predicate::Lt("id", int64_t{1495})}, true).size(), 5u);
+  EXPECT_EQ(Rows(ds, {Predicate::Ge("id", int64_t{1490}), Predicate::Lt("id", int64_t{1495})}, true)
+                .size(),
+            5u);
 }
 
 TEST_F(IndexTest, UncoveredTailIsScannedAndOptimizeFoldsItIn) {
@@ -130,6 +136,44 @@ TEST_F(IndexTest, CorruptIndexIsDataLossNotWrongAnswers) {
   EXPECT_EQ(ds.ReadAll(spec).value().num_rows(), 1);
 }
 
+// A page whose checksum holds but whose links lead backwards (a loop of
+// leaves, a root larger than the file) is data loss, not a hang or a 4 GiB
+// read.
+TEST(BTreeBoundsTest, LinksThatLeadBackOrOutsideTheFileAreDataLoss) {
+  MemoryObjectStore store;
+  std::vector<IndexEntry> entries;
+  for (int i = 0; i < 4; ++i) entries.push_back({std::string(1, static_cast<char>('a' + i)), 1u});
+  IndexMeta meta;
+  ASSERT_TRUE(WriteBTreeIndex(store, "i", entries, 2, &meta).ok());
+  ASSERT_EQ(meta.levels, 2u);
+  ASSERT_EQ(LookupBTreeRange(store, "i", meta, std::nullopt, std::nullopt).value().size(), 4u);
+  std::string file = store.Get("i").value();
+  // The first leaf spans [0, second_at) and links to the second; point the
+  // second back at the first.
+  const uint64_t second_at = DecodeFixed(file.data() + 5, 8);
+  const uint32_t second_size = static_cast<uint32_t>(DecodeFixed(file.data() + 13, 4));
+  std::string leaf = file.substr(second_at, second_size);
+  std::string link;
+  PutFixed64(&link, 0);
+  PutFixed32(&link, static_cast<uint32_t>(second_at));
+  leaf.replace(5, 12, link);
+  leaf.resize(leaf.size() - 8);
+  PutFixed64(&leaf, Hash64(leaf));
+  file.replace(second_at, leaf.size(), leaf);
+  ASSERT_TRUE(store.Put("i", file).ok());
+  Status loop = LookupBTreeRange(store, "i", meta, std::nullopt, std::nullopt).status();
+  EXPECT_TRUE(loop.IsDataLoss()) << loop;
+  EXPECT_NE(loop.message().find("out of place"), std::string::npos) << loop;
+  EXPECT_TRUE(ReadAllBTreeEntries(store, "i", meta).status().IsDataLoss());
+
+  IndexMeta huge = meta;
+  huge.root_size = UINT32_MAX;
+  EXPECT_TRUE(LookupBTreeRange(store, "i", huge, std::nullopt, std::nullopt).status().IsDataLoss());
+  huge = meta;
+  huge.levels = kMaxIndexLevels + 1;
+  EXPECT_TRUE(LookupBTreeRange(store, "i", huge, std::nullopt, std::nullopt).status().IsDataLoss());
+}
+
 }  // namespace
 }  // namespace loam
 
@@ -146,7 +190,8 @@ TEST(ReadCacheTest, CachedReadsEqualUncachedAndHitTheCache) {
   Dataset cached = Dataset::Open(store, "t", {}, cached_opts).value();
   for (int round = 0; round < 2; ++round) {
     for (int64_t id : {int64_t{5}, int64_t{6}, int64_t{150}, int64_t{299}, int64_t{1000}}) {
-      EXPECT_EQ(Rows(cached, {Predicate::Eq("id", id)}, true), Rows(ds, {Predicate::Eq("id", id)}, false));
+      EXPECT_EQ(Rows(cached, {Predicate::Eq("id", id)}, true),
+                Rows(ds, {Predicate::Eq("id", id)}, false));
     }
     EXPECT_EQ(Contents(cached), Contents(ds));
   }

@@ -170,7 +170,10 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
   for (const BranchVersions& b : branches) info_of[b.name] = b.info;
   std::set<std::pair<std::string, uint64_t>> owned_pins;
   for (auto [branch, version] : pinned) {
-    while (!branch.empty() && info_of.count(branch) && version <= info_of[branch].parent_version) {
+    for (int depth = 0;
+         !branch.empty() && info_of.count(branch) && version <= info_of[branch].parent_version;
+         ++depth) {
+      RETURN_NOT_OK(CheckBranchDepth(branch, depth));
       branch = info_of[branch].parent;
     }
     owned_pins.insert({branch, version});
@@ -219,6 +222,7 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       if (!version) continue;
       ASSIGN_OR_RETURN(std::string bytes, store_->Get(o.key));
       ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
+      RETURN_NOT_OK(CheckVersionNumber(o.key, *version, v.version));
       // The newest version always stays: removing it would let a later
       // commit reuse its number.
       const bool newest = kept_newest == 0;

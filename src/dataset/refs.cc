@@ -56,6 +56,12 @@ Result<BranchInfo> DecodeBranchRef(std::string_view text, const std::string& nam
   return b;
 }
 
+Status CheckBranchDepth(const std::string& branch, int depth) {
+  if (depth <= kMaxBranchDepth) return Status::OK();
+  return Status::DataLoss("branch '" + branch + "': more than " + std::to_string(kMaxBranchDepth) +
+                          " parents; the branch refs form a cycle");
+}
+
 std::string EncodeTagRef(const TagRef& t) {
   nlohmann::json j = {{"format", 1}, {"branch", t.branch}, {"version", t.version}};
   return j.dump();

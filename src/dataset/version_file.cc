@@ -120,9 +120,11 @@ Result<std::vector<IndexMeta>> GetIndices(Decoder& d) {
         return d.Corrupt("coverage not ascending");
       m.fragments.push_back(f);
     }
-    if (m.levels == 0 || m.root_offset + m.root_size > m.file_size) {
+    if (m.levels == 0 || m.levels > kMaxIndexLevels || m.root_size > m.file_size ||
+        m.root_offset > m.file_size - m.root_size) {
       return d.Corrupt("index root out of bounds");
     }
+    if (!IsIndexableType(m.key_type)) return d.Corrupt("index key type not indexable");
     out.push_back(std::move(m));
   }
   return out;
@@ -473,6 +475,12 @@ std::string VersionFileName(uint64_t version) {
   std::snprintf(buf, sizeof(buf), "%020" PRIu64 ".lver",
                 std::numeric_limits<uint64_t>::max() - version);
   return buf;
+}
+
+Status CheckVersionNumber(const std::string& key, uint64_t named, uint64_t held) {
+  if (named == held) return Status::OK();
+  return Status::DataLoss("'" + key + "' is named for version " + std::to_string(named) +
+                          " but holds version " + std::to_string(held));
 }
 
 std::optional<uint64_t> ParseVersionFileName(std::string_view name) {

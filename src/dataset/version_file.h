@@ -150,5 +150,8 @@ Result<VersionHeader> DecodeVersionHeader(std::string_view prefix, const std::st
 // newest first, so a LIST with limit 1 finds the latest version.
 std::string VersionFileName(uint64_t version);
 std::optional<uint64_t> ParseVersionFileName(std::string_view name);
+// DataLoss when the file at `key`, named for version `named`, holds `held`
+// (a writer that put bytes under the wrong name).
+Status CheckVersionNumber(const std::string& key, uint64_t named, uint64_t held);
 
 }  // namespace loam
