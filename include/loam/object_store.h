@@ -137,6 +137,11 @@ class ObjectStore {
   Result<ObjectMeta> PutIfMatch(std::string_view key, std::string_view data, std::string_view etag);
   // Every key under `prefix`, following pagination.
   Result<std::vector<ObjectInfo>> ListAll(std::string_view prefix);
+  // Bytes [offset, offset + length) that stored metadata says `key` holds
+  // (`what` names them): fewer bytes, or a range past the end, mean the
+  // object was cut short, which is DataLoss rather than InvalidArgument.
+  Result<std::string> GetRecordedRange(std::string_view key, uint64_t offset, uint64_t length,
+                                       std::string_view what);
 };
 
 // Rejects keys that are empty, absolute, longer than 1024 bytes, contain

@@ -97,8 +97,8 @@ Result<std::shared_ptr<const Page>> ReadPage(ObjectStore& store, const std::stri
   if (cache) {
     if (auto hit = cache->Get<Page>(cache_key)) return hit;
   }
-  ASSIGN_OR_RETURN(std::string bytes, store.GetRange(key, ref.offset, ref.size));
-  if (bytes.size() != ref.size) return Status::DataLoss("index '" + key + "' is truncated");
+  ASSIGN_OR_RETURN(std::string bytes,
+                   store.GetRecordedRange(key, ref.offset, ref.size, "index page"));
   if (stats) ++stats->pages_read;
   ASSIGN_OR_RETURN(Page page, DecodePage(bytes, "index '" + key + "'"));
   auto shared = std::make_shared<const Page>(std::move(page));

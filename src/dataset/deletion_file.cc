@@ -86,9 +86,8 @@ Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& k
 Result<DeletionVector> ReadDeletionFileAt(ObjectStore& store, const std::string& key,
                                           uint64_t offset, uint64_t size) {
   if (offset == 0) return ReadDeletionFile(store, key);
-  ASSIGN_OR_RETURN(std::string bytes, store.GetRange(key, offset, size));
   const std::string what = "deletion file in '" + key + "' at byte " + std::to_string(offset);
-  if (bytes.size() != size) return Status::DataLoss(what + " is truncated");
+  ASSIGN_OR_RETURN(std::string bytes, store.GetRecordedRange(key, offset, size, what));
   return DeletionVector::Decode(bytes, what);
 }
 

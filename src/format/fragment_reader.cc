@@ -71,7 +71,7 @@ Result<std::unique_ptr<FragmentReader>> FragmentReader::Load(ObjectStore* store,
 }
 
 Result<std::string> FragmentReader::ReadRange(uint64_t offset, uint64_t n) const {
-  return store_->GetRange(where_.key, where_.offset + offset, n);
+  return store_->GetRecordedRange(where_.key, where_.offset + offset, n, "fragment " + Describe());
 }
 
 std::string FragmentReader::Describe() const {

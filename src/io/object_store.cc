@@ -13,23 +13,34 @@ namespace loam {
 
 std::string_view ObjectOpName(ObjectOp op) {
   switch (op) {
-    case ObjectOp::kGet: return "get";
-    case ObjectOp::kGetRange: return "get_range";
-    case ObjectOp::kHead: return "head";
-    case ObjectOp::kPut: return "put";
-    case ObjectOp::kPutIfAbsent: return "put_if_absent";
-    case ObjectOp::kPutIfMatch: return "put_if_match";
-    case ObjectOp::kList: return "list";
-    case ObjectOp::kDelete: return "delete";
+    case ObjectOp::kGet:
+      return "get";
+    case ObjectOp::kGetRange:
+      return "get_range";
+    case ObjectOp::kHead:
+      return "head";
+    case ObjectOp::kPut:
+      return "put";
+    case ObjectOp::kPutIfAbsent:
+      return "put_if_absent";
+    case ObjectOp::kPutIfMatch:
+      return "put_if_match";
+    case ObjectOp::kList:
+      return "list";
+    case ObjectOp::kDelete:
+      return "delete";
   }
   return "unknown";
 }
 
 ObjectOp PutOpOf(const PutOptions& options) {
   switch (options.condition) {
-    case PutCondition::kIfAbsent: return ObjectOp::kPutIfAbsent;
-    case PutCondition::kIfMatch: return ObjectOp::kPutIfMatch;
-    case PutCondition::kNone: break;
+    case PutCondition::kIfAbsent:
+      return ObjectOp::kPutIfAbsent;
+    case PutCondition::kIfMatch:
+      return ObjectOp::kPutIfMatch;
+    case PutCondition::kNone:
+      break;
   }
   return ObjectOp::kPut;
 }
@@ -56,6 +67,16 @@ Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset,
   StringSink sink(&out);
   RETURN_NOT_OK(Read(key, ByteRange{offset, length}, sink));
   return out;
+}
+
+Result<std::string> ObjectStore::GetRecordedRange(std::string_view key, uint64_t offset,
+                                                  uint64_t length, std::string_view what) {
+  Result<std::string> bytes = GetRange(key, offset, length);
+  if (bytes.ok() && bytes->size() == length) return bytes;
+  if (!bytes.ok() && !bytes.status().IsInvalidArgument()) return bytes.status();
+  return Status::DataLoss(std::string(what) + " is cut short: " + std::to_string(length) +
+                          " bytes at " + std::to_string(offset) + " of '" + std::string(key) +
+                          "' are not all there");
 }
 
 Result<ObjectMeta> ObjectStore::Put(std::string_view key, std::string_view data) {
@@ -89,8 +110,8 @@ Result<std::vector<ObjectInfo>> ObjectStore::ListAll(std::string_view prefix) {
 namespace {
 
 Status InvalidKey(std::string_view key, std::string_view why) {
-  return Status::InvalidArgument("invalid object key '" + std::string(key) + "': " +
-                                 std::string(why));
+  return Status::InvalidArgument("invalid object key '" + std::string(key) +
+                                 "': " + std::string(why));
 }
 
 // Validates `key` as a sequence of segments; `allow_trailing_slash` for prefixes.
