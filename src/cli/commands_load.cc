@@ -134,6 +134,7 @@ Result<RunRequest> BuildRequest(const Context& ctx, const LoadFlags& f) {
 }
 
 int Load(const Context& ctx, const LoadFlags& flags) {
+  TuneHeap();  // before the load's threads start
   Result<RunRequest> req = BuildRequest(ctx, flags);
   if (!req.ok()) return Report(ctx, req.status());
   Result<std::shared_ptr<Workspace>> ws = ctx.Open();

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/heap.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
 #include "io/fault_injection_object_store.h"
@@ -101,7 +100,6 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  TuneHeapForServer();  // before any thread starts
   std::shared_ptr<Workspace> ws;
   if (f.test_store_faults > 0 || !f.test_store_latency.empty()) {
     ASSIGN_OR_RETURN(ws, OpenWithTestStore(ctx, f.test_store_faults, f.test_store_latency));

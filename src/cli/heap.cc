@@ -28,10 +28,6 @@ void TuneHeap() {
   mallopt(M_ARENA_MAX, 1);
 }
 
-void TuneHeapForServer() {
-  mallopt(M_ARENA_MAX, 8 * static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 HeapPrefault::HeapPrefault(size_t bytes) {
   // Reserved first: a vector growing between the blocks would leave small
   // live chunks between them, so after the frees they could not merge into

@@ -14,15 +14,12 @@
 
 namespace loam::cli {
 
-// Process-wide malloc settings: buffers up to 32 MiB (the largest threshold
-// glibc accepts) come from the heap, freed memory stays there up to 256 MiB,
-// and one arena serves every thread, so all of them reuse what HeapPrefault
-// made resident.
+// Process-wide malloc settings for `loam load` only (every other command,
+// `loam serve` included, keeps glibc's defaults): buffers up to 32 MiB (the
+// largest threshold glibc accepts) come from the heap, freed memory stays
+// there up to 256 MiB, and one arena serves every thread, so all of them
+// reuse what HeapPrefault made resident.
 void TuneHeap();
-
-// For `loam serve`, before its threads start: an arena per thread group as
-// glibc would choose (dozens of handler and worker threads contend on one).
-void TuneHeapForServer();
 
 // Makes about `bytes` of heap resident, as huge pages where the kernel has
 // them, and leaves it free for reuse. The pages are populated on a

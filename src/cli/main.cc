@@ -6,7 +6,6 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
-#include "cli/heap.h"
 #include "ingest/quarantine.h"
 
 namespace {
@@ -24,7 +23,6 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << q.message() << "\n";
     return ExitCodeFor(q);
   }
-  TuneHeap();
   Context ctx;
   ctx.root = EnvOr("LOAM_ROOT", "./loam-data");
   const char* login = getlogin();

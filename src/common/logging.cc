@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <atomic>
 #include <cstdlib>
 
 namespace loam {
@@ -16,5 +17,17 @@ spdlog::logger& Log() {
   }();
   return *logger;
 }
+
+namespace {
+std::atomic<int64_t> cleanup_failures{0};
+}  // namespace
+
+void NoteCleanupFailure(std::string_view what, const Status& status) {
+  if (status.ok()) return;
+  cleanup_failures.fetch_add(1, std::memory_order_relaxed);
+  LOAM_LOG_WARN("{} failed (left for gc): {}", what, status.ToString());
+}
+
+int64_t CleanupFailureCount() { return cleanup_failures.load(std::memory_order_relaxed); }
 
 }  // namespace loam

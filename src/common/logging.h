@@ -5,9 +5,21 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
+#include <string_view>
+
+#include "loam/status.h"
+
 namespace loam {
 
 spdlog::logger& Log();
+
+// A cleanup whose failure loses nothing (gc or a later pass reclaims what it
+// leaves): an error is logged at warn and counted, never returned. OK is
+// ignored.
+void NoteCleanupFailure(std::string_view what, const Status& status);
+// Errors NoteCleanupFailure saw in this process (loam_cleanup_failures_total).
+int64_t CleanupFailureCount();
 
 }  // namespace loam
 

@@ -2,6 +2,7 @@
 // and on a lost race rebase, re-run or abort per the conflict matrix.
 #include <algorithm>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "common/logging.h"
@@ -198,6 +199,22 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
   return put.status().WithContext("committing version " + std::to_string(next->version));
 }
 
+void Dataset::DiscardDeletionFiles(const DatasetVersion& base,
+                                   const DatasetVersion& unpublished) const {
+  std::set<std::string> kept;
+  for (const Fragment& f : base.fragments) kept.insert(f.deletion_path);
+  for (const Fragment& f : unpublished.fragments) {
+    // Only a deletion file of its own: an inline one lives in the version
+    // file the attempt failed to put, whose name another writer now holds.
+    if (f.deletion_offset != 0 || !f.deletion_path.ends_with(".ldel") ||
+        kept.count(f.deletion_path)) {
+      continue;
+    }
+    NoteCleanupFailure("removing an unpublished deletion file",
+                       store_->DeleteRelaxed(Key(f.deletion_path)));
+  }
+}
+
 Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptions& opts) const {
   if (opts.app_section && opts.app_section->size() > kMaxAppSection) {
     return Status::InvalidArgument("application section of " +
@@ -254,6 +271,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
         }
         return put.status().WithContext("committing version " + std::to_string(next->version));
       }
+      DiscardDeletionFiles(current, *next);  // each attempt writes its own
       if (opts.expected_version) {
         return Status::Aborted("version " + std::to_string(next->version) +
                                " was committed concurrently");

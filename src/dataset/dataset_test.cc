@@ -640,6 +640,28 @@ TEST_F(DatasetTest, OverlappingDeleteReRunsAndDeletesOnce) {
   EXPECT_EQ(r->version(), 4u);
 }
 
+// A delete that loses its race writes its deletion file again on the new
+// base; the file of the attempt that lost is removed, not left to gc.
+TEST_F(DatasetTest, ARebasedDeleteLeavesNoDeletionFileBehind) {
+  options_.max_inline_deletion_bytes = 0;  // deletion files, never inline
+  ASSERT_TRUE(ds_.Append({People({1, 2, 3, 4})}).ok());
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  Dataset mine = Dataset::Open(faulty, "tables/people", {}, options_).value();
+  Dataset theirs = Dataset::Open(store_, "tables/people", {}, options_).value();
+  faulty->AddRule(FaultRule::HookAt(
+      "theirs", MaskOf({ObjectOp::kPutIfAbsent}), 1,
+      [&] { ASSERT_TRUE(theirs.Delete({Predicate::Eq("id", int64_t{3})}).ok()); }, "_versions/"));
+  Result<Dataset> r = mine.Delete({Predicate::Eq("id", int64_t{1})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(faulty->Fired("theirs"), 1u);
+  EXPECT_EQ(Contents(*r).size(), 2u);
+  int deletion_files = 0;
+  for (const ObjectInfo& o : store_->ListAll("tables/people/").value()) {
+    deletion_files += o.key.ends_with(".ldel");
+  }
+  EXPECT_EQ(deletion_files, 2);  // theirs (version 3) and mine on top (version 4)
+}
+
 TEST_F(DatasetTest, ConcurrentUpsertsOfTheSameNewKeyLeaveOneRow) {
   ASSERT_TRUE(ds_.Append({People({1})}).ok());
   MergeStats stats;

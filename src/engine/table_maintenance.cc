@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 
 namespace loam {
@@ -60,7 +61,8 @@ Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& bra
     // Its fragments go when surely unused (a plan gone stale, nothing
     // committed); after an unclear outcome they stay for gc.
     if (done.ok() ? !done->changed : done.status().IsFailedPrecondition()) {
-      static_cast<void>(data->DeleteStaged(plan->added));
+      NoteCleanupFailure("removing a stale compaction's fragments",
+                         data->DeleteStaged(plan->added));
     }
     if (!done.ok()) {
       report.deferred.push_back(name + ": " + done.status().ToString());

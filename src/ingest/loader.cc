@@ -477,7 +477,10 @@ Result<RunRecord> Loader::Execute(Active& run) {
     rec.validated_micros = NowMicros();
     // skipRows: a run that left rows out ends partial.
     const RunState done = staged->counters.rejected > 0 ? RunState::kPartial : RunState::kSucceeded;
-    auto discard = [&] { static_cast<void>(data.DeleteStaged(staged->staged)); };
+    auto discard = [&] {
+      NoteCleanupFailure("removing a run's unpublished fragments",
+                         data.DeleteStaged(staged->staged));
+    };
     Status after_validate = Fail(failpoint::kRunAfterValidate);
     if (!after_validate.ok()) {
       discard();

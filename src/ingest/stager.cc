@@ -154,7 +154,8 @@ Status Stager::Guard(Status s, const std::string& file) {
   *failed_file_ = file;
   if (writer_) {
     static_cast<void>(writer_->Close());
-    static_cast<void>(data_.DeleteStaged(writer_->written()));
+    NoteCleanupFailure("removing a failed load's fragments",
+                       data_.DeleteStaged(writer_->written()));
     writer_.reset();
   }
   return s;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "io/object_store_util.h"
@@ -480,7 +481,11 @@ Result<ObjectMeta> S3ObjectStore::PutMultipart(const std::string& full_key, std:
   if (!result.ok()) {
     Call abort{"DELETE", full_key, {{"uploadId", upload_id}}};
     abort.what = "abort multipart upload '" + full_key + "'";
-    (void)Execute(abort);  // best effort; a bucket lifecycle rule reaps the rest
+    // A bucket lifecycle rule reaps what a failed abort leaves.
+    Result<HttpResponse> aborted = Execute(abort);
+    NoteCleanupFailure(abort.what, !aborted.ok()                ? aborted.status()
+                                   : aborted->status / 100 == 2 ? Status::OK()
+                                                                : ErrorOf(*aborted, abort));
   }
   return result;
 }

@@ -6,6 +6,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "common/logging.h"
+
 namespace loam::server {
 
 namespace {
@@ -60,6 +62,14 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                         "Retention passes by this process: passes, manifest and table versions "
                         "past the time-travel window removed, files and bytes removed (by `what`)")
                     .Register(*registry_);
+  cleanup_failures_ = &BuildCounter()
+                           .Name("loam_cleanup_failures_total")
+                           .Help(
+                               "Best-effort removals in this process that failed (unpublished "
+                               "fragments and deletion files, inline uploads, multipart "
+                               "uploads); what they leave is gc's")
+                           .Register(*registry_)
+                           .Add({});
   queue_to_start_ = &BuildHistogram()
                          .Name("loam_run_queue_to_start_seconds")
                          .Help("Time from a run's submission to a worker starting it")
@@ -138,6 +148,9 @@ std::string ServerMetrics::Render(const GaugeSample& g) {
   leases_->Set(static_cast<double>(g.leases_held));
   backlog_->Set(g.cleanup_backlog_seconds);
   in_flight_->Set(static_cast<double>(g.in_flight_requests));
+  // A process-wide count (common/logging.h): catch the counter up to it.
+  cleanup_failures_->Increment(static_cast<double>(CleanupFailureCount()) -
+                               cleanup_failures_->Value());
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

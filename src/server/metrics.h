@@ -56,6 +56,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* compaction_;
   prometheus::Family<prometheus::Gauge>* table_fragments_;
   prometheus::Family<prometheus::Counter>* retention_;
+  prometheus::Counter* cleanup_failures_;
   prometheus::Histogram* queue_to_start_;
   prometheus::Histogram* run_duration_;
   prometheus::Gauge* queue_runs_;

@@ -1,6 +1,7 @@
 // The API over real HTTP: routes, statuses, auth, identities, uploads,
 // admission and metrics. Every answer is checked against docs/openapi.yaml.
 
+#include "common/logging.h"
 #include "io/fault_injection_object_store.h"
 #include "server/server_test_util.h"
 #include "service/staging.h"
@@ -395,6 +396,18 @@ TEST_F(ApiTest, HostileBytesInTargetsAndMethodsAreAnsweredNotFatal) {
   EXPECT_EQ(m.body.find("BREW"), std::string::npos);
   EXPECT_NE(m.body.find("method=\"other\""), std::string::npos);
   EXPECT_EQ(Call("", "GET", "/healthz", "/healthz").status, 200);  // still serving
+}
+
+// Failed best-effort removals are counted process-wide and exposed.
+TEST_F(ApiTest, MetricsCountFailedCleanups) {
+  NoteCleanupFailure("removing nothing", Status::OK());  // success is not counted
+  const int64_t before = CleanupFailureCount();
+  NoteCleanupFailure("removing a test object", Status::Unavailable("injected"));
+  EXPECT_EQ(CleanupFailureCount(), before + 1);
+  HttpResult m = Call("", "GET", "/metrics", "/metrics");
+  EXPECT_NE(m.body.find("loam_cleanup_failures_total " + std::to_string(before + 1) + "\n"),
+            std::string::npos)
+      << m.body;
 }
 
 TEST_F(ApiTest, TimeTravelReadsOnlyTheGrantedTableAndHistoryHidesGrants) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "common/utf8.h"
@@ -82,8 +83,8 @@ Result<Submission> Service::SubmitInline(const CallContext& ctx, const std::stri
     }
     Result<UploadRecord> u = uploads_.Get(id);
     if (!u.ok()) continue;
-    static_cast<void>(ws_->store()->Delete(u->key));
-    static_cast<void>(uploads_.Delete(id));
+    NoteCleanupFailure("removing an inline upload", ws_->store()->Delete(u->key));
+    NoteCleanupFailure("removing an inline upload's record", uploads_.Delete(id));
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "service/service.h"
@@ -209,7 +210,9 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
   }
   ASSIGN_OR_RETURN(std::vector<uint64_t> replaced, at.RowsRemovedSince(before));
   std::vector<Fragment> staged;
-  auto discard = [&] { static_cast<void>(data.DeleteStaged(staged)); };
+  auto discard = [&] {
+    NoteCleanupFailure("removing a revert's unpublished fragments", data.DeleteStaged(staged));
+  };
   Status copied = before.TakeEach(replaced, {}, [&](const RecordBatch& b) -> Status {
     ASSIGN_OR_RETURN(RecordBatch rows, InSchema(b, data.schema()));
     ASSIGN_OR_RETURN(Fragment f, data.WriteFragment(rows));

@@ -125,6 +125,9 @@ TEST_F(ServiceTest, GroupedAppendRunsRevertOneByOneExactlyTheirRows) {
   options_.lease_micros = 600'000'000;
   options_.limits.max_concurrent_runs_per_pipeline = 1000;
   options_.limits.tiny_runs_per_minute = 1000;
+  // After its first commit the line commits at most every 200 ms, so the
+  // runs released together gather however fast the store commits.
+  options_.group_commit_interval_micros = 200'000;
   const std::string p = MakePipeline(R"({"name":"ev","table":"events","format":"csv"})");
   auto submit = [&](int i) {
     const std::string row =

@@ -499,7 +499,7 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
     // for a corrected request. Transient trouble keeps it: a retry of this
     // request resumes under the same run id.
     if (!claimed.IsUnavailable() && !claimed.IsAborted()) {
-      static_cast<void>(requests_.Delete(reservation));
+      NoteCleanupFailure("releasing an idempotency reservation", requests_.Delete(reservation));
     }
     return claimed;
   }
