@@ -20,8 +20,6 @@
 
 namespace loam {
 
-struct CurlApi;
-
 struct HttpOptions {
   int max_connections = 16;
   int64_t connect_timeout_ms = 5000;
@@ -61,7 +59,7 @@ class HttpClient {
   Result<HttpResponse> Send(const HttpRequest& request);
 
  private:
-  void* Acquire(const CurlApi& api);
+  void* Acquire();
   void Release(void* handle);
 
   const HttpOptions options_;
