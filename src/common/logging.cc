@@ -25,7 +25,7 @@ std::atomic<int64_t> cleanup_failures{0};
 void NoteCleanupFailure(std::string_view what, const Status& status) {
   if (status.ok()) return;
   cleanup_failures.fetch_add(1, std::memory_order_relaxed);
-  LOAM_LOG_WARN("{} failed (left for gc): {}", what, status.ToString());
+  LOAM_LOG_WARN("{} failed (left for a later pass): {}", what, status.ToString());
 }
 
 int64_t CleanupFailureCount() { return cleanup_failures.load(std::memory_order_relaxed); }

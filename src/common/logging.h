@@ -14,9 +14,9 @@ namespace loam {
 
 spdlog::logger& Log();
 
-// A cleanup whose failure loses nothing (gc or a later pass reclaims what it
-// leaves): an error is logged at warn and counted, never returned. OK is
-// ignored.
+// A cleanup whose failure loses nothing (gc, a record sweep or a bucket
+// lifecycle rule reclaims what it leaves): an error is logged at warn and counted, never returned.
+// OK is ignored.
 void NoteCleanupFailure(std::string_view what, const Status& status);
 // Errors NoteCleanupFailure saw in this process (loam_cleanup_failures_total).
 int64_t CleanupFailureCount();

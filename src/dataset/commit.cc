@@ -199,15 +199,21 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
   return put.status().WithContext("committing version " + std::to_string(next->version));
 }
 
-void Dataset::DiscardDeletionFiles(const DatasetVersion& base,
+void Dataset::DiscardDeletionFiles(const Transaction& txn, const DatasetVersion& base,
                                    const DatasetVersion& unpublished) const {
+  // Only a delete or merge-insert writes deletion files, one per fragment it
+  // deletes from whose vector does not go inline. Anything else `unpublished`
+  // carries (a restore's old vectors) belongs to committed versions.
+  if (txn.op != OpType::kDelete && txn.op != OpType::kMergeInsert) return;
+  std::set<uint64_t> deleted_from;
+  for (const FragmentDeletion& fd : txn.deleted) deleted_from.insert(fd.fragment_id);
   std::set<std::string> kept;
   for (const Fragment& f : base.fragments) kept.insert(f.deletion_path);
   for (const Fragment& f : unpublished.fragments) {
-    // Only a deletion file of its own: an inline one lives in the version
-    // file the attempt failed to put, whose name another writer now holds.
-    if (f.deletion_offset != 0 || !f.deletion_path.ends_with(".ldel") ||
-        kept.count(f.deletion_path)) {
+    // An inline vector lives in the version file the attempt failed to put,
+    // whose name another writer now holds.
+    if (!deleted_from.count(f.id) || f.deletion_offset != 0 ||
+        !f.deletion_path.ends_with(".ldel") || kept.count(f.deletion_path)) {
       continue;
     }
     NoteCleanupFailure("removing an unpublished deletion file",
@@ -271,7 +277,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
         }
         return put.status().WithContext("committing version " + std::to_string(next->version));
       }
-      DiscardDeletionFiles(current, *next);  // each attempt writes its own
+      DiscardDeletionFiles(*txn, current, *next);  // each attempt writes its own
       if (opts.expected_version) {
         return Status::Aborted("version " + std::to_string(next->version) +
                                " was committed concurrently");

@@ -400,10 +400,11 @@ class Dataset {
   // Deletes the files of fragments written by WriteFragment that no version
   // references and none will (an abandoned load). Never for committed ones.
   Status DeleteStaged(const std::vector<Fragment>& staged) const;
-  // Removes the deletion files (.ldel, never a version file holding inline
-  // ones) that `unpublished` references and `base` does not: written for a
-  // commit attempt that lost its race. Best effort.
-  void DiscardDeletionFiles(const DatasetVersion& base, const DatasetVersion& unpublished) const;
+  // Removes the deletion files `txn` (a delete or merge-insert) wrote for
+  // `unpublished`, an attempt that lost its race: .ldel files of the
+  // fragments it deletes from that `base` does not reference. Best effort.
+  void DiscardDeletionFiles(const Transaction& txn, const DatasetVersion& base,
+                            const DatasetVersion& unpublished) const;
   // OK when a staged fragment's file is still there (NotFound otherwise).
   Status StagedExists(const Fragment& staged) const;
   // Commits the next version on top of this snapshot, which must be the

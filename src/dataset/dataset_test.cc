@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "dataset/dataset_test_util.h"
 #include "dataset/refs.h"
 #include "format/page.h"
@@ -660,6 +662,31 @@ TEST_F(DatasetTest, ARebasedDeleteLeavesNoDeletionFileBehind) {
     deletion_files += o.key.ends_with(".ldel");
   }
   EXPECT_EQ(deletion_files, 2);  // theirs (version 3) and mine on top (version 4)
+}
+
+// A restore that loses its race carries the restored version's deletion
+// files into its retry: they belong to committed versions and stay.
+TEST_F(DatasetTest, ARestoreThatLosesItsRaceKeepsTheDeletionFilesItCarries) {
+  options_.max_inline_deletion_bytes = 0;  // deletion files, never inline
+  Dataset d = Dataset::Open(store_, "tables/people", {}, options_).value();
+  d = d.Append({People({1, 2, 3, 4})}).value();
+  d = d.Delete({Predicate::Eq("id", int64_t{1})}).value();  // version 3
+  d = d.Delete({Predicate::Eq("id", int64_t{2})}).value();  // version 4
+  auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
+  Dataset mine = Dataset::Open(faulty, "tables/people", {}, options_).value();
+  Dataset theirs = Dataset::Open(store_, "tables/people", {}, options_).value();
+  faulty->AddRule(FaultRule::HookAt(
+      "theirs", MaskOf({ObjectOp::kPutIfAbsent}), 1,
+      [&] { ASSERT_TRUE(theirs.Append({People({9})}).ok()); }, "_versions/"));
+  Result<Dataset> r = mine.Restore(3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(faulty->Fired("theirs"), 1u);
+  std::set<int64_t> ids;
+  for (const auto& [id, name] : Contents(Reopen())) ids.insert(id);
+  EXPECT_EQ(ids, (std::set<int64_t>{2, 3, 4}));  // a restore wins over a concurrent append
+  OpenSpec at;
+  at.version = 3;
+  EXPECT_EQ(Contents(Reopen(at)).size(), 3u);
 }
 
 TEST_F(DatasetTest, ConcurrentUpsertsOfTheSameNewKeyLeaveOneRow) {

@@ -56,8 +56,9 @@ Result<ObjectMeta> MemoryObjectStore::Write(std::string_view key, ByteSource& so
                                             const PutOptions& options) {
   RETURN_NOT_OK(ValidateObjectKey(key));
   auto data = std::make_shared<std::string>();
-  // A buffer the object's size when known (one read, then the end), else up
-  // to 1 MiB: zeroing a fixed 1 MiB for every small put cost more than the put.
+  // A buffer the object's size when known (one read, then the end; at most
+  // 1 MiB), else 64 KiB: zeroing a fixed 1 MiB for every small put cost more
+  // than the put.
   const std::optional<uint64_t> hint = source.SizeHint();
   if (hint) data->reserve(*hint);
   std::vector<char> buf(std::clamp<uint64_t>(hint.value_or(64 << 10), 1, 1 << 20));

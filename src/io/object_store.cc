@@ -72,8 +72,14 @@ Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset,
 Result<std::string> ObjectStore::GetRecordedRange(std::string_view key, uint64_t offset,
                                                   uint64_t length, std::string_view what) {
   Result<std::string> bytes = GetRange(key, offset, length);
-  if (bytes.ok() && bytes->size() == length) return bytes;
-  if (!bytes.ok() && !bytes.status().IsInvalidArgument()) return bytes.status();
+  if (!bytes.ok() && bytes.status().IsInvalidArgument()) {
+    // A range starting past the end; anything else (a refused request)
+    // keeps its own error.
+    Result<ObjectMeta> meta = Head(key);
+    if (!meta.ok() || meta->size >= offset) return bytes.status();
+  } else if (!bytes.ok() || bytes->size() == length) {
+    return bytes;
+  }
   return Status::DataLoss(std::string(what) + " is cut short: " + std::to_string(length) +
                           " bytes at " + std::to_string(offset) + " of '" + std::string(key) +
                           "' are not all there");

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <barrier>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -189,9 +189,9 @@ TEST_P(ObjectStoreConformance, ListIsSortedBytewiseAndPaginates) {
   EXPECT_EQ(pages, static_cast<int>((expected.size() + 2) / 3));
 
   // A prefix that ends mid-segment matches across directories and files.
-  EXPECT_EQ(Keys(store().List("list/b", "", 0).value().objects),
-            (std::vector<std::string>{"list/b-dash", "list/b/x", "list/b/y/z", "list/b/y0",
-                                      "list/ba"}));
+  EXPECT_EQ(
+      Keys(store().List("list/b", "", 0).value().objects),
+      (std::vector<std::string>{"list/b-dash", "list/b/x", "list/b/y/z", "list/b/y0", "list/ba"}));
   // start_after inside a nested directory resumes correctly.
   EXPECT_EQ(Keys(store().List("list/", "list/b/x", 0).value().objects),
             (std::vector<std::string>{"list/b/y/z", "list/b/y0", "list/ba", "list/c"}));
@@ -226,7 +226,7 @@ TEST_P(ObjectStoreConformance, ListAllFollowsPaginationPastDefaultLimit) {
 
 TEST_P(ObjectStoreConformance, UnicodeKeys) {
   const std::vector<std::string> keys = {"uni/héllo/世界.json", "uni/emoji/🙂", "uni/ascii",
-                                         "uni/Ωmega"};
+                                         "uni/Ωmega", "uni/a b+c%41&d=e?f"};
   for (const auto& k : keys) ASSERT_TRUE(store().Put(k, "v:" + k).ok()) << k;
   for (const auto& k : keys) EXPECT_EQ(store().Get(k).value(), "v:" + k);
   std::vector<std::string> sorted = keys;
@@ -237,10 +237,21 @@ TEST_P(ObjectStoreConformance, UnicodeKeys) {
 }
 
 TEST_P(ObjectStoreConformance, InvalidKeysAreRejectedByEveryOperation) {
-  const std::vector<std::string> bad = {"",         "/abs",       "a//b",           "trailing/",
-                                        "../up",    "a/./b",      "a/../b",         ".hidden",
-                                        "a/.tmp-x", "ctl\x01key", "tab\tkey",       "bad\xff",
-                                        "bad\xc0\xaf", std::string(1025, 'k'), "a/" + std::string(256, 's')};
+  const std::vector<std::string> bad = {"",
+                                        "/abs",
+                                        "a//b",
+                                        "trailing/",
+                                        "../up",
+                                        "a/./b",
+                                        "a/../b",
+                                        ".hidden",
+                                        "a/.tmp-x",
+                                        "ctl\x01key",
+                                        "tab\tkey",
+                                        "bad\xff",
+                                        "bad\xc0\xaf",
+                                        std::string(1025, 'k'),
+                                        "a/" + std::string(256, 's')};
   for (const auto& k : bad) {
     SCOPED_TRACE("key: " + k.substr(0, 40));
     EXPECT_TRUE(store().Get(k).status().IsInvalidArgument());
@@ -375,7 +386,8 @@ TEST_P(ObjectStoreConformance, ReadersNeverSeePartialObjects) {
     });
   }
   for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE(store().Put("atomic/obj", std::string(kSize, static_cast<char>('b' + i % 20))).ok());
+    ASSERT_TRUE(
+        store().Put("atomic/obj", std::string(kSize, static_cast<char>('b' + i % 20))).ok());
   }
   done = true;
   for (auto& t : readers) t.join();
@@ -451,25 +463,29 @@ TEST_P(ObjectStoreConformance, CasIncrementsFromSixteenThreadsLoseNoUpdate) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(store().Get("counter").value(), std::to_string(kThreads * kIncrements));
-  std::printf("[ figures ] %s: %d CAS increments, %d lost races retried\n",
-              GetParam().name.c_str(), kThreads * kIncrements, retries.load());
+  std::printf("[ figures ] %s: %d CAS increments, %d lost races retried\n", GetParam().name.c_str(),
+              kThreads * kIncrements, retries.load());
 }
 
 TEST_P(ObjectStoreCrossProcessConformance, ProcessesRacingPutIfAbsentHaveOneWinnerPerRound) {
   ASSERT_TRUE(backend_->shared_across_processes());
   constexpr int kProcesses = 8, kRounds = 100;
   std::vector<int> codes;
-  auto results = RunInProcesses(kProcesses, [&](int p, int out) {
-    auto client = backend_->OpenAnotherClient();
-    for (int r = 0; r < kRounds; ++r) {
-      auto res = client->PutIfAbsent("prace/" + std::to_string(r), "winner-" + std::to_string(p));
-      if (res.ok()) {
-        WriteLine(out, "win " + std::to_string(r));
-      } else if (!res.status().IsAlreadyExists()) {
-        WriteLine(out, "error " + res.status().ToString());
-      }
-    }
-  }, &codes);
+  auto results = RunInProcesses(
+      kProcesses,
+      [&](int p, int out) {
+        auto client = backend_->OpenAnotherClient();
+        for (int r = 0; r < kRounds; ++r) {
+          auto res =
+              client->PutIfAbsent("prace/" + std::to_string(r), "winner-" + std::to_string(p));
+          if (res.ok()) {
+            WriteLine(out, "win " + std::to_string(r));
+          } else if (!res.status().IsAlreadyExists()) {
+            WriteLine(out, "error " + res.status().ToString());
+          }
+        }
+      },
+      &codes);
   EXPECT_EQ(codes, std::vector<int>(kProcesses, 0));
   std::map<int, std::vector<int>> wins;
   for (int p = 0; p < kProcesses; ++p) {
@@ -492,14 +508,17 @@ TEST_P(ObjectStoreCrossProcessConformance, CasIncrementsFromEightProcessesLoseNo
   constexpr int kProcesses = 8, kIncrements = 25;
   ASSERT_TRUE(store().Put("pcounter", "0").ok());
   std::vector<int> codes;
-  auto results = RunInProcesses(kProcesses, [&](int, int out) {
-    auto client = backend_->OpenAnotherClient();
-    int retries = 0;
-    for (int i = 0; i < kIncrements; ++i) {
-      Status s = CasIncrement(*client, "pcounter", &retries);
-      if (!s.ok()) WriteLine(out, s.ToString());
-    }
-  }, &codes);
+  auto results = RunInProcesses(
+      kProcesses,
+      [&](int, int out) {
+        auto client = backend_->OpenAnotherClient();
+        int retries = 0;
+        for (int i = 0; i < kIncrements; ++i) {
+          Status s = CasIncrement(*client, "pcounter", &retries);
+          if (!s.ok()) WriteLine(out, s.ToString());
+        }
+      },
+      &codes);
   EXPECT_EQ(codes, std::vector<int>(kProcesses, 0));
   for (const auto& r : results) EXPECT_EQ(r, "");
   EXPECT_EQ(store().Get("pcounter").value(), std::to_string(kProcesses * kIncrements));

@@ -503,7 +503,8 @@ Result<ListPage> S3ObjectStore::List(std::string_view prefix, std::string_view s
     Call call{"GET", ""};
     call.query = {{"list-type", "2"},
                   {"prefix", base + std::string(prefix)},
-                  {"max-keys", std::to_string(max_keys)}};
+                  {"max-keys", std::to_string(max_keys)},
+                  {"encoding-type", "url"}};
     if (!after.empty()) call.query.emplace_back("start-after", after);
     call.what = "list '" + std::string(prefix) + "'";
     ASSIGN_OR_RETURN(HttpResponse r, Execute(call));

@@ -3,26 +3,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include "io/curl_api.h"
 #include "io/s3_object_store.h"
 #include "io/s3_xml.h"
 
 namespace loam {
 namespace {
-
-// libcurl is loaded only when HTTP is first spoken; every function binds,
-// and a missing library is a clear error rather than a crash.
-TEST(CurlApiTest, LoadsOnDemandAndNamesAMissingLibrary) {
-  Result<const CurlApi*> api = LoadCurl();
-  ASSERT_TRUE(api.ok()) << api.status();
-  EXPECT_NE((*api)->easy_setopt, nullptr);
-  EXPECT_NE((*api)->slist_free_all, nullptr);
-  EXPECT_EQ(LoadCurl().value(), *api);  // once per process
-  Status missing = LoadCurlLibrary("libloam-no-such-curl.so.4").status();
-  EXPECT_TRUE(missing.IsFailedPrecondition()) << missing;
-  EXPECT_NE(missing.message().find("libloam-no-such-curl.so.4"), std::string::npos) << missing;
-  EXPECT_NE(missing.message().find("apt-get install libcurl4"), std::string::npos) << missing;
-}
 
 TEST(S3Options, FromUriWithOptionsAndEnvironment) {
   ::setenv("AWS_ACCESS_KEY_ID", "ak", 1);
@@ -81,6 +66,21 @@ TEST(S3Xml, AListingWithNamespacesEntitiesAndCdata) {
   EXPECT_EQ(r.objects[1].key, "café/🙂");
   EXPECT_EQ(r.objects[2].key, "x<&>y");
   EXPECT_EQ(r.objects[2].size, UINT64_MAX);
+}
+
+// Keys asked for URL-encoded come back decoded; a broken escape is an error.
+TEST(S3Xml, AUrlEncodedListingIsDecoded) {
+  const std::string list =
+      "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+      "<Contents><Key>a+b%2Bc%25%01%E4%B8%96</Key><Size>1</Size></Contents></ListBucketResult>";
+  EXPECT_EQ(s3::ParseListObjects(list, "list").value().objects.at(0).key, "a b+c%\x01\xe4\xb8\x96");
+  for (const std::string key : {"a%2", "a%zz", "%"}) {
+    const std::string bad =
+        "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false"
+        "</IsTruncated><Contents><Key>" +
+        key + "</Key><Size>1</Size></Contents></ListBucketResult>";
+    EXPECT_TRUE(s3::ParseListObjects(bad, "list").status().IsUnavailable()) << key;
+  }
 }
 
 // A cut or mangled body is an error, never a short page that looks final.

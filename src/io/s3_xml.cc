@@ -88,6 +88,29 @@ int64_t MicrosOf(int year, int month, int day, int hour, int minute, int second,
   return t.time_since_epoch().count() * 1000000 + frac;
 }
 
+// A key sent with encoding-type=url: %XX escapes, '+' for a space (AWS
+// escapes a literal '+'). False when an escape is cut or not hex.
+bool UrlDecode(std::string_view in, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out->push_back(' ');
+    } else if (in[i] != '%') {
+      out->push_back(in[i]);
+    } else {
+      unsigned value = 0;
+      if (i + 2 >= in.size() ||
+          std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16).ptr !=
+              in.data() + i + 3) {
+        return false;
+      }
+      out->push_back(static_cast<char>(value));
+      i += 2;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 const XmlElement* XmlElement::Child(std::string_view child) const {
@@ -112,6 +135,10 @@ Result<XmlElement> ParseXml(std::string_view body, const std::string& what) {
   XML_SetElementHandler(parser.get(), &OnStart, &OnEnd);
   XML_SetCharacterDataHandler(parser.get(), &OnText);
   XML_SetStartDoctypeDeclHandler(parser.get(), &OnDoctype);
+  // AWS keeps a slow CompleteMultipartUpload alive by sending whitespace
+  // before the document; the XML declaration must start the entity.
+  const size_t start = body.find_first_not_of(" \t\r\n");
+  body.remove_prefix(start == std::string_view::npos ? body.size() : start);
   if (body.size() > static_cast<size_t>(INT32_MAX)) return Malformed(what, "body too large");
   if (XML_Parse(parser.get(), body.data(), static_cast<int>(body.size()), XML_TRUE) !=
       XML_STATUS_OK) {
@@ -134,12 +161,20 @@ Result<ListObjectsResult> ParseListObjects(std::string_view body, const std::str
     return Malformed(what, "no <IsTruncated>true|false</IsTruncated>");
   }
   out.truncated = truncated->text == "true";
+  // Asked for with encoding-type=url, so that keys holding characters XML
+  // cannot carry (control characters) still list; a server that ignores
+  // the request sends keys as they are, without <EncodingType>.
+  const bool url_encoded = doc->ChildText("EncodingType") == "url";
   for (const XmlElement& c : doc->children) {
     if (c.name != "Contents") continue;
     ListedObject o;
     const XmlElement* key = c.Child("Key");
     if (key == nullptr || key->text.empty()) return Malformed(what, "an entry without a <Key>");
-    o.key = key->text;
+    if (!url_encoded) {
+      o.key = key->text;
+    } else if (!UrlDecode(key->text, &o.key)) {
+      return Malformed(what, "a <Key> that is not URL-encoded");
+    }
     if (!ParseNumber(c.ChildText("Size"), &o.size)) {
       return Malformed(what, "entry '" + o.key + "' has no valid <Size>");
     }

@@ -47,7 +47,8 @@ struct ListObjectsResult {
 };
 
 // A <ListBucketResult>; its <IsTruncated> and each entry's <Key> and <Size>
-// must be present and well-formed.
+// must be present and well-formed. Keys are URL-decoded when the answer says
+// <EncodingType>url</EncodingType>.
 Result<ListObjectsResult> ParseListObjects(std::string_view body, const std::string& what);
 
 // The <UploadId> of an <InitiateMultipartUploadResult>.

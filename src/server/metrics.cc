@@ -66,8 +66,8 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                            .Name("loam_cleanup_failures_total")
                            .Help(
                                "Best-effort removals in this process that failed (unpublished "
-                               "fragments and deletion files, inline uploads, multipart "
-                               "uploads); what they leave is gc's")
+                               "fragments and deletion files, inline uploads, idempotency "
+                               "reservations, multipart uploads); a later pass reclaims them")
                            .Register(*registry_)
                            .Add({});
   queue_to_start_ = &BuildHistogram()
@@ -148,9 +148,13 @@ std::string ServerMetrics::Render(const GaugeSample& g) {
   leases_->Set(static_cast<double>(g.leases_held));
   backlog_->Set(g.cleanup_backlog_seconds);
   in_flight_->Set(static_cast<double>(g.in_flight_requests));
-  // A process-wide count (common/logging.h): catch the counter up to it.
-  cleanup_failures_->Increment(static_cast<double>(CleanupFailureCount()) -
-                               cleanup_failures_->Value());
+  {
+    // A process-wide count (common/logging.h): catch the counter up to it,
+    // one scrape at a time so two never add the same difference.
+    std::lock_guard<std::mutex> lock(catch_up_mu_);
+    cleanup_failures_->Increment(static_cast<double>(CleanupFailureCount()) -
+                                 cleanup_failures_->Value());
+  }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

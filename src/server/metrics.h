@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* compaction_;
   prometheus::Family<prometheus::Gauge>* table_fragments_;
   prometheus::Family<prometheus::Counter>* retention_;
+  std::mutex catch_up_mu_;  // Render's catch-up of cleanup_failures_
   prometheus::Counter* cleanup_failures_;
   prometheus::Histogram* queue_to_start_;
   prometheus::Histogram* run_duration_;
