@@ -8,6 +8,7 @@
 // than the workspace could need.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
@@ -17,24 +18,48 @@
 #include "engine/workspace_test_util.h"
 
 // The largest single allocation since the last reset: a decoder that trusts
-// a forged size asks for gigabytes here. (GCC sees the malloc inside the
-// replaced operator new and warns of a mismatch that is not one.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
+// a forged size asks for gigabytes here. A sanitizer owns the allocator, so
+// there its malloc hook watches; elsewhere a replaced operator new does.
 namespace {
 std::atomic<size_t> largest_allocation{0};
-}  // namespace
-
-void* operator new(size_t n) {
+void NoteAllocation(size_t n) {
   size_t seen = largest_allocation.load(std::memory_order_relaxed);
   while (n > seen && !largest_allocation.compare_exchange_weak(seen, n)) {
   }
+}
+}  // namespace
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LOAM_SANITIZER_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LOAM_SANITIZER_ALLOCATOR 1
+#endif
+#endif
+
+#ifdef LOAM_SANITIZER_ALLOCATOR
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
+namespace {
+// Both hooks must be given, or none is installed.
+[[maybe_unused]] const int hooks_installed = __sanitizer_install_malloc_and_free_hooks(
+    [](const volatile void*, size_t n) { NoteAllocation(n); }, [](const volatile void*) {});
+}  // namespace
+#else
+// (GCC sees the malloc inside the replaced operator new and warns of a
+// mismatch that is not one.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(size_t n) {
+  NoteAllocation(n);
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+#endif
 
 namespace loam::testing {
 namespace {
@@ -138,6 +163,7 @@ class CorruptWorkspaceTest : public ::testing::Test {
     largest_allocation = 0;
     Result<std::string> read = ReadEverything(CopyOf(damaged));
     EXPECT_LT(largest_allocation.load(), size_t{64} << 20) << key << ", " << damage;
+    largest_seen_ = std::max(largest_seen_, largest_allocation.load());
     ++cases_;
     if (read.ok() && *read == baseline_) return;
     ++noticed_;
@@ -158,6 +184,7 @@ class CorruptWorkspaceTest : public ::testing::Test {
   std::string baseline_;
   int cases_ = 0;
   int noticed_ = 0;
+  size_t largest_seen_ = 0;
 };
 
 TEST_F(CorruptWorkspaceTest, EveryDamagedObjectIsDataLossOrUnread) {
@@ -169,6 +196,7 @@ TEST_F(CorruptWorkspaceTest, EveryDamagedObjectIsDataLossOrUnread) {
   }
   std::cout << cases_ << " damaged workspaces read, " << noticed_ << " noticed the damage\n";
   EXPECT_GT(noticed_, cases_ / 4);
+  EXPECT_GT(largest_seen_, size_t{1024}) << "the allocation watch saw nothing";
 }
 
 // A file in place of another of its kind (a writer that put bytes under the
