@@ -6,6 +6,8 @@
 #include <chrono>
 #include <memory>
 
+#include "common/percent_decode.h"
+
 namespace loam::s3 {
 namespace {
 
@@ -88,29 +90,6 @@ int64_t MicrosOf(int year, int month, int day, int hour, int minute, int second,
   return t.time_since_epoch().count() * 1000000 + frac;
 }
 
-// A key sent with encoding-type=url: %XX escapes, '+' for a space (AWS
-// escapes a literal '+'). False when an escape is cut or not hex.
-bool UrlDecode(std::string_view in, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] == '+') {
-      out->push_back(' ');
-    } else if (in[i] != '%') {
-      out->push_back(in[i]);
-    } else {
-      unsigned value = 0;
-      if (i + 2 >= in.size() ||
-          std::from_chars(in.data() + i + 1, in.data() + i + 3, value, 16).ptr !=
-              in.data() + i + 3) {
-        return false;
-      }
-      out->push_back(static_cast<char>(value));
-      i += 2;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 const XmlElement* XmlElement::Child(std::string_view child) const {
@@ -172,7 +151,9 @@ Result<ListObjectsResult> ParseListObjects(std::string_view body, const std::str
     if (key == nullptr || key->text.empty()) return Malformed(what, "an entry without a <Key>");
     if (!url_encoded) {
       o.key = key->text;
-    } else if (!UrlDecode(key->text, &o.key)) {
+    } else if (std::optional<std::string> decoded = PercentDecode(key->text, true)) {
+      o.key = *std::move(decoded);  // AWS escapes a literal '+'
+    } else {
       return Malformed(what, "a <Key> that is not URL-encoded");
     }
     if (!ParseNumber(c.ChildText("Size"), &o.size)) {
