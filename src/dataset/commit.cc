@@ -187,16 +187,28 @@ Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<
     return Status::Aborted("version " + std::to_string(next->version) +
                            " was committed concurrently");
   }
-  // Outcome unknown (e.g. a timeout): our transaction id decides.
+  ASSIGN_OR_RETURN(std::optional<DatasetVersion> landed,
+                   ReadBackUnanswered(key, txn.id, put.status(), next->version));
+  if (landed) return WithState(*std::move(landed));
+  return Status::Aborted("version " + std::to_string(next->version) +
+                         " was committed concurrently");
+}
+
+Result<std::optional<DatasetVersion>> Dataset::ReadBackUnanswered(const std::string& key,
+                                                                  const std::string& txn_id,
+                                                                  const Status& put,
+                                                                  uint64_t version) const {
   Result<std::string> landed = store_->Get(key);
   if (landed.ok()) {
-    auto v = DecodeVersionFile(*landed, key);
-    if (v.ok() && v->txn.id == txn.id) return WithState(*std::move(v));
-    if (v.ok())
-      return Status::Aborted("version " + std::to_string(next->version) +
-                             " was committed concurrently");
+    Result<DatasetVersion> v = DecodeVersionFile(*landed, key);
+    if (v.ok() && v->txn.id == txn_id) {
+      NoteCommitted(version);
+      return std::optional<DatasetVersion>(*std::move(v));
+    }
+    if (v.ok()) return std::optional<DatasetVersion>();
   }
-  return put.status().WithContext("committing version " + std::to_string(next->version));
+  return put.WithContext("committing version " + std::to_string(version))
+      .WithDetail(std::string(kCommitOutcomeDetail), "unknown");
 }
 
 void Dataset::DiscardDeletionFiles(const Transaction& txn, const DatasetVersion& base,
@@ -269,13 +281,11 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
         return WithState(*std::move(next));
       }
       if (!put.status().IsAlreadyExists()) {
-        // Outcome unknown (e.g. a timeout): our transaction id decides.
-        Result<std::string> landed = store_->Get(key);
-        if (landed.ok()) {
-          auto v = DecodeVersionFile(*landed, key);
-          if (v.ok() && v->txn.id == txn->id) return WithState(*std::move(v));
-        }
-        return put.status().WithContext("committing version " + std::to_string(next->version));
+        // Outcome unknown (e.g. a timeout): our transaction id decides; a
+        // version of another's is a race lost like an AlreadyExists.
+        ASSIGN_OR_RETURN(std::optional<DatasetVersion> landed,
+                         ReadBackUnanswered(key, txn->id, put.status(), next->version));
+        if (landed) return WithState(*std::move(landed));
       }
       DiscardDeletionFiles(*txn, current, *next);  // each attempt writes its own
       if (opts.expected_version) {

@@ -54,6 +54,14 @@ struct OpenSpec {
   std::string tag;                      // a tag (names its own branch)
 };
 
+// A commit whose version-file put did not answer and whose read-back could
+// not tell whose file is there fails with a status carrying this detail
+// ("unknown"): the version may or may not hold the commit's transaction.
+inline constexpr std::string_view kCommitOutcomeDetail = "commitOutcome";
+inline bool CommitOutcomeUnknown(const Status& s) {
+  return !s.ok() && s.detail(kCommitOutcomeDetail) == "unknown";
+}
+
 struct CommitOptions {
   // Commit only if the branch's latest version is exactly this one (no
   // rebase): FailedPrecondition when it is not, Aborted when another writer
@@ -405,6 +413,14 @@ class Dataset {
   // fragments it deletes from that `base` does not reference. Best effort.
   void DiscardDeletionFiles(const Transaction& txn, const DatasetVersion& base,
                             const DatasetVersion& unpublished) const;
+  // After the put of version file `key` for transaction `txn_id` failed
+  // (`put`, not AlreadyExists): the file there decides. Ours → that version;
+  // another's → nullopt (the race was lost); unreadable or absent → `put`
+  // marked CommitOutcomeUnknown (a put that did not answer may still land).
+  Result<std::optional<DatasetVersion>> ReadBackUnanswered(const std::string& key,
+                                                           const std::string& txn_id,
+                                                           const Status& put,
+                                                           uint64_t version) const;
   // OK when a staged fragment's file is still there (NotFound otherwise).
   Status StagedExists(const Fragment& staged) const;
   // Commits the next version on top of this snapshot, which must be the

@@ -629,7 +629,10 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
     }
     return Status::InvalidArgument("unknown write mode");
   };
-  Result<Dataset> committed = commit();
+  Result<Dataset> committed = commit();  // sets base_version
+  bool unknown = false;
+  committed = LookAgainAtUnanswered(head, s, base_version, std::move(committed), &unknown);
+  if (unknown) return committed.status();  // the sidecar stays: recovery decides
   if (committed.status().IsAborted()) {
     *busy = true;
     committed_forks_.Forget(TableRoot(head.location), s.fork);

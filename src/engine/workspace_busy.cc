@@ -8,6 +8,9 @@
 // appending to one table then take turns instead of failing each other. A
 // compaction committing a plan made earlier (its fragments written, checked
 // again at the commit) tries again the same way.
+//
+// A table commit that did not answer is decided here too: a version another
+// writer put where ours was meant to go is a lost race like any other.
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -19,6 +22,7 @@ namespace loam {
 namespace {
 
 constexpr int kBusyAttempts = 12;
+constexpr int kLookAgainAttempts = 3;
 
 // Short and jittered: the other commit is about one publish from done, and
 // writers that met must not come back in step.
@@ -30,6 +34,34 @@ void PauseAfterBusy(int attempt) {
 }
 
 }  // namespace
+
+Result<Dataset> Workspace::LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
+                                                 int64_t base_version, Result<Dataset> committed,
+                                                 bool* unknown) const {
+  *unknown = false;
+  if (!CommitOutcomeUnknown(committed.status())) return committed;
+  OpenSpec spec;
+  spec.branch = s.fork;
+  spec.version = static_cast<uint64_t>(base_version + 1);
+  for (int attempt = 1; attempt <= kLookAgainAttempts; ++attempt) {
+    PauseAfterBusy(attempt);  // the store just failed twice: give it a moment
+    Result<Dataset> at =
+        Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
+    if (at.ok() && at->state().txn.id == s.planned_txn) return at;
+    if (at.ok()) {
+      return Status::Aborted("version " + std::to_string(spec.version.value()) +
+                             " was committed concurrently");
+    }
+    if (at.status().IsNotFound()) {
+      const Status& put = committed.status();
+      return Status(put.code(), put.message() + "; nothing was committed")
+          .WithErrorCode(put.error_code())
+          .WithContext(put.context());
+    }
+  }
+  *unknown = true;
+  return committed;
+}
 
 bool Workspace::CommitsOnAnyVersion(const WriteRequest& r) {
   if (r.mode == WriteMode::kCompact) return r.compaction_plan != nullptr && !r.expected_version;

@@ -283,6 +283,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
+  int64_t base_version = head.table_version;
   Result<Dataset> committed = [&]() -> Result<Dataset> {
     // A remembered base may be stale: only a group that tries again may start there.
     const bool retries = std::all_of(members.begin(), members.end(),
@@ -292,12 +293,16 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
       *busy = base.status().Is(ErrorCode::kConflict);  // another commit in progress
       return base.status();
     }
+    base_version = static_cast<int64_t>(base->version());
     CommitOptions opts;
     opts.expected_version = base->version();
     opts.txn_id = s.planned_txn;
     opts.trust_snapshot = true;
     return base->AppendStaged(std::move(staged), opts);
   }();
+  bool unknown = false;
+  committed = LookAgainAtUnanswered(head, s, base_version, std::move(committed), &unknown);
+  if (unknown) return committed.status();  // the sidecar stays: recovery decides
   if (committed.status().IsAborted()) {
     *busy = true;
     committed_forks_.Forget(TableRoot(head.location), s.fork);
