@@ -1,7 +1,9 @@
 // A thread-safe LRU cache of immutable values, bounded by a total charge
-// (bytes). Values are shared_ptr<const void>; callers cast to what they put.
-// Only for content that never changes under a key (Loam's data, deletion
-// and index files are write-once), so an entry can never be stale.
+// (bytes). An entry is keyed by its value's type as well as its name: Get<T>
+// finds only what Put<T> stored under the name, so two callers that pick the
+// same name for values of different types miss instead of reading one as the
+// other. Only for content that never changes under a key (Loam's data,
+// deletion and index files are write-once), so an entry can never be stale.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeindex>
 #include <unordered_map>
+#include <utility>
 
 #include "common/thread_annotations.h"
 
@@ -21,11 +25,11 @@ class LruCache {
 
   template <typename T>
   std::shared_ptr<const T> Get(const std::string& key) {
-    return std::static_pointer_cast<const T>(GetRaw(key));
+    return std::static_pointer_cast<const T>(GetRaw({typeid(T), key}));
   }
   template <typename T>
   void Put(const std::string& key, std::shared_ptr<const T> value, uint64_t charge) {
-    PutRaw(key, std::static_pointer_cast<const void>(std::move(value)), charge);
+    PutRaw({typeid(T), key}, std::static_pointer_cast<const void>(std::move(value)), charge);
   }
 
   uint64_t charge() const {
@@ -38,13 +42,19 @@ class LruCache {
   }
 
  private:
+  using Key = std::pair<std::type_index, std::string>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<std::string>()(k.second) * 31 + k.first.hash_code();
+    }
+  };
   struct Entry {
-    std::string key;
+    Key key;
     std::shared_ptr<const void> value;
     uint64_t charge;
   };
 
-  std::shared_ptr<const void> GetRaw(const std::string& key) {
+  std::shared_ptr<const void> GetRaw(const Key& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = index_.find(key);
     if (it == index_.end()) return nullptr;
@@ -53,7 +63,7 @@ class LruCache {
     return it->second->value;
   }
 
-  void PutRaw(const std::string& key, std::shared_ptr<const void> value, uint64_t charge) {
+  void PutRaw(const Key& key, std::shared_ptr<const void> value, uint64_t charge) {
     if (charge > capacity_) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) {
@@ -74,7 +84,7 @@ class LruCache {
   const uint64_t capacity_;
   mutable std::mutex mu_;
   std::list<Entry> order_ LOAM_GUARDED_BY(mu_);
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_ LOAM_GUARDED_BY(mu_);
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_ LOAM_GUARDED_BY(mu_);
   uint64_t used_ LOAM_GUARDED_BY(mu_) = 0;
   uint64_t hits_ LOAM_GUARDED_BY(mu_) = 0;
 };
