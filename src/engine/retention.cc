@@ -308,13 +308,7 @@ Status RemoveDataset(ObjectStore& store, const std::string& prefix, RetentionRep
   return Status::OK();
 }
 
-// A deleted branch's record: its ref id and the tables (stable id,
-// location) its newest version had, live or dropped.
-struct DeletedBranch {
-  std::string key, id;
-  int64_t deleted_micros = 0;
-  std::vector<std::pair<int64_t, std::string>> tables;
-};
+}  // namespace
 
 Result<DeletedBranch> ParseDeletedBranch(const std::string& key, std::string_view text) {
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(text, "deleted-branch record"));
@@ -334,6 +328,8 @@ Result<DeletedBranch> ParseDeletedBranch(const std::string& key, std::string_vie
   }
   return d;
 }
+
+namespace {
 
 // Every record, oldest deletion first (a child branch is deleted before its
 // parent, so its table forks go first too). A record that does not parse is

@@ -7,6 +7,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine/workspace.h"
 
@@ -44,6 +47,16 @@ Status VersionExpired(const std::string& branch, uint64_t version, uint64_t olde
 Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_micros);
 // Takes the record back (a deletion that was refused).
 Status ForgetBranchDeletion(Workspace& ws, const std::string& id);
+
+// A deleted branch's record: its ref id and the tables (stable id,
+// location) its newest version had, live or dropped.
+struct DeletedBranch {
+  std::string key, id;
+  int64_t deleted_micros = 0;
+  std::vector<std::pair<int64_t, std::string>> tables;
+};
+// The record stored at `key`; DataLoss when it is malformed.
+Result<DeletedBranch> ParseDeletedBranch(const std::string& key, std::string_view text);
 
 struct RetentionReport {
   int64_t cutoff_micros = 0;  // versions superseded before this went

@@ -120,14 +120,13 @@ struct LeaseRecord {
 Result<LeaseRecord> ParseLease(const std::string& text) {
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJsonObject(text, "maintenance lease"));
   const auto holder = j.find("holder");
-  const auto expires = j.find("expiresMicros");
-  if (holder == j.end() || !holder->is_string() || expires == j.end() ||
-      !expires->is_number_integer()) {
+  const std::optional<int64_t> expires = IntegerAt(j, "expiresMicros");
+  if (holder == j.end() || !holder->is_string() || !expires) {
     return Status::DataLoss(
         "maintenance lease: needs a string \"holder\" and an integer "
         "\"expiresMicros\"");
   }
-  return LeaseRecord{holder->get<std::string>(), expires->get<int64_t>()};
+  return LeaseRecord{holder->get<std::string>(), *expires};
 }
 
 }  // namespace

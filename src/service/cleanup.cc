@@ -53,6 +53,34 @@ std::optional<int64_t> DayEndMicros(std::string_view day) {
 
 }  // namespace
 
+std::string EncodeCleanupEntry(const CleanupEntry& e) {
+  return json{
+      {"format", 1}, {"runId", e.run_id}, {"prefixes", e.prefixes}, {"uploads", e.upload_ids}}
+      .dump();
+}
+
+Result<CleanupEntry> DecodeCleanupEntry(std::string_view text) {
+  Result<json> j = ParseJsonObject(text, "cleanup entry");
+  if (!j.ok()) return Status::DataLoss("malformed cleanup entry: " + j.status().message());
+  CleanupEntry e;
+  const auto strings = [&](const char* key, std::vector<std::string>* out) {
+    auto it = j->find(key);
+    if (it == j->end() || !it->is_array()) return false;
+    for (const json& v : *it) {
+      if (!v.is_string()) return false;
+      out->push_back(v.get<std::string>());
+    }
+    return true;
+  };
+  auto run = j->find("runId");
+  if (IntegerAt(*j, "format") != 1 || run == j->end() || !run->is_string() ||
+      !strings("prefixes", &e.prefixes) || !strings("uploads", &e.upload_ids)) {
+    return Status::DataLoss("malformed cleanup entry: format 1 with runId, prefixes and uploads");
+  }
+  e.run_id = run->get<std::string>();
+  return e;
+}
+
 Cleaner::Cleaner(std::shared_ptr<ObjectStore> store, std::string workspace_root, Clock* clock)
     : store_(std::move(store)),
       root_(std::move(workspace_root)),
@@ -61,9 +89,7 @@ Cleaner::Cleaner(std::shared_ptr<ObjectStore> store, std::string workspace_root,
       rng_(std::random_device{}()) {}
 
 Status Cleaner::Enqueue(const CleanupEntry& e) {
-  const std::string text =
-      json{{"format", 1}, {"runId", e.run_id}, {"prefixes", e.prefixes}, {"uploads", e.upload_ids}}
-          .dump();
+  const std::string text = EncodeCleanupEntry(e);
   // Put-if-absent: a repeated enqueue (a retry, the queue pass) keeps the
   // entry's first age, which the backlog metric reports.
   Status s = store_->PutIfAbsent(prefix_ + e.run_id + ".json", text).status();
@@ -131,13 +157,10 @@ Result<CleanupReport> Cleaner::RunOnce(const std::function<Result<bool>(const st
       Result<std::string> text = store_->Get(o.key);
       if (text.status().IsNotFound()) return Status::OK();  // another cleaner finished it
       RETURN_NOT_OK(text.status());
-      json j = ParseJson(*text);
-      if (!j.is_object() || !j.contains("prefixes") || !j.contains("uploads")) {
-        return Status::DataLoss("malformed cleanup entry " + o.key);
-      }
-      for (const json& p : j["prefixes"])
-        RETURN_NOT_OK(DeletePrefix(p.get<std::string>(), &deleted));
-      for (const json& u : j["uploads"]) RETURN_NOT_OK(DeleteUploadRecord(u.get<std::string>()));
+      Result<CleanupEntry> entry = DecodeCleanupEntry(*text);
+      if (!entry.ok()) return entry.status().WithContext(o.key);
+      for (const std::string& p : entry->prefixes) RETURN_NOT_OK(DeletePrefix(p, &deleted));
+      for (const std::string& u : entry->upload_ids) RETURN_NOT_OK(DeleteUploadRecord(u));
       return store_->Delete(o.key);
     }();
     report.objects_deleted += deleted;

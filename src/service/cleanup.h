@@ -15,6 +15,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -27,6 +28,11 @@ struct CleanupEntry {
   std::vector<std::string> prefixes;    // each ends in '/'
   std::vector<std::string> upload_ids;  // their _control/uploads records
 };
+
+// An entry's JSON (docs/format/control.md). The decoder refuses, with
+// DataLoss, anything but format 1 with arrays of strings.
+std::string EncodeCleanupEntry(const CleanupEntry& e);
+Result<CleanupEntry> DecodeCleanupEntry(std::string_view text);
 
 struct CleanupReport {
   int entries_done = 0;

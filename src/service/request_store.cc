@@ -11,7 +11,24 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string ToText(const RequestRecord& r) {
+// Member `key` of `j` as a string, or nullopt.
+std::optional<std::string> StringAt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+// Record `text` as a JSON object of format 1, else DataLoss naming `what`.
+Result<json> RecordObject(std::string_view text, const std::string& what) {
+  Result<json> j = ParseJsonObject(text, what);
+  if (!j.ok()) return Status::DataLoss("malformed " + what + ": " + j.status().message());
+  if (IntegerAt(*j, "format") != 1) return Status::DataLoss("unknown " + what + " format");
+  return j;
+}
+
+}  // namespace
+
+std::string EncodeRequestRecord(const RequestRecord& r) {
   json j = {{"format", 1},
             {"key", r.key},
             {"principal", r.principal},
@@ -23,27 +40,27 @@ std::string ToText(const RequestRecord& r) {
   return j.dump();
 }
 
-Result<RequestRecord> RequestFrom(std::string_view text) {
-  json j = ParseJson(text);
-  RequestRecord r;
-  try {
-    if (j.at("format") != 1) return Status::DataLoss("unknown idempotency record format");
-    r.key = j.at("key");
-    r.principal = j.at("principal");
-    r.fingerprint = j.at("fingerprint");
-    r.run_id = j.at("runId");
-    r.created_micros = j.at("createdMicros");
-    r.expires_micros = j.at("expiresMicros");
-    if (j.contains("stagedUploads")) {
-      r.staged_uploads = j.at("stagedUploads").get<std::vector<std::string>>();
+Result<RequestRecord> DecodeRequestRecord(std::string_view text) {
+  const std::string what = "idempotency record";
+  ASSIGN_OR_RETURN(json j, RecordObject(text, what));
+  const auto key = StringAt(j, "key"), principal = StringAt(j, "principal"),
+             fingerprint = StringAt(j, "fingerprint"), run = StringAt(j, "runId");
+  const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
+  if (!key || !principal || !fingerprint || !run || !created || !expires) {
+    return Status::DataLoss("malformed " + what + ": a field is missing or of the wrong type");
+  }
+  RequestRecord r{*key, *principal, *fingerprint, *run, *created, *expires, {}};
+  if (auto staged = j.find("stagedUploads"); staged != j.end()) {
+    if (!staged->is_array()) return Status::DataLoss("malformed " + what + ": stagedUploads");
+    for (const json& u : *staged) {
+      if (!u.is_string()) return Status::DataLoss("malformed " + what + ": stagedUploads");
+      r.staged_uploads.push_back(u.get<std::string>());
     }
-  } catch (const json::exception& e) {
-    return Status::DataLoss(std::string("malformed idempotency record: ") + e.what());
   }
   return r;
 }
 
-std::string ToText(const SourceRecord& r) {
+std::string EncodeSourceRecord(const SourceRecord& r) {
   return json{{"format", 1},
               {"sourceId", r.source_id},
               {"sha256", r.sha256},
@@ -54,24 +71,19 @@ std::string ToText(const SourceRecord& r) {
       .dump();
 }
 
-Result<SourceRecord> SourceFrom(std::string_view text) {
-  json j = ParseJson(text);
-  SourceRecord r;
-  try {
-    if (j.at("format") != 1) return Status::DataLoss("unknown source record format");
-    r.source_id = j.at("sourceId");
-    r.sha256 = j.at("sha256");
-    r.run_id = j.at("runId");
-    r.loaded = j.at("loaded");
-    r.created_micros = j.at("createdMicros");
-    r.expires_micros = j.at("expiresMicros");
-  } catch (const json::exception& e) {
-    return Status::DataLoss(std::string("malformed source record: ") + e.what());
+Result<SourceRecord> DecodeSourceRecord(std::string_view text) {
+  const std::string what = "source record";
+  ASSIGN_OR_RETURN(json j, RecordObject(text, what));
+  const auto source = StringAt(j, "sourceId"), sha = StringAt(j, "sha256"),
+             run = StringAt(j, "runId");
+  const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
+  auto loaded = j.find("loaded");
+  if (!source || !sha || !run || !created || !expires || loaded == j.end() ||
+      !loaded->is_boolean()) {
+    return Status::DataLoss("malformed " + what + ": a field is missing or of the wrong type");
   }
-  return r;
+  return SourceRecord{*source, *sha, *run, loaded->get<bool>(), *created, *expires};
 }
-
-}  // namespace
 
 RequestStore::RequestStore(std::shared_ptr<ObjectStore> store, std::string workspace_root,
                            std::string workspace_id)
@@ -104,7 +116,7 @@ Result<std::optional<RequestRecord>> RequestStore::Find(const std::string& princ
   Result<std::string> text = store_->Get(RequestKey(principal, key), &meta);
   if (text.status().IsNotFound()) return std::optional<RequestRecord>();
   RETURN_NOT_OK(text.status());
-  ASSIGN_OR_RETURN(RequestRecord r, RequestFrom(*text));
+  ASSIGN_OR_RETURN(RequestRecord r, DecodeRequestRecord(*text));
   if (r.key != key || r.principal != principal) {
     return Status::DataLoss("idempotency record for another key (a hash collision?)");
   }
@@ -113,11 +125,11 @@ Result<std::optional<RequestRecord>> RequestStore::Find(const std::string& princ
 }
 
 Status RequestStore::Reserve(const RequestRecord& r) {
-  return store_->PutIfAbsent(RequestKey(r.principal, r.key), ToText(r)).status();
+  return store_->PutIfAbsent(RequestKey(r.principal, r.key), EncodeRequestRecord(r)).status();
 }
 
 Status RequestStore::TakeOver(const RequestRecord& r, const std::string& etag) {
-  return store_->PutIfMatch(RequestKey(r.principal, r.key), ToText(r), etag).status();
+  return store_->PutIfMatch(RequestKey(r.principal, r.key), EncodeRequestRecord(r), etag).status();
 }
 
 Status RequestStore::Delete(const RequestRecord& r) {
@@ -128,7 +140,7 @@ Status RequestStore::Delete(const RequestRecord& r) {
   Result<std::string> text = store_->Get(RequestKey(r.principal, r.key));
   if (text.status().IsNotFound()) return Status::OK();
   RETURN_NOT_OK(text.status());
-  Result<RequestRecord> now = RequestFrom(*text);
+  Result<RequestRecord> now = DecodeRequestRecord(*text);
   if (now.ok() && now->run_id != r.run_id) return Status::OK();
   return store_->Delete(RequestKey(r.principal, r.key));
 }
@@ -141,7 +153,7 @@ Result<RequestStore::Page<RequestRecord>> RequestStore::RequestsPage(const std::
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(RequestRecord r, RequestFrom(*text));
+    ASSIGN_OR_RETURN(RequestRecord r, DecodeRequestRecord(*text));
     out.records.push_back(std::move(r));
   }
   if (page.truncated) out.next = page.objects.back().key;
@@ -156,7 +168,7 @@ Result<std::optional<SourceRecord>> RequestStore::FindSource(const std::string& 
   Result<std::string> text = store_->Get(SourceKey(pipeline_id, source_id, sha256), &meta);
   if (text.status().IsNotFound()) return std::optional<SourceRecord>();
   RETURN_NOT_OK(text.status());
-  ASSIGN_OR_RETURN(SourceRecord r, SourceFrom(*text));
+  ASSIGN_OR_RETURN(SourceRecord r, DecodeSourceRecord(*text));
   if (r.source_id != source_id || r.sha256 != sha256) {
     return Status::DataLoss("source record for another source (a hash collision?)");
   }
@@ -167,8 +179,8 @@ Result<std::optional<SourceRecord>> RequestStore::FindSource(const std::string& 
 Status RequestStore::PutSource(const std::string& pipeline_id, const SourceRecord& r,
                                const std::string* etag) {
   const std::string key = SourceKey(pipeline_id, r.source_id, r.sha256);
-  if (etag) return store_->PutIfMatch(key, ToText(r), *etag).status();
-  return store_->PutIfAbsent(key, ToText(r)).status();
+  if (etag) return store_->PutIfMatch(key, EncodeSourceRecord(r), *etag).status();
+  return store_->PutIfAbsent(key, EncodeSourceRecord(r)).status();
 }
 
 Status RequestStore::DeleteSource(const std::string& pipeline_id, const SourceRecord& r) {
@@ -184,7 +196,7 @@ Result<RequestStore::Page<std::pair<std::string, SourceRecord>>> RequestStore::S
     Result<std::string> text = store_->Get(o.key);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(SourceRecord r, SourceFrom(*text));
+    ASSIGN_OR_RETURN(SourceRecord r, DecodeSourceRecord(*text));
     const std::string rest = o.key.substr(prefix.size());
     out.records.emplace_back(rest.substr(0, rest.find('/')), std::move(r));
   }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loam/object_store.h"
@@ -37,6 +38,13 @@ struct SourceRecord {
   int64_t created_micros = 0;
   int64_t expires_micros = 0;  // loaded records: kept at least until then
 };
+
+// The records' JSON (docs/format/control.md). A decoder refuses, with
+// DataLoss, anything but format 1 with every field of its type.
+std::string EncodeRequestRecord(const RequestRecord& r);
+Result<RequestRecord> DecodeRequestRecord(std::string_view text);
+std::string EncodeSourceRecord(const SourceRecord& r);
+Result<SourceRecord> DecodeSourceRecord(std::string_view text);
 
 class RequestStore {
  public:

@@ -194,6 +194,29 @@ TEST_F(ServiceTest, ACleanupEntryIsWrittenOnceAndKeepsItsFirstContent) {
   EXPECT_EQ(again.etag, first.etag);
 }
 
+// A cleanup entry of the wrong shape (another writer's bug, a damaged
+// object) fails its pass with data_loss and stays; it never stops the
+// process (a non-string prefix used to throw out of the pass), and the
+// entries next to it are still cleaned.
+TEST_F(ServiceTest, AMalformedCleanupEntryFailsAloneAndStays) {
+  Cleaner c(store_, root_, &clock_);
+  const std::string dir = root_ + "/_control/cleanup/";
+  for (const char* bad : {R"({"format":1,"runId":"a","prefixes":5,"uploads":[]})",
+                          R"({"format":1,"runId":"b","prefixes":[],"uploads":[7]})",
+                          R"({"format":1,"runId":"c","prefixes":[]})", R"([1,2])",
+                          R"({"format":1.5e300,"runId":"d","prefixes":[],"uploads":[]})"}) {
+    ASSERT_TRUE(store_->Put(dir + NewUlidString() + ".json", bad).ok());
+  }
+  ASSERT_TRUE(c.Enqueue({"01ARZ3NDEKTSV4RRFFQ69G5FAV", {}, {"01ARZ3NDEKTSV4RRFFQ69G5FAW"}}).ok());
+  CleanupReport r = c.RunOnce().value();
+  EXPECT_EQ(r.entries_failed, 5);
+  EXPECT_EQ(r.entries_done, 1);
+  EXPECT_EQ(CountUnder("_control/cleanup/"), 5);
+  EXPECT_TRUE(DecodeCleanupEntry(R"({"format":1,"runId":"a","prefixes":5,"uploads":[]})")
+                  .status()
+                  .IsDataLoss());
+}
+
 // A workspace whose root holds "/uploads/": the sweeper must still find the
 // upload id in the staging layout, so a queued run's input stays.
 TEST_F(ServiceTest, TheSweeperFindsUploadIdsOnlyInTheStagingLayout) {
