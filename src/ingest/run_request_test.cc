@@ -93,3 +93,35 @@ TEST(QuarantineSwitchTest, RefusesEveryTruthyValue) {
 
 }  // namespace
 }  // namespace loam::ingest
+
+namespace loam::ingest {
+namespace {
+
+// A stored run record's integers are int64 integers: a float, a number past
+// int64 or a negative count of bytes is data_loss, never a conversion.
+TEST(RunRecordTest, IntegersOutsideTheirRangeAreDataLoss) {
+  RunRecord r;
+  r.id = "01M91BXF5ZDMMPVM7FSR33V0XB";
+  r.table = "t";
+  r.request = RunRequest{}.ToJson();
+  r.created_micros = 1796416126145126;
+  const std::string good = r.ToJson();
+  ASSERT_TRUE(RunRecord::FromJson(good).ok());
+  const std::string created = "\"createdMicros\":1796416126145126";
+  ASSERT_NE(good.find(created), std::string::npos);
+  for (const char* bad : {"\"createdMicros\":1796416126145126145879", "\"createdMicros\":1.5",
+                          "\"createdMicros\":\"1\""}) {
+    std::string text = good;
+    text.replace(text.find(created), created.size(), bad);
+    Status st = RunRecord::FromJson(text).status();
+    EXPECT_TRUE(st.IsDataLoss()) << bad << ": " << st;
+  }
+  std::string negative = good;
+  const std::string bytes = "\"bytesRead\":0";
+  ASSERT_NE(negative.find(bytes), std::string::npos);
+  negative.replace(negative.find(bytes), bytes.size(), "\"bytesRead\":-1");
+  EXPECT_TRUE(RunRecord::FromJson(negative).status().IsDataLoss());
+}
+
+}  // namespace
+}  // namespace loam::ingest
