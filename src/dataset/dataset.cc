@@ -456,7 +456,8 @@ Status Dataset::TakeEach(const std::vector<uint64_t>& row_addresses, const ScanS
 
 Result<DeletionVector> Dataset::ReadDeletions(const Fragment& f) const {
   if (f.deletion_path.empty()) return DeletionVector();
-  return ReadDeletionFileAt(*store_, Key(f.deletion_path), f.deletion_offset, f.deletion_size);
+  return ReadDeletionFileAt(*store_, Key(f.deletion_path), f.deletion_offset, f.deletion_size,
+                            f.physical_rows);
 }
 
 Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,

@@ -26,8 +26,19 @@ class DeletionVector {
   // Rows in this vector that are not in `base`.
   DeletionVector Minus(const DeletionVector& base) const;
 
+  // A deletion file: format 2, the rows as a roaring bitmap (portable
+  // serialization), unless format 1 is smaller (a few scattered rows); see
+  // docs/format/dataset.md, "Deletion file".
   std::string Encode() const;
-  static Result<DeletionVector> Decode(std::string_view bytes, const std::string& what);
+  // Format 1: the sorted rows, 4 bytes each. For the vectors a version
+  // file's transaction records, whose decoding no fragment bounds.
+  std::string EncodeSorted() const;
+  // Either format. Rows must lie below `max_rows`; format 2 is read only
+  // with a bound (a few bytes of bitmap can name 2^32 rows), so a vector
+  // decoded without one (a transaction's) must be format 1.
+  static Result<DeletionVector> Decode(std::string_view bytes, const std::string& what,
+                                       uint64_t max_rows = kUnboundedRows);
+  static constexpr uint64_t kUnboundedRows = uint64_t{1} << 32;
 
   friend bool operator==(const DeletionVector&, const DeletionVector&) = default;
 
@@ -35,9 +46,11 @@ class DeletionVector {
   std::vector<uint32_t> rows_;  // ascending, unique
 };
 
-Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& key);
+// The deletion file of a fragment of `max_rows` physical rows.
+Result<DeletionVector> ReadDeletionFile(ObjectStore& store, const std::string& key,
+                                        uint64_t max_rows);
 // One embedded in a version file: bytes [offset, offset + size) of `key`.
 Result<DeletionVector> ReadDeletionFileAt(ObjectStore& store, const std::string& key,
-                                          uint64_t offset, uint64_t size);
+                                          uint64_t offset, uint64_t size, uint64_t max_rows);
 
 }  // namespace loam

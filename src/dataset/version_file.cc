@@ -138,7 +138,7 @@ void PutTransaction(std::string* out, const Transaction& t) {
   PutFixed32(out, static_cast<uint32_t>(t.deleted.size()));
   for (const FragmentDeletion& fd : t.deleted) {
     PutFixed64(out, fd.fragment_id);
-    PutLengthPrefixed(out, fd.rows.Encode());
+    PutLengthPrefixed(out, fd.rows.EncodeSorted());
   }
   PutFixed32(out, static_cast<uint32_t>(t.removed.size()));
   for (uint64_t id : t.removed) PutFixed64(out, id);
