@@ -76,6 +76,18 @@ std::optional<int64_t> IntegerAt(const json& j, std::string_view key) {
   return it->get<int64_t>();
 }
 
+int64_t Int64At(const json& j, const char* key, int64_t min, int64_t max) {
+  const json& member = j.at(key);
+  const std::optional<int64_t> v = IntegerAt(j, key);
+  if (!v || *v < min || *v > max) {
+    throw json::type_error::create(302,
+                                   std::string("\"") + key + "\" must be an integer from " +
+                                       std::to_string(min) + " to " + std::to_string(max),
+                                   &member);
+  }
+  return *v;
+}
+
 Result<json> ParseJsonObject(std::string_view text, std::string_view what) {
   std::string problem;
   json j = ParseJson(text, &problem);

@@ -7,6 +7,8 @@
 // the same rule.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -28,5 +30,12 @@ Result<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view w
 // integer JSON number, or outside int64. (nlohmann's get<int64_t>() converts
 // a float, which is undefined past int64's range.)
 std::optional<int64_t> IntegerAt(const nlohmann::json& j, std::string_view key);
+
+// The same inside a decoder that reads a record's fields under one catch of
+// nlohmann::json::exception: member `key` of `j` within [min, max], else
+// json::out_of_range (absent) or json::type_error (anything else).
+int64_t Int64At(const nlohmann::json& j, const char* key,
+                int64_t min = std::numeric_limits<int64_t>::min(),
+                int64_t max = std::numeric_limits<int64_t>::max());
 
 }  // namespace loam

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "common/hash.h"
 #include "common/json_parse.h"
@@ -220,23 +219,6 @@ std::string RunRecord::ToJson() const {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-namespace {
-
-// Member `key` of `j` as an integer within [min, max]. A float or an integer
-// past int64 is malformed: nlohmann would convert it, undefined past int64's
-// range. Thrown like nlohmann's own errors, and caught with them.
-int64_t IntAt(const json& j, const char* key, int64_t min = std::numeric_limits<int64_t>::min(),
-              int64_t max = std::numeric_limits<int64_t>::max()) {
-  (void)j.at(key);  // absent: json::out_of_range
-  const std::optional<int64_t> v = IntegerAt(j, key);
-  if (!v || *v < min || *v > max) {
-    throw std::range_error(std::string("\"") + key + "\" is not an integer in range");
-  }
-  return *v;
-}
-
-}  // namespace
-
 Result<RunRecord> RunRecord::FromJson(std::string_view text) {
   ASSIGN_OR_RETURN(json j, ParseObject(text, "run record"));
   RunRecord r;
@@ -254,33 +236,33 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
     }
     if (!known) return Status::DataLoss("run record with unknown state '" + state + "'");
     r.table = j.at("table");
-    r.table_sid = IntAt(j, "tableId");
+    r.table_sid = Int64At(j, "tableId");
     const json& c = j.at("counters");
-    r.counters = {IntAt(c, "rowsRead"),
-                  IntAt(c, "inserted"),
-                  IntAt(c, "updated"),
-                  IntAt(c, "unchanged"),
-                  IntAt(c, "deleted"),
-                  IntAt(c, "rejected"),
-                  static_cast<uint64_t>(IntAt(c, "bytesRead", 0))};
+    r.counters = {Int64At(c, "rowsRead"),
+                  Int64At(c, "inserted"),
+                  Int64At(c, "updated"),
+                  Int64At(c, "unchanged"),
+                  Int64At(c, "deleted"),
+                  Int64At(c, "rejected"),
+                  static_cast<uint64_t>(Int64At(c, "bytesRead", 0))};
     for (const json& e : j.at("errors")) r.errors.push_back({e.at("file"), e.at("reason")});
     r.error_code = j.at("errorCode");
     r.error = j.at("error");
     r.validation_only = j.at("validationOnly");
     const json& t = j.at("timings");
-    r.created_micros = IntAt(t, "createdMicros");
-    r.started_micros = IntAt(t, "startedMicros");
-    r.validated_micros = IntAt(t, "validatedMicros");
-    r.finished_micros = IntAt(t, "finishedMicros");
+    r.created_micros = Int64At(t, "createdMicros");
+    r.started_micros = Int64At(t, "startedMicros");
+    r.validated_micros = Int64At(t, "validatedMicros");
+    r.finished_micros = Int64At(t, "finishedMicros");
     const json& k = j.at("commit");
-    r.manifest_version = static_cast<uint64_t>(IntAt(k, "manifestVersion", 0));
+    r.manifest_version = static_cast<uint64_t>(Int64At(k, "manifestVersion", 0));
     r.commit_id = k.at("commitId");
-    r.table_version = IntAt(k, "tableVersion");
+    r.table_version = Int64At(k, "tableVersion");
     r.lease_owner = j.at("lease").at("owner");
-    r.lease_expires_micros = IntAt(j.at("lease"), "expiresMicros");
+    r.lease_expires_micros = Int64At(j.at("lease"), "expiresMicros");
     if (j.contains("retries")) {
       const json& v = j.at("retries");
-      r.attempts = static_cast<int>(IntAt(v, "attempts", 0, std::numeric_limits<int>::max()));
+      r.attempts = static_cast<int>(Int64At(v, "attempts", 0, std::numeric_limits<int>::max()));
       r.last_error_code = v.at("lastErrorCode");
       r.last_error = v.at("lastError");
     }
@@ -288,15 +270,13 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
       const json& v = j.at("service");
       r.pipeline_id = v.at("pipelineId");
       r.uploads = v.at("uploads").get<std::vector<std::string>>();
-      r.input_bytes = IntAt(v, "inputBytes");
+      r.input_bytes = Int64At(v, "inputBytes");
       r.source_id = v.at("sourceId");
       r.source_sha256 = v.at("sourceSha256");
       r.source_reload = v.at("sourceReload");
     }
     if (j.contains("input")) r.input_text = j.at("input").at("text");
   } catch (const json::exception& e) {
-    return Status::DataLoss(std::string("malformed run record: ") + e.what());
-  } catch (const std::range_error& e) {
     return Status::DataLoss(std::string("malformed run record: ") + e.what());
   }
   return r;

@@ -103,11 +103,11 @@ Result<Pipeline> Pipeline::FromJson(std::string_view text) {
   Pipeline p;
   try {
     p.id = j.at("id");
-    p.table_sid = j.at("tableId");
+    p.table_sid = Int64At(j, "tableId");
     p.created_by = j.at("createdBy");
-    p.created_micros = j.at("createdMicros");
+    p.created_micros = Int64At(j, "createdMicros");
     p.updated_by = j.at("updatedBy");
-    p.updated_micros = j.at("updatedMicros");
+    p.updated_micros = Int64At(j, "updatedMicros");
     for (const char* k :
          {"id", "tableId", "createdBy", "createdMicros", "updatedBy", "updatedMicros"}) {
       j.erase(k);

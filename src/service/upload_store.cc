@@ -40,15 +40,15 @@ Result<UploadRecord> UploadRecord::FromJson(std::string_view text) {
     r.id = j.at("id");
     r.pipeline_id = j.at("pipelineId");
     r.principal = j.at("principal");
-    r.table_sid = j.at("tableId");
+    r.table_sid = Int64At(j, "tableId");
     r.key = j.at("key");
     r.prefix = j.at("prefix");
-    r.size = j.at("size");
+    r.size = static_cast<uint64_t>(Int64At(j, "size", 0));
     r.sha256 = j.at("sha256");
     r.content_type = j.at("contentType");
     r.file_name = j.value("fileName", "");  // records before 2026-12-03 have none
-    r.created_micros = j.at("createdMicros");
-    r.expires_micros = j.at("expiresMicros");
+    r.created_micros = Int64At(j, "createdMicros");
+    r.expires_micros = Int64At(j, "expiresMicros");
     r.received_sha256 = j.at("receivedSha256");
     r.run_id = j.at("runId");
   } catch (const json::exception& e) {
