@@ -79,13 +79,26 @@ Status DecodeBitmap(Decoder& d, uint32_t n, uint64_t max_rows, std::vector<uint3
     return d.Corrupt("a row beyond the fragment's " + std::to_string(max_rows));
   }
   rows->reserve(n);
-  roaring_uint32_iterator_t it;
-  roaring_init_iterator(b.get(), &it);
-  for (; it.has_value; roaring_advance_uint32_iterator(&it)) {
-    if (rows->size() == n || (!rows->empty() && it.current_value <= rows->back())) {
-      return d.Corrupt("bitmap rows not ascending");
+  struct Walk {
+    std::vector<uint32_t>* rows;
+    uint32_t n;
+    uint64_t max_rows;
+    bool ascending = true;
+  } walk{rows, n, max_rows};
+  // Stops at the first row out of order, past the fragment or past the
+  // declared count (the containers' own counts are not trusted).
+  const auto take = [](uint32_t row, void* param) {
+    Walk* w = static_cast<Walk*>(param);
+    if (w->rows->size() == w->n || row >= w->max_rows ||
+        (!w->rows->empty() && row <= w->rows->back())) {
+      w->ascending = false;
+      return false;
     }
-    rows->push_back(it.current_value);
+    w->rows->push_back(row);
+    return true;
+  };
+  if (!roaring_iterate(b.get(), take, &walk) || !walk.ascending) {
+    return d.Corrupt("bitmap rows not ascending");
   }
   if (rows->size() != n) return d.Corrupt("row count disagrees with the bitmap");
   return Status::OK();
