@@ -98,7 +98,7 @@ Status DecodeBitmap(Decoder& d, uint32_t n, uint64_t max_rows, std::vector<uint3
     return true;
   };
   if (!roaring_iterate(b.get(), take, &walk) || !walk.ascending) {
-    return d.Corrupt("bitmap rows not ascending");
+    return d.Corrupt("bitmap rows out of order, past the fragment or past their count");
   }
   if (rows->size() != n) return d.Corrupt("row count disagrees with the bitmap");
   return Status::OK();
@@ -120,6 +120,7 @@ Status DecodeSorted(Decoder& d, uint32_t n, uint64_t max_rows, std::vector<uint3
 
 std::string DeletionVector::Encode() const {
   Bitmap b(roaring_bitmap_of_ptr(rows_.size(), rows_.data()));
+  if (b == nullptr) return EncodeSorted();  // out of memory for the bitmap
   roaring_bitmap_run_optimize(b.get());
   const size_t bitmap_bytes = roaring_bitmap_portable_size_in_bytes(b.get());
   // A few scattered rows: the bitmap's own headers outweigh 4 bytes a row.

@@ -66,7 +66,8 @@ TEST(DeletionFileTest, AFewScatteredRowsStayInTheSmallerSortedFormat) {
 
 TEST(DeletionFileTest, RowsPastTheFragmentAreDataLossInEitherFormat) {
   const DeletionVector dv({3, 9, 10});
-  for (const std::string& bytes : {dv.Encode(), dv.EncodeSorted()}) {
+  const std::string bitmap = Seal(2, 3, BitmapOf(roaring_bitmap_of(3, 3, 9, 10)));
+  for (const std::string& bytes : {bitmap, dv.EncodeSorted()}) {
     EXPECT_TRUE(DeletionVector::Decode(bytes, "dv", 11).ok());
     Status st = DeletionVector::Decode(bytes, "dv", 10).status();
     EXPECT_TRUE(st.IsDataLoss()) << st;
@@ -82,14 +83,16 @@ TEST(DeletionFileTest, ABitmapIsReadOnlyWithAFragmentsBound) {
   ASSERT_TRUE(DeletionVector::Decode(bytes, "dv", 3).ok());
   Status st = DeletionVector::Decode(bytes, "txn dv").status();
   EXPECT_TRUE(st.IsDataLoss()) << st;
-  // 2^32 rows in a few hundred kilobytes: refused before any row is listed.
+  // 2^32 - 1 rows in a few hundred kilobytes, header and bitmap agreeing:
+  // refused by the fragment's bound before any row is listed.
   roaring_bitmap_t* all = roaring_bitmap_create();
-  roaring_bitmap_add_range(all, 0, uint64_t{1} << 32);
+  roaring_bitmap_add_range(all, 0, (uint64_t{1} << 32) - 1);
   roaring_bitmap_run_optimize(all);
   const std::string huge = BitmapOf(all);
   EXPECT_LT(huge.size(), 1u << 20);
   st = DeletionVector::Decode(Seal(2, 0xFFFFFFFF, huge), "dv", 1 << 20).status();
   EXPECT_TRUE(st.IsDataLoss()) << st;
+  EXPECT_NE(st.message().find("beyond the fragment"), std::string::npos) << st;
 }
 
 TEST(DeletionFileTest, ABitmapThatDisagreesWithItsHeaderIsDataLoss) {

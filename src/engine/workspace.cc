@@ -580,6 +580,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
 
   WriteResult result;
   int64_t base_version = head.table_version;
+  bool own_commit = false;  // past OpenFork: a failure may be this write's commit
   std::optional<ForkReset> reset;
   auto commit = [&]() -> Result<Dataset> {
     // A remembered base may be stale: only a write that tries again may start there.
@@ -590,6 +591,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
     }
     Dataset base = *std::move(opened);
     base_version = static_cast<int64_t>(base.version());
+    own_commit = true;
     CommitOptions opts;
     opts.expected_version = base.version();
     opts.txn_id = s.planned_txn;
@@ -629,9 +631,11 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
     }
     return Status::InvalidArgument("unknown write mode");
   };
-  Result<Dataset> committed = commit();  // sets base_version
+  Result<Dataset> committed = commit();  // sets base_version and own_commit
   bool unknown = false;
-  committed = LookAgainAtUnanswered(head, s, base_version, std::move(committed), &unknown);
+  committed =
+      LookAgainAtUnanswered(head, s, own_commit ? std::optional(base_version) : std::nullopt,
+                            std::move(committed), &unknown);
   if (unknown) return committed.status();  // the sidecar stays: recovery decides
   if (committed.status().IsAborted()) {
     *busy = true;

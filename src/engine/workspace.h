@@ -388,16 +388,17 @@ class Workspace {
   Result<WriteResult> SettlePublish(const Sidecar& s, const std::string& key,
                                     const Dataset& committed, Result<WriteResult> published,
                                     const WriteResult& counted);
-  // A table commit of sidecar `s` on top of `base_version` that did not
-  // answer and whose read-back failed (CommitOutcomeUnknown): looks at the
-  // version it tried again, a few times. Ours → that version; another's →
-  // Aborted (a lost race); absent → no effect, the put's error. `*unknown` is
-  // set when it still cannot tell: the caller keeps its sidecar and returns
-  // the error, and recovery (or a retry of the run) decides. Any other
-  // `committed` comes back unchanged.
+  // A table commit of sidecar `s` on top of `base_version` (nullopt: the
+  // write failed before its own commit, e.g. in OpenFork's reset) that did
+  // not answer and whose read-back failed (CommitOutcomeUnknown): looks at
+  // the version it tried again, a few times. Ours → that version; another's
+  // → Aborted (a lost race). `*unknown` is set when it still cannot tell
+  // (absent included: a put may land after its timeout): the caller keeps
+  // its sidecar and returns the error, and recovery, or a retry of the run
+  // (RecoverRun), decides. Any other `committed` comes back unchanged.
   Result<Dataset> LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
-                                        int64_t base_version, Result<Dataset> committed,
-                                        bool* unknown) const;
+                                        std::optional<int64_t> base_version,
+                                        Result<Dataset> committed, bool* unknown) const;
   // One attempt of Write and WriteGroup. `busy` is set when nothing was
   // committed because another writer's commit to the table was in progress
   // (a version above the head, younger than the grace) or landed first.

@@ -36,13 +36,13 @@ void PauseAfterBusy(int attempt) {
 }  // namespace
 
 Result<Dataset> Workspace::LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
-                                                 int64_t base_version, Result<Dataset> committed,
-                                                 bool* unknown) const {
+                                                 std::optional<int64_t> base_version,
+                                                 Result<Dataset> committed, bool* unknown) const {
   *unknown = false;
-  if (!CommitOutcomeUnknown(committed.status())) return committed;
+  if (!base_version || !CommitOutcomeUnknown(committed.status())) return committed;
   OpenSpec spec;
   spec.branch = s.fork;
-  spec.version = static_cast<uint64_t>(base_version + 1);
+  spec.version = static_cast<uint64_t>(*base_version + 1);
   for (int attempt = 1; attempt <= kLookAgainAttempts; ++attempt) {
     PauseAfterBusy(attempt);  // the store just failed twice: give it a moment
     Result<Dataset> at =
@@ -52,12 +52,7 @@ Result<Dataset> Workspace::LookAgainAtUnanswered(const TableHead& head, const Si
       return Status::Aborted("version " + std::to_string(spec.version.value()) +
                              " was committed concurrently");
     }
-    if (at.status().IsNotFound()) {
-      const Status& put = committed.status();
-      return Status(put.code(), put.message() + "; nothing was committed")
-          .WithErrorCode(put.error_code())
-          .WithContext(put.context());
-    }
+    // Absent is no answer either: a put that did not answer may still land.
   }
   *unknown = true;
   return committed;

@@ -283,7 +283,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
-  int64_t base_version = head.table_version;
+  std::optional<int64_t> base_version;  // set once OpenFork succeeded
   Result<Dataset> committed = [&]() -> Result<Dataset> {
     // A remembered base may be stale: only a group that tries again may start there.
     const bool retries = std::all_of(members.begin(), members.end(),
@@ -293,7 +293,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
       *busy = base.status().Is(ErrorCode::kConflict);  // another commit in progress
       return base.status();
     }
-    base_version = static_cast<int64_t>(base->version());
+    base_version = static_cast<int64_t>(base->version());  // this group's own commit
     CommitOptions opts;
     opts.expected_version = base->version();
     opts.txn_id = s.planned_txn;
