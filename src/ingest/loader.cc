@@ -457,6 +457,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
     so.key_memory_bytes = options_.key_memory_bytes;
     so.scratch_dir = options_.scratch_dir;
     so.key_map_bytes = options_.key_map_bytes;
+    so.collide_content_hashes = options_.collide_content_hashes;
     so.stage = req.error_policy != ErrorPolicy::kValidationOnly;
     so.open_input = [&](const std::string& file) -> Result<std::unique_ptr<ByteSource>> {
       if (file != kRecordInputFile) return options_.open_input(file);

@@ -39,6 +39,7 @@ struct LoaderOptions {
   size_t key_memory_bytes = StagerOptions::kDefaultKeyMemoryBytes;
   std::string scratch_dir;
   size_t key_map_bytes = StagerOptions{}.key_map_bytes;  // StagerOptions::key_map_bytes
+  bool collide_content_hashes = false;  // tests (StagerOptions::collide_content_hashes)
   // Opens one of the request's files; default: a local path read through a
   // LocalObjectStore on its directory.
   std::function<Result<std::unique_ptr<ByteSource>>(const std::string& file)> open_input;

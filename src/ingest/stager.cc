@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 #include <string_view>
+#include <utility>
 
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -86,6 +88,7 @@ Result<StagedInput> Stager::Run() {
   } else {
     RETURN_NOT_OK(StageParsingAgain(deadline));
   }
+  RETURN_NOT_OK(Guard(CompareCandidates(), ""));
   phase("stage");
   RunCounters& c = out_.counters;
   if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
@@ -348,7 +351,7 @@ Status Stager::Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint
   RunCounters& c = out_.counters;
   if (req_.mode == LoadMode::kUpsert) {
     const auto kc = Columns(b, keys_), ac = Columns(b, columns_);
-    std::vector<int64_t> keep;
+    std::vector<int64_t> keep, candidates;
     keep.reserve(b.num_rows());
     for (int64_t r = 0; r < b.num_rows(); ++r) {
       const Existing* e = nullptr;
@@ -384,13 +387,17 @@ Status Stager::Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint
         continue;
       }
       if (!spill_) same_key = std::string_view(table_keys_).substr(e->key_at, e->key_size) == buf_;
+      const uint64_t address = spill_ ? matches_[0].address : e->address;
       if (!same_key) {
         exact_ = false;  // a hash collision: the commit plans the merge itself
-      } else if (e->rows == 1 &&
-                 (e->same == Sameness::kSame ||
-                  (e->same == Sameness::kByContent && e->content == RowHash(ac, r, &buf_)))) {
+      } else if (e->rows == 1 && e->same == Sameness::kSame) {
         c.unchanged++;  // the same row is there: nothing to write
-        if (writer_) KeepUnchanged(spill_ ? matches_[0].address : e->address);
+        if (writer_) KeepUnchanged(address);
+        continue;
+      } else if (e->rows == 1 && e->same == Sameness::kByContent &&
+                 (options_.collide_content_hashes || e->content == RowHash(ac, r, &buf_))) {
+        candidates.push_back(r);  // probably the same row: compared later
+        candidate_at_.push_back(address);
         continue;
       }
       c.updated++;
@@ -405,6 +412,7 @@ Status Stager::Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint
         plan_.replaced.insert(plan_.replaced.end(), all->begin(), all->end());
       }
     }
+    if (!candidates.empty()) RETURN_NOT_OK(AddCandidates(b, candidates));
     if (keep.size() != static_cast<size_t>(b.num_rows())) {
       RecordBatch kept(b.schema);
       for (size_t col = 0; col < b.columns.size(); ++col) {
@@ -417,6 +425,62 @@ Status Stager::Stage(RecordBatch& b, const std::vector<uint32_t>* existing, uint
   }
   if (writer_ && b.num_rows() > 0) return writer_->Push(std::move(b));
   return Status::OK();
+}
+
+Status Stager::AddCandidates(const RecordBatch& b, const std::vector<int64_t>& rows) {
+  if (candidates_.columns.empty()) candidates_ = RecordBatch(b.schema);
+  for (size_t col = 0; col < b.columns.size(); ++col) {
+    candidates_.columns[col].AppendRows(b.columns[col], rows);
+  }
+  const size_t budget = std::max(options_.retain_bytes, kMinCandidateBytes);
+  return AllocatedBytes(candidates_) < budget ? Status::OK() : CompareCandidates();
+}
+
+Status Stager::CompareCandidates() {
+  if (candidate_at_.empty()) return Status::OK();
+  const RecordBatch rows = std::exchange(candidates_, RecordBatch());
+  const std::vector<uint64_t> at = std::exchange(candidate_at_, {});
+  std::vector<int64_t> order(at.size());  // candidates by table row address
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return at[x] < at[y]; });
+  std::vector<uint64_t> addresses;
+  addresses.reserve(order.size());
+  for (int64_t i : order) addresses.push_back(at[i]);
+  ScanSpec full;
+  full.columns = columns_;
+  const auto ours = Columns(rows, columns_);
+  std::vector<int64_t> updated;
+  std::string mine, theirs;
+  RunCounters& c = out_.counters;
+  size_t next = 0;
+  RETURN_NOT_OK(MatchView().TakeEach(addresses, full, [&](const RecordBatch& t) {
+    const auto cols = Columns(t, columns_);
+    for (int64_t r = 0; r < t.num_rows() && next < order.size(); ++r, ++next) {
+      mine.clear();
+      theirs.clear();
+      AppendRowKey(ours, order[next], &mine);
+      AppendRowKey(cols, r, &theirs);
+      if (mine == theirs) {
+        c.unchanged++;
+        if (writer_) KeepUnchanged(addresses[next]);
+      } else {
+        c.updated++;  // equal hashes of different rows
+        updated.push_back(order[next]);
+        if (writer_) plan_.replaced.push_back(addresses[next]);
+      }
+    }
+    return Status::OK();
+  }));
+  if (next != order.size()) {
+    return Status::DataLoss("a matched table row was gone when it was compared");
+  }
+  if (updated.empty() || !writer_) return Status::OK();
+  std::sort(updated.begin(), updated.end());  // in input order
+  RecordBatch staged(rows.schema);
+  for (size_t col = 0; col < rows.columns.size(); ++col) {
+    staged.columns[col].AppendRows(rows.columns[col], updated);
+  }
+  return writer_->Push(std::move(staged));
 }
 
 }  // namespace stager_internal

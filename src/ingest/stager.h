@@ -44,6 +44,9 @@ struct StagerOptions {
   // more than sorting (docs/benchmarks.md, "Key checks"). Not for an upsert
   // whose input is kept for its second pass (sorting would parse it again).
   size_t key_map_bytes = size_t{16} << 20;
+  // Tests only: every run row's content hash equals its table row's, as if
+  // they all collided (a row is unchanged only if its bytes are).
+  bool collide_content_hashes = false;
 };
 
 struct StagedInput {

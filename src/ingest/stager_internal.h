@@ -44,7 +44,7 @@ void HashAndPrefetch(const std::vector<const Column*>& keys, int64_t first, int6
 
 // Whether a table row equals the run's row with its key.
 enum class Sameness : uint8_t {
-  kByContent,  // compare `content` with the run row's hash (the input is parsed again)
+  kByContent,  // the input is parsed again: equal hashes make a candidate (AddCandidates)
   kSame,       // every column compared equal
   kChanged,    // some column differs
 };
@@ -138,6 +138,9 @@ class Stager {
   // Rows a refusal names; matched rows read per TakeEach when spilled.
   static constexpr size_t kNamedRows = 5;
   static constexpr size_t kFillChunk = 1 << 16;
+  // Candidates (AddCandidates) are compared in groups of at least this many
+  // bytes.
+  static constexpr size_t kMinCandidateBytes = size_t{256} << 10;
 
   // Up to this many keys are reserved up front (64 MiB of slots); a larger
   // run grows the map as it goes.
@@ -233,6 +236,16 @@ class Stager {
   // The input is parsed again later: keep a hash of each matched row whole.
   Status HashMatchedRows(const Dataset& table, ShardMatches* out) const;
 
+  // A run row whose content hash equals its table row's (the input is
+  // parsed again, or the keys spilled) is only a candidate: it is unchanged
+  // once compared byte for byte with the table row, never by hash alone.
+  // Rows `rows` of `b` join the candidates (their table rows were added to
+  // candidate_at_), compared once they fill the retained-input budget
+  // (unused in these modes) and at the end of the pass.
+  Status AddCandidates(const RecordBatch& b, const std::vector<int64_t>& rows);
+  // Counts each candidate unchanged or updated, and stages the updated ones.
+  Status CompareCandidates();
+
   // A second parse must meet exactly the keys of the first, each once: the
   // plan was made for those (a file changed in between fails the run).
   Status CheckSameKeys(const Hash128Value& key);
@@ -279,12 +292,14 @@ class Stager {
   std::string table_keys_;                           // key bytes of existing_ entries
   std::vector<RecordBatch> retained_;                // pass 1's batches, for pass 2
   size_t retained_bytes_ = 0;
-  bool reparse_ = false;             // retained_ outgrew its budget: pass 2 parses again
-  MemoryMeter meter_;                // the key checks' memory
-  std::unique_ptr<KeySpill> spill_;  // set once the keys outgrew the map (KeyMapBound)
-  Hash128Value key_sum_;             // AddToKeySum over the pass's rows
-  std::vector<KeyMatch> matches_;    // pass 2 of a spilled upsert: the row's matches
-  Existing spilled_;                 // and what they say, as existing_ would
+  bool reparse_ = false;                // retained_ outgrew its budget: pass 2 parses again
+  MemoryMeter meter_;                   // the key checks' memory
+  std::unique_ptr<KeySpill> spill_;     // set once the keys outgrew the map (KeyMapBound)
+  Hash128Value key_sum_;                // AddToKeySum over the pass's rows
+  std::vector<KeyMatch> matches_;       // pass 2 of a spilled upsert: the row's matches
+  Existing spilled_;                    // and what they say, as existing_ would
+  RecordBatch candidates_;              // AddCandidates rows, in input order
+  std::vector<uint64_t> candidate_at_;  // each candidate's table row
   MergePlan plan_;
   bool exact_ = true;                  // plan_ is exact (no key hash collided)
   std::optional<uint64_t> file_size_;  // of the file being parsed, when known
