@@ -129,18 +129,21 @@ TEST_F(CliHeadsTest, VerifyIsReadOnlyAndRepairFixesHeadsAndCatalogOnce) {
   EXPECT_TRUE(repaired) << log.dump();
 }
 
-// A load killed after its table commit leaves a sidecar (and its run a
-// lease) younger than the grace period: repair would roll a live writer back,
-// so it refuses, changing nothing, unless --force says the writer is gone.
+// A load killed after its table commit leaves a sidecar whose lease is not
+// over (and its run a lease): repair would roll a live writer back, so it
+// refuses, changing nothing, unless --force says the writer is gone. (The
+// sidecar's lease is made as long as the grace period, so a slow machine
+// cannot outlast it.)
 TEST_F(CliHeadsTest, RepairRefusesWhileAWriterMayBeAliveUnlessForced) {
   WriteFile(dir_ + "/y.csv", "id\n3\n");
-  CliResult killed =
-      RunLoam(dir_, {"load", "b", "y.csv"}, {{"LOAM_CRASH_AT", "write.after_table_commit"}});
+  CliResult killed = RunLoam(
+      dir_, {"load", "b", "y.csv"},
+      {{"LOAM_CRASH_AT", "write.after_table_commit"}, {"LOAM_SIDECAR_LEASE_MILLIS", "60000"}});
   ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
   CliResult refused = Run({"heads", "repair", "--offline"});
   EXPECT_EQ(refused.code, 3) << refused.all();
-  EXPECT_NE(refused.err.find("heads repair found 1 write sidecars younger than the recovery grace "
-                             "period (60 s)"),
+  EXPECT_NE(refused.err.find("heads repair found 1 write sidecars whose lease is not over (at most "
+                             "the recovery grace period, 60 s)"),
             std::string::npos)
       << refused.all();
   EXPECT_NE(refused.err.find("pass --force if you know they are gone"), std::string::npos)

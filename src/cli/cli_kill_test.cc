@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli_test_util.h"
+#include "common/clock.h"
 #include "common/ulid.h"
 
 namespace loam::testing {
@@ -83,6 +84,49 @@ TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
   EXPECT_EQ(ids.size(), static_cast<size_t>(lines));
   CliResult verify = RunLoam(dir, {"heads", "verify"});
   EXPECT_EQ(verify.code, 0) << verify.all();
+  std::filesystem::remove_all(dir);
+}
+
+// A load killed after its table commit holds the table only until its
+// write sidecar's lease is over: the next load of another run recovers it
+// (rolled forward, its run committed) and commits, long before the 60 s
+// grace period; the killed load, run again, is already committed.
+TEST(CliKill, AKilledLoadHoldsItsTableOnlyUntilItsSidecarLeaseIsOver) {
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("loam-lease-" + NewUlidString())).string();
+  std::filesystem::create_directories(dir);
+  // The killed process's run lease is over at once too, so its load can be
+  // run again.
+  const std::map<std::string, std::string> env = {{"LOAM_SIDECAR_LEASE_MILLIS", "1"},
+                                                  {"LOAM_RUN_LEASE_MILLIS", "1"}};
+  ASSERT_EQ(RunLoam(dir, {"init"}).code, 0);
+  ASSERT_EQ(RunLoam(dir, {"table", "create", "t", "--column", "id:int64:not-null", "--column",
+                          "v:string", "--key", "id"})
+                .code,
+            0);
+  WriteFile(dir + "/a.csv", "id,v\n1,a\n2,a\n3,a\n");
+  WriteFile(dir + "/b.csv", "id,v\n4,b\n5,b\n");
+  const std::vector<std::string> load_a = {"load", "t", "a.csv", "--idempotency-key", "a"};
+  std::map<std::string, std::string> crash = env;
+  crash["LOAM_CRASH_AT"] = "write.after_table_commit";
+  const int64_t killed_before = Clock::System()->NowMicros();
+  ASSERT_EQ(RunLoam(dir, load_a, crash).signal, SIGKILL);
+
+  // Without the lease, B would meet A's unpublished version as a conflict
+  // until it is 60 s old, and retry until then.
+  CliResult b = RunLoam(dir, {"load", "t", "b.csv", "--json"}, env);
+  ASSERT_EQ(b.code, 0) << b.all();
+  const nlohmann::json run = nlohmann::json::parse(b.out);
+  EXPECT_EQ(run["state"], "succeeded");
+  EXPECT_LT(run["timings"]["finishedMicros"].get<int64_t>(), killed_before + 60'000'000);
+  EXPECT_EQ(RunLoam(dir, {"count", "t"}).out, "5\n");
+  CliResult log = RunLoam(dir, {"log", "--json"});
+  EXPECT_NE(log.out.find("loam:recovery"), std::string::npos) << log.out;
+
+  CliResult again = RunLoam(dir, load_a, env);
+  EXPECT_EQ(again.code, 0) << again.all();
+  EXPECT_EQ(RunLoam(dir, {"count", "t"}).out, "5\n");
+  EXPECT_EQ(RunLoam(dir, {"heads", "verify"}).code, 0);
   std::filesystem::remove_all(dir);
 }
 

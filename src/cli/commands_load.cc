@@ -38,11 +38,6 @@ struct LoadFlags {
   int64_t key_memory_mib = StagerOptions::kDefaultKeyMemoryBytes >> 20;
 };
 
-int64_t EnvInt(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
-}
-
 json RecordJson(const RunRecord& r) { return json::parse(r.ToJson()); }
 
 void PrintRecord(const RunRecord& r, std::ostream& out) {

@@ -200,11 +200,12 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
   return Status::OK();
 }
 
-// Signs that a writer is still running: sidecars younger than the recovery
-// grace period and runs whose lease has not expired. "" when there are none.
+// Signs that a writer is still running: sidecars not yet due for recovery
+// (lease not over, younger than the grace period) and runs whose lease has
+// not expired. "" when there are none.
 Result<std::string> LiveWriters(const Workspace& ws, const Context& ctx) {
   ASSIGN_OR_RETURN(const WorkspaceOptions options, ctx.Options());
-  ASSIGN_OR_RETURN(int young, ws.SidecarsYoungerThan(options.recovery_grace_micros));
+  ASSIGN_OR_RETURN(int young, ws.SidecarsNotYetDue(options.recovery_grace_micros));
   ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,
                    ingest::RunStore(ws.store(), ws.root()).List());
   const int64_t now = options.manifest.dataset.clock->NowMicros();
@@ -214,8 +215,8 @@ Result<std::string> LiveWriters(const Workspace& ws, const Context& ctx) {
   }
   if (young == 0 && leased.empty()) return std::string();
   std::string found = std::to_string(young) +
-                      " write sidecars younger than the recovery grace "
-                      "period (" +
+                      " write sidecars whose lease is not over (at most the recovery grace "
+                      "period, " +
                       std::to_string(options.recovery_grace_micros / 1'000'000) + " s) and " +
                       std::to_string(leased.size()) + " runs with a live lease";
   if (!leased.empty()) found += " (" + leased.front() + (leased.size() > 1 ? ", ..." : "") + ")";

@@ -55,6 +55,11 @@ int ExitCodeFor(ErrorCode code) {
 
 int ExitCodeFor(const Status& s) { return ExitCodeFor(s.error_code()); }
 
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
+}
+
 std::function<Status(std::string_view)> Context::CrashHook() {
   const char* at = std::getenv("LOAM_CRASH_AT");
   if (at == nullptr || *at == '\0') return {};
@@ -76,6 +81,8 @@ Result<WorkspaceOptions> Context::Options() const {
   options.owner = principal;  // read by Init only
   options.actor = principal;
   options.failpoint = CrashHook();
+  options.sidecar_lease_micros =
+      EnvInt("LOAM_SIDECAR_LEASE_MILLIS", options.sidecar_lease_micros / 1000) * 1000;
   return options;
 }
 

@@ -25,6 +25,10 @@ enum ExitCode : int {
 };
 
 int ExitCodeFor(const Status& s);
+
+// An integer from the environment (test and tuning hooks, docs/cli.md), or
+// `fallback` when unset.
+int64_t EnvInt(const char* name, int64_t fallback);
 // The exit code of a failed run that recorded `code` (docs/errors.md).
 int ExitCodeFor(ErrorCode code);
 

@@ -140,7 +140,7 @@ Result<int> Workspace::PendingSidecars() const {
   return n;
 }
 
-Result<int> Workspace::SidecarsYoungerThan(int64_t grace_micros) const {
+Result<int> Workspace::SidecarsNotYetDue(int64_t grace_micros) const {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
   int n = 0;
@@ -151,7 +151,7 @@ Result<int> Workspace::SidecarsYoungerThan(int64_t grace_micros) const {
     RETURN_NOT_OK(text.status());
     Result<Sidecar> s = DecodeSidecar(*text, o.key);
     // A torn one is no live writer's (its writer wrote it whole before acting).
-    if (s.ok() && now - s->created_micros < grace_micros) n++;
+    if (s.ok() && now < SidecarDueAt(*s, grace_micros)) n++;
   }
   return n;
 }

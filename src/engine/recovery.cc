@@ -15,34 +15,39 @@ namespace loam {
 
 Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
-  return RecoverWhere([&](const Sidecar& s) { return now - s.created_micros >= grace_micros; },
+  return RecoverWhere([&](const Sidecar& s) { return now >= SidecarDueAt(s, grace_micros); },
                       StoredHeads());
 }
 
-// A sidecar is due `grace` after it was created. One created after a
-// listing started is due no sooner than that start plus the grace; those the
-// listing left to live writers are due at their own time. Until the earliest
-// of these a listing finds nothing to recover, so writes skip it (about one
-// listing per grace period under load, instead of a LIST and a GET per live
-// sidecar on every write). A table version such a sidecar left is not reset
-// sooner either: OpenFork resets only versions older than the grace, and a
-// version is younger than its sidecar. Both assume the writers' clocks agree
-// to well within the grace; a writer whose clock lags by more may see its
-// unpublished version reset (rolled back) where recovery would have rolled
-// it forward, which is allowed for a write whose publish never answered. A
-// listing that could not recover everything is not trusted for later: the
-// next write lists again.
+// A sidecar is due once its lease is over or the grace period after it was
+// created (SidecarDueAt). One created after a listing started is due no
+// sooner than that start plus the shorter of the lease and the grace (the
+// processes sharing a workspace use the same lease); those the listing left
+// to live writers are due at their own time. Until the earliest of these a
+// listing finds nothing to recover, so writes skip it (about one listing per
+// lease under load, instead of a LIST and a GET per live sidecar on every
+// write). A table version left without a sidecar is reset only once older
+// than the grace (OpenFork). Both assume the writers' clocks agree to well
+// within the lease; a writer whose clock lags by more may see its write
+// settled by recovery while it runs, which is safe: recovery rolls forward
+// only a table commit the head still expects (the writer's own publish then
+// finds its commit in the journal), and a writer whose sidecar was settled
+// before its table commit landed publishes it as usual, or leaves an
+// unpublished version that the next writer resets. A listing that could
+// not recover everything is not trusted for later: the next write lists
+// again.
 Result<RecoveryReport> Workspace::RecoverIfDue() {
   const int64_t grace = options_.recovery_grace_micros;
+  const int64_t lease = options_.sidecar_lease_micros;
   const int64_t start = options_.manifest.dataset.clock->NowMicros();
   if (start < recovery_not_due_before_.load(std::memory_order_relaxed)) return RecoveryReport{};
   int64_t earliest_left = std::numeric_limits<int64_t>::max();
   ASSIGN_OR_RETURN(RecoveryReport report,
-                   RecoverWhere([&](const Sidecar& s) { return start - s.created_micros >= grace; },
-                                StoredHeads(), &earliest_left));
+                   RecoverWhere([&](const Sidecar& s) { return start >= SidecarDueAt(s, grace); },
+                                StoredHeads(), grace, &earliest_left));
   int64_t not_before = 0;
   if (report.failures.empty() && report.blocked.empty() && grace > 0) {
-    not_before = std::min(start, earliest_left) + grace;
+    not_before = std::min(start + (lease > 0 ? std::min(lease, grace) : grace), earliest_left);
   }
   recovery_not_due_before_.store(not_before, std::memory_order_relaxed);
   return report;
@@ -102,7 +107,8 @@ Workspace::RecoveryHeads Workspace::StoredHeads() const {
 }
 
 Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due,
-                                               const RecoveryHeads& heads, int64_t* earliest_left) {
+                                               const RecoveryHeads& heads, int64_t grace,
+                                               int64_t* earliest_left) {
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
   for (const ObjectInfo& o : sidecars) {
@@ -122,7 +128,7 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
       }
       if (s.ok() && !due(*s)) {
         report.left_to_live_writers++;
-        if (earliest_left) *earliest_left = std::min(*earliest_left, s->created_micros);
+        if (earliest_left) *earliest_left = std::min(*earliest_left, SidecarDueAt(*s, grace));
         continue;
       }
       if (s.ok()) st = RecoverOne(o.key, *s, heads, &report);

@@ -1,5 +1,6 @@
 #include "engine/sidecar.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -38,6 +39,11 @@ bool Sidecar::Records(const std::string& run) const {
   return false;
 }
 
+int64_t SidecarDueAt(const Sidecar& s, int64_t grace_micros) {
+  const int64_t aged = s.created_micros + grace_micros;
+  return s.lease_until_micros > 0 ? std::min(s.lease_until_micros, aged) : aged;
+}
+
 std::string EncodeSidecar(const Sidecar& s) {
   json j = {{"format", s.group.empty() ? kSidecarFormat : kGroupSidecarFormat},
             {"operation_id", s.operation_id},
@@ -55,6 +61,7 @@ std::string EncodeSidecar(const Sidecar& s) {
             {"expected_owner_ref", s.expected_owner_ref},
             {"new_table_def", s.new_table_def},
             {"planned_txn", s.planned_txn}};
+  if (s.lease_until_micros > 0) j["lease_until_micros"] = s.lease_until_micros;
   if (!s.group.empty()) {
     json group = json::array();
     for (const SidecarRun& r : s.group) group.push_back({{"id", r.id}, {"fragments", r.fragments}});
@@ -95,6 +102,13 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     s.expected_owner_ref = j.at("expected_owner_ref").get<std::string>();
     s.new_table_def = j.at("new_table_def").get<std::string>();
     s.planned_txn = j.at("planned_txn").get<std::string>();
+    if (j.contains("lease_until_micros")) {
+      const std::optional<int64_t> lease = IntegerAt(j, "lease_until_micros");
+      if (!lease || *lease <= 0) {
+        return Status::DataLoss("sidecar '" + key + "' has a malformed \"lease_until_micros\"");
+      }
+      s.lease_until_micros = *lease;
+    }
     if (j["format"] == kGroupSidecarFormat) {
       for (const json& r : j.at("group")) {
         const std::optional<int64_t> fragments =

@@ -27,6 +27,10 @@ struct Sidecar {
   std::string run_id;
   std::string actor;
   int64_t created_micros = 0;
+  // While its writer runs, the sidecar's lease is renewed (SidecarLeases);
+  // past its end the writer is taken to be gone. 0: written by a build
+  // before leases (due a grace period after creation).
+  int64_t lease_until_micros = 0;
   // The one table the write changes.
   int64_t sid = 0;
   int64_t inc = 0;
@@ -49,6 +53,11 @@ struct Sidecar {
 
   friend bool operator==(const Sidecar&, const Sidecar&) = default;
 };
+
+// When recovery may settle `s`: once its lease is over or once it is
+// `grace_micros` old, whichever comes first (a renewed lease never holds
+// a sidecar past the grace period, the bound before leases).
+int64_t SidecarDueAt(const Sidecar& s, int64_t grace_micros);
 
 std::string SidecarKey(const std::string& workspace, const std::string& operation_id);
 std::string SidecarPrefix(const std::string& workspace);

@@ -192,6 +192,14 @@ void Workspace::SettleFork(const TableHead& head, const std::string& fork,
   }
 }
 
+Result<SidecarLeases::Held> Workspace::PutSidecar(const std::string& key, Sidecar* s) {
+  if (leases_) return leases_->PutAndHold(key, s);
+  const std::string text = EncodeSidecar(*s);
+  StringSource src(text);
+  RETURN_NOT_OK(store_->Write(key, src, {PutCondition::kIfAbsent, {}, /*durable=*/false}).status());
+  return SidecarLeases::Held();
+}
+
 // --- publishing a table change -------------------------------------------------------
 
 Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
@@ -568,14 +576,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   }
   s.planned_txn = NewUlidString();
   const std::string key = SidecarKey(root_, s.operation_id);
-  {
-    // Not fsynced: a sidecar lost with the machine only turns a roll-forward
-    // into a rollback of an effect no reader ever saw (see OpenFork).
-    const std::string text = EncodeSidecar(s);
-    StringSource src(text);
-    PutOptions opts{PutCondition::kIfAbsent, {}, /*durable=*/false};
-    RETURN_NOT_OK(store_->Write(key, src, opts).status());
-  }
+  ASSIGN_OR_RETURN(const SidecarLeases::Held held, PutSidecar(key, &s));
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
 
   WriteResult result;

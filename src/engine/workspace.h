@@ -20,6 +20,7 @@
 #include "engine/committed_forks.h"
 #include "engine/format_stamp.h"
 #include "engine/sidecar.h"
+#include "engine/sidecar_lease.h"
 #include "manifest/fold.h"
 #include "manifest/manifest.h"
 
@@ -49,6 +50,11 @@ struct WorkspaceOptions {
   // Sidecars younger than this may belong to a live writer: recovery leaves
   // them alone (a write that meets one is refused as a conflict).
   int64_t recovery_grace_micros = 60'000'000;
+  // A write's sidecar names a lease this long, renewed while the write runs
+  // (SidecarLeases): a crashed writer's sidecar is recovered once its lease
+  // is over instead of after the whole grace period. 0: no lease. Every
+  // process sharing a workspace should use the same value.
+  int64_t sidecar_lease_micros = 10'000'000;
   // Open recovers sidecars older than the grace period; false opens read-only
   // in spirit (heads verify): nothing is rolled forward or back.
   bool recover_on_open = true;
@@ -297,11 +303,12 @@ class Workspace {
   Result<HeadsReport> RepairHeads(const std::string& branch = "");
   // Write sidecars present (crashed or in-flight writes).
   Result<int> PendingSidecars() const;
-  // Readable sidecars written less than `grace_micros` ago: writes that may
-  // still be running.
-  Result<int> SidecarsYoungerThan(int64_t grace_micros) const;
-  // Classifies every sidecar older than `grace_micros` and rolls it forward
-  // or back (see Recover in recovery.cc).
+  // Readable sidecars not yet due for recovery under `grace_micros`
+  // (SidecarDueAt): writes that may still be running.
+  Result<int> SidecarsNotYetDue(int64_t grace_micros) const;
+  // Classifies every sidecar due under `grace_micros` (SidecarDueAt: its
+  // lease is over, or it is older) and rolls it forward or back (see
+  // recovery.cc). 0: every sidecar.
   Result<RecoveryReport> Recover(int64_t grace_micros);
   // Recovers the sidecars of run `run_id` whatever their age: the caller
   // knows their writer is gone (its run lease expired).
@@ -336,7 +343,18 @@ class Workspace {
       : store_(std::move(store)),
         root_(std::move(root)),
         options_(std::move(options)),
-        manifest_(std::move(manifest)) {}
+        manifest_(std::move(manifest)) {
+    if (options_.sidecar_lease_micros > 0) {
+      leases_ = std::make_unique<SidecarLeases>(store_, options_.manifest.dataset.clock,
+                                                options_.sidecar_lease_micros);
+    }
+  }
+
+  // Puts a write's sidecar `s` at `key` (put-if-absent, not fsynced: a
+  // sidecar lost with the machine only turns a roll-forward into a rollback
+  // of an effect no reader ever saw, see OpenFork), with its lease renewed
+  // until the result is destroyed.
+  Result<SidecarLeases::Held> PutSidecar(const std::string& key, Sidecar* s);
 
   // version_expired when `version` of `branch` is below its time-travel horizon.
   Status CheckInsideWindow(const std::string& branch, uint64_t version) const;
@@ -426,10 +444,12 @@ class Workspace {
                     RecoveryReport* report);
   Status MoveAside(const std::string& key, const std::string& text, RecoveryReport* report);
   Status RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork, bool publish);
-  // `earliest_left`, when given, receives the earliest creation time of the
-  // sidecars left to live writers (unchanged when there are none).
+  // `earliest_left`, when given, receives the earliest time one of the
+  // sidecars left to live writers is due under `grace` (SidecarDueAt;
+  // unchanged when there are none).
   Result<RecoveryReport> RecoverWhere(const std::function<bool(const Sidecar&)>& due,
-                                      const RecoveryHeads& heads, int64_t* earliest_left = nullptr);
+                                      const RecoveryHeads& heads, int64_t grace = 0,
+                                      int64_t* earliest_left = nullptr);
   // The write path's recovery: Recover(recovery_grace_micros), skipped while
   // no sidecar can be due yet (see recovery.cc).
   Result<RecoveryReport> RecoverIfDue();
@@ -444,6 +464,7 @@ class Workspace {
   // period: RecoverIfDue lists nothing. 0 = list on the next write.
   std::atomic<int64_t> recovery_not_due_before_{0};
   mutable CommittedForks committed_forks_;
+  std::unique_ptr<SidecarLeases> leases_;  // null without leases
 };
 
 }  // namespace loam

@@ -274,13 +274,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
     }
   }
   const std::string key = SidecarKey(root_, s.operation_id);
-  {
-    // Not fsynced, as Write's (see OpenFork).
-    const std::string text = EncodeSidecar(s);
-    StringSource src(text);
-    RETURN_NOT_OK(
-        store_->Write(key, src, {PutCondition::kIfAbsent, {}, /*durable=*/false}).status());
-  }
+  ASSIGN_OR_RETURN(const SidecarLeases::Held held, PutSidecar(key, &s));
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
   std::optional<int64_t> base_version;  // set once OpenFork succeeded
