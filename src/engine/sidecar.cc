@@ -102,13 +102,11 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     s.expected_owner_ref = j.at("expected_owner_ref").get<std::string>();
     s.new_table_def = j.at("new_table_def").get<std::string>();
     s.planned_txn = j.at("planned_txn").get<std::string>();
-    if (j.contains("lease_until_micros")) {
-      const std::optional<int64_t> lease = IntegerAt(j, "lease_until_micros");
-      if (!lease || *lease <= 0) {
-        return Status::DataLoss("sidecar '" + key + "' has a malformed \"lease_until_micros\"");
-      }
-      s.lease_until_micros = *lease;
-    }
+    // A malformed lease is ignored (due after the grace period): the rest
+    // of the sidecar may be a live writer's, which moving it aside as torn
+    // would not respect.
+    const std::optional<int64_t> lease = IntegerAt(j, "lease_until_micros");
+    if (lease && *lease > 0) s.lease_until_micros = *lease;
     if (j["format"] == kGroupSidecarFormat) {
       for (const json& r : j.at("group")) {
         const std::optional<int64_t> fragments =

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
+#include <vector>
 
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -40,38 +42,43 @@ void SidecarLeases::Release(uint64_t id) {
 }
 
 void SidecarLeases::RenewDue() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = held_.begin(); it != held_.end();) {
-    Entry& e = it->second;
+  // Renewed outside the lock: a slow store delays no write's start or end.
+  // A sidecar released meanwhile may still be renewed once, which only
+  // moves its lease (put-if-match never brings back a deleted one).
+  std::vector<std::pair<uint64_t, Entry>> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = clock_->NowMicros();
-    if (e.sidecar.lease_until_micros - now > lease_micros_ * 2 / 3) {
-      ++it;
-      continue;
+    for (const auto& [id, e] : held_) {
+      if (e.sidecar.lease_until_micros - now <= lease_micros_ * 2 / 3) due.emplace_back(id, e);
     }
-    Sidecar renewed = e.sidecar;
-    renewed.lease_until_micros = now + lease_micros_;
-    const std::string text = EncodeSidecar(renewed);
+  }
+  for (auto& [id, e] : due) {
+    e.sidecar.lease_until_micros = clock_->NowMicros() + lease_micros_;
+    const std::string text = EncodeSidecar(e.sidecar);
     StringSource src(text);
     Result<ObjectMeta> put =
         store_->Write(e.key, src, {PutCondition::kIfMatch, e.etag, /*durable=*/false});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto held = held_.find(id);
+    if (held == held_.end()) continue;  // released meanwhile
     if (put.ok()) {
-      e.sidecar = std::move(renewed);
-      e.etag = put->etag;
+      held->second.sidecar = e.sidecar;
+      held->second.etag = put->etag;
     } else if (put.status().IsNotFound() || put.status().IsAborted()) {
-      // Settled by recovery while its writer ran: the writer's own publish
-      // is then decided by the journal, as for any lost answer.
-      LOAM_LOG_WARN("write sidecar '{}' was settled by recovery while its writer ran", e.key);
-      it = held_.erase(it);
-      continue;
+      // Deleted by its writer just before it let go, or settled by recovery
+      // (the writer's publish is then decided by the journal): not renewed.
+      LOAM_LOG_DEBUG("write sidecar '{}' is gone or replaced: no longer renewed", e.key);
+      held_.erase(held);
     } else {
       LOAM_LOG_WARN("renewing write sidecar '{}' failed: {}", e.key, put.status().ToString());
     }
-    ++it;
   }
 }
 
 void SidecarLeases::RenewLoop() {
-  const auto period = std::chrono::microseconds(std::max<int64_t>(lease_micros_ / 3, 1000));
+  // A lease is renewed between a third and half of the way through.
+  const auto period = std::chrono::microseconds(std::max<int64_t>(lease_micros_ / 6, 10'000));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     // Real time between rounds; which leases are due is read on clock_.

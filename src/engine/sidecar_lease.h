@@ -1,7 +1,8 @@
 // Leases of write sidecars. A write's sidecar names the end of its lease
 // (`Sidecar::lease_until_micros`); while the write runs, a background
-// thread of its process renews the lease a third of the way through, so a
-// live writer's sidecar is never due. A writer that crashed stops renewing:
+// thread of its process renews the lease between a third and half of the
+// way through, so a live writer's sidecar is not due (until the grace
+// period, SidecarDueAt). A writer that crashed stops renewing:
 // its sidecar is due for recovery once the lease ends, not a whole grace
 // period after it was made (recovery.cc).
 //
@@ -28,7 +29,9 @@ namespace loam {
 class SidecarLeases {
  public:
   // `lease_micros` > 0: how long a sidecar stays alive without a renewal,
-  // on `clock` (the writers' clocks must agree to well within it).
+  // on `clock` (the writers' clocks must agree to well within it). Rounds
+  // of renewal run at most every 10 ms: shorter leases are for tests of
+  // crashed writers.
   SidecarLeases(std::shared_ptr<ObjectStore> store, const Clock* clock, int64_t lease_micros);
   ~SidecarLeases();  // stops renewing; held sidecars are left as they are
   SidecarLeases(const SidecarLeases&) = delete;
@@ -60,8 +63,9 @@ class SidecarLeases {
 
   // Renews every held sidecar whose lease is a third over; the thread
   // calls it, and tests that move the clock by hand. A renewal refused by
-  // the store (the sidecar was settled by recovery) drops the sidecar from
-  // the held ones; an I/O error leaves it for the next round.
+  // the store (the sidecar is gone: deleted by its writer, or settled by
+  // recovery) drops the sidecar from the held ones; an I/O error leaves it
+  // for the next round.
   void RenewDue();
 
   int64_t lease_micros() const { return lease_micros_; }
@@ -79,8 +83,6 @@ class SidecarLeases {
   const std::shared_ptr<ObjectStore> store_;
   const Clock* const clock_;
   const int64_t lease_micros_;
-  // Held across a renewal's put, so a released sidecar is never renewed
-  // after its writer moved on.
   std::mutex mu_;
   std::condition_variable wake_;
   std::map<uint64_t, Entry> held_ LOAM_GUARDED_BY(mu_);

@@ -35,6 +35,7 @@ inline WriteRequest Append(const std::string& table, std::vector<int64_t> ids,
 inline WorkspaceOptions TestOptions() {
   WorkspaceOptions o;
   o.recovery_grace_micros = 0;
+  o.sidecar_lease_micros = 0;  // no renewals from another thread (SidecarLeaseTest sets one)
   o.manifest.cache_bytes = 0;
   o.system_actor = true;
   return o;

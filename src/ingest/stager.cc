@@ -89,6 +89,7 @@ Result<StagedInput> Stager::Run() {
     RETURN_NOT_OK(StageParsingAgain(deadline));
   }
   RETURN_NOT_OK(Guard(CompareCandidates(), ""));
+  if (upsert && options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(out_.counters), ""));
   phase("stage");
   RunCounters& c = out_.counters;
   if (req_.mode == LoadMode::kReplace) c.deleted = table_.head.row_count.value_or(0);
@@ -448,13 +449,13 @@ Status Stager::CompareCandidates() {
   for (int64_t i : order) addresses.push_back(at[i]);
   ScanSpec full;
   full.columns = columns_;
-  const auto ours = Columns(rows, columns_);
+  const auto ours = Columns(rows, columns_), our_keys = Columns(rows, keys_);
   std::vector<int64_t> updated;
   std::string mine, theirs;
   RunCounters& c = out_.counters;
   size_t next = 0;
   RETURN_NOT_OK(MatchView().TakeEach(addresses, full, [&](const RecordBatch& t) {
-    const auto cols = Columns(t, columns_);
+    const auto cols = Columns(t, columns_), keys = Columns(t, keys_);
     for (int64_t r = 0; r < t.num_rows() && next < order.size(); ++r, ++next) {
       mine.clear();
       theirs.clear();
@@ -463,11 +464,16 @@ Status Stager::CompareCandidates() {
       if (mine == theirs) {
         c.unchanged++;
         if (writer_) KeepUnchanged(addresses[next]);
-      } else {
-        c.updated++;  // equal hashes of different rows
-        updated.push_back(order[next]);
-        if (writer_) plan_.replaced.push_back(addresses[next]);
+        continue;
       }
+      c.updated++;  // equal hashes of different rows
+      updated.push_back(order[next]);
+      if (writer_) plan_.replaced.push_back(addresses[next]);
+      mine.clear();
+      theirs.clear();
+      AppendRowKey(our_keys, order[next], &mine);
+      AppendRowKey(keys, r, &theirs);
+      if (mine != theirs) exact_ = false;  // a key hash collided too: the commit plans
     }
     return Status::OK();
   }));
