@@ -31,10 +31,11 @@ inline std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// Starts `loam args...` in `dir` with `env` added; returns its pid. Output
-// goes to dir/.stdout and dir/.stderr.
+// Starts `loam args...` (or `binary args...`) in `dir` with `env` added;
+// returns its pid. Output goes to dir/.stdout and dir/.stderr.
 inline pid_t StartLoam(const std::string& dir, const std::vector<std::string>& args,
-                       const std::map<std::string, std::string>& env = {}) {
+                       const std::map<std::string, std::string>& env = {},
+                       const std::string& binary = LOAM_BINARY) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (::chdir(dir.c_str()) != 0) ::_exit(126);
@@ -48,7 +49,7 @@ inline pid_t StartLoam(const std::string& dir, const std::vector<std::string>& a
     ::setenv("USER", "owner", 1);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> argv;
-    std::string bin = LOAM_BINARY;
+    std::string bin = binary;
     argv.push_back(bin.data());
     std::vector<std::string> copy = args;
     for (std::string& a : copy) argv.push_back(a.data());
@@ -71,8 +72,9 @@ inline CliResult WaitLoam(const std::string& dir, pid_t pid) {
 }
 
 inline CliResult RunLoam(const std::string& dir, const std::vector<std::string>& args,
-                         const std::map<std::string, std::string>& env = {}) {
-  return WaitLoam(dir, StartLoam(dir, args, env));
+                         const std::map<std::string, std::string>& env = {},
+                         const std::string& binary = LOAM_BINARY) {
+  return WaitLoam(dir, StartLoam(dir, args, env, binary));
 }
 
 inline void WriteFile(const std::string& path, const std::string& data) {

@@ -51,7 +51,7 @@ void PrintText(const MigrationReport& r) {
 }
 
 Status Migrate(const Context& ctx, const MigrateOptions& m) {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(ctx.root));
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, ctx.Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, ctx.Options());
   ASSIGN_OR_RETURN(MigrationReport r, MigrateWorkspace(store, "", options, m));
   if (!ctx.json) {

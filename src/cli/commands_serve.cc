@@ -69,7 +69,7 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
 // starts).
 Result<std::shared_ptr<Workspace>> OpenWithTestStore(const Context& ctx, double rate,
                                                      const std::string& latency) {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, OpenObjectStore(ctx.root));
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, ctx.Store());
   if (!latency.empty()) {
     ASSIGN_OR_RETURN(LatencyProfile profile, LatencyProfile::Parse(latency));
     profile.seed = static_cast<uint64_t>(getpid());

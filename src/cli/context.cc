@@ -55,6 +55,21 @@ int ExitCodeFor(ErrorCode code) {
 
 int ExitCodeFor(const Status& s) { return ExitCodeFor(s.error_code()); }
 
+namespace {
+TestHooks& Hooks() {
+  static TestHooks hooks;
+  return hooks;
+}
+}  // namespace
+
+void SetTestHooks(TestHooks hooks) { Hooks() = std::move(hooks); }
+
+Result<std::shared_ptr<ObjectStore>> Context::Store() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  if (Hooks().wrap_store) return Hooks().wrap_store(std::move(store));
+  return store;
+}
+
 int64_t EnvInt(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoll(v) : fallback;
@@ -65,7 +80,9 @@ std::function<Status(std::string_view)> Context::CrashHook() {
   if (at == nullptr || *at == '\0') return {};
   const std::string point = at;
   return [point](std::string_view p) {
-    if (p == point) std::raise(SIGKILL);
+    if (p != point) return Status::OK();
+    if (Hooks().before_crash) Hooks().before_crash();
+    std::raise(SIGKILL);
     return Status::OK();
   };
 }
@@ -83,6 +100,8 @@ Result<WorkspaceOptions> Context::Options() const {
   options.failpoint = CrashHook();
   options.sidecar_lease_micros =
       EnvInt("LOAM_SIDECAR_LEASE_MILLIS", options.sidecar_lease_micros / 1000) * 1000;
+  options.recovery_grace_micros =
+      EnvInt("LOAM_RECOVERY_GRACE_MILLIS", options.recovery_grace_micros / 1000) * 1000;
   return options;
 }
 
@@ -91,7 +110,7 @@ std::function<void(Status)> Context::Runner(int* exit) const {
 }
 
 Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
   options.recover_on_open = recover;
   Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
@@ -103,7 +122,7 @@ Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
 }
 
 Result<std::shared_ptr<Workspace>> Context::Init() const {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, OpenObjectStore(root));
+  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
   Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", options);
   if (ws.status().IsAlreadyExists()) {

@@ -2,6 +2,7 @@
 // output mode, and the mapping from Status to documented exit codes.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,6 +41,8 @@ struct Context {
   // `recover`: settle sidecars older than the grace period first (false for
   // read-only inspection, heads verify).
   Result<std::shared_ptr<Workspace>> Open(bool recover = true) const;
+  // The store at `root` (wrapped by TestHooks::wrap_store when set).
+  Result<std::shared_ptr<ObjectStore>> Store() const;
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
   // (crash tests); empty function when unset.
   static std::function<Status(std::string_view)> CrashHook();
@@ -55,5 +58,17 @@ struct Context {
 
 // Prints the error (stderr; also as JSON on stdout with --json) and returns its exit code.
 int Report(const Context& ctx, const Status& s);
+
+// Parses the command line and runs the command; returns the exit code.
+int RunCli(int argc, char** argv);
+
+// Set only by test binaries (never by `loam`), before RunCli: `wrap_store`
+// wraps every store a command opens; `before_crash` runs just before a
+// LOAM_CRASH_AT kill (a simulated power loss undoes unsynced writes there).
+struct TestHooks {
+  std::function<std::shared_ptr<ObjectStore>(std::shared_ptr<ObjectStore>)> wrap_store;
+  std::function<void()> before_crash;
+};
+void SetTestHooks(TestHooks hooks);
 
 }  // namespace loam::cli
