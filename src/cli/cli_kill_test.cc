@@ -18,16 +18,23 @@
 namespace loam::testing {
 namespace {
 
-TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
+// A fresh workspace directory named `prefix`-ULID, with table t (id int64
+// not null, v string) keyed on id.
+std::string WorkspaceWithTable(const std::string& prefix) {
   const std::string dir =
-      (std::filesystem::temp_directory_path() / ("loam-kill-" + NewUlidString())).string();
+      (std::filesystem::temp_directory_path() / (prefix + "-" + NewUlidString())).string();
   std::filesystem::create_directories(dir);
-  const std::map<std::string, std::string> env = {{"LOAM_RUN_LEASE_MILLIS", "1"}};
-  ASSERT_EQ(RunLoam(dir, {"init"}).code, 0);
-  ASSERT_EQ(RunLoam(dir, {"table", "create", "t", "--column", "id:int64:not-null", "--column",
+  EXPECT_EQ(RunLoam(dir, {"init"}).code, 0);
+  EXPECT_EQ(RunLoam(dir, {"table", "create", "t", "--column", "id:int64:not-null", "--column",
                           "v:string", "--key", "id"})
                 .code,
             0);
+  return dir;
+}
+
+TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
+  const std::string dir = WorkspaceWithTable("loam-kill");
+  const std::map<std::string, std::string> env = {{"LOAM_RUN_LEASE_MILLIS", "1"}};
   const char* trials_env = std::getenv("LOAM_KILL_TRIALS");
   const int trials = trials_env ? std::atoi(trials_env) : 20;
   const char* seed_env = std::getenv("LOAM_KILL_SEED");
@@ -93,19 +100,12 @@ TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
 // idempotency key, every load commits exactly once, and no load that was
 // acknowledged before loses a row.
 TEST(CliKill, UnderPowerLossEveryAcknowledgedLoadSurvives) {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("loam-power-" + NewUlidString())).string();
-  std::filesystem::create_directories(dir);
+  const std::string dir = WorkspaceWithTable("loam-power");
   // The killed process is gone: its leases, and the grace for a table
   // version it left without a sidecar, need not be waited out.
   const std::map<std::string, std::string> env = {{"LOAM_RUN_LEASE_MILLIS", "1"},
                                                   {"LOAM_SIDECAR_LEASE_MILLIS", "1"},
                                                   {"LOAM_RECOVERY_GRACE_MILLIS", "1"}};
-  ASSERT_EQ(RunLoam(dir, {"init"}).code, 0);
-  ASSERT_EQ(RunLoam(dir, {"table", "create", "t", "--column", "id:int64:not-null", "--column",
-                          "v:string", "--key", "id"})
-                .code,
-            0);
   const std::vector<std::string> points = {"run.after_validate", "run.before_commit",
                                            "write.after_sidecar", "write.after_table_commit",
                                            "write.after_publish"};
@@ -142,18 +142,11 @@ TEST(CliKill, UnderPowerLossEveryAcknowledgedLoadSurvives) {
 // (rolled forward, its run committed) and commits, long before the 60 s
 // grace period; the killed load, run again, is already committed.
 TEST(CliKill, AKilledLoadHoldsItsTableOnlyUntilItsSidecarLeaseIsOver) {
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("loam-lease-" + NewUlidString())).string();
-  std::filesystem::create_directories(dir);
+  const std::string dir = WorkspaceWithTable("loam-lease");
   // The killed process's run lease is over at once too, so its load can be
   // run again.
   const std::map<std::string, std::string> env = {{"LOAM_SIDECAR_LEASE_MILLIS", "1"},
                                                   {"LOAM_RUN_LEASE_MILLIS", "1"}};
-  ASSERT_EQ(RunLoam(dir, {"init"}).code, 0);
-  ASSERT_EQ(RunLoam(dir, {"table", "create", "t", "--column", "id:int64:not-null", "--column",
-                          "v:string", "--key", "id"})
-                .code,
-            0);
   WriteFile(dir + "/a.csv", "id,v\n1,a\n2,a\n3,a\n");
   WriteFile(dir + "/b.csv", "id,v\n4,b\n5,b\n");
   const std::vector<std::string> load_a = {"load", "t", "a.csv", "--idempotency-key", "a"};

@@ -129,7 +129,10 @@ Result<RunRequest> BuildRequest(const Context& ctx, const LoadFlags& f) {
 }
 
 int Load(const Context& ctx, const LoadFlags& flags) {
-  TuneHeap();  // before the load's threads start
+  // LOAM_HEAP_TUNING (docs/cli.md): "off", "noprefault", or on by default.
+  const char* tuning_env = std::getenv("LOAM_HEAP_TUNING");
+  const std::string tuning = tuning_env != nullptr ? tuning_env : "";
+  if (tuning != "off") TuneHeap();  // before the load's threads start
   Result<RunRequest> req = BuildRequest(ctx, flags);
   if (!req.ok()) return Report(ctx, req.status());
   Result<std::shared_ptr<Workspace>> ws = ctx.Open();
@@ -139,7 +142,8 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     std::error_code ec;
     total += std::filesystem::file_size(f, ec);
   }
-  HeapPrefault prefault(LoadWorkingSet(req->mode == LoadMode::kUpsert, total));
+  const bool prefault_heap = tuning != "off" && tuning != "noprefault";
+  HeapPrefault prefault(prefault_heap ? LoadWorkingSet(req->mode == LoadMode::kUpsert, total) : 0);
   Progress progress(total);
   LoaderOptions opts;
   opts.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;
