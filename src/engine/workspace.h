@@ -47,8 +47,10 @@ struct WorkspaceOptions {
   // Init only: the principal recorded as the workspace's owner, who holds
   // every role on every table ("" = no owner; only grants authorise).
   std::string owner;
-  // Sidecars younger than this may belong to a live writer: recovery leaves
-  // them alone (a write that meets one is refused as a conflict).
+  // A sidecar younger than this whose lease is not over may belong to a
+  // live writer: recovery leaves it alone. An unpublished table version
+  // without a sidecar is reset once older than this (younger, a write that
+  // meets one is refused as a conflict).
   int64_t recovery_grace_micros = 60'000'000;
   // A write's sidecar names a lease this long, renewed while the write runs
   // (SidecarLeases): a crashed writer's sidecar is recovered once its lease
