@@ -140,7 +140,7 @@ class Stager {
   static constexpr size_t kFillChunk = 1 << 16;
   // Candidates (AddCandidates) are compared in groups of at least this many
   // bytes.
-  static constexpr size_t kMinCandidateBytes = size_t{256} << 10;
+  static constexpr size_t kMinCandidateBytes = size_t{64} << 10;
 
   // Up to this many keys are reserved up front (64 MiB of slots); a larger
   // run grows the map as it goes.

@@ -256,14 +256,14 @@ TEST_P(SpilledOutcomes, AnUpsertInputThatChangesBetweenItsReadsFails) {
 // The input parsed twice (in memory or spilled) keeps a hash of each table
 // row: a row whose hash equals its table row's is unchanged only if its
 // bytes are. Every hash is made to collide; the counters and the rows are
-// still those of rows compared byte for byte, in several groups (over 256 KiB
+// still those of rows compared byte for byte, in several groups (over 64 KiB
 // of candidates).
 TEST_P(SpilledOutcomes, EqualContentHashesOfDifferentRowsAreAnUpdate) {
   const auto changed = [](int64_t id) { return id % 7 == 0; };
   int64_t renamed = 0;
-  for (int64_t id = 30'000; id < 60'000; ++id) renamed += changed(id);
-  files_["base.csv"] = Rows(0, 59'999);
-  files_["u.csv"] = Rows(30'000, 89'999, changed);
+  for (int64_t id = 10'000; id < 20'000; ++id) renamed += changed(id);
+  files_["base.csv"] = Rows(0, 19'999);
+  files_["u.csv"] = Rows(10'000, 29'999, changed);
   ASSERT_EQ(Load(LoadMode::kAppend, {"base.csv"}, GetParam()).state, RunState::kSucceeded);
   ASSERT_EQ(Load(LoadMode::kUpsert, {"u.csv"}, GetParam()).state, RunState::kSucceeded);
   const std::string compared = Table();
@@ -279,9 +279,9 @@ TEST_P(SpilledOutcomes, EqualContentHashesOfDifferentRowsAreAnUpdate) {
   r.principal = "owner";
   const RunRecord up = Loader(ws_, o).Run(r).value();
   ASSERT_EQ(up.state, RunState::kSucceeded) << up.error;
-  EXPECT_EQ(up.counters.unchanged, 30'000 - renamed);
+  EXPECT_EQ(up.counters.unchanged, 10'000 - renamed);
   EXPECT_EQ(up.counters.updated, renamed);
-  EXPECT_EQ(up.counters.inserted, 30'000);
+  EXPECT_EQ(up.counters.inserted, 10'000);
   EXPECT_EQ(Table(), compared);
   EXPECT_TRUE(ScratchIsEmpty());
 }
