@@ -24,11 +24,12 @@ SidecarLeases::~SidecarLeases() {
 }
 
 Result<SidecarLeases::Held> SidecarLeases::PutAndHold(const std::string& key, Sidecar* s) {
-  s->lease_until_micros = clock_->NowMicros() + lease_micros_;
+  if (lease_micros_ > 0) s->lease_until_micros = clock_->NowMicros() + lease_micros_;
   const std::string text = EncodeSidecar(*s);
   StringSource src(text);
   ASSIGN_OR_RETURN(ObjectMeta meta,
                    store_->Write(key, src, {PutCondition::kIfAbsent, {}, /*durable=*/false}));
+  if (lease_micros_ <= 0) return Held();  // nothing to renew
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t id = next_id_++;
   held_.emplace(id, Entry{key, *s, meta.etag});

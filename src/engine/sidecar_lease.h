@@ -28,8 +28,9 @@ namespace loam {
 
 class SidecarLeases {
  public:
-  // `lease_micros` > 0: how long a sidecar stays alive without a renewal,
-  // on `clock` (the writers' clocks must agree to well within it). Rounds
+  // `lease_micros`: how long a sidecar stays alive without a renewal, on
+  // `clock` (the writers' clocks must agree to well within it); 0: sidecars
+  // carry no lease and nothing is renewed. Rounds
   // of renewal run at most every 10 ms: shorter leases are for tests of
   // crashed writers.
   SidecarLeases(std::shared_ptr<ObjectStore> store, const Clock* clock, int64_t lease_micros);
@@ -57,8 +58,9 @@ class SidecarLeases {
   };
 
   // Sets `s->lease_until_micros`, puts `s` at `key` (put-if-absent, not
-  // fsynced: see the write protocol) and renews it until the result is
-  // destroyed.
+  // fsynced: a sidecar lost with the machine only turns a roll-forward into
+  // a rollback of an effect no reader ever saw, see Workspace::OpenFork) and
+  // renews it until the result is destroyed.
   Result<Held> PutAndHold(const std::string& key, Sidecar* s);
 
   // Renews every held sidecar whose lease is a third over; the thread

@@ -192,14 +192,6 @@ void Workspace::SettleFork(const TableHead& head, const std::string& fork,
   }
 }
 
-Result<SidecarLeases::Held> Workspace::PutSidecar(const std::string& key, Sidecar* s) {
-  if (leases_) return leases_->PutAndHold(key, s);
-  const std::string text = EncodeSidecar(*s);
-  StringSource src(text);
-  RETURN_NOT_OK(store_->Write(key, src, {PutCondition::kIfAbsent, {}, /*durable=*/false}).status());
-  return SidecarLeases::Held();
-}
-
 // --- publishing a table change -------------------------------------------------------
 
 Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
@@ -576,7 +568,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   }
   s.planned_txn = NewUlidString();
   const std::string key = SidecarKey(root_, s.operation_id);
-  ASSIGN_OR_RETURN(const SidecarLeases::Held held, PutSidecar(key, &s));
+  ASSIGN_OR_RETURN(const SidecarLeases::Held held, leases_->PutAndHold(key, &s));
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
 
   WriteResult result;

@@ -6,6 +6,7 @@
 // journal.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -345,18 +346,10 @@ class Workspace {
       : store_(std::move(store)),
         root_(std::move(root)),
         options_(std::move(options)),
-        manifest_(std::move(manifest)) {
-    if (options_.sidecar_lease_micros > 0) {
-      leases_ = std::make_unique<SidecarLeases>(store_, options_.manifest.dataset.clock,
-                                                options_.sidecar_lease_micros);
-    }
-  }
-
-  // Puts a write's sidecar `s` at `key` (put-if-absent, not fsynced: a
-  // sidecar lost with the machine only turns a roll-forward into a rollback
-  // of an effect no reader ever saw, see OpenFork), with its lease renewed
-  // until the result is destroyed.
-  Result<SidecarLeases::Held> PutSidecar(const std::string& key, Sidecar* s);
+        manifest_(std::move(manifest)),
+        leases_(
+            std::make_unique<SidecarLeases>(store_, options_.manifest.dataset.clock,
+                                            std::max<int64_t>(options_.sidecar_lease_micros, 0))) {}
 
   // version_expired when `version` of `branch` is below its time-travel horizon.
   Status CheckInsideWindow(const std::string& branch, uint64_t version) const;
@@ -466,7 +459,7 @@ class Workspace {
   // period: RecoverIfDue lists nothing. 0 = list on the next write.
   std::atomic<int64_t> recovery_not_due_before_{0};
   mutable CommittedForks committed_forks_;
-  std::unique_ptr<SidecarLeases> leases_;  // null without leases
+  std::unique_ptr<SidecarLeases> leases_;  // puts write sidecars and renews their leases
 };
 
 }  // namespace loam

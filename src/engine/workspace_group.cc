@@ -274,7 +274,7 @@ Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*
     }
   }
   const std::string key = SidecarKey(root_, s.operation_id);
-  ASSIGN_OR_RETURN(const SidecarLeases::Held held, PutSidecar(key, &s));
+  ASSIGN_OR_RETURN(const SidecarLeases::Held held, leases_->PutAndHold(key, &s));
   RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
   std::optional<ForkReset> reset;
   std::optional<int64_t> base_version;  // set once OpenFork succeeded
