@@ -199,5 +199,39 @@ TEST_F(CliMigrateTest, AStampedBranchWithoutHeadsIsDataLossNotAnEmptyWorkspace) 
   EXPECT_EQ(json::parse(j.out)["error"]["code"], "data_loss") << j.all();
 }
 
+// A claim or a stamp whose fields have the wrong types (a bucket shared with
+// a buggy writer) is a clean refusal, never an abort: both once threw out
+// of nlohmann's value().
+TEST_F(CliMigrateTest, RecordsWithFieldsOfTheWrongTypeAreRefusedNotThrown) {
+  auto store = OpenObjectStore(dir_ + "/loam-data").value();
+  ASSERT_TRUE(store->Delete(FormatStampKey("")).ok());
+  WriteFile(dir_ + "/loam-data/_control/format.json",
+            R"({"magic":5,"format":5,"checksum":"x","stamped_by":[]})");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"log"}, {"migrate"}}) {
+    CliResult r = Run(args);
+    EXPECT_EQ(r.signal, 0) << r.all();
+    EXPECT_EQ(r.code, 7) << r.all();
+    EXPECT_NE(r.err.find("_control/format.json is not a workspace format stamp"), std::string::npos)
+        << r.all();
+  }
+  Unstamp();
+  std::filesystem::create_directories(dir_ + "/loam-data/_migration");
+  WriteFile(dir_ + "/loam-data/_migration/claim.json",
+            R"({"token":5,"owner":[],"from_format":"x"})");
+  CliResult log = Run({"log"});
+  EXPECT_EQ(log.signal, 0) << log.all();
+  EXPECT_EQ(log.code, 9) << log.all();
+  EXPECT_NE(log.err.find("is partially migrated"), std::string::npos) << log.all();
+  CliResult migrate = Run({"migrate"});
+  EXPECT_EQ(migrate.signal, 0) << migrate.all();
+  EXPECT_EQ(migrate.code, 7) << migrate.all();
+  EXPECT_NE(migrate.err.find("_migration/claim.json is malformed"), std::string::npos)
+      << migrate.all();
+  // Nothing was lost: without the bad claim the workspace migrates and reads.
+  std::filesystem::remove(dir_ + "/loam-data/_migration/claim.json");
+  Ok({"migrate"});
+  EXPECT_EQ(Ok({"count", "t"}).out, "2\n");
+}
+
 }  // namespace
 }  // namespace loam::testing

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/heap.h"
 #include "cli/output.h"
+#include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "ingest/csv_reader.h"
 #include "ingest/loader.h"
@@ -181,7 +182,7 @@ Status RunsList(const Context& ctx, const std::string& table) {
     const json req = json::parse(r.request);
     out.push_back(RecordJson(r));
     t.Add({r.id, std::string(RunStateName(r.state)) + (r.validation_only ? " (dry)" : ""), r.table,
-           req.value("mode", ""), std::to_string(r.counters.rows_read),
+           StringAt(req, "mode"), std::to_string(r.counters.rows_read),
            std::to_string(r.counters.inserted), std::to_string(r.counters.updated),
            std::to_string(r.counters.unchanged), std::to_string(r.counters.deleted), r.error_code});
   }

@@ -188,8 +188,8 @@ Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
 // httpStatus, its status.
 Status ProblemStatus(const HttpResponse& r) {
   json p = ParseJson(r.body);
-  const std::string code = p.is_object() ? p.value("code", "internal") : "internal";
-  const std::string detail = p.is_object() ? p.value("detail", r.body) : r.body;
+  const std::string code = p.is_object() ? StringAt(p, "code", "internal") : "internal";
+  const std::string detail = p.is_object() ? StringAt(p, "detail", r.body) : r.body;
   return Status(StatusCode::kFailedPrecondition, "HTTP " + std::to_string(r.status) + ": " + detail)
       .WithErrorCode(ErrorCodeFromName(code))
       .WithDetail("httpStatus", std::to_string(r.status));
@@ -207,7 +207,7 @@ Status Submitter::ConfirmReceived(const std::string& upload_id, const HttpRespon
   ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(get));
   if (r.status != 200) return ProblemStatus(r);
   const json upload = ParseJson(r.body);
-  if (upload.is_object() && upload.value("received", false)) return Status::OK();
+  if (upload.is_object() && BoolAt(upload, "received")) return Status::OK();
   // Refused, yet not received: keep the state (no httpStatus detail) to resume.
   return Status::Unavailable("the PUT of upload " + upload_id + " answered HTTP " +
                              std::to_string(refused.status) +
@@ -219,13 +219,13 @@ Status Submitter::ConfirmReceived(const std::string& upload_id, const HttpRespon
 // again rather than making another) while more than a minute of it is left.
 bool TicketUsable(const json& f) {
   if (!f.contains("ticket")) return false;
-  Result<int64_t> expires = ingest::ParseRfc3339Timestamp(f["ticket"].value("expiresAt", ""));
+  Result<int64_t> expires = ingest::ParseRfc3339Timestamp(StringAt(f["ticket"], "expiresAt"));
   return expires.ok() && *expires > Clock::System()->NowMicros() + 60'000'000;
 }
 
 Status Submitter::UploadAll() {
   for (json& f : state_["files"]) {
-    if (f.value("uploaded", false)) continue;
+    if (BoolAt(f, "uploaded")) continue;
     ASSIGN_OR_RETURN(auto file, MappedFile::Open(f["path"]));
     if (file->bytes().size() != f["size"].get<size_t>() ||
         Sha256Hex(file->bytes()) != f["sha256"]) {
@@ -277,7 +277,7 @@ Result<json> Submitter::Run(int64_t retry_for_seconds) {
     }
     json body = {{"uploads", json::array()}};
     for (const json& f : state_["files"]) body["uploads"].push_back(f["uploadId"]);
-    if (!state_.value("sourceId", "").empty()) body["source"] = {{"id", state_["sourceId"]}};
+    if (!StringAt(state_, "sourceId").empty()) body["source"] = {{"id", state_["sourceId"]}};
     state_["request"] = body.dump();  // the exact bytes, resent on every retry
     RETURN_NOT_OK(Persist(path_, state_));
   }
@@ -333,7 +333,7 @@ Result<int> Submitter::Wait(const std::string& run_id) {
       if (state == "succeeded") return kExitOk;
       if (state == "partial") return kExitPartial;
       if (state == "cancelled") return kExitRunFailed;
-      return ExitCodeFor(ErrorCodeFromName(run.value("errorCode", "internal")));
+      return ExitCodeFor(ErrorCodeFromName(StringAt(run, "errorCode", "internal")));
     }
     std::this_thread::sleep_for(poll);
     poll = std::min(poll * 2, std::chrono::milliseconds(2000));
@@ -354,12 +354,12 @@ Result<std::string> ReadToken(const std::string& file) {
 }
 
 Status SubmitOne(const SubmitFlags& f, const fs::path& path, json state, int* exit) {
-  ASSIGN_OR_RETURN(std::string token, ReadToken(state.value("tokenFile", "")));
+  ASSIGN_OR_RETURN(std::string token, ReadToken(StringAt(state, "tokenFile")));
   Submitter s(path, state, token);
   ASSIGN_OR_RETURN(json run, s.Run(f.retry_for_seconds));
   const std::string id = run["id"];
   std::cerr << "run " << id << " " << run["state"].get<std::string>() << "\n";
-  if (!f.wait && !state.value("wait", false)) {
+  if (!f.wait && !BoolAt(state, "wait")) {
     std::cout << run.dump() << "\n";
     return Status::OK();
   }

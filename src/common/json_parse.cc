@@ -76,6 +76,17 @@ std::optional<int64_t> IntegerAt(const json& j, std::string_view key) {
   return it->get<int64_t>();
 }
 
+std::string StringAt(const json& j, std::string_view key, std::string_view fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::string(fallback);
+  return it->get<std::string>();
+}
+
+bool BoolAt(const json& j, std::string_view key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_boolean() && it->get<bool>();
+}
+
 int64_t Int64At(const json& j, const char* key, int64_t min, int64_t max) {
   const json& member = j.at(key);
   const std::optional<int64_t> v = IntegerAt(j, key);

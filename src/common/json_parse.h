@@ -31,6 +31,15 @@ Result<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view w
 // a float, which is undefined past int64's range.)
 std::optional<int64_t> IntegerAt(const nlohmann::json& j, std::string_view key);
 
+// Member `key` of `j` as a string: `fallback` when `j` is not an object or
+// the member is absent or not a string. Unlike nlohmann's value(), it never
+// throws, so a decoder of stored or received bytes cannot be crashed by a
+// field of the wrong type.
+std::string StringAt(const nlohmann::json& j, std::string_view key, std::string_view fallback = {});
+
+// Member `key` of `j` is the JSON value true (never throws).
+bool BoolAt(const nlohmann::json& j, std::string_view key);
+
 // The same inside a decoder that reads a record's fields under one catch of
 // nlohmann::json::exception: member `key` of `j` within [min, max], else
 // json::out_of_range (absent) or json::type_error (anything else).

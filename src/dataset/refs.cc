@@ -46,7 +46,7 @@ Result<BranchInfo> DecodeBranchRef(std::string_view text, const std::string& nam
   auto j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("parentBranch") ||
       !j["parentBranch"].is_string() || !j.contains("parentVersion") ||
-      !j["parentVersion"].is_number_unsigned() || j.value("format", 0) != 1) {
+      !j["parentVersion"].is_number_unsigned() || IntegerAt(j, "format") != 1) {
     return Status::DataLoss("branch ref '" + name + "' is malformed");
   }
   BranchInfo b;
@@ -70,7 +70,7 @@ std::string EncodeTagRef(const TagRef& t) {
 Result<TagRef> DecodeTagRef(std::string_view text, const std::string& name) {
   auto j = ParseJson(text);
   if (j.is_discarded() || !j.is_object() || !j.contains("branch") || !j["branch"].is_string() ||
-      !j.contains("version") || !j["version"].is_number_unsigned() || j.value("format", 0) != 1) {
+      !j.contains("version") || !j["version"].is_number_unsigned() || IntegerAt(j, "format") != 1) {
     return Status::DataLoss("tag '" + name + "' is malformed");
   }
   return TagRef{j["branch"].get<std::string>(), j["version"].get<uint64_t>()};

@@ -1,5 +1,6 @@
 #include "engine/format_stamp.h"
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/hash.h"
@@ -50,21 +51,26 @@ std::string MigrationClaimKey(const std::string& root) {
 
 Result<FormatStamp> ReadFormatStamp(ObjectStore& store, const std::string& root) {
   ASSIGN_OR_RETURN(std::string text, store.Get(FormatStampKey(root)));
-  const std::string key = FormatStampKey(root);
+  return DecodeFormatStamp(FormatStampKey(root), text);
+}
+
+Result<FormatStamp> DecodeFormatStamp(const std::string& key, const std::string& text) {
   json j = ParseJson(text);
-  if (!j.is_object() || j.value("magic", "") != kMagic || !j.contains("format") ||
-      !j["format"].is_number_integer() || !j.contains("checksum") || !j["checksum"].is_string()) {
+  const std::optional<int64_t> format = IntegerAt(j, "format");
+  if (!j.is_object() || StringAt(j, "magic") != kMagic || !format || *format < 0 ||
+      *format > std::numeric_limits<int>::max() || !j.contains("checksum") ||
+      !j["checksum"].is_string()) {
     return Status::DataLoss(key + " is not a workspace format stamp");
   }
   FormatStamp s;
-  s.format = j["format"].get<int>();
+  s.format = static_cast<int>(*format);
   if (s.format > kWorkspaceFormat) return s;
   const std::string checksum = j["checksum"].get<std::string>();
   j.erase("checksum");
   if (checksum != Checksum(j)) return Status::DataLoss(key + " fails its checksum");
-  s.stamped_by = j.value("stamped_by", "");
-  s.migration = j.value("migration", "");
-  s.stamped_micros = j.value("stamped_micros", int64_t{0});
+  s.stamped_by = StringAt(j, "stamped_by");
+  s.migration = StringAt(j, "migration");
+  s.stamped_micros = IntegerAt(j, "stamped_micros").value_or(0);
   return s;
 }
 
@@ -95,7 +101,7 @@ Result<FormatFinding> FindFormat(ObjectStore& store, const std::string& root,
   if (claim.ok()) {
     f.found = FoundFormat::kPartiallyMigrated;
     json j = ParseJson(*claim);
-    f.migration_token = j.is_object() ? j.value("token", "") : "";
+    f.migration_token = j.is_object() ? StringAt(j, "token") : "";
     return f;
   }
   if (!claim.status().IsNotFound()) return claim.status();

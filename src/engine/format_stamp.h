@@ -37,6 +37,9 @@ struct FormatStamp {
 // checksum does not match. A later format's stamp is returned unchecked
 // beyond its magic and number (its layout may differ).
 Result<FormatStamp> ReadFormatStamp(ObjectStore& store, const std::string& root);
+// The stamp `text` read from `key` (DataLoss when malformed or its checksum
+// fails; a newer format is returned unchecked, for the caller to refuse).
+Result<FormatStamp> DecodeFormatStamp(const std::string& key, const std::string& text);
 // Put-if-absent: a stamp is never rewritten.
 Status WriteFormatStamp(ObjectStore& store, const std::string& root, const FormatStamp& stamp);
 

@@ -64,7 +64,7 @@ std::vector<ManifestRow> GrantsFromJournal(const std::vector<ManifestRow>& journ
     }
     json meta = ParseJson(r.metadata);
     if (!meta.is_object()) meta = json::object();
-    const std::string principal = meta.value("principal", "");
+    const std::string principal = StringAt(meta, "principal");
     const auto key = std::make_pair(*r.stable_table_id, principal);
     Result<Role> role = meta.contains("role") && meta["role"].is_string()
                             ? ParseRole(meta["role"].get<std::string>())

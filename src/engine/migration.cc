@@ -15,6 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 using migration_internal::BranchRefs;
+using migration_internal::ClaimState;
+using migration_internal::ParseClaim;
 
 std::string RefsKey(const std::string& root, const std::string& token) {
   return MigrationPrefix(root) + token + "/refs.json";
@@ -45,33 +47,6 @@ Status Held(const std::string& token, const std::string& since) {
 Status Refused(std::string message) {
   return Status::FailedPrecondition(std::move(message))
       .WithErrorCode(ErrorCode::kPreconditionFailed);
-}
-
-// The claim: `token` names the migration (its ledger), `owner` the process
-// that holds it now; a takeover installs a new owner by compare-and-swap, so
-// a process that outlived its takeover cannot stamp.
-struct ClaimState {
-  std::string token;
-  std::string owner;
-  std::string from;
-  std::string claimed_at;
-  // The source's workspace format: kPredecessorFormat for the journal-only
-  // manifest (its barrier cannot publish), 0 for unstamped heads.
-  int from_format = 0;
-};
-
-Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
-  json j = ParseJson(text);
-  ClaimState c;
-  if (j.is_object()) {
-    c.token = j.value("token", "");
-    c.owner = j.value("owner", c.token);
-    c.from = j.value("from", "");
-    c.claimed_at = j.value("claimed_at", "");
-    c.from_format = j.value("from_format", 0);
-  }
-  if (c.token.empty()) return Status::DataLoss(key + " is malformed");
-  return c;
 }
 
 Status PutClaim(ObjectStore& store, const std::string& key, const ClaimState& c, int64_t now,
@@ -343,4 +318,21 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   return report;
 }
 
+namespace migration_internal {
+
+Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
+  json j = ParseJson(text);
+  ClaimState c;
+  if (j.is_object()) {
+    c.token = StringAt(j, "token");
+    c.owner = StringAt(j, "owner", c.token);
+    c.from = StringAt(j, "from");
+    c.claimed_at = StringAt(j, "claimed_at");
+    c.from_format = static_cast<int>(IntegerAt(j, "from_format").value_or(0));
+  }
+  if (c.token.empty()) return Status::DataLoss(key + " is malformed");
+  return c;
+}
+
+}  // namespace migration_internal
 }  // namespace loam

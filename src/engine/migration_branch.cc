@@ -154,8 +154,8 @@ Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& r
     Result<std::string> text = store.Get(LedgerKey(root, token, inc));
     if (!text.ok() && !text.status().IsNotFound()) return text.status();
     json j = ParseJson(text.ok() ? *text : "");
-    const bool done = j.is_object() && j.value("state", "") == "done" &&
-                      (owner == nullptr || j.value("owner", "") == *owner);
+    const bool done = j.is_object() && StringAt(j, "state") == "done" &&
+                      (owner == nullptr || StringAt(j, "owner") == *owner);
     (done ? counts.first : counts.second)++;
   }
   return counts;

@@ -37,6 +37,23 @@ class LedgerWriter {
   std::map<std::string, std::string> etags_;  // record key -> etag this process saw last
 };
 
+// The claim: `token` names the migration (its ledger), `owner` the process
+// that holds it now; a takeover installs a new owner by compare-and-swap, so
+// a process that outlived its takeover cannot stamp.
+struct ClaimState {
+  std::string token;
+  std::string owner;
+  std::string from;
+  std::string claimed_at;
+  // The source's workspace format: kPredecessorFormat for the journal-only
+  // manifest (its barrier cannot publish), 0 for unstamped heads.
+  int from_format = 0;
+};
+
+// The claim `text` read from `key`: DataLoss when it is not an object with
+// a token (fields of the wrong type read as absent).
+Result<ClaimState> ParseClaim(const std::string& key, const std::string& text);
+
 // Branch name -> ref incarnation, main ("") included.
 using BranchRefs = std::map<std::string, std::string>;
 

@@ -126,8 +126,8 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
     if (r.object_type != object_type::kGraphCommit) continue;
     json meta = ParseJson(r.metadata);
     if (!meta.is_object()) continue;
-    commits[r.object_id.substr(GraphCommitId("").size())] = {meta.value("actor", ""),
-                                                             meta.value("created_at", int64_t{0})};
+    commits[r.object_id.substr(GraphCommitId("").size())] = {
+        StringAt(meta, "actor"), IntegerAt(meta, "created_at").value_or(0)};
   }
   std::vector<TableHistoryEntry> out;
   for (const ManifestRow& r : journal) {
@@ -149,10 +149,10 @@ Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& tab
     }
     if (meta.is_object() && r.object_type == object_type::kTableGrant) {
       const json role = meta.value("role", json(nullptr));
-      e.detail = meta.value("principal", "") + ": " +
+      e.detail = StringAt(meta, "principal") + ": " +
                  (role.is_string() ? role.get<std::string>() : std::string("revoked"));
     } else if (meta.is_object() && r.object_type == object_type::kTableRename) {
-      e.detail = meta.value("old", "") + " -> " + meta.value("new", "");
+      e.detail = StringAt(meta, "old") + " -> " + StringAt(meta, "new");
     }
     out.push_back(std::move(e));
   }

@@ -17,8 +17,8 @@
 namespace loam {
 namespace {
 
-using testing::EventSchema;
 using testing::Events;
+using testing::EventSchema;
 
 struct ModelTable {
   int64_t sid = 0;

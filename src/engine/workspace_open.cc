@@ -32,7 +32,7 @@ Result<WorkspaceInfo> ReadInfo(ObjectStore& store, const std::string& root) {
       (j.contains("id") && !j["id"].is_string())) {
     return Status::DataLoss("malformed " + WorkspaceInfoKey(root));
   }
-  return WorkspaceInfo{j["owner"].get<std::string>(), j.value("id", "")};
+  return WorkspaceInfo{j["owner"].get<std::string>(), StringAt(j, "id")};
 }
 
 // The stamp first, before the manifest or any branch is read: a workspace in

@@ -375,8 +375,11 @@ Result<RunRecord> Loader::Execute(Active& run) {
     ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(rec.id)));
     if (!row) return false;
     json meta = ParseJson(row->metadata);
-    rec.commit_id = meta.is_object() ? meta.value("commit", "") : "";
-    rec.manifest_version = meta.is_object() ? meta.value("manifest_version", uint64_t{0}) : 0;
+    rec.commit_id = meta.is_object() ? StringAt(meta, "commit") : "";
+    rec.manifest_version = meta.is_object()
+                               ? static_cast<uint64_t>(std::max<int64_t>(
+                                     0, IntegerAt(meta, "manifest_version").value_or(0)))
+                               : 0;
     // Its table version comes from the snapshot it committed; past the
     // time-travel window that is gone, and the run is committed all the same.
     Result<Snapshot> at = ws_->SnapshotAt(req.branch, rec.manifest_version);

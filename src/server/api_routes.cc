@@ -91,8 +91,7 @@ Response Api::GetLimits(Call&) {
 Response Api::CreateTable(Call& c) {
   Result<WriteResult> w = svc_->CreateTable(c.ctx, c.body);
   if (!w.ok()) return Problem(w.status());
-  Result<service::TableInfo> t =
-      svc_->DescribeTable(c.ctx, ParseJson(c.body).value("name", std::string()));
+  Result<service::TableInfo> t = svc_->DescribeTable(c.ctx, StringAt(ParseJson(c.body), "name"));
   if (!t.ok()) return Problem(t.status());
   Response r = JsonResponse(201, TableJson(*t));
   r.set(http::field::location, "/v1/tables/" + t->name);

@@ -127,8 +127,8 @@ Result<std::string> JwkBytes(const json& jwk, const char* field) {
 
 // A public key from one JWK (RSA, EC P-256, OKP Ed25519).
 Result<Pkey> KeyFromJwk(const json& jwk) {
-  const std::string kty = jwk.value("kty", "");
-  if (kty == "OKP" && jwk.value("crv", "") == "Ed25519") {
+  const std::string kty = StringAt(jwk, "kty");
+  if (kty == "OKP" && StringAt(jwk, "crv") == "Ed25519") {
     ASSIGN_OR_RETURN(std::string x, JwkBytes(jwk, "x"));
     EVP_PKEY* key = EVP_PKEY_new_raw_public_key(
         EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(x.data()), x.size());
@@ -149,7 +149,7 @@ Result<Pkey> KeyFromJwk(const json& jwk) {
     OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bns[0]);
     OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bns[1]);
     type = "RSA";
-  } else if (kty == "EC" && jwk.value("crv", "") == "P-256") {
+  } else if (kty == "EC" && StringAt(jwk, "crv") == "P-256") {
     ASSIGN_OR_RETURN(std::string x, JwkBytes(jwk, "x"));
     ASSIGN_OR_RETURN(std::string y, JwkBytes(jwk, "y"));
     if (x.size() != 32 || y.size() != 32) return Status::InvalidArgument("JWK: bad P-256 point");
@@ -231,7 +231,7 @@ Result<std::shared_ptr<JwtVerifier>> JwtVerifier::FromJwks(std::string_view jwks
       return Status::InvalidArgument("JWKS: a key declares alg " + jwk["alg"].dump() +
                                      " but is a " + alg + " key");
     }
-    keys.push_back(std::make_unique<Key>(Key{jwk.value("kid", ""), alg, "", std::move(key)}));
+    keys.push_back(std::make_unique<Key>(Key{StringAt(jwk, "kid"), alg, "", std::move(key)}));
   }
   return std::shared_ptr<JwtVerifier>(new JwtVerifier(std::move(keys), std::move(policy)));
 }

@@ -142,7 +142,7 @@ Status PipelineStore::Create(const Pipeline& p) {
     ObjectMeta meta;
     ASSIGN_OR_RETURN(std::string text, store_->Get(NameKey(p.spec.name), &meta));
     json j = ParseJson(text);
-    const std::string other = j.is_object() ? j.value("id", "") : "";
+    const std::string other = j.is_object() ? StringAt(j, "id") : "";
     Result<ObjectMeta> there = store_->Head(Key(other));
     if (!there.status().IsNotFound()) {
       RETURN_NOT_OK(there.status());
@@ -179,7 +179,7 @@ Status PipelineStore::Delete(const Pipeline& p) {
   if (text.status().IsNotFound()) return Status::OK();
   RETURN_NOT_OK(text.status());
   json j = ParseJson(*text);
-  if (j.is_object() && j.value("id", "") == p.id)
+  if (j.is_object() && StringAt(j, "id") == p.id)
     RETURN_NOT_OK(store_->Delete(NameKey(p.spec.name)));
   return Status::OK();
 }

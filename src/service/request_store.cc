@@ -12,7 +12,7 @@ namespace {
 using json = nlohmann::json;
 
 // Member `key` of `j` as a string, or nullopt.
-std::optional<std::string> StringAt(const json& j, const char* key) {
+std::optional<std::string> StringField(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
@@ -43,8 +43,8 @@ std::string EncodeRequestRecord(const RequestRecord& r) {
 Result<RequestRecord> DecodeRequestRecord(std::string_view text) {
   const std::string what = "idempotency record";
   ASSIGN_OR_RETURN(json j, RecordObject(text, what));
-  const auto key = StringAt(j, "key"), principal = StringAt(j, "principal"),
-             fingerprint = StringAt(j, "fingerprint"), run = StringAt(j, "runId");
+  const auto key = StringField(j, "key"), principal = StringField(j, "principal"),
+             fingerprint = StringField(j, "fingerprint"), run = StringField(j, "runId");
   const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
   if (!key || !principal || !fingerprint || !run || !created || !expires) {
     return Status::DataLoss("malformed " + what + ": a field is missing or of the wrong type");
@@ -74,8 +74,8 @@ std::string EncodeSourceRecord(const SourceRecord& r) {
 Result<SourceRecord> DecodeSourceRecord(std::string_view text) {
   const std::string what = "source record";
   ASSIGN_OR_RETURN(json j, RecordObject(text, what));
-  const auto source = StringAt(j, "sourceId"), sha = StringAt(j, "sha256"),
-             run = StringAt(j, "runId");
+  const auto source = StringField(j, "sourceId"), sha = StringField(j, "sha256"),
+             run = StringField(j, "runId");
   const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
   auto loaded = j.find("loaded");
   if (!source || !sha || !run || !created || !expires || loaded == j.end() ||

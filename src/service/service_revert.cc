@@ -85,7 +85,7 @@ Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecor
   if (!row) return std::optional<std::vector<int64_t>>();
   json meta = ParseJson(row->metadata);
   if (!meta.is_object() || !meta.contains("fragments") || !meta["fragments"].is_array() ||
-      meta["fragments"].size() != 2 || meta.value("table", int64_t{0}) != t.def.sid) {
+      meta["fragments"].size() != 2 || IntegerAt(meta, "table").value_or(0) != t.def.sid) {
     return std::optional<std::vector<int64_t>>();
   }
   const uint64_t first = meta["fragments"][0].get<uint64_t>();
@@ -177,9 +177,8 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
   // version (a branch deleted and created again under the name has others).
   ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(run.id)));
   const json meta = row ? ParseJson(row->metadata) : json();
-  if (!row ||
-      (meta.is_object() && (meta.value("table", t.def.sid) != t.def.sid ||
-                            meta.value("table_version", run.table_version) != run.table_version))) {
+  if (!row || (meta.contains("table") && IntegerAt(meta, "table") != t.def.sid) ||
+      (meta.contains("table_version") && IntegerAt(meta, "table_version") != run.table_version)) {
     return Status::FailedPrecondition("run " + run.id +
                                       "'s commit is not in the history of table '" + t.def.name +
                                       "' on branch '" + (req.branch.empty() ? "main" : req.branch) +

@@ -46,7 +46,7 @@ Result<UploadRecord> UploadRecord::FromJson(std::string_view text) {
     r.size = static_cast<uint64_t>(Int64At(j, "size", 0));
     r.sha256 = j.at("sha256");
     r.content_type = j.at("contentType");
-    r.file_name = j.value("fileName", "");  // records before 2026-12-03 have none
+    r.file_name = StringAt(j, "fileName");  // records before 2026-12-03 have none
     r.created_micros = Int64At(j, "createdMicros");
     r.expires_micros = Int64At(j, "expiresMicros");
     r.received_sha256 = j.at("receivedSha256");
