@@ -2,9 +2,22 @@
 
 #include <xxhash.h>
 
+#include <atomic>
 #include <cstdio>
 
 namespace loam {
+namespace {
+
+#ifdef LOAM_FUZZING_NO_CHECKSUMS
+std::atomic<bool> verify_checksums{false};
+#else
+std::atomic<bool> verify_checksums{true};
+#endif
+
+}  // namespace
+
+bool VerifyChecksums() { return verify_checksums.load(std::memory_order_relaxed); }
+void SkipChecksumsForFuzzing() { verify_checksums.store(false, std::memory_order_relaxed); }
 
 uint64_t Hash64(std::string_view data, uint64_t seed) {
   return XXH3_64bits_withSeed(data.data(), data.size(), seed);

@@ -47,7 +47,7 @@ std::string EncodePage(const Page& p) {
 
 Result<Page> DecodePage(std::string_view bytes, const std::string& what) {
   if (bytes.size() < 8 ||
-      (kVerifyChecksums && Hash64(bytes.substr(0, bytes.size() - 8)) !=
+      (VerifyChecksums() && Hash64(bytes.substr(0, bytes.size() - 8)) !=
                                DecodeFixed(bytes.data() + bytes.size() - 8, 8))) {
     return Status::DataLoss(what + ": page checksum mismatch");
   }

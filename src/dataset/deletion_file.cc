@@ -146,7 +146,7 @@ Result<DeletionVector> DeletionVector::Decode(std::string_view bytes, const std:
     return Status::DataLoss(what + " is not a Loam deletion file");
   }
   const std::string_view body = bytes.substr(0, bytes.size() - 8);
-  if (kVerifyChecksums && Hash64(body) != DecodeFixed(bytes.data() + body.size(), 8)) {
+  if (VerifyChecksums() && Hash64(body) != DecodeFixed(bytes.data() + body.size(), 8)) {
     return Status::DataLoss(what + ": checksum mismatch");
   }
   Decoder d(body.substr(8), what);

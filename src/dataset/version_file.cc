@@ -381,7 +381,7 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
   Hasher64 h;
   h.Update(bytes.substr(0, kVersionHeaderSize - 8));
   h.Update(app);
-  if (kVerifyChecksums && h.Digest() != checksum)
+  if (VerifyChecksums() && h.Digest() != checksum)
     return Status::DataLoss(what + ": header checksum mismatch");
   if (p.format < kOldestReadableFormat || p.format > kFormatVersion || flags != 0) {
     return Status::FailedPrecondition(what + " has version file format " +
@@ -430,7 +430,9 @@ Result<VersionHeader> DecodeVersionHeader(std::string_view prefix, const std::st
 
 Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::string& what) {
   ASSIGN_OR_RETURN(ParsedHeader p, ParseHeader(bytes, what));
-  if (p.body_offset + p.body_size + 8 != bytes.size()) {
+  // Overflow-safe: a body offset near 2^64 must not wrap the sum around.
+  if (p.body_offset > bytes.size() || bytes.size() - p.body_offset < 8 ||
+      p.body_size != bytes.size() - p.body_offset - 8) {
     return Status::DataLoss(what + ": size disagrees with the header");
   }
   const size_t pad_from = kVersionHeaderSize + p.header.app_section.size();
@@ -439,7 +441,7 @@ Result<DatasetVersion> DecodeVersionFile(std::string_view bytes, const std::stri
     return Status::DataLoss(what + ": padding after the application section is not zero");
   }
   const std::string_view body = bytes.substr(p.body_offset, p.body_size);
-  if (kVerifyChecksums &&
+  if (VerifyChecksums() &&
       Hash64(body) != DecodeFixed(bytes.data() + p.body_offset + p.body_size, 8)) {
     return Status::DataLoss(what + ": body checksum mismatch");
   }

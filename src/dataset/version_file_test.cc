@@ -258,11 +258,35 @@ TEST(VersionFileTest, ANewerFormatAsksForAnUpgrade) {
   EXPECT_NE(s.message().find("upgrade Loam"), std::string::npos) << s;
 }
 
+// A header whose body offset and size wrap around 2^64 to the file's size,
+// checksummed as a buggy or hostile writer would: DataLoss, not a throw
+// from substr (found by version_file_fuzz once its replays skipped the
+// checksums).
+TEST(VersionFileTest, ABodyOffsetThatWrapsAroundIsDataLoss) {
+  std::string bytes = EncodeVersionFile(Sample());
+  const uint64_t size = uint64_t{1} << 63;
+  const uint64_t offset = bytes.size() - 8 - size;  // modulo 2^64
+  std::string fields;
+  PutFixed64(&fields, offset);
+  PutFixed64(&fields, size);
+  bytes.replace(32, 16, fields);
+  Hasher64 h;
+  h.Update(std::string_view(bytes).substr(0, kVersionHeaderSize - 8));
+  h.Update("app");
+  std::string checksum;
+  PutFixed64(&checksum, h.Digest());
+  bytes.replace(kVersionHeaderSize - 8, 8, checksum);
+  Status s = DecodeVersionFile(bytes, "t").status();
+  EXPECT_TRUE(s.IsDataLoss()) << s;
+  EXPECT_NE(s.message().find("size disagrees with the header"), std::string::npos) << s;
+}
+
 TEST(VersionFileTest, NamesSortNewestFirst) {
   EXPECT_EQ(VersionFileName(1), "18446744073709551614.lver");
   EXPECT_LT(VersionFileName(10), VersionFileName(9));
   EXPECT_LT(VersionFileName(1000000), VersionFileName(999999));
-  for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{12345}, std::numeric_limits<uint64_t>::max()}) {
+  for (uint64_t v :
+       {uint64_t{0}, uint64_t{1}, uint64_t{12345}, std::numeric_limits<uint64_t>::max()}) {
     EXPECT_EQ(ParseVersionFileName(VersionFileName(v)), v);
   }
   EXPECT_FALSE(ParseVersionFileName("x.lver"));

@@ -108,7 +108,7 @@ Result<FragmentFooter> DecodeFooter(std::string_view footer, std::string_view tr
   Hasher64 h;
   h.Update(footer);
   h.Update(trailer_bytes.substr(0, 16));
-  if (kVerifyChecksums && h.Digest() != t.checksum)
+  if (VerifyChecksums() && h.Digest() != t.checksum)
     return Status::DataLoss(what + ": checksum mismatch");
   if (t.footer_offset + t.footer_size + kFragmentTrailerSize != file_size) {
     return Status::DataLoss(what + ": footer position disagrees with the file size");

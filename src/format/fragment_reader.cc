@@ -82,7 +82,7 @@ std::string FragmentReader::Describe() const {
 Result<Column> FragmentReader::DecodePage(const PageEntry& page, const Field& field, uint32_t rows,
                                           std::string_view stored) const {
   const std::string where = "page of column '" + field.name + "' in " + Describe();
-  if (kVerifyChecksums && Hash64(stored) != page.checksum)
+  if (VerifyChecksums() && Hash64(stored) != page.checksum)
     return Status::DataLoss(where + ": checksum mismatch");
   std::string raw;
   RETURN_NOT_OK_CTX(Decompress(page.codec, stored, page.raw_size, &raw), where);

@@ -130,7 +130,7 @@ Result<HeadDirectory> DecodeHeadDirectory(std::string_view bytes) {
     return Status::DataLoss(what + " has no LMH5 magic: this is not a Loam v5 manifest");
   }
   const std::string_view body = bytes.substr(0, bytes.size() - 8);
-  if (kVerifyChecksums && Hash64(body) != DecodeFixed(bytes.data() + body.size(), 8)) {
+  if (VerifyChecksums() && Hash64(body) != DecodeFixed(bytes.data() + body.size(), 8)) {
     return Status::DataLoss(what + " checksum mismatch");
   }
   Decoder d(body.substr(kMagic.size()), what);

@@ -2,18 +2,28 @@
 // g++ and runs in ctest (label `fuzz`): each file of the seed corpus, then
 // mutations of them (byte flips, inserts, deletes, splices) from a printed
 // seed until LOAM_FUZZ_SECONDS (default 5) pass. A crash or a failed check
-// aborts, as under libFuzzer. scripts/fuzz builds the same targets with
+// aborts, as under libFuzzer, after writing the input that did it to
+// LOAM_FUZZ_ARTIFACT (default ./fuzz-crash-input) to keep as a regression
+// input. Checksums are not compared (as in a fuzzing
+// build), so mutations reach the decoding behind them. scripts/fuzz builds the same targets with
 // clang's libFuzzer for coverage-guided runs.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/hash.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -26,8 +36,34 @@ std::string Slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+// The input being run, written out by OnAbort (only async-signal-safe calls).
+const std::string* current = nullptr;
+const char* artifact = "fuzz-crash-input";
+
+void OnAbort(int sig) {
+  if (current != nullptr) {
+    const int fd = ::open(artifact, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      for (size_t done = 0; done < current->size();) {
+        const ssize_t n = ::write(fd, current->data() + done, current->size() - done);
+        if (n <= 0) break;
+        done += static_cast<size_t>(n);
+      }
+      ::close(fd);
+      static constexpr char kSaid[] = "fuzz: the failing input is in ";
+      (void)!::write(2, kSaid, sizeof(kSaid) - 1);
+      (void)!::write(2, artifact, std::strlen(artifact));
+      (void)!::write(2, "\n", 1);
+    }
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 void RunOne(const std::string& input) {
+  current = &input;
   LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
+  current = nullptr;
 }
 
 std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng) {
@@ -70,6 +106,9 @@ std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
 }  // namespace
 
 int main(int argc, char** argv) {
+  loam::SkipChecksumsForFuzzing();
+  if (const char* a = std::getenv("LOAM_FUZZ_ARTIFACT")) artifact = a;
+  std::signal(SIGABRT, OnAbort);
   std::vector<std::string> corpus;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path p(argv[i]);
