@@ -1,9 +1,8 @@
-// Recovery of write sidecars (DESIGN.md "Write protocol"): a sidecar left by
-// a crashed write is rolled forward when its table effect is confirmed and
-// the head still expects it, otherwise rolled back; both publish as actor
-// "loam:recovery", and both are idempotent. The migration's barrier on a
-// journal-only workspace (RecoverAgainstJournal) judges by the journal's
-// fold and only rolls back, publishing nothing.
+// Recovery of write sidecars (docs/format/manifest.md, "Write protocol and recovery"): a sidecar
+// left by a crashed write is rolled forward when its table effect is confirmed and the head still
+// expects it, otherwise rolled back; both publish as actor "loam:recovery", and both are
+// idempotent. The migration's barrier on a journal-only workspace (RecoverAgainstJournal) judges by
+// the journal's fold and only rolls back, publishing nothing.
 #include <algorithm>
 #include <limits>
 

@@ -1,6 +1,6 @@
 // Workspace: the tables of one root, their catalog, branches and history.
 //
-// Every mutation follows the write protocol (DESIGN.md): sidecar, table
+// Every mutation follows the write protocol (docs/architecture.md): sidecar, table
 // commit, one manifest publish (journal + heads + graph commit), sidecar
 // delete. Current-state reads come from heads at flat cost; history from the
 // journal.

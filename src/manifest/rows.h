@@ -64,7 +64,7 @@ RecordBatch RowsToBatch(const std::vector<ManifestRow>& rows);
 Result<std::vector<ManifestRow>> BatchToRows(const RecordBatch& batch, int64_t offset = 0,
                                              int64_t count = -1);
 
-// Object ids (DESIGN.md "Manifest rows"). Numbers are zero-padded so ids of
+// Object ids (docs/format/manifest.md, "Rows"). Numbers are zero-padded so ids of
 // one kind sort numerically.
 std::string TableVersionId(int64_t sid, int64_t inc, int64_t version);
 std::string TableTombstoneId(int64_t sid, int64_t inc, int64_t version);

@@ -1,4 +1,4 @@
-// The durable halves of two of the three identities (DESIGN.md, "Three
+// The durable halves of two of the three identities (docs/service.md, "Submitting a run: three
 // identities"), both under "<root>/_control/" (docs/format/control.md):
 //
 //   requests/<hash>.json               idempotency key -> fingerprint, run id

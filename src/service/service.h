@@ -1,4 +1,4 @@
-// Service: the ingestion service as a library (DESIGN.md, "Service";
+// Service: the ingestion service as a library (docs/architecture.md;
 // docs/service.md). Pipelines, signed-upload staging, submissions with the
 // three identities, admission, a durable queue drained by workers in any
 // number of processes, and cleanup. Nothing here knows HTTP: results are

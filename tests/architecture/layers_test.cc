@@ -1,0 +1,200 @@
+// The architecture of docs/architecture.md, checked: every `#include
+// "<layer>/..."` in src/ goes where the layer table allows (or is a named
+// exception), every directory of src/ is a layer of the table, every file of
+// a layer is named by its README, and none cites a document outside the
+// project. The checker runs on a small tree with a
+// deliberate wrong include first, so a checker that finds nothing fails.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace loam {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The names in backticks of one table cell.
+std::vector<std::string> Ticked(const std::string& cell) {
+  std::vector<std::string> out;
+  static const std::regex kTicked("`([^`]+)`");
+  for (std::sregex_iterator it(cell.begin(), cell.end(), kTicked), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+std::vector<std::string> Cells(const std::string& row) {
+  std::vector<std::string> cells;
+  std::stringstream s(row.substr(1));
+  for (std::string cell; std::getline(s, cell, '|');) cells.push_back(cell);
+  return cells;
+}
+
+struct Rules {
+  std::vector<std::string> order;                         // the layers, bottom first
+  std::map<std::string, std::set<std::string>> allowed;   // layer -> what it may include
+  std::map<std::string, std::set<std::string>> excepted;  // file -> layers it may include
+};
+
+// The layer table (first column a layer, last its "may include") and the
+// named exceptions (file, layer) of the architecture document.
+Rules ParseRules(const std::string& doc) {
+  Rules r;
+  std::stringstream lines(doc);
+  std::string section;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("#", 0) == 0) section = line;
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::vector<std::string> cells = Cells(line);
+    if (section == "## Layers, in order" && cells.size() == 4) {
+      const std::string layer = Ticked(cells[0]).at(0);
+      r.order.push_back(layer);
+      for (const std::string& t : Ticked(cells[3])) r.allowed[layer].insert(t);
+    } else if (section == "### Named exceptions" && cells.size() == 3) {
+      for (const std::string& t : Ticked(cells[1])) r.excepted[Ticked(cells[0]).at(0)].insert(t);
+    }
+  }
+  return r;
+}
+
+// Tests (`foo_test.cc`, `foo_test_util.h`), benchmarks (`foo_bench.cc`,
+// `foo_bench_main.cc`) and fuzz targets (`fuzz/`) sit beside what they
+// exercise and are not listed.
+bool IsTestCode(const fs::path& relative) {
+  static const std::regex kTest(R"((_test\.cc|_test_util\.h|_bench\.cc|_bench_main\.cc)$)");
+  return relative.begin()->string() == "fuzz" ||
+         std::regex_search(relative.filename().string(), kTest);
+}
+
+// A README names a file by its name (`foo.h`, `foo.h ...`), its path under
+// the layer, `foo.*` or `foo.h/.cc`; a `.cc` is named with its `.h`.
+bool NamedByReadme(const std::string& readme, const fs::path& relative) {
+  const std::string stem = relative.stem().string();
+  std::vector<std::string> names = {relative.generic_string(), relative.filename().string()};
+  if (relative.extension() == ".cc") names.push_back(stem + ".h");
+  for (const std::string& name : names) {
+    for (const std::string& form : {"`" + name + "`", "`" + name + " ", "`" + name + "/"}) {
+      if (readme.find(form) != std::string::npos) return true;
+    }
+  }
+  return readme.find("`" + stem + ".*`") != std::string::npos;
+}
+
+// Every breach of `rules` in the tree `root` (its src/), one line each.
+std::vector<std::string> Violations(const fs::path& root, const Rules& rules) {
+  std::vector<std::string> out;
+  std::set<std::string> layers(rules.order.begin(), rules.order.end());
+  for (size_t i = 0; i < rules.order.size(); ++i) {
+    for (const std::string& a : rules.allowed.at(rules.order[i])) {
+      const auto at = std::find(rules.order.begin(), rules.order.end(), a);
+      if (a != "loam" && at - rules.order.begin() >= static_cast<long>(i))
+        out.push_back("table: " + rules.order[i] + " may include " + a + ", which is not below it");
+    }
+  }
+  std::set<std::pair<std::string, std::string>> used;
+  static const std::regex kInclude(R"(^\s*#\s*include\s+"([a-z_]+)/)");
+  for (const auto& dir : fs::directory_iterator(root / "src")) {
+    const std::string layer = dir.path().filename().string();
+    if (!layers.count(layer)) {
+      out.push_back("src/" + layer + " is not a layer of docs/architecture.md");
+      continue;
+    }
+    const std::string readme = Slurp(dir.path() / "README.md");
+    for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
+      if (!e.is_regular_file()) continue;
+      const fs::path relative = fs::relative(e.path(), dir.path());
+      const std::string file = "src/" + layer + "/" + relative.generic_string();
+      const std::string name = relative.filename().string();
+      if (name != "README.md" && name != "CMakeLists.txt" && !IsTestCode(relative) &&
+          !NamedByReadme(readme, relative))
+        out.push_back(file + " is not named by src/" + layer + "/README.md");
+      const std::string body = Slurp(e.path());
+      if (body.find("DESIGN.md") != std::string::npos)
+        out.push_back(file + " cites a DESIGN.md the project does not have");
+      std::stringstream text(body);
+      for (std::string line; std::getline(text, line);) {
+        std::smatch m;
+        if (!std::regex_search(line, m, kInclude)) continue;
+        const std::string target = m[1];
+        if (target == layer || (!layers.count(target) && target != "loam")) continue;
+        if (rules.allowed.at(layer).count(target)) continue;
+        const auto ex = rules.excepted.find(file);
+        if (ex != rules.excepted.end() && ex->second.count(target)) {
+          used.insert({file, target});
+          continue;
+        }
+        out.push_back(file + " includes " + target + ", which " + layer + " may not: " + line);
+      }
+    }
+  }
+  for (const auto& [file, targets] : rules.excepted) {
+    for (const std::string& t : targets) {
+      if (!used.count({file, t}))
+        out.push_back("named exception " + file + " -> " + t + " matches no include");
+    }
+  }
+  return out;
+}
+
+void Write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+TEST(LayersTest, TheCheckerFindsAWrongIncludeAnUnnamedFileAStrayDirectoryAndAStaleCitation) {
+  const fs::path root = fs::temp_directory_path() / ("loam-layers-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const std::string doc =
+      "## Layers, in order\n\n| layer | library | owns | may include |\n|---|---|---|---|\n"
+      "| `low` | l | x | `loam` |\n| `high` | h | y | `loam`, `low` |\n\n"
+      "### Named exceptions\n\n| file | includes | why |\n|---|---|---|\n"
+      "| `src/low/b_test.cc` | `high` | a test |\n";
+  Write(root / "src/low/README.md", "`a.*`, `b_test.cc`");
+  Write(root / "src/low/a.h", "#include \"loam/status.h\"\n#include \"low/x.h\"\n");
+  Write(root / "src/low/a.cc", "#include \"high/h.h\"\n");  // the wrong include
+  Write(root / "src/low/b_test.cc", "#include \"high/h.h\"\n");
+  Write(root / "src/high/README.md", "`h.h`");
+  Write(root / "src/high/h.h", "#include \"low/a.h\"\n");
+  Write(root / "src/high/unlisted.cc", "// As DESIGN.md says.\n");
+  Write(root / "src/stray/README.md", "");
+  const std::vector<std::string> found = Violations(root, ParseRules(doc));
+  fs::remove_all(root);
+  ASSERT_EQ(found.size(), 4u) << ::testing::PrintToString(found);
+  std::string all;
+  for (const std::string& f : found) all += f + "\n";
+  EXPECT_NE(all.find("src/high/unlisted.cc cites a DESIGN.md"), std::string::npos) << all;
+  EXPECT_NE(all.find("src/stray is not a layer"), std::string::npos) << all;
+  EXPECT_NE(all.find("src/low/a.cc includes high, which low may not"), std::string::npos) << all;
+  EXPECT_NE(all.find("src/high/unlisted.cc is not named by src/high/README.md"), std::string::npos)
+      << all;
+}
+
+TEST(LayersTest, TheSourceTreeKeepsTheLayersOfTheArchitectureDocument) {
+  const fs::path root = LOAM_SOURCE_DIR;
+  const Rules rules = ParseRules(Slurp(root / "docs/architecture.md"));
+  ASSERT_EQ(rules.order.size(), 11u) << "the layer table of docs/architecture.md did not parse";
+  EXPECT_EQ(rules.order.front(), "common");
+  EXPECT_EQ(rules.order.back(), "cli");
+  const std::vector<std::string> found = Violations(root, rules);
+  std::string all;
+  for (const std::string& v : found) all += v + "\n";
+  EXPECT_TRUE(found.empty()) << found.size() << " breaches of docs/architecture.md:\n" << all;
+}
+
+}  // namespace
+}  // namespace loam
