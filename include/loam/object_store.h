@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "loam/result.h"
@@ -124,6 +125,16 @@ class ObjectStore {
   // its `limit` (local disk): a caller after the first key of a prefix that
   // grows without bound looks it up another way first.
   virtual bool ListReadsWholeDirectory() const { return false; }
+
+  // Whether PresignPut can sign: only a store whose clients reach it without
+  // Loam (S3) can. A store wrapping another answers for the wrapped one.
+  virtual bool CanPresign() const { return false; }
+  // A URL that lets its holder PUT `key` without credentials for
+  // `expires_seconds`, sending exactly `headers` (lower-case names, signed,
+  // e.g. content-length to bind the size). Unimplemented unless CanPresign().
+  virtual Result<std::string> PresignPut(
+      std::string_view key, int64_t expires_seconds,
+      const std::vector<std::pair<std::string, std::string>>& headers) const;
 
   // --- Conveniences built on the primitives ---------------------------------
 

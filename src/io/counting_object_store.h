@@ -11,7 +11,7 @@
 #include <string>
 
 #include "common/thread_annotations.h"
-#include "loam/object_store.h"
+#include "io/forwarding_object_store.h"
 
 namespace loam {
 
@@ -36,10 +36,10 @@ struct IoSnapshot {
   std::map<std::string, IoCounters> by_prefix;
 };
 
-class CountingObjectStore final : public ObjectStore {
+class CountingObjectStore final : public ForwardingObjectStore {
  public:
   explicit CountingObjectStore(std::shared_ptr<ObjectStore> base, int prefix_depth = 1)
-      : base_(std::move(base)), prefix_depth_(prefix_depth) {}
+      : ForwardingObjectStore(std::move(base)), prefix_depth_(prefix_depth) {}
 
   IoSnapshot Snapshot() const;
   void Reset();
@@ -54,15 +54,11 @@ class CountingObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "counting(" + base_->Describe() + ")"; }
-  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
-
-  ObjectStore& base() { return *base_; }
 
  private:
   std::string PrefixOf(std::string_view key) const;
   void Record(std::string_view key, ObjectOp op, bool ok, uint64_t read, uint64_t written);
 
-  std::shared_ptr<ObjectStore> base_;
   const int prefix_depth_;
   mutable std::mutex mu_;
   IoSnapshot snap_ LOAM_GUARDED_BY(mu_);

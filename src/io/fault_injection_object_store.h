@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "common/thread_annotations.h"
-#include "loam/object_store.h"
+#include "io/forwarding_object_store.h"
 
 namespace loam {
 
@@ -85,10 +85,10 @@ struct FaultRule {
                            std::string key_contains = "");
 };
 
-class FaultInjectionObjectStore final : public ObjectStore {
+class FaultInjectionObjectStore final : public ForwardingObjectStore {
  public:
   explicit FaultInjectionObjectStore(std::shared_ptr<ObjectStore> base, uint64_t seed = 0)
-      : base_(std::move(base)), rng_(seed) {}
+      : ForwardingObjectStore(std::move(base)), rng_(seed) {}
 
   void AddRule(FaultRule rule);
   void ClearRules();
@@ -119,9 +119,6 @@ class FaultInjectionObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override { return "faulty(" + base_->Describe() + ")"; }
-  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
-
-  ObjectStore& base() { return *base_; }
 
  private:
   struct RuleState {
@@ -156,7 +153,6 @@ class FaultInjectionObjectStore final : public ObjectStore {
   template <typename Call>
   auto Run(ObjectOp op, std::string_view key, Call&& call) -> decltype(call());
 
-  std::shared_ptr<ObjectStore> base_;
   mutable std::mutex mu_;
   std::vector<RuleState> rules_ LOAM_GUARDED_BY(mu_);
   std::mt19937_64 rng_ LOAM_GUARDED_BY(mu_);

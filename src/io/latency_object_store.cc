@@ -42,7 +42,7 @@ Result<LatencyProfile> LatencyProfile::Parse(const std::string& text) {
 }
 
 LatencyObjectStore::LatencyObjectStore(std::shared_ptr<ObjectStore> base, LatencyProfile profile)
-    : base_(std::move(base)), profile_(std::move(profile)), rng_(profile_.seed) {
+    : ForwardingObjectStore(std::move(base)), profile_(std::move(profile)), rng_(profile_.seed) {
   const double p50 = std::max<double>(1, static_cast<double>(profile_.p50_micros));
   const double p99 = std::max<double>(p50, static_cast<double>(profile_.p99_micros));
   delay_ = std::lognormal_distribution<double>(std::log(p50), std::log(p99 / p50) / kZ99);

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/thread_annotations.h"
-#include "loam/object_store.h"
+#include "io/forwarding_object_store.h"
 
 namespace loam {
 
@@ -33,7 +33,7 @@ struct LatencyProfile {
   static Result<LatencyProfile> Parse(const std::string& text);
 };
 
-class LatencyObjectStore final : public ObjectStore {
+class LatencyObjectStore final : public ForwardingObjectStore {
  public:
   LatencyObjectStore(std::shared_ptr<ObjectStore> base, LatencyProfile profile);
 
@@ -48,7 +48,6 @@ class LatencyObjectStore final : public ObjectStore {
   Status Delete(std::string_view key) override;
   Status DeleteRelaxed(std::string_view key) override;
   std::string Describe() const override;
-  bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
 
   // The delay the next call would wait (advances the generator).
   int64_t DrawMicros() LOAM_EXCLUDES(mu_);
@@ -56,7 +55,6 @@ class LatencyObjectStore final : public ObjectStore {
  private:
   void Wait() { profile_.sleep(DrawMicros()); }
 
-  std::shared_ptr<ObjectStore> base_;
   LatencyProfile profile_;
   std::mutex mu_;
   std::mt19937_64 rng_ LOAM_GUARDED_BY(mu_);

@@ -62,6 +62,12 @@ Result<std::string> ObjectStore::Get(std::string_view key, ObjectMeta* meta) {
   return out;
 }
 
+Result<std::string> ObjectStore::PresignPut(
+    std::string_view key, int64_t, const std::vector<std::pair<std::string, std::string>>&) const {
+  return Status::Unimplemented(Describe() + " cannot presign a PUT of '" + std::string(key) +
+                               "': only an S3 workspace signs upload URLs");
+}
+
 Result<std::string> ObjectStore::GetRange(std::string_view key, uint64_t offset, uint64_t length) {
   std::string out;
   StringSink sink(&out);

@@ -76,6 +76,12 @@ class S3ObjectStore final : public ObjectStore {
                         size_t limit) override;
   Status Delete(std::string_view key) override;
   std::string Describe() const override;
+  bool CanPresign() const override { return true; }
+  Result<std::string> PresignPut(
+      std::string_view key, int64_t expires_seconds,
+      const std::vector<std::pair<std::string, std::string>>& headers) const override {
+    return PresignUrl("PUT", key, expires_seconds, headers);
+  }
 
   // A URL that lets its holder `method` ("GET" or "PUT") `key` without
   // credentials until `expires_seconds` after `now_seconds` (default: now).

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "io/counting_object_store.h"
+#include "io/fault_injection_object_store.h"
+#include "io/memory_object_store.h"
 #include "io/s3_object_store.h"
 #include "io/s3_xml.h"
 
@@ -193,6 +196,29 @@ TEST(S3ObjectStore, PresignedUrlShape) {
   EXPECT_NE(url.find("X-Amz-SignedHeaders=content-md5%3Bhost"), std::string::npos) << url;
   EXPECT_TRUE(store->PresignUrl("DELETE", "k", 60).status().IsInvalidArgument());
   EXPECT_TRUE(store->PresignUrl("GET", "k", 0).status().IsInvalidArgument());
+}
+
+// Presigning is part of the ObjectStore interface: a wrapped S3 store
+// (counted, with faults) presigns as the store itself does, and a store
+// that cannot sign says so.
+TEST(S3ObjectStore, AWrappedStorePresignsThroughTheInterface) {
+  S3Options o;
+  o.endpoint = "http://127.0.0.1:7480";
+  o.bucket = "bkt";
+  o.credentials = {"ak", "sk", ""};
+  std::shared_ptr<ObjectStore> s3 = S3ObjectStore::Open(o).value();
+  auto wrapped =
+      std::make_shared<FaultInjectionObjectStore>(std::make_shared<CountingObjectStore>(s3));
+  ASSERT_TRUE(wrapped->CanPresign());
+  const std::string url = wrapped->PresignPut("k/x", 60, {{"content-length", "3"}}).value();
+  EXPECT_EQ(url.rfind("http://127.0.0.1:7480/bkt/k/x?X-Amz-Algorithm=AWS4-HMAC-SHA256", 0), 0u)
+      << url;
+  EXPECT_NE(url.find("X-Amz-SignedHeaders=content-length%3Bhost"), std::string::npos) << url;
+  auto memory = std::make_shared<CountingObjectStore>(std::make_shared<MemoryObjectStore>());
+  EXPECT_FALSE(memory->CanPresign());
+  Status s = memory->PresignPut("k", 60, {}).status();
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s;
+  EXPECT_NE(s.message().find("only an S3 workspace signs upload URLs"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "common/utf8.h"
 #include "ingest/input_source.h"
 #include "ingest/quarantine.h"
-#include "io/s3_object_store.h"
 #include "service/staging.h"
 
 namespace loam::service {
@@ -80,13 +79,12 @@ Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<Workspace> ws,
         "the workspace has no id (it was made before workspace ids existed); the service needs "
         "one: create a new workspace with 'loam init'");
   }
-  if (!options.presign) {
-    if (auto* s3 = dynamic_cast<S3ObjectStore*>(ws->store().get()); s3 != nullptr) {
-      options.presign = [s3](const std::string& key, int64_t expires,
-                             const std::vector<std::pair<std::string, std::string>>& headers) {
-        return s3->PresignUrl("PUT", key, expires, headers);
-      };
-    }
+  if (!options.presign && ws->store()->CanPresign()) {
+    options.presign = [store = ws->store()](
+                          const std::string& key, int64_t expires,
+                          const std::vector<std::pair<std::string, std::string>>& headers) {
+      return store->PresignPut(key, expires, headers);
+    };
   }
   if (!options.presign && options.upload_secret.size() < kMinSecretBytes) {
     return Status::InvalidArgument("the upload secret must be at least " +
