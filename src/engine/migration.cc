@@ -330,7 +330,7 @@ Result<ClaimState> ParseClaim(const std::string& key, const std::string& text) {
     c.claimed_at = StringAt(j, "claimed_at");
     c.from_format = static_cast<int>(IntegerAt(j, "from_format").value_or(0));
   }
-  if (c.token.empty()) return Status::DataLoss(key + " is malformed");
+  if (c.token.empty() || c.owner.empty()) return Status::DataLoss(key + " is malformed");
   return c;
 }
 

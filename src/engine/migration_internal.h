@@ -51,7 +51,8 @@ struct ClaimState {
 };
 
 // The claim `text` read from `key`: DataLoss when it is not an object with
-// a token (fields of the wrong type read as absent).
+// a token and an owner (the token when absent; fields of the wrong type read
+// as absent).
 Result<ClaimState> ParseClaim(const std::string& key, const std::string& text);
 
 // Branch name -> ref incarnation, main ("") included.
