@@ -20,13 +20,14 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/backoff.h"
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "ingest/coercion.h"
 #include "io/http_client.h"
-#include "io/s3_sigv4.h"
 
 namespace loam::cli {
 namespace {
@@ -106,8 +107,6 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-using s3::Sha256Hex;  // the one digest helper of the S3 signer
-
 // A transport error without the URL's query (upload URLs carry their token).
 std::string Redacted(std::string text) {
   for (size_t q = text.find('?'); q != std::string::npos; q = text.find('?', q + 1)) {
@@ -153,7 +152,9 @@ class Submitter {
 };
 
 Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
-  std::chrono::milliseconds backoff(200);
+  // Equal jitter on an exponential backoff from 200 ms, capped at 30 s.
+  const Backoff backoff{200'000, 30'000'000, 0.5};
+  int backoff_attempt = 0;
   for (int attempt = 1;; ++attempt) {
     Result<HttpResponse> r = client_.Send(req);
     std::chrono::milliseconds wait(0);
@@ -169,10 +170,8 @@ Result<HttpResponse> Submitter::SendWithRetries(const HttpRequest& req) {
       return r;
     }
     if (wait.count() == 0) {
-      // Full jitter on an exponential backoff, capped at 30 s.
-      wait = std::chrono::milliseconds(
-          std::uniform_int_distribution<int64_t>(backoff.count() / 2, backoff.count())(rng_));
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::microseconds(backoff.WaitMicros(backoff_attempt++, rng_)));
     }
     if (std::chrono::steady_clock::now() + wait > deadline_) {
       return Status::Unavailable(why + " after " + std::to_string(attempt) +

@@ -5,53 +5,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "common/error_codes.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
 
 namespace loam::cli {
 
-int ExitCodeFor(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNone:
-      return kExitOk;
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kIdempotencyKeyRequired:
-    case ErrorCode::kMethodNotAllowed:
-      return kExitUsage;
-    case ErrorCode::kValidationFailed:
-    case ErrorCode::kDuplicateKey:
-      return kExitRunFailed;
-    case ErrorCode::kNotFound:
-    case ErrorCode::kVersionExpired:
-      return kExitNotFound;
-    case ErrorCode::kAlreadyExists:
-    case ErrorCode::kConflict:
-    case ErrorCode::kSchemaConflict:
-    case ErrorCode::kPreconditionFailed:
-    case ErrorCode::kIdempotencyKeyReused:
-    case ErrorCode::kRequestInFlight:
-    case ErrorCode::kRunAlreadyCommitted:
-    case ErrorCode::kSourceAlreadyLoaded:
-    case ErrorCode::kOverloaded:
-    case ErrorCode::kRevertBlocked:
-      return kExitConflict;
-    case ErrorCode::kPermissionDenied:
-    case ErrorCode::kUnauthenticated:
-      return kExitDenied;
-    case ErrorCode::kLimitExceeded:
-      return kExitLimit;
-    case ErrorCode::kDataLoss:
-      return kExitCorrupt;
-    case ErrorCode::kUnsupportedFormat:
-    case ErrorCode::kMigrationRequired:
-      return kExitFormat;
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kInternal:
-    case ErrorCode::kUnimplemented:
-      return kExitInternal;
-  }
-  return kExitInternal;
-}
+int ExitCodeFor(ErrorCode code) { return InfoOf(code).exit_code; }
 
 int ExitCodeFor(const Status& s) { return ExitCodeFor(s.error_code()); }
 

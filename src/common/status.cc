@@ -39,66 +39,6 @@ std::string_view StatusCodeName(StatusCode code) {
   return "Unknown";
 }
 
-std::string_view ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNone:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kValidationFailed:
-      return "validation_failed";
-    case ErrorCode::kDuplicateKey:
-      return "duplicate_key";
-    case ErrorCode::kLimitExceeded:
-      return "limit_exceeded";
-    case ErrorCode::kNotFound:
-      return "not_found";
-    case ErrorCode::kAlreadyExists:
-      return "already_exists";
-    case ErrorCode::kPermissionDenied:
-      return "permission_denied";
-    case ErrorCode::kConflict:
-      return "conflict";
-    case ErrorCode::kSchemaConflict:
-      return "schema_conflict";
-    case ErrorCode::kPreconditionFailed:
-      return "precondition_failed";
-    case ErrorCode::kIdempotencyKeyReused:
-      return "idempotency_key_reused";
-    case ErrorCode::kRequestInFlight:
-      return "request_in_flight";
-    case ErrorCode::kRunAlreadyCommitted:
-      return "run_already_committed";
-    case ErrorCode::kUnsupportedFormat:
-      return "unsupported_format";
-    case ErrorCode::kUnavailable:
-      return "unavailable";
-    case ErrorCode::kDataLoss:
-      return "data_loss";
-    case ErrorCode::kInternal:
-      return "internal";
-    case ErrorCode::kUnimplemented:
-      return "unimplemented";
-    case ErrorCode::kIdempotencyKeyRequired:
-      return "idempotency_key_required";
-    case ErrorCode::kSourceAlreadyLoaded:
-      return "source_already_loaded";
-    case ErrorCode::kOverloaded:
-      return "overloaded";
-    case ErrorCode::kUnauthenticated:
-      return "unauthenticated";
-    case ErrorCode::kMigrationRequired:
-      return "migration_required";
-    case ErrorCode::kRevertBlocked:
-      return "revert_blocked";
-    case ErrorCode::kMethodNotAllowed:
-      return "method_not_allowed";
-    case ErrorCode::kVersionExpired:
-      return "version_expired";
-  }
-  return "internal";
-}
-
 ErrorCode ErrorCodeFromName(std::string_view name) {
   for (int c = 0; c <= static_cast<int>(kLastErrorCode); ++c) {
     if (ErrorCodeName(static_cast<ErrorCode>(c)) == name) return static_cast<ErrorCode>(c);

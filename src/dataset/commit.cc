@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "common/backoff.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -14,12 +15,8 @@
 namespace loam {
 namespace {
 
-// Jittered exponential backoff between attempts: up to 1 ms * 2^attempt, capped at 50 ms.
-void Backoff(int attempt) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const int64_t cap_us = std::min<int64_t>(50'000, 1000LL << std::min(attempt, 10));
-  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
-}
+// Between commit attempts: full jitter up to 1 ms * 2^attempt, at most 50 ms.
+constexpr Backoff kCommitBackoff{1'000, 50'000, 0.0};
 
 // Removes the fragments with these ids; false when one is missing.
 bool RemoveFragments(const std::vector<uint64_t>& ids, DatasetVersion* v) {
@@ -322,11 +319,11 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
         }
       }
       if (!rerun) current = std::move(latest);
-      Backoff(attempt);
+      kCommitBackoff.Sleep(attempt);
     }
     if (!rerun) break;
     LOAM_LOG_DEBUG("re-running {} after a conflicting commit", OpTypeName(txn->op));
-    Backoff(run);
+    kCommitBackoff.Sleep(run);
   }
   return Status::Aborted("gave up after " + std::to_string(max_attempts) +
                          " attempts to commit against concurrent writers");

@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "common/backoff.h"
 #include "engine/workspace.h"
 
 namespace loam {
@@ -26,12 +27,7 @@ constexpr int kLookAgainAttempts = 3;
 
 // Short and jittered: the other commit is about one publish from done, and
 // writers that met must not come back in step.
-void PauseAfterBusy(int attempt) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const int64_t cap_micros = std::min<int64_t>(50'000, int64_t{2'000} << std::min(attempt, 5));
-  std::this_thread::sleep_for(std::chrono::microseconds(
-      std::uniform_int_distribution<int64_t>(cap_micros / 4, cap_micros)(rng)));
-}
+void PauseAfterBusy(int attempt) { Backoff{2'000, 50'000, 0.25}.Sleep(attempt); }
 
 }  // namespace
 

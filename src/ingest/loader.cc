@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "common/backoff.h"
 #include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -581,10 +582,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
       // validate and plan against it again. Full jitter: writers that
       // collided once must not retry in step (several processes appending
       // to one table collide often).
-      const int64_t cap_ms = std::min<int64_t>(2000, int64_t{100} << std::min(attempt, 5));
-      thread_local std::mt19937_64 rng{std::random_device{}()};
-      std::this_thread::sleep_for(std::chrono::milliseconds(
-          std::uniform_int_distribution<int64_t>(cap_ms / 4, cap_ms)(rng)));
+      Backoff{100'000, 2'000'000, 0.25}.Sleep(attempt);
       rec.state = RunState::kValidating;
       RETURN_NOT_OK(Renew(run));
       continue;

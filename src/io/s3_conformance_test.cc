@@ -5,6 +5,7 @@
 
 #include <atomic>
 
+#include "common/crypto.h"
 #include "io/http_client.h"
 #include "io/object_store_conformance.h"
 #include "io/s3_test_util.h"
@@ -121,7 +122,7 @@ TEST_F(S3Only, PresignedPutWithSizeSha256AndIfNoneMatchAcceptsOnlyThoseBytesOnce
   const std::vector<std::pair<std::string, std::string>> signed_headers = {
       {"content-length", std::to_string(body.size())},
       {"if-none-match", "*"},
-      {"x-amz-content-sha256", s3::Sha256Hex(body)}};
+      {"x-amz-content-sha256", Sha256Hex(body)}};
   const std::string url = store_->PresignUrl("PUT", "up/sha", 300, signed_headers).value();
   std::string same_size = body;
   same_size[0] = 'E';
@@ -131,7 +132,7 @@ TEST_F(S3Only, PresignedPutWithSizeSha256AndIfNoneMatchAcceptsOnlyThoseBytesOnce
   HttpResponse longer = Send("PUT", url, body + "!",
                              {{"content-length", std::to_string(body.size() + 1)},
                               {"if-none-match", "*"},
-                              {"x-amz-content-sha256", s3::Sha256Hex(body)}});
+                              {"x-amz-content-sha256", Sha256Hex(body)}});
   EXPECT_EQ(longer.status, 403) << longer.body;
   EXPECT_TRUE(store_->Head("up/sha").status().IsNotFound());
   HttpResponse ok = Send("PUT", url, body, signed_headers);

@@ -5,7 +5,9 @@
 #include <random>
 #include <thread>
 
+#include "common/backoff.h"
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
@@ -67,11 +69,8 @@ Result<bool> Fill(ByteSource& source, uint64_t limit, std::string* out) {
   return false;
 }
 
-void Backoff(const S3Options& o, int attempt) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  const int64_t ceiling = std::min(o.backoff_cap_ms, o.backoff_base_ms << std::min(attempt, 16));
-  std::uniform_int_distribution<int64_t> jitter(ceiling / 2, std::max<int64_t>(ceiling, 1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+void RetryPause(const S3Options& o, int attempt) {
+  Backoff{o.backoff_base_ms * 1000, o.backoff_cap_ms * 1000, 0.5}.Sleep(attempt);
 }
 
 ObjectMeta MetaOf(const HttpResponse& r, uint64_t size) {
@@ -224,7 +223,7 @@ std::string S3ObjectStore::UrlOf(const s3::RequestToSign& request) const {
 
 Result<HttpResponse> S3ObjectStore::ExecuteOnce(const Call& call) {
   s3::RequestToSign r = ToSign(call);
-  r.payload_sha256 = s3::Sha256Hex(call.body);
+  r.payload_sha256 = Sha256Hex(call.body);
   HttpRequest http;
   http.method = call.method;
   http.url = UrlOf(r);
@@ -249,7 +248,7 @@ Result<HttpResponse> S3ObjectStore::Execute(const Call& call) {
     const bool retry = call.idempotent && attempt < options_.max_attempts && !streamed &&
                        (r.ok() ? Retryable(r->status) : r.status().IsUnavailable());
     if (!retry) return r;
-    Backoff(options_, attempt);
+    RetryPause(options_, attempt);
   }
 }
 
@@ -421,7 +420,7 @@ Result<ObjectMeta> S3ObjectStore::PutConditional(const std::string& full_key,
     if (attempt >= options_.max_attempts) {
       return r.ok() ? ErrorOf(*r, call) : r.status();
     }
-    Backoff(options_, attempt);
+    RetryPause(options_, attempt);
   }
 }
 

@@ -1,37 +1,20 @@
 #include "io/s3_sigv4.h"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cctype>
 #include <ctime>
 
+#include "common/crypto.h"
+
 namespace loam::s3 {
 namespace {
 
-std::string Hex(const unsigned char* bytes, size_t n) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out(n * 2, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
-std::string Digest(const EVP_MD* md, std::string_view data) {
+std::string Md5(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, md, nullptr);
-  return std::string(reinterpret_cast<char*>(out), len);
-}
-
-std::string HmacSha256(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  EVP_Digest(data.data(), data.size(), out, &len, EVP_md5(), nullptr);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
@@ -78,13 +61,8 @@ std::string SignedHeaderList(const std::vector<Header>& canonical) {
 
 }  // namespace
 
-std::string Sha256Hex(std::string_view data) {
-  const std::string d = Digest(EVP_sha256(), data);
-  return Hex(reinterpret_cast<const unsigned char*>(d.data()), d.size());
-}
-
 std::string Md5Base64(std::string_view data) {
-  const std::string d = Digest(EVP_md5(), data);
+  const std::string d = Md5(data);
   unsigned char out[64];
   const int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(d.data()),
                                 static_cast<int>(d.size()));
@@ -97,8 +75,7 @@ std::string AwsUriEncode(std::string_view s, bool encode_slash) {
   out.reserve(s.size());
   for (unsigned char c : s) {
     const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    if (alnum || c == '-' || c == '_' || c == '.' || c == '~' ||
-        (c == '/' && !encode_slash)) {
+    if (alnum || c == '-' || c == '_' || c == '.' || c == '~' || (c == '/' && !encode_slash)) {
       out.push_back(static_cast<char>(c));
     } else {
       out.push_back('%');
@@ -111,7 +88,8 @@ std::string AwsUriEncode(std::string_view s, bool encode_slash) {
 
 std::string CanonicalQueryString(const QueryParams& query) {
   std::vector<std::pair<std::string, std::string>> encoded;
-  for (const auto& [k, v] : query) encoded.emplace_back(AwsUriEncode(k, true), AwsUriEncode(v, true));
+  for (const auto& [k, v] : query)
+    encoded.emplace_back(AwsUriEncode(k, true), AwsUriEncode(v, true));
   std::sort(encoded.begin(), encoded.end());
   std::string out;
   for (const auto& [k, v] : encoded) {
@@ -152,7 +130,7 @@ std::string Signer::Signature(std::string_view canonical_request, int64_t unix_s
   key = HmacSha256(key, service);
   key = HmacSha256(key, "aws4_request");
   const std::string sig = HmacSha256(key, to_sign);
-  return Hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
+  return HexEncode(sig);
 }
 
 std::vector<Header> Signer::Sign(const RequestToSign& request, int64_t unix_seconds) const {
@@ -188,10 +166,11 @@ std::string Signer::PresignQuery(const RequestToSign& request, int64_t unix_seco
   if (!credentials.session_token.empty()) {
     presigned.query.emplace_back("X-Amz-Security-Token", credentials.session_token);
   }
-  const std::string creq = CanonicalRequest(
-      presigned, signed_headers,
-      request.payload_sha256.empty() ? kUnsignedPayload : request.payload_sha256);
-  return CanonicalQueryString(presigned.query) + "&X-Amz-Signature=" + Signature(creq, unix_seconds);
+  const std::string creq =
+      CanonicalRequest(presigned, signed_headers,
+                       request.payload_sha256.empty() ? kUnsignedPayload : request.payload_sha256);
+  return CanonicalQueryString(presigned.query) +
+         "&X-Amz-Signature=" + Signature(creq, unix_seconds);
 }
 
 }  // namespace loam::s3

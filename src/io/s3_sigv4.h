@@ -25,8 +25,6 @@ using QueryParams = std::vector<std::pair<std::string, std::string>>;  // raw, u
 
 inline constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
 
-// Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(std::string_view data);
 // Base64 of the MD5 of `data` (the Content-MD5 header).
 std::string Md5Base64(std::string_view data);
 // AWS percent-encoding: keeps A-Z a-z 0-9 - _ . ~ (and '/' unless

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
+
 namespace loam::s3 {
 namespace {
 
@@ -37,8 +39,8 @@ TEST(SigV4, Primitives) {
 }
 
 TEST(SigV4, GetObjectExample) {
-  RequestToSign r{"GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
-                  {{"Range", "bytes=0-9"}}, kEmptySha};
+  RequestToSign r{"GET", "examplebucket.s3.amazonaws.com", "/test.txt",
+                  {},    {{"Range", "bytes=0-9"}},         kEmptySha};
   EXPECT_EQ(Authorization(ExampleSigner().Sign(r, kMay24)),
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
             "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"
@@ -46,16 +48,17 @@ TEST(SigV4, GetObjectExample) {
 }
 
 TEST(SigV4, PutObjectExample) {
-  RequestToSign r{"PUT",
-                  "examplebucket.s3.amazonaws.com",
-                  "/" + AwsUriEncode("test$file.text", false),
-                  {},
-                  {{"Date", "Fri, 24 May 2013 00:00:00 GMT"},
-                   {"x-amz-storage-class", "REDUCED_REDUNDANCY"}},
-                  Sha256Hex("Welcome to Amazon S3.")};
+  RequestToSign r{
+      "PUT",
+      "examplebucket.s3.amazonaws.com",
+      "/" + AwsUriEncode("test$file.text", false),
+      {},
+      {{"Date", "Fri, 24 May 2013 00:00:00 GMT"}, {"x-amz-storage-class", "REDUCED_REDUNDANCY"}},
+      Sha256Hex("Welcome to Amazon S3.")};
   const std::string auth = Authorization(ExampleSigner().Sign(r, kMay24));
-  EXPECT_NE(auth.find("SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class"),
-            std::string::npos)
+  EXPECT_NE(
+      auth.find("SignedHeaders=date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class"),
+      std::string::npos)
       << auth;
   EXPECT_NE(auth.find("Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"),
             std::string::npos)
@@ -63,13 +66,14 @@ TEST(SigV4, PutObjectExample) {
 }
 
 TEST(SigV4, SubresourceAndListExamples) {
-  RequestToSign lifecycle{"GET", "examplebucket.s3.amazonaws.com", "/", {{"lifecycle", ""}}, {},
+  RequestToSign lifecycle{"GET",    "examplebucket.s3.amazonaws.com", "/", {{"lifecycle", ""}}, {},
                           kEmptySha};
   EXPECT_NE(Authorization(ExampleSigner().Sign(lifecycle, kMay24))
                 .find("Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"),
             std::string::npos);
-  RequestToSign list{"GET", "examplebucket.s3.amazonaws.com", "/",
-                     {{"prefix", "J"}, {"max-keys", "2"}}, {}, kEmptySha};
+  RequestToSign list{"GET", "examplebucket.s3.amazonaws.com",
+                     "/",   {{"prefix", "J"}, {"max-keys", "2"}},
+                     {},    kEmptySha};
   EXPECT_NE(Authorization(ExampleSigner().Sign(list, kMay24))
                 .find("Signature=34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"),
             std::string::npos);

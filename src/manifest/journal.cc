@@ -12,10 +12,10 @@
 
 namespace loam {
 
-using manifest_internal::Backoff;
 using manifest_internal::DirectoryOf;
 using manifest_internal::FileOf;
 using manifest_internal::FragmentRows;
+using manifest_internal::kPublishBackoff;
 using manifest_internal::PartitionRows;
 using manifest_internal::RegroupPartitions;
 using manifest_internal::SettleTombstoneLevels;
@@ -337,7 +337,7 @@ Status Manifest::Compact(const std::string& branch) {
       return Status::OK();
     }
     if (!done.status().IsAborted()) return done.status();
-    Backoff(attempt);
+    kPublishBackoff.Sleep(attempt);
   }
   return Status::Aborted("manifest compaction kept losing to concurrent writers");
 }

@@ -15,10 +15,10 @@ namespace loam {
 namespace {
 
 using json = nlohmann::json;
-using manifest_internal::Backoff;
 using manifest_internal::DirectoryOf;
 using manifest_internal::FileOf;
 using manifest_internal::FragmentRows;
+using manifest_internal::kPublishBackoff;
 using manifest_internal::PartitionReader;
 using manifest_internal::PartitionRows;
 using manifest_internal::RegroupPartitions;
@@ -310,7 +310,7 @@ Result<PublishResult> Manifest::Publish(const PublishSpec& spec) {
     if (!r.status().IsAborted() && !cached) return r.status();
     // Lost the compare-and-swap on the next version: re-read heads and the
     // graph parent, then try again.
-    if (reload) Backoff(attempt);
+    if (reload) kPublishBackoff.Sleep(attempt);
     reload = true;
   }
   return Status::Aborted("gave up publishing to the manifest after " +

@@ -13,17 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/status_macros.h"
 #include "manifest/manifest.h"
 
 namespace loam::manifest_internal {
 
-// Jittered backoff between publish attempts: up to 1 ms * 2^attempt, capped at 20 ms.
-inline void Backoff(int attempt) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  const int64_t cap_us = std::min<int64_t>(20'000, 1000LL << std::min(attempt, 10));
-  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
-}
+// Between publish attempts: full jitter up to 1 ms * 2^attempt, at most 20 ms.
+inline constexpr Backoff kPublishBackoff{1'000, 20'000, 0.0};
 
 inline HeadDirectory::File FileOf(const Fragment& f) {
   return HeadDirectory::File{f.data_path, f.data_size, f.data_offset};

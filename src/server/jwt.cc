@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/crypto.h"
 #include "common/json_parse.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
@@ -49,14 +50,6 @@ std::string AlgorithmOf(EVP_PKEY* key) {
     default:
       return "";
   }
-}
-
-std::string Hmac256(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
 }
 
 // ES256 signatures are r||s (32 bytes each); OpenSSL speaks DER.
@@ -122,7 +115,9 @@ Result<std::string> JwkBytes(const json& jwk, const char* field) {
   if (!jwk.contains(field) || !jwk[field].is_string()) {
     return Status::InvalidArgument(std::string("JWK without \"") + field + "\"");
   }
-  return Base64UrlDecode(jwk[field].get<std::string>());
+  std::optional<std::string> bytes = Base64UrlDecode(jwk[field].get<std::string>());
+  if (!bytes) return Status::InvalidArgument(std::string("JWK \"") + field + "\" is not base64url");
+  return std::move(*bytes);
 }
 
 // A public key from one JWK (RSA, EC P-256, OKP Ed25519).
@@ -246,10 +241,11 @@ Result<JwtClaims> JwtVerifier::Verify(std::string_view token, int64_t now) const
   if (dot2 == std::string_view::npos || token.find('.', dot2 + 1) != std::string_view::npos) {
     return Denied("is not a compact JWS (header.payload.signature)");
   }
-  Result<std::string> header_text = Base64UrlDecode(token.substr(0, dot1));
-  Result<std::string> payload = Base64UrlDecode(token.substr(dot1 + 1, dot2 - dot1 - 1));
-  Result<std::string> sig = Base64UrlDecode(token.substr(dot2 + 1));
-  if (!header_text.ok() || !payload.ok() || !sig.ok()) return Denied("is not valid base64url");
+  const std::optional<std::string> header_text = Base64UrlDecode(token.substr(0, dot1));
+  const std::optional<std::string> payload =
+      Base64UrlDecode(token.substr(dot1 + 1, dot2 - dot1 - 1));
+  const std::optional<std::string> sig = Base64UrlDecode(token.substr(dot2 + 1));
+  if (!header_text || !payload || !sig) return Denied("is not valid base64url");
   std::string problem;
   json header = ParseJson(*header_text, &problem);
   if (header.is_discarded())
@@ -266,9 +262,7 @@ Result<JwtClaims> JwtVerifier::Verify(std::string_view token, int64_t now) const
   for (const auto& key : keys_) {
     if (key->alg != alg || (!kid.empty() && !key->kid.empty() && key->kid != kid)) continue;
     any_key = true;
-    const bool ok = alg == "HS256" ? sig->size() == 32 &&
-                                         CRYPTO_memcmp(Hmac256(key->secret, signed_part).data(),
-                                                       sig->data(), 32) == 0
+    const bool ok = alg == "HS256" ? ConstantTimeEqual(HmacSha256(key->secret, signed_part), *sig)
                                    : VerifyWithKey(key->pkey.get(), alg, signed_part, *sig);
     if (!ok) continue;
     JwtClaims claims;
@@ -339,7 +333,7 @@ Result<std::string> SignJwt(std::string_view key, std::string_view payload_json,
       Base64UrlEncode(header.dump()) + "." + Base64UrlEncode(payload_json);
   std::string sig;
   if (hs256) {
-    sig = Hmac256(key, signing_input);
+    sig = HmacSha256(key, signing_input);
   } else {
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     size_t len = 0;
@@ -358,54 +352,6 @@ Result<std::string> SignJwt(std::string_view key, std::string_view payload_json,
     }
   }
   return signing_input + "." + Base64UrlEncode(sig);
-}
-
-std::string Base64UrlEncode(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (unsigned char c : bytes) {
-    acc = (acc << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += kAlphabet[(acc >> bits) & 63];
-    }
-  }
-  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
-  return out;
-}
-
-Result<std::string> Base64UrlDecode(std::string_view text) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v;
-    if (c >= 'A' && c <= 'Z') {
-      v = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      v = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      v = c - '0' + 52;
-    } else if (c == '-') {
-      v = 62;
-    } else if (c == '_') {
-      v = 63;
-    } else {
-      return Status::InvalidArgument("not base64url");
-    }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  if (bits >= 6 || (acc & ((1u << bits) - 1)) != 0) return Status::InvalidArgument("not base64url");
-  return out;
 }
 
 }  // namespace loam::server

@@ -60,7 +60,4 @@ class JwtVerifier {
 Result<std::string> SignJwt(std::string_view key, std::string_view payload_json, bool hs256,
                             std::string_view header_extra = "");
 
-std::string Base64UrlEncode(std::string_view bytes);
-Result<std::string> Base64UrlDecode(std::string_view text);
-
 }  // namespace loam::server

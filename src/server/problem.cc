@@ -2,54 +2,11 @@
 
 #include <charconv>
 
+#include "common/error_codes.h"
+
 namespace loam::server {
 
-int HttpStatusFor(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kNone:
-      return 200;
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kIdempotencyKeyRequired:
-      return 400;
-    case ErrorCode::kUnauthenticated:
-      return 401;
-    case ErrorCode::kPermissionDenied:
-      return 403;
-    case ErrorCode::kNotFound:
-      return 404;
-    case ErrorCode::kAlreadyExists:
-    case ErrorCode::kConflict:
-    case ErrorCode::kSchemaConflict:
-    case ErrorCode::kRequestInFlight:
-    case ErrorCode::kRunAlreadyCommitted:
-    case ErrorCode::kSourceAlreadyLoaded:
-    case ErrorCode::kRevertBlocked:
-      return 409;
-    case ErrorCode::kMethodNotAllowed:
-      return 405;
-    case ErrorCode::kVersionExpired:
-      return 410;
-    case ErrorCode::kPreconditionFailed:
-      return 412;
-    case ErrorCode::kValidationFailed:
-    case ErrorCode::kDuplicateKey:
-    case ErrorCode::kLimitExceeded:
-    case ErrorCode::kIdempotencyKeyReused:
-      return 422;
-    case ErrorCode::kOverloaded:
-      return 429;
-    case ErrorCode::kUnimplemented:
-      return 501;
-    case ErrorCode::kUnavailable:
-      return 503;
-    case ErrorCode::kUnsupportedFormat:
-    case ErrorCode::kMigrationRequired:
-    case ErrorCode::kDataLoss:
-    case ErrorCode::kInternal:
-      return 500;
-  }
-  return 500;
-}
+int HttpStatusFor(ErrorCode code) { return InfoOf(code).http_status; }
 
 nlohmann::json ProblemDocument(const Status& s, int http_status) {
   const std::string code(ErrorCodeName(s.error_code()));

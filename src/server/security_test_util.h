@@ -30,7 +30,7 @@ class SecurityTest : public ServerTest {
   json Ticket(const std::string& pipeline, const std::string& data, const std::string& sub = "ada",
               bool declare_sha = true) {
     json req = {{"size", data.size()}};
-    if (declare_sha) req["sha256"] = service::Sha256Hex(data);
+    if (declare_sha) req["sha256"] = Sha256Hex(data);
     HttpResult t = Call(sub, "POST", "/v1/pipelines/" + pipeline + "/uploads",
                         "/v1/pipelines/{id}/uploads", req.dump());
     EXPECT_EQ(t.status, 201) << t.body;

@@ -56,9 +56,8 @@ TEST(ServerBackendTest, UploadSubmitAndReadThroughTheTicketsUrl) {
   ASSERT_EQ(p.status, 201) << p.body;
   const std::string pipeline = p.Json()["id"];
   const std::string data = "id\n1\n2\n3\n";
-  HttpResult t =
-      HttpCall(server->port(), "POST", "/v1/pipelines/" + pipeline + "/uploads",
-               json{{"size", data.size()}, {"sha256", service::Sha256Hex(data)}}.dump(), auth);
+  HttpResult t = HttpCall(server->port(), "POST", "/v1/pipelines/" + pipeline + "/uploads",
+                          json{{"size", data.size()}, {"sha256", Sha256Hex(data)}}.dump(), auth);
   ASSERT_EQ(t.status, 201) << t.body;
   const json ticket = t.Json();
   Headers headers;

@@ -145,7 +145,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> ids;
   for (int i = 0; i < uploads; ++i) {
     setup.Send("POST", "/v1/pipelines/" + pipeline + "/uploads",
-               json{{"size", csv.size()}, {"sha256", service::Sha256Hex(csv)}}.dump(), auth, &out);
+               json{{"size", csv.size()}, {"sha256", Sha256Hex(csv)}}.dump(), auth, &out);
     const json t = json::parse(out);
     const std::string url = t["url"];
     setup.Send("PUT", url.substr(url.find("/v1/")), csv, {}, nullptr);

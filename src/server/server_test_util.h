@@ -189,7 +189,7 @@ class ServerTest : public ::testing::Test {
   std::string Upload(const std::string& pipeline, const std::string& data,
                      const std::string& sub = "ada",
                      const nlohmann::json& extra = nlohmann::json::object()) {
-    nlohmann::json req = {{"size", data.size()}, {"sha256", service::Sha256Hex(data)}};
+    nlohmann::json req = {{"size", data.size()}, {"sha256", Sha256Hex(data)}};
     req.update(extra);
     HttpResult t = Call(sub, "POST", "/v1/pipelines/" + pipeline + "/uploads",
                         "/v1/pipelines/{id}/uploads", req.dump());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/backoff.h"
 #include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -97,9 +98,8 @@ Status Cleaner::Enqueue(const CleanupEntry& e) {
 }
 
 int64_t Cleaner::BackoffMicros(int attempts) {
-  const int64_t base = std::min(kBackoffMaxMicros, kBackoffBaseMicros << std::min(attempts, 20));
   std::lock_guard lock(mu_);
-  return base / 2 + static_cast<int64_t>(rng_() % static_cast<uint64_t>(base / 2 + 1));
+  return Backoff{kBackoffBaseMicros, kBackoffMaxMicros, 0.5}.WaitMicros(attempts, rng_);
 }
 
 Status Cleaner::DeletePrefix(const std::string& prefix, int64_t* deleted) {

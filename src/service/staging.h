@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/s3_sigv4.h"
+#include "common/crypto.h"
 #include "loam/object_store.h"
 #include "loam/result.h"
 
@@ -67,9 +67,6 @@ Result<UploadGrant> VerifyUploadToken(std::string_view token, std::string_view s
 class HashingSource final : public ByteSource {
  public:
   HashingSource(ByteSource& inner, uint64_t limit);
-  ~HashingSource() override;
-  HashingSource(const HashingSource&) = delete;
-  HashingSource& operator=(const HashingSource&) = delete;
   Result<size_t> Read(char* dst, size_t n) override;
   std::optional<uint64_t> SizeHint() const override { return inner_.SizeHint(); }
   uint64_t bytes() const { return bytes_; }
@@ -83,16 +80,12 @@ class HashingSource final : public ByteSource {
   ByteSource& inner_;
   uint64_t limit_;
   uint64_t bytes_ = 0;
-  void* ctx_;  // EVP_MD_CTX*
+  Sha256Hasher hasher_;
   std::string digest_;
 };
 
 // One digest for several uploads: the single upload's own, or the SHA-256 of
 // their digests joined by '\n' in order; "" while any digest is unknown ("").
 std::string CombineDigests(const std::vector<std::string>& digests);
-// Lower-case hex SHA-256 of `data` (the one S3 signing uses).
-using s3::Sha256Hex;
-// True for exactly 64 lower-case hex digits.
-bool IsSha256Hex(std::string_view s);
 
 }  // namespace loam::service
