@@ -242,17 +242,23 @@ TEST(VersionFileTest, AnInlineRegionThatDisagreesWithTheBodyIsDataLoss) {
   EXPECT_NE(s.message().find("unreferenced"), std::string::npos) << s;
 }
 
+// Rewrites the header checksum of a Sample() file after an edit of its
+// header, as a writer that computes checksums would.
+void ResealHeader(std::string* bytes) {
+  Hasher64 h;
+  h.Update(std::string_view(*bytes).substr(0, kVersionHeaderSize - 8));
+  h.Update("app");
+  std::string checksum;
+  PutFixed64(&checksum, h.Digest());
+  bytes->replace(kVersionHeaderSize - 8, 8, checksum);
+}
+
 TEST(VersionFileTest, ANewerFormatAsksForAnUpgrade) {
   std::string bytes = EncodeVersionFile(Sample());
   std::string format;
   PutFixed16(&format, 3);
   bytes.replace(8, 2, format);
-  Hasher64 h;
-  h.Update(std::string_view(bytes).substr(0, kVersionHeaderSize - 8));
-  h.Update("app");
-  std::string checksum;
-  PutFixed64(&checksum, h.Digest());
-  bytes.replace(kVersionHeaderSize - 8, 8, checksum);
+  ResealHeader(&bytes);
   Status s = DecodeVersionFile(bytes, "t").status();
   EXPECT_TRUE(s.IsFailedPrecondition()) << s;
   EXPECT_NE(s.message().find("upgrade Loam"), std::string::npos) << s;
@@ -270,12 +276,7 @@ TEST(VersionFileTest, ABodyOffsetThatWrapsAroundIsDataLoss) {
   PutFixed64(&fields, offset);
   PutFixed64(&fields, size);
   bytes.replace(32, 16, fields);
-  Hasher64 h;
-  h.Update(std::string_view(bytes).substr(0, kVersionHeaderSize - 8));
-  h.Update("app");
-  std::string checksum;
-  PutFixed64(&checksum, h.Digest());
-  bytes.replace(kVersionHeaderSize - 8, 8, checksum);
+  ResealHeader(&bytes);
   Status s = DecodeVersionFile(bytes, "t").status();
   EXPECT_TRUE(s.IsDataLoss()) << s;
   EXPECT_NE(s.message().find("size disagrees with the header"), std::string::npos) << s;
