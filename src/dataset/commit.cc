@@ -1,9 +1,7 @@
 // The commit loop: build a transaction, put-if-absent the next version file,
 // and on a lost race rebase, re-run or abort per the conflict matrix.
 #include <algorithm>
-#include <random>
 #include <set>
-#include <thread>
 
 #include "common/backoff.h"
 #include "common/logging.h"

@@ -12,9 +12,6 @@
 // A table commit that did not answer is decided here too: a version another
 // writer put where ours was meant to go is a lost race like any other.
 #include <algorithm>
-#include <chrono>
-#include <random>
-#include <thread>
 
 #include "common/backoff.h"
 #include "engine/workspace.h"

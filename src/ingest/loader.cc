@@ -579,8 +579,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
         (attempt < kConflictRetries ||
          std::chrono::steady_clock::now() - *first_conflict < kConflictBudget)) {
       // The table moved, or a write to it is in progress: back off, then
-      // validate and plan against it again. Full jitter: writers that
-      // collided once must not retry in step (several processes appending
+      // validate and plan against it again. Jittered (a quarter of the cap
+      // at least): writers that collided once must not retry in step (several processes appending
       // to one table collide often).
       Backoff{100'000, 2'000'000, 0.25}.Sleep(attempt);
       rec.state = RunState::kValidating;

@@ -2,10 +2,11 @@
 // latency, fault injection). Every primitive, presigning included, goes to
 // the wrapped store; a wrapper overrides what it changes, so a primitive
 // added to ObjectStore reaches the wrapped store without touching the
-// wrappers. GetRange is not forwarded: it reads through this store's Read,
-// so a wrapper that intercepts Read sees ranged reads too (a wrapper that
-// passes reads through untouched may forward it for the backend's one-copy
-// path).
+// wrappers. GetRange and DeleteRelaxed are not forwarded: they go through
+// this store's Read and Delete (ObjectStore's defaults), so a wrapper that
+// intercepts Read or Delete sees ranged reads and relaxed deletes too; a
+// wrapper overrides them to keep the backend's one-copy read or relaxed
+// durability.
 #pragma once
 
 #include <memory>
@@ -35,7 +36,6 @@ class ForwardingObjectStore : public ObjectStore {
     return base_->List(prefix, start_after, limit);
   }
   Status Delete(std::string_view key) override { return base_->Delete(key); }
-  Status DeleteRelaxed(std::string_view key) override { return base_->DeleteRelaxed(key); }
   std::string Describe() const override { return base_->Describe(); }
   bool ListReadsWholeDirectory() const override { return base_->ListReadsWholeDirectory(); }
   bool CanPresign() const override { return base_->CanPresign(); }

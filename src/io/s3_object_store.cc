@@ -2,8 +2,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <random>
-#include <thread>
 
 #include "common/backoff.h"
 #include "common/clock.h"

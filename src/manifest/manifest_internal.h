@@ -3,14 +3,11 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "common/backoff.h"

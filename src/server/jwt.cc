@@ -5,7 +5,6 @@
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
 

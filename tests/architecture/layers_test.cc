@@ -110,13 +110,14 @@ std::vector<std::string> Violations(const fs::path& root, const Rules& rules) {
   static const std::regex kInclude(R"(^\s*#\s*include\s+"([a-z_]+)/)");
   for (const auto& dir : fs::directory_iterator(root / "src")) {
     const std::string layer = dir.path().filename().string();
+    if (!dir.is_directory() || layer[0] == '.') continue;
     if (!layers.count(layer)) {
       out.push_back("src/" + layer + " is not a layer of docs/architecture.md");
       continue;
     }
     const std::string readme = Slurp(dir.path() / "README.md");
     for (const auto& e : fs::recursive_directory_iterator(dir.path())) {
-      if (!e.is_regular_file()) continue;
+      if (!e.is_regular_file() || e.path().filename().string()[0] == '.') continue;  // editors'
       const fs::path relative = fs::relative(e.path(), dir.path());
       const std::string file = "src/" + layer + "/" + relative.generic_string();
       const std::string name = relative.filename().string();

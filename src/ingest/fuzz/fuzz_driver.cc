@@ -3,11 +3,12 @@
 // mutations of them (byte flips, inserts, deletes, splices) from a printed
 // seed until LOAM_FUZZ_SECONDS (default 5) pass. A crash or a failed check
 // aborts, as under libFuzzer, after writing the input that did it to
-// LOAM_FUZZ_ARTIFACT (default ./fuzz-crash-input) to keep as a regression
-// input. Checksums are not compared (as in a fuzzing
-// build), so mutations reach the decoding behind them. scripts/fuzz builds the same targets with
+// LOAM_FUZZ_ARTIFACT (default ./<target>-crash-input) to keep as a regression
+// input. Checksums are not compared (as in a fuzzing build), so mutations
+// reach the decoding behind them. scripts/fuzz builds the same targets with
 // clang's libFuzzer for coverage-guided runs.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -36,13 +37,13 @@ std::string Slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
-// The input being run, written out by OnAbort (only async-signal-safe calls).
+// The input being run, written out by OnFatal (only async-signal-safe calls).
 const std::string* current = nullptr;
-const char* artifact = "fuzz-crash-input";
+std::string artifact;
 
-void OnAbort(int sig) {
+void OnFatal(int sig) {
   if (current != nullptr) {
-    const int fd = ::open(artifact, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int fd = ::open(artifact.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       for (size_t done = 0; done < current->size();) {
         const ssize_t n = ::write(fd, current->data() + done, current->size() - done);
@@ -52,12 +53,31 @@ void OnAbort(int sig) {
       ::close(fd);
       static constexpr char kSaid[] = "fuzz: the failing input is in ";
       (void)!::write(2, kSaid, sizeof(kSaid) - 1);
-      (void)!::write(2, artifact, std::strlen(artifact));
+      (void)!::write(2, artifact.data(), artifact.size());
       (void)!::write(2, "\n", 1);
     }
   }
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
+  std::raise(sig);  // SA_RESETHAND restored the default action
+}
+
+// Keeps the failing input on an abort (a failed check, an uncaught throw, a
+// sanitizer report with abort_on_error) and, outside sanitizer builds (whose
+// own handlers report these), on a fault; on an alternate stack, so a
+// stack overflow is kept too.
+void KeepFailingInputs() {
+  static std::vector<char> stack(1 << 16);
+  stack_t alt{};
+  alt.ss_sp = stack.data();
+  alt.ss_size = stack.size();
+  ::sigaltstack(&alt, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = OnFatal;
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGABRT, &sa, nullptr);
+#ifndef LOAM_SANITIZER_BUILD
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(sig, &sa, nullptr);
+#endif
 }
 
 void RunOne(const std::string& input) {
@@ -107,8 +127,10 @@ std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng)
 
 int main(int argc, char** argv) {
   loam::SkipChecksumsForFuzzing();
-  if (const char* a = std::getenv("LOAM_FUZZ_ARTIFACT")) artifact = a;
-  std::signal(SIGABRT, OnAbort);
+  // One file per target, so targets replayed side by side keep their own.
+  const char* a = std::getenv("LOAM_FUZZ_ARTIFACT");
+  artifact = a != nullptr ? a : std::filesystem::path(argv[0]).filename().string() + "-crash-input";
+  KeepFailingInputs();
   std::vector<std::string> corpus;
   for (int i = 1; i < argc; ++i) {
     const std::filesystem::path p(argv[i]);
