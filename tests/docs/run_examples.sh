@@ -17,10 +17,16 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
 ln -s "$loam_binary" "$work/bin/loam"
 
+# A port below the kernel's ephemeral range (ip_local_port_range, 32768 up by
+# default): servers of other tests listen on port 0 and every client socket
+# takes an ephemeral port, so a port from that range that was free when
+# probed could be taken before `loam serve` binds it (seen once).
 free_port() {
-  local port
+  local port low
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+  ((low > 11000)) || low=32768
   while :; do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % (low - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
   done
 }
