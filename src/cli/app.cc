@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/context.h"
+#include "cli/version.h"
 #include "ingest/quarantine.h"
 
 namespace {
@@ -37,6 +38,7 @@ int RunCli(int argc, char** argv) {
   app.add_option("--root", ctx.root,
                  "workspace root: a directory or s3://bucket/prefix (env LOAM_ROOT)");
   app.add_flag("--json", ctx.json, "print one JSON document instead of text");
+  app.set_version_flag("--version", VersionText(), "print the version, its commit and formats");
   int exit = kExitOk;
   AddWorkspaceCommands(app, ctx, &exit);
   AddTableCommands(app, ctx, &exit);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli/cli_test_util.h"
 #include "common/ulid.h"
@@ -60,6 +61,22 @@ TEST_F(CliTest, InitMintsAWorkspaceIdThatInfoShows) {
   EXPECT_NE(mine.out.find("workspace id"), std::string::npos) << mine.out;
   EXPECT_EQ(mine.out.find(id), std::string::npos);
   EXPECT_EQ(Run({"info", "--root", dir_ + "/nothing-here"}).code, 4);
+}
+
+// `loam --version` names the release, the commit it was built from and the
+// formats it reads and writes, with or without a workspace.
+TEST_F(CliTest, VersionNamesTheReleaseTheCommitAndTheFormats) {
+  CliResult v = Ok({"--version"});
+  EXPECT_TRUE(std::regex_search(
+      v.out, std::regex(R"(^loam \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n)")))
+      << v.out;
+  for (const char* line :
+       {"workspace format 5 (format 4 and unstamped heads: 'loam migrate')",
+        "head directory format 9, reads 5 to 9", "version file format 2, reads 1 to 2",
+        "fragment format 1, reads 1", "deletion file format 2, reads 1 to 2"}) {
+    EXPECT_NE(v.out.find(line), std::string::npos) << line << "\n" << v.out;
+  }
+  EXPECT_EQ(Ok({"--root", dir_ + "/nothing-here", "--version"}).out, v.out);
 }
 
 TEST_F(CliTest, AdditiveSchemaIsAnAdminSettingAndNeverACliLoad) {

@@ -13,8 +13,8 @@
 namespace loam {
 namespace {
 constexpr std::string_view kDeletionFileMagic = "LOAMDELV";
-constexpr uint16_t kSortedVersion = 1;  // u32 rows
-constexpr uint16_t kBitmapVersion = 2;  // a portable roaring bitmap
+constexpr uint16_t kSortedVersion = 1;                    // u32 rows
+constexpr uint16_t kBitmapVersion = kDeletionFileFormat;  // a portable roaring bitmap
 }  // namespace
 
 DeletionVector::DeletionVector(std::vector<uint32_t> rows) : rows_(std::move(rows)) {

@@ -11,6 +11,11 @@
 
 namespace loam {
 
+// The deletion file format this build writes (a roaring bitmap, or format 1
+// when smaller) and the oldest it reads.
+inline constexpr uint16_t kDeletionFileFormat = 2;
+inline constexpr uint16_t kOldestDeletionFileFormat = 1;
+
 class DeletionVector {
  public:
   DeletionVector() = default;

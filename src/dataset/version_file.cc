@@ -16,9 +16,6 @@ namespace loam {
 namespace {
 
 constexpr std::string_view kVersionFileMagic = "LOAMVERS";
-// Version 2 added inline fragments (data_offset); version 1 is still read.
-constexpr uint16_t kFormatVersion = 2;
-constexpr uint16_t kOldestReadableFormat = 1;
 
 void PutFragment(std::string* out, const Fragment& f) {
   PutFixed64(out, f.id);
@@ -331,7 +328,7 @@ std::string EncodeVersionFile(const DatasetVersion& v) {
   const uint64_t body_offset = inline_start + inline_bytes.size();
   std::string out(kVersionFileMagic);
   out.reserve(body_offset + body.size() + 8);
-  PutFixed16(&out, kFormatVersion);
+  PutFixed16(&out, kVersionFileFormat);
   PutFixed16(&out, 0);
   PutFixed32(&out, static_cast<uint32_t>(v.app_section.size()));
   PutFixed64(&out, v.version);
@@ -383,11 +380,11 @@ Result<ParsedHeader> ParseHeader(std::string_view bytes, const std::string& what
   h.Update(app);
   if (VerifyChecksums() && h.Digest() != checksum)
     return Status::DataLoss(what + ": header checksum mismatch");
-  if (p.format < kOldestReadableFormat || p.format > kFormatVersion || flags != 0) {
-    return Status::FailedPrecondition(what + " has version file format " +
-                                      std::to_string(p.format) + ", this build reads " +
-                                      std::to_string(kOldestReadableFormat) + " to " +
-                                      std::to_string(kFormatVersion) + "; upgrade Loam to read it")
+  if (p.format < kOldestVersionFileFormat || p.format > kVersionFileFormat || flags != 0) {
+    return Status::FailedPrecondition(
+               what + " has version file format " + std::to_string(p.format) +
+               ", this build reads " + std::to_string(kOldestVersionFileFormat) + " to " +
+               std::to_string(kVersionFileFormat) + "; upgrade Loam to read it")
         .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   bool valid;

@@ -22,6 +22,11 @@
 
 namespace loam {
 
+// The version file format this build writes, and the oldest it reads
+// (version 2 added inline fragments, data_offset).
+inline constexpr uint16_t kVersionFileFormat = 2;
+inline constexpr uint16_t kOldestVersionFileFormat = 1;
+
 inline constexpr size_t kVersionHeaderSize = 64;
 inline constexpr size_t kHeaderReadBytes = 8192;
 inline constexpr size_t kMaxAppSection = kHeaderReadBytes - kVersionHeaderSize;
