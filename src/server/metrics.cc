@@ -116,6 +116,7 @@ void ServerMetrics::RunFinished(const ingest::RunRecord& run) {
 }
 
 void ServerMetrics::CompactionPass(const MaintenanceReport& pass) {
+  std::lock_guard<std::mutex> lock(scrape_mu_);
   const auto add = [&](const char* what, double n) {
     compaction_->Add({{"what", what}}).Increment(n);
   };
@@ -130,6 +131,7 @@ void ServerMetrics::CompactionPass(const MaintenanceReport& pass) {
 }
 
 void ServerMetrics::RetentionPass(const RetentionReport& pass) {
+  std::lock_guard<std::mutex> lock(scrape_mu_);
   const auto add = [&](const char* what, double n) {
     retention_->Add({{"what", what}}).Increment(n);
   };
@@ -148,13 +150,11 @@ std::string ServerMetrics::Render(const GaugeSample& g) {
   leases_->Set(static_cast<double>(g.leases_held));
   backlog_->Set(g.cleanup_backlog_seconds);
   in_flight_->Set(static_cast<double>(g.in_flight_requests));
-  {
-    // A process-wide count (common/logging.h): catch the counter up to it,
-    // one scrape at a time so two never add the same difference.
-    std::lock_guard<std::mutex> lock(catch_up_mu_);
-    cleanup_failures_->Increment(static_cast<double>(CleanupFailureCount()) -
-                                 cleanup_failures_->Value());
-  }
+  std::lock_guard<std::mutex> lock(scrape_mu_);
+  // A process-wide count (common/logging.h): catch the counter up to it,
+  // one scrape at a time so two never add the same difference.
+  cleanup_failures_->Increment(static_cast<double>(CleanupFailureCount()) -
+                               cleanup_failures_->Value());
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

@@ -57,7 +57,10 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>* compaction_;
   prometheus::Family<prometheus::Gauge>* table_fragments_;
   prometheus::Family<prometheus::Counter>* retention_;
-  std::mutex catch_up_mu_;  // Render's catch-up of cleanup_failures_
+  // Held by a scrape and by a pass's update, so one scrape shows a pass's
+  // counters and gauges all before it or all after it; also orders Render's
+  // catch-up of cleanup_failures_.
+  std::mutex scrape_mu_;
   prometheus::Counter* cleanup_failures_;
   prometheus::Histogram* queue_to_start_;
   prometheus::Histogram* run_duration_;
