@@ -14,7 +14,7 @@
 
 namespace loam {
 
-enum class Role { kReader = 1, kWriter = 2, kAdmin = 3 };
+// Role (loam/types.h) by its stored name: "reader", "writer", "admin".
 std::string_view RoleName(Role r);
 Result<Role> ParseRole(std::string_view name);
 

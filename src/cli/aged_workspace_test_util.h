@@ -26,7 +26,7 @@ inline std::vector<uint64_t> WriteAgedHistory(const std::string& root) {
   o.owner = "owner";
   o.system_actor = true;  // writes the history; the front door reads as the owner
   o.manifest.dataset.clock = &clock;
-  auto ws = Workspace::Init(OpenObjectStore(root).value(), "", o).value();
+  auto ws = WorkspaceEngine::Init(OpenObjectStore(root).value(), "", o).value();
   Schema schema{{{"id", DataType::Int64(), false}}};
   EXPECT_TRUE(ws->CreateTable("t", schema, {}).ok());
   EXPECT_TRUE(ws->CreateTable("gone", schema, {}).ok());

@@ -35,15 +35,15 @@ class CliHeadsTest : public ::testing::Test {
     EXPECT_EQ(r.code, 0) << ::testing::PrintToString(args) << "\n" << r.all();
     return r;
   }
-  std::shared_ptr<Workspace> Open() {
+  std::shared_ptr<WorkspaceEngine> Open() {
     WorkspaceOptions o;
     o.system_actor = true;
     o.recover_on_open = false;
-    return Workspace::Open(OpenObjectStore(dir_ + "/loam-data").value(), "", o).value();
+    return WorkspaceEngine::Open(OpenObjectStore(dir_ + "/loam-data").value(), "", o).value();
   }
   // Points partition `p` of main's latest version at `rows`, as a bug or a
   // bad hand edit could.
-  static void Corrupt(Workspace& ws, uint32_t p, std::vector<ManifestRow> rows) {
+  static void Corrupt(WorkspaceEngine& ws, uint32_t p, std::vector<ManifestRow> rows) {
     Dataset base = ws.manifest().OpenDataset("").value();
     HeadDirectory dir = DecodeHeadDirectory(base.state().app_section).value();
     if (rows.empty()) {
@@ -56,7 +56,7 @@ class CliHeadsTest : public ::testing::Test {
     ASSERT_TRUE(base.CommitRewrite({f}, {}, EncodeHeadDirectory(dir)).ok());
   }
   // Every row of partition `p` but those for which `drop` is true, plus `add`.
-  static std::vector<ManifestRow> Without(Workspace& ws, uint32_t p,
+  static std::vector<ManifestRow> Without(WorkspaceEngine& ws, uint32_t p,
                                           const std::function<bool(const ManifestRow&)>& drop,
                                           std::vector<ManifestRow> add = {}) {
     ManifestVersion v = ws.manifest().Current("").value();

@@ -136,7 +136,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   if (tuning != "off") TuneHeap();  // before the load's threads start
   Result<RunRequest> req = BuildRequest(ctx, flags);
   if (!req.ok()) return Report(ctx, req.status());
-  Result<std::shared_ptr<Workspace>> ws = ctx.Open();
+  Result<std::shared_ptr<WorkspaceEngine>> ws = ctx.Open();
   if (!ws.ok()) return Report(ctx, ws.status());
   uint64_t total = 0;
   for (const std::string& f : req->files) {

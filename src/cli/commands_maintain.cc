@@ -62,7 +62,8 @@ void PrintRetention(const RetentionReport& r, int64_t window_seconds) {
 
 // The workspace's window, applied now (unreferenced files younger than
 // `grace_seconds` stay: a load's staged files).
-Result<std::pair<RetentionReport, int64_t>> ApplyRetention(Workspace& ws, int64_t grace_seconds) {
+Result<std::pair<RetentionReport, int64_t>> ApplyRetention(WorkspaceEngine& ws,
+                                                           int64_t grace_seconds) {
   ASSIGN_OR_RETURN(RetentionSetting setting, ReadRetentionSetting(*ws.store(), ws.root()));
   ASSIGN_OR_RETURN(RetentionReport r, ExpireVersions(ws, NowMicros(), setting.window_seconds,
                                                      grace_seconds * 1'000'000));

@@ -47,7 +47,7 @@ std::vector<std::string> SplitComma(const std::string& s) {
 }
 
 struct Opened {
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
   Snapshot snap;
   std::optional<Dataset> table;
   Schema schema;

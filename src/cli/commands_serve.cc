@@ -8,8 +8,10 @@
 #include "cli/commands.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
+#ifdef LOAM_TEST_HOOKS
 #include "io/fault_injection_object_store.h"
 #include "io/latency_object_store.h"
+#endif
 #include "server/jwt.h"
 #include "server/server.h"
 
@@ -64,11 +66,13 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   return c;
 }
 
+#ifdef LOAM_TEST_HOOKS
 // The workspace over a store that waits an injected latency before each
 // call and fails `rate` of its calls (after the open itself, so the server
-// starts).
-Result<std::shared_ptr<Workspace>> OpenWithTestStore(const Context& ctx, double rate,
-                                                     const std::string& latency) {
+// starts). Only in a tree that builds the tests (LOAM_TEST_HOOKS): never in
+// a release build or an installed `loam`.
+Result<std::shared_ptr<WorkspaceEngine>> OpenWithTestStore(const Context& ctx, double rate,
+                                                           const std::string& latency) {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, ctx.Store());
   if (!latency.empty()) {
     ASSIGN_OR_RETURN(LatencyProfile profile, LatencyProfile::Parse(latency));
@@ -78,7 +82,7 @@ Result<std::shared_ptr<Workspace>> OpenWithTestStore(const Context& ctx, double 
   }
   auto store = std::make_shared<FaultInjectionObjectStore>(base, static_cast<uint64_t>(getpid()));
   ASSIGN_OR_RETURN(WorkspaceOptions options, ctx.Options());
-  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "", options));
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> ws, WorkspaceEngine::Open(store, "", options));
   if (rate == 0) return ws;
   FaultRule rule;
   rule.name = "test-store-faults";
@@ -90,6 +94,7 @@ Result<std::shared_ptr<Workspace>> OpenWithTestStore(const Context& ctx, double 
             << std::endl;
   return ws;
 }
+#endif  // LOAM_TEST_HOOKS
 
 Status Serve(const Context& ctx, const ServeFlags& f) {
   ASSIGN_OR_RETURN(server::ServerConfig config, BuildConfig(f));
@@ -100,10 +105,13 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
+#ifdef LOAM_TEST_HOOKS
   if (f.test_store_faults > 0 || !f.test_store_latency.empty()) {
     ASSIGN_OR_RETURN(ws, OpenWithTestStore(ctx, f.test_store_faults, f.test_store_latency));
-  } else {
+  }
+#endif
+  if (ws == nullptr) {
     ASSIGN_OR_RETURN(ws, ctx.Open());
   }
   ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv, server::Server::Start(ws, config));
@@ -203,6 +211,7 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   serve->add_option("--upload-secret-file", f->upload_secret,
                     "HMAC key of local upload URLs, 32+ bytes (shared by servers on one root)");
   serve->add_flag("--no-access-log", f->no_access_log, "no JSON access log on stderr");
+#ifdef LOAM_TEST_HOOKS
   serve
       ->add_option("--test-store-faults", f->test_store_faults,
                    "TEST ONLY: fail this share (0-1) of object store calls with unavailable")
@@ -212,6 +221,7 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
       ->add_option("--test-store-latency", f->test_store_latency,
                    "TEST ONLY: each object store call first waits P50MS[:P99MS]")
       ->group("");
+#endif
   serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
 
   auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");

@@ -205,7 +205,7 @@ Status Additive(const Context& ctx, const std::string& table, const std::string&
 }
 
 // Renames and drops need the admin grant (or the owner).
-Status RequireAdmin(const Workspace& ws, const Context& ctx, const std::string& table) {
+Status RequireAdmin(const WorkspaceEngine& ws, const Context& ctx, const std::string& table) {
   ASSIGN_OR_RETURN(Snapshot snap, ws.Current());
   const TableState* t = snap.Find(table);
   if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");

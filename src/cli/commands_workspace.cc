@@ -203,7 +203,7 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
 // Signs that a writer is still running: sidecars not yet due for recovery
 // (lease not over, younger than the grace period) and runs whose lease has
 // not expired. "" when there are none.
-Result<std::string> LiveWriters(const Workspace& ws, const Context& ctx) {
+Result<std::string> LiveWriters(const WorkspaceEngine& ws, const Context& ctx) {
   ASSIGN_OR_RETURN(const WorkspaceOptions options, ctx.Options());
   ASSIGN_OR_RETURN(int young, ws.SidecarsNotYetDue(options.recovery_grace_micros));
   ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,

@@ -69,11 +69,11 @@ std::function<void(Status)> Context::Runner(int* exit) const {
   return [this, exit](Status s) { *exit = s.ok() ? kExitOk : Report(*this, s); };
 }
 
-Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
+Result<std::shared_ptr<WorkspaceEngine>> Context::Open(bool recover) const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
   options.recover_on_open = recover;
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", options);
+  Result<std::shared_ptr<WorkspaceEngine>> ws = WorkspaceEngine::Open(store, "", options);
   if (ws.status().IsNotFound()) {
     return Status::NotFound("no Loam workspace at '" + root +
                             "'; create one with 'loam init', or point --root / LOAM_ROOT at one");
@@ -81,10 +81,10 @@ Result<std::shared_ptr<Workspace>> Context::Open(bool recover) const {
   return ws;
 }
 
-Result<std::shared_ptr<Workspace>> Context::Init() const {
+Result<std::shared_ptr<WorkspaceEngine>> Context::Init() const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, Options());
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Init(store, "", options);
+  Result<std::shared_ptr<WorkspaceEngine>> ws = WorkspaceEngine::Init(store, "", options);
   if (ws.status().IsAlreadyExists()) {
     return Status::AlreadyExists("a workspace already exists at '" + root + "'");
   }

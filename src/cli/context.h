@@ -40,7 +40,7 @@ struct Context {
 
   // `recover`: settle sidecars older than the grace period first (false for
   // read-only inspection, heads verify).
-  Result<std::shared_ptr<Workspace>> Open(bool recover = true) const;
+  Result<std::shared_ptr<WorkspaceEngine>> Open(bool recover = true) const;
   // The store at `root` (wrapped by TestHooks::wrap_store when set).
   Result<std::shared_ptr<ObjectStore>> Store() const;
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
@@ -53,7 +53,7 @@ struct Context {
   // Options for opening or making the workspace as `principal`, which must be
   // valid (common/principal.h): InvalidArgument naming LOAM_PRINCIPAL if not.
   Result<WorkspaceOptions> Options() const;
-  Result<std::shared_ptr<Workspace>> Init() const;
+  Result<std::shared_ptr<WorkspaceEngine>> Init() const;
 };
 
 // Prints the error (stderr; also as JSON on stdout with --json) and returns its exit code.

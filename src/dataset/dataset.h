@@ -172,7 +172,7 @@ struct MergeStats {
 // exactly the fragments (and deletion files) of `basis`, so row addresses
 // mean the same rows; otherwise it plans the merge again from the staged
 // files. The caller vouches that it is the exact plan for the staged rows.
-// `unchanged` lets a later snapshot take the plan (Workspace::CarryMergePlan):
+// `unchanged` lets a later snapshot take the plan (WorkspaceEngine::CarryMergePlan):
 // the run's other keys are those rows' keys.
 struct MergePlan {
   // A plan names at most this many unchanged rows; beyond, it is not carried.

@@ -4,7 +4,7 @@
 // file and a HEAD of the next one). An entry may be stale: another process
 // may have written the next version. The write's put-if-absent of that
 // version then fails, the write forgets the entry and opens the fork again;
-// so only writes that try again on their own (Workspace::CommitsOnAnyVersion)
+// so only writes that try again on their own (WorkspaceEngine::CommitsOnAnyVersion)
 // start from a remembered version.
 #pragma once
 

@@ -31,7 +31,7 @@ class CompatTest : public ::testing::Test {
     store_ = LocalObjectStore::Open(dir_.string()).value();
     Result<MigrationReport> migrated = MigrateWorkspace(store_, "", testing::TestOptions());
     ASSERT_TRUE(migrated.ok()) << migrated.status();
-    ws_ = Workspace::Open(store_, "", testing::TestOptions()).value();
+    ws_ = WorkspaceEngine::Open(store_, "", testing::TestOptions()).value();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -47,7 +47,7 @@ class CompatTest : public ::testing::Test {
 
   fs::path dir_;
   std::shared_ptr<ObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
 };
 
 const std::map<int64_t, std::string> kWritten = {
@@ -58,7 +58,8 @@ TEST(CompatRefusalTest, AFormatOneWorkspaceIsRefusedUntilMigrated) {
   fs::remove_all(dir);
   fs::copy(fs::path(LOAM_TESTDATA_DIR) / "workspace_v1", dir, fs::copy_options::recursive);
   auto store = LocalObjectStore::Open(dir.string()).value();
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "", testing::TestOptions());
+  Result<std::shared_ptr<WorkspaceEngine>> ws =
+      WorkspaceEngine::Open(store, "", testing::TestOptions());
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   EXPECT_NE(ws.status().message().find("has no format stamp (written by an earlier Loam, head "
                                        "directory format 5)"),
@@ -69,7 +70,7 @@ TEST(CompatRefusalTest, AFormatOneWorkspaceIsRefusedUntilMigrated) {
   EXPECT_EQ(r->from, "unstamped heads (head directory format 5)");
   ASSERT_EQ(r->branches.size(), 1u);
   EXPECT_EQ(r->branches[0].heads, 2);
-  EXPECT_TRUE(Workspace::Open(store, "", testing::TestOptions()).ok());
+  EXPECT_TRUE(WorkspaceEngine::Open(store, "", testing::TestOptions()).ok());
   fs::remove_all(dir);
 }
 
@@ -112,7 +113,7 @@ TEST_F(CompatTest, NewWritesLandInlineNextToFormatOneFiles) {
   ASSERT_TRUE(ws_->manifest().Compact("").ok());
   testing::ExpectHeadsMatchFold(*ws_);
   // A fresh process sees the same.
-  ws_ = Workspace::Open(store_, "", testing::TestOptions()).value();
+  ws_ = WorkspaceEngine::Open(store_, "", testing::TestOptions()).value();
   EXPECT_EQ(People(), expected);
   testing::ExpectHeadsMatchFold(*ws_);
 }
@@ -139,7 +140,8 @@ class CompatFormatFourTest : public ::testing::Test {
 };
 
 TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
-  Result<std::shared_ptr<Workspace>> refused = Workspace::Open(store_, "", testing::TestOptions());
+  Result<std::shared_ptr<WorkspaceEngine>> refused =
+      WorkspaceEngine::Open(store_, "", testing::TestOptions());
   EXPECT_EQ(refused.status().error_code(), ErrorCode::kMigrationRequired);
   EXPECT_NE(refused.status().message().find("is in workspace format 4 (a journal-only manifest"),
             std::string::npos)
@@ -149,7 +151,7 @@ TEST_F(CompatFormatFourTest, IsRefusedThenMigratesToWhatItsHistoryHeld) {
   EXPECT_EQ(r->from, "format 4 (journal-only manifest)");
   EXPECT_EQ(r->branches.size(), 4u);
   EXPECT_EQ(r->recovery.rolled_back, 1);  // the crashed write: never published
-  auto ws = Workspace::Open(store_, "", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Open(store_, "", testing::TestOptions()).value();
   EXPECT_EQ(ws->PendingSidecars().value(), 0);
   for (const auto& [name, want] : expected_.items()) {
     SCOPED_TRACE("branch " + name);

@@ -67,7 +67,8 @@ namespace {
 // Everything a reader of the workspace sees, as text: each branch's tables
 // with their rows, its log, and whether its heads verify.
 Result<std::string> ReadEverything(const std::shared_ptr<ObjectStore>& store) {
-  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, "ws", TestOptions()));
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> ws,
+                   WorkspaceEngine::Open(store, "ws", TestOptions()));
   std::ostringstream out;
   for (const std::string& branch : BranchedHistoryBranches()) {
     ASSIGN_OR_RETURN(Snapshot snap, ws->Current(branch));
@@ -145,7 +146,7 @@ class CorruptWorkspaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto store = std::make_shared<MemoryObjectStore>();
-    std::shared_ptr<Workspace> ws = Workspace::Init(store, "ws", TestOptions()).value();
+    std::shared_ptr<WorkspaceEngine> ws = WorkspaceEngine::Init(store, "ws", TestOptions()).value();
     ASSERT_TRUE(BuildBranchedHistory(*ws).ok());
     WriteRequest upsert = Append("orders", {2, 7});  // deletes a row of a fragment
     upsert.mode = WriteMode::kUpsert;

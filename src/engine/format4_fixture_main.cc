@@ -26,7 +26,7 @@ using testing::EventSchema;
 
 // What a branch reads: table -> rows and ids, grants, the head digest, the
 // log length, and the tables at each of the branch's own versions.
-Result<json> Expectations(const Workspace& ws) {
+Result<json> Expectations(const WorkspaceEngine& ws) {
   json out = json::object();
   for (const std::string& b : testing::BranchedHistoryBranches()) {
     ASSIGN_OR_RETURN(Snapshot snap, ws.Current(b));
@@ -60,14 +60,14 @@ Result<json> Expectations(const Workspace& ws) {
 Status Run(const std::string& dir, const std::string& expectations) {
   auto memory = std::make_shared<MemoryObjectStore>();
   WorkspaceOptions options = testing::TestOptions();
-  ASSIGN_OR_RETURN(auto ws, Workspace::Init(memory, "src", options));
+  ASSIGN_OR_RETURN(auto ws, WorkspaceEngine::Init(memory, "src", options));
   RETURN_NOT_OK(testing::BuildBranchedHistory(*ws));
   ASSIGN_OR_RETURN(json expected, Expectations(*ws));
   // A write that crashed after its table commit: its sidecar stays pending.
   options.failpoint = [](std::string_view at) {
     return at == failpoint::kAfterTableCommit ? Status::Aborted("crashed") : Status::OK();
   };
-  ASSIGN_OR_RETURN(auto crashing, Workspace::Open(memory, "src", options));
+  ASSIGN_OR_RETURN(auto crashing, WorkspaceEngine::Open(memory, "src", options));
   if (crashing->Write(Append("orders", {8, 9}, "dev")).ok()) {
     return Status::Internal("the crashing write succeeded");
   }

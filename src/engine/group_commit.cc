@@ -5,7 +5,8 @@
 
 namespace loam {
 
-GroupCommitter::GroupCommitter(std::shared_ptr<Workspace> workspace, GroupCommitOptions options)
+GroupCommitter::GroupCommitter(std::shared_ptr<WorkspaceEngine> workspace,
+                               GroupCommitOptions options)
     : ws_(std::move(workspace)), options_(options) {
   if (options_.max_runs < 1) options_.max_runs = 1;
 }
@@ -30,7 +31,7 @@ size_t GroupCommitter::Committing() const {
 }
 
 Result<WriteResult> GroupCommitter::Commit(const WriteRequest& request) {
-  if (!Workspace::Groupable(request)) return ws_->Write(request);
+  if (!WorkspaceEngine::Groupable(request)) return ws_->Write(request);
   Waiter me;
   me.request = &request;
   std::unique_lock<std::mutex> lock(mu_);

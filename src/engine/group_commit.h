@@ -1,5 +1,5 @@
 // GroupCommitter: runs that reach their commit close together share one
-// table commit and one manifest commit (Workspace::WriteGroup).
+// table commit and one manifest commit (WorkspaceEngine::WriteGroup).
 //
 // Callers wait in a line per (branch, table). The first in line leads: it
 // takes everyone waiting behind it (up to max_runs) and commits them as one
@@ -40,9 +40,9 @@ struct GroupCommitStats {
 
 class GroupCommitter {
  public:
-  GroupCommitter(std::shared_ptr<Workspace> workspace, GroupCommitOptions options = {});
+  GroupCommitter(std::shared_ptr<WorkspaceEngine> workspace, GroupCommitOptions options = {});
 
-  // Commits `request` (Workspace::Write's contract), in a group when it can.
+  // Commits `request` (WorkspaceEngine::Write's contract), in a group when it can.
   Result<WriteResult> Commit(const WriteRequest& request);
   GroupCommitStats stats() const;
   // Runs waiting for a commit to take them, and lines with one in flight.
@@ -66,7 +66,7 @@ class GroupCommitter {
   // `line` has max_runs waiting.
   void AwaitInterval(const LineKey& key, Line& line, std::unique_lock<std::mutex>& lock);
 
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   GroupCommitOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -32,7 +32,7 @@ class GroupCommitTest : public ::testing::Test {
     WorkspaceOptions o = TestOptions();
     o.system_actor = false;
     o.owner = "owner";
-    ws_ = Workspace::Init(store_, root_, o).value();
+    ws_ = WorkspaceEngine::Init(store_, root_, o).value();
     sid_ = ws_->CreateTable("t", EventSchema(), {}).value().sid;
     ASSERT_TRUE(ws_->SetGrant("t", "ada", Role::kWriter).ok());
     ASSERT_TRUE(ws_->SetGrant("t", "bob", Role::kWriter).ok());
@@ -58,12 +58,12 @@ class GroupCommitTest : public ::testing::Test {
   }
 
   // Reopens the workspace with `failpoint` on its writes.
-  std::shared_ptr<Workspace> Reopen(std::function<Status(std::string_view)> failpoint = {}) {
+  std::shared_ptr<WorkspaceEngine> Reopen(std::function<Status(std::string_view)> failpoint = {}) {
     WorkspaceOptions o = TestOptions();
     o.system_actor = false;
     o.owner = "owner";
     o.failpoint = std::move(failpoint);
-    return Workspace::Open(store_, root_, o).value();
+    return WorkspaceEngine::Open(store_, root_, o).value();
   }
 
   // The ids the table holds, sorted.
@@ -84,7 +84,7 @@ class GroupCommitTest : public ::testing::Test {
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   int64_t sid_ = 0;
 };
 
@@ -298,13 +298,13 @@ TEST_F(GroupCommitTest, KeyedAppendsJoinWhenTheirKeysDiffer) {
   EXPECT_FALSE(RunCommit("kdup"));
   // A large keyed append commits alone (its keys would be read back in memory).
   WriteRequest large = keyed("klarge", {10}, out[0]->table_version);
-  EXPECT_TRUE(Workspace::Groupable(large));
-  large.staged[0].data_size = Workspace::kMaxGroupedKeyedBytes + 1;
-  EXPECT_FALSE(Workspace::Groupable(large));
+  EXPECT_TRUE(WorkspaceEngine::Groupable(large));
+  large.staged[0].data_size = WorkspaceEngine::kMaxGroupedKeyedBytes + 1;
+  EXPECT_FALSE(WorkspaceEngine::Groupable(large));
   // A user's expectedTableVersion is not a key check's: such a run commits alone.
   WriteRequest exclusive = keyed("kx", {9}, out[0]->table_version);
   exclusive.expected_for_keys = false;
-  EXPECT_FALSE(Workspace::Groupable(exclusive));
+  EXPECT_FALSE(WorkspaceEngine::Groupable(exclusive));
 }
 
 // A keyed append checked its keys at one version and the table moved since:
@@ -365,11 +365,11 @@ TEST_F(GroupCommitTest, AKeyedAppendCarriesItsKeyCheckToTheTablesNewHead) {
   EXPECT_FALSE(RunCommit("cas"));
 }
 
-// What cannot share a commit commits alone, as Workspace::Write would.
+// What cannot share a commit commits alone, as WorkspaceEngine::Write would.
 TEST_F(GroupCommitTest, AnExpectedVersionCommitsAlone) {
   WriteRequest w = Staged("keyed", {9});
   w.expected_version = ws_->Current().value().Find("t")->head.table_version;
-  EXPECT_FALSE(Workspace::Groupable(w));
+  EXPECT_FALSE(WorkspaceEngine::Groupable(w));
   GroupCommitter committer(ws_);
   ASSERT_TRUE(committer.Commit(w).ok());
   EXPECT_EQ(committer.stats().commits, 0);
@@ -391,9 +391,9 @@ TEST_F(GroupCommitTest, AppendsWaitOutAnotherProcesssCommitInsteadOfFailing) {
     o.owner = "owner";
     o.recovery_grace_micros = kGrace;
     o.failpoint = std::move(failpoint);
-    return Workspace::Open(store_, root_, o).value();
+    return WorkspaceEngine::Open(store_, root_, o).value();
   };
-  std::shared_ptr<Workspace> b = open([&](std::string_view at) {
+  std::shared_ptr<WorkspaceEngine> b = open([&](std::string_view at) {
     if (at == failpoint::kAfterSidecar) {
       std::lock_guard<std::mutex> lock(mu);
       ++b_attempts;
@@ -424,7 +424,7 @@ TEST_F(GroupCommitTest, AppendsWaitOutAnotherProcesssCommitInsteadOfFailing) {
   std::vector<std::thread> threads;
   // A stops after each table commit, before its publish, until B has found
   // the table busy and started again (or gave up).
-  std::shared_ptr<Workspace> a = open([&](std::string_view at) -> Status {
+  std::shared_ptr<WorkspaceEngine> a = open([&](std::string_view at) -> Status {
     if (at != failpoint::kAfterTableCommit || threads.size() == b_writes.size()) {
       return Status::OK();
     }
@@ -466,7 +466,7 @@ TEST_F(GroupCommitTest, AProcessCommitsOnTheVersionItLastCommittedWithoutReading
     between_head_and_commit = nullptr;
     return once();
   };
-  auto mine = Workspace::Open(counting, root_, o).value();
+  auto mine = WorkspaceEngine::Open(counting, root_, o).value();
   auto table_reads = [&] {
     const IoCounters c = counting->Snapshot().by_prefix[root_ + "/tables/"];
     return c.reads();
@@ -511,7 +511,7 @@ TEST_F(GroupCommitTest, ABusyWriteWhoseSidecarStaysDoesNotTryAgain) {
     if (at == failpoint::kAfterSidecar) ++b_attempts;
     return Status::OK();
   };
-  auto b = Workspace::Open(faulty, root_, bo).value();
+  auto b = WorkspaceEngine::Open(faulty, root_, bo).value();
   const WriteRequest mine = Staged("b", {2});
   Status b_status;
   WorkspaceOptions ao = o;
@@ -519,7 +519,7 @@ TEST_F(GroupCommitTest, ABusyWriteWhoseSidecarStaysDoesNotTryAgain) {
     if (at == failpoint::kAfterTableCommit && b_attempts == 0) b_status = b->Write(mine).status();
     return Status::OK();
   };
-  auto a = Workspace::Open(store_, root_, ao).value();
+  auto a = WorkspaceEngine::Open(store_, root_, ao).value();
   ASSERT_TRUE(a->Write(Staged("a", {1})).ok());
   EXPECT_TRUE(b_status.IsUnavailable()) << b_status;
   EXPECT_EQ(b_attempts, 1);

@@ -133,14 +133,14 @@ void CheckCatalog(const HeadsInspection& in, std::vector<std::string>* problems,
   }
 }
 
-Result<int> Workspace::PendingSidecars() const {
+Result<int> WorkspaceEngine::PendingSidecars() const {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));
   int n = 0;
   for (const ObjectInfo& o : all) n += IsSidecarKey(root_, o.key);
   return n;
 }
 
-Result<int> Workspace::SidecarsNotYetDue(int64_t grace_micros) const {
+Result<int> WorkspaceEngine::SidecarsNotYetDue(int64_t grace_micros) const {
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> all, store_->ListAll(SidecarPrefix(root_)));
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
   int n = 0;
@@ -156,7 +156,7 @@ Result<int> Workspace::SidecarsNotYetDue(int64_t grace_micros) const {
   return n;
 }
 
-Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
+Result<HeadsReport> WorkspaceEngine::VerifyHeads(const std::string& branch) const {
   ASSIGN_OR_RETURN(HeadsInspection in, InspectHeads(*manifest_, branch));
   HeadsReport report;
   report.manifest_version = in.version.version;
@@ -170,7 +170,7 @@ Result<HeadsReport> Workspace::VerifyHeads(const std::string& branch) const {
   return report;
 }
 
-Result<HeadsReport> Workspace::RepairHeads(const std::string& branch) {
+Result<HeadsReport> WorkspaceEngine::RepairHeads(const std::string& branch) {
   // The operator stopped every writer: settle their sidecars first, whatever
   // their age, so the fold sees every published write. A write left unsettled
   // would be judged against the repaired heads instead: stop.

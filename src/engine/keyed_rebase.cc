@@ -1,6 +1,6 @@
 // A keyed append's key check and an upsert's merge plan, carried from the
 // table version they were made on to the table's head
-// (Workspace::KeysStillAbsent, Workspace::CarryMergePlan).
+// (WorkspaceEngine::KeysStillAbsent, WorkspaceEngine::CarryMergePlan).
 //
 // A keyed append is checked against version V: none of its keys is live
 // there. At a later version W the only rows that can hold one of its keys
@@ -86,8 +86,8 @@ std::optional<bool> AddedRowHoldsAKey(const Dataset& now, const Dataset& then,
 
 }  // namespace
 
-Status Workspace::CarryMergePlan(const Snapshot& snap, const TableState& t, const WriteRequest& req,
-                                 MergePlan* carried) const {
+Status WorkspaceEngine::CarryMergePlan(const Snapshot& snap, const TableState& t,
+                                       const WriteRequest& req, MergePlan* carried) const {
   const int64_t planned = req.expected_version.value_or(-1);
   const Status moved = Status::Conflict("table '" + t.def.name + "' is at version " +
                                         std::to_string(t.head.table_version) +
@@ -125,8 +125,8 @@ Status Workspace::CarryMergePlan(const Snapshot& snap, const TableState& t, cons
   return Status::OK();
 }
 
-Status Workspace::KeysStillAbsent(const Snapshot& snap, const TableState& t,
-                                  const WriteRequest& req) const {
+Status WorkspaceEngine::KeysStillAbsent(const Snapshot& snap, const TableState& t,
+                                        const WriteRequest& req) const {
   const int64_t checked = req.expected_version.value_or(-1);
   const Status moved = Status::Conflict("table '" + t.def.name + "' is at version " +
                                         std::to_string(t.head.table_version) +

@@ -40,14 +40,14 @@ WriteRequest OneRow(const std::string& table, int64_t id) {
 struct Fixture {
   std::string dir;
   std::shared_ptr<ObjectStore> store;
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
   explicit Fixture(const std::string& name, int tables, int64_t depth) {
     dir = (std::filesystem::temp_directory_path() /
            ("loam-bench-" + name + "-" + std::to_string(::getpid())))
               .string();
     std::filesystem::remove_all(dir);
     store = LocalObjectStore::Open(dir).value();
-    ws = Workspace::Init(store, "", BenchOptions()).value();
+    ws = WorkspaceEngine::Init(store, "", BenchOptions()).value();
     for (int t = 0; t < tables; ++t)
       ws->CreateTable("t" + std::to_string(t), OneColumn(), {}).value();
     // History: `depth` single-table manifest commits, published directly
@@ -105,7 +105,7 @@ void BM_DisjointWriters(benchmark::State& state) {
     std::vector<std::thread> threads;
     for (int w = 0; w < writers; ++w) {
       threads.emplace_back([&, w] {
-        auto ws = Workspace::Open(f.store, "", BenchOptions()).value();
+        auto ws = WorkspaceEngine::Open(f.store, "", BenchOptions()).value();
         for (int c = 0; c < kCommitsEach; ++c)
           ws->Write(OneRow("t" + std::to_string(w), c)).value();
       });

@@ -78,7 +78,7 @@ WorkspaceOptions CostOptions(bool cache) {
 }
 
 // One current-state read of `branch` through `ws`, counted.
-Figures ReadHeads(const Workspace& ws, CountingObjectStore& counting,
+Figures ReadHeads(const WorkspaceEngine& ws, CountingObjectStore& counting,
                   const std::string& branch = "") {
   counting.Reset();
   SnapshotStats stats;
@@ -103,8 +103,8 @@ uint64_t Median(std::vector<uint64_t> v) {
 // `loads` appends of one row through the loader, each with its run id,
 // counted one by one. Nothing is merged beforehand: the publisher's merges
 // and index folds fall where they fall, as in production.
-LoadFigures MeasureLoads(std::shared_ptr<Workspace> ws, CountingObjectStore& counting, int loads,
-                         int64_t first_id) {
+LoadFigures MeasureLoads(std::shared_ptr<WorkspaceEngine> ws, CountingObjectStore& counting,
+                         int loads, int64_t first_id) {
   std::map<std::string, std::string> files;
   ingest::LoaderOptions lo;
   lo.open_input = [&](const std::string& f) -> Result<std::unique_ptr<ByteSource>> {
@@ -151,7 +151,7 @@ DepthFigures Measure(int depth) {
   f.depth = depth;
   auto counting = std::make_shared<CountingObjectStore>(testing::NewTestStore());
   {
-    auto ws = Workspace::Init(counting, "", CostOptions(false)).value();
+    auto ws = WorkspaceEngine::Init(counting, "", CostOptions(false)).value();
     for (int t = 0; t < kTables; ++t) {
       EXPECT_TRUE(ws->CreateTable("t" + std::to_string(t), EventSchema(), {}).ok());
     }
@@ -175,13 +175,13 @@ DepthFigures Measure(int depth) {
     for (int c = 0; c < 3; ++c) EXPECT_TRUE(ws->Write(Append("t0", {-c - 1}, "dev")).ok());
   }
   auto measure_reads = [&](Figures* cold, Figures* warm) {
-    auto ws = Workspace::Open(counting, "", CostOptions(true)).value();
+    auto ws = WorkspaceEngine::Open(counting, "", CostOptions(true)).value();
     *cold = ReadHeads(*ws, *counting);
     *warm = ReadHeads(*ws, *counting);
   };
   measure_reads(&f.read_cold, &f.read_warm);
   {
-    auto ws = Workspace::Open(counting, "", CostOptions(true)).value();
+    auto ws = WorkspaceEngine::Open(counting, "", CostOptions(true)).value();
     f.branch_cold = ReadHeads(*ws, *counting, "dev");
   }
   {
@@ -189,7 +189,7 @@ DepthFigures Measure(int depth) {
     // then the steady state after reconciliation.
     WorkspaceOptions no_fold = CostOptions(true);
     no_fold.manifest.index_tail_fragments = 0;
-    auto ws = Workspace::Open(counting, "", no_fold).value();
+    auto ws = WorkspaceEngine::Open(counting, "", no_fold).value();
     for (int c = 0; c < 5; ++c) EXPECT_TRUE(ws->Write(Append("t1", {-100 - c})).ok());
     JournalLookupStats tail, after;
     // A run that never committed: the whole tail is scanned.
@@ -203,7 +203,7 @@ DepthFigures Measure(int depth) {
   }
   {
     WorkspaceOptions o = CostOptions(true);
-    auto ws = Workspace::Open(counting, "", o).value();
+    auto ws = WorkspaceEngine::Open(counting, "", o).value();
     f.load = MeasureLoads(ws, *counting, kLoads, 1'000'000);
     // Single-table publishes: the median of cold ones (a fresh process
     // each), and of warm ones (merges and folds fall on a few).
@@ -347,7 +347,7 @@ int DropsMeasured() { return FromEnv("LOAM_COST_DROPS", {128}).front(); }
 CycleFigures MeasureCycles(int cycles) {
   auto counting = std::make_shared<CountingObjectStore>(testing::NewTestStore());
   {
-    auto ws = Workspace::Init(counting, "", CostOptions(false)).value();
+    auto ws = WorkspaceEngine::Init(counting, "", CostOptions(false)).value();
     for (int t = 0; t < kTables; ++t) {
       EXPECT_TRUE(ws->CreateTable("t" + std::to_string(t), EventSchema(), {}).ok());
     }
@@ -361,7 +361,7 @@ CycleFigures MeasureCycles(int cycles) {
     }
   }
   CycleFigures f;
-  auto ws = Workspace::Open(counting, "", CostOptions(true)).value();
+  auto ws = WorkspaceEngine::Open(counting, "", CostOptions(true)).value();
   f.cold = ReadHeads(*ws, *counting);
   f.warm = ReadHeads(*ws, *counting);
   // A write's median: the publisher's merges and folds fall on a few, at
@@ -383,7 +383,7 @@ CycleFigures MeasureCycles(int cycles) {
     f.drop_bytes += double(drop.bytes_read + drop.bytes_written) / drops;
   }
   EXPECT_TRUE(ws->manifest().Compact("").ok());
-  auto fresh = Workspace::Open(counting, "", CostOptions(true)).value();
+  auto fresh = WorkspaceEngine::Open(counting, "", CostOptions(true)).value();
   f.compacted = ReadHeads(*fresh, *counting);
   return f;
 }

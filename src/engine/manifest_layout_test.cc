@@ -27,7 +27,7 @@ class TombstoneLevelsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_shared<MemoryObjectStore>();
-    ws_ = Workspace::Init(store_, "", testing::TestOptions()).value();
+    ws_ = WorkspaceEngine::Init(store_, "", testing::TestOptions()).value();
     ASSERT_TRUE(ws_->CreateTable("kept", EventSchema(), {}).ok());
   }
 
@@ -66,7 +66,7 @@ class TombstoneLevelsTest : public ::testing::Test {
   }
 
   std::shared_ptr<MemoryObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   std::vector<int64_t> dropped_;
 };
 
@@ -152,7 +152,7 @@ TEST_F(TombstoneLevelsTest, CompactionAndRepairKeepLevelsWithinCapacity) {
 
 // Rewrites main's current directory as a format-8 build laid it out: each
 // tombstoned head in its hashed partition, the header saying 8.
-void RewriteAsFormatEight(Workspace& ws) {
+void RewriteAsFormatEight(WorkspaceEngine& ws) {
   Dataset base = ws.manifest().OpenDataset("").value();
   ManifestVersion v = ws.manifest().Current("").value();
   std::map<uint32_t, std::vector<ManifestRow>> hashed;
@@ -213,7 +213,7 @@ TEST(CompactedManifestTest, AReadOfOnePartitionDecodesAFileOfBoundedSize) {
   auto store = std::make_shared<MemoryObjectStore>();
   WorkspaceOptions o = testing::TestOptions();
   o.manifest.compacted_file_rows = 8;
-  auto ws = Workspace::Init(store, "", o).value();
+  auto ws = WorkspaceEngine::Init(store, "", o).value();
   constexpr int kTables = 120;
   for (int i = 0; i < kTables; ++i) {
     ASSERT_TRUE(ws->CreateTable("t" + std::to_string(i), EventSchema(), {}).ok());
@@ -221,7 +221,7 @@ TEST(CompactedManifestTest, AReadOfOnePartitionDecodesAFileOfBoundedSize) {
   ASSERT_TRUE(ws->manifest().Compact("").ok());
   WorkspaceOptions uncached = o;
   uncached.manifest.cache_bytes = 0;
-  auto reader = Workspace::Open(store, "", uncached).value();
+  auto reader = WorkspaceEngine::Open(store, "", uncached).value();
   ManifestVersion v = reader->manifest().Current("").value();
   int64_t most = 0;
   std::set<int32_t> files;

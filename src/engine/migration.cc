@@ -180,7 +180,7 @@ Status SameRefs(const BranchRefs& pinned, const BranchRefs& now, const std::stri
 
 // Every pinned branch's record is done, and its heads are still the ones the
 // migration published (a writer that ignored the claim is caught here).
-Status CheckBeforeStamp(Workspace& ws, const std::string& token, const std::string& owner,
+Status CheckBeforeStamp(WorkspaceEngine& ws, const std::string& token, const std::string& owner,
                         const BranchRefs& pinned, const std::vector<BranchMigration>& branches,
                         int64_t* highest_id) {
   ASSIGN_OR_RETURN(auto counts,
@@ -206,7 +206,7 @@ using FailFn = std::function<Status(std::string_view)>;
 
 // Up to the barrier: the format, the claim, a takeover's classification.
 // False when there is nothing to migrate (`report` says why).
-Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
+Result<bool> Begin(ObjectStore& store, const std::string& root, WorkspaceEngine& ws,
                    const MigrateOptions& m, const Clock& clock, ClaimState* claim,
                    MigrationReport* report) {
   ASSIGN_OR_RETURN(FormatFinding found, FindFormat(store, root, ws.manifest()));
@@ -237,8 +237,8 @@ Result<bool> Begin(ObjectStore& store, const std::string& root, Workspace& ws,
 // After the branches: the same refs, every ledger record done, heads
 // untouched since their commit, the claim still ours; then the stamp, the
 // commit point, and the claim released.
-Status Finish(Workspace& ws, const BranchRefs& pinned, const ClaimState& claim, const Clock& clock,
-              const FailFn& fail, MigrationReport& report) {
+Status Finish(WorkspaceEngine& ws, const BranchRefs& pinned, const ClaimState& claim,
+              const Clock& clock, const FailFn& fail, MigrationReport& report) {
   ObjectStore& store = *ws.store();
   const std::string& root = ws.root();
   ASSIGN_OR_RETURN(BranchRefs after, migration_internal::ReadBranchRefs(ws.manifest()));
@@ -278,7 +278,8 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   if (migrate.repin_branches && migrate.take_over.empty()) {
     return Refused("--repin-branches needs --take-over TOKEN");
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<Workspace> ws, Workspace::Open(store, root, options));
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> ws,
+                   WorkspaceEngine::Open(store, root, options));
   MigrationReport report;
   ClaimState claim;
   ASSIGN_OR_RETURN(bool go_on, Begin(*store, root, *ws, migrate, clock, &claim, &report));

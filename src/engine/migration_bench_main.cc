@@ -47,7 +47,7 @@ std::string Branch(int i) { return i == 0 ? "" : "b" + std::to_string(i); }
 // or from each other along the way; then appends of one row to a random
 // table of a random branch, with a rename every 97th and a drop every 499th
 // commit. Every operation is one commit.
-Status WriteHistory(Workspace& ws, const Args& a) {
+Status WriteHistory(WorkspaceEngine& ws, const Args& a) {
   std::mt19937 rng(a.seed);
   std::vector<std::vector<std::string>> names(a.branches);
   for (int t = 0; t < a.tables; ++t) {
@@ -92,7 +92,7 @@ Result<std::shared_ptr<ObjectStore>> Target(const Args& a) {
 }
 
 // HeadSetDigest of every branch's stored heads.
-Result<std::map<std::string, std::string>> Digests(const Workspace& ws, int branches) {
+Result<std::map<std::string, std::string>> Digests(const WorkspaceEngine& ws, int branches) {
   std::map<std::string, std::string> out;
   for (int b = 0; b < branches; ++b) {
     ASSIGN_OR_RETURN(ManifestVersion v, ws.manifest().Current(Branch(b)));
@@ -113,7 +113,7 @@ Status Run(const Args& a) {
   options.manifest.cache_bytes = 32 << 20;
   auto memory = std::make_shared<MemoryObjectStore>();
   auto t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(auto source, Workspace::Init(memory, "src", options));
+  ASSIGN_OR_RETURN(auto source, WorkspaceEngine::Init(memory, "src", options));
   RETURN_NOT_OK(WriteHistory(*source, a));
   ASSIGN_OR_RETURN(auto want, Digests(*source, a.branches));
   std::printf("history: %d tables, %d commits, %d branches, written in memory in %.1f s\n",
@@ -142,7 +142,7 @@ Status Run(const Args& a) {
   }
   counting->Reset();
   t0 = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(auto ws, Workspace::Open(counting, "ws", options));
+  ASSIGN_OR_RETURN(auto ws, WorkspaceEngine::Open(counting, "ws", options));
   ASSIGN_OR_RETURN(auto got, Digests(*ws, a.branches));
   if (got != want) return Status::DataLoss("migrated heads differ from the history's");
   for (int b = 0; b < a.branches; ++b) {

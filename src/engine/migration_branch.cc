@@ -182,7 +182,7 @@ Result<BranchRefs> ReadBranchRefs(const Manifest& manifest) {
   return refs;
 }
 
-Result<BranchMigration> MigrateBranch(Workspace& ws, LedgerWriter& ledger_writer,
+Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_writer,
                                       const std::string& token, const std::string& from,
                                       const std::string& branch, const std::string& incarnation,
                                       const std::function<Status(std::string_view)>& fail) {

@@ -85,9 +85,10 @@ TEST_P(MigrationTest, AMigratorTakenOverWhileStalledCannotOverwriteItsSuccessor)
 // commit publishes no partition, and the branch reads as empty, not as lost.
 TEST(MigrationGuardTest, AWorkspaceWithNothingInItMigratesToAnEmptyOne) {
   auto store = testing::NewTestStore();
-  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  ASSERT_TRUE(WorkspaceEngine::Init(store, "ws", testing::TestOptions()).ok());
   ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
-  Result<std::shared_ptr<Workspace>> refused = Workspace::Open(store, "ws", testing::TestOptions());
+  Result<std::shared_ptr<WorkspaceEngine>> refused =
+      WorkspaceEngine::Open(store, "ws", testing::TestOptions());
   EXPECT_NE(refused.status().message().find("has no format stamp (no commit yet: made by an "
                                             "earlier Loam, or its init stopped before the stamp)"),
             std::string::npos)
@@ -95,7 +96,7 @@ TEST(MigrationGuardTest, AWorkspaceWithNothingInItMigratesToAnEmptyOne) {
   Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->from, "unstamped, no commit yet");
-  auto ws = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
   Result<Snapshot> snap = ws->Current();
   ASSERT_TRUE(snap.ok()) << snap.status();
   EXPECT_TRUE(snap->tables.empty());

@@ -73,9 +73,9 @@ Result<BranchRefs> ReadBranchRefs(const Manifest& manifest);
 // folds its journal once, publishes heads, catalog, baselines, marker and the
 // audit record in one commit that revalidates the tip and ref, verifies the
 // result through the head reader, and records it in the ledger.
-Result<BranchMigration> MigrateBranch(Workspace& ws, LedgerWriter& ledger, const std::string& token,
-                                      const std::string& from, const std::string& branch,
-                                      const std::string& incarnation,
+Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger,
+                                      const std::string& token, const std::string& from,
+                                      const std::string& branch, const std::string& incarnation,
                                       const std::function<Status(std::string_view)>& fail);
 
 }  // namespace loam::migration_internal

@@ -18,12 +18,12 @@ using namespace migration_testing;  // NOLINT: the fixture's names
 
 TEST(FormatStampTest, ANewWorkspaceIsStampedAndOpens) {
   auto store = testing::NewTestStore();
-  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  ASSERT_TRUE(WorkspaceEngine::Init(store, "ws", testing::TestOptions()).ok());
   Result<FormatStamp> stamp = ReadFormatStamp(*store, "ws");
   ASSERT_TRUE(stamp.ok()) << stamp.status();
   EXPECT_EQ(stamp->format, kWorkspaceFormat);
   EXPECT_EQ(stamp->stamped_by, "init");
-  EXPECT_TRUE(Workspace::Open(store, "ws", testing::TestOptions()).ok());
+  EXPECT_TRUE(WorkspaceEngine::Open(store, "ws", testing::TestOptions()).ok());
   Result<MigrationReport> again = MigrateWorkspace(store, "ws", testing::TestOptions());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(again->already_current);
@@ -31,18 +31,19 @@ TEST(FormatStampTest, ANewWorkspaceIsStampedAndOpens) {
 
 TEST(FormatStampTest, AnEditedStampFailsItsChecksum) {
   auto store = testing::NewTestStore();
-  ASSERT_TRUE(Workspace::Init(store, "ws", testing::TestOptions()).ok());
+  ASSERT_TRUE(WorkspaceEngine::Init(store, "ws", testing::TestOptions()).ok());
   std::string text = store->Get(FormatStampKey("ws")).value();
   text.replace(text.find("\"format\":5"), 10, "\"format\":4");
   StringSource src(text);
   ASSERT_TRUE(store->Write(FormatStampKey("ws"), src, {}).ok());
-  Result<std::shared_ptr<Workspace>> ws = Workspace::Open(store, "ws", testing::TestOptions());
+  Result<std::shared_ptr<WorkspaceEngine>> ws =
+      WorkspaceEngine::Open(store, "ws", testing::TestOptions());
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kDataLoss) << ws.status();
   EXPECT_NE(ws.status().message().find("fails its checksum"), std::string::npos);
 }
 
 TEST_P(MigrationTest, AnUnstampedWorkspaceIsRefusedWithTheCommandToRun) {
-  Result<std::shared_ptr<Workspace>> ws = Open();
+  Result<std::shared_ptr<WorkspaceEngine>> ws = Open();
   ASSERT_FALSE(ws.ok());
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   const std::string found = Format4() ? "ws is in workspace format 4 (a journal-only manifest, no "
@@ -63,7 +64,7 @@ TEST_P(MigrationTest, ANewerWorkspaceIsRefusedByOpenAndByMigrate) {
   const std::string want =
       "ws is in workspace format 6, written by a newer Loam; this Loam serves workspace format 5 "
       "only: use a Loam that supports format 6";
-  Result<std::shared_ptr<Workspace>> ws = Open();
+  Result<std::shared_ptr<WorkspaceEngine>> ws = Open();
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kUnsupportedFormat);
   EXPECT_EQ(ws.status().message(), want);
   Result<MigrationReport> m = Migrate();
@@ -113,7 +114,7 @@ TEST_P(MigrationTest, ASecondMigratorIsRefusedAndTheTokenTakesOver) {
   Result<MigrationReport> crashed = Migrate(CrashAt("migrate.after_claim"));
   ASSERT_FALSE(crashed.ok());
   const std::string token = ClaimToken();
-  Result<std::shared_ptr<Workspace>> ws = Open();
+  Result<std::shared_ptr<WorkspaceEngine>> ws = Open();
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kMigrationRequired);
   EXPECT_NE(ws.status().message().find("is partially migrated (migration " + token),
             std::string::npos)
@@ -172,7 +173,7 @@ TEST_P(MigrationTest, AnOlderStampIsDamageNotAFormat) {
   const std::string want =
       "ws/_control/format.json says workspace format 4, which no Loam stamps (the stamp begins "
       "with format 5): the stamp is damaged";
-  Result<std::shared_ptr<Workspace>> ws = Open();
+  Result<std::shared_ptr<WorkspaceEngine>> ws = Open();
   EXPECT_EQ(ws.status().error_code(), ErrorCode::kDataLoss);
   EXPECT_EQ(ws.status().message(), want);
   EXPECT_EQ(Migrate().status().message(), want);
@@ -318,12 +319,12 @@ TEST_P(MigrationTest, ABranchMadeAfterMigrationInheritsCompleteHeads) {
 // undone: the fold holds its commit.
 TEST(Format4BarrierTest, AWriteTheJournalHoldsIsFinishedNotUndone) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "src", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "src", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
   WorkspaceOptions o = testing::TestOptions();
   o.recover_on_open = false;
   o.failpoint = CrashAt(std::string(failpoint::kAfterPublish));
-  auto crashing = Workspace::Open(store, "src", o).value();
+  auto crashing = WorkspaceEngine::Open(store, "src", o).value();
   ASSERT_FALSE(crashing->Write(Append("orders", {1, 2})).ok());
   ASSERT_EQ(crashing->PendingSidecars().value(), 1);
   ASSERT_TRUE(
@@ -333,7 +334,7 @@ TEST(Format4BarrierTest, AWriteTheJournalHoldsIsFinishedNotUndone) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->recovery.already_published, 1);
   EXPECT_EQ(r->recovery.rolled_back, 0);
-  auto migrated = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  auto migrated = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
   EXPECT_EQ(RowsOf(*migrated, "orders"), 2);
   EXPECT_EQ(migrated->PendingSidecars().value(), 0);
 }
@@ -342,7 +343,7 @@ TEST(Format4BarrierTest, AWriteTheJournalHoldsIsFinishedNotUndone) {
 // rather than spread to another branch.
 TEST(InheritedMarkerTest, AForkOfABranchWithADamagedMarkerIsRefused) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("orders", EventSchema(), {"id"}).ok());
   PublishSpec spec;
   spec.build = [](PublishView&) -> Result<PublishPlan> {
@@ -377,8 +378,8 @@ INSTANTIATE_TEST_SUITE_P(Sources, MigrationTest,
 // history wrote ("ws").
 void ExpectSameHistory(const std::shared_ptr<ObjectStore>& store,
                        const std::map<std::string, uint64_t>& tips) {
-  auto heads = Workspace::Open(store, "ws", testing::TestOptions()).value();
-  auto folded = Workspace::Open(store, "v4", testing::TestOptions()).value();
+  auto heads = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
+  auto folded = WorkspaceEngine::Open(store, "v4", testing::TestOptions()).value();
   for (const auto& [b, tip] : tips) {
     const uint64_t fork = b.empty() ? 1 : heads->manifest().BranchParent(b)->parent_version;
     for (uint64_t v = fork + 1; v <= tip; ++v) {
@@ -405,7 +406,7 @@ void ExpectSameHistory(const std::shared_ptr<ObjectStore>& store,
 // commit beside them (64), never 80 baselines.
 TEST(MigrationBaselinesTest, TheFragmentsCurrentReadsDecodeHoldNoBaselines) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("kept", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->Write(Append("kept", {1})).ok());
   for (int i = 0; i < 80; ++i) {
@@ -415,7 +416,7 @@ TEST(MigrationBaselinesTest, TheFragmentsCurrentReadsDecodeHoldNoBaselines) {
   ASSERT_TRUE(store->Delete(FormatStampKey("ws")).ok());
   Result<MigrationReport> r = MigrateWorkspace(store, "ws", testing::TestOptions());
   ASSERT_TRUE(r.ok()) << r.status();
-  auto after = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  auto after = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
   ManifestVersion v = after->manifest().Current("").value();
   Dataset ds = after->manifest().OpenDataset("").value();
   std::map<int32_t, uint64_t> partition_rows;  // by directory file
@@ -444,7 +445,7 @@ TEST(MigrationModelTest, RandomHistoriesMigrateToTheSameState) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937 rng(seed);
     auto store = testing::NewTestStore();
-    auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+    auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
     std::vector<std::string> branches = {""};
     int next_table = 0;
     for (int step = 0; step < 40; ++step) {
@@ -483,7 +484,7 @@ TEST(MigrationModelTest, RandomHistoriesMigrateToTheSameState) {
       SCOPED_TRACE(root);
       Result<MigrationReport> r = MigrateWorkspace(store, root, testing::TestOptions());
       ASSERT_TRUE(r.ok()) << r.status();
-      auto after = Workspace::Open(store, root, testing::TestOptions()).value();
+      auto after = WorkspaceEngine::Open(store, root, testing::TestOptions()).value();
       for (const std::string& b : branches) {
         EXPECT_EQ(Capture(*after, b), before[b]) << "branch '" << b << "'";
         ExpectHeadsMatchFold(*after, b);

@@ -37,7 +37,7 @@ struct BranchState {
   friend bool operator==(const BranchState&, const BranchState&) = default;
 };
 
-inline BranchState Capture(const Workspace& ws, const std::string& branch) {
+inline BranchState Capture(const WorkspaceEngine& ws, const std::string& branch) {
   BranchState s;
   Snapshot snap = ws.Current(branch).value();
   for (const auto& [name, t] : snap.tables) {
@@ -75,7 +75,7 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
     store_ = testing::NewTestStore();
     const bool v4 = GetParam() == Source::kFormat4;
     const std::string at = v4 ? "src" : "ws";
-    auto ws = Workspace::Init(store_, at, testing::TestOptions()).value();
+    auto ws = WorkspaceEngine::Init(store_, at, testing::TestOptions()).value();
     ASSERT_TRUE(testing::BuildBranchedHistory(*ws).ok());
     for (const std::string& b : kBranches) before_[b] = Capture(*ws, b);
     if (!v4) {
@@ -86,7 +86,7 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
     WorkspaceOptions o = testing::TestOptions();
     o.failpoint = CrashAt(std::string(failpoint::kAfterTableCommit));
     ASSERT_FALSE(
-        Workspace::Open(store_, at, o).value()->Write(Append("orders", {8, 9}, "dev")).ok());
+        WorkspaceEngine::Open(store_, at, o).value()->Write(Append("orders", {8, 9}, "dev")).ok());
     ASSERT_TRUE(
         testing::WriteFormat4(*store_, at, store_, "ws", testing::TestOptions().manifest.dataset)
             .ok());
@@ -99,8 +99,8 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
                            std::to_string(kManifestFormatVersion) + ")";
   }
 
-  Result<std::shared_ptr<Workspace>> Open() {
-    return Workspace::Open(store_, "ws", testing::TestOptions());
+  Result<std::shared_ptr<WorkspaceEngine>> Open() {
+    return WorkspaceEngine::Open(store_, "ws", testing::TestOptions());
   }
   Result<MigrationReport> Migrate(std::function<Status(std::string_view)> fail = {},
                                   std::string take_over = "") {
@@ -118,12 +118,13 @@ class MigrationTest : public ::testing::TestWithParam<Source> {
   // The workspace as a writer that ignores the format sees it (a process
   // started before the migration, or an old binary).
   // Without recovery on open: the barrier is the migration's to run.
-  std::shared_ptr<Workspace> OpenAnyFormat(std::function<Status(std::string_view)> fail = {}) {
+  std::shared_ptr<WorkspaceEngine> OpenAnyFormat(
+      std::function<Status(std::string_view)> fail = {}) {
     WorkspaceOptions o = testing::TestOptions();
     o.any_format = true;
     o.recover_on_open = false;
     o.failpoint = std::move(fail);
-    return Workspace::Open(store_, "ws", o).value();
+    return WorkspaceEngine::Open(store_, "ws", o).value();
   }
 
   // Every branch as before, every marker in place, heads verified, stamped.

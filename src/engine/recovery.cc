@@ -12,7 +12,7 @@
 
 namespace loam {
 
-Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
+Result<RecoveryReport> WorkspaceEngine::Recover(int64_t grace_micros) {
   const int64_t now = options_.manifest.dataset.clock->NowMicros();
   return RecoverWhere([&](const Sidecar& s) { return now >= SidecarDueAt(s, grace_micros); },
                       StoredHeads());
@@ -35,7 +35,7 @@ Result<RecoveryReport> Workspace::Recover(int64_t grace_micros) {
 // unpublished version that the next writer resets. A listing that could
 // not recover everything is not trusted for later: the next write lists
 // again.
-Result<RecoveryReport> Workspace::RecoverIfDue() {
+Result<RecoveryReport> WorkspaceEngine::RecoverIfDue() {
   const int64_t grace = options_.recovery_grace_micros;
   const int64_t lease = options_.sidecar_lease_micros;
   const int64_t start = options_.manifest.dataset.clock->NowMicros();
@@ -52,11 +52,11 @@ Result<RecoveryReport> Workspace::RecoverIfDue() {
   return report;
 }
 
-Result<RecoveryReport> Workspace::RecoverRun(const std::string& run_id) {
+Result<RecoveryReport> WorkspaceEngine::RecoverRun(const std::string& run_id) {
   return RecoverWhere([&](const Sidecar& s) { return s.Records(run_id); }, StoredHeads());
 }
 
-Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
+Result<RecoveryReport> WorkspaceEngine::RecoverAgainstJournal() {
   // One set of heads per branch: stored ones where an earlier run of the
   // migration converted the branch, otherwise the fold at its latest version.
   auto heads_of = std::make_shared<std::map<std::string, FoldedHeads>>();
@@ -85,8 +85,8 @@ Result<RecoveryReport> Workspace::RecoverAgainstJournal() {
   return RecoverWhere([](const Sidecar&) { return true; }, heads);
 }
 
-Status Workspace::RecoveryBarrier(const RecoveryReport& report, const std::string& fork,
-                                  int64_t sid, const std::string& table) {
+Status WorkspaceEngine::RecoveryBarrier(const RecoveryReport& report, const std::string& fork,
+                                        int64_t sid, const std::string& table) {
   for (const RecoveryReport::Blocked& b : report.blocked) {
     if (b.sid != 0 && (b.sid != sid || b.fork != fork)) continue;
     return Status::Unavailable("table '" + table +
@@ -96,7 +96,7 @@ Status Workspace::RecoveryBarrier(const RecoveryReport& report, const std::strin
   return Status::OK();
 }
 
-Workspace::RecoveryHeads Workspace::StoredHeads() const {
+WorkspaceEngine::RecoveryHeads WorkspaceEngine::StoredHeads() const {
   RecoveryHeads heads;
   heads.read = [this](const std::string& branch, int64_t sid) -> Result<std::optional<TableHead>> {
     ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
@@ -105,9 +105,9 @@ Workspace::RecoveryHeads Workspace::StoredHeads() const {
   return heads;
 }
 
-Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Sidecar&)>& due,
-                                               const RecoveryHeads& heads, int64_t grace,
-                                               int64_t* earliest_left) {
+Result<RecoveryReport> WorkspaceEngine::RecoverWhere(const std::function<bool(const Sidecar&)>& due,
+                                                     const RecoveryHeads& heads, int64_t grace,
+                                                     int64_t* earliest_left) {
   RecoveryReport report;
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> sidecars, store_->ListAll(SidecarPrefix(root_)));
   for (const ObjectInfo& o : sidecars) {
@@ -147,8 +147,8 @@ Result<RecoveryReport> Workspace::RecoverWhere(const std::function<bool(const Si
   return report;
 }
 
-Status Workspace::MoveAside(const std::string& key, const std::string& text,
-                            RecoveryReport* report) {
+Status WorkspaceEngine::MoveAside(const std::string& key, const std::string& text,
+                                  RecoveryReport* report) {
   StringSource src(text);
   Result<ObjectMeta> put = store_->Write(UnreadableSidecarKey(root_, key), src, {});
   RETURN_NOT_OK(put.status());
@@ -159,8 +159,8 @@ Status Workspace::MoveAside(const std::string& key, const std::string& text,
   return Status::OK();
 }
 
-Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, const RecoveryHeads& heads,
-                             RecoveryReport* report) {
+Status WorkspaceEngine::RecoverOne(const std::string& key, const Sidecar& s,
+                                   const RecoveryHeads& heads, RecoveryReport* report) {
   auto finish = [&](int* counter) {
     (*counter)++;
     return store_->DeleteRelaxed(key);
@@ -222,8 +222,8 @@ Status Workspace::RecoverOne(const std::string& key, const Sidecar& s, const Rec
 // still names that fork at the expected version, publishes the restored
 // version (otherwise the head names the expected version itself, whose
 // content the restore brought back; OpenFork accepts that).
-Status Workspace::RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork,
-                           bool publish) {
+Status WorkspaceEngine::RollBack(const Sidecar& s, const TableHead& cur, const Dataset& fork,
+                                 bool publish) {
   const bool head_expects_us = cur.state == HeadState::kLive && cur.inc == s.inc &&
                                cur.table_version == s.expected_version &&
                                cur.owner_ref == s.expected_owner_ref;

@@ -360,7 +360,7 @@ Result<std::vector<DeletedBranch>> ReadDeletedBranches(ObjectStore& store,
 // whole; from the others, the deleted branch's own fork goes. A record is
 // removed once all of it is done, and only once its branch is no longer
 // listed (a deletion in progress, or one refused, keeps it).
-Status SweepDeletedBranches(Workspace& ws, const std::set<std::string>& listed_ids,
+Status SweepDeletedBranches(WorkspaceEngine& ws, const std::set<std::string>& listed_ids,
                             const std::vector<BranchEnds>& ends, const Floors& floors,
                             RetentionReport* report) {
   ASSIGN_OR_RETURN(std::vector<DeletedBranch> deleted, ReadDeletedBranches(*ws.store(), ws.root()));
@@ -400,7 +400,7 @@ Status SweepDeletedBranches(Workspace& ws, const std::set<std::string>& listed_i
 
 }  // namespace
 
-Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_micros) {
+Status RecordBranchDeletion(WorkspaceEngine& ws, const std::string& name, int64_t now_micros) {
   const Manifest& m = ws.manifest();
   ASSIGN_OR_RETURN(std::string id, m.BranchId(name));
   ASSIGN_OR_RETURN(Snapshot snap, ws.Current(name));
@@ -431,13 +431,13 @@ Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_
   return ws.store()->Put(key, j.dump()).status();
 }
 
-Status ForgetBranchDeletion(Workspace& ws, const std::string& id) {
+Status ForgetBranchDeletion(WorkspaceEngine& ws, const std::string& id) {
   Status s = ws.store()->Delete(DeletedBranchPrefix(ws.root()) + id + ".json");
   return s.IsNotFound() ? Status::OK() : s;
 }
 
-Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
-                                       int64_t grace_micros) {
+Result<RetentionReport> ExpireVersions(WorkspaceEngine& ws, int64_t now_micros,
+                                       int64_t window_seconds, int64_t grace_micros) {
   if (window_seconds < kMinTimeTravelWindowSeconds) {
     return Status::InvalidArgument("the time-travel window must be at least " +
                                    std::to_string(kMinTimeTravelWindowSeconds) + " seconds");

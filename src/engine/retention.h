@@ -44,9 +44,9 @@ Status VersionExpired(const std::string& branch, uint64_t version, uint64_t olde
 // (`_control/deleted-branches/<id>.json`, docs/format/control.md): the
 // tables its newest version has, live or dropped, so that a pass after the
 // deletion removes its forks of them, and the tables only it had.
-Status RecordBranchDeletion(Workspace& ws, const std::string& name, int64_t now_micros);
+Status RecordBranchDeletion(WorkspaceEngine& ws, const std::string& name, int64_t now_micros);
 // Takes the record back (a deletion that was refused).
-Status ForgetBranchDeletion(Workspace& ws, const std::string& id);
+Status ForgetBranchDeletion(WorkspaceEngine& ws, const std::string& id);
 
 // A deleted branch's record: its ref id and the tables (stable id,
 // location) its newest version had, live or dropped.
@@ -80,7 +80,7 @@ struct RetentionReport {
 // unreferenced files younger than `grace_micros` (a write's staged files).
 // The dataset of a table no kept version of any branch has live goes
 // whole; so do what deleted branches alone kept (RecordBranchDeletion).
-Result<RetentionReport> ExpireVersions(Workspace& ws, int64_t now_micros, int64_t window_seconds,
-                                       int64_t grace_micros);
+Result<RetentionReport> ExpireVersions(WorkspaceEngine& ws, int64_t now_micros,
+                                       int64_t window_seconds, int64_t grace_micros);
 
 }  // namespace loam

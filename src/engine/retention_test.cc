@@ -27,7 +27,7 @@ class RetentionTest : public ::testing::Test {
     WorkspaceOptions o = testing::TestOptions();
     o.manifest.dataset.clock = &clock_;
     store_ = std::make_shared<MemoryObjectStore>();
-    ws_ = Workspace::Init(store_, "ws", o).value();
+    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
   }
   // Appends `ids` to t at hour `h`; returns the manifest version.
   uint64_t AppendAt(double h, std::vector<int64_t> ids, const std::string& branch = "") {
@@ -38,7 +38,7 @@ class RetentionTest : public ::testing::Test {
 
   ManualClock clock_{kT0};
   std::shared_ptr<MemoryObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
 };
 
 // Writes at hours 0..5 with a compaction at 2.5; a 2-hour window at hour
@@ -183,7 +183,7 @@ TEST(RetentionRemovalTest, ARemovalCutShortIsFinishedByTheNextPass) {
   WorkspaceOptions o = testing::TestOptions();
   o.manifest.dataset.clock = &clock;
   auto faults = std::make_shared<FaultInjectionObjectStore>(std::make_shared<MemoryObjectStore>());
-  auto ws = Workspace::Init(faults, "ws", o).value();
+  auto ws = WorkspaceEngine::Init(faults, "ws", o).value();
   ASSERT_TRUE(ws->CreateTable("u", EventSchema(), {}).ok());
   const std::string u = ws->Current().value().Find("u")->head.location;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(ws->Write(Append("u", {i})).ok());
@@ -320,7 +320,7 @@ TEST(RetentionRaceTest, ABranchCreatedDuringAPassKeepsWhatItReads) {
   // inline rows a later version needs, so the pass removes old versions.
   o.manifest.dataset.max_inline_fragment_bytes = 0;
   auto faults = std::make_shared<FaultInjectionObjectStore>(std::make_shared<MemoryObjectStore>());
-  auto ws = Workspace::Init(faults, "ws", o).value();
+  auto ws = WorkspaceEngine::Init(faults, "ws", o).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   std::vector<uint64_t> v;
   for (int h = 0; h <= 5; ++h) {

@@ -59,7 +59,7 @@ class SidecarLeases {
 
   // Sets `s->lease_until_micros`, puts `s` at `key` (put-if-absent, not
   // fsynced: a sidecar lost with the machine only turns a roll-forward into
-  // a rollback of an effect no reader ever saw, see Workspace::OpenFork) and
+  // a rollback of an effect no reader ever saw, see WorkspaceEngine::OpenFork) and
   // renews it until the result is destroyed.
   Result<Held> PutAndHold(const std::string& key, Sidecar* s);
 

@@ -27,20 +27,20 @@ struct LeasedWorkspace {
   std::shared_ptr<ObjectStore> store = testing::NewTestStore();
   ManualClock clock{1'000'000'000};
   WorkspaceOptions opts;
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
   LeasedWorkspace() {
     opts = testing::TestOptions();
     opts.manifest.dataset.clock = &clock;
     opts.recovery_grace_micros = kGrace;
     opts.sidecar_lease_micros = kLease;
-    ws = Workspace::Init(store, "ws", opts).value();
+    ws = WorkspaceEngine::Init(store, "ws", opts).value();
     EXPECT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
     EXPECT_TRUE(ws->Write(Append("t", {1})).ok());
   }
-  std::shared_ptr<Workspace> Open(std::function<Status(std::string_view)> failpoint = {}) {
+  std::shared_ptr<WorkspaceEngine> Open(std::function<Status(std::string_view)> failpoint = {}) {
     WorkspaceOptions o = opts;
     o.failpoint = std::move(failpoint);
-    return Workspace::Open(store, "ws", o).value();
+    return WorkspaceEngine::Open(store, "ws", o).value();
   }
   size_t Sidecars() const { return store->ListAll("ws/_recovery/").value().size(); }
 };

@@ -14,7 +14,7 @@ uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& 
   return n;
 }
 
-Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& branch,
+Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::string& branch,
                                            const CompactionPolicy& policy,
                                            const std::string& principal, MaintenanceMemo* memo) {
   MaintenanceMemo scratch;
@@ -94,7 +94,7 @@ void MaintenanceReport::Add(const MaintenanceReport& other) {
   fragments.insert(other.fragments.begin(), other.fragments.end());
 }
 
-Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
+Result<MaintenanceReport> CompactAllBranches(WorkspaceEngine& ws, const CompactionPolicy& policy,
                                              const std::string& principal, MaintenanceMemo* memo) {
   ASSIGN_OR_RETURN(MaintenanceReport report, CompactDueTables(ws, "", policy, principal, memo));
   ASSIGN_OR_RETURN(std::vector<std::string> branches, ws.ListBranches());

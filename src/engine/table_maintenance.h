@@ -56,13 +56,13 @@ uint64_t CompactableFragments(const DatasetVersion& v, const CompactionOptions& 
 // a concurrent writer yields: the writer commits, and the table waits for
 // the next pass (`deferred`). Fails only when the branch cannot be read.
 // With `memo`, a table whose head is where the memo last saw it is not read.
-Result<MaintenanceReport> CompactDueTables(Workspace& ws, const std::string& branch,
+Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::string& branch,
                                            const CompactionPolicy& policy,
                                            const std::string& principal,
                                            MaintenanceMemo* memo = nullptr);
 
 // CompactDueTables on main and on every branch.
-Result<MaintenanceReport> CompactAllBranches(Workspace& ws, const CompactionPolicy& policy,
+Result<MaintenanceReport> CompactAllBranches(WorkspaceEngine& ws, const CompactionPolicy& policy,
                                              const std::string& principal,
                                              MaintenanceMemo* memo = nullptr);
 

@@ -34,7 +34,7 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   return v ? std::atoll(v) : fallback;
 }
 
-std::multiset<int64_t> IdsOf(const Workspace& ws) {
+std::multiset<int64_t> IdsOf(const WorkspaceEngine& ws) {
   Snapshot snap = ws.Current().value();
   RecordBatch all = ws.OpenTable(snap, "t").value().ReadAll().value();
   std::multiset<int64_t> out;
@@ -43,7 +43,8 @@ std::multiset<int64_t> IdsOf(const Workspace& ws) {
 }
 
 // A run's append as the loader makes it: rows staged first, then committed.
-WriteRequest StagedRun(Workspace& ws, const std::string& run, const std::vector<int64_t>& ids) {
+WriteRequest StagedRun(WorkspaceEngine& ws, const std::string& run,
+                       const std::vector<int64_t>& ids) {
   Snapshot snap = ws.Current().value();
   Dataset data = ws.OpenTable(snap, "t").value();
   WriteRequest w;
@@ -85,8 +86,8 @@ Status WithRetries(Attempt&& attempt) {
 TEST(TableMaintenanceTest, ACompactionThatLosesItsCommitToAnAppendCommitsAfterIt) {
   auto base = testing::NewTestStore();
   auto faulty = std::make_shared<FaultInjectionObjectStore>(base);
-  auto ws = Workspace::Init(faulty, "ws", testing::TestOptions()).value();
-  auto other = Workspace::Open(base, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(faulty, "ws", testing::TestOptions()).value();
+  auto other = WorkspaceEngine::Open(base, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   for (int64_t i = 0; i < 8; ++i) ASSERT_TRUE(ws->Write(StagedRun(*ws, "", {i})).ok());
   const std::string versions = ws->Current().value().Find("t")->head.location + "/_versions/";
@@ -107,7 +108,7 @@ TEST(TableMaintenanceTest, ACompactionThatLosesItsCommitToAnAppendCommitsAfterIt
 // A table is compacted once it has min_fragments compactable fragments; a
 // branch's pass leaves the tables it has not forked to their owner.
 TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
-  auto ws = Workspace::Init(testing::NewTestStore(), "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(testing::NewTestStore(), "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("busy", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->CreateTable("quiet", EventSchema(), {}).ok());
   for (int64_t i = 0; i < 6; ++i) ASSERT_TRUE(ws->Write(testing::Append("busy", {i})).ok());
@@ -138,7 +139,7 @@ TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
   WorkspaceOptions strict = testing::TestOptions();
   strict.system_actor = false;
   ASSERT_TRUE(ws->Write(testing::Append("quiet", {9})).ok());
-  auto other = Workspace::Open(ws->store(), "ws", strict).value();
+  auto other = WorkspaceEngine::Open(ws->store(), "ws", strict).value();
   policy.min_fragments = 2;
   MaintenanceReport refused = CompactDueTables(*other, "", policy, "").value();
   ASSERT_EQ(refused.deferred.size(), 1u);
@@ -151,7 +152,7 @@ TEST(TableMaintenanceTest, ATableIsCompactedOnceEnoughOfItsFragmentsAreSmall) {
 // last pass read it.
 TEST(TableMaintenanceTest, APassReadsOnlyTablesThatMoved) {
   auto counting = std::make_shared<CountingObjectStore>(testing::NewTestStore());
-  auto ws = Workspace::Init(counting, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(counting, "ws", testing::TestOptions()).value();
   for (const char* table : {"a", "b", "c"}) {
     ASSERT_TRUE(ws->CreateTable(table, EventSchema(), {}).ok());
     for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE(ws->Write(testing::Append(table, {i})).ok());
@@ -241,7 +242,7 @@ TEST(CompactionModelTest, NoWriterFailsAndNoRowIsLostOrDuplicated) {
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   WorkspaceOptions options = testing::TestOptions();
   options.recovery_grace_micros = 600'000'000;  // the other thread's commits are live
-  auto ws = Workspace::Init(testing::NewTestStore(), "ws", options).value();
+  auto ws = WorkspaceEngine::Init(testing::NewTestStore(), "ws", options).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   CompactionPolicy policy;
   policy.min_fragments = 4;

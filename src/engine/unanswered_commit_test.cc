@@ -25,14 +25,14 @@ struct TwoWriters {
   std::shared_ptr<ObjectStore> base = testing::NewTestStore();
   std::shared_ptr<FaultInjectionObjectStore> faulty =
       std::make_shared<FaultInjectionObjectStore>(base);
-  std::shared_ptr<Workspace> a, b;
+  std::shared_ptr<WorkspaceEngine> a, b;
   TwoWriters() {
     WorkspaceOptions live = testing::TestOptions();
     live.recovery_grace_micros = 60'000'000;
-    b = Workspace::Init(base, "ws", live).value();
+    b = WorkspaceEngine::Init(base, "ws", live).value();
     EXPECT_TRUE(b->CreateTable("t", EventSchema(), {}).ok());
     EXPECT_TRUE(b->Write(Append("t", {1, 2})).ok());
-    a = Workspace::Open(faulty, "ws", live).value();
+    a = WorkspaceEngine::Open(faulty, "ws", live).value();
   }
   // The key of the table's version file `version` on its head's fork.
   std::string VersionKey(int64_t version) const {

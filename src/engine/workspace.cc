@@ -58,28 +58,29 @@ ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
 
 }  // namespace
 
-std::string Workspace::TableRoot(const std::string& location) const {
+std::string WorkspaceEngine::TableRoot(const std::string& location) const {
   return root_.empty() ? location : root_ + "/" + location;
 }
 
-Status Workspace::Fail(std::string_view point) const {
+Status WorkspaceEngine::Fail(std::string_view point) const {
   return options_.failpoint ? options_.failpoint(point) : Status::OK();
 }
 
 // --- reads ------------------------------------------------------------------------------
 
-Result<Snapshot> Workspace::Current(const std::string& branch, SnapshotStats* stats) const {
+Result<Snapshot> WorkspaceEngine::Current(const std::string& branch, SnapshotStats* stats) const {
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
   return SnapshotOf(v, stats);
 }
 
-Result<Snapshot> Workspace::SnapshotAt(const std::string& branch, uint64_t manifest_version) const {
+Result<Snapshot> WorkspaceEngine::SnapshotAt(const std::string& branch,
+                                             uint64_t manifest_version) const {
   RETURN_NOT_OK(CheckInsideWindow(branch, manifest_version));
   ASSIGN_OR_RETURN(ManifestVersion v, manifest_->At(branch, manifest_version));
   return SnapshotOf(v);
 }
 
-Status Workspace::CheckInsideWindow(const std::string& branch, uint64_t version) const {
+Status WorkspaceEngine::CheckInsideWindow(const std::string& branch, uint64_t version) const {
   std::string id;
   if (!branch.empty()) {
     ASSIGN_OR_RETURN(id, manifest_->BranchId(branch));
@@ -88,7 +89,7 @@ Status Workspace::CheckInsideWindow(const std::string& branch, uint64_t version)
   return version < oldest ? VersionExpired(branch, version, oldest) : Status::OK();
 }
 
-Result<Snapshot> Workspace::SnapshotOf(const ManifestVersion& v, SnapshotStats* stats) const {
+Result<Snapshot> WorkspaceEngine::SnapshotOf(const ManifestVersion& v, SnapshotStats* stats) const {
   if (!IsJournalOnly(v)) return ReadSnapshot(*manifest_, v, stats);
   // A version past the first without head files: before the branch's
   // migration commit (its heads marker says which) it is folded; at or after
@@ -108,14 +109,15 @@ Result<Snapshot> Workspace::SnapshotOf(const ManifestVersion& v, SnapshotStats* 
   return SnapshotFromJournal(*manifest_, v);
 }
 
-Result<Dataset> Workspace::OpenTableAt(const TableHead& head) const {
+Result<Dataset> WorkspaceEngine::OpenTableAt(const TableHead& head) const {
   OpenSpec spec;
   spec.branch = head.owner_ref;
   spec.version = static_cast<uint64_t>(head.table_version);
   return Dataset::Open(store_, TableRoot(head.location), spec, options_.manifest.dataset);
 }
 
-Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string& name) const {
+Result<Dataset> WorkspaceEngine::OpenTable(const Snapshot& snapshot,
+                                           const std::string& name) const {
   const TableState* t = snapshot.Find(name);
   if (t == nullptr) {
     return Status::NotFound("table '" + name + "' does not exist on branch '" +
@@ -129,8 +131,8 @@ Result<Dataset> Workspace::OpenTable(const Snapshot& snapshot, const std::string
 // write left an unpublished version there. On the head's own fork such a
 // version may belong to a live writer: it is reset only once older than the
 // recovery grace period (its sidecar, if any, was handled by Recover).
-Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fork,
-                                    std::optional<ForkReset>* reset, bool remembered) const {
+Result<Dataset> WorkspaceEngine::OpenFork(const TableHead& head, const std::string& fork,
+                                          std::optional<ForkReset>* reset, bool remembered) const {
   if (remembered && head.owner_ref == fork) {
     std::optional<Dataset> known = committed_forks_.Find(TableRoot(head.location), fork,
                                                          static_cast<uint64_t>(head.table_version));
@@ -183,8 +185,8 @@ Result<Dataset> Workspace::OpenFork(const TableHead& head, const std::string& fo
   return restored;
 }
 
-void Workspace::SettleFork(const TableHead& head, const std::string& fork,
-                           const Result<WriteResult>& settled, const Dataset& committed) {
+void WorkspaceEngine::SettleFork(const TableHead& head, const std::string& fork,
+                                 const Result<WriteResult>& settled, const Dataset& committed) {
   if (settled.ok()) {
     committed_forks_.Remember(TableRoot(head.location), fork, committed);
   } else {
@@ -194,14 +196,14 @@ void Workspace::SettleFork(const TableHead& head, const std::string& fork,
 
 // --- publishing a table change -------------------------------------------------------
 
-Status Workspace::PublishInto(const PublishSpec& spec, WriteResult* result) {
+Status WorkspaceEngine::PublishInto(const PublishSpec& spec, WriteResult* result) {
   ASSIGN_OR_RETURN(PublishResult p, manifest_->Publish(spec));
   result->manifest_version = p.manifest_version;
   result->commit_id = p.commit_id;
   return Status::OK();
 }
 
-Result<WriteResult> Workspace::PublishTableChange(
+Result<WriteResult> WorkspaceEngine::PublishTableChange(
     const Sidecar& s, const TableHead& expected, int64_t new_version, int64_t row_count,
     const std::string& commit_id, const std::string& actor, const std::vector<CommittedRun>& runs,
     const std::string& recovery, PublishAuthorisation auth, const std::optional<ForkReset>& reset) {
@@ -299,9 +301,9 @@ Result<WriteResult> Workspace::PublishTableChange(
 
 // --- schema operations --------------------------------------------------------------
 
-Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema& schema,
-                                           const std::vector<std::string>& keys,
-                                           const std::string& branch) {
+Result<WriteResult> WorkspaceEngine::CreateTable(const std::string& name, const Schema& schema,
+                                                 const std::vector<std::string>& keys,
+                                                 const std::string& branch) {
   TableDef def;
   def.name = name;
   def.schema = schema;
@@ -349,8 +351,8 @@ Result<WriteResult> Workspace::CreateTable(const std::string& name, const Schema
   return result;
 }
 
-Result<WriteResult> Workspace::RenameTable(const std::string& from, const std::string& to,
-                                           const std::string& branch) {
+Result<WriteResult> WorkspaceEngine::RenameTable(const std::string& from, const std::string& to,
+                                                 const std::string& branch) {
   RETURN_NOT_OK(ValidateTableName(to));
   WriteResult result;
   PublishSpec spec;
@@ -380,7 +382,7 @@ Result<WriteResult> Workspace::RenameTable(const std::string& from, const std::s
   return result;
 }
 
-Result<WriteResult> Workspace::DropTable(const std::string& name, const std::string& branch) {
+Result<WriteResult> WorkspaceEngine::DropTable(const std::string& name, const std::string& branch) {
   WriteResult result;
   PublishSpec spec;
   spec.branch = branch;
@@ -414,9 +416,9 @@ Result<WriteResult> Workspace::DropTable(const std::string& name, const std::str
   return result;
 }
 
-Status Workspace::SetGrant(const std::string& table, const std::string& principal,
-                           std::optional<Role> role, const std::string& branch,
-                           const std::string& actor) {
+Status WorkspaceEngine::SetGrant(const std::string& table, const std::string& principal,
+                                 std::optional<Role> role, const std::string& branch,
+                                 const std::string& actor) {
   if (Status valid = CheckPrincipal(principal); !valid.ok()) {
     return Status::InvalidArgument("the grantee's name: " + valid.message());
   }
@@ -450,21 +452,21 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
   return manifest_->Publish(spec).status();
 }
 
-Status Workspace::SetAdditiveSchema(const std::string& table, bool allowed,
-                                    const std::string& actor, const std::string& branch) {
+Status WorkspaceEngine::SetAdditiveSchema(const std::string& table, bool allowed,
+                                          const std::string& actor, const std::string& branch) {
   return SetGrant(table, std::string(kAdditiveSchemaPrincipal),
                   allowed ? std::optional<Role>(Role::kAdmin) : std::nullopt, branch, actor);
 }
 
 // --- data -----------------------------------------------------------------------------------
 
-Status Workspace::Authorize(const Snapshot& snapshot, const TableState& table,
-                            const std::string& principal, WriteMode mode) const {
+Status WorkspaceEngine::Authorize(const Snapshot& snapshot, const TableState& table,
+                                  const std::string& principal, WriteMode mode) const {
   return AuthorizeRole(table.def.name, principal, snapshot.RoleOf(table.def.sid, principal), mode);
 }
 
-Status Workspace::AuthorizeRole(const std::string& table, const std::string& principal,
-                                std::optional<Role> held, WriteMode mode) const {
+Status WorkspaceEngine::AuthorizeRole(const std::string& table, const std::string& principal,
+                                      std::optional<Role> held, WriteMode mode) const {
   if (principal.empty()) {
     if (options_.system_actor) return Status::OK();
     return Status::PermissionDenied("a write to table '" + table +
@@ -511,7 +513,7 @@ Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
 
 }  // namespace
 
-Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
+Result<WriteResult> WorkspaceEngine::WriteOnce(const WriteRequest& req, bool* busy) {
   ASSIGN_OR_RETURN(RecoveryReport recovered, RecoverIfDue());
   ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
   ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(latest));
@@ -663,7 +665,7 @@ Result<WriteResult> Workspace::WriteOnce(const WriteRequest& req, bool* busy) {
   return settled;
 }
 
-Result<WriteResult> Workspace::ForkTable(const std::string& name, const std::string& branch) {
+Result<WriteResult> WorkspaceEngine::ForkTable(const std::string& name, const std::string& branch) {
   ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
   const TableState* t = snap.Find(name);
   if (t == nullptr) return Status::NotFound("table '" + name + "' does not exist");

@@ -1,4 +1,4 @@
-// Workspace: the tables of one root, their catalog, branches and history.
+// WorkspaceEngine: the tables of one root, their catalog, branches and history.
 //
 // Every mutation follows the write protocol (docs/architecture.md): sidecar, table
 // commit, one manifest publish (journal + heads + graph commit), sidecar
@@ -198,7 +198,7 @@ struct ForkReset {
   int64_t restore_version = 0;  // the restore that brought the head's content back
 };
 
-// Who a table change is published for (see Workspace::PublishTableChange).
+// Who a table change is published for (see WorkspaceEngine::PublishTableChange).
 struct PublishAuthorisation {
   const std::string* principal = nullptr;  // nullptr: not checked (recovery, forks)
   WriteMode mode = WriteMode::kAppend;
@@ -210,14 +210,16 @@ struct PublishAuthorisation {
   std::vector<std::string> more_principals;
 };
 
-class Workspace {
+class WorkspaceEngine {
  public:
   // Creates the workspace (its __manifest) at `root` ("" = the store's root).
-  static Result<std::shared_ptr<Workspace>> Init(std::shared_ptr<ObjectStore> store,
-                                                 std::string root, WorkspaceOptions options = {});
+  static Result<std::shared_ptr<WorkspaceEngine>> Init(std::shared_ptr<ObjectStore> store,
+                                                       std::string root,
+                                                       WorkspaceOptions options = {});
   // Opens it and recovers sidecars older than the grace period.
-  static Result<std::shared_ptr<Workspace>> Open(std::shared_ptr<ObjectStore> store,
-                                                 std::string root, WorkspaceOptions options = {});
+  static Result<std::shared_ptr<WorkspaceEngine>> Open(std::shared_ptr<ObjectStore> store,
+                                                       std::string root,
+                                                       WorkspaceOptions options = {});
 
   // --- current state and time travel --------------------------------------------
   Result<Snapshot> Current(const std::string& branch = "", SnapshotStats* stats = nullptr) const;
@@ -341,8 +343,8 @@ class Workspace {
   std::string TableRoot(const std::string& location) const;
 
  private:
-  Workspace(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
-            std::shared_ptr<Manifest> manifest)
+  WorkspaceEngine(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
+                  std::shared_ptr<Manifest> manifest)
       : store_(std::move(store)),
         root_(std::move(root)),
         options_(std::move(options)),

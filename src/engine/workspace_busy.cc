@@ -28,9 +28,10 @@ void PauseAfterBusy(int attempt) { Backoff{2'000, 50'000, 0.25}.Sleep(attempt); 
 
 }  // namespace
 
-Result<Dataset> Workspace::LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
-                                                 std::optional<int64_t> base_version,
-                                                 Result<Dataset> committed, bool* unknown) const {
+Result<Dataset> WorkspaceEngine::LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
+                                                       std::optional<int64_t> base_version,
+                                                       Result<Dataset> committed,
+                                                       bool* unknown) const {
   *unknown = false;
   if (!base_version || !CommitOutcomeUnknown(committed.status())) return committed;
   OpenSpec spec;
@@ -51,13 +52,13 @@ Result<Dataset> Workspace::LookAgainAtUnanswered(const TableHead& head, const Si
   return committed;
 }
 
-bool Workspace::CommitsOnAnyVersion(const WriteRequest& r) {
+bool WorkspaceEngine::CommitsOnAnyVersion(const WriteRequest& r) {
   if (r.mode == WriteMode::kCompact) return r.compaction_plan != nullptr && !r.expected_version;
   return r.mode == WriteMode::kAppend && r.staged_rows && !r.expected_version &&
          r.add_columns.empty();
 }
 
-Result<WriteResult> Workspace::Write(const WriteRequest& request) {
+Result<WriteResult> WorkspaceEngine::Write(const WriteRequest& request) {
   for (int attempt = 1;; ++attempt) {
     bool busy = false;
     Result<WriteResult> written = WriteOnce(request, &busy);
@@ -66,7 +67,7 @@ Result<WriteResult> Workspace::Write(const WriteRequest& request) {
   }
 }
 
-std::vector<Result<WriteResult>> Workspace::WriteGroup(
+std::vector<Result<WriteResult>> WorkspaceEngine::WriteGroup(
     const std::vector<const WriteRequest*>& requests) {
   const bool retries = std::all_of(requests.begin(), requests.end(),
                                    [](const WriteRequest* r) { return CommitsOnAnyVersion(*r); });

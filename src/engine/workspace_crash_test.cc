@@ -42,7 +42,7 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
   void SetUpCrash(const std::string& branch, std::string_view point,
                   std::shared_ptr<ObjectStore> store = testing::NewTestStore()) {
     store_ = std::move(store);
-    auto ws = Workspace::Init(store_, "ws", testing::TestOptions()).value();
+    auto ws = WorkspaceEngine::Init(store_, "ws", testing::TestOptions()).value();
     ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {"id"}).ok());
     ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
     if (!branch.empty()) {
@@ -50,18 +50,19 @@ class WorkspaceCrashTest : public ::testing::TestWithParam<Outcome> {
     }
     WorkspaceOptions crashing = testing::TestOptions();
     crashing.failpoint = CrashAt(point);
-    crashing_ = Workspace::Open(store_, "ws", crashing).value();
+    crashing_ = WorkspaceEngine::Open(store_, "ws", crashing).value();
   }
   std::shared_ptr<ObjectStore> store_;
-  std::shared_ptr<Workspace> crashing_;
+  std::shared_ptr<WorkspaceEngine> crashing_;
 };
 
 // Table "t" of `branch` is consistent with its head, the journal and the log.
 // After a power loss a sidecar may have been lost or cut (they are not
 // fsynced): recovery moves a cut one aside, under _recovery/unreadable/, and
 // a table version committed without one stays unpublished above the head
-// until the next write resets it (Workspace::OpenFork).
-void ExpectConsistent(const Workspace& ws, const std::string& branch, bool power_lost = false) {
+// until the next write resets it (WorkspaceEngine::OpenFork).
+void ExpectConsistent(const WorkspaceEngine& ws, const std::string& branch,
+                      bool power_lost = false) {
   Snapshot snap = ws.Current(branch).value();
   ASSERT_NE(snap.Find("t"), nullptr);
   const TableHead& head = snap.Find("t")->head;
@@ -93,7 +94,7 @@ void ExpectConsistent(const Workspace& ws, const std::string& branch, bool power
 // `before`: recovery converged as `o` says, and the table takes writes.
 void ExpectRecoveredOnMain(std::shared_ptr<ObjectStore> store, const TableHead& before,
                            const Outcome& o, bool power_lost = false) {
-  auto ws = Workspace::Open(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
   RecoveryReport again = ws->Recover(0).value();  // idempotent: nothing left
   EXPECT_EQ(again.rolled_back + again.rolled_forward + again.already_published, 0);
   const TableHead after = ws->Current().value().Find("t")->head;
@@ -146,7 +147,7 @@ TEST_P(WorkspaceCrashTest, RecoveryConvergesAfterAPowerLoss) {
     Status crashed = crashing_->Write(Append("t", {3})).status();
     ASSERT_TRUE(crashed.IsUnavailable()) << crashed;
     lost += faulty->LosePower().value();
-    const bool moved = Workspace::Open(local, "ws", testing::TestOptions())
+    const bool moved = WorkspaceEngine::Open(local, "ws", testing::TestOptions())
                            .value()
                            ->Current()
                            .value()
@@ -169,7 +170,7 @@ TEST_P(WorkspaceCrashTest, RecoveryConvergesOnABranchFork) {
   SetUpCrash("dev", o.failpoint);
   Status crashed = crashing_->Write(Append("t", {3}, "dev")).status();
   ASSERT_TRUE(crashed.IsUnavailable()) << crashed;
-  auto ws = Workspace::Open(store_, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Open(store_, "ws", testing::TestOptions()).value();
   // A rolled-back first write on a branch publishes nothing: the head still
   // names main's version, and the unpublished fork is reset on the next write.
   const bool published = o.rolled_forward + o.already_published > 0;
@@ -202,13 +203,13 @@ INSTANTIATE_TEST_SUITE_P(
 // `crash_in_rollback` stops A after the restore; the next recovery finishes.
 void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->CreateTable("u", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;  // A is alive: B leaves its sidecar alone
-  auto b = Workspace::Open(store, "ws", live).value();
+  auto b = WorkspaceEngine::Open(store, "ws", live).value();
   WorkspaceOptions a_opts = live;
   a_opts.failpoint = [&](std::string_view at) {
     if (at == failpoint::kAfterTableCommit) {
@@ -220,13 +221,13 @@ void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
       return Status::Unavailable("crash");
     return Status::OK();
   };
-  auto a = Workspace::Open(store, "ws", a_opts).value();
+  auto a = WorkspaceEngine::Open(store, "ws", a_opts).value();
   WriteRequest w = Append("t", {3});
   w.run_id = "run-1";
   Status st = a->Write(w).status();
   if (crash_in_rollback) {
     ASSERT_TRUE(st.IsUnavailable()) << st;
-    ws = Workspace::Open(store, "ws", testing::TestOptions()).value();  // recovery
+    ws = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();  // recovery
   } else {
     ASSERT_TRUE(st.IsAlreadyExists()) << st;
   }
@@ -246,14 +247,14 @@ void RunLosesItsRunToAnotherWriter(bool crash_in_rollback) {
 // commit: the write is reported as the success it is and its rows stay.
 TEST(WorkspaceRecoveryTest, ALostPublishReplyIsJudgedByTheWritesOwnCommit) {
   auto base = testing::NewTestStore();
-  auto ws = Workspace::Init(base, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(base, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->Write(Append("t", {1, 2})).ok());
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;  // A is alive: B leaves its sidecar alone
-  auto b = Workspace::Open(base, "ws", live).value();
+  auto b = WorkspaceEngine::Open(base, "ws", live).value();
   auto faulty = std::make_shared<FaultInjectionObjectStore>(base);
-  auto a = Workspace::Open(faulty, "ws", live).value();
+  auto a = WorkspaceEngine::Open(faulty, "ws", live).value();
   faulty->AddRule(FaultRule::LoseReplyAt(
       "lost-publish", WriteOpMask(), 1, Status::Unavailable("reply lost"),
       [&] { EXPECT_TRUE(b->RenameTable("t", "t2").ok()); }, "__manifest/_versions/"));
@@ -279,15 +280,15 @@ TEST(WorkspaceRecoveryTest, ACrashDuringRollbackConvergesOnTheNextRecovery) {
 
 TEST(WorkspaceRecoveryTest, AnEffectWhoseTableWasDroppedIsLeftAloneAndNothingIsPublished) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   const WriteResult created = ws->CreateTable("t", EventSchema(), {}).value();
   WorkspaceOptions crash = testing::TestOptions();
   crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
-  auto writer = Workspace::Open(store, "ws", crash).value();
+  auto writer = WorkspaceEngine::Open(store, "ws", crash).value();
   ASSERT_TRUE(writer->Write(Append("t", {1})).status().IsUnavailable());
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;
-  ASSERT_TRUE(Workspace::Open(store, "ws", live).value()->DropTable("t").ok());
+  ASSERT_TRUE(WorkspaceEngine::Open(store, "ws", live).value()->DropTable("t").ok());
   const size_t commits = ws->Log().value().size();
   RecoveryReport r = ws->Recover(0).value();
   EXPECT_EQ(r.rolled_back, 0);
@@ -315,16 +316,16 @@ struct CrashedWrite {
   std::shared_ptr<ObjectStore> store = testing::NewTestStore();
   ManualClock clock{1'000'000'000};
   WorkspaceOptions opts;
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
   CrashedWrite() {
     opts = testing::TestOptions();
     opts.manifest.dataset.clock = &clock;
     opts.recovery_grace_micros = 10'000'000;
-    ws = Workspace::Init(store, "ws", opts).value();
+    ws = WorkspaceEngine::Init(store, "ws", opts).value();
     EXPECT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
     WorkspaceOptions crash = opts;
     crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
-    EXPECT_TRUE(Workspace::Open(store, "ws", crash)
+    EXPECT_TRUE(WorkspaceEngine::Open(store, "ws", crash)
                     .value()
                     ->Write(Append("t", {1}))
                     .status()
@@ -358,7 +359,7 @@ TEST(WorkspaceRecoveryTest, WritesListSidecarsOnlyWhenOneCanBeDue) {
   CrashedWrite c;
   ASSERT_TRUE(c.ws->CreateTable("u", EventSchema(), {}).ok());
   auto counting = std::make_shared<CountingObjectStore>(c.store, 2);
-  auto ws = Workspace::Open(counting, "ws", c.opts).value();
+  auto ws = WorkspaceEngine::Open(counting, "ws", c.opts).value();
   auto listings = [&] {
     return counting->Snapshot().by_prefix["ws/_recovery/"].count(ObjectOp::kList);
   };
@@ -421,7 +422,7 @@ TEST(WorkspaceRecoveryTest, AFailedRecoveryBlocksItsTablesWritesUntilItSucceeds)
   auto faulty = std::make_shared<FaultInjectionObjectStore>(c.store);
   WorkspaceOptions opts = c.opts;
   opts.recover_on_open = false;
-  auto ws = Workspace::Open(faulty, "ws", opts).value();
+  auto ws = WorkspaceEngine::Open(faulty, "ws", opts).value();
   // Recovery opens the table by listing its versions; a writer never lists.
   FaultRule list = FaultRule::FailNth("list-table", MaskOf({ObjectOp::kList}), 1,
                                       Status::Unavailable("injected"),
@@ -449,7 +450,7 @@ TEST(WorkspaceRecoveryTest, HeadsRepairStopsWhenASidecarCannotBeSettled) {
   auto faulty = std::make_shared<FaultInjectionObjectStore>(c.store);
   WorkspaceOptions opts = c.opts;
   opts.recover_on_open = false;
-  auto ws = Workspace::Open(faulty, "ws", opts).value();
+  auto ws = WorkspaceEngine::Open(faulty, "ws", opts).value();
   FaultRule get = FaultRule::FailNth("get-sidecar", MaskOf({ObjectOp::kGet}), 1,
                                      Status::Unavailable("injected"), "_recovery/");
   get.times = FaultRule::kForever;
@@ -473,9 +474,9 @@ TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;
   live.manifest.cache_bytes = 1 << 20;
-  auto a = Workspace::Init(store, "ws", live).value();
+  auto a = WorkspaceEngine::Init(store, "ws", live).value();
   ASSERT_TRUE(a->CreateTable("t", EventSchema(), {}).ok());
-  auto b = Workspace::Open(store, "ws", live).value();
+  auto b = WorkspaceEngine::Open(store, "ws", live).value();
   ASSERT_TRUE(a->Write(Append("t", {1})).ok());
   ASSERT_TRUE(b->Write(Append("t", {2})).ok());
   ASSERT_TRUE(a->Write(Append("t", {3})).ok());  // a's cached last commit is stale
@@ -488,20 +489,20 @@ TEST(WorkspaceRecoveryTest, AWriterWithAStaleViewOfItsLastCommitStillSucceeds) {
 
 TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(ws->Write(Append("t", {1})).ok());
   ASSERT_TRUE(ws->CreateBranch("dev").ok());
   WorkspaceOptions crash = testing::TestOptions();
   crash.failpoint = CrashAt(failpoint::kAfterTableCommit);
-  ASSERT_TRUE(Workspace::Open(store, "ws", crash)
+  ASSERT_TRUE(WorkspaceEngine::Open(store, "ws", crash)
                   .value()
                   ->Write(Append("t", {2}, "dev"))
                   .status()
                   .IsUnavailable());
   WorkspaceOptions live = testing::TestOptions();
   live.recovery_grace_micros = 60'000'000;
-  auto keeper = Workspace::Open(store, "ws", live).value();
+  auto keeper = WorkspaceEngine::Open(store, "ws", live).value();
   ASSERT_TRUE(keeper->DeleteBranch("dev").ok());
   ASSERT_TRUE(keeper->CreateBranch("dev").ok());
   RecoveryReport r = keeper->Recover(0).value();
@@ -515,10 +516,10 @@ TEST(WorkspaceRecoveryTest, ASidecarOfADeletedAndRecreatedBranchIsDropped) {
 
 TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsMovedAsideOnceAndBlocksNothing) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   ASSERT_TRUE(store->Put("ws/_recovery/garbage.json", "{not json").ok());
-  auto reopened = Workspace::Open(store, "ws", testing::TestOptions());
+  auto reopened = WorkspaceEngine::Open(store, "ws", testing::TestOptions());
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   // Opening moved it aside, once: reported then, never again.
   ASSERT_TRUE(store->Get("ws/_recovery/unreadable/garbage.json").ok());
@@ -538,7 +539,7 @@ TEST(WorkspaceRecoveryTest, AnUnreadableSidecarIsMovedAsideOnceAndBlocksNothing)
 
 TEST(WorkspaceRecoveryTest, AGrandchildBranchsFirstCommitContinuesTheNearestLine) {
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   const std::string main_head = ws->Log().value().front().id;
   ASSERT_TRUE(ws->CreateBranch("a").ok());

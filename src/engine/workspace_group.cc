@@ -1,6 +1,6 @@
 // Group commit: several runs' staged appends to one table in one table
-// commit and one manifest publish (Workspace::WriteGroup), and the parts of
-// the write protocol it shares with Workspace::Write (the sidecar, the
+// commit and one manifest publish (WorkspaceEngine::WriteGroup), and the parts of
+// the write protocol it shares with WorkspaceEngine::Write (the sidecar, the
 // settling of a publish, the run_commit rows). A group's sidecar lists every
 // run (format 2), so recovery of any of them settles all.
 #include <algorithm>
@@ -55,7 +55,7 @@ void DropKeyOverlaps(const Dataset& table, const std::vector<std::string>& keys,
 }
 }  // namespace
 
-bool Workspace::Groupable(const WriteRequest& r) {
+bool WorkspaceEngine::Groupable(const WriteRequest& r) {
   if (r.mode != WriteMode::kAppend || !r.staged_rows || r.staged.empty() || !r.table_sid ||
       r.run_id.empty() || (r.expected_version && !r.expected_for_keys) || r.merge_plan != nullptr ||
       !r.add_columns.empty() || r.authorize_as) {
@@ -70,8 +70,8 @@ bool Workspace::Groupable(const WriteRequest& r) {
   return bytes <= kMaxGroupedKeyedBytes;
 }
 
-Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
-                              const std::string& branch_id) const {
+Sidecar WorkspaceEngine::NewSidecar(const WriteRequest& req, const TableHead& head,
+                                    const std::string& branch_id) const {
   Sidecar s;
   s.operation_id = NewUlidString();
   s.branch = req.branch;
@@ -89,10 +89,10 @@ Sidecar Workspace::NewSidecar(const WriteRequest& req, const TableHead& head,
   return s;
 }
 
-Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string& key,
-                                             const Dataset& committed,
-                                             Result<WriteResult> published,
-                                             const WriteResult& counted) {
+Result<WriteResult> WorkspaceEngine::SettlePublish(const Sidecar& s, const std::string& key,
+                                                   const Dataset& committed,
+                                                   Result<WriteResult> published,
+                                                   const WriteResult& counted) {
   if (!published.ok()) {
     // Whether the publish landed although its answer was lost is decided by
     // an exact look-up of this write's own commit, never by the table's head:
@@ -126,7 +126,7 @@ Result<WriteResult> Workspace::SettlePublish(const Sidecar& s, const std::string
   return published;
 }
 
-std::vector<CommittedRun> Workspace::RunsOf(const Sidecar& s, const Dataset& committed) {
+std::vector<CommittedRun> WorkspaceEngine::RunsOf(const Sidecar& s, const Dataset& committed) {
   std::vector<CommittedRun> runs;
   if (s.run_id.empty()) return runs;
   const DatasetVersion& v = committed.state();
@@ -152,9 +152,9 @@ std::vector<CommittedRun> Workspace::RunsOf(const Sidecar& s, const Dataset& com
   return runs;
 }
 
-std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest*>& requests,
-                                            const Snapshot& snap, const TableState& t,
-                                            std::vector<Result<WriteResult>>* results) {
+std::vector<size_t> WorkspaceEngine::GroupMembers(const std::vector<const WriteRequest*>& requests,
+                                                  const Snapshot& snap, const TableState& t,
+                                                  std::vector<Result<WriteResult>>* results) {
   std::vector<size_t> members;
   std::set<std::string> runs;
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -196,7 +196,7 @@ std::vector<size_t> Workspace::GroupMembers(const std::vector<const WriteRequest
   return members;
 }
 
-std::vector<Result<WriteResult>> Workspace::WriteGroupOnce(
+std::vector<Result<WriteResult>> WorkspaceEngine::WriteGroupOnce(
     const std::vector<const WriteRequest*>& requests, bool* busy) {
   std::vector<Result<WriteResult>> results(requests.size(), Status::Internal("not committed"));
   auto all = [&](const Status& st) {
@@ -254,9 +254,10 @@ std::vector<Result<WriteResult>> Workspace::WriteGroupOnce(
   return results;
 }
 
-Result<WriteResult> Workspace::CommitGroup(const std::vector<const WriteRequest*>& requests,
-                                           const std::vector<size_t>& members, const TableState& t,
-                                           const std::string& branch_id, bool* busy) {
+Result<WriteResult> WorkspaceEngine::CommitGroup(const std::vector<const WriteRequest*>& requests,
+                                                 const std::vector<size_t>& members,
+                                                 const TableState& t, const std::string& branch_id,
+                                                 bool* busy) {
   const TableHead head = t.head;
   const WriteRequest& lead = *requests[members.front()];
   Sidecar s = NewSidecar(lead, head, branch_id);

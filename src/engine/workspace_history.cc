@@ -20,8 +20,8 @@ using json = nlohmann::json;
 
 // --- branches ------------------------------------------------------------------------------
 
-Status Workspace::CreateBranch(const std::string& name, const std::string& from,
-                               std::optional<uint64_t> version) {
+Status WorkspaceEngine::CreateBranch(const std::string& name, const std::string& from,
+                                     std::optional<uint64_t> version) {
   RETURN_NOT_OK(ValidateRefName("branch", name));
   uint64_t at = 0;
   if (version) {
@@ -67,7 +67,7 @@ Status Workspace::CreateBranch(const std::string& name, const std::string& from,
 
 // The record first: once the ref is gone nothing names the tables the
 // branch had, and a retention pass removes what only it kept from the record.
-Status Workspace::DeleteBranch(const std::string& name) {
+Status WorkspaceEngine::DeleteBranch(const std::string& name) {
   if (name.empty()) return manifest_->DeleteBranch(name);  // refused
   ASSIGN_OR_RETURN(std::string id, manifest_->BranchId(name));
   RETURN_NOT_OK(RecordBranchDeletion(*this, name, options_.manifest.dataset.clock->NowMicros()));
@@ -76,13 +76,13 @@ Status Workspace::DeleteBranch(const std::string& name) {
   return deleted;
 }
 
-Result<std::vector<std::string>> Workspace::ListBranches() const {
+Result<std::vector<std::string>> WorkspaceEngine::ListBranches() const {
   return manifest_->ListBranches();
 }
 
 // --- history -----------------------------------------------------------------------------------
 
-Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) const {
+Result<std::vector<GraphCommitInfo>> WorkspaceEngine::Log(const std::string& branch) const {
   ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
   std::vector<GraphCommitInfo> out;
   for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
@@ -115,8 +115,8 @@ Result<std::vector<GraphCommitInfo>> Workspace::Log(const std::string& branch) c
   return out;
 }
 
-Result<std::vector<TableHistoryEntry>> Workspace::History(const std::string& table,
-                                                          const std::string& branch) const {
+Result<std::vector<TableHistoryEntry>> WorkspaceEngine::History(const std::string& table,
+                                                                const std::string& branch) const {
   ASSIGN_OR_RETURN(Snapshot snap, Current(branch));
   const TableState* t = snap.Find(table);
   if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");

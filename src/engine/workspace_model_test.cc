@@ -31,7 +31,8 @@ int64_t EnvInt(const char* name, int64_t fallback) {
   return v ? std::atoll(v) : fallback;
 }
 
-std::set<int64_t> IdsOf(const Workspace& ws, const std::string& branch, const std::string& table) {
+std::set<int64_t> IdsOf(const WorkspaceEngine& ws, const std::string& branch,
+                        const std::string& table) {
   Snapshot snap = ws.Current(branch).value();
   RecordBatch all = ws.OpenTable(snap, table).value().ReadAll().value();
   std::set<int64_t> out;
@@ -47,7 +48,7 @@ TEST(WorkspaceModelTest, HeadsEqualTheJournalFoldAfterEveryStep) {
   std::mt19937_64 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   auto store = testing::NewTestStore();
-  auto ws = Workspace::Init(store, "ws", testing::TestOptions()).value();
+  auto ws = WorkspaceEngine::Init(store, "ws", testing::TestOptions()).value();
   std::map<std::string, BranchModel> model{{"", {}}};
   std::set<int64_t> tombstoned;
   int64_t next_id = 0;
@@ -123,7 +124,7 @@ TEST(WorkspaceModelTest, HeadsEqualTheJournalFoldAfterEveryStep) {
       ASSERT_TRUE(ws->ForkTable(name, branch).ok());
       counts["handoff"]++;
     } else if (op < 76) {
-      ws = Workspace::Open(store, "ws", testing::TestOptions()).value();
+      ws = WorkspaceEngine::Open(store, "ws", testing::TestOptions()).value();
       counts["reopen"]++;
     } else {
       EXPECT_EQ(IdsOf(*ws, branch, name), m[name].ids);

@@ -49,8 +49,9 @@ Status CheckFormat(ObjectStore& store, const std::string& root, const Manifest* 
 
 // --- opening -------------------------------------------------------------------------
 
-Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> store,
-                                                   std::string root, WorkspaceOptions options) {
+Result<std::shared_ptr<WorkspaceEngine>> WorkspaceEngine::Init(std::shared_ptr<ObjectStore> store,
+                                                               std::string root,
+                                                               WorkspaceOptions options) {
   ASSIGN_OR_RETURN(auto manifest, Manifest::Create(store, root, options.manifest));
   const std::string id = NewUlidString();
   const std::string info = json{{"format", 1}, {"owner", options.owner}, {"id", id}}.dump();
@@ -61,15 +62,16 @@ Result<std::shared_ptr<Workspace>> Workspace::Init(std::shared_ptr<ObjectStore> 
   stamp.stamped_by = "init";
   stamp.stamped_micros = options.manifest.dataset.clock->NowMicros();
   RETURN_NOT_OK(WriteFormatStamp(*store, root, stamp));
-  std::shared_ptr<Workspace> ws(
-      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+  std::shared_ptr<WorkspaceEngine> ws(new WorkspaceEngine(std::move(store), std::move(root),
+                                                          std::move(options), std::move(manifest)));
   ws->owner_ = ws->options_.owner;
   ws->id_ = id;
   return ws;
 }
 
-Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> store,
-                                                   std::string root, WorkspaceOptions options) {
+Result<std::shared_ptr<WorkspaceEngine>> WorkspaceEngine::Open(std::shared_ptr<ObjectStore> store,
+                                                               std::string root,
+                                                               WorkspaceOptions options) {
   Result<FormatStamp> stamp = ReadFormatStamp(*store, root);
   if (!stamp.ok() && !stamp.status().IsNotFound()) return stamp.status();
   if (!options.any_format) RETURN_NOT_OK(CheckFormat(*store, root, nullptr, stamp));
@@ -78,8 +80,8 @@ Result<std::shared_ptr<Workspace>> Workspace::Open(std::shared_ptr<ObjectStore> 
     RETURN_NOT_OK(CheckFormat(*store, root, manifest.get(), stamp));
   }
   ASSIGN_OR_RETURN(WorkspaceInfo info, ReadInfo(*store, root));
-  std::shared_ptr<Workspace> ws(
-      new Workspace(std::move(store), std::move(root), std::move(options), std::move(manifest)));
+  std::shared_ptr<WorkspaceEngine> ws(new WorkspaceEngine(std::move(store), std::move(root),
+                                                          std::move(options), std::move(manifest)));
   ws->owner_ = std::move(info.owner);
   ws->id_ = std::move(info.id);
   if (ws->options_.recover_on_open) {

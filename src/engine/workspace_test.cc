@@ -21,10 +21,10 @@ class WorkspaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = testing::NewTestStore();
-    ws_ = Workspace::Init(store_, "ws", testing::TestOptions()).value();
+    ws_ = WorkspaceEngine::Init(store_, "ws", testing::TestOptions()).value();
   }
   std::shared_ptr<ObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
 };
 
 TEST_F(WorkspaceTest, CreateWriteAndReadThroughHeads) {
@@ -216,8 +216,8 @@ TEST_F(WorkspaceTest, SchemaChangesBumpTheVersionAndGrantsLiveInTheCatalog) {
 TEST_F(WorkspaceTest, WritesByTableIdAndPrincipalGrants) {
   WorkspaceOptions o = testing::TestOptions();
   o.owner = "ada";
-  auto owned = Workspace::Init(store_, "owned", o).value();
-  EXPECT_EQ(Workspace::Open(store_, "owned", testing::TestOptions()).value()->owner(), "ada");
+  auto owned = WorkspaceEngine::Init(store_, "owned", o).value();
+  EXPECT_EQ(WorkspaceEngine::Open(store_, "owned", testing::TestOptions()).value()->owner(), "ada");
   const int64_t sid = owned->CreateTable("events", EventSchema(), {"id"}).value().sid;
   ASSERT_TRUE(owned->RenameTable("events", "happenings").ok());
   WriteRequest w = Append("events", {1});  // the old name: resolved by id instead
@@ -249,7 +249,7 @@ TEST_F(WorkspaceTest, RecoverRunSettlesThatRunsSidecarsWhateverTheirAge) {
   crash.failpoint = [](std::string_view p) {
     return p == failpoint::kAfterTableCommit ? Status::Unavailable("crash") : Status::OK();
   };
-  auto crashing = Workspace::Open(store_, "ws", crash).value();
+  auto crashing = WorkspaceEngine::Open(store_, "ws", crash).value();
   WriteRequest w = Append("events", {1, 2});
   w.run_id = "run-a";
   EXPECT_FALSE(crashing->Write(w).ok());
@@ -297,7 +297,7 @@ TEST_F(WorkspaceTest, TimeTravelAndHistory) {
 
 // Replaces partition `p` of main's latest manifest version with `rows`, as a
 // corrupt or buggy writer could: a raw commit that bypasses the publisher.
-void CorruptPartition(Workspace& ws, uint32_t p, const std::vector<ManifestRow>& rows) {
+void CorruptPartition(WorkspaceEngine& ws, uint32_t p, const std::vector<ManifestRow>& rows) {
   Dataset base = ws.manifest().OpenDataset("").value();
   HeadDirectory dir = DecodeHeadDirectory(base.state().app_section).value();
   if (rows.empty()) {
@@ -369,11 +369,11 @@ TEST_F(WorkspaceTest, DisjointWritersFormOneLinearChain) {
   std::vector<Status> failures(kWriters);
   for (int i = 0; i < kWriters; ++i) {
     threads.emplace_back([&, i] {
-      // Each writer is its own process in spirit: its own Workspace handle,
+      // Each writer is its own process in spirit: its own WorkspaceEngine handle,
       // leaving the others' in-flight sidecars alone.
       WorkspaceOptions o = testing::TestOptions();
       o.recovery_grace_micros = 60'000'000;
-      auto ws = Workspace::Open(store_, "ws", o).value();
+      auto ws = WorkspaceEngine::Open(store_, "ws", o).value();
       for (int c = 0; c < kCommits; ++c) {
         Status st = ws->Write(Append("t" + std::to_string(i), {c})).status();
         if (!st.ok()) failures[i] = st;
@@ -407,13 +407,13 @@ TEST_F(WorkspaceTest, SameTableWritersWithOneExpectationHaveExactlyOneWinner) {
     std::vector<std::thread> threads;
     for (int i = 0; i < 2; ++i) {
       threads.emplace_back([&, i] {
-        auto ws = Workspace::Open(store_, "ws",
-                                  [] {
-                                    WorkspaceOptions o = testing::TestOptions();
-                                    o.recovery_grace_micros =
-                                        60'000'000;  // the other writer is alive
-                                    return o;
-                                  }())
+        auto ws = WorkspaceEngine::Open(store_, "ws",
+                                        [] {
+                                          WorkspaceOptions o = testing::TestOptions();
+                                          o.recovery_grace_micros =
+                                              60'000'000;  // the other writer is alive
+                                          return o;
+                                        }())
                       .value();
         WriteRequest w = Append("t", {round * 2 + i});
         w.expected_version = expected;
@@ -494,7 +494,7 @@ TEST(JournalIndexLevelsTest, FullLevelsMoveUpAndEveryRunIsStillFound) {
   o.manifest.journal_level0_entries = 8;
   o.manifest.journal_level_fanout = 2;
   o.manifest.merge_fanout = 0;  // fragments stay as published: the levels do all the work
-  auto ws = Workspace::Init(testing::NewTestStore(), "ws", o).value();
+  auto ws = WorkspaceEngine::Init(testing::NewTestStore(), "ws", o).value();
   ASSERT_TRUE(ws->CreateTable("t", EventSchema(), {}).ok());
   auto run = [&](int i) {
     WriteRequest w = Append("t", {i});

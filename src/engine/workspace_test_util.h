@@ -49,7 +49,7 @@ inline const std::vector<std::string>& BranchedHistoryBranches() {
   static const std::vector<std::string> branches = {"", "dev", "dev2", "lazy"};
   return branches;
 }
-inline Status BuildBranchedHistory(Workspace& ws) {
+inline Status BuildBranchedHistory(WorkspaceEngine& ws) {
   RETURN_NOT_OK(ws.CreateTable("orders", EventSchema(), {"id"}).status());
   RETURN_NOT_OK(ws.Write(Append("orders", {1, 2, 3})).status());
   RETURN_NOT_OK(ws.CreateTable("people", EventSchema(), {}).status());
@@ -72,7 +72,7 @@ inline Status BuildBranchedHistory(Workspace& ws) {
 }
 
 // Live row count of `table` on `branch`, read through its head.
-inline int64_t RowsOf(const Workspace& ws, const std::string& table,
+inline int64_t RowsOf(const WorkspaceEngine& ws, const std::string& table,
                       const std::string& branch = "") {
   Snapshot snap = ws.Current(branch).value();
   Dataset ds = ws.OpenTable(snap, table).value();
@@ -80,7 +80,7 @@ inline int64_t RowsOf(const Workspace& ws, const std::string& table,
 }
 
 // Fails the test unless the stored heads equal the journal fold.
-inline void ExpectHeadsMatchFold(const Workspace& ws, const std::string& branch = "") {
+inline void ExpectHeadsMatchFold(const WorkspaceEngine& ws, const std::string& branch = "") {
   Result<HeadsReport> r = ws.VerifyHeads(branch);
   ASSERT_TRUE(r.ok()) << r.status();
   std::string all;

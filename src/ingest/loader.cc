@@ -78,7 +78,7 @@ bool EndsRun(const Status& s) {
 
 // The request fits the table: the principal may do it, keys exist, and the
 // coercions fit the columns.
-Status CheckRequest(const Workspace& ws, const RunRequest& req, const Snapshot& snap,
+Status CheckRequest(const WorkspaceEngine& ws, const RunRequest& req, const Snapshot& snap,
                     const TableState& t) {
   RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
   const Schema& schema = t.def.schema;
@@ -166,7 +166,7 @@ struct Loader::Active {
   bool resumed = false;
 };
 
-Loader::Loader(std::shared_ptr<Workspace> workspace, LoaderOptions options)
+Loader::Loader(std::shared_ptr<WorkspaceEngine> workspace, LoaderOptions options)
     : ws_(std::move(workspace)),
       options_(std::move(options)),
       runs_(ws_->store(), ws_->root()),

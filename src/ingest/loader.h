@@ -58,7 +58,7 @@ struct LoaderOptions {
   // work (the service's cleanup entry) exists before anyone sees the run
   // terminal. Non-OK leaves the run resumable; a resume calls it again.
   std::function<Status(const RunRecord&)> before_terminal;
-  // Makes a run's commit (default: Workspace::Write); the service's group
+  // Makes a run's commit (default: WorkspaceEngine::Write); the service's group
   // committer shares one commit among runs that reach it together.
   std::function<Result<WriteResult>(const WriteRequest&)> commit;
   // Resume (the service's workers) gives a run this many attempts that end
@@ -75,7 +75,7 @@ Result<std::unique_ptr<ByteSource>> OpenLocalFile(const std::string& path);
 
 class Loader {
  public:
-  Loader(std::shared_ptr<Workspace> workspace, LoaderOptions options = {});
+  Loader(std::shared_ptr<WorkspaceEngine> workspace, LoaderOptions options = {});
 
   // Runs `request` to a terminal state and returns its record (a failed run is
   // a record, not an error). Errors are for requests refused before any run
@@ -108,7 +108,7 @@ class Loader {
   Status Save(Active& run);
   Status Fail(std::string_view point) const;
 
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   LoaderOptions options_;
   RunStore runs_;
   std::string owner_;  // this loader's lease identity

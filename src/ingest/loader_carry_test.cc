@@ -1,5 +1,5 @@
 // An upsert run's merge plan is carried past commits that touched none of
-// its keys, and made again when one did (Workspace::CarryMergePlan).
+// its keys, and made again when one did (WorkspaceEngine::CarryMergePlan).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -18,7 +18,7 @@ class LoaderCarryTest : public ::testing::Test {
     WorkspaceOptions o;
     o.owner = "owner";
     o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(store_, "ws", o).value();
+    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
     Schema accounts{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}};
     ASSERT_TRUE(ws_->CreateTable("accounts", accounts, {"id"}).ok());
     files_["base.csv"] = "id,name\n1,ann\n2,bob\n3,cy\n4,dee\n";
@@ -87,7 +87,7 @@ class LoaderCarryTest : public ::testing::Test {
   }
 
   std::shared_ptr<MemoryObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   std::map<std::string, std::string> files_;
 };
 

@@ -110,7 +110,7 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
   WorkspaceOptions wo;
   wo.recovery_grace_micros = 0;
   wo.system_actor = true;  // runs without a principal
-  auto ws = Workspace::Init(store, "", wo).value();
+  auto ws = WorkspaceEngine::Init(store, "", wo).value();
   ASSERT_TRUE(ws->CreateTable("t", schema, {"k"}).ok());
   std::map<std::string, std::string> files;
   LoaderOptions lo;

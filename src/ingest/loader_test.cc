@@ -28,7 +28,7 @@ class LoaderTest : public ::testing::Test {
     WorkspaceOptions o;
     o.owner = "owner";
     o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(store_, "ws", o).value();
+    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
     ASSERT_TRUE(ws_->CreateTable("accounts", Accounts(), {"id"}).ok());
   }
 
@@ -93,7 +93,7 @@ class LoaderTest : public ::testing::Test {
   int64_t Version() { return ws_->Current().value().Find("accounts")->head.table_version; }
 
   std::shared_ptr<MemoryObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   std::map<std::string, std::string> files_;
 };
 
@@ -127,7 +127,7 @@ TEST_F(LoaderTest, TheLeaseIsRenewedWhileTheCommitRuns) {
     }
     return Status::OK();
   };
-  ws_ = Workspace::Open(store_, "ws", wo).value();
+  ws_ = WorkspaceEngine::Open(store_, "ws", wo).value();
   const RunRecord r = Load(Request(LoadMode::kAppend, {"a.csv"}), o);
   EXPECT_EQ(r.state, RunState::kSucceeded) << r.error;
   EXPECT_GE(renewals, 2);
@@ -465,7 +465,7 @@ void LoaderTest::ExpectExactlyOnceAfterCrashes(bool power_loss) {
     };
     auto faulty = std::make_shared<FaultInjectionObjectStore>(store_, /*seed=*/id);
     if (power_loss) faulty->TrackUnsyncedWrites();
-    auto crashing_ws = Workspace::Open(faulty, "ws", wo).value();
+    auto crashing_ws = WorkspaceEngine::Open(faulty, "ws", wo).value();
     LoaderOptions lo = Options();
     lo.lease_micros = 0;  // the crashed owner's lease is over at once
     lo.failpoint = wo.failpoint;
@@ -503,7 +503,7 @@ TEST_F(LoaderTest, ARunCommittedPastTheTimeTravelWindowResumesAsSucceeded) {
   LoaderOptions lo = Options();
   lo.lease_micros = 0;  // the crashed owner's lease is over at once
   lo.failpoint = wo.failpoint;
-  EXPECT_FALSE(Loader(Workspace::Open(store_, "ws", wo).value(), lo).Run(r).ok());
+  EXPECT_FALSE(Loader(WorkspaceEngine::Open(store_, "ws", wo).value(), lo).Run(r).ok());
   ASSERT_EQ(Load(Request(LoadMode::kAppend, {"b.csv"})).state, RunState::kSucceeded);
   const int64_t later = Clock::System()->NowMicros() + 10LL * 86400 * 1'000'000;
   ASSERT_GT(ExpireVersions(*ws_, later, 60, 0).value().manifest_versions_removed, 0);
@@ -643,7 +643,7 @@ TEST_F(LoaderTest, ARevokeBeforePublishFailsTheRunAndLeavesTheTableUnchanged) {
     ++revokes;
     return ws_->SetGrant("accounts", "mallory", std::nullopt);
   };
-  auto writer = Workspace::Open(store_, "ws", wo).value();
+  auto writer = WorkspaceEngine::Open(store_, "ws", wo).value();
   files_["a.csv"] = "id,name\n5,m\n";
   RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
   r.principal = "mallory";
@@ -671,7 +671,7 @@ TEST_F(LoaderTest, AnEmptyPrincipalIsRefusedUnlessTheSystemActorWrites) {
   EXPECT_EQ(Contents(), "");
   WorkspaceOptions system;
   system.system_actor = true;
-  auto as_system = Workspace::Open(store_, "ws", system).value();
+  auto as_system = WorkspaceEngine::Open(store_, "ws", system).value();
   EXPECT_EQ(Loader(as_system, Options()).Run(r).value().state, RunState::kSucceeded);
   EXPECT_EQ(Contents(), "1:a:null ");
 }

@@ -24,7 +24,7 @@ class StagerSpillTest : public ::testing::Test {
     WorkspaceOptions o;
     o.owner = "owner";
     o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(std::make_shared<MemoryObjectStore>(), "ws", o).value();
+    ws_ = WorkspaceEngine::Init(std::make_shared<MemoryObjectStore>(), "ws", o).value();
     ASSERT_TRUE(
         ws_->CreateTable("t",
                          Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}},
@@ -115,7 +115,7 @@ class StagerSpillTest : public ::testing::Test {
   }
   bool ScratchIsEmpty() const { return std::filesystem::is_empty(scratch_); }
 
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   std::map<std::string, std::string> files_;
   std::filesystem::path scratch_;
 };

@@ -180,7 +180,7 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& c) {
   return JwtVerifier::FromJwks(jwks, policy);
 }
 
-Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<Workspace> ws,
+Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<WorkspaceEngine> ws,
                                               const ServerConfig& config) {
   ASSIGN_OR_RETURN(std::shared_ptr<JwtVerifier> verifier, LoadVerifier(config));
   ASSIGN_OR_RETURN(auto listen, SplitListen(config.listen));

@@ -77,7 +77,7 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& config);
 
 class Server {
  public:
-  static Result<std::unique_ptr<Server>> Start(std::shared_ptr<Workspace> ws,
+  static Result<std::unique_ptr<Server>> Start(std::shared_ptr<WorkspaceEngine> ws,
                                                const ServerConfig& config);
   ~Server();
 

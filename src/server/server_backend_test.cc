@@ -32,7 +32,7 @@ TEST(ServerBackendTest, UploadSubmitAndReadThroughTheTicketsUrl) {
   const std::string root = "srv" + std::to_string(::getpid()) + "-" + NewUlidString();
   WorkspaceOptions o;
   o.owner = "owner";
-  auto ws = Workspace::Init(store, root, o).value();
+  auto ws = WorkspaceEngine::Init(store, root, o).value();
   ASSERT_TRUE(ws->CreateTable("t", Schema{{{"id", DataType::Int64(), false}}}, {"id"}).ok());
   const std::filesystem::path secret =
       std::filesystem::temp_directory_path() / ("loam-secret-" + NewUlidString());

@@ -110,7 +110,7 @@ int Main(int argc, char** argv) {
   auto store = OpenObjectStore((dir / "ws").string()).value();
   WorkspaceOptions wo;
   wo.owner = "owner";
-  auto ws = Workspace::Init(store, "", wo).value();
+  auto ws = WorkspaceEngine::Init(store, "", wo).value();
   Schema schema{{{"id", DataType::Int64(), false}, {"v", DataType::String()}}};
   if (!ws->CreateTable("t", schema, {"id"}).ok()) return 1;
   ServerConfig config;

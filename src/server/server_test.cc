@@ -292,7 +292,7 @@ TEST_F(ApiTest, RowsAnswerCutShortMidScanIsIncompleteToTheClient) {
   faulty->AddRule(rule);
   WorkspaceOptions o;
   o.actor = "owner";
-  ws_ = Workspace::Open(faulty, "", o).value();
+  ws_ = WorkspaceEngine::Open(faulty, "", o).value();
 
   namespace beast = boost::beast;
   boost::asio::io_context ioc;

@@ -131,7 +131,7 @@ class ServerTest : public ::testing::Test {
     o.owner = "owner";
     o.actor = "owner";
     o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(store_, "", o).value();
+    ws_ = WorkspaceEngine::Init(store_, "", o).value();
     Schema orders{{{"id", DataType::Int64(), false},
                    {"amount", DataType::Decimal(10, 2)},
                    {"note", DataType::String()}}};
@@ -220,7 +220,7 @@ class ServerTest : public ::testing::Test {
   std::filesystem::path dir_;
   std::string secret_file_;
   std::shared_ptr<ObjectStore> store_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   ServerConfig config_;
   std::unique_ptr<Server> server_;
   OpenApiDoc doc_;

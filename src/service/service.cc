@@ -34,7 +34,7 @@ WriteMode WriteModeOf(ingest::LoadMode m) {
 
 }  // namespace
 
-Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
+Service::Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options)
     : ws_(std::move(ws)),
       options_(std::move(options)),
       pipelines_(ws_->store(), ws_->root()),
@@ -71,7 +71,7 @@ Service::Service(std::shared_ptr<Workspace> ws, ServiceOptions options)
       std::max<int64_t>(5 * options_.compaction_interval_micros, 60'000'000));
 }
 
-Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<Workspace> ws,
+Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<WorkspaceEngine> ws,
                                                ServiceOptions options) {
   RETURN_NOT_OK(ingest::CheckQuarantineSwitch());
   if (ws->id().empty()) {

@@ -174,7 +174,7 @@ class Service {
  public:
   // Fails when the quarantine switch is set, the workspace has no id, or the
   // upload capability cannot be made (no secret of 32+ bytes, no presigner).
-  static Result<std::unique_ptr<Service>> Open(std::shared_ptr<Workspace> ws,
+  static Result<std::unique_ptr<Service>> Open(std::shared_ptr<WorkspaceEngine> ws,
                                                ServiceOptions options);
   ~Service();  // Stop()
   Service(const Service&) = delete;
@@ -290,7 +290,7 @@ class Service {
   // Age in µs of the oldest pending cleanup (0: none).
   Result<int64_t> CleanupBacklog() const { return cleaner_.Backlog(); }
 
-  Workspace& workspace() { return *ws_; }
+  WorkspaceEngine& workspace() { return *ws_; }
 
  private:
   Result<std::optional<std::vector<int64_t>>> AppendedRows(const ingest::RunRecord& run,
@@ -306,7 +306,7 @@ class Service {
   Result<std::string> FirstChangeAfter(const Dataset& data, const std::vector<Fragment>& added,
                                        uint64_t version, const TableState& t,
                                        const std::string& branch) const;
-  Service(std::shared_ptr<Workspace> ws, ServiceOptions options);
+  Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options);
 
   Status CheckContext(const CallContext& ctx) const;
   Status Fail(std::string_view point) const;
@@ -438,7 +438,7 @@ class Service {
   void ExpireNow();
   void Wake();
 
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   ServiceOptions options_;
   PipelineStore pipelines_;
   UploadStore uploads_;

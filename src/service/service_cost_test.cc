@@ -18,7 +18,7 @@ class ServiceCostTest : public ServiceTest {
     counting_ = std::make_shared<CountingObjectStore>(store_, /*prefix_depth=*/3);
     WorkspaceOptions wo;
     wo.recovery_grace_micros = 0;
-    ws_ = Workspace::Open(counting_, root_, wo).value();
+    ws_ = WorkspaceEngine::Open(counting_, root_, wo).value();
   }
   // Writes (puts of any kind and deletes) under `sub` of the workspace.
   uint64_t Writes(const IoSnapshot& io, const std::string& sub) const {

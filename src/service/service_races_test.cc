@@ -66,7 +66,7 @@ TEST_F(ServiceTest, AdditiveRightsRevokedBeforeThePublishFailTheRun) {
   Restart([&](std::string_view at) -> Status {
     if (at != loam::failpoint::kAfterTableCommit || !armed) return Status::OK();
     armed = false;  // an admin acts between the table commit and the publish
-    auto other = Workspace::Open(store_, root_).value();
+    auto other = WorkspaceEngine::Open(store_, root_).value();
     return revoke == "flag" ? other->SetAdditiveSchema("orders", false, "owner")
                             : other->SetGrant("orders", "adm", Role::kWriter);
   });
@@ -113,7 +113,7 @@ TEST_F(ServiceTest, RevertAuthorizesFirstAndAReplacesRevertNeedsAdminInTheCommit
   Restart([&](std::string_view at) -> Status {
     if (at != loam::failpoint::kAfterTableCommit || !armed) return Status::OK();
     armed = false;  // adm is demoted between the restore and its publish
-    return Workspace::Open(store_, root_).value()->SetGrant("orders", "adm", Role::kWriter);
+    return WorkspaceEngine::Open(store_, root_).value()->SetGrant("orders", "adm", Role::kWriter);
   });
   Status demoted = Svc().RevertRun(Ctx("adm"), good.run.id).status();
   EXPECT_FALSE(armed);
@@ -278,7 +278,7 @@ TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
   auto counting = std::make_shared<CountingObjectStore>(store_);
   WorkspaceOptions wo;
   wo.recovery_grace_micros = 0;
-  ws_ = Workspace::Open(counting, root_, wo).value();
+  ws_ = WorkspaceEngine::Open(counting, root_, wo).value();
   std::vector<std::string> pipelines;
   for (int i = 0; i < 10; ++i) pipelines.push_back(AppendPipeline("p" + std::to_string(i)));
   ingest::RunStore runs(store_, root_);
@@ -348,7 +348,7 @@ TEST_F(ServiceTest, DrainingABacklogListsTheQueueOncePerListing) {
   auto counting = std::make_shared<CountingObjectStore>(store_, /*prefix_depth=*/3);
   WorkspaceOptions wo;
   wo.recovery_grace_micros = 0;
-  ws_ = Workspace::Open(counting, root_, wo).value();
+  ws_ = WorkspaceEngine::Open(counting, root_, wo).value();
   const std::string pipeline = AppendPipeline();
   constexpr int kRuns = 30;
   for (int i = 0; i < kRuns; ++i) {
@@ -425,7 +425,7 @@ TEST_F(ServiceTest, RecordSweepsGoPageByPageAndTakeExpiredRunsWithTheirKeys) {
   auto counting = std::make_shared<CountingObjectStore>(store_);
   WorkspaceOptions wo;
   wo.recovery_grace_micros = 0;
-  ws_ = Workspace::Open(counting, root_, wo).value();
+  ws_ = WorkspaceEngine::Open(counting, root_, wo).value();
   ingest::RunStore runs(store_, root_);
   RequestStore requests(store_, root_, ws_->id());
   const int64_t now = clock_.NowMicros();

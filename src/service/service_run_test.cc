@@ -553,7 +553,7 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
     store_ = LocalObjectStore::Open(dir.string()).value();
     WorkspaceOptions o;
     o.owner = "owner";
-    ws_ = Workspace::Init(store_, root_, o).value();
+    ws_ = WorkspaceEngine::Init(store_, root_, o).value();
   }
   ASSERT_TRUE(ws_->CreateTable("events",
                                Schema{{{"id", DataType::Int64(), false},
@@ -585,7 +585,7 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
         }
         WorkspaceOptions o;
         o.recovery_grace_micros = 60'000'000;
-        auto ws = Workspace::Open(s, root_, o).value();
+        auto ws = WorkspaceEngine::Open(s, root_, o).value();
         ServiceOptions so = options_;
         so.lease_micros = 30'000'000;
         so.clock = Clock::System();
@@ -609,7 +609,7 @@ TEST_F(ServiceTest, FourProcessesDrainOneQueue) {
     total += std::atoi(out[i].c_str());
   }
   store_ = parent_store;
-  ws_ = Workspace::Open(store_, root_, WorkspaceOptions{}).value();
+  ws_ = WorkspaceEngine::Open(store_, root_, WorkspaceOptions{}).value();
   EXPECT_EQ(total, kRuns);  // each run finished by exactly one process
   EXPECT_EQ(Drain(), 0);
   EXPECT_EQ(RunCommits(), kRuns);

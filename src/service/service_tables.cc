@@ -51,12 +51,12 @@ Result<TableDocument> ParseTableDocument(std::string_view text) {
 
 namespace {
 
-bool CanSeeGrants(const Workspace& ws, const Snapshot& snap, int64_t sid,
+bool CanSeeGrants(const WorkspaceEngine& ws, const Snapshot& snap, int64_t sid,
                   const std::string& principal) {
   return principal == ws.owner() || snap.RoleOf(sid, principal) == Role::kAdmin;
 }
 
-TableInfo Describe(const Workspace& ws, const Snapshot& snap, const TableState& t,
+TableInfo Describe(const WorkspaceEngine& ws, const Snapshot& snap, const TableState& t,
                    const std::string& principal) {
   TableInfo info;
   info.name = t.def.name;

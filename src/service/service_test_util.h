@@ -59,7 +59,7 @@ class ServiceTest : public ::testing::Test {
     WorkspaceOptions o;
     o.owner = "owner";
     o.recovery_grace_micros = 0;
-    ws_ = Workspace::Init(store_, root_, o).value();
+    ws_ = WorkspaceEngine::Init(store_, root_, o).value();
     ASSERT_TRUE(ws_->CreateTable("orders", OrdersSchema(), {"id"}).ok());
     ASSERT_TRUE(ws_->SetGrant("orders", "ada", Role::kWriter).ok());
     ASSERT_TRUE(ws_->SetGrant("orders", "bob", Role::kWriter).ok());
@@ -83,7 +83,7 @@ class ServiceTest : public ::testing::Test {
     wo.owner = "owner";
     wo.recovery_grace_micros = 0;
     wo.failpoint = failpoint;
-    ws_ = Workspace::Open(store ? store : store_, root_, wo).value();
+    ws_ = WorkspaceEngine::Open(store ? store : store_, root_, wo).value();
     options_.failpoint = std::move(failpoint);
   }
   // The workspace reopened through a fault-injecting wrapper of the store.
@@ -92,7 +92,7 @@ class ServiceTest : public ::testing::Test {
     auto faulty = std::make_shared<FaultInjectionObjectStore>(store_);
     WorkspaceOptions wo;
     wo.recovery_grace_micros = 0;
-    ws_ = Workspace::Open(faulty, root_, wo).value();
+    ws_ = WorkspaceEngine::Open(faulty, root_, wo).value();
     return faulty;
   }
 
@@ -173,7 +173,7 @@ class ServiceTest : public ::testing::Test {
 
   std::shared_ptr<ObjectStore> store_;
   std::string root_;
-  std::shared_ptr<Workspace> ws_;
+  std::shared_ptr<WorkspaceEngine> ws_;
   ManualClock clock_;
   ServiceOptions options_;
   std::unique_ptr<Service> svc_;

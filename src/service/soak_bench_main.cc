@@ -67,7 +67,7 @@ int64_t RssMiB(const char* field) {
 struct Soak {
   Flags flags;
   std::shared_ptr<ObjectStore> store;
-  std::shared_ptr<Workspace> ws;
+  std::shared_ptr<WorkspaceEngine> ws;
   std::unique_ptr<Service> svc;
   std::string pipeline;
   std::atomic<int64_t> submitted{0}, succeeded{0}, failed{0}, refused{0};
@@ -133,7 +133,7 @@ struct Soak {
     auto counting = std::make_shared<CountingObjectStore>(store);
     WorkspaceOptions wo;
     wo.system_actor = true;
-    auto other = Workspace::Open(counting, "", wo).value();
+    auto other = WorkspaceEngine::Open(counting, "", wo).value();
     ingest::Loader loader(other);
     const std::string file = flags.dir + "/one-row.csv";
     constexpr int kLoads = 5;
@@ -227,7 +227,7 @@ int Main(int argc, char** argv) {
   if (soak.flags.manifest_cache_mib >= 0) {
     wo.manifest.cache_bytes = static_cast<size_t>(soak.flags.manifest_cache_mib) << 20;
   }
-  soak.ws = Workspace::Init(soak.store, "", wo).value();
+  soak.ws = WorkspaceEngine::Init(soak.store, "", wo).value();
   Schema schema{{{"id", DataType::Int64(), false}, {"note", DataType::String()}}};
   if (!soak.ws->CreateTable("events", schema, {}).ok()) return 1;
   if (!WriteRetentionSetting(*soak.store, "", {soak.flags.window_seconds}).ok()) return 1;

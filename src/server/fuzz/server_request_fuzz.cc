@@ -53,7 +53,7 @@ struct Fixture {
     WorkspaceOptions o;
     o.owner = "owner";
     o.actor = "owner";
-    auto ws = Workspace::Init(std::make_shared<MemoryObjectStore>("fuzz"), "", o).value();
+    auto ws = WorkspaceEngine::Init(std::make_shared<MemoryObjectStore>("fuzz"), "", o).value();
     Schema orders{{{"id", DataType::Int64(), false},
                    {"amount", DataType::Decimal(10, 2)},
                    {"note", DataType::String()}}};
