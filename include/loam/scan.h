@@ -1,0 +1,48 @@
+// Reading a table: projected, filtered scans that return record batches, and
+// point look-ups by the declared key, at a branch's current state or at any
+// version still inside the workspace's time-travel window.
+//
+//   loam::ScanOptions scan;
+//   scan.columns = {"id", "amount"};
+//   scan.where = {loam::Predicate::Gt("amount", int64_t{100})};
+//   auto batches = loam::Scan(*ws, "events", scan);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loam/batch.h"
+#include "loam/predicate.h"
+#include "loam/result.h"
+#include "loam/status.h"
+#include "loam/workspace.h"
+
+namespace loam {
+
+struct ScanOptions : ReadOptions {
+  std::vector<std::string> columns;  // in this order; empty: every column
+  std::vector<Predicate> where;      // all must hold
+  std::optional<int64_t> limit;      // at most this many rows
+};
+
+// The matching rows, in the table's order; an index on a filtered column
+// narrows the files read. InvalidArgument names an unknown column or a
+// predicate whose values do not fit its column.
+Result<std::vector<RecordBatch>> Scan(const Workspace& ws, const std::string& table,
+                                      const ScanOptions& options = {});
+
+// The same rows streamed to `each` one file at a time, so memory holds one
+// file's rows; a non-OK status from `each` ends the scan with it.
+Status ScanEach(const Workspace& ws, const std::string& table, const ScanOptions& options,
+                const std::function<Status(const RecordBatch&)>& each);
+
+// The row whose declared key equals `key` (one value per key column, in the
+// declared order), or nullopt. InvalidArgument when the table declares no key.
+Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string& table,
+                                          const std::vector<Value>& key,
+                                          const ReadOptions& at = {});
+
+}  // namespace loam

@@ -1,0 +1,160 @@
+// Loam's public entry point: a workspace of versioned tables, opened from a
+// local directory or an s3:// URI. Loads are in loam/load.h, reads in
+// loam/scan.h; everything else a workspace does is here.
+//
+//   auto ws = loam::Workspace::Open("/data/loam", {.create_if_missing = true});
+//   if (!ws.ok()) { ... ws.status() ... }
+//   (*ws)->CreateTable("events", schema, {"id"});
+//
+// Every call is one atomic step: it commits entirely or not at all, and its
+// error says why (loam/status.h: a stable ErrorCode, docs/errors.md). A
+// Workspace may be used by several threads at once, and several processes
+// may open the same location: they coordinate through the store alone.
+//
+// Branches are named; "main" is the default. A read names a branch and,
+// optionally, a workspace version (time travel); a version is what a commit
+// returns as `workspace_version`, and Log lists them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loam/batch.h"
+#include "loam/result.h"
+#include "loam/status.h"
+#include "loam/types.h"
+
+namespace loam {
+
+struct OpenOptions {
+  // Make an empty workspace (owned by `principal`) when none is there.
+  bool create_if_missing = false;
+  // Who acts: recorded with every commit, and checked against each table's
+  // grants: 1..127 bytes of printable UTF-8, no space at either end, not
+  // "." or ".." (docs/server.md).
+  std::string principal = "loam";
+  // Settle writes left half-done by crashed processes (older than their
+  // lease) before returning; off only for read-only inspection.
+  bool recover = true;
+};
+
+// Where a read looks: a branch at its current state, or at a version.
+struct ReadOptions {
+  std::string branch = "main";
+  std::optional<uint64_t> version;  // nullopt: the current state
+};
+
+// A table as one state of a branch holds it.
+struct TableInfo {
+  std::string name;
+  int64_t id = 0;  // stable across renames and writes
+  Schema schema;
+  std::vector<std::string> keys;  // the declared key columns; may be empty
+  int64_t version = 0;            // the table's own version
+  int64_t row_count = 0;
+  int64_t schema_version = 1;
+};
+
+// What a commit made.
+struct Commit {
+  uint64_t workspace_version = 0;  // readable with ReadOptions::version
+  std::string commit_id;
+  int64_t table_version = 0;
+  int64_t row_count = 0;  // the table's rows after the commit
+  bool changed = true;    // false: there was nothing to commit
+};
+
+// One commit of a branch, as Log lists them (newest first).
+struct LogEntry {
+  uint64_t workspace_version = 0;
+  std::string commit_id;
+  std::string branch;
+  std::string actor;
+  int64_t created_micros = 0;        // µs since the epoch
+  std::vector<std::string> run_ids;  // the loads it committed
+};
+
+// One event in a table's history (oldest first).
+struct TableEvent {
+  std::string event;  // table_version, table_rename, table_tombstone, table_grant, ...
+  int64_t table_version = 0;
+  std::optional<int64_t> row_count;
+  std::string commit_id;
+  std::string actor;
+  int64_t created_micros = 0;
+  std::string detail;  // grants: "bob: writer"; renames: "a -> b"
+};
+
+// How rows arrive in a table, by Workspace::Write and by loads (loam/load.h).
+enum class LoadMode {
+  kAppend,   // adds the rows; on a keyed table, a key it already holds is refused
+  kUpsert,   // by key: a row whose key the table holds replaces that row; others are added
+  kReplace,  // the rows become the table's whole content
+};
+
+struct WriteOptions {
+  std::string branch = "main";
+  LoadMode mode = LoadMode::kAppend;
+  std::vector<std::string> keys;  // upsert: empty = the table's declared key
+  // The write fails with precondition_failed unless the table is at this
+  // version (optimistic concurrency).
+  std::optional<int64_t> expected_table_version;
+};
+
+namespace internal {
+struct WorkspaceAccess;
+}
+
+class Workspace {
+ public:
+  // `location`: a directory, or s3://bucket[/prefix][?endpoint=URL&region=R]
+  // (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY). NotFound
+  // when no workspace is there and !create_if_missing.
+  static Result<std::unique_ptr<Workspace>> Open(const std::string& location,
+                                                 const OpenOptions& options = {});
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  const std::string& principal() const;
+
+  // The newest version of `branch`.
+  Result<uint64_t> CurrentVersion(const std::string& branch = "main") const;
+
+  // Tables. A name is 1..128 letters, digits and '_', not starting with a digit.
+  Result<std::vector<TableInfo>> ListTables(const ReadOptions& at = {}) const;
+  Result<TableInfo> DescribeTable(const std::string& name, const ReadOptions& at = {}) const;
+  Result<Commit> CreateTable(const std::string& name, const Schema& schema,
+                             const std::vector<std::string>& keys = {},
+                             const std::string& branch = "main");
+  Result<Commit> RenameTable(const std::string& from, const std::string& to,
+                             const std::string& branch = "main");
+  Result<Commit> DropTable(const std::string& name, const std::string& branch = "main");
+  // Gives `principal` `role` on `table`, or takes its role away (nullopt).
+  Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
+                  const std::string& branch = "main");
+
+  // Rows held in memory, committed as one table version.
+  Result<Commit> Write(const std::string& table, const RecordBatch& rows,
+                       const WriteOptions& options = {});
+
+  // Branches fork lazily: a table is copied on its branch's first write.
+  Status CreateBranch(const std::string& name, const ReadOptions& from = {});
+  Status DeleteBranch(const std::string& name);
+  Result<std::vector<std::string>> ListBranches() const;
+
+  Result<std::vector<LogEntry>> Log(const std::string& branch = "main") const;
+  Result<std::vector<TableEvent>> History(const std::string& table,
+                                          const std::string& branch = "main") const;
+
+ private:
+  friend struct internal::WorkspaceAccess;
+  struct Rep;
+  explicit Workspace(std::unique_ptr<Rep> rep);
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace loam

@@ -1,0 +1,270 @@
+// The public API as an embedding program uses it: only loam/ headers, only
+// libloam.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "loam/load.h"
+#include "loam/scan.h"
+#include "loam/workspace.h"
+
+namespace loam {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("loam-api-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Workspace> OpenNew(const std::string& principal = "loam") {
+    OpenOptions o;
+    o.create_if_missing = true;
+    o.principal = principal;
+    Result<std::unique_ptr<Workspace>> ws = Workspace::Open((dir_ / "ws").string(), o);
+    EXPECT_TRUE(ws.ok()) << ws.status().ToString();
+    return ws.ok() ? std::move(*ws) : nullptr;
+  }
+
+  std::string WriteFile(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  static Schema Events() {
+    return Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String(), true}}};
+  }
+
+  static RecordBatch Rows(std::initializer_list<std::pair<int64_t, std::string>> rows) {
+    RecordBatch b(Events());
+    for (const auto& [id, name] : rows) EXPECT_TRUE(b.AppendRow({id, name}).ok());
+    return b;
+  }
+
+  static int64_t CountRows(const Workspace& ws, const std::string& table, ScanOptions o = {}) {
+    Result<std::vector<RecordBatch>> batches = Scan(ws, table, o);
+    EXPECT_TRUE(batches.ok()) << batches.status().ToString();
+    int64_t n = 0;
+    for (const RecordBatch& b : batches.ok() ? *batches : std::vector<RecordBatch>{}) {
+      n += b.num_rows();
+    }
+    return n;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(ApiTest, OpeningWhereNoWorkspaceIsFailsUnlessAskedToCreateOne) {
+  Result<std::unique_ptr<Workspace>> none = Workspace::Open((dir_ / "ws").string());
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(none.status().Is(ErrorCode::kNotFound)) << none.status().ToString();
+  EXPECT_NE(none.status().message().find("create_if_missing"), std::string::npos);
+  ASSERT_NE(OpenNew(), nullptr);
+  Result<std::unique_ptr<Workspace>> again = Workspace::Open((dir_ / "ws").string());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->ListBranches().value(), std::vector<std::string>{"main"});
+}
+
+TEST_F(ApiTest, AnInvalidPrincipalIsRefusedBeforeAnythingIsWritten) {
+  OpenOptions o;
+  o.create_if_missing = true;
+  o.principal = " padded ";
+  Result<std::unique_ptr<Workspace>> ws = Workspace::Open((dir_ / "ws").string(), o);
+  ASSERT_FALSE(ws.ok());
+  EXPECT_TRUE(ws.status().Is(ErrorCode::kInvalidArgument)) << ws.status().ToString();
+  EXPECT_NE(ws.status().message().find("OpenOptions::principal"), std::string::npos);
+  EXPECT_FALSE(Workspace::Open((dir_ / "ws").string()).ok()) << "a workspace was made";
+}
+
+TEST_F(ApiTest, WritesScansLookUpsAndReadsAnEarlierVersion) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  Result<Commit> created = ws->CreateTable("events", Events(), {"id"});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Result<Commit> first = ws->Write("events", Rows({{1, "a"}, {2, "b"}}));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->row_count, 2);
+  WriteOptions upsert;
+  upsert.mode = LoadMode::kUpsert;
+  Result<Commit> second = ws->Write("events", Rows({{2, "B"}, {3, "c"}}), upsert);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_GT(second->workspace_version, first->workspace_version);
+  EXPECT_EQ(ws->CurrentVersion().value(), second->workspace_version);
+
+  Result<TableInfo> info = ws->DescribeTable("events");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->row_count, 3);
+  EXPECT_EQ(info->keys, std::vector<std::string>{"id"});
+  EXPECT_EQ(info->schema, Events());
+
+  ScanOptions names;
+  names.columns = {"name"};
+  names.where = {Predicate::Ge("id", int64_t{2})};
+  Result<std::vector<RecordBatch>> rows = Scan(*ws, "events", names);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  std::set<std::string> seen;
+  for (const RecordBatch& b : *rows) {
+    ASSERT_EQ(b.schema.fields.size(), 1u);
+    for (int64_t i = 0; i < b.num_rows(); ++i) seen.insert(std::string(b.columns[0].GetBytes(i)));
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"B", "c"}));
+
+  Result<std::optional<RecordBatch>> two = Lookup(*ws, "events", {int64_t{2}});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  ASSERT_TRUE(two->has_value());
+  EXPECT_EQ((*two)->columns[1].GetBytes(0), "B");
+  EXPECT_FALSE(Lookup(*ws, "events", {int64_t{9}}).value().has_value());
+
+  // Time travel: the version of the first write still holds "b".
+  ReadOptions then;
+  then.version = first->workspace_version;
+  EXPECT_EQ(Lookup(*ws, "events", {int64_t{2}}, then).value()->columns[1].GetBytes(0), "b");
+  ScanOptions at_first;
+  at_first.version = first->workspace_version;
+  EXPECT_EQ(CountRows(*ws, "events", at_first), 2);
+  EXPECT_EQ(ws->DescribeTable("events", then)->row_count, 2);
+
+  Result<std::vector<LogEntry>> log = ws->Log();
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_GE(log->size(), 3u);
+  EXPECT_EQ(log->front().workspace_version, second->workspace_version);
+  EXPECT_EQ(log->front().actor, "loam");
+}
+
+TEST_F(ApiTest, ReadsThatNameWhatIsNotThereSayWhat) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("plain", Events()).ok());
+  ASSERT_TRUE(ws->Write("plain", Rows({{1, "a"}})).ok());
+
+  Result<std::vector<RecordBatch>> missing = Scan(*ws, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.status().Is(ErrorCode::kNotFound));
+  EXPECT_NE(missing.status().message().find("'nope'"), std::string::npos);
+
+  ScanOptions bad_column;
+  bad_column.columns = {"id", "age"};
+  Result<std::vector<RecordBatch>> refused = Scan(*ws, "plain", bad_column);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_NE(refused.status().message().find("no column 'age'"), std::string::npos);
+
+  Result<std::optional<RecordBatch>> unkeyed = Lookup(*ws, "plain", {int64_t{1}});
+  ASSERT_FALSE(unkeyed.ok());
+  EXPECT_NE(unkeyed.status().message().find("declares no key"), std::string::npos);
+
+  // Writing a row whose key column is null is refused, and the table keeps its row.
+  RecordBatch null_id(Events());
+  ASSERT_TRUE(null_id.AppendRow({std::monostate{}, std::string("x")}).ok());
+  Result<Commit> refused_write = ws->Write("plain", null_id);
+  ASSERT_FALSE(refused_write.ok());
+  EXPECT_EQ(CountRows(*ws, "plain"), 1);
+}
+
+TEST_F(ApiTest, LoadsAFileOnceReportingProgressAndReturnsTheRunOnARetry) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  LoadRequest load;
+  load.table = "events";
+  load.files = {WriteFile("events.csv", "id,name\n1,a\n2,b\n3,c\n")};
+  load.idempotency_key = "day-1";
+  std::vector<std::string> states;
+  Result<LoadResult> run = Load(*ws, load, [&](const LoadProgress& p) {
+    if (states.empty() || states.back() != p.state) states.push_back(p.state);
+  });
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->state, "succeeded") << run->error;
+  EXPECT_EQ(run->inserted, 3);
+  EXPECT_FALSE(run->reused);
+  EXPECT_EQ(states.back(), "succeeded");
+  EXPECT_NE(std::find(states.begin(), states.end(), "validating"), states.end());
+  EXPECT_EQ(ws->DescribeTable("events")->version, run->table_version);
+
+  Result<LoadResult> again = Load(*ws, load);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->reused);
+  EXPECT_EQ(again->run_id, run->run_id);
+  EXPECT_EQ(CountRows(*ws, "events"), 3);
+}
+
+TEST_F(ApiTest, ALoadWithABadRowFailsWholeAndLeavesTheTableAsItWas) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{1, "a"}})).ok());
+  const int64_t version = ws->DescribeTable("events")->version;
+  LoadRequest load;
+  load.table = "events";
+  load.files = {WriteFile("bad.csv", "id,name\n2,b\nthree,c\n")};
+  Result<LoadResult> run = Load(*ws, load);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->state, "failed");
+  EXPECT_EQ(run->error_code, "validation_failed") << run->error;
+  EXPECT_NE(run->error.find("line 3"), std::string::npos) << run->error;
+  EXPECT_EQ(ws->DescribeTable("events")->version, version);
+  EXPECT_EQ(CountRows(*ws, "events"), 1);
+
+  LoadRequest bad_delimiter = load;
+  bad_delimiter.csv_delimiter = '"';
+  Result<LoadResult> refused = Load(*ws, bad_delimiter);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("LoadRequest::csv_delimiter"), std::string::npos)
+      << refused.status().ToString();
+}
+
+TEST_F(ApiTest, BranchesRenamesDropsAndGrants) {
+  std::unique_ptr<Workspace> ws = OpenNew("owner");
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{1, "a"}})).ok());
+
+  ASSERT_TRUE(ws->CreateBranch("trial").ok());
+  WriteOptions on_trial;
+  on_trial.branch = "trial";
+  ASSERT_TRUE(ws->Write("events", Rows({{2, "b"}}), on_trial).ok());
+  ScanOptions trial;
+  trial.branch = "trial";
+  EXPECT_EQ(CountRows(*ws, "events", trial), 2);
+  EXPECT_EQ(CountRows(*ws, "events"), 1);
+  EXPECT_EQ(ws->ListBranches().value(), (std::vector<std::string>{"main", "trial"}));
+
+  // A principal without a grant is refused; with writer it writes.
+  OpenOptions bob;
+  bob.principal = "bob";
+  std::unique_ptr<Workspace> as_bob = Workspace::Open((dir_ / "ws").string(), bob).value();
+  Result<Commit> denied = as_bob->Write("events", Rows({{5, "e"}}));
+  ASSERT_FALSE(denied.ok());
+  EXPECT_TRUE(denied.status().Is(ErrorCode::kPermissionDenied)) << denied.status().ToString();
+  ASSERT_TRUE(ws->SetGrant("events", "bob", Role::kWriter).ok());
+  ASSERT_TRUE(as_bob->Write("events", Rows({{5, "e"}})).ok());
+
+  ASSERT_TRUE(ws->RenameTable("events", "clicks").ok());
+  Result<std::vector<TableEvent>> history = ws->History("clicks");
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  ASSERT_FALSE(history->empty());
+  EXPECT_EQ(history->back().event, "table_rename");
+  EXPECT_EQ(history->back().detail, "events -> clicks");
+
+  ASSERT_TRUE(ws->DropTable("clicks").ok());
+  Result<TableInfo> gone = ws->DescribeTable("clicks");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_TRUE(gone.status().Is(ErrorCode::kNotFound));
+  EXPECT_EQ(ws->ListTables().value().size(), 0u);
+  EXPECT_TRUE(ws->DeleteBranch("trial").ok());
+}
+
+}  // namespace
+}  // namespace loam

@@ -1,0 +1,80 @@
+#include "loam/scan.h"
+
+#include "api/workspace_access.h"
+#include "common/status_macros.h"
+#include "dataset/dataset.h"
+
+namespace loam {
+namespace {
+
+struct OpenedTable {
+  Dataset data;
+  const TableState* state = nullptr;
+  Snapshot snap;
+};
+
+Result<OpenedTable> OpenAt(const Workspace& ws, const std::string& table, const ReadOptions& at) {
+  const WorkspaceEngine& engine = internal::WorkspaceAccess::Engine(ws);
+  ASSIGN_OR_RETURN(Snapshot snap, internal::SnapshotFor(engine, at));
+  ASSIGN_OR_RETURN(Dataset data, engine.OpenTable(snap, table));  // NotFound naming the branch
+  OpenedTable out{std::move(data), nullptr, std::move(snap)};
+  out.state = out.snap.Find(table);  // the moved snapshot's own entry
+  return out;
+}
+
+Result<ScanSpec> SpecOf(const Schema& schema, const std::string& table, const ScanOptions& o) {
+  for (const std::string& c : o.columns) {
+    if (schema.IndexOf(c) < 0) {
+      return Status::InvalidArgument("ScanOptions::columns: no column '" + c + "' in '" + table +
+                                     "'");
+    }
+  }
+  if (o.limit.has_value() && *o.limit < 0) {
+    return Status::InvalidArgument("ScanOptions::limit must not be negative");
+  }
+  ScanSpec spec;
+  spec.columns = o.columns;
+  spec.where = o.where;
+  spec.limit = o.limit;
+  return spec;
+}
+
+}  // namespace
+
+Result<std::vector<RecordBatch>> Scan(const Workspace& ws, const std::string& table,
+                                      const ScanOptions& options) {
+  ASSIGN_OR_RETURN(OpenedTable t, OpenAt(ws, table, options));
+  ASSIGN_OR_RETURN(ScanSpec spec, SpecOf(t.state->def.schema, table, options));
+  return t.data.Scan(spec);
+}
+
+Status ScanEach(const Workspace& ws, const std::string& table, const ScanOptions& options,
+                const std::function<Status(const RecordBatch&)>& each) {
+  ASSIGN_OR_RETURN(OpenedTable t, OpenAt(ws, table, options));
+  ASSIGN_OR_RETURN(ScanSpec spec, SpecOf(t.state->def.schema, table, options));
+  return t.data.ScanEach(spec, each);
+}
+
+Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string& table,
+                                          const std::vector<Value>& key, const ReadOptions& at) {
+  ASSIGN_OR_RETURN(OpenedTable t, OpenAt(ws, table, at));
+  const std::vector<std::string>& keys = t.state->def.keys;
+  if (keys.empty()) {
+    return Status::InvalidArgument("table '" + table + "' declares no key; use Scan with where");
+  }
+  if (key.size() != keys.size()) {
+    return Status::InvalidArgument("Lookup takes " + std::to_string(keys.size()) +
+                                   " key value(s) for '" + table + "', not " +
+                                   std::to_string(key.size()));
+  }
+  ScanSpec spec;
+  for (size_t i = 0; i < keys.size(); ++i) spec.where.push_back(Predicate::Eq(keys[i], key[i]));
+  spec.limit = 1;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, t.data.Scan(spec));
+  for (RecordBatch& b : batches) {
+    if (b.num_rows() > 0) return std::optional<RecordBatch>(b.Slice(0, 1));
+  }
+  return std::optional<RecordBatch>();
+}
+
+}  // namespace loam

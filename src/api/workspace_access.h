@@ -1,0 +1,42 @@
+// What the public API's sources share: the engine behind a loam::Workspace
+// (its Rep), the engine's branch names, and the snapshot a ReadOptions names.
+// Never included by a public header.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "catalog/snapshot.h"
+#include "engine/workspace.h"
+#include "loam/workspace.h"
+
+namespace loam {
+
+struct Workspace::Rep {
+  std::shared_ptr<WorkspaceEngine> engine;
+  std::string principal;
+};
+
+namespace internal {
+
+struct WorkspaceAccess {
+  static WorkspaceEngine& Engine(const Workspace& ws) { return *ws.rep_->engine; }
+  static const std::shared_ptr<WorkspaceEngine>& Shared(const Workspace& ws) {
+    return ws.rep_->engine;
+  }
+  static const std::string& Principal(const Workspace& ws) { return ws.rep_->principal; }
+};
+
+// The engine names main "".
+inline std::string EngineBranch(const std::string& branch) {
+  return branch == "main" ? "" : branch;
+}
+
+// The state `at` names: the branch's current one, or the version asked for.
+Result<Snapshot> SnapshotFor(const WorkspaceEngine& engine, const ReadOptions& at);
+
+// The table `name` of `snap`; NotFound naming the branch when it has none.
+Result<const TableState*> FindTable(const Snapshot& snap, const std::string& name);
+
+}  // namespace internal
+}  // namespace loam
