@@ -82,6 +82,12 @@ std::string StringAt(const json& j, std::string_view key, std::string_view fallb
   return it->get<std::string>();
 }
 
+std::optional<std::string> OptionalStringAt(const json& j, std::string_view key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 bool BoolAt(const json& j, std::string_view key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_boolean() && it->get<bool>();

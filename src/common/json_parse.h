@@ -37,6 +37,10 @@ std::optional<int64_t> IntegerAt(const nlohmann::json& j, std::string_view key);
 // field of the wrong type.
 std::string StringAt(const nlohmann::json& j, std::string_view key, std::string_view fallback = {});
 
+// Member `key` of `j` as a string: nullopt when it is absent or not a
+// string (never throws), for decoders that refuse a missing field.
+std::optional<std::string> OptionalStringAt(const nlohmann::json& j, std::string_view key);
+
 // Member `key` of `j` is the JSON value true (never throws).
 bool BoolAt(const nlohmann::json& j, std::string_view key);
 

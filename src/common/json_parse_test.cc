@@ -51,5 +51,17 @@ TEST(JsonParseTest, IntegerAtTakesOnlyIntegersThatFitInt64) {
   }
 }
 
+TEST(JsonParseTest, StringReadersNeverThrowOnAFieldOfTheWrongType) {
+  const nlohmann::json j = ParseJson(R"({"s":"x","n":7,"o":{},"t":true})");
+  EXPECT_EQ(OptionalStringAt(j, "s"), "x");
+  EXPECT_EQ(StringAt(j, "s", "d"), "x");
+  for (const char* key : {"n", "o", "t", "missing"}) {
+    EXPECT_EQ(OptionalStringAt(j, key), std::nullopt) << key;
+    EXPECT_EQ(StringAt(j, key, "d"), "d") << key;
+  }
+  EXPECT_TRUE(BoolAt(j, "t"));
+  EXPECT_FALSE(BoolAt(j, "s"));
+}
+
 }  // namespace
 }  // namespace loam

@@ -12,12 +12,6 @@ namespace {
 using json = nlohmann::json;
 
 // Member `key` of `j` as a string, or nullopt.
-std::optional<std::string> StringField(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
-}
-
 // Record `text` as a JSON object of format 1, else DataLoss naming `what`.
 Result<json> RecordObject(std::string_view text, const std::string& what) {
   Result<json> j = ParseJsonObject(text, what);
@@ -43,8 +37,8 @@ std::string EncodeRequestRecord(const RequestRecord& r) {
 Result<RequestRecord> DecodeRequestRecord(std::string_view text) {
   const std::string what = "idempotency record";
   ASSIGN_OR_RETURN(json j, RecordObject(text, what));
-  const auto key = StringField(j, "key"), principal = StringField(j, "principal"),
-             fingerprint = StringField(j, "fingerprint"), run = StringField(j, "runId");
+  const auto key = OptionalStringAt(j, "key"), principal = OptionalStringAt(j, "principal"),
+             fingerprint = OptionalStringAt(j, "fingerprint"), run = OptionalStringAt(j, "runId");
   const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
   if (!key || !principal || !fingerprint || !run || !created || !expires) {
     return Status::DataLoss("malformed " + what + ": a field is missing or of the wrong type");
@@ -74,8 +68,8 @@ std::string EncodeSourceRecord(const SourceRecord& r) {
 Result<SourceRecord> DecodeSourceRecord(std::string_view text) {
   const std::string what = "source record";
   ASSIGN_OR_RETURN(json j, RecordObject(text, what));
-  const auto source = StringField(j, "sourceId"), sha = StringField(j, "sha256"),
-             run = StringField(j, "runId");
+  const auto source = OptionalStringAt(j, "sourceId"), sha = OptionalStringAt(j, "sha256"),
+             run = OptionalStringAt(j, "runId");
   const auto created = IntegerAt(j, "createdMicros"), expires = IntegerAt(j, "expiresMicros");
   auto loaded = j.find("loaded");
   if (!source || !sha || !run || !created || !expires || loaded == j.end() ||
