@@ -212,6 +212,30 @@ Status RequireAdmin(const WorkspaceEngine& ws, const Context& ctx, const std::st
   return ws.Authorize(snap, *t, ctx.principal, WriteMode::kReplace);
 }
 
+Status Rename(const Context& ctx, const std::string& from, const std::string& to) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  RETURN_NOT_OK(RequireAdmin(*ws, ctx, from));
+  RETURN_NOT_OK(ws->RenameTable(from, to).status());
+  if (!ctx.json) std::cout << "renamed " << from << " to " << to << "\n";
+  return Status::OK();
+}
+
+Status Drop(const Context& ctx, const std::string& name) {
+  ASSIGN_OR_RETURN(auto ws, ctx.Open());
+  RETURN_NOT_OK(RequireAdmin(*ws, ctx, name));
+  ASSIGN_OR_RETURN(WriteResult w, ws->DropTable(name));
+  if (ctx.json) {
+    std::cout << json{{"dropped", name},
+                      {"manifestVersion", w.manifest_version},
+                      {"commit", w.commit_id}}
+                     .dump()
+              << "\n";
+  } else {
+    std::cout << "dropped " << name << "\n";
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
@@ -247,37 +271,12 @@ void AddTableCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* rename = table->add_subcommand("rename", "rename; the table keeps its id, data and grants");
   auto* from = rename->add_option("OLD", "current name")->required();
   auto* to = rename->add_option("NEW", "new name")->required();
-  rename->callback([&ctx, from, to, run] {
-    run([&]() -> Status {
-      ASSIGN_OR_RETURN(auto ws, ctx.Open());
-      RETURN_NOT_OK(RequireAdmin(*ws, ctx, from->as<std::string>()));
-      RETURN_NOT_OK(ws->RenameTable(from->as<std::string>(), to->as<std::string>()).status());
-      if (!ctx.json)
-        std::cout << "renamed " << from->as<std::string>() << " to " << to->as<std::string>()
-                  << "\n";
-      return Status::OK();
-    }());
-  });
+  rename->callback(
+      [&ctx, from, to, run] { run(Rename(ctx, from->as<std::string>(), to->as<std::string>())); });
 
   auto* drop = table->add_subcommand("drop", "drop; history stays readable, the name becomes free");
   auto* drop_name = drop->add_option("NAME", "table name")->required();
-  drop->callback([&ctx, drop_name, run] {
-    run([&]() -> Status {
-      ASSIGN_OR_RETURN(auto ws, ctx.Open());
-      RETURN_NOT_OK(RequireAdmin(*ws, ctx, drop_name->as<std::string>()));
-      ASSIGN_OR_RETURN(WriteResult w, ws->DropTable(drop_name->as<std::string>()));
-      if (ctx.json) {
-        std::cout << json{{"dropped", drop_name->as<std::string>()},
-                          {"manifestVersion", w.manifest_version},
-                          {"commit", w.commit_id}}
-                         .dump()
-                  << "\n";
-      } else {
-        std::cout << "dropped " << drop_name->as<std::string>() << "\n";
-      }
-      return Status::OK();
-    }());
-  });
+  drop->callback([&ctx, drop_name, run] { run(Drop(ctx, drop_name->as<std::string>())); });
 
   auto* grant =
       table->add_subcommand("grant", "give a principal reader, writer or admin (or none)");

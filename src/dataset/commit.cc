@@ -27,7 +27,54 @@ bool RemoveFragments(const std::vector<uint64_t>& ids, DatasetVersion* v) {
   return true;
 }
 
+// Adds `m`, or replaces the index of its name.
+void PutIndex(const IndexMeta& m, std::vector<IndexMeta>* indices) {
+  auto it = std::find_if(indices->begin(), indices->end(),
+                         [&](const IndexMeta& x) { return x.name == m.name; });
+  if (it == indices->end()) {
+    indices->push_back(m);
+  } else {
+    *it = m;
+  }
+}
+
 }  // namespace
+
+Result<bool> Dataset::ApplyDeletions(const Transaction& txn, DatasetVersion* next) const {
+  // Inline deletion files share the version's budget with its inline fragments.
+  uint64_t budget = MayInline() ? options_->max_inline_bytes_per_version : 0;
+  for (const Fragment& f : txn.added) {
+    if (f.inline_bytes) budget -= std::min<uint64_t>(budget, f.inline_bytes->size());
+  }
+  for (const FragmentDeletion& fd : txn.deleted) {
+    auto it = std::find_if(next->fragments.begin(), next->fragments.end(),
+                           [&](const Fragment& f) { return f.id == fd.fragment_id; });
+    if (it == next->fragments.end()) return false;
+    ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletions(*it));
+    const DeletionVector merged = existing.Union(fd.rows);
+    if (merged.size() >= it->physical_rows) {
+      next->fragments.erase(it);  // every row deleted
+      continue;
+    }
+    std::string encoded = merged.Encode();
+    it->deleted_rows = merged.size();
+    it->deletion_offset = 0;
+    it->deletion_size = 0;
+    if (encoded.size() <= options_->max_inline_deletion_bytes && encoded.size() <= budget) {
+      // Placed in the version file by PlaceInlineFragments.
+      budget -= encoded.size();
+      it->deletion_path.clear();
+      it->inline_deletion = std::make_shared<const std::string>(std::move(encoded));
+      continue;
+    }
+    const std::string rel = BranchDir(branch_) + "_deletions/" + std::to_string(it->id) + "-" +
+                            NewUlidString() + ".ldel";
+    RETURN_NOT_OK(store_->PutIfAbsent(Key(rel), std::move(encoded)).status());
+    it->deletion_path = rel;
+    it->inline_deletion = nullptr;
+  }
+  return true;
+}
 
 Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
                                                      const Transaction& txn) const {
@@ -55,38 +102,8 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       break;
     case OpType::kDelete:
     case OpType::kMergeInsert: {
-      // Inline deletion files share the version's budget with its inline fragments.
-      uint64_t budget = MayInline() ? options_->max_inline_bytes_per_version : 0;
-      for (const Fragment& f : txn.added) {
-        if (f.inline_bytes) budget -= std::min<uint64_t>(budget, f.inline_bytes->size());
-      }
-      for (const FragmentDeletion& fd : txn.deleted) {
-        auto it = std::find_if(next.fragments.begin(), next.fragments.end(),
-                               [&](const Fragment& f) { return f.id == fd.fragment_id; });
-        if (it == next.fragments.end()) return std::optional<DatasetVersion>();
-        ASSIGN_OR_RETURN(DeletionVector existing, ReadDeletions(*it));
-        const DeletionVector merged = existing.Union(fd.rows);
-        if (merged.size() >= it->physical_rows) {
-          next.fragments.erase(it);  // every row deleted
-          continue;
-        }
-        std::string encoded = merged.Encode();
-        it->deleted_rows = merged.size();
-        it->deletion_offset = 0;
-        it->deletion_size = 0;
-        if (encoded.size() <= options_->max_inline_deletion_bytes && encoded.size() <= budget) {
-          // Placed in the version file by PlaceInlineFragments.
-          budget -= encoded.size();
-          it->deletion_path.clear();
-          it->inline_deletion = std::make_shared<const std::string>(std::move(encoded));
-          continue;
-        }
-        const std::string rel = BranchDir(branch_) + "_deletions/" + std::to_string(it->id) + "-" +
-                                NewUlidString() + ".ldel";
-        RETURN_NOT_OK(store_->PutIfAbsent(Key(rel), std::move(encoded)).status());
-        it->deletion_path = rel;
-        it->inline_deletion = nullptr;
-      }
+      ASSIGN_OR_RETURN(bool applied, ApplyDeletions(txn, &next));
+      if (!applied) return std::optional<DatasetVersion>();
       add_fragments(txn.added);
       break;
     }
@@ -131,15 +148,7 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       }
       break;
   }
-  for (const IndexMeta& m : txn.indices) {
-    auto it = std::find_if(next.indices.begin(), next.indices.end(),
-                           [&](const IndexMeta& x) { return x.name == m.name; });
-    if (it == next.indices.end()) {
-      next.indices.push_back(m);
-    } else {
-      *it = m;
-    }
-  }
+  for (const IndexMeta& m : txn.indices) PutIndex(m, &next.indices);
   return std::optional<DatasetVersion>(std::move(next));
 }
 
@@ -228,6 +237,34 @@ void Dataset::DiscardDeletionFiles(const Transaction& txn, const DatasetVersion&
   }
 }
 
+Result<bool> Dataset::MustPlanAgain(const Transaction& txn, const DatasetVersion& current,
+                                    const DatasetVersion& latest) const {
+  for (uint64_t v = current.version + 1; v <= latest.version; ++v) {
+    DatasetVersion other;
+    if (v == latest.version) {
+      other = latest;
+    } else {
+      Result<DatasetVersion> between = LoadVersion(branch_, v);
+      // Retention removed it (a base older than the time-travel window):
+      // what it did is unknown, so plan again on the latest.
+      if (between.status().IsNotFound()) return true;
+      ASSIGN_OR_RETURN(other, std::move(between));
+    }
+    switch (CheckConflict(txn, other.txn)) {
+      case ConflictVerdict::kCompatible:
+        break;
+      case ConflictVerdict::kRetry:
+        return true;
+      case ConflictVerdict::kAbort:
+        return Status::Aborted(std::string(OpTypeName(txn.op)) + " read version " +
+                               std::to_string(txn.read_version) + " but a concurrent " +
+                               std::string(OpTypeName(other.txn.op)) + " committed version " +
+                               std::to_string(v));
+    }
+  }
+  return false;
+}
+
 Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptions& opts) const {
   if (opts.app_section && opts.app_section->size() > kMaxAppSection) {
     return Status::InvalidArgument("application section of " +
@@ -289,33 +326,7 @@ Result<Dataset> Dataset::RunOperation(const TxnBuilder& build, const CommitOptio
       }
       // Lost the race: judge every version committed since `current`.
       ASSIGN_OR_RETURN(DatasetVersion latest, LoadLatest(branch_));
-      for (uint64_t v = current.version + 1; v <= latest.version && !rerun; ++v) {
-        DatasetVersion other;
-        if (v == latest.version) {
-          other = latest;
-        } else {
-          Result<DatasetVersion> between = LoadVersion(branch_, v);
-          if (between.status().IsNotFound()) {
-            // Retention removed it (a base older than the time-travel
-            // window): what it did is unknown, so plan again on the latest.
-            rerun = true;
-            break;
-          }
-          ASSIGN_OR_RETURN(other, std::move(between));
-        }
-        switch (CheckConflict(*txn, other.txn)) {
-          case ConflictVerdict::kCompatible:
-            break;
-          case ConflictVerdict::kRetry:
-            rerun = true;
-            break;
-          case ConflictVerdict::kAbort:
-            return Status::Aborted(std::string(OpTypeName(txn->op)) + " read version " +
-                                   std::to_string(txn->read_version) + " but a concurrent " +
-                                   std::string(OpTypeName(other.txn.op)) + " committed version " +
-                                   std::to_string(v));
-        }
-      }
+      ASSIGN_OR_RETURN(rerun, MustPlanAgain(*txn, current, latest));
       if (!rerun) current = std::move(latest);
       kCommitBackoff.Sleep(attempt);
     }

@@ -323,7 +323,57 @@ std::span<const Fragment> SelectedFragments(const DatasetVersion& v, const ScanS
   return all.subspan(first, last - first);
 }
 
+// The index key ranges that hold every row matching `p` on a column of
+// type `t` (kIsNull: none; an index holds no nulls).
+using IndexKeyRange = std::pair<std::optional<std::string>, std::optional<std::string>>;
+std::vector<IndexKeyRange> IndexKeyRanges(const DataType& t, const Predicate& p) {
+  std::vector<IndexKeyRange> ranges;
+  switch (p.op) {
+    case CompareOp::kEq:
+    case CompareOp::kIn:
+      for (const Value& x : p.values)
+        ranges.push_back({EncodeIndexKey(t, x), EncodeIndexKey(t, x)});
+      break;
+    case CompareOp::kLt:
+    case CompareOp::kLe:
+      ranges.push_back({std::nullopt, EncodeIndexKey(t, p.values[0])});
+      break;
+    case CompareOp::kGt:
+    case CompareOp::kGe:
+      ranges.push_back({EncodeIndexKey(t, p.values[0]), std::nullopt});
+      break;
+    case CompareOp::kIsNull:
+      break;
+  }
+  return ranges;
+}
+
 }  // namespace
+
+Result<std::map<uint64_t, std::vector<uint64_t>>> Dataset::IndexHits(
+    const std::vector<const IndexMeta*>& indexes, const Predicate& p, ScanStats* stats) const {
+  std::map<uint64_t, std::vector<uint64_t>> hits;
+  IndexLookupStats lookup;
+  const std::vector<IndexKeyRange> ranges = IndexKeyRanges(indexes[0]->key_type, p);
+  for (const IndexMeta* m : indexes) {
+    if (m->entries == 0) continue;
+    for (const auto& [lo, hi] : ranges) {
+      ASSIGN_OR_RETURN(
+          std::vector<uint64_t> addrs,
+          LookupBTreeRange(*store_, Key(m->path), *m, lo, hi, &lookup, options_->cache.get()));
+      for (uint64_t a : addrs) {
+        // An entry of a fragment another index covers now is not this one's.
+        if (m->Covers(a >> 32)) hits[a >> 32].push_back(a & 0xffffffffu);
+      }
+    }
+  }
+  for (auto& [frag, offsets] : hits) {
+    std::sort(offsets.begin(), offsets.end());
+    offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  }
+  if (stats) stats->index_pages_read += lookup.pages_read;
+  return hits;
+}
 
 Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
                                                       const ScanSpec& spec) const {
@@ -354,44 +404,7 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
   };
   std::map<uint64_t, std::vector<uint64_t>> hits;  // fragment -> ascending offsets
   if (index) {
-    IndexLookupStats lookup;
-    const DataType& t = indexes[0]->key_type;
-    std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>> ranges;
-    switch (indexed->op) {
-      case CompareOp::kEq:
-      case CompareOp::kIn:
-        for (const Value& x : indexed->values) {
-          ranges.push_back({EncodeIndexKey(t, x), EncodeIndexKey(t, x)});
-        }
-        break;
-      case CompareOp::kLt:
-      case CompareOp::kLe:
-        ranges.push_back({std::nullopt, EncodeIndexKey(t, indexed->values[0])});
-        break;
-      case CompareOp::kGt:
-      case CompareOp::kGe:
-        ranges.push_back({EncodeIndexKey(t, indexed->values[0]), std::nullopt});
-        break;
-      case CompareOp::kIsNull:
-        break;
-    }
-    for (const IndexMeta* m : indexes) {
-      if (m->entries == 0) continue;
-      for (const auto& [lo, hi] : ranges) {
-        ASSIGN_OR_RETURN(
-            std::vector<uint64_t> addrs,
-            LookupBTreeRange(*store_, Key(m->path), *m, lo, hi, &lookup, options_->cache.get()));
-        for (uint64_t a : addrs) {
-          // An entry of a fragment another index covers now is not this one's.
-          if (m->Covers(a >> 32)) hits[a >> 32].push_back(a & 0xffffffffu);
-        }
-      }
-    }
-    for (auto& [frag, offsets] : hits) {
-      std::sort(offsets.begin(), offsets.end());
-      offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
-    }
-    if (spec.stats) spec.stats->index_pages_read += lookup.pages_read;
+    ASSIGN_OR_RETURN(hits, IndexHits(indexes, *indexed, spec.stats));
   }
   std::vector<RecordBatch> out;
   int64_t produced = 0;
@@ -460,6 +473,79 @@ Result<DeletionVector> Dataset::ReadDeletions(const Fragment& f) const {
                             f.physical_rows);
 }
 
+namespace {
+
+// The rows of `part` (whose last column holds row offsets) that no
+// deletion removed and that match `filter` (rows taken by address; a scan's
+// reader filtered already).
+std::vector<int64_t> KeptRows(const RecordBatch& part, const DeletionVector& dv,
+                              const std::vector<Predicate>* filter) {
+  const Column& offsets = part.columns.back();
+  std::vector<int64_t> keep;
+  keep.reserve(part.num_rows());
+  for (int64_t r = 0; r < part.num_rows(); ++r) {
+    if (!dv.empty() && dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) continue;
+    bool match = true;
+    if (filter != nullptr) {
+      for (const Predicate& p : *filter) {
+        match = match && ValueMatches(p, part.columns[part.schema.IndexOf(p.column)].GetValue(r));
+      }
+    }
+    if (match) keep.push_back(r);
+  }
+  return keep;
+}
+
+// The `keep` rows of `part` as the scan's output: its projected columns
+// (a column the fragment predates as nulls), then the row addresses if asked.
+RecordBatch ShapePart(RecordBatch& part, const std::vector<int64_t>& keep, const Schema& schema,
+                      const std::vector<int>& projected, const Schema& out_schema,
+                      uint64_t fragment_id, bool with_row_address) {
+  const Column& offsets = part.columns.back();
+  RecordBatch batch;
+  batch.schema = out_schema;
+  const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
+  std::vector<bool> moved(part.columns.size(), false);
+  auto select = [&](int pi) {
+    Column& c = part.columns[pi];
+    if (all && !moved[pi]) {  // the common case: hand the decoded column over
+      moved[pi] = true;
+      return std::move(c);
+    }
+    Column t(c.type());
+    t.AppendRows(c, keep);
+    return t;
+  };
+  for (int i : projected) {
+    const int pi = part.schema.IndexOf(schema.fields[i].name);
+    batch.columns.push_back(pi < 0 ? NullColumn(schema.fields[i].type, keep.size()) : select(pi));
+  }
+  if (with_row_address) {
+    Column addr(DataType::Int64());
+    for (int64_t r : keep) {
+      addr.AppendInt64(static_cast<int64_t>(fragment_id << 32) | offsets.GetInt64(r));
+    }
+    batch.columns.push_back(std::move(addr));
+  }
+  return batch;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const DeletionVector>> Dataset::CachedDeletions(const Fragment& frag) const {
+  LruCache* cache = options_->cache.get();
+  const std::string key =
+      "dv:" + Key(frag.deletion_path) + "@" + std::to_string(frag.deletion_offset);
+  std::shared_ptr<const DeletionVector> dv;
+  if (cache) dv = cache->Get<DeletionVector>(key);
+  if (!dv) {
+    ASSIGN_OR_RETURN(DeletionVector loaded, ReadDeletions(frag));
+    dv = std::make_shared<const DeletionVector>(std::move(loaded));
+    if (cache) cache->Put<DeletionVector>(key, dv, 64 + 4 * dv->size());
+  }
+  return dv;
+}
+
 Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
                              const ScanShape& shape, const std::vector<uint64_t>* take,
                              std::vector<RecordBatch>* out, int64_t* produced) const {
@@ -503,14 +589,7 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
   static const DeletionVector kNoDeletions;
   std::shared_ptr<const DeletionVector> dv_holder;
   if (!frag.deletion_path.empty()) {
-    const std::string key =
-        "dv:" + Key(frag.deletion_path) + "@" + std::to_string(frag.deletion_offset);
-    if (cache) dv_holder = cache->Get<DeletionVector>(key);
-    if (!dv_holder) {
-      ASSIGN_OR_RETURN(DeletionVector loaded, ReadDeletions(frag));
-      dv_holder = std::make_shared<const DeletionVector>(std::move(loaded));
-      if (cache) cache->Put<DeletionVector>(key, dv_holder, 64 + 4 * dv_holder->size());
-    }
+    ASSIGN_OR_RETURN(dv_holder, CachedDeletions(frag));
   }
   const DeletionVector& dv = dv_holder ? *dv_holder : kNoDeletions;
   std::vector<RecordBatch> parts;
@@ -525,51 +604,15 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     ASSIGN_OR_RETURN(parts, reader->Scan(fo));
   }
   for (RecordBatch& part : parts) {
-    const Column& offsets = part.columns.back();
-    std::vector<int64_t> keep;
-    keep.reserve(part.num_rows());
-    for (int64_t r = 0; r < part.num_rows(); ++r) {
-      if (!dv.empty() && dv.Contains(static_cast<uint32_t>(offsets.GetInt64(r)))) continue;
-      bool match = true;
-      if (take) {
-        for (const Predicate& p : file_preds) {
-          match = match && ValueMatches(p, part.columns[part.schema.IndexOf(p.column)].GetValue(r));
-        }
-      }
-      if (match) keep.push_back(r);
-    }
+    std::vector<int64_t> keep = KeptRows(part, dv, take ? &file_preds : nullptr);
     if (spec.limit) {
       const int64_t room = *spec.limit - *produced;
       if (static_cast<int64_t>(keep.size()) > room) keep.resize(room);
     }
     if (keep.empty()) continue;
-    RecordBatch batch;
-    batch.schema = shape.out_schema;
-    const bool all = static_cast<int64_t>(keep.size()) == part.num_rows();
-    std::vector<bool> moved(part.columns.size(), false);
-    auto select = [&](int pi) {
-      Column& c = part.columns[pi];
-      if (all && !moved[pi]) {  // the common case: hand the decoded column over
-        moved[pi] = true;
-        return std::move(c);
-      }
-      Column t(c.type());
-      t.AppendRows(c, keep);
-      return t;
-    };
-    for (int i : projected) {
-      const int pi = part.schema.IndexOf(v.schema.fields[i].name);
-      batch.columns.push_back(pi < 0 ? NullColumn(v.schema.fields[i].type, keep.size())
-                                     : select(pi));
-    }
-    if (spec.with_row_address) {
-      Column addr(DataType::Int64());
-      for (int64_t r : keep)
-        addr.AppendInt64(static_cast<int64_t>(frag.id << 32) | offsets.GetInt64(r));
-      batch.columns.push_back(std::move(addr));
-    }
     *produced += static_cast<int64_t>(keep.size());
-    out->push_back(std::move(batch));
+    out->push_back(ShapePart(part, keep, v.schema, projected, shape.out_schema, frag.id,
+                             spec.with_row_address));
   }
   return Status::OK();
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -467,6 +468,20 @@ class Dataset {
         options_(std::move(opts)) {}
   Dataset WithState(DatasetVersion v) const;
 
+  // Cleanup's steps (maintenance.cc), in order: the branches and the
+  // versions they pin (tags, fork points, each where it lives); per branch,
+  // the versions kept (their files referenced) and those to remove; version
+  // files removed before the files only they use, holders of inline parts
+  // last, after every branch's latest is read again; then unreferenced
+  // files (orphans only past the grace period).
+  struct CleanupState;
+  Status PinForCleanup(CleanupState& c) const;
+  Status SortVersionsForCleanup(CleanupState& c, size_t branch) const;
+  static void SpareHolders(CleanupState& c);
+  Status RemoveDoomedVersions(CleanupState& c, bool holding_inline) const;
+  Status ReferenceLatestVersions(CleanupState& c) const;
+  Status RemoveUnreferencedFiles(CleanupState& c) const;
+
   // Version loading (dataset.cc). `depth` counts the parents followed: past
   // kMaxBranchDepth the refs form a cycle (data loss), not a deep chain.
   Result<DatasetVersion> LoadVersion(const std::string& branch, uint64_t version,
@@ -496,6 +511,14 @@ class Dataset {
   Result<Dataset> RunOperation(const TxnBuilder& build, const CommitOptions& opts) const;
   // The version `txn` produces on top of `base`; nullopt when a fragment it
   // touches is gone and the operation must re-run.
+  // After losing a commit race on `current`: whether a version committed
+  // since, up to `latest`, makes `txn` plan again (true) or is compatible
+  // (false); Aborted when it conflicts.
+  Result<bool> MustPlanAgain(const Transaction& txn, const DatasetVersion& current,
+                             const DatasetVersion& latest) const;
+  // A delete's or merge's deletion vectors merged into `next` (inline when
+  // small); false when a fragment they name is gone.
+  Result<bool> ApplyDeletions(const Transaction& txn, DatasetVersion* next) const;
   Result<std::optional<DatasetVersion>> Apply(const DatasetVersion& base,
                                               const Transaction& txn) const;
 
@@ -526,12 +549,18 @@ class Dataset {
   // unique names, and main's version numbers are never reused).
   bool MayInline() const { return branch_.empty(); }
   Result<std::vector<RecordBatch>> ScanVersion(const DatasetVersion& v, const ScanSpec& spec) const;
+  // The rows of the fragments `indexes` cover that match `p` (an indexed
+  // predicate): fragment id -> ascending row offsets.
+  Result<std::map<uint64_t, std::vector<uint64_t>>> IndexHits(
+      const std::vector<const IndexMeta*>& indexes, const Predicate& p, ScanStats* stats) const;
   // The dataset columns a scan returns and the schema of its batches.
   struct ScanShape {
     std::vector<int> projected;  // indices into the version's schema
     Schema out_schema;           // projected fields, plus "_rowaddr" if asked
   };
   static Result<ScanShape> ShapeOf(const DatasetVersion& v, const ScanSpec& spec);
+  // A fragment's deletion vector, through the cache.
+  Result<std::shared_ptr<const DeletionVector>> CachedDeletions(const Fragment& frag) const;
   // Live rows of one fragment: all (take == nullptr) or those at `take`.
   Status ScanFragment(const DatasetVersion& v, const Fragment& frag, const ScanSpec& spec,
                       const ScanShape& shape, const std::vector<uint64_t>* take,

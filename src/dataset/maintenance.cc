@@ -133,42 +133,98 @@ Result<Dataset> Dataset::Compact(const CompactionOptions& options, CompactionSta
       opts);
 }
 
+// What one Cleanup knows as it goes: the branches, the versions that must
+// stay loadable, the files kept versions use, and the versions to remove.
+struct Dataset::CleanupState {
+  struct Branch {
+    std::string name;
+    BranchInfo info;  // parent and fork point (empty for main)
+  };
+  struct Doomed {
+    std::string key;
+    bool holds_inline = false;  // the file holds fragments or deletion files
+    std::set<std::string> files;
+  };
+  const CleanupOptions& options;
+  std::string root_prefix;
+  std::vector<Branch> branches;                           // main first
+  std::set<std::pair<std::string, uint64_t>> owned_pins;  // (owning branch, version)
+  std::set<std::string> referenced;                       // root-relative paths kept versions use
+  std::set<std::string> dereferenced;  // used by removed versions: never in flight
+  std::vector<Doomed> doomed;
+  CleanupStats stats;
+};
+
 namespace {
 
-struct BranchVersions {
-  std::string name;
-  BranchInfo info;                                    // parent and fork point (empty for main)
-  std::vector<std::pair<uint64_t, std::string>> own;  // version -> key, newest first
-};
+void FilesOf(const DatasetVersion& v, std::set<std::string>* out) {
+  for (const Fragment& f : v.fragments) {
+    out->insert(f.data_path);
+    if (!f.deletion_path.empty()) out->insert(f.deletion_path);
+  }
+  for (const IndexMeta& m : v.indices) out->insert(m.path);
+}
 
 }  // namespace
 
 Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
-  CleanupStats stats;
+  CleanupState c{options, Key(""), {}, {}, {}, {}, {}, {}};
+  RETURN_NOT_OK(PinForCleanup(c));
+  for (size_t b = 0; b < c.branches.size(); ++b) RETURN_NOT_OK(SortVersionsForCleanup(c, b));
+  // Version files go before the files only they reference, so a crash
+  // part-way leaves orphans for the next run, never a dangling reference.
+  // Files holding inline parts go last, after the re-read, like data, each
+  // only once no other doomed version still references it.
+  SpareHolders(c);
+  RETURN_NOT_OK(RemoveDoomedVersions(c, /*holding_inline=*/false));
+  RETURN_NOT_OK(ReferenceLatestVersions(c));
+  SpareHolders(c);
+  RETURN_NOT_OK(RemoveDoomedVersions(c, /*holding_inline=*/true));
+  RETURN_NOT_OK(RemoveUnreferencedFiles(c));
+  return c.stats;
+}
+
+// A version whose file holds inline fragments that a kept version uses
+// stays, whole and loadable, and so does everything it references.
+void Dataset::SpareHolders(CleanupState& c) {
+  for (bool spared = true; spared;) {
+    spared = false;
+    for (auto it = c.doomed.begin(); it != c.doomed.end();) {
+      if (c.referenced.count(it->key.substr(c.root_prefix.size()))) {
+        if (c.options.keep_holders_loadable)
+          c.referenced.insert(it->files.begin(), it->files.end());
+        it = c.doomed.erase(it);
+        spared = true;
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+Status Dataset::PinForCleanup(CleanupState& c) const {
   // Every branch: main and each ref.
-  std::vector<BranchVersions> branches(1);
+  c.branches.push_back({"", {}});
   ASSIGN_OR_RETURN(std::vector<std::string> names, ListBranches());
   for (const std::string& n : names) {
     ASSIGN_OR_RETURN(std::string text, store_->Get(BranchRefKey(Key(""), n)));
     ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(text, n));
-    branches.push_back({n, info, {}});
+    c.branches.push_back({n, info});
   }
   // Versions that must stay loadable: tags and fork points.
   std::set<std::pair<std::string, uint64_t>> pinned;
-  const std::string tprefix = Key("_refs/tags/");
-  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
+  ASSIGN_OR_RETURN(auto tags, store_->ListAll(Key("_refs/tags/")));
   for (const ObjectInfo& o : tags) {
     ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
     ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, o.key));
     pinned.insert({t.branch, t.version});
   }
-  for (const BranchVersions& b : branches) {
+  std::map<std::string, BranchInfo> info_of;
+  for (const CleanupState::Branch& b : c.branches) {
     if (!b.name.empty()) pinned.insert({b.info.parent, b.info.parent_version});
+    info_of[b.name] = b.info;
   }
   // A version at or below a branch's fork point lives in an ancestor.
-  std::map<std::string, BranchInfo> info_of;
-  for (const BranchVersions& b : branches) info_of[b.name] = b.info;
-  std::set<std::pair<std::string, uint64_t>> owned_pins;
   for (auto [branch, version] : pinned) {
     for (int depth = 0;
          !branch.empty() && info_of.count(branch) && version <= info_of[branch].parent_version;
@@ -176,151 +232,113 @@ Result<CleanupStats> Dataset::Cleanup(const CleanupOptions& options) const {
       RETURN_NOT_OK(CheckBranchDepth(branch, depth));
       branch = info_of[branch].parent;
     }
-    owned_pins.insert({branch, version});
+    c.owned_pins.insert({branch, version});
   }
+  return Status::OK();
+}
 
-  std::set<std::string> referenced;    // root-relative paths kept versions use
-  std::set<std::string> dereferenced;  // used by removed versions: never in flight
-  auto files_of = [](const DatasetVersion& v, std::set<std::string>* out) {
-    for (const Fragment& f : v.fragments) {
-      out->insert(f.data_path);
-      if (!f.deletion_path.empty()) out->insert(f.deletion_path);
+Status Dataset::SortVersionsForCleanup(CleanupState& c, size_t branch) const {
+  const CleanupState::Branch& b = c.branches[branch];
+  const CleanupOptions& options = c.options;
+  const std::string prefix = Key(BranchDir(b.name) + "_versions/");
+  ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
+  uint64_t kept_newest = 0;
+  int64_t successor_micros = INT64_MAX;
+  // Versions go oldest first only: once one is old enough to go, every
+  // older one may go too, so no removed version ever lies below a kept one
+  // (a gap above the latest published version would let a writer that
+  // probes for the next version miss newer ones; OpenLatestFrom).
+  bool recent_so_far = true;
+  for (const ObjectInfo& o : objects) {  // newest first
+    auto version = ParseVersionFileName(std::string_view(o.key).substr(prefix.size()));
+    if (!version) continue;
+    ASSIGN_OR_RETURN(std::string bytes, store_->Get(o.key));
+    ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
+    RETURN_NOT_OK(CheckVersionNumber(o.key, *version, v.version));
+    // The newest version always stays: removing it would let a later
+    // commit reuse its number.
+    const bool newest = kept_newest == 0;
+    if (options.expired) {
+      recent_so_far =
+          recent_so_far && (newest || !options.expired(b.name, *version, successor_micros));
+    } else {
+      recent_so_far =
+          recent_so_far && (kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
+                            v.timestamp_micros >= options.older_than_micros);
     }
-    for (const IndexMeta& m : v.indices) out->insert(m.path);
-  };
-  auto reference = [&](const DatasetVersion& v) { files_of(v, &referenced); };
-  // Versions committed meanwhile (e.g. a restore of a version being removed)
-  // keep their files: every branch's latest is re-read before deleting.
-  auto reference_latest = [&]() -> Status {
-    ASSIGN_OR_RETURN(std::vector<std::string> names_now, ListBranches());
-    names_now.push_back("");
-    for (const std::string& n : names_now) {
-      Result<DatasetVersion> latest = LoadLatest(n);
-      if (latest.ok()) reference(*latest);
-    }
-    return Status::OK();
-  };
-  const std::string root_prefix = Key("");
-  struct Doomed {
-    std::string key;
-    bool holds_inline = false;  // the file holds fragments or deletion files
-    std::set<std::string> files;
-  };
-  std::vector<Doomed> doomed;
-  for (BranchVersions& b : branches) {
-    const std::string prefix = Key(BranchDir(b.name) + "_versions/");
-    ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
-    uint64_t kept_newest = 0;
-    int64_t successor_micros = INT64_MAX;
-    // Versions go oldest first only: once one is old enough to go, every
-    // older one may go too, so no removed version ever lies below a kept one
-    // (a gap above the latest published version would let a writer that
-    // probes for the next version miss newer ones; OpenLatestFrom).
-    bool recent_so_far = true;
-    for (const ObjectInfo& o : objects) {  // newest first
-      auto version = ParseVersionFileName(std::string_view(o.key).substr(prefix.size()));
-      if (!version) continue;
-      ASSIGN_OR_RETURN(std::string bytes, store_->Get(o.key));
-      ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, o.key));
-      RETURN_NOT_OK(CheckVersionNumber(o.key, *version, v.version));
-      // The newest version always stays: removing it would let a later
-      // commit reuse its number.
-      const bool newest = kept_newest == 0;
-      if (options.expired) {
-        recent_so_far =
-            recent_so_far && (newest || !options.expired(b.name, *version, successor_micros));
-      } else {
-        recent_so_far =
-            recent_so_far && (kept_newest < std::max<uint64_t>(1, options.keep_versions) ||
-                              v.timestamp_micros >= options.older_than_micros);
-      }
-      successor_micros = v.timestamp_micros;
-      const bool keep = recent_so_far || owned_pins.count({b.name, *version});
-      ++kept_newest;
-      if (keep) {
-        reference(v);
-      } else {
-        Doomed d{o.key, false, {}};
-        d.holds_inline = !InlinePartsOf(v).empty();
-        files_of(v, &d.files);
-        doomed.push_back(std::move(d));
-      }
-    }
-    // A branch without versions of its own reads its fork point.
-    if (!b.name.empty() && objects.empty()) {
-      ASSIGN_OR_RETURN(DatasetVersion v, LoadVersion(b.name, b.info.parent_version));
-      reference(v);
+    successor_micros = v.timestamp_micros;
+    const bool keep = recent_so_far || c.owned_pins.count({b.name, *version});
+    ++kept_newest;
+    if (keep) {
+      FilesOf(v, &c.referenced);
+    } else {
+      CleanupState::Doomed d{o.key, !InlinePartsOf(v).empty(), {}};
+      FilesOf(v, &d.files);
+      c.doomed.push_back(std::move(d));
     }
   }
-  // A version whose file holds inline fragments that a kept version uses
-  // stays, whole and loadable, and so does everything it references.
-  auto spare_holders = [&] {
-    for (bool spared = true; spared;) {
-      spared = false;
-      for (auto it = doomed.begin(); it != doomed.end();) {
-        if (referenced.count(it->key.substr(root_prefix.size()))) {
-          if (options.keep_holders_loadable) referenced.insert(it->files.begin(), it->files.end());
-          it = doomed.erase(it);
-          spared = true;
-        } else {
-          ++it;
-        }
-      }
+  // A branch without versions of its own reads its fork point.
+  if (!b.name.empty() && objects.empty()) {
+    ASSIGN_OR_RETURN(DatasetVersion v, LoadVersion(b.name, b.info.parent_version));
+    FilesOf(v, &c.referenced);
+  }
+  return Status::OK();
+}
+
+Status Dataset::RemoveDoomedVersions(CleanupState& c, bool holding_inline) const {
+  for (bool removed = true; removed;) {
+    removed = false;
+    std::map<std::string, int> uses;  // by doomed versions
+    for (const CleanupState::Doomed& d : c.doomed) {
+      for (const std::string& f : d.files) uses[f]++;
     }
-  };
-  // Version files go before the files only they reference, so a crash
-  // part-way leaves orphans for the next run, never a dangling reference.
-  // Files holding inline parts go last, after the re-read, like data, each
-  // only once no other doomed version still references it.
-  auto remove_versions = [&](bool holding_inline) -> Status {
-    for (bool removed = true; removed;) {
-      removed = false;
-      std::map<std::string, int> uses;  // by doomed versions
-      for (const Doomed& d : doomed) {
-        for (const std::string& f : d.files) uses[f]++;
+    for (auto it = c.doomed.begin(); it != c.doomed.end();) {
+      const std::string rel = it->key.substr(c.root_prefix.size());
+      const int by_others = uses[rel] - static_cast<int>(it->files.count(rel));
+      if (it->holds_inline != holding_inline || by_others > 0) {
+        ++it;
+        continue;
       }
-      for (auto it = doomed.begin(); it != doomed.end();) {
-        const std::string rel = it->key.substr(root_prefix.size());
-        const int by_others = uses[rel] - static_cast<int>(it->files.count(rel));
-        if (it->holds_inline != holding_inline || by_others > 0) {
-          ++it;
-          continue;
-        }
-        RETURN_NOT_OK(store_->Delete(it->key));
-        ++stats.versions_removed;
-        dereferenced.insert(it->files.begin(), it->files.end());
-        it = doomed.erase(it);
-        removed = true;
-      }
+      RETURN_NOT_OK(store_->Delete(it->key));
+      ++c.stats.versions_removed;
+      c.dereferenced.insert(it->files.begin(), it->files.end());
+      it = c.doomed.erase(it);
+      removed = true;
     }
-    return Status::OK();
-  };
-  spare_holders();
-  RETURN_NOT_OK(remove_versions(/*holding_inline=*/false));
-  RETURN_NOT_OK(reference_latest());
-  spare_holders();
-  RETURN_NOT_OK(remove_versions(/*holding_inline=*/true));
-  // Files of removed versions, and orphans (never committed, e.g. from a
-  // failed write) once past the grace period.
-  ASSIGN_OR_RETURN(auto all, store_->ListAll(root_prefix));
+  }
+  return Status::OK();
+}
+
+Status Dataset::ReferenceLatestVersions(CleanupState& c) const {
+  ASSIGN_OR_RETURN(std::vector<std::string> names_now, ListBranches());
+  names_now.push_back("");
+  for (const std::string& n : names_now) {
+    Result<DatasetVersion> latest = LoadLatest(n);
+    if (latest.ok()) FilesOf(*latest, &c.referenced);
+  }
+  return Status::OK();
+}
+
+Status Dataset::RemoveUnreferencedFiles(CleanupState& c) const {
+  ASSIGN_OR_RETURN(auto all, store_->ListAll(c.root_prefix));
   for (const ObjectInfo& o : all) {
-    const std::string rel = o.key.substr(root_prefix.size());
+    const std::string rel = o.key.substr(c.root_prefix.size());
     const bool data = rel.ends_with(".lfrag");
     const bool deletion = rel.ends_with(".ldel");
     const bool index = rel.ends_with(".lidx");
-    if ((!data && !deletion && !index) || referenced.count(rel)) continue;
-    if (!dereferenced.count(rel) && o.meta.mtime_micros > options.grace_cutoff_micros) continue;
+    if ((!data && !deletion && !index) || c.referenced.count(rel)) continue;
+    if (!c.dereferenced.count(rel) && o.meta.mtime_micros > c.options.grace_cutoff_micros) continue;
     RETURN_NOT_OK(store_->Delete(o.key));
-    stats.bytes_removed += o.meta.size;
+    c.stats.bytes_removed += o.meta.size;
     if (data) {
-      ++stats.data_files_removed;
+      ++c.stats.data_files_removed;
     } else if (deletion) {
-      ++stats.deletion_files_removed;
+      ++c.stats.deletion_files_removed;
     } else {
-      ++stats.index_files_removed;
+      ++c.stats.index_files_removed;
     }
   }
-  return stats;
+  return Status::OK();
 }
 
 }  // namespace loam

@@ -436,6 +436,86 @@ Status ForgetBranchDeletion(WorkspaceEngine& ws, const std::string& id) {
   return s.IsNotFound() ? Status::OK() : s;
 }
 
+namespace {
+
+// What a retention pass reads before it removes anything.
+struct WindowState {
+  std::vector<std::string> branches;  // main ("") first
+  Floors floors;
+  std::vector<Snapshot> current;          // each branch's state now
+  std::map<std::string, uint64_t> by_id;  // branch id -> oldest readable version
+  Horizons horizons;
+};
+
+// Floors from each branch's state at the cutoff, lowered by every branch's
+// current state (a branch reads its parent's fork as of its fork point). A
+// fork no state at the cutoff names keeps every version.
+Status ReadWindow(WorkspaceEngine& ws, int64_t cutoff, WindowState* w, RetentionReport* report) {
+  ASSIGN_OR_RETURN(w->branches, ws.ListBranches());
+  w->branches.insert(w->branches.begin(), "");
+  ObjectMeta horizons_meta;
+  ASSIGN_OR_RETURN(w->horizons, ReadHorizons(*ws.store(), ws.root(), &horizons_meta));
+  for (const std::string& b : w->branches) {
+    ASSIGN_OR_RETURN(Snapshot now, ws.Current(b));
+    ASSIGN_OR_RETURN(uint64_t at, VersionAtCutoff(ws.manifest(), b, now.manifest_version, cutoff));
+    std::string id;
+    if (!b.empty()) {
+      ASSIGN_OR_RETURN(id, ws.manifest().BranchId(b));
+    }
+    // A longer window than the last pass had brings nothing back.
+    at = std::max(at, w->horizons.branches.value(id, uint64_t{0}));
+    report->oldest_manifest_version[b] = at;
+    w->by_id[id] = at;
+    ASSIGN_OR_RETURN(Snapshot then, ws.SnapshotAt(b, at));
+    LowerFloors(then, /*create=*/true, &w->floors);
+    w->current.push_back(std::move(now));
+  }
+  for (const Snapshot& s : w->current) LowerFloors(s, /*create=*/false, &w->floors);
+  return Status::OK();
+}
+
+// The manifest's versions before each branch's horizon: by version, not by
+// time, so what goes is exactly what the horizon refuses (commit times of
+// several processes need not be in order).
+Status ExpireManifest(WorkspaceEngine& ws, int64_t grace_cutoff_micros, RetentionReport* report) {
+  CleanupOptions opts;
+  opts.grace_cutoff_micros = grace_cutoff_micros;
+  opts.keep_holders_loadable = false;  // SnapshotAt refuses them (the horizon)
+  opts.expired = [report](const std::string& branch, uint64_t version, int64_t) {
+    auto it = report->oldest_manifest_version.find(branch);
+    return it != report->oldest_manifest_version.end() && version < it->second;
+  };
+  ASSIGN_OR_RETURN(Dataset manifest_data, ws.manifest().OpenDataset(""));
+  ASSIGN_OR_RETURN(CleanupStats st, manifest_data.Cleanup(opts));
+  Count(st, &report->manifest_versions_removed, report);
+  return Status::OK();
+}
+
+// Every table some branch holds now, each once, below its floors.
+Status ExpireTables(WorkspaceEngine& ws, const WindowState& w, int64_t grace_cutoff_micros,
+                    RetentionReport* report) {
+  std::set<std::string> done;
+  for (const Snapshot& s : w.current) {
+    for (const auto& [name, t] : s.tables) {
+      if (!done.insert(t.head.location).second) continue;
+      ++report->tables;
+      ASSIGN_OR_RETURN(Dataset data, ws.OpenTable(s, name));
+      CleanupOptions opts;
+      opts.grace_cutoff_micros = grace_cutoff_micros;
+      const std::string location = t.head.location;
+      opts.expired = [&w, location](const std::string& fork, uint64_t version, int64_t) {
+        auto it = w.floors.find({location, fork});
+        return it != w.floors.end() && static_cast<int64_t>(version) < it->second;
+      };
+      ASSIGN_OR_RETURN(CleanupStats st, data.Cleanup(opts));
+      Count(st, &report->table_versions_removed, report);
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<RetentionReport> ExpireVersions(WorkspaceEngine& ws, int64_t now_micros,
                                        int64_t window_seconds, int64_t grace_micros) {
   if (window_seconds < kMinTimeTravelWindowSeconds) {
@@ -445,96 +525,41 @@ Result<RetentionReport> ExpireVersions(WorkspaceEngine& ws, int64_t now_micros,
   RetentionReport report;
   const int64_t cutoff = now_micros - window_seconds * 1'000'000;
   report.cutoff_micros = cutoff;
-  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws.ListBranches());
-  branches.insert(branches.begin(), "");
-
-  // Floors from each branch's state at the cutoff, lowered by every
-  // branch's current state (a branch reads its parent's fork as of its fork
-  // point). A fork no state at the cutoff names keeps every version.
-  Floors floors;
-  std::vector<Snapshot> current;
-  std::map<std::string, uint64_t> by_id;
-  ObjectMeta horizons_meta;
-  ASSIGN_OR_RETURN(Horizons horizons, ReadHorizons(*ws.store(), ws.root(), &horizons_meta));
-  for (const std::string& b : branches) {
-    ASSIGN_OR_RETURN(Snapshot now, ws.Current(b));
-    ASSIGN_OR_RETURN(uint64_t at, VersionAtCutoff(ws.manifest(), b, now.manifest_version, cutoff));
-    std::string id;
-    if (!b.empty()) {
-      ASSIGN_OR_RETURN(id, ws.manifest().BranchId(b));
-    }
-    // A longer window than the last pass had brings nothing back.
-    at = std::max(at, horizons.branches.value(id, uint64_t{0}));
-    report.oldest_manifest_version[b] = at;
-    by_id[id] = at;
-    ASSIGN_OR_RETURN(Snapshot then, ws.SnapshotAt(b, at));
-    LowerFloors(then, /*create=*/true, &floors);
-    current.push_back(std::move(now));
-  }
-  for (const Snapshot& s : current) LowerFloors(s, /*create=*/false, &floors);
+  WindowState w;
+  RETURN_NOT_OK(ReadWindow(ws, cutoff, &w, &report));
   // Tables that went out of every branch's window since the last pass,
   // read before the versions that show it go.
   std::map<int64_t, std::string> candidates;
-  ASSIGN_OR_RETURN(
-      std::vector<BranchEnds> ends,
-      ReadBranchEnds(ws.manifest(), branches, current, horizons.branches, report, &candidates));
+  ASSIGN_OR_RETURN(std::vector<BranchEnds> ends,
+                   ReadBranchEnds(ws.manifest(), w.branches, w.current, w.horizons.branches, report,
+                                  &candidates));
   ASSIGN_OR_RETURN(std::vector<std::string> dropped,
-                   DroppedEverywhere(ws.manifest(), ends, candidates, floors));
+                   DroppedEverywhere(ws.manifest(), ends, candidates, w.floors));
   // Readers learn where time travel stops before anything goes, and the
   // datasets to remove are recorded first (with those an earlier pass
   // recorded and did not finish).
-  RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), by_id, dropped));
-  dropped.insert(dropped.end(), horizons.removing.begin(), horizons.removing.end());
+  RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), w.by_id, dropped));
+  dropped.insert(dropped.end(), w.horizons.removing.begin(), w.horizons.removing.end());
   // A branch created since the listing, from a version the raised horizon
   // still allows (its creation checks the horizon once it exists), keeps
   // what its fork point reads.
   ASSIGN_OR_RETURN(std::vector<std::string> now_listed, ws.ListBranches());
   for (const std::string& b : now_listed) {
-    if (std::find(branches.begin(), branches.end(), b) != branches.end()) continue;
+    if (std::find(w.branches.begin(), w.branches.end(), b) != w.branches.end()) continue;
     ASSIGN_OR_RETURN(Snapshot late, ws.Current(b));
-    LowerFloors(late, /*create=*/false, &floors);
+    LowerFloors(late, /*create=*/false, &w.floors);
   }
-
-  // The manifest first: a version that goes takes its table versions'
-  // last reader with it.
-  CleanupOptions manifest_opts;
-  manifest_opts.grace_cutoff_micros = now_micros - grace_micros;
-  manifest_opts.keep_holders_loadable = false;  // SnapshotAt refuses them (the horizon)
-  // By version, not by time, so what goes is exactly what the horizon
-  // refuses (commit times of several processes need not be in order).
-  manifest_opts.expired = [&](const std::string& branch, uint64_t version, int64_t) {
-    auto it = report.oldest_manifest_version.find(branch);
-    return it != report.oldest_manifest_version.end() && version < it->second;
-  };
-  ASSIGN_OR_RETURN(Dataset manifest_data, ws.manifest().OpenDataset(""));
-  ASSIGN_OR_RETURN(CleanupStats mst, manifest_data.Cleanup(manifest_opts));
-  Count(mst, &report.manifest_versions_removed, &report);
-
-  // Then every table some branch holds now, each once.
-  std::set<std::string> done;
-  for (const Snapshot& s : current) {
-    for (const auto& [name, t] : s.tables) {
-      if (!done.insert(t.head.location).second) continue;
-      ++report.tables;
-      ASSIGN_OR_RETURN(Dataset data, ws.OpenTable(s, name));
-      CleanupOptions opts;
-      opts.grace_cutoff_micros = now_micros - grace_micros;
-      const std::string location = t.head.location;
-      opts.expired = [&floors, location](const std::string& fork, uint64_t version, int64_t) {
-        auto it = floors.find({location, fork});
-        return it != floors.end() && static_cast<int64_t>(version) < it->second;
-      };
-      ASSIGN_OR_RETURN(CleanupStats st, data.Cleanup(opts));
-      Count(st, &report.table_versions_removed, &report);
-    }
-  }
+  // The manifest first: a version that goes takes its table versions' last
+  // reader with it.
+  RETURN_NOT_OK(ExpireManifest(ws, now_micros - grace_micros, &report));
+  RETURN_NOT_OK(ExpireTables(ws, w, now_micros - grace_micros, &report));
   for (const std::string& location : dropped) {
     RETURN_NOT_OK(RemoveDataset(*ws.store(), ws.TableRoot(location) + "/", &report));
   }
   if (!dropped.empty()) RETURN_NOT_OK(UpdateHorizons(*ws.store(), ws.root(), {}, {}, dropped));
   std::set<std::string> listed_ids;
-  for (const auto& [id, version] : by_id) listed_ids.insert(id);
-  RETURN_NOT_OK(SweepDeletedBranches(ws, listed_ids, ends, floors, &report));
+  for (const auto& [id, version] : w.by_id) listed_ids.insert(id);
+  RETURN_NOT_OK(SweepDeletedBranches(ws, listed_ids, ends, w.floors, &report));
   return report;
 }
 

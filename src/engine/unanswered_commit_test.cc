@@ -107,6 +107,28 @@ TEST(UnansweredCommitTest, AnOutcomeNobodyCanReadKeepsTheSidecarForTheRunsRetry)
   EXPECT_EQ(RowsOf(*w.b, "t"), 3);
 }
 
+// The same with a put answered by a refusal (S3's 409 is Aborted) that in
+// fact landed: while nothing can be read it is an unknown outcome, not a
+// lost race: the error goes back as it is and the sidecar stays.
+TEST(UnansweredCommitTest, ARefusedPutNobodyCanReadIsUnknownNotALostRace) {
+  TwoWriters w;
+  const std::string key = w.VersionKey(3);
+  w.faulty->AddRule(FaultRule::LoseReplyAt("refused", kPutIfAbsentOp, 1,
+                                           Status::Aborted("409 after landing"), {}, key));
+  FaultRule unread = FaultRule::FailNth("unread", kGetOp, 1, Status::Unavailable("no read"), key);
+  unread.times = FaultRule::kForever;
+  w.faulty->AddRule(unread);
+  WriteRequest run = Append("t", {3});
+  run.run_id = "run-1";
+  Status st = w.a->Write(run).status();
+  EXPECT_TRUE(st.IsAborted()) << st;
+  EXPECT_TRUE(CommitOutcomeUnknown(st)) << st;
+  EXPECT_EQ(w.faulty->Fired("refused"), 1u);  // not written again as a conflict's retry
+  EXPECT_EQ(w.Sidecars(), 1u);
+  EXPECT_EQ(w.b->RecoverRun("run-1").value().rolled_forward, 1);
+  EXPECT_EQ(RowsOf(*w.b, "t"), 3);
+}
+
 // The put failed and nothing can be seen where it would be: the write still
 // cannot tell (a put may land after its timeout), so the error goes back and
 // the sidecar stays. Nothing blocks the table's next writer, and recovery

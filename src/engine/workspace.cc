@@ -203,6 +203,43 @@ Status WorkspaceEngine::PublishInto(const PublishSpec& spec, WriteResult* result
   return Status::OK();
 }
 
+// Grants as of the version the commit lands on.
+Status WorkspaceEngine::AuthorizeInPublish(PublishView& view, int64_t sid, const std::string& table,
+                                           const PublishAuthorisation& auth) const {
+  auto role_of = [&](const std::string& principal) -> Result<std::optional<Role>> {
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> grant_row,
+                     view.Find(GrantRow({sid, principal}).object_id, kCatalogPartition));
+    if (!grant_row) return std::optional<Role>();
+    ASSIGN_OR_RETURN(Grant g, ParseGrant(*grant_row));
+    return std::optional<Role>(g.role);
+  };
+  if (auth.principal != nullptr) {
+    ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.principal));
+    RETURN_NOT_OK(AuthorizeRole(table, *auth.principal, held, auth.mode));
+  }
+  for (const std::string& principal : auth.more_principals) {
+    ASSIGN_OR_RETURN(std::optional<Role> held, role_of(principal));
+    RETURN_NOT_OK(AuthorizeRole(table, principal, held, auth.mode));
+  }
+  if (auth.additive) {
+    ASSIGN_OR_RETURN(std::optional<Role> allowed, role_of(std::string(kAdditiveSchemaPrincipal)));
+    if (!allowed) {
+      return Status::PermissionDenied("table '" + table +
+                                      "' no longer allows additive schema changes");
+    }
+    if (auth.additive_admin != nullptr && !auth.additive_admin->empty()) {
+      ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.additive_admin));
+      Status admin = AuthorizeRole(table, *auth.additive_admin, held, WriteMode::kAddColumn);
+      if (!admin.ok()) {
+        return admin.WithMessage("the additive load was configured by '" + *auth.additive_admin +
+                                 "', no longer an admin of table '" + table +
+                                 "': " + admin.message());
+      }
+    }
+  }
+  return Status::OK();
+}
+
 Result<WriteResult> WorkspaceEngine::PublishTableChange(
     const Sidecar& s, const TableHead& expected, int64_t new_version, int64_t row_count,
     const std::string& commit_id, const std::string& actor, const std::vector<CommittedRun>& runs,
@@ -227,38 +264,7 @@ Result<WriteResult> WorkspaceEngine::PublishTableChange(
                      view.Find(TableDefId(s.sid), kCatalogPartition));
     if (!def_row) return Conflict("table '" + cur->table_key + "' left the catalog meanwhile");
     ASSIGN_OR_RETURN(TableDef def, ParseTableDef(*def_row));
-    // Grants as of the version this commit lands on.
-    auto role_of = [&](const std::string& principal) -> Result<std::optional<Role>> {
-      ASSIGN_OR_RETURN(std::optional<ManifestRow> grant_row,
-                       view.Find(GrantRow({s.sid, principal}).object_id, kCatalogPartition));
-      if (!grant_row) return std::optional<Role>();
-      ASSIGN_OR_RETURN(Grant g, ParseGrant(*grant_row));
-      return std::optional<Role>(g.role);
-    };
-    if (auth.principal != nullptr) {
-      ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.principal));
-      RETURN_NOT_OK(AuthorizeRole(def.name, *auth.principal, held, auth.mode));
-    }
-    for (const std::string& principal : auth.more_principals) {
-      ASSIGN_OR_RETURN(std::optional<Role> held, role_of(principal));
-      RETURN_NOT_OK(AuthorizeRole(def.name, principal, held, auth.mode));
-    }
-    if (auth.additive) {
-      ASSIGN_OR_RETURN(std::optional<Role> allowed, role_of(std::string(kAdditiveSchemaPrincipal)));
-      if (!allowed) {
-        return Status::PermissionDenied("table '" + def.name +
-                                        "' no longer allows additive schema changes");
-      }
-      if (auth.additive_admin != nullptr && !auth.additive_admin->empty()) {
-        ASSIGN_OR_RETURN(std::optional<Role> held, role_of(*auth.additive_admin));
-        Status admin = AuthorizeRole(def.name, *auth.additive_admin, held, WriteMode::kAddColumn);
-        if (!admin.ok()) {
-          return admin.WithMessage("the additive load was configured by '" + *auth.additive_admin +
-                                   "', no longer an admin of table '" + def.name +
-                                   "': " + admin.message());
-        }
-      }
-    }
+    RETURN_NOT_OK(AuthorizeInPublish(view, s.sid, def.name, auth));
     PublishPlan plan;
     TableHead next = *cur;
     if (!s.new_table_def.empty()) {
@@ -481,188 +487,6 @@ Status WorkspaceEngine::AuthorizeRole(const std::string& table, const std::strin
                                   "' (holds " +
                                   (held ? std::string(RoleName(*held)) : std::string("none")) +
                                   "); an admin can grant it with 'loam table grant'");
-}
-
-namespace {
-
-// The table definition an additive append publishes: the table's schema and
-// then `req.add_columns`, nullable. Refused unless an admin allowed it.
-Result<std::string> AdditiveSchema(const Snapshot& snap, const TableState& t,
-                                   const WriteRequest& req) {
-  if (req.mode != WriteMode::kAppend || !req.staged_rows) {
-    return Status::InvalidArgument("columns are added only by an append of staged rows");
-  }
-  if (!snap.AllowsAdditiveSchema(t.def.sid)) {
-    return Status::PermissionDenied("table '" + t.def.name +
-                                    "' does not allow additive schema changes; an admin can allow "
-                                    "them");
-  }
-  Schema next = t.def.schema;
-  for (Field f : req.add_columns) {
-    if (next.IndexOf(f.name) >= 0) {
-      return Status::Conflict("column '" + f.name + "' is already in table '" + t.def.name + "'")
-          .WithErrorCode(ErrorCode::kSchemaConflict);
-    }
-    f.nullable = true;
-    next.fields.push_back(std::move(f));
-  }
-  RETURN_NOT_OK(ValidateColumns(next, t.def.name));
-  RETURN_NOT_OK(next.Validate());
-  return SchemaToJson(next);
-}
-
-}  // namespace
-
-Result<WriteResult> WorkspaceEngine::WriteOnce(const WriteRequest& req, bool* busy) {
-  ASSIGN_OR_RETURN(RecoveryReport recovered, RecoverIfDue());
-  ASSIGN_OR_RETURN(ManifestVersion latest, manifest_->CurrentForWriter(req.branch));
-  ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(latest));
-  const TableState* t = req.table_sid ? snap.FindSid(*req.table_sid) : snap.Find(req.table);
-  if (t == nullptr) {
-    return Status::NotFound("table '" + req.table + "'" +
-                            (req.table_sid ? " (id " + std::to_string(*req.table_sid) + ")" : "") +
-                            " does not exist on branch '" +
-                            (req.branch.empty() ? "main" : req.branch) + "'");
-  }
-  // A run that already committed is reported as such before anything else
-  // (its table has moved on since, by its own commit).
-  if (!req.run_id.empty()) {
-    ASSIGN_OR_RETURN(bool done, manifest_->RunCommitted(req.branch, req.run_id));
-    if (done) {
-      return Status::AlreadyExists("run " + req.run_id + " already committed")
-          .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
-    }
-  }
-  const WriteMode auth_mode = req.authorize_as.value_or(req.mode);
-  RETURN_NOT_OK(Authorize(snap, *t, req.principal, auth_mode));
-  const TableHead head = t->head;
-  if (req.expected_schema_version && *req.expected_schema_version != t->def.schema_version) {
-    return Status::FailedPrecondition("table '" + req.table + "' changed from schema version " +
-                                      std::to_string(*req.expected_schema_version) + " to " +
-                                      std::to_string(t->def.schema_version) + " since validation")
-        .WithErrorCode(ErrorCode::kSchemaConflict);
-  }
-  // After the schema check: a schema change also moves the version, and is
-  // the reason a retry cannot fix.
-  const MergePlan* plan = req.merge_plan;
-  MergePlan carried;
-  if (req.expected_version && *req.expected_version != head.table_version) {
-    if (req.mode == WriteMode::kUpsert) {
-      RETURN_NOT_OK(CarryMergePlan(snap, *t, req, &carried));
-      plan = &carried;
-    } else {
-      RETURN_NOT_OK(KeysStillAbsent(snap, *t, req));
-    }
-  }
-  ASSIGN_OR_RETURN(std::string branch_id, manifest_->BranchId(req.branch));
-  RETURN_NOT_OK(RecoveryBarrier(recovered, branch_id, head.sid, t->def.name));
-  Sidecar s = NewSidecar(req, head, branch_id);
-  if (req.mode == WriteMode::kAddColumn) {
-    if (!req.new_column) return Status::InvalidArgument("add column needs a column");
-    Schema next = t->def.schema;
-    next.fields.push_back(*req.new_column);
-    next.fields.back().nullable = true;
-    RETURN_NOT_OK(ValidateColumns(next, t->def.name));
-    s.new_table_def = SchemaToJson(next);
-  }
-  if (!req.add_columns.empty()) {
-    ASSIGN_OR_RETURN(s.new_table_def, AdditiveSchema(snap, *t, req));
-  }
-  s.planned_txn = NewUlidString();
-  const std::string key = SidecarKey(root_, s.operation_id);
-  ASSIGN_OR_RETURN(const SidecarLeases::Held held, leases_->PutAndHold(key, &s));
-  RETURN_NOT_OK(Fail(failpoint::kAfterSidecar));
-
-  WriteResult result;
-  int64_t base_version = head.table_version;
-  bool own_commit = false;  // past OpenFork: a failure may be this write's commit
-  std::optional<ForkReset> reset;
-  auto commit = [&]() -> Result<Dataset> {
-    // A remembered base may be stale: only a write that tries again may start there.
-    Result<Dataset> opened = OpenFork(head, s.fork, &reset, CommitsOnAnyVersion(req));
-    if (!opened.ok()) {
-      *busy = opened.status().Is(ErrorCode::kConflict);  // another commit in progress
-      return opened.status();
-    }
-    Dataset base = *std::move(opened);
-    base_version = static_cast<int64_t>(base.version());
-    own_commit = true;
-    CommitOptions opts;
-    opts.expected_version = base.version();
-    opts.txn_id = s.planned_txn;
-    opts.trust_snapshot = true;  // just opened at its latest version
-    switch (req.mode) {
-      case WriteMode::kAppend:
-        return req.staged_rows ? base.AppendStaged(req.staged, opts, req.add_columns)
-                               : base.Append(req.rows, opts);
-      case WriteMode::kUpsert: {
-        ASSIGN_OR_RETURN(std::vector<std::string> keys, UpsertKeys(t->def, req.keys));
-        return req.staged_rows ? base.MergeInsertStaged(keys, req.staged, &result.merge, opts, plan)
-                               : base.MergeInsert(keys, req.rows, &result.merge, opts);
-      }
-      case WriteMode::kReplace:
-        return req.staged_rows ? base.OverwriteStaged(req.staged, opts)
-                               : base.Overwrite(req.rows, std::nullopt, opts);
-      case WriteMode::kDelete:
-        return req.row_addresses ? base.DeleteRows(*req.row_addresses, opts)
-                                 : base.Delete(req.where, opts);
-      case WriteMode::kReplaceRows:
-        if (!req.row_addresses) return Status::InvalidArgument("replace rows needs row addresses");
-        return base.ReplaceRowsStaged(*req.row_addresses, req.staged, opts);
-      case WriteMode::kCompact:
-        return req.compaction_plan
-                   ? base.CommitCompaction(*req.compaction_plan, &result.compacted, opts)
-                   : base.Compact(req.compaction, &result.compacted, opts);
-      case WriteMode::kRestore:
-        if (!req.restore_version || *req.restore_version < 1) {
-          return Status::InvalidArgument("restore needs an earlier table version");
-        }
-        return base.Restore(static_cast<uint64_t>(*req.restore_version), opts);
-      case WriteMode::kAddColumn: {
-        Field f = *req.new_column;
-        f.nullable = true;
-        return base.AddColumn(f, opts);
-      }
-    }
-    return Status::InvalidArgument("unknown write mode");
-  };
-  Result<Dataset> committed = commit();  // sets base_version and own_commit
-  bool unknown = false;
-  committed =
-      LookAgainAtUnanswered(head, s, own_commit ? std::optional(base_version) : std::nullopt,
-                            std::move(committed), &unknown);
-  if (unknown) return committed.status();  // the sidecar stays: recovery decides
-  if (committed.status().IsAborted()) {
-    *busy = true;
-    committed_forks_.Forget(TableRoot(head.location), s.fork);
-    committed = Conflict("another writer committed to table '" + req.table + "' first (" +
-                         committed.status().message() + ")");
-  }
-  if (!committed.ok() || static_cast<int64_t>(committed->version()) <= base_version) {
-    // No table effect: the sidecar has nothing to recover. A write tries
-    // again only once its sidecar is gone.
-    Status deleted = store_->DeleteRelaxed(key);
-    if (!deleted.ok()) {
-      *busy = false;
-      return deleted;
-    }
-    if (!committed.ok()) return committed.status();
-    result.changed = false;
-    result.sid = head.sid;
-    result.table_version = head.table_version;
-    result.row_count = head.row_count.value_or(0);
-    result.manifest_version = snap.manifest_version;
-    return result;
-  }
-  RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
-  Result<WriteResult> published = PublishTableChange(
-      s, head, static_cast<int64_t>(committed->version()),
-      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
-      RunsOf(s, *committed), "",
-      {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, reset);
-  Result<WriteResult> settled = SettlePublish(s, key, *committed, std::move(published), result);
-  SettleFork(head, s.fork, settled, *committed);
-  return settled;
 }
 
 Result<WriteResult> WorkspaceEngine::ForkTable(const std::string& name, const std::string& branch) {

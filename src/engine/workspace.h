@@ -390,6 +390,9 @@ class WorkspaceEngine {
                                          const std::optional<ForkReset>& reset = {});
   Status AuthorizeRole(const std::string& table, const std::string& principal,
                        std::optional<Role> held, WriteMode mode) const;
+  // `auth` checked against the grants of the version a publish lands on.
+  Status AuthorizeInPublish(PublishView& view, int64_t sid, const std::string& table,
+                            const PublishAuthorisation& auth) const;
   // The run_commit rows of the write `s` describes, whose table commit is
   // `committed`'s latest version: an append names the fragments each run
   // added (so a revert can remove exactly its rows).
@@ -414,10 +417,47 @@ class WorkspaceEngine {
   Result<Dataset> LookAgainAtUnanswered(const TableHead& head, const Sidecar& s,
                                         std::optional<int64_t> base_version,
                                         Result<Dataset> committed, bool* unknown) const;
-  // One attempt of Write and WriteGroup. `busy` is set when nothing was
+  // One attempt of Write and WriteGroup (workspace_write.cc): resolve,
+  // preconditions, commit the table, publish. `busy` is set when nothing was
   // committed because another writer's commit to the table was in progress
   // (a version above the head, younger than the grace) or landed first.
   Result<WriteResult> WriteOnce(const WriteRequest& req, bool* busy);
+  // What a write resolves first: what recovery settled, the branch's latest
+  // snapshot and the table in it.
+  struct WriteTarget {
+    RecoveryReport recovered;
+    Snapshot snap;
+    const TableState* table = nullptr;  // in `snap`
+  };
+  // 1. Resolve: recovery when due, the table by name or id; a run already
+  // in the journal is kRunAlreadyCommitted.
+  Status ResolveWrite(const WriteRequest& req, WriteTarget* out);
+  // 2. Preconditions: the grant, the expected schema and table versions. The
+  // merge plan to commit: the request's, or (an upsert whose table moved)
+  // one carried to the head in `carried`.
+  Result<const MergePlan*> CheckWritePreconditions(const WriteRequest& req,
+                                                   const WriteTarget& target,
+                                                   MergePlan* carried) const;
+  // The sidecar of the write, with the table definition it publishes.
+  Result<Sidecar> PrepareSidecar(const WriteRequest& req, const WriteTarget& target,
+                                 const std::string& branch_id) const;
+  // What the table commit leaves for the publish.
+  struct TableCommit {
+    WriteResult result;        // merge and compaction counts
+    int64_t base_version = 0;  // the fork's version the commit went on top of
+    bool own_commit = false;   // past OpenFork: a failure may be this write's commit
+    std::optional<ForkReset> reset;
+  };
+  // 3. Commit the table: the change as the fork's next version. `*unknown`:
+  // the outcome cannot be told (the sidecar stays; recovery decides).
+  Result<Dataset> CommitTable(const WriteRequest& req, const TableState& t, const Sidecar& s,
+                              const MergePlan* plan, TableCommit* out, bool* unknown, bool* busy);
+  // 4. Publish: the manifest commit of a table commit that changed the
+  // table; a commit without effect only removes the sidecar at `key`.
+  Result<WriteResult> PublishWrite(const WriteRequest& req, const WriteTarget& target,
+                                   const Sidecar& s, const std::string& key,
+                                   Result<Dataset> committed, const TableCommit& commit,
+                                   bool* busy);
   std::vector<Result<WriteResult>> WriteGroupOnce(const std::vector<const WriteRequest*>& requests,
                                                   bool* busy);
   // The table and manifest commit of a group's `members` (WriteGroup).

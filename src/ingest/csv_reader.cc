@@ -166,14 +166,78 @@ Result<bool> CsvReader::ParseRecord() {
   return found;
 }
 
-Result<bool> CsvReader::ParseGeneralRecord() {
-  enum class State { kFieldStart, kUnquoted, kQuoted, kQuoteInQuoted };
+void CsvReader::StartRecord() {
   field_bytes_.clear();
   ends_.clear();
   quoted_.clear();
   field_quoted_ = false;
   field_start_ = 0;
   record_line_ = line_;
+}
+
+Status CsvReader::EndRecordAt(const char* p) {
+  const char* end = chunk_.data() + chunk_.size();
+  if (*p == '\r') {
+    ++p;
+    if (p == end) {  // a CRLF split across chunks
+      pos_ = chunk_.size();
+      ASSIGN_OR_RETURN(bool more, Refill());
+      if (more && chunk_[pos_] == '\n') ++pos_;
+      RETURN_NOT_OK(EndField(line_));
+      ++line_;
+      return Status::OK();
+    }
+    if (*p == '\n') ++p;
+  } else {
+    ++p;
+  }
+  pos_ = static_cast<size_t>(p - chunk_.data());
+  RETURN_NOT_OK(EndField(line_));
+  ++line_;
+  return Status::OK();
+}
+
+Status CsvReader::QuoteInUnquotedField() const {
+  return Error(line_, ends_.size() + 1, "a quote inside an unquoted field",
+               "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
+}
+
+Status CsvReader::UnexpectedAfterQuote(char c) const {
+  return Error(line_, ends_.size() + 1,
+               std::string("unexpected '") + c + "' after the closing quote",
+               "put the delimiter right after the closing quote, or double the quote if it "
+               "belongs to the text");
+}
+
+Status CsvReader::TakeUnquoted(const char** p, const char* end) {
+  // Fast path: copy the run of ordinary bytes at once.
+  const char* q = *p;
+  while (q < end && !special_[static_cast<uint8_t>(*q)]) ++q;
+  field_bytes_.append(*p, static_cast<size_t>(q - *p));
+  *p = q;
+  if (field_bytes_.size() - field_start_ > options_.max_field_bytes) return FieldTooLong(line_);
+  return Status::OK();
+}
+
+Result<bool> CsvReader::TakeQuoted(const char** p, const char* end, int64_t quote_line) {
+  const char* q = *p;
+  while (q < end && *q != '"') {
+    if (*q == '\n') ++line_;
+    ++q;
+  }
+  field_bytes_.append(*p, static_cast<size_t>(q - *p));
+  if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
+    return FieldTooLong(quote_line);
+  }
+  *p = q;
+  if (q == end) return false;
+  ++*p;  // past the quote
+  return true;
+}
+
+Result<bool> CsvReader::ParseGeneralRecord() {
+  enum class State { kFieldStart, kUnquoted, kQuoted, kQuoteInQuoted };
+  StartRecord();
   State state = State::kFieldStart;
   int64_t quote_line = 0;
   bool any = false;  // consumed at least one byte of this record
@@ -200,61 +264,21 @@ Result<bool> CsvReader::ParseGeneralRecord() {
           state = State::kUnquoted;
           [[fallthrough]];
         case State::kUnquoted: {
-          // Fast path: copy the run of ordinary bytes at once.
-          const char* q = p;
-          while (q < end && !special_[static_cast<uint8_t>(*q)]) ++q;
-          field_bytes_.append(p, static_cast<size_t>(q - p));
-          if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
-            return FieldTooLong(line_);
-          }
-          p = q;
+          RETURN_NOT_OK(TakeUnquoted(&p, end));
           if (p == end) continue;
-          if (*p == '"') {
-            return Error(
-                line_, ends_.size() + 1, "a quote inside an unquoted field",
-                "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
-          }
+          if (*p == '"') return QuoteInUnquotedField();
           if (*p == delim) {
             ++p;
             RETURN_NOT_OK(EndField(line_));
             state = State::kFieldStart;
             continue;
           }
-          // '\r' or '\n': the record ends.
-          if (*p == '\r') {
-            ++p;
-            if (p == end) {
-              pos_ = chunk_.size();
-              ASSIGN_OR_RETURN(bool more, Refill());
-              if (more && chunk_[pos_] == '\n') ++pos_;
-              RETURN_NOT_OK(EndField(line_));
-              ++line_;
-              return true;
-            }
-            if (*p == '\n') ++p;
-          } else {
-            ++p;
-          }
-          pos_ = static_cast<size_t>(p - chunk_.data());
-          RETURN_NOT_OK(EndField(line_));
-          ++line_;
+          RETURN_NOT_OK(EndRecordAt(p));  // '\r' or '\n'
           return true;
         }
         case State::kQuoted: {
-          const char* q = p;
-          while (q < end && *q != '"') {
-            if (*q == '\n') ++line_;
-            ++q;
-          }
-          field_bytes_.append(p, static_cast<size_t>(q - p));
-          if (field_bytes_.size() - field_start_ > options_.max_field_bytes) {
-            return FieldTooLong(quote_line);
-          }
-          p = q;
-          if (p < end) {
-            state = State::kQuoteInQuoted;
-            ++p;
-          }
+          ASSIGN_OR_RETURN(const bool closed, TakeQuoted(&p, end, quote_line));
+          if (closed) state = State::kQuoteInQuoted;
           continue;
         }
         case State::kQuoteInQuoted:
@@ -274,10 +298,7 @@ Result<bool> CsvReader::ParseGeneralRecord() {
             state = State::kUnquoted;  // ends the record on the next pass
             continue;
           }
-          return Error(line_, ends_.size() + 1,
-                       std::string("unexpected '") + c + "' after the closing quote",
-                       "put the delimiter right after the closing quote, or double the quote "
-                       "if it belongs to the text");
+          return UnexpectedAfterQuote(c);
       }
     }
     pos_ = chunk_.size();

@@ -65,7 +65,19 @@ class CsvReader {
   static constexpr ptrdiff_t kBlock = 16;
   uint32_t SpecialBytes(const char* block, const char* end) const;
   Result<bool> ParseGeneralRecord();  // into field_bytes_ and ends_
-  Result<bool> Refill();              // false at end of input
+  void StartRecord();                 // empties the record's fields, notes its first line
+  // An unquoted field's ordinary bytes from *p on (up to a delimiter, quote,
+  // or line end, or the chunk's end), checked against the field limit.
+  Status TakeUnquoted(const char** p, const char* end);
+  // A quoted field's bytes from *p up to the next quote; true once past it,
+  // false when the chunk ends first.
+  Result<bool> TakeQuoted(const char** p, const char* end, int64_t quote_line);
+  // At the '\r' or '\n' at `p` that ends the record: consumes it (a CRLF
+  // split across chunks too) and ends the last field.
+  Status EndRecordAt(const char* p);
+  Status QuoteInUnquotedField() const;
+  Status UnexpectedAfterQuote(char c) const;
+  Result<bool> Refill();  // false at end of input
   Status SkipByteOrderMark();
   Status Error(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
   // As Error, for a limit (limit_exceeded).

@@ -107,25 +107,76 @@ Result<bool> JsonlBatches::ReadLine() {
   }
 }
 
+namespace {
+
+std::string MalformedJson(simdjson::error_code e) {
+  std::string what = simdjson::error_message(e);
+  if (e == simdjson::UTF8_ERROR) what = "the line is not valid UTF-8; re-encode the file as UTF-8";
+  return "malformed JSON (" + what + "); each line must be one JSON object";
+}
+
+// A value's text and form as the coercions read them: a json column takes
+// the raw JSON of any value but null (ResourceExhausted past `max_depth`);
+// any other column a scalar. InvalidArgument says what is wrong.
+Status ReadValue(od::value v, const Field& f, int max_depth, std::string_view* text,
+                 ValueForm* form) {
+  od::json_type type;
+  simdjson::error_code e;
+  if ((e = v.type().get(type))) return Status::InvalidArgument(MalformedJson(e));
+  if (f.type.id == TypeId::kJson && type != od::json_type::null) {
+    *form = ValueForm::kJsonRaw;
+    if (type == od::json_type::object) {
+      od::object o;
+      if ((e = v.get_object().get(o)) || (e = o.raw_json().get(*text)))
+        return Status::InvalidArgument(MalformedJson(e));
+    } else if (type == od::json_type::array) {
+      od::array a;
+      if ((e = v.get_array().get(a)) || (e = a.raw_json().get(*text)))
+        return Status::InvalidArgument(MalformedJson(e));
+    } else {
+      *text = v.raw_json_token();
+    }
+    *text = TrimRight(*text);
+    if (JsonNestingDepth(*text) > max_depth) {
+      return Status::ResourceExhausted("nested deeper than " + std::to_string(max_depth) +
+                                       " levels; flatten the value or raise the depth limit");
+    }
+  } else {
+    switch (type) {
+      case od::json_type::string:
+        *form = ValueForm::kJsonString;
+        if ((e = v.get_string().get(*text))) return Status::InvalidArgument(MalformedJson(e));
+        break;
+      case od::json_type::number:
+        *form = ValueForm::kJsonNumber;
+        *text = TrimRight(v.raw_json_token());
+        break;
+      case od::json_type::boolean: {
+        *form = ValueForm::kJsonBool;
+        bool b;
+        if ((e = v.get_bool().get(b))) return Status::InvalidArgument(MalformedJson(e));
+        *text = b ? "true" : "false";
+        break;
+      }
+      case od::json_type::null:
+        *form = ValueForm::kJsonNull;
+        if (!v.is_null()) return Status::InvalidArgument(MalformedJson(simdjson::INCORRECT_TYPE));
+        break;
+      default:
+        return Status::InvalidArgument("expected a " + f.type.ToString() +
+                                       " value, got a JSON object or array");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status JsonlBatches::ParseLine(RecordBatch* batch) {
   auto fail = [&](std::string_view where, simdjson::error_code e) {
-    std::string what = simdjson::error_message(e);
-    if (e == simdjson::UTF8_ERROR)
-      what = "the line is not valid UTF-8; re-encode the file as UTF-8";
-    return Error(where, "malformed JSON (" + what + "); each line must be one JSON object");
+    return Error(where, MalformedJson(e));
   };
-  // The on-demand parser checks only what it visits: check every byte first.
-  const std::string_view line(line_.data(), line_size_);
-  // (A json column's own depth limit is checked with its field's name below.)
-  if (JsonCheck check = CheckJsonDocument(line, kJsonDepthCeiling); !check.ok()) {
-    if (check.outcome == JsonCheck::Outcome::kTooDeep) {
-      return LimitError("", "byte " + std::to_string(check.offset + 1) +
-                                ": the line nests deeper than " +
-                                std::to_string(kJsonDepthCeiling) + " levels; flatten it");
-    }
-    return Error("", "malformed JSON at byte " + std::to_string(check.offset + 1) + " (" +
-                         check.what + "); each line must be exactly one JSON object");
-  }
+  RETURN_NOT_OK(CheckLine());
   od::document doc;
   simdjson::error_code e =
       parser_->parser.iterate(simdjson::padded_string_view(line_.data(), line_size_, line_.size()))
@@ -159,52 +210,12 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
     if (seen_[c]) return Error(where, "appears twice in one object; give each key once");
     seen_[c] = 1;
     const Field& f = table_.fields[c];
-    od::value v = field.value();
-    od::json_type type;
-    if ((e = v.type().get(type))) return fail(where, e);
     std::string_view text;
     ValueForm form = ValueForm::kJsonNull;
-    if (f.type.id == TypeId::kJson && type != od::json_type::null) {
-      form = ValueForm::kJsonRaw;
-      if (type == od::json_type::object) {
-        od::object o;
-        if ((e = v.get_object().get(o)) || (e = o.raw_json().get(text))) return fail(where, e);
-      } else if (type == od::json_type::array) {
-        od::array a;
-        if ((e = v.get_array().get(a)) || (e = a.raw_json().get(text))) return fail(where, e);
-      } else {
-        text = v.raw_json_token();
-      }
-      text = TrimRight(text);
-      if (JsonNestingDepth(text) > limits_.max_json_depth) {
-        return LimitError(where, "nested deeper than " + std::to_string(limits_.max_json_depth) +
-                                     " levels; flatten the value or raise the depth limit");
-      }
-    } else {
-      switch (type) {
-        case od::json_type::string:
-          form = ValueForm::kJsonString;
-          if ((e = v.get_string().get(text))) return fail(where, e);
-          break;
-        case od::json_type::number:
-          form = ValueForm::kJsonNumber;
-          text = TrimRight(v.raw_json_token());
-          break;
-        case od::json_type::boolean: {
-          form = ValueForm::kJsonBool;
-          bool b;
-          if ((e = v.get_bool().get(b))) return fail(where, e);
-          text = b ? "true" : "false";
-          break;
-        }
-        case od::json_type::null:
-          form = ValueForm::kJsonNull;
-          if (!v.is_null()) return fail(where, simdjson::INCORRECT_TYPE);
-          break;
-        default:
-          return Error(where,
-                       "expected a " + f.type.ToString() + " value, got a JSON object or array");
-      }
+    if (Status read = ReadValue(field.value(), f, limits_.max_json_depth, &text, &form);
+        !read.ok()) {
+      return read.IsResourceExhausted() ? LimitError(where, read.message())
+                                        : Error(where, read.message());
     }
     if (text.size() > limits_.max_field_bytes) {
       return LimitError(where, "the value is longer than " +
@@ -218,6 +229,26 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
     return Error("", "content follows the object; put one JSON object on each line");
   }
+  return FillMissing(batch);
+}
+
+Status JsonlBatches::CheckLine() const {
+  // The on-demand parser checks only what it visits: check every byte first.
+  // (A json column's own depth limit is checked with its field's name.)
+  const std::string_view line(line_.data(), line_size_);
+  if (JsonCheck check = CheckJsonDocument(line, kJsonDepthCeiling); !check.ok()) {
+    if (check.outcome == JsonCheck::Outcome::kTooDeep) {
+      return LimitError("", "byte " + std::to_string(check.offset + 1) +
+                                ": the line nests deeper than " +
+                                std::to_string(kJsonDepthCeiling) + " levels; flatten it");
+    }
+    return Error("", "malformed JSON at byte " + std::to_string(check.offset + 1) + " (" +
+                         check.what + "); each line must be exactly one JSON object");
+  }
+  return Status::OK();
+}
+
+Status JsonlBatches::FillMissing(RecordBatch* batch) const {
   for (size_t c = 0; c < table_.fields.size(); ++c) {
     if (seen_[c]) continue;
     const Field& f = table_.fields[c];

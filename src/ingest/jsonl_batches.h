@@ -36,6 +36,8 @@ class JsonlBatches {
   Result<bool> NextLine();
   Result<bool> ReadLine();
   Status ParseLine(RecordBatch* batch);
+  Status CheckLine() const;                      // every byte of the line, first
+  Status FillMissing(RecordBatch* batch) const;  // nulls for the keys a line left out
   Status Error(std::string_view where, std::string_view what) const;
   // As Error, for a limit (limit_exceeded).
   Status LimitError(std::string_view where, std::string_view what) const;

@@ -96,8 +96,30 @@ class Loader {
   RunStore& runs() { return runs_; }
 
  private:
-  struct Active;
+  struct Active;  // loader_internal.h
+  // Carries a claimed run to its end (loader_run.cc): settles a resumed
+  // run's commit, then validates and commits, again after each conflict.
   Result<RunRecord> Execute(Active& run);
+  // One validation of the whole input and its commit. A commit that a
+  // concurrent change refused comes back in *conflict (its staged files
+  // removed) for Execute to try again; every other outcome ends here.
+  Result<RunRecord> Attempt(Active& run, Status* conflict);
+  // The table the run loads, checked: it exists, it is at the expected
+  // version, and the request fits it (grant, keys, coercions).
+  Result<const TableState*> Target(Active& run, const Snapshot& snap);
+  // The stager's options; its progress renews the lease every third of it.
+  StagerOptions StagingOptions(Active& run, int64_t* next_renew);
+  // The run's one atomic write, recorded as run_commit:<id>.
+  Result<RunRecord> Commit(Active& run, const TableState& t, Dataset& data,
+                           const StagedInput& staged, Status* conflict);
+  // Whether the journal holds the run's commit (it may have landed though
+  // its answer was lost); if so, the record takes the commit's identity.
+  Result<bool> Committed(Active& run);
+  // Ends the run failed with `s` unless `s` leaves it resumable (returned
+  // as is) or its commit landed after all (then it ends committed).
+  Result<RunRecord> FailWith(Active& run, const Status& s, const std::string& file);
+  // Records the terminal `state` (the before_terminal hook first).
+  Result<RunRecord> Finish(Active& run, RunState state);
   // After an attempt of a resumed run ended in resumable `s`: records it and
   // backs off, or, at the last attempt, fails the run with it.
   Result<RunRecord> AfterFailedAttempt(Active& run, const Status& s);

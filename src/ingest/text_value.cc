@@ -331,6 +331,25 @@ Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int s
   return out;
 }
 
+// The JSON number grammar with a fraction or an exponent; integers need intToFloat.
+static Result<double> ParseCanonicalFloat(std::string_view text) {
+  constexpr char kForm[] =
+      "a finite number with a fraction or exponent (e.g. 3.25, -1e-3); for integers declare "
+      "the intToFloat coercion";
+  std::string_view digits = text;
+  if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
+  const size_t stop = digits.find_first_of(".eE");
+  if (stop == std::string_view::npos || !IsCanonicalInteger(digits.substr(0, stop))) {
+    return ExpectedForm(kForm);
+  }
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    return ExpectedForm(kForm);
+  }
+  return v;
+}
+
 Status AppendCanonical(const Field& field, std::string_view text, bool quoted, Column* out) {
   if (text.empty() && !quoted) {
     if (!field.nullable) {
@@ -360,21 +379,7 @@ Status AppendCanonical(const Field& field, std::string_view text, bool quoted, C
       return Status::OK();
     }
     case TypeId::kFloat64: {
-      // The JSON number grammar with a fraction or an exponent; integers need intToFloat.
-      constexpr char kForm[] =
-          "a finite number with a fraction or exponent (e.g. 3.25, -1e-3); for integers declare "
-          "the intToFloat coercion";
-      std::string_view digits = text;
-      if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
-      const size_t stop = digits.find_first_of(".eE");
-      if (stop == std::string_view::npos || !IsCanonicalInteger(digits.substr(0, stop))) {
-        return ExpectedForm(kForm);
-      }
-      double v = 0;
-      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-      if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
-        return ExpectedForm(kForm);
-      }
+      ASSIGN_OR_RETURN(double v, ParseCanonicalFloat(text));
       out->AppendFloat64(v);
       return Status::OK();
     }

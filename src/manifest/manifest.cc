@@ -375,6 +375,58 @@ Result<PartitionRows> TouchedPartitions(const ManifestVersion& v, PublishView& v
 
 }  // namespace
 
+Status Manifest::AddGraphCommit(const PublishSpec& spec, const Dataset& base, PublishView& view,
+                                const std::string& commit_id, uint64_t next_version,
+                                PublishPlan* plan) {
+  ASSIGN_OR_RETURN(std::optional<GraphHead> head, view.GraphHeadOf(spec.branch));
+  std::string parent;
+  // A branch's first commit continues the line of its nearest ancestor
+  // branch with a commit (graph heads of ancestors are inherited rows).
+  BranchInfo b = base.state().branch;
+  for (int hop = 0; !head && !spec.branch.empty() && hop < 64; ++hop) {
+    ASSIGN_OR_RETURN(head, view.GraphHeadOf(b.parent));
+    if (head || b.parent.empty()) break;
+    ASSIGN_OR_RETURN(b, BranchParent(b.parent));
+  }
+  if (head) parent = head->head_commit;
+  ManifestRow commit;
+  commit.object_id = GraphCommitId(commit_id);
+  commit.object_type = std::string(object_type::kGraphCommit);
+  commit.table_version = static_cast<int64_t>(next_version);
+  if (!spec.branch.empty()) commit.table_branch = spec.branch;
+  json parents = json::array();
+  if (!parent.empty()) parents.push_back(parent);
+  json meta = {{"parents", parents},
+               {"actor", spec.actor},
+               {"run_id", spec.runs.empty() ? "" : spec.runs.front().run_id},
+               {"created_at", options_.dataset.clock->NowMicros()},
+               {"commit", commit_id},
+               {"manifest_version", next_version}};
+  if (spec.runs.size() > 1) {
+    json ids = json::array();
+    for (const CommittedRun& run : spec.runs) ids.push_back(run.run_id);
+    meta["run_ids"] = std::move(ids);
+  }
+  commit.metadata = meta.dump();
+  plan->journal.push_back(std::move(commit));
+  for (const CommittedRun& run : spec.runs) {
+    ManifestRow row;
+    row.object_id = RunCommitId(run.run_id);
+    row.object_type = std::string(object_type::kRunCommit);
+    row.table_version = static_cast<int64_t>(next_version);
+    json detail = run.detail.empty() ? json::object() : ParseJson(run.detail);
+    if (!detail.is_object()) return Status::InvalidArgument("run detail is not a JSON object");
+    detail["commit"] = commit_id;
+    detail["run_id"] = run.run_id;
+    detail["manifest_version"] = next_version;
+    row.metadata = detail.dump();
+    plan->journal.push_back(std::move(row));
+  }
+  plan->upserts.push_back(
+      GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));
+  return Status::OK();
+}
+
 Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Dataset& base,
                                             const std::string& commit_id) {
   ManifestVersion v;
@@ -409,52 +461,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   const uint64_t next_version = base.version() + 1;
   for (ManifestRow& r : plan.journal) r.metadata = WithCommit(r.metadata, commit_id, next_version);
   if (plan.graph_commit) {
-    ASSIGN_OR_RETURN(std::optional<GraphHead> head, view.GraphHeadOf(spec.branch));
-    std::string parent;
-    // A branch's first commit continues the line of its nearest ancestor
-    // branch with a commit (graph heads of ancestors are inherited rows).
-    BranchInfo b = base.state().branch;
-    for (int hop = 0; !head && !spec.branch.empty() && hop < 64; ++hop) {
-      ASSIGN_OR_RETURN(head, view.GraphHeadOf(b.parent));
-      if (head || b.parent.empty()) break;
-      ASSIGN_OR_RETURN(b, BranchParent(b.parent));
-    }
-    if (head) parent = head->head_commit;
-    ManifestRow commit;
-    commit.object_id = GraphCommitId(commit_id);
-    commit.object_type = std::string(object_type::kGraphCommit);
-    commit.table_version = static_cast<int64_t>(next_version);
-    if (!spec.branch.empty()) commit.table_branch = spec.branch;
-    json parents = json::array();
-    if (!parent.empty()) parents.push_back(parent);
-    json meta = {{"parents", parents},
-                 {"actor", spec.actor},
-                 {"run_id", spec.runs.empty() ? "" : spec.runs.front().run_id},
-                 {"created_at", options_.dataset.clock->NowMicros()},
-                 {"commit", commit_id},
-                 {"manifest_version", next_version}};
-    if (spec.runs.size() > 1) {
-      json ids = json::array();
-      for (const CommittedRun& run : spec.runs) ids.push_back(run.run_id);
-      meta["run_ids"] = std::move(ids);
-    }
-    commit.metadata = meta.dump();
-    plan.journal.push_back(std::move(commit));
-    for (const CommittedRun& run : spec.runs) {
-      ManifestRow row;
-      row.object_id = RunCommitId(run.run_id);
-      row.object_type = std::string(object_type::kRunCommit);
-      row.table_version = static_cast<int64_t>(next_version);
-      json detail = run.detail.empty() ? json::object() : ParseJson(run.detail);
-      if (!detail.is_object()) return Status::InvalidArgument("run detail is not a JSON object");
-      detail["commit"] = commit_id;
-      detail["run_id"] = run.run_id;
-      detail["manifest_version"] = next_version;
-      row.metadata = detail.dump();
-      plan.journal.push_back(std::move(row));
-    }
-    plan.upserts.push_back(
-        GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));
+    RETURN_NOT_OK(AddGraphCommit(spec, base, view, commit_id, next_version, &plan));
   } else if (!plan.journal.empty() && !plan.journal_without_graph_commit) {
     return Status::InvalidArgument("a metadata-only commit cannot append journal rows");
   }

@@ -242,6 +242,11 @@ class Manifest {
   Result<Dataset> WriterBase(const std::string& branch, bool reload, bool* cached);
   // Keeps `ds` as the branch's writer snapshot unless a newer one is kept.
   void RememberBase(const std::string& branch, const Dataset& ds);
+  // The graph commit a publish carries: its journal row (parent: the
+  // branch's head, or its nearest ancestor's with a commit), one run_commit
+  // row per run, and the branch's graph head.
+  Status AddGraphCommit(const PublishSpec& spec, const Dataset& base, PublishView& view,
+                        const std::string& commit_id, uint64_t next_version, PublishPlan* plan);
   Result<PublishResult> PublishOnce(const PublishSpec& spec, const Dataset& base,
                                     const std::string& commit_id);
   Status FitDirectory(const std::string& branch, const HeadDirectory& dir, PublishView& view,

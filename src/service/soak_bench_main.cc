@@ -191,32 +191,62 @@ struct Soak {
   }
 };
 
-int Main(int argc, char** argv) {
-  Soak soak;
+// False (after saying why) on an unknown flag.
+bool ParseFlags(int argc, char** argv, Flags* flags) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--dir") {
-      soak.flags.dir = v;
+      flags->dir = v;
     } else if (k == "--checkpoints") {
-      soak.flags.checkpoints.clear();
+      flags->checkpoints.clear();
       std::stringstream in(v);
-      for (std::string n; std::getline(in, n, ',');)
-        soak.flags.checkpoints.push_back(std::stoll(n));
+      for (std::string n; std::getline(in, n, ',');) flags->checkpoints.push_back(std::stoll(n));
     } else if (k == "--clients") {
-      soak.flags.clients = std::stoi(v);
+      flags->clients = std::stoi(v);
     } else if (k == "--window-seconds") {
-      soak.flags.window_seconds = std::stoll(v);
+      flags->window_seconds = std::stoll(v);
     } else if (k == "--compaction-interval-seconds") {
-      soak.flags.compaction_interval_seconds = std::stoll(v);
+      flags->compaction_interval_seconds = std::stoll(v);
     } else if (k == "--retention-interval-seconds") {
-      soak.flags.retention_interval_seconds = std::stoll(v);
+      flags->retention_interval_seconds = std::stoll(v);
     } else if (k == "--manifest-cache-mib") {
-      soak.flags.manifest_cache_mib = std::stoll(v);
+      flags->manifest_cache_mib = std::stoll(v);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// The service as `loam serve` runs it, counting into `soak`.
+ServiceOptions SoakServiceOptions(Soak& soak) {
+  ServiceOptions so;
+  so.workers = 2;
+  so.small_run_workers = 16;
+  so.group_commit_interval_micros = 50'000;  // as loam serve
+  so.upload_secret = "soak-bench-secret-0123456789abcdef";
+  so.compaction_interval_micros = soak.flags.compaction_interval_seconds * 1'000'000;
+  so.retention_interval_micros = soak.flags.retention_interval_seconds * 1'000'000;
+  so.retention_grace_micros = 60'000'000;
+  so.on_run_finished = [&soak](const ingest::RunRecord& r) {
+    (r.state == ingest::RunState::kSucceeded ? soak.succeeded : soak.failed)++;
+  };
+  so.on_compaction_pass = [&soak](const MaintenanceReport& r) {
+    soak.compacted_tables += r.compacted;
+    ++soak.passes;
+    soak.deferred += static_cast<int64_t>(r.deferred.size());
+    for (const std::string& why : r.deferred) std::fprintf(stderr, "deferred: %s\n", why.c_str());
+  };
+  so.on_retention_pass = [&soak](const RetentionReport& r) {
+    soak.versions_expired += r.manifest_versions_removed + r.table_versions_removed;
+  };
+  return so;
+}
+
+int Main(int argc, char** argv) {
+  Soak soak;
+  if (!ParseFlags(argc, argv, &soak.flags)) return 2;
   if (soak.flags.dir.empty()) {
     soak.flags.dir = (std::filesystem::temp_directory_path() / ("loam-soak-" + NewUlidString()));
   }
@@ -232,27 +262,7 @@ int Main(int argc, char** argv) {
   if (!soak.ws->CreateTable("events", schema, {}).ok()) return 1;
   if (!WriteRetentionSetting(*soak.store, "", {soak.flags.window_seconds}).ok()) return 1;
 
-  ServiceOptions so;
-  so.workers = 2;
-  so.small_run_workers = 16;
-  so.group_commit_interval_micros = 50'000;  // as loam serve
-  so.upload_secret = "soak-bench-secret-0123456789abcdef";
-  so.compaction_interval_micros = soak.flags.compaction_interval_seconds * 1'000'000;
-  so.retention_interval_micros = soak.flags.retention_interval_seconds * 1'000'000;
-  so.retention_grace_micros = 60'000'000;
-  so.on_run_finished = [&](const ingest::RunRecord& r) {
-    (r.state == ingest::RunState::kSucceeded ? soak.succeeded : soak.failed)++;
-  };
-  so.on_compaction_pass = [&](const MaintenanceReport& r) {
-    soak.compacted_tables += r.compacted;
-    ++soak.passes;
-    soak.deferred += static_cast<int64_t>(r.deferred.size());
-    for (const std::string& why : r.deferred) std::fprintf(stderr, "deferred: %s\n", why.c_str());
-  };
-  so.on_retention_pass = [&](const RetentionReport& r) {
-    soak.versions_expired += r.manifest_versions_removed + r.table_versions_removed;
-  };
-  soak.svc = Service::Open(soak.ws, so).value();
+  soak.svc = Service::Open(soak.ws, SoakServiceOptions(soak)).value();
   soak.pipeline =
       soak.svc->CreatePipeline(soak.Ctx(), R"({"name":"soak","table":"events","format":"csv"})")
           .value()

@@ -2,13 +2,15 @@
 // "<layer>/..."` in src/ goes where the layer table allows (or is a named
 // exception), every directory of src/ is a layer of the table, every file of
 // a layer is named by its README, none cites a document outside the
-// project, and the public headers (include/loam/) include only each other
-// and the standard library. The checker runs on a small tree with a
-// deliberate wrong include first, so a checker that finds nothing fails.
+// project, the public headers (include/loam/) include only each other and
+// the standard library, and no function outside tests is over 80 lines.
+// Each checker runs on a small tree with a deliberate breach first, so a
+// checker that finds nothing fails.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -167,6 +169,51 @@ std::vector<std::string> Violations(const fs::path& root, const Rules& rules) {
   return out;
 }
 
+// Every function of the non-test sources of src/ longer than `limit` lines
+// (signature to closing brace), one line each. A function starts at a line
+// in column 0 that is no declaration keyword, holds '(' and, with up to
+// seven more lines, ends in '{'.
+std::vector<std::string> LongFunctions(const fs::path& root, size_t limit) {
+  std::vector<std::string> out;
+  static const std::regex kNotAFunction(
+      R"(^(namespace|struct|class|enum|extern|using|template|static_assert|#|//|\}))");
+  for (const auto& e : fs::recursive_directory_iterator(root / "src")) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || !name.ends_with(".cc") || name.ends_with("_test.cc")) continue;
+    std::vector<std::string> lines;
+    std::stringstream text(Slurp(e.path()));
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      if (l.empty() || std::isspace(static_cast<unsigned char>(l[0])) ||
+          std::regex_search(l, kNotAFunction) || l.find('(') == std::string::npos) {
+        continue;
+      }
+      size_t k = i;
+      std::string sig = l;
+      while (sig.back() != '{' && sig.back() != ';' && k < i + 7 && k + 1 < lines.size()) {
+        sig += " " + lines[++k];
+        while (!sig.empty() && std::isspace(static_cast<unsigned char>(sig.back()))) sig.pop_back();
+      }
+      if (sig.back() != '{' || sig.substr(0, sig.find('(')).find('=') != std::string::npos)
+        continue;
+      int depth = 0;
+      size_t j = i;
+      for (; j < lines.size(); ++j) {
+        depth += static_cast<int>(std::count(lines[j].begin(), lines[j].end(), '{')) -
+                 static_cast<int>(std::count(lines[j].begin(), lines[j].end(), '}'));
+        if (depth == 0 && j >= k) break;
+      }
+      if (j - i + 1 > limit) {
+        out.push_back(fs::relative(e.path(), root).generic_string() + ":" + std::to_string(i + 1) +
+                      ": " + std::to_string(j - i + 1) + " lines: " + l);
+      }
+      i = j;
+    }
+  }
+  return out;
+}
+
 void Write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p, std::ios::binary) << text;
@@ -218,6 +265,28 @@ TEST(LayersTest, TheSourceTreeKeepsTheLayersOfTheArchitectureDocument) {
   std::string all;
   for (const std::string& v : found) all += v + "\n";
   EXPECT_TRUE(found.empty()) << found.size() << " breaches of docs/architecture.md:\n" << all;
+}
+
+TEST(LayersTest, TheLengthCheckerFindsALongFunction) {
+  const fs::path root = fs::temp_directory_path() / ("loam-lengths-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  std::string body = "Status Short() {\n  return Status::OK();\n}\n\nint Long(int x) {\n";
+  for (int i = 0; i < 80; ++i) body += "  x += " + std::to_string(i) + ";\n";
+  body += "  return x;\n}\n";
+  Write(root / "src/low/a.cc", body);
+  Write(root / "src/low/a_test.cc", body);  // tests may be longer
+  const std::vector<std::string> found = LongFunctions(root, 80);
+  fs::remove_all(root);
+  ASSERT_EQ(found.size(), 1u) << ::testing::PrintToString(found);
+  EXPECT_EQ(found[0], "src/low/a.cc:5: 83 lines: int Long(int x) {");
+}
+
+// No function of the project's own code (tests aside) is over 80 lines.
+TEST(LayersTest, NoFunctionOutsideTestsIsLongerThan80Lines) {
+  const std::vector<std::string> found = LongFunctions(LOAM_SOURCE_DIR, 80);
+  std::string all;
+  for (const std::string& v : found) all += v + "\n";
+  EXPECT_TRUE(found.empty()) << found.size() << " functions over 80 lines:\n" << all;
 }
 
 }  // namespace

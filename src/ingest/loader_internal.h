@@ -1,0 +1,31 @@
+// What the loader's two sources share: loader.cc takes runs and holds their
+// leases; loader_run.cc carries one run through validation and its commit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ingest/loader.h"
+
+namespace loam::ingest {
+
+struct Loader::Active {
+  RunRequest request;
+  RunRecord record;
+  std::string etag;
+  bool resumed = false;
+  // Set once the run has asked for its commit: from then on, a failure is
+  // judged by the journal first (the commit may have landed).
+  bool reached_commit = false;
+};
+
+namespace loader_internal {
+
+int64_t NowMicros();  // µs since the epoch
+
+// A run taken up from `queued` is recorded as validating by the same write
+// that claims it.
+void StartValidating(RunRecord& r, int64_t now_micros);
+
+}  // namespace loader_internal
+}  // namespace loam::ingest
