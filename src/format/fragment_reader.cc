@@ -103,7 +103,10 @@ Result<std::vector<Column>> FragmentReader::ReadGroupColumns(int g, const std::v
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return group.pages[cols[a]].offset < group.pages[cols[b]].offset;
   });
+  // `stored` views point into `runs`: reserved for the most runs there can
+  // be, so no reallocation moves a short (inline-stored) string under a view.
   std::vector<std::string> runs;
+  runs.reserve(cols.size());
   std::vector<std::string_view> stored(cols.size());
   uint64_t raw_bytes = 0;
   for (size_t i = 0; i < order.size();) {
