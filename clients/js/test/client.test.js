@@ -168,8 +168,10 @@ test('a submission whose retries run out is kept for resume', async () => {
     return fetch(url, init);
   };
   const store = new MemoryStateStore();
-  // Long enough to wait out the 1 request/s admission of the uploads, short for the outage.
-  const c = new LoamClient({ baseUrl, token, retryForMs: 3000, fetchImpl: flaky, stateStore: store });
+  // Long enough to wait out the 1 request/s admission of the uploads and the
+  // resumed submission (a Retry-After of a few seconds on a loaded machine), short
+  // for the outage.
+  const c = new LoamClient({ baseUrl, token, retryForMs: 8000, fetchImpl: flaky, stateStore: store });
   const files = [{ bytes: Buffer.from('id,v\n40,s\n') }];
   const key = randomUUID();
   await assert.rejects(c.submitFiles(pipelineId, files, { idempotencyKey: key }),
