@@ -25,6 +25,15 @@ struct WorkspaceAccess {
     return ws.rep_->engine;
   }
   static const std::string& Principal(const Workspace& ws) { return ws.rep_->principal; }
+  // A Workspace over an engine its caller opened (the CLI: with its crash
+  // hooks and tuning), acting as `principal`.
+  static std::unique_ptr<Workspace> Wrap(std::shared_ptr<WorkspaceEngine> engine,
+                                         std::string principal) {
+    auto rep = std::make_unique<Workspace::Rep>();
+    rep->engine = std::move(engine);
+    rep->principal = std::move(principal);
+    return std::unique_ptr<Workspace>(new Workspace(std::move(rep)));
+  }
 };
 
 // The engine names main "".

@@ -144,7 +144,8 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     total += std::filesystem::file_size(f, ec);
   }
   const bool prefault_heap = tuning != "off" && tuning != "noprefault";
-  HeapPrefault prefault(prefault_heap ? LoadWorkingSet(req->mode == LoadMode::kUpsert, total) : 0);
+  HeapPrefault prefault(
+      prefault_heap ? LoadWorkingSet(req->mode == ingest::LoadMode::kUpsert, total) : 0);
   Progress progress(total);
   LoaderOptions opts;
   opts.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;

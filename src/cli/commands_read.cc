@@ -1,4 +1,4 @@
-// scan, get, count, export.
+// scan, get, count, export: reads through the public API (loam/scan.h).
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "common/status_macros.h"
 #include "ingest/where_clause.h"
+#include "loam/scan.h"
 
 namespace loam::cli {
 namespace {
@@ -46,59 +47,28 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
+// The table as the read names it, through the public API (loam/scan.h).
 struct Opened {
-  std::shared_ptr<WorkspaceEngine> ws;
-  Snapshot snap;
-  std::optional<Dataset> table;
-  Schema schema;
+  std::unique_ptr<Workspace> ws;
+  ReadOptions at;
+  TableInfo table;
 };
 
 Result<Opened> OpenForRead(const Context& ctx, const ReadFlags& f) {
   Opened o;
-  ASSIGN_OR_RETURN(o.ws, ctx.Open());
-  const std::string branch = f.branch == "main" ? "" : f.branch;
-  if (f.version >= 0) {
-    ASSIGN_OR_RETURN(o.snap, o.ws->SnapshotAt(branch, static_cast<uint64_t>(f.version)));
-  } else {
-    ASSIGN_OR_RETURN(o.snap, o.ws->Current(branch));
-  }
-  ASSIGN_OR_RETURN(Dataset table, o.ws->OpenTable(o.snap, f.table));
-  o.table = std::move(table);
-  o.schema = o.snap.Find(f.table)->def.schema;
+  ASSIGN_OR_RETURN(o.ws, ctx.OpenPublic());
+  o.at.branch = f.branch;
+  if (f.version >= 0) o.at.version = static_cast<uint64_t>(f.version);
+  ASSIGN_OR_RETURN(o.table, o.ws->DescribeTable(f.table, o.at));
   return o;
 }
 
-Status Scan(const Context& ctx, const ReadFlags& f, std::vector<Predicate> where,
-            std::ostream& out) {
-  ASSIGN_OR_RETURN(Opened o, OpenForRead(ctx, f));
-  ScanSpec spec;
-  spec.columns = SplitComma(f.columns);
-  for (const std::string& c : spec.columns) {
-    if (o.schema.IndexOf(c) < 0)
-      return Status::InvalidArgument("--columns: no column '" + c + "' in '" + f.table + "'");
-  }
-  if (!f.where.empty()) {
-    ASSIGN_OR_RETURN(Predicate p, ParseWhere(o.schema, f.where));
-    where.push_back(std::move(p));
-  }
-  spec.where = std::move(where);
+// `batches` (of `shape`) as the read's format asks; a table ends with its count.
+Status PrintRows(const Context& ctx, const ReadFlags& f, const Schema& shape,
+                 const std::vector<RecordBatch>& batches, std::ostream& out) {
   ASSIGN_OR_RETURN(RowFormat format, ParseRowFormat(ctx.json ? "jsonl" : f.format));
-  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, o.table->Scan(spec));
-  Schema shape;
-  if (spec.columns.empty()) {
-    shape = o.schema;
-  } else {
-    for (const std::string& c : spec.columns)
-      shape.fields.push_back(o.schema.fields[o.schema.IndexOf(c)]);
-  }
   RowWriter writer(out, format, shape);
-  int64_t left = f.limit < 0 ? INT64_MAX : f.limit;
-  for (const RecordBatch& b : batches) {
-    if (left <= 0) break;
-    const int64_t take = std::min<int64_t>(left, b.num_rows());
-    writer.Write(take == b.num_rows() ? b : b.Slice(0, take));
-    left -= take;
-  }
+  for (const RecordBatch& b : batches) writer.Write(b);
   writer.Finish();
   if (format == RowFormat::kTable) {
     out << "(" << writer.rows() << (writer.rows() == 1 ? " row)\n" : " rows)\n");
@@ -106,9 +76,31 @@ Status Scan(const Context& ctx, const ReadFlags& f, std::vector<Predicate> where
   return Status::OK();
 }
 
+Status Scan(const Context& ctx, const ReadFlags& f, std::ostream& out) {
+  ASSIGN_OR_RETURN(Opened o, OpenForRead(ctx, f));
+  const Schema& schema = o.table.schema;
+  ScanOptions scan;
+  static_cast<ReadOptions&>(scan) = o.at;
+  scan.columns = SplitComma(f.columns);
+  Schema shape;
+  for (const std::string& c : scan.columns) {
+    if (schema.IndexOf(c) < 0)
+      return Status::InvalidArgument("--columns: no column '" + c + "' in '" + f.table + "'");
+    shape.fields.push_back(schema.fields[schema.IndexOf(c)]);
+  }
+  if (scan.columns.empty()) shape = schema;
+  if (!f.where.empty()) {
+    ASSIGN_OR_RETURN(Predicate p, ParseWhere(schema, f.where));
+    scan.where.push_back(std::move(p));
+  }
+  if (f.limit >= 0) scan.limit = f.limit;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, loam::Scan(*o.ws, f.table, scan));
+  return PrintRows(ctx, f, shape, batches, out);
+}
+
 Status Get(const Context& ctx, const ReadFlags& f) {
   ASSIGN_OR_RETURN(Opened o, OpenForRead(ctx, f));
-  const std::vector<std::string>& keys = o.snap.Find(f.table)->def.keys;
+  const std::vector<std::string>& keys = o.table.keys;
   if (keys.empty())
     return Status::InvalidArgument("table '" + f.table +
                                    "' declares no key columns; use scan --where");
@@ -117,23 +109,23 @@ Status Get(const Context& ctx, const ReadFlags& f) {
     for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
     return Status::InvalidArgument("get takes one value per key column (" + names + ")");
   }
-  std::vector<Predicate> where;
+  const Schema& schema = o.table.schema;
+  std::vector<Value> key;
   for (size_t i = 0; i < keys.size(); ++i) {
-    ASSIGN_OR_RETURN(Value v, ParseValue(o.schema.fields[o.schema.IndexOf(keys[i])], f.key[i]));
-    where.push_back(Predicate::Eq(keys[i], v));
+    ASSIGN_OR_RETURN(Value v, ParseValue(schema.fields[schema.IndexOf(keys[i])], f.key[i]));
+    key.push_back(std::move(v));
   }
-  std::ostringstream buf;
-  RETURN_NOT_OK(Scan(ctx, f, where, buf));
-  std::cout << buf.str();
-  if (buf.str().find("(0 rows)") != std::string::npos || (ctx.json && buf.str().empty())) {
-    return Status::NotFound("no row of '" + f.table + "' has that key");
-  }
+  ASSIGN_OR_RETURN(std::optional<RecordBatch> row, loam::Lookup(*o.ws, f.table, key, o.at));
+  std::vector<RecordBatch> rows;
+  if (row) rows.push_back(*std::move(row));
+  RETURN_NOT_OK(PrintRows(ctx, f, schema, rows, std::cout));
+  if (rows.empty()) return Status::NotFound("no row of '" + f.table + "' has that key");
   return Status::OK();
 }
 
 Status Count(const Context& ctx, const ReadFlags& f) {
   ASSIGN_OR_RETURN(Opened o, OpenForRead(ctx, f));
-  const int64_t rows = static_cast<int64_t>(o.table->CountRows());
+  const int64_t rows = o.table.row_count;
   if (ctx.json) {
     std::cout << json{{"table", f.table}, {"rows", rows}}.dump() << "\n";
   } else {
@@ -147,10 +139,10 @@ Status Export(const Context& ctx, ReadFlags f) {
     return Status::InvalidArgument("export --format takes csv or jsonl");
   Context plain = ctx;
   plain.json = false;
-  if (f.output.empty()) return Scan(plain, f, {}, std::cout);
+  if (f.output.empty()) return Scan(plain, f, std::cout);
   std::ofstream file(f.output, std::ios::binary | std::ios::trunc);
   if (!file) return Status::InvalidArgument("cannot write '" + f.output + "'");
-  RETURN_NOT_OK(Scan(plain, f, {}, file));
+  RETURN_NOT_OK(Scan(plain, f, file));
   file.close();
   if (!file) return Status::Unavailable("writing '" + f.output + "' failed");
   return Status::OK();
@@ -175,7 +167,7 @@ void AddReadCommands(CLI::App& app, Context& ctx, int* exit) {
                    "\"COL OP VALUE\" (OP: = < <= > >=) or \"COL is null\"");
   scan->add_option("--limit", scan_flags->limit, "at most this many rows");
   scan->add_option("--format", scan_flags->format, "table | csv | jsonl");
-  scan->callback([&ctx, scan_flags, run] { run(Scan(ctx, *scan_flags, {}, std::cout)); });
+  scan->callback([&ctx, scan_flags, run] { run(Scan(ctx, *scan_flags, std::cout)); });
 
   auto get_flags = std::make_shared<ReadFlags>();
   auto* get = app.add_subcommand("get", "the row with these key values");

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/workspace_access.h"
 #include "common/error_codes.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
@@ -79,6 +80,11 @@ Result<std::shared_ptr<WorkspaceEngine>> Context::Open(bool recover) const {
                             "'; create one with 'loam init', or point --root / LOAM_ROOT at one");
   }
   return ws;
+}
+
+Result<std::unique_ptr<Workspace>> Context::OpenPublic(bool recover) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> engine, Open(recover));
+  return internal::WorkspaceAccess::Wrap(std::move(engine), principal);
 }
 
 Result<std::shared_ptr<WorkspaceEngine>> Context::Init() const {

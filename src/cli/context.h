@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/workspace.h"
+#include "loam/workspace.h"
 
 namespace loam::cli {
 
@@ -41,6 +42,9 @@ struct Context {
   // `recover`: settle sidecars older than the grace period first (false for
   // read-only inspection, heads verify).
   Result<std::shared_ptr<WorkspaceEngine>> Open(bool recover = true) const;
+  // The same as the public API's Workspace (loam/workspace.h), acting as
+  // `principal`.
+  Result<std::unique_ptr<Workspace>> OpenPublic(bool recover = true) const;
   // The store at `root` (wrapped by TestHooks::wrap_store when set).
   Result<std::shared_ptr<ObjectStore>> Store() const;
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
