@@ -99,8 +99,9 @@ struct WriteOptions {
   std::string branch = "main";
   LoadMode mode = LoadMode::kAppend;
   std::vector<std::string> keys;  // upsert: empty = the table's declared key
-  // The write fails with precondition_failed unless the table is at this
-  // version (optimistic concurrency).
+  // The write fails with precondition_failed, writing nothing, unless the
+  // table is at this version (optimistic concurrency: read it again, then
+  // decide).
   std::optional<int64_t> expected_table_version;
 };
 

@@ -266,5 +266,48 @@ TEST_F(ApiTest, BranchesRenamesDropsAndGrants) {
   EXPECT_TRUE(ws->DeleteBranch("trial").ok());
 }
 
+TEST_F(ApiTest, AStaleExpectedVersionAndAValidationOnlyLoadChangeNothing) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  Result<Commit> first = ws->Write("events", Rows({{1, "a"}}));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  WriteOptions stale;
+  stale.expected_table_version = first->table_version - 1;
+  Result<Commit> refused = ws->Write("events", Rows({{2, "b"}}), stale);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().Is(ErrorCode::kPreconditionFailed)) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("expected_table_version"), std::string::npos);
+  EXPECT_EQ(ws->DescribeTable("events")->version, first->table_version);
+
+  LoadRequest check;
+  check.table = "events";
+  check.files = {WriteFile("more.jsonl", "{\"id\":5,\"name\":\"e\"}\n{\"id\":6}\n")};
+  check.bad_rows = BadRows::kValidationOnly;
+  Result<LoadResult> run = Load(*ws, check);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->state, "succeeded") << run->error;
+  EXPECT_EQ(run->rows_read, 2);
+  EXPECT_EQ(run->workspace_version, 0u);  // nothing committed
+  EXPECT_EQ(ws->DescribeTable("events")->version, first->table_version);
+
+  // Every table, streamed file by file.
+  ASSERT_TRUE(ws->CreateTable("other", Events()).ok());
+  Result<std::vector<TableInfo>> tables = ws->ListTables();
+  ASSERT_TRUE(tables.ok()) << tables.status().ToString();
+  ASSERT_EQ(tables->size(), 2u);
+  EXPECT_EQ((*tables)[0].name, "events");
+  EXPECT_EQ((*tables)[1].name, "other");
+  int64_t streamed = 0;
+  ASSERT_TRUE(ScanEach(*ws, "events", {}, [&](const RecordBatch& b) {
+                streamed += b.num_rows();
+                return Status::OK();
+              }).ok());
+  EXPECT_EQ(streamed, 1);
+  const Status stop =
+      ScanEach(*ws, "events", {}, [](const RecordBatch&) { return Status::Aborted("enough"); });
+  EXPECT_TRUE(stop.IsAborted()) << stop.ToString();
+}
+
 }  // namespace
 }  // namespace loam

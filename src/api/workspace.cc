@@ -143,8 +143,17 @@ Result<Commit> Workspace::Write(const std::string& table, const RecordBatch& row
   w.rows = {rows};
   w.keys = options.keys;
   w.expected_version = options.expected_table_version;
-  ASSIGN_OR_RETURN(WriteResult done, rep_->engine->Write(w));
-  return CommitOf(done);
+  Result<WriteResult> done = rep_->engine->Write(w);
+  // The caller's compare-and-swap lost: as a load's expectedTableVersion,
+  // precondition_failed (read the table again before deciding to retry).
+  if (!done.ok() && options.expected_table_version && done.status().Is(ErrorCode::kConflict)) {
+    return done.status()
+        .WithMessage(done.status().message() + " (WriteOptions::expected_table_version " +
+                     std::to_string(*options.expected_table_version) + "); nothing was written")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  ASSIGN_OR_RETURN(WriteResult written, std::move(done));
+  return CommitOf(written);
 }
 
 Status Workspace::CreateBranch(const std::string& name, const ReadOptions& from) {
