@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
   }
   std::cout << (run->reused ? "loaded before, by run " : "loaded by run ") << run->run_id << ": "
             << run->inserted << " rows at workspace version " << run->workspace_version << "\n";
-  const uint64_t loaded_at = (*ws)->CurrentVersion().value();
+  // The version the load committed (an earlier run's, when reused).
+  const uint64_t loaded_at = run->workspace_version;
 
   // 4. Scan with a filter.
   loam::ScanOptions busy;

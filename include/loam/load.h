@@ -26,7 +26,8 @@ enum class LoadFormat { kByFileName, kCsv, kJsonLines };
 
 enum class BadRows {
   kFailRun,         // the first invalid row fails the run; nothing is committed
-  kValidationOnly,  // check everything, commit nothing
+  kValidationOnly,  // validate as a load would (the first invalid row fails the run); commit
+                    // nothing
   kSkipRows,        // commit the valid rows; the run ends "partial"
 };
 
@@ -47,7 +48,9 @@ struct LoadRequest {
   std::optional<int64_t> expected_table_version;
 };
 
-// Where a run is: after each parsed batch and at each change of state.
+// Where a run is: after each parsed batch and at each change of state. The
+// callback may be called from the loader's lease thread during a long
+// commit: keep it thread-safe.
 struct LoadProgress {
   std::string run_id;
   std::string state;  // queued, validating, committing, succeeded, failed, partial
@@ -78,7 +81,8 @@ struct LoadResult {
 // Runs the load to its end. Errors are for requests refused before a run
 // exists (an invalid request, an idempotency key used with another request)
 // or runs left resumable by I/O trouble: loading again with the same key
-// finishes them.
+// finishes them once their lease (30 s) is over; before that the call fails
+// with request_in_flight. A load without a key cannot be resumed.
 Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
                         const std::function<void(const LoadProgress&)>& progress = {});
 

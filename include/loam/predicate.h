@@ -18,12 +18,24 @@ struct Predicate {
   CompareOp op = CompareOp::kEq;
   std::vector<Value> values;
 
-  static Predicate Eq(std::string c, Value v) { return {std::move(c), CompareOp::kEq, {std::move(v)}}; }
-  static Predicate Lt(std::string c, Value v) { return {std::move(c), CompareOp::kLt, {std::move(v)}}; }
-  static Predicate Le(std::string c, Value v) { return {std::move(c), CompareOp::kLe, {std::move(v)}}; }
-  static Predicate Gt(std::string c, Value v) { return {std::move(c), CompareOp::kGt, {std::move(v)}}; }
-  static Predicate Ge(std::string c, Value v) { return {std::move(c), CompareOp::kGe, {std::move(v)}}; }
-  static Predicate In(std::string c, std::vector<Value> v) { return {std::move(c), CompareOp::kIn, std::move(v)}; }
+  static Predicate Eq(std::string c, Value v) {
+    return {std::move(c), CompareOp::kEq, {std::move(v)}};
+  }
+  static Predicate Lt(std::string c, Value v) {
+    return {std::move(c), CompareOp::kLt, {std::move(v)}};
+  }
+  static Predicate Le(std::string c, Value v) {
+    return {std::move(c), CompareOp::kLe, {std::move(v)}};
+  }
+  static Predicate Gt(std::string c, Value v) {
+    return {std::move(c), CompareOp::kGt, {std::move(v)}};
+  }
+  static Predicate Ge(std::string c, Value v) {
+    return {std::move(c), CompareOp::kGe, {std::move(v)}};
+  }
+  static Predicate In(std::string c, std::vector<Value> v) {
+    return {std::move(c), CompareOp::kIn, std::move(v)};
+  }
   static Predicate IsNull(std::string c) { return {std::move(c), CompareOp::kIsNull, {}}; }
 
   // The values fit the column type and the operator's arity.

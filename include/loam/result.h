@@ -22,14 +22,14 @@ class [[nodiscard]] Result {
   // A Result built from a status must carry an error: Result(Status::OK())
   // becomes Internal, so a caller cannot get an "ok" result without a value.
   Result(Status status)  // NOLINT(google-explicit-constructor)
-      : v_(status.ok() ? Status::Internal("Result constructed from OK status") : std::move(status)) {}
-  Result(const T& value) : v_(value) {}  // NOLINT(google-explicit-constructor)
+      : v_(status.ok() ? Status::Internal("Result constructed from OK status")
+                       : std::move(status)) {}
+  Result(const T& value) : v_(value) {}        // NOLINT(google-explicit-constructor)
   Result(T&& value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-  template <typename U,
-            typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
-                                        !std::is_same_v<std::decay_t<U>, T> &&
-                                        !std::is_same_v<std::decay_t<U>, Status> &&
-                                        !std::is_same_v<std::decay_t<U>, Result<T>>>>
+  template <typename U, typename = std::enable_if_t<std::is_constructible_v<T, U&&> &&
+                                                    !std::is_same_v<std::decay_t<U>, T> &&
+                                                    !std::is_same_v<std::decay_t<U>, Status> &&
+                                                    !std::is_same_v<std::decay_t<U>, Result<T>>>>
   Result(U&& value) : v_(T(std::forward<U>(value))) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 1; }

@@ -74,8 +74,9 @@ struct Schema {
   friend bool operator==(const Schema&, const Schema&) = default;
 };
 
-// What a principal may do with a table: read; also write rows; also change
-// its schema, grants and name, and drop it. Stored; never renumber.
+// What a principal may do with a table: read; also append and upsert rows;
+// also replace its rows, change its schema, grants and name, and drop it.
+// Stored; never renumber.
 enum class Role { kReader = 1, kWriter = 2, kAdmin = 3 };
 
 // A 128-bit two's-complement integer (the unscaled value of a decimal).

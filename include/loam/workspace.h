@@ -9,7 +9,9 @@
 // Every call is one atomic step: it commits entirely or not at all, and its
 // error says why (loam/status.h: a stable ErrorCode, docs/errors.md). A
 // Workspace may be used by several threads at once, and several processes
-// may open the same location: they coordinate through the store alone.
+// may open the same location: they coordinate through the store alone (make
+// a workspace once, then open it from many: two processes making the same
+// one at the same moment is not supported).
 //
 // Branches are named; "main" is the default. A read names a branch and,
 // optionally, a workspace version (time travel); a version is what a commit
@@ -32,9 +34,12 @@ namespace loam {
 struct OpenOptions {
   // Make an empty workspace (owned by `principal`) when none is there.
   bool create_if_missing = false;
-  // Who acts: recorded with every commit, and checked against each table's
-  // grants: 1..127 bytes of printable UTF-8, no space at either end, not
-  // "." or ".." (docs/server.md).
+  // Who acts: recorded with every commit, and checked against the table's
+  // grants by every change (writes: writer, or admin to replace; renames,
+  // drops and grants: admin; the workspace's owner holds every role). Reads
+  // are not checked: a process that opens the location can read its files.
+  // 1..127 bytes of printable UTF-8, no space at either end, not "." or ".."
+  // (docs/server.md).
   std::string principal = "loam";
   // Settle writes left half-done by crashed processes (older than their
   // lease) before returning; off only for read-only inspection.
@@ -79,7 +84,7 @@ struct LogEntry {
 
 // One event in a table's history (oldest first).
 struct TableEvent {
-  std::string event;  // table_version, table_rename, table_tombstone, table_grant, ...
+  std::string event;  // table_version, table_schema, table_rename, table_grant, ...
   int64_t table_version = 0;
   std::optional<int64_t> row_count;
   std::string commit_id;
@@ -89,6 +94,7 @@ struct TableEvent {
 };
 
 // How rows arrive in a table, by Workspace::Write and by loads (loam/load.h).
+// Append and upsert need the writer role, replace the admin role.
 enum class LoadMode {
   kAppend,   // adds the rows; on a keyed table, a key it already holds is refused
   kUpsert,   // by key: a row whose key the table holds replaces that row; others are added
@@ -138,13 +144,16 @@ class Workspace {
   Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
                   const std::string& branch = "main");
 
-  // Rows held in memory, committed as one table version.
+  // Rows held in memory, committed as one table version. On a keyed table
+  // the rows' keys must be set and unique (duplicate_key), and an append's
+  // must be new to the table: it reads the table for them once, and fails
+  // with conflict if the table moves before the commit (write again).
   Result<Commit> Write(const std::string& table, const RecordBatch& rows,
                        const WriteOptions& options = {});
 
   // Branches fork lazily: a table is copied on its branch's first write.
   Status CreateBranch(const std::string& name, const ReadOptions& from = {});
-  Status DeleteBranch(const std::string& name);
+  Status DeleteBranch(const std::string& name);  // never "main"
   Result<std::vector<std::string>> ListBranches() const;
 
   Result<std::vector<LogEntry>> Log(const std::string& branch = "main") const;
@@ -153,6 +162,9 @@ class Workspace {
 
  private:
   friend struct internal::WorkspaceAccess;
+  Status CheckNewKeys(const TableInfo& info, const RecordBatch& rows, bool append,
+                      const std::string& branch) const;
+  Status RequireAdmin(const std::string& table, const std::string& branch) const;
   struct Rep;
   explicit Workspace(std::unique_ptr<Rep> rep);
   std::unique_ptr<Rep> rep_;

@@ -309,5 +309,58 @@ TEST_F(ApiTest, AStaleExpectedVersionAndAValidationOnlyLoadChangeNothing) {
   EXPECT_TRUE(stop.IsAborted()) << stop.ToString();
 }
 
+TEST_F(ApiTest, KeyedTablesKeepOneRowPerKeyAndOnlyAdminsChangeTables) {
+  std::unique_ptr<Workspace> ws = OpenNew("owner");
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{1, "a"}})).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{2, "b"}})).ok());  // a second file
+  const int64_t version = ws->DescribeTable("events")->version;
+
+  Result<Commit> held = ws->Write("events", Rows({{3, "c"}, {1, "again"}}));
+  ASSERT_FALSE(held.ok());
+  EXPECT_TRUE(held.status().Is(ErrorCode::kDuplicateKey)) << held.status().ToString();
+  EXPECT_NE(held.status().message().find("already holds a row with the key"), std::string::npos);
+  Result<Commit> repeated = ws->Write("events", Rows({{4, "d"}, {4, "e"}}), {});
+  ASSERT_FALSE(repeated.ok());
+  EXPECT_TRUE(repeated.status().Is(ErrorCode::kDuplicateKey)) << repeated.status().ToString();
+  WriteOptions replace;
+  replace.mode = LoadMode::kReplace;
+  EXPECT_TRUE(ws->Write("events", Rows({{7, "x"}, {7, "y"}}), replace)
+                  .status()
+                  .Is(ErrorCode::kDuplicateKey));
+  EXPECT_EQ(ws->DescribeTable("events")->version, version);
+  EXPECT_EQ(CountRows(*ws, "events"), 2);
+
+  // The limit is the scan's, not each file's.
+  ScanOptions one;
+  one.limit = 1;
+  int64_t streamed = 0;
+  ASSERT_TRUE(ScanEach(*ws, "events", one, [&](const RecordBatch& b) {
+                streamed += b.num_rows();
+                return Status::OK();
+              }).ok());
+  EXPECT_EQ(streamed, 1);
+
+  // A writer may write rows, not rename, drop or grant.
+  ASSERT_TRUE(ws->SetGrant("events", "bob", Role::kWriter).ok());
+  OpenOptions bob;
+  bob.principal = "bob";
+  std::unique_ptr<Workspace> as_bob = Workspace::Open((dir_ / "ws").string(), bob).value();
+  EXPECT_TRUE(as_bob->Write("events", Rows({{5, "e"}})).ok());
+  const Status rename = as_bob->RenameTable("events", "mine").status();
+  EXPECT_TRUE(rename.Is(ErrorCode::kPermissionDenied)) << rename.ToString();
+  EXPECT_TRUE(as_bob->DropTable("events").status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(as_bob->SetGrant("events", "bob", Role::kAdmin).Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(
+      as_bob->Write("events", Rows({{6, "f"}}), replace).status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_EQ(ws->ListTables().value().at(0).name, "events");
+  EXPECT_EQ(CountRows(*ws, "events"), 3);
+
+  const Status main = ws->DeleteBranch("main");
+  ASSERT_FALSE(main.ok());
+  EXPECT_TRUE(main.Is(ErrorCode::kInvalidArgument)) << main.ToString();
+}
+
 }  // namespace
 }  // namespace loam

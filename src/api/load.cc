@@ -30,6 +30,9 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
   r.error_policy = l.bad_rows == BadRows::kSkipRows         ? ingest::ErrorPolicy::kSkipRows
                    : l.bad_rows == BadRows::kValidationOnly ? ingest::ErrorPolicy::kValidationOnly
                                                             : ingest::ErrorPolicy::kFailRun;
+  if (l.max_rejected_rows < 0 || l.max_rejected_rows > (int64_t{1} << 40)) {
+    return Status::InvalidArgument("LoadRequest::max_rejected_rows must be 0 to 2^40");
+  }
   r.max_rejected_rows = l.max_rejected_rows;
   r.idempotency_key = l.idempotency_key;
   r.principal = internal::WorkspaceAccess::Principal(ws);

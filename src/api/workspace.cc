@@ -1,8 +1,13 @@
 #include "loam/workspace.h"
 
+#include <bit>
+#include <set>
+#include <variant>
+
 #include "api/workspace_access.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
+#include "loam/scan.h"
 
 namespace loam {
 namespace internal {
@@ -64,7 +69,8 @@ Result<std::shared_ptr<WorkspaceEngine>> OpenEngine(const std::string& location,
   Result<std::shared_ptr<WorkspaceEngine>> engine = WorkspaceEngine::Open(store, "", o);
   if (engine.status().IsNotFound() && options.create_if_missing) {
     engine = WorkspaceEngine::Init(store, "", o);
-    // Another process made it first: open theirs.
+    // Made meanwhile by another process: open it (making one workspace from
+    // two processes at once is not supported; docs/embedding.md).
     if (engine.status().IsAlreadyExists()) engine = WorkspaceEngine::Open(store, "", o);
   }
   if (engine.status().IsNotFound()) {
@@ -74,7 +80,87 @@ Result<std::shared_ptr<WorkspaceEngine>> OpenEngine(const std::string& location,
   return engine;
 }
 
+// A key's values as one string (each tagged with its kind), or nullopt
+// when one is null.
+std::optional<std::string> KeyOf(const RecordBatch& rows, const std::vector<int>& cols, int64_t r) {
+  std::string key;
+  for (int c : cols) {
+    const Value v = rows.columns[c].GetValue(r);
+    if (std::holds_alternative<std::monostate>(v)) return std::nullopt;
+    key += std::to_string(v.index()) + ":";
+    if (const auto* text = std::get_if<std::string>(&v)) {
+      key += std::to_string(text->size()) + ":" + *text;
+    } else if (const auto* i = std::get_if<int64_t>(&v)) {
+      key += std::to_string(*i);
+    } else if (const auto* b = std::get_if<bool>(&v)) {
+      key += *b ? "1" : "0";
+    } else if (const auto* d = std::get_if<double>(&v)) {
+      key += std::to_string(std::bit_cast<uint64_t>(*d));
+    } else if (const auto* w = std::get_if<Int128>(&v)) {
+      key += std::to_string(w->hi) + "." + std::to_string(w->lo);
+    }
+    key += ";";
+  }
+  return key;
+}
+
+std::vector<int> KeyColumns(const Schema& schema, const std::vector<std::string>& keys) {
+  std::vector<int> cols;
+  for (const std::string& k : keys) cols.push_back(schema.IndexOf(k));
+  return cols;
+}
+
 }  // namespace
+
+// A keyed table holds one row per key: the rows' keys are set and unique,
+// and (an append) none is in the table at `info`'s version.
+Status Workspace::CheckNewKeys(const TableInfo& info, const RecordBatch& rows, bool append,
+                               const std::string& branch) const {
+  const std::vector<int> cols = KeyColumns(rows.schema, info.keys);
+  for (int c : cols) {
+    if (c < 0) return Status::InvalidArgument("the rows lack a key column of '" + info.name + "'");
+  }
+  std::set<std::string> seen;
+  std::vector<Value> first_values;
+  for (int64_t r = 0; r < rows.num_rows(); ++r) {
+    std::optional<std::string> key = KeyOf(rows, cols, r);
+    if (!key) {
+      return Status::InvalidArgument("row " + std::to_string(r + 1) + " has a null key column");
+    }
+    if (!seen.insert(*key).second) {
+      return Status::InvalidArgument("row " + std::to_string(r + 1) +
+                                     " repeats the key of an earlier row")
+          .WithErrorCode(ErrorCode::kDuplicateKey);
+    }
+    first_values.push_back(rows.columns[cols[0]].GetValue(r));
+  }
+  if (!append || rows.num_rows() == 0) return Status::OK();
+  ScanOptions held;
+  held.branch = branch;
+  held.columns = info.keys;
+  held.where = {Predicate::In(info.keys[0], std::move(first_values))};
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> found, loam::Scan(*this, info.name, held));
+  for (const RecordBatch& b : found) {
+    const std::vector<int> found_cols = KeyColumns(b.schema, info.keys);
+    for (int64_t r = 0; r < b.num_rows(); ++r) {
+      if (std::optional<std::string> key = KeyOf(b, found_cols, r); key && seen.count(*key)) {
+        return Status::InvalidArgument("table '" + info.name +
+                                       "' already holds a row with the key of one of the rows; "
+                                       "write them with LoadMode::kUpsert to replace it")
+            .WithErrorCode(ErrorCode::kDuplicateKey);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// Renaming, dropping and granting need the admin role on the table (the
+// workspace's owner holds every role).
+Status Workspace::RequireAdmin(const std::string& table, const std::string& branch) const {
+  ASSIGN_OR_RETURN(Snapshot snap, rep_->engine->Current(EngineBranch(branch)));
+  ASSIGN_OR_RETURN(const TableState* t, internal::FindTable(snap, table));
+  return rep_->engine->Authorize(snap, *t, rep_->principal, WriteMode::kReplace);
+}
 
 Workspace::Workspace(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
 Workspace::~Workspace() = default;
@@ -117,22 +203,33 @@ Result<Commit> Workspace::CreateTable(const std::string& name, const Schema& sch
 
 Result<Commit> Workspace::RenameTable(const std::string& from, const std::string& to,
                                       const std::string& branch) {
+  RETURN_NOT_OK(RequireAdmin(from, branch));
   ASSIGN_OR_RETURN(WriteResult w, rep_->engine->RenameTable(from, to, EngineBranch(branch)));
   return CommitOf(w);
 }
 
 Result<Commit> Workspace::DropTable(const std::string& name, const std::string& branch) {
+  RETURN_NOT_OK(RequireAdmin(name, branch));
   ASSIGN_OR_RETURN(WriteResult w, rep_->engine->DropTable(name, EngineBranch(branch)));
   return CommitOf(w);
 }
 
 Status Workspace::SetGrant(const std::string& table, const std::string& principal,
                            std::optional<Role> role, const std::string& branch) {
+  RETURN_NOT_OK(RequireAdmin(table, branch));
   return rep_->engine->SetGrant(table, principal, role, EngineBranch(branch), rep_->principal);
 }
 
 Result<Commit> Workspace::Write(const std::string& table, const RecordBatch& rows,
                                 const WriteOptions& options) {
+  ReadOptions now;
+  now.branch = options.branch;
+  ASSIGN_OR_RETURN(TableInfo info, DescribeTable(table, now));
+  std::optional<int64_t> checked_at;  // the version the new keys were checked on
+  if (!info.keys.empty() && options.mode != LoadMode::kUpsert) {
+    RETURN_NOT_OK(CheckNewKeys(info, rows, options.mode == LoadMode::kAppend, options.branch));
+    if (options.mode == LoadMode::kAppend) checked_at = info.version;
+  }
   WriteRequest w;
   w.table = table;
   w.branch = EngineBranch(options.branch);
@@ -143,6 +240,7 @@ Result<Commit> Workspace::Write(const std::string& table, const RecordBatch& row
   w.rows = {rows};
   w.keys = options.keys;
   w.expected_version = options.expected_table_version;
+  if (!w.expected_version) w.expected_version = checked_at;
   Result<WriteResult> done = rep_->engine->Write(w);
   // The caller's compare-and-swap lost: as a load's expectedTableVersion,
   // precondition_failed (read the table again before deciding to retry).
@@ -152,6 +250,11 @@ Result<Commit> Workspace::Write(const std::string& table, const RecordBatch& row
                      std::to_string(*options.expected_table_version) + "); nothing was written")
         .WithErrorCode(ErrorCode::kPreconditionFailed);
   }
+  if (!done.ok() && checked_at && done.status().Is(ErrorCode::kConflict)) {
+    return done.status().WithMessage(done.status().message() +
+                                     " (the table moved while the rows' keys were checked "
+                                     "against it; write again)");
+  }
   ASSIGN_OR_RETURN(WriteResult written, std::move(done));
   return CommitOf(written);
 }
@@ -160,7 +263,12 @@ Status Workspace::CreateBranch(const std::string& name, const ReadOptions& from)
   return rep_->engine->CreateBranch(name, EngineBranch(from.branch), from.version);
 }
 
-Status Workspace::DeleteBranch(const std::string& name) { return rep_->engine->DeleteBranch(name); }
+Status Workspace::DeleteBranch(const std::string& name) {
+  if (EngineBranch(name).empty()) {
+    return Status::InvalidArgument("the main branch cannot be deleted");
+  }
+  return rep_->engine->DeleteBranch(name);
+}
 
 Result<std::vector<std::string>> Workspace::ListBranches() const {
   ASSIGN_OR_RETURN(std::vector<std::string> named, rep_->engine->ListBranches());

@@ -428,9 +428,10 @@ Status Dataset::ScanEach(const ScanSpec& spec,
   const DatasetVersion& v = *state_;
   ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));
   for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(v.schema));
+  int64_t produced = 0;  // across fragments: spec.limit is the scan's
   for (const Fragment& frag : SelectedFragments(v, spec)) {
+    if (spec.limit && produced >= *spec.limit) break;
     std::vector<RecordBatch> out;
-    int64_t produced = 0;
     RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
     for (const RecordBatch& b : out) RETURN_NOT_OK(each(b));
   }
