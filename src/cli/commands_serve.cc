@@ -114,7 +114,8 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   if (ws == nullptr) {
     ASSIGN_OR_RETURN(ws, ctx.Open());
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv, server::Server::Start(ws, config));
+  ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
+                   server::Server::Start(service::Service::OpenerOver(ws), config));
   std::cout << "loam serve: listening on " << srv->url() << " (workspace " << ws->id() << ")"
             << std::endl;
   if (srv->health_port() != 0) {

@@ -36,14 +36,14 @@ std::string Rfc3339(int64_t micros) {
   return std::string(buf, n) + frac;
 }
 
-json RunJson(const ingest::RunRecord& run, int64_t queue_position) {
+json RunJson(const service::RunView& run, int64_t queue_position) {
   const auto at = [](int64_t micros) { return micros > 0 ? json(Rfc3339(micros)) : json(); };
   json errors = json::array();
-  for (const ingest::RunError& e : run.errors) {
+  for (const service::RunView::Error& e : run.errors) {
     errors.push_back({{"file", e.file}, {"reason", e.reason}});
   }
   json j = {{"id", run.id},
-            {"state", ingest::RunStateName(run.state)},
+            {"state", run.state},
             {"pipelineId", run.pipeline_id},
             {"table", run.table},
             {"submittedAt", at(run.created_micros)},

@@ -47,12 +47,12 @@ Response Api::Readyz(Call&) {
   if (!svc_->workers_running()) {
     return Problem(Status::Unavailable("the service's workers are not running"));
   }
-  Result<Snapshot> snap = svc_->workspace().Current();
-  if (!snap.ok())
-    return Problem(Status::Unavailable("workspace unreachable: " + snap.status().message()));
-  return JsonResponse(200, {{"status", "ready"},
-                            {"workspaceId", svc_->workspace_id()},
-                            {"manifestVersion", snap->manifest_version}});
+  Result<uint64_t> version = svc_->CurrentManifestVersion();
+  if (!version.ok())
+    return Problem(Status::Unavailable("workspace unreachable: " + version.status().message()));
+  return JsonResponse(
+      200,
+      {{"status", "ready"}, {"workspaceId", svc_->workspace_id()}, {"manifestVersion", *version}});
 }
 
 Response Api::Metrics(Call&) {

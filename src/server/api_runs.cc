@@ -61,14 +61,7 @@ Response Api::ListRuns(Call& c) {
     if (name == "pipeline") {
       f.pipeline_id = value;
     } else if (name == "state") {
-      bool known = false;
-      for (int s = 0; s <= static_cast<int>(ingest::RunState::kCancelled); ++s) {
-        if (ingest::RunStateName(static_cast<ingest::RunState>(s)) == value) {
-          f.state = static_cast<ingest::RunState>(s);
-          known = true;
-        }
-      }
-      if (!known) return Problem(Status::InvalidArgument("unknown run state '" + value + "'"));
+      f.state = value;  // the service refuses an unknown state
     } else if (name == "idempotencyKey") {
       f.idempotency_key = value;
     } else if (name == "cursor") {
@@ -82,7 +75,7 @@ Response Api::ListRuns(Call& c) {
   Result<service::RunPage> page = svc_->ListRuns(c.ctx, f);
   if (!page.ok()) return Problem(page.status());
   json runs = json::array();
-  for (const ingest::RunRecord& r : page->runs) runs.push_back(RunJson(r));
+  for (const service::RunView& r : page->runs) runs.push_back(RunJson(r));
   json out = {{"runs", runs}};
   out["nextCursor"] = page->next_cursor.empty() ? json() : json(page->next_cursor);
   return JsonResponse(200, out);
@@ -97,7 +90,7 @@ Response Api::GetRun(Call& c) {
 
 Response Api::CancelRun(Call& c) {
   c.run_id = c.params["id"];
-  Result<ingest::RunRecord> run = svc_->CancelRun(c.ctx, c.params["id"]);
+  Result<service::RunView> run = svc_->CancelRun(c.ctx, c.params["id"]);
   if (!run.ok()) return Problem(run.status());
   return JsonResponse(200, RunJson(*run));
 }

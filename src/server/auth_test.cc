@@ -360,13 +360,14 @@ TEST_F(AuthHttpTest, EnormousTokensAreRefusedNotFatal) {
 
 TEST_F(AuthHttpTest, ServerRefusesWeakOrMissingAuthConfiguration) {
   config_.hs256_secret_file.clear();
-  Result<std::unique_ptr<Server>> none = Server::Start(ws_, config_);
+  Result<std::unique_ptr<Server>> none = Server::Start(service::Service::OpenerOver(ws_), config_);
   EXPECT_TRUE(none.status().IsInvalidArgument());
   EXPECT_NE(none.status().message().find("exactly one of"), std::string::npos);
   const std::string weak = (dir_ / "weak").string();
   std::ofstream(weak) << "short";
   config_.hs256_secret_file = weak;
-  Result<std::unique_ptr<Server>> short_secret = Server::Start(ws_, config_);
+  Result<std::unique_ptr<Server>> short_secret =
+      Server::Start(service::Service::OpenerOver(ws_), config_);
   EXPECT_TRUE(short_secret.status().IsInvalidArgument());
   EXPECT_NE(short_secret.status().message().find("at least 32 bytes"), std::string::npos);
 }

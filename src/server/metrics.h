@@ -9,9 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/retention.h"
-#include "engine/table_maintenance.h"
-#include "ingest/run_record.h"
+#include "service/service.h"
 
 namespace prometheus {
 class Registry;
@@ -40,7 +38,7 @@ class ServerMetrics {
   // `route` is the route's pattern (/v1/runs/{id}), never the raw path.
   void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
   void Overloaded(std::string_view limit);
-  void RunFinished(const ingest::RunRecord& run);
+  void RunFinished(const service::RunView& run);
   // A compaction pass this process made: its counts, and each table's
   // fragments after it.
   void CompactionPass(const MaintenanceReport& pass);

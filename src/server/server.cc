@@ -180,7 +180,7 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& c) {
   return JwtVerifier::FromJwks(jwks, policy);
 }
 
-Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<WorkspaceEngine> ws,
+Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& open,
                                               const ServerConfig& config) {
   ASSIGN_OR_RETURN(std::shared_ptr<JwtVerifier> verifier, LoadVerifier(config));
   ASSIGN_OR_RETURN(auto listen, SplitListen(config.listen));
@@ -206,7 +206,7 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<WorkspaceEngine> w
   // The metrics live in the Api, made after the service: runs finished
   // before it exists are not counted.
   Server* self = server.get();
-  so.on_run_finished = [self](const ingest::RunRecord& r) {
+  so.on_run_finished = [self](const service::RunView& r) {
     if (self->api_) self->api_->metrics().RunFinished(r);
   };
   so.on_compaction_pass = [self](const MaintenanceReport& pass) {
@@ -215,7 +215,7 @@ Result<std::unique_ptr<Server>> Server::Start(std::shared_ptr<WorkspaceEngine> w
   so.on_retention_pass = [self](const RetentionReport& pass) {
     if (self->api_) self->api_->metrics().RetentionPass(pass);
   };
-  ASSIGN_OR_RETURN(server->service_, service::Service::Open(std::move(ws), std::move(so)));
+  ASSIGN_OR_RETURN(server->service_, open(std::move(so)));
 
   ApiOptions ao;
   ao.verifier = std::move(verifier);

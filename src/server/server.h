@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-#include "engine/workspace.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "service/service.h"
@@ -77,7 +76,9 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& config);
 
 class Server {
  public:
-  static Result<std::unique_ptr<Server>> Start(std::shared_ptr<WorkspaceEngine> ws,
+  // The service is opened by `open` (Service::OpenerOver a workspace) with
+  // the options `config` gives.
+  static Result<std::unique_ptr<Server>> Start(const service::Service::Opener& open,
                                                const ServerConfig& config);
   ~Server();
 

@@ -42,7 +42,7 @@ TEST(ServerBackendTest, UploadSubmitAndReadThroughTheTicketsUrl) {
   config.hs256_secret_file = secret.string();
   config.workers = 1;
   config.access_log = false;
-  auto server = Server::Start(ws, config).value();
+  auto server = Server::Start(service::Service::OpenerOver(ws), config).value();
   const int64_t now = Clock::System()->NowMicros() / 1'000'000;
   const Headers auth = {
       {"Authorization",

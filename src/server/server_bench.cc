@@ -124,7 +124,7 @@ int Main(int argc, char** argv) {
   config.limits.tiny_runs_per_minute = 1 << 30;
   config.limits.max_concurrent_runs_per_pipeline = 1 << 30;
   config.limits.max_queue_wait_seconds = 0;  // no workers: the queue only grows
-  auto server = Server::Start(ws, config).value();
+  auto server = Server::Start(service::Service::OpenerOver(ws), config).value();
   const uint16_t port = server->port();
   const int64_t now = loam::Clock::System()->NowMicros() / 1'000'000;
   const std::string token =

@@ -163,6 +163,13 @@ TEST_F(ApiTest, UploadSubmitRunAndReadRows) {
       Call("ada", "GET", "/v1/runs?state=succeeded&pipeline=" + pipeline, "/v1/runs");
   EXPECT_EQ(by_state.Json()["runs"].size(), 1u);
   EXPECT_TRUE(by_state.Json()["nextCursor"].is_null());
+  // The service, not the route, knows the states.
+  HttpResult unknown_state = Call("ada", "GET", "/v1/runs?state=done", "/v1/runs");
+  EXPECT_EQ(unknown_state.status, 400) << unknown_state.body;
+  EXPECT_EQ(unknown_state.Json()["code"], "invalid_argument");
+  EXPECT_NE(unknown_state.body.find("unknown run state 'done' (one of queued, validating, "),
+            std::string::npos)
+      << unknown_state.body;
 }
 
 TEST_F(ApiTest, IdempotencyRulesThroughHttp) {

@@ -151,7 +151,7 @@ class ServerTest : public ::testing::Test {
   }
 
   Server& Srv() {
-    if (!server_) server_ = Server::Start(ws_, config_).value();
+    if (!server_) server_ = Server::Start(service::Service::OpenerOver(ws_), config_).value();
     return *server_;
   }
   uint16_t Port() { return Srv().port(); }

@@ -103,7 +103,16 @@ Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<WorkspaceEngine> 
   return std::unique_ptr<Service>(new Service(std::move(ws), std::move(options)));
 }
 
+Service::Opener Service::OpenerOver(std::shared_ptr<WorkspaceEngine> ws) {
+  return [ws = std::move(ws)](ServiceOptions options) { return Open(ws, std::move(options)); };
+}
+
 Service::~Service() { Stop(); }
+
+Result<uint64_t> Service::CurrentManifestVersion() const {
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  return snap.manifest_version;
+}
 
 std::string Service::Limits() const { return options_.limits.ToJson().dump(); }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -25,6 +26,7 @@
 #include "service/pipeline.h"
 #include "service/request_store.h"
 #include "service/run_queue.h"
+#include "service/run_view.h"
 #include "service/submission.h"
 #include "service/tables.h"
 #include "service/upload_store.h"
@@ -109,7 +111,7 @@ struct ServiceOptions {
   std::string scratch_dir;
   // Called by this process's workers for each run they bring to a terminal
   // state (metrics).
-  std::function<void(const ingest::RunRecord&)> on_run_finished;
+  std::function<void(const RunView&)> on_run_finished;
   // Automatic compaction: every interval, the process holding the
   // workspace's maintenance lease (MaintenanceLease) compacts the tables
   // that are due on every branch (CompactAllBranches) as the workspace's
@@ -161,12 +163,12 @@ struct InlineLoad {
 };
 
 struct Submission {
-  ingest::RunRecord run;
+  RunView run;
   bool replayed = false;  // the same request answered before: no new work
 };
 
 struct RunStatus {
-  ingest::RunRecord run;
+  RunView run;
   int64_t queue_position = -1;  // 0-based among queued runs; -1 when not queued
 };
 
@@ -176,6 +178,10 @@ class Service {
   // upload capability cannot be made (no secret of 32+ bytes, no presigner).
   static Result<std::unique_ptr<Service>> Open(std::shared_ptr<WorkspaceEngine> ws,
                                                ServiceOptions options);
+  // Opens a service over `ws` with the options its opener's caller (a
+  // server) chooses: that caller knows the service, never the workspace.
+  using Opener = std::function<Result<std::unique_ptr<Service>>(ServiceOptions)>;
+  static Opener OpenerOver(std::shared_ptr<WorkspaceEngine> ws);
   ~Service();  // Stop()
   Service(const Service&) = delete;
   Service& operator=(const Service&) = delete;
@@ -239,7 +245,7 @@ class Service {
   // The caller's runs and those of tables it may read, oldest first.
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
   // Queued runs only (precondition_failed once a worker started it).
-  Result<ingest::RunRecord> CancelRun(const CallContext& ctx, const std::string& run_id);
+  Result<RunView> CancelRun(const CallContext& ctx, const std::string& run_id);
   // One new commit that undoes the succeeded run `run_id`. An append run's
   // rows are deleted (by the fragments its run_commit row names), whatever
   // committed since, unless a compaction or replace rewrote them
@@ -290,7 +296,9 @@ class Service {
   // Age in µs of the oldest pending cleanup (0: none).
   Result<int64_t> CleanupBacklog() const { return cleaner_.Backlog(); }
 
-  WorkspaceEngine& workspace() { return *ws_; }
+  // The workspace's current manifest version, read from the store (a
+  // readiness probe: the store answers).
+  Result<uint64_t> CurrentManifestVersion() const;
 
  private:
   Result<std::optional<std::vector<int64_t>>> AppendedRows(const ingest::RunRecord& run,

@@ -59,16 +59,17 @@ TEST_F(ServiceTest, AQueuedRunCanBeCancelledAndNothingElse) {
   const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
   Status stranger = Svc().CancelRun(Ctx("rex"), a.run.id).status();
   EXPECT_TRUE(stranger.Is(ErrorCode::kPermissionDenied)) << stranger;
-  Result<ingest::RunRecord> cancelled = Svc().CancelRun(Ctx("ada"), a.run.id);
+  Result<RunView> cancelled = Svc().CancelRun(Ctx("ada"), a.run.id);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
-  EXPECT_EQ(cancelled->state, RunState::kCancelled);
+  EXPECT_EQ(cancelled->state, "cancelled");
+  EXPECT_TRUE(cancelled->terminal);
   EXPECT_EQ(Drain(), 0);
   EXPECT_EQ(CountUnder("_control/queue/"), 0);
   EXPECT_EQ(Contents(), "");
   ASSERT_TRUE(Svc().RunCleanerOnce().ok());
   EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
   // The replay of its request says cancelled; a finished run cannot be cancelled.
-  EXPECT_EQ(Submit(p, "a", Body(a.run.uploads[0])).value().run.state, RunState::kCancelled);
+  EXPECT_EQ(Submit(p, "a", Body(a.run.uploads[0])).value().run.state, "cancelled");
   const Submission b = Submit(p, "b", Body(Upload(p, kRows).value())).value();
   EXPECT_EQ(Drain(), 1);
   Status late = Svc().CancelRun(Ctx("ada"), b.run.id).status();

@@ -347,7 +347,7 @@ Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fi
         .WithDetail("run", r.run_id);
   }
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(r.run_id));
-  return Submission{std::move(run), /*replayed=*/true};
+  return Submission{ViewOf(run), /*replayed=*/true};
 }
 
 Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
@@ -542,7 +542,7 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   if (resuming) CountAdmitted(p.id, run.input_bytes);  // a fresh run was counted at admission
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterRun));
   Wake();
-  return Submission{std::move(run), /*replayed=*/false};
+  return Submission{ViewOf(run), /*replayed=*/false};
 }
 
 Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run_id) {
@@ -551,14 +551,14 @@ Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
   if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
-  RunStatus out{std::move(run), -1};
-  if (out.run.state == RunState::kQueued) {
+  RunStatus out{ViewOf(run), -1};
+  if (run.state == RunState::kQueued) {
     ASSIGN_OR_RETURN(out.queue_position, QueuePosition(run_id));
   }
   return out;
 }
 
-Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
+Result<RunView> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   std::string etag;
@@ -596,7 +596,7 @@ Result<RunRecord> Service::CancelRun(const CallContext& ctx, const std::string& 
                   cleanup.ToString());
   }
   Wake();  // a worker drops its queue entry
-  return run;
+  return ViewOf(run);
 }
 
 }  // namespace loam::service

@@ -201,6 +201,10 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
   if (!filter.cursor.empty() && !Ulid::Parse(filter.cursor).ok()) {
     return Status::InvalidArgument("cursor is not one this server gave");
   }
+  std::optional<ingest::RunState> state;
+  if (!filter.state.empty()) {
+    ASSIGN_OR_RETURN(state, ParseRunState(filter.state));
+  }
   RunPage page;
   if (!filter.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(auto r, requests_.Find(ctx.principal, filter.idempotency_key));
@@ -209,7 +213,7 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
     if (run.status().IsNotFound()) return page;  // reserved; its run is not created yet
     RETURN_NOT_OK(run.status());
     if ((filter.pipeline_id.empty() || run->run.pipeline_id == filter.pipeline_id) &&
-        (!filter.state || run->run.state == *filter.state)) {
+        (filter.state.empty() || run->run.state == filter.state)) {
       page.runs.push_back(std::move(run->run));
     }
     return page;
@@ -229,13 +233,13 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
     if (rec.status().IsNotFound()) continue;
     RETURN_NOT_OK(rec.status());
     if (!filter.pipeline_id.empty() && rec->pipeline_id != filter.pipeline_id) continue;
-    if (filter.state && rec->state != *filter.state) continue;
+    if (state && rec->state != *state) continue;
     ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec->request));
     if (req.principal != ctx.principal && ctx.principal != ws_->owner() &&
         !snap.RoleOf(rec->table_sid, ctx.principal)) {
       continue;
     }
-    page.runs.push_back(std::move(*rec));
+    page.runs.push_back(ViewOf(*rec));
     if (static_cast<int>(page.runs.size()) == filter.limit) break;
   }
   const bool more = listed.truncated || i + 1 < listed.objects.size();

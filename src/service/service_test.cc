@@ -87,7 +87,7 @@ TEST_F(ServiceTest, AnAcceptedRunCommitsOnceAndItsStagingIsCleanedUp) {
   Result<Submission> sub = Submit(p, "k1", Body(upload));
   ASSERT_TRUE(sub.ok()) << sub.status();
   EXPECT_FALSE(sub->replayed);
-  EXPECT_EQ(sub->run.state, RunState::kQueued);
+  EXPECT_EQ(sub->run.state, "queued");
   EXPECT_EQ(Svc().GetRun(Ctx("ada"), sub->run.id).value().queue_position, 0);
   EXPECT_EQ(Contents(), "");  // acceptance never touches the table
   EXPECT_EQ(Drain(), 1);
@@ -161,7 +161,7 @@ TEST_F(ServiceTest, IdempotencyKeysAreRequiredBoundAndScoped) {
   // After the run, the replay answers with the terminal run and no new work.
   const Submission later = Submit(p, std::string(255, 'k'), Body(upload)).value();
   EXPECT_TRUE(later.replayed);
-  EXPECT_EQ(later.run.state, RunState::kSucceeded);
+  EXPECT_EQ(later.run.state, "succeeded");
   EXPECT_EQ(RunCommits(), 2);
 }
 

@@ -143,8 +143,9 @@ class ServiceTest : public ::testing::Test {
     }
   }
 
+  // The run's record as stored (the service shows callers a RunView of it).
   ingest::RunRecord Run(const std::string& id) {
-    return Svc().GetRun(Ctx("owner"), id).value().run;
+    return ingest::RunStore(ws_->store(), ws_->root()).Get(id).value();
   }
 
   // Every row as "id:amount-in-cents", sorted by id.

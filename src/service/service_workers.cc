@@ -313,7 +313,7 @@ Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_e
   if (done->started_micros > 0 && done->finished_micros > done->started_micros) {
     admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
   }
-  if (options_.on_run_finished) options_.on_run_finished(*done);
+  if (options_.on_run_finished) options_.on_run_finished(ViewOf(*done));
   RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
   RETURN_NOT_OK(CleanUpInputs(*done));
   RETURN_NOT_OK(queue_.Remove(e));

@@ -9,6 +9,7 @@
 
 #include "catalog/table_def.h"
 #include "ingest/run_record.h"
+#include "service/run_view.h"
 
 namespace loam::service {
 
@@ -42,16 +43,16 @@ struct RowQuery {
 };
 
 struct RunFilter {
-  std::string pipeline_id;  // "" = any
-  std::optional<ingest::RunState> state;
+  std::string pipeline_id;      // "" = any
+  std::string state;            // a RunView::state; "" = any
   std::string idempotency_key;  // the caller's key; "" = any
   std::string cursor;           // the last run id of the previous page
   int limit = 100;              // 1..1000
 };
 
 struct RunPage {
-  std::vector<ingest::RunRecord> runs;  // oldest first
-  std::string next_cursor;              // "" at the end
+  std::vector<RunView> runs;  // oldest first
+  std::string next_cursor;    // "" at the end
 };
 
 }  // namespace loam::service

@@ -1,0 +1,43 @@
+#include "service/run_view.h"
+
+namespace loam::service {
+
+RunView ViewOf(const ingest::RunRecord& run) {
+  RunView v;
+  v.id = run.id;
+  v.state = std::string(ingest::RunStateName(run.state));
+  v.terminal = ingest::IsTerminal(run.state);
+  v.pipeline_id = run.pipeline_id;
+  v.table = run.table;
+  v.validation_only = run.validation_only;
+  v.uploads = run.uploads;
+  v.input_bytes = run.input_bytes;
+  v.source_id = run.source_id;
+  v.source_reload = run.source_reload;
+  const ingest::RunCounters& c = run.counters;
+  v.counters = {c.rows_read, c.inserted, c.updated, c.unchanged, c.deleted, c.rejected};
+  for (const ingest::RunError& e : run.errors) v.errors.push_back({e.file, e.reason});
+  v.error_code = run.error_code;
+  v.error = run.error;
+  v.created_micros = run.created_micros;
+  v.started_micros = run.started_micros;
+  v.validated_micros = run.validated_micros;
+  v.finished_micros = run.finished_micros;
+  v.commit_id = run.commit_id;
+  v.manifest_version = run.manifest_version;
+  v.table_version = run.table_version;
+  return v;
+}
+
+Result<ingest::RunState> ParseRunState(std::string_view name) {
+  std::string names;
+  for (int s = 0; s <= static_cast<int>(ingest::RunState::kCancelled); ++s) {
+    const auto state = static_cast<ingest::RunState>(s);
+    if (ingest::RunStateName(state) == name) return state;
+    names += (names.empty() ? "" : ", ") + std::string(ingest::RunStateName(state));
+  }
+  return Status::InvalidArgument("unknown run state '" + std::string(name) + "' (one of " + names +
+                                 ")");
+}
+
+}  // namespace loam::service
