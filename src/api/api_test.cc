@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "loam/load.h"
 #include "loam/scan.h"
+#include "loam/service.h"
 #include "loam/workspace.h"
 
 namespace loam {
@@ -360,6 +361,97 @@ TEST_F(ApiTest, KeyedTablesKeepOneRowPerKeyAndOnlyAdminsChangeTables) {
   const Status main = ws->DeleteBranch("main");
   ASSERT_FALSE(main.ok());
   EXPECT_TRUE(main.Is(ErrorCode::kInvalidArgument)) << main.ToString();
+}
+
+// The ingestion service embedded: exactly once per key, bad data and refusals
+// leave the table as it was, the queue worked by the caller.
+TEST_F(ApiTest, TheEmbeddedServiceLoadsEachSubmissionOnce) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  Result<std::unique_ptr<Service>> weak = Service::Start(*ws, {.workers = 0});
+  ASSERT_FALSE(weak.ok());
+  EXPECT_TRUE(weak.status().Is(ErrorCode::kInvalidArgument)) << weak.status().ToString();
+  EXPECT_NE(weak.status().message().find("upload secret"), std::string::npos);
+  const std::string secret(32, 's');
+  Result<std::unique_ptr<Service>> started =
+      Service::Start(*ws, {.workers = 0, .upload_secret = secret});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  Service& svc = **started;
+  Result<std::string> pipeline =
+      svc.CreatePipeline(R"({"name":"events-in","table":"events","mode":"upsert","format":"csv"})");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().ToString();
+
+  const std::string data = "id,name\n1,a\n2,b\n";
+  Result<RunInfo> first = svc.Submit(*pipeline, "day-1", "text/csv", data);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->state, "queued");
+  EXPECT_FALSE(first->terminal);
+  EXPECT_EQ(CountRows(*ws, "events"), 0);
+  ASSERT_TRUE(svc.WorkOnce().value());
+  Result<RunInfo> done = svc.GetRun(first->id);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->state, "succeeded");
+  EXPECT_TRUE(done->terminal);
+  EXPECT_EQ(done->counters.inserted, 2);
+  EXPECT_FALSE(done->commit_id.empty());
+  EXPECT_EQ(CountRows(*ws, "events"), 2);
+
+  // The same key and bytes: the first run again, no new work.
+  Result<RunInfo> again = svc.Submit(*pipeline, "day-1", "text/csv", data);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->id, first->id);
+  EXPECT_FALSE(svc.WorkOnce().value());
+  Result<RunInfo> other = svc.Submit(*pipeline, "day-1", "text/csv", "id,name\n9,z\n");
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(other.status().Is(ErrorCode::kIdempotencyKeyReused)) << other.status().ToString();
+
+  // A bad row fails its run; the table keeps its rows.
+  Result<RunInfo> bad = svc.Submit(*pipeline, "day-2", "text/csv", "id,name\nx,c\n");
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  ASSERT_TRUE(svc.WorkOnce().value());
+  Result<RunInfo> failed = svc.GetRun(bad->id);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->state, "failed");
+  EXPECT_EQ(failed->error_code, "validation_failed") << failed->error;
+  EXPECT_EQ(CountRows(*ws, "events"), 2);
+
+  // A queued run can be cancelled; a succeeded one reverted.
+  Result<RunInfo> queued = svc.Submit(*pipeline, "day-3", "text/csv", "id,name\n3,c\n");
+  ASSERT_TRUE(queued.ok());
+  Result<RunInfo> cancelled = svc.CancelRun(queued->id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_EQ(cancelled->state, "cancelled");
+  EXPECT_FALSE(svc.WorkOnce().value());
+  Result<std::vector<RunInfo>> runs = svc.ListRuns(*pipeline);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[0].id, first->id);
+  Result<Commit> reverted = svc.RevertRun(first->id);
+  ASSERT_TRUE(reverted.ok()) << reverted.status().ToString();
+  EXPECT_EQ(CountRows(*ws, "events"), 0);
+}
+
+TEST_F(ApiTest, TheEmbeddedServiceChecksTheWorkspacesPrincipal) {
+  std::unique_ptr<Workspace> owner = OpenNew();
+  ASSERT_NE(owner, nullptr);
+  ASSERT_TRUE(owner->CreateTable("events", Events(), {"id"}).ok());
+  OpenOptions as_bob;
+  as_bob.principal = "bob";
+  std::unique_ptr<Workspace> bob = Workspace::Open((dir_ / "ws").string(), as_bob).value();
+  const ServiceOptions options{.workers = 0, .upload_secret = std::string(32, 's')};
+  std::unique_ptr<Service> svc = Service::Start(*bob, options).value();
+  Result<std::string> denied =
+      svc->CreatePipeline(R"({"name":"p","table":"events","mode":"append","format":"csv"})");
+  ASSERT_FALSE(denied.ok());
+  EXPECT_TRUE(denied.status().Is(ErrorCode::kPermissionDenied)) << denied.status().ToString();
+  ASSERT_TRUE(owner->SetGrant("events", "bob", Role::kWriter).ok());
+  Result<std::string> allowed =
+      svc->CreatePipeline(R"({"name":"p","table":"events","mode":"append","format":"csv"})");
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  ASSERT_TRUE(svc->Submit(*allowed, "k", "text/csv", "id,name\n1,a\n").ok());
+  ASSERT_TRUE(svc->WorkOnce().value());
+  EXPECT_EQ(CountRows(*owner, "events"), 1);
 }
 
 }  // namespace

@@ -26,10 +26,21 @@ Result<const TableState*> FindTable(const Snapshot& snap, const std::string& nam
   return t;
 }
 
+Commit CommitOf(const WriteResult& w) {
+  Commit c;
+  c.workspace_version = w.manifest_version;
+  c.commit_id = w.commit_id;
+  c.table_version = w.table_version;
+  c.row_count = w.row_count;
+  c.changed = w.changed;
+  return c;
+}
+
 }  // namespace internal
 
 namespace {
 
+using internal::CommitOf;
 using internal::EngineBranch;
 using internal::WorkspaceAccess;
 
@@ -43,16 +54,6 @@ TableInfo InfoOf(const TableState& t) {
   info.row_count = t.head.row_count.value_or(0);
   info.schema_version = t.def.schema_version;
   return info;
-}
-
-Commit CommitOf(const WriteResult& w) {
-  Commit c;
-  c.workspace_version = w.manifest_version;
-  c.commit_id = w.commit_id;
-  c.table_version = w.table_version;
-  c.row_count = w.row_count;
-  c.changed = w.changed;
-  return c;
 }
 
 Result<std::shared_ptr<WorkspaceEngine>> OpenEngine(const std::string& location,

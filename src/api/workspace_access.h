@@ -47,5 +47,8 @@ Result<Snapshot> SnapshotFor(const WorkspaceEngine& engine, const ReadOptions& a
 // The table `name` of `snap`; NotFound naming the branch when it has none.
 Result<const TableState*> FindTable(const Snapshot& snap, const std::string& name);
 
+// What a write of the engine made, as the API reports it.
+Commit CommitOf(const WriteResult& w);
+
 }  // namespace internal
 }  // namespace loam

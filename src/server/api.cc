@@ -36,10 +36,10 @@ std::string Rfc3339(int64_t micros) {
   return std::string(buf, n) + frac;
 }
 
-json RunJson(const service::RunView& run, int64_t queue_position) {
+json RunJson(const RunInfo& run, int64_t queue_position) {
   const auto at = [](int64_t micros) { return micros > 0 ? json(Rfc3339(micros)) : json(); };
   json errors = json::array();
-  for (const service::RunView::Error& e : run.errors) {
+  for (const RunInfo::Error& e : run.errors) {
     errors.push_back({{"file", e.file}, {"reason", e.reason}});
   }
   json j = {{"id", run.id},

@@ -151,7 +151,7 @@ class Api : public HttpHandler {
 // Shared by the route files.
 Response JsonResponse(int status, const nlohmann::json& body);
 Response EmptyResponse(int status);
-nlohmann::json RunJson(const service::RunView& run, int64_t queue_position = -1);
+nlohmann::json RunJson(const RunInfo& run, int64_t queue_position = -1);
 std::string Rfc3339(int64_t micros);
 
 }  // namespace loam::server

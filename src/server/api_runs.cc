@@ -75,7 +75,7 @@ Response Api::ListRuns(Call& c) {
   Result<service::RunPage> page = svc_->ListRuns(c.ctx, f);
   if (!page.ok()) return Problem(page.status());
   json runs = json::array();
-  for (const service::RunView& r : page->runs) runs.push_back(RunJson(r));
+  for (const RunInfo& r : page->runs) runs.push_back(RunJson(r));
   json out = {{"runs", runs}};
   out["nextCursor"] = page->next_cursor.empty() ? json() : json(page->next_cursor);
   return JsonResponse(200, out);
@@ -90,7 +90,7 @@ Response Api::GetRun(Call& c) {
 
 Response Api::CancelRun(Call& c) {
   c.run_id = c.params["id"];
-  Result<service::RunView> run = svc_->CancelRun(c.ctx, c.params["id"]);
+  Result<RunInfo> run = svc_->CancelRun(c.ctx, c.params["id"]);
   if (!run.ok()) return Problem(run.status());
   return JsonResponse(200, RunJson(*run));
 }

@@ -105,7 +105,7 @@ void ServerMetrics::Overloaded(std::string_view limit) {
   overloaded_->Add({{"limit", std::string(limit)}}).Increment();
 }
 
-void ServerMetrics::RunFinished(const service::RunView& run) {
+void ServerMetrics::RunFinished(const RunInfo& run) {
   runs_->Add({{"state", run.state}}).Increment();
   if (run.started_micros > 0 && run.created_micros > 0) {
     queue_to_start_->Observe(static_cast<double>(run.started_micros - run.created_micros) / 1e6);

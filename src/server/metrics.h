@@ -38,7 +38,7 @@ class ServerMetrics {
   // `route` is the route's pattern (/v1/runs/{id}), never the raw path.
   void ObserveRequest(std::string_view method, std::string_view route, int status, double seconds);
   void Overloaded(std::string_view limit);
-  void RunFinished(const service::RunView& run);
+  void RunFinished(const RunInfo& run);
   // A compaction pass this process made: its counts, and each table's
   // fragments after it.
   void CompactionPass(const MaintenanceReport& pass);

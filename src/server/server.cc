@@ -206,7 +206,7 @@ Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& op
   // The metrics live in the Api, made after the service: runs finished
   // before it exists are not counted.
   Server* self = server.get();
-  so.on_run_finished = [self](const service::RunView& r) {
+  so.on_run_finished = [self](const RunInfo& r) {
     if (self->api_) self->api_->metrics().RunFinished(r);
   };
   so.on_compaction_pass = [self](const MaintenanceReport& pass) {

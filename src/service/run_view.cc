@@ -2,8 +2,8 @@
 
 namespace loam::service {
 
-RunView ViewOf(const ingest::RunRecord& run) {
-  RunView v;
+RunInfo ViewOf(const ingest::RunRecord& run) {
+  RunInfo v;
   v.id = run.id;
   v.state = std::string(ingest::RunStateName(run.state));
   v.terminal = ingest::IsTerminal(run.state);

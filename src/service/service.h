@@ -111,7 +111,7 @@ struct ServiceOptions {
   std::string scratch_dir;
   // Called by this process's workers for each run they bring to a terminal
   // state (metrics).
-  std::function<void(const RunView&)> on_run_finished;
+  std::function<void(const RunInfo&)> on_run_finished;
   // Automatic compaction: every interval, the process holding the
   // workspace's maintenance lease (MaintenanceLease) compacts the tables
   // that are due on every branch (CompactAllBranches) as the workspace's
@@ -163,12 +163,12 @@ struct InlineLoad {
 };
 
 struct Submission {
-  RunView run;
+  RunInfo run;
   bool replayed = false;  // the same request answered before: no new work
 };
 
 struct RunStatus {
-  RunView run;
+  RunInfo run;
   int64_t queue_position = -1;  // 0-based among queued runs; -1 when not queued
 };
 
@@ -245,7 +245,7 @@ class Service {
   // The caller's runs and those of tables it may read, oldest first.
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
   // Queued runs only (precondition_failed once a worker started it).
-  Result<RunView> CancelRun(const CallContext& ctx, const std::string& run_id);
+  Result<RunInfo> CancelRun(const CallContext& ctx, const std::string& run_id);
   // One new commit that undoes the succeeded run `run_id`. An append run's
   // rows are deleted (by the fragments its run_commit row names), whatever
   // committed since, unless a compaction or replace rewrote them

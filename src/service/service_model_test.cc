@@ -84,7 +84,7 @@ class ServiceModelTest : public ServiceTest {
         ModelRun& r = runs[i];
         const bool queued =
             r.expected == RunState::kQueued && Run(r.run_id).state == RunState::kQueued;
-        Result<RunView> c = Svc().CancelRun(Ctx("ada"), r.run_id);
+        Result<RunInfo> c = Svc().CancelRun(Ctx("ada"), r.run_id);
         if (queued) {
           ASSERT_TRUE(c.ok()) << c.status();
           r.expected = RunState::kCancelled;

@@ -59,7 +59,7 @@ TEST_F(ServiceTest, AQueuedRunCanBeCancelledAndNothingElse) {
   const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
   Status stranger = Svc().CancelRun(Ctx("rex"), a.run.id).status();
   EXPECT_TRUE(stranger.Is(ErrorCode::kPermissionDenied)) << stranger;
-  Result<RunView> cancelled = Svc().CancelRun(Ctx("ada"), a.run.id);
+  Result<RunInfo> cancelled = Svc().CancelRun(Ctx("ada"), a.run.id);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->state, "cancelled");
   EXPECT_TRUE(cancelled->terminal);

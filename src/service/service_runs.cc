@@ -558,7 +558,7 @@ Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run
   return out;
 }
 
-Result<RunView> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
+Result<RunInfo> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   std::string etag;

@@ -143,7 +143,7 @@ class ServiceTest : public ::testing::Test {
     }
   }
 
-  // The run's record as stored (the service shows callers a RunView of it).
+  // The run's record as stored (the service shows callers a RunInfo of it).
   ingest::RunRecord Run(const std::string& id) {
     return ingest::RunStore(ws_->store(), ws_->root()).Get(id).value();
   }

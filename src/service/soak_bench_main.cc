@@ -229,7 +229,7 @@ ServiceOptions SoakServiceOptions(Soak& soak) {
   so.compaction_interval_micros = soak.flags.compaction_interval_seconds * 1'000'000;
   so.retention_interval_micros = soak.flags.retention_interval_seconds * 1'000'000;
   so.retention_grace_micros = 60'000'000;
-  so.on_run_finished = [&soak](const RunView& r) {
+  so.on_run_finished = [&soak](const RunInfo& r) {
     (r.state == "succeeded" ? soak.succeeded : soak.failed)++;
   };
   so.on_compaction_pass = [&soak](const MaintenanceReport& r) {

@@ -44,14 +44,14 @@ struct RowQuery {
 
 struct RunFilter {
   std::string pipeline_id;      // "" = any
-  std::string state;            // a RunView::state; "" = any
+  std::string state;            // a RunInfo::state; "" = any
   std::string idempotency_key;  // the caller's key; "" = any
   std::string cursor;           // the last run id of the previous page
   int limit = 100;              // 1..1000
 };
 
 struct RunPage {
-  std::vector<RunView> runs;  // oldest first
+  std::vector<RunInfo> runs;  // oldest first
   std::string next_cursor;    // "" at the end
 };
 

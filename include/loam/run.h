@@ -1,0 +1,52 @@
+// A run of the ingestion service as its callers see it (loam/service.h, the
+// HTTP API's run documents, docs/service.md): its state, counters, errors,
+// timings and commit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loam {
+
+struct RunInfo {
+  struct Counters {
+    int64_t rows_read = 0;
+    int64_t inserted = 0;
+    int64_t updated = 0;
+    int64_t unchanged = 0;
+    int64_t deleted = 0;
+    int64_t rejected = 0;
+  };
+  struct Error {
+    std::string file;
+    std::string reason;
+  };
+
+  std::string id;
+  // queued, validating, committing, succeeded, failed, partial or cancelled.
+  std::string state;
+  bool terminal = false;  // succeeded, failed, partial or cancelled: it changes no more
+  std::string pipeline_id;
+  std::string table;
+  bool validation_only = false;
+  std::vector<std::string> uploads;
+  int64_t input_bytes = 0;
+  std::string source_id;  // "" = none
+  bool source_reload = false;
+  Counters counters;
+  std::vector<Error> errors;  // the first few
+  std::string error_code;     // failed and cancelled runs (docs/errors.md)
+  std::string error;
+  // µs since the epoch (0 = not reached).
+  int64_t created_micros = 0;
+  int64_t started_micros = 0;
+  int64_t validated_micros = 0;
+  int64_t finished_micros = 0;
+  // A succeeded run that changed its table: the commit.
+  std::string commit_id;
+  uint64_t manifest_version = 0;
+  int64_t table_version = 0;
+};
+
+}  // namespace loam
