@@ -6,12 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/test_hooks.h"
 #include "common/principal.h"
 #include "common/status_macros.h"
-#ifdef LOAM_TEST_HOOKS
-#include "io/fault_injection_object_store.h"
-#include "io/latency_object_store.h"
-#endif
 #include "server/jwt.h"
 #include "server/server.h"
 
@@ -29,12 +26,7 @@ struct ServeFlags {
   int64_t retention_interval_seconds = -1;
   std::string hs256, public_key, jwks, issuer, audience, upload_secret;
   bool no_access_log = false;
-  // Test only (bench/readiness): this share of object store calls fails
-  // with `unavailable`, as a flaky store would.
-  double test_store_faults = 0;
-  // Test only (benchmarks): every object store call first waits a delay
-  // with this p50 and p99 ("20:100", ms), as a remote store would.
-  std::string test_store_latency;
+  TestStoreFlags test_store;  // trees that build the tests only
 };
 
 Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
@@ -66,36 +58,6 @@ Result<server::ServerConfig> BuildConfig(const ServeFlags& f) {
   return c;
 }
 
-#ifdef LOAM_TEST_HOOKS
-// The workspace over a store that waits an injected latency before each
-// call and fails `rate` of its calls (after the open itself, so the server
-// starts). Only in a tree that builds the tests (LOAM_TEST_HOOKS): never in
-// a release build or an installed `loam`.
-Result<std::shared_ptr<WorkspaceEngine>> OpenWithTestStore(const Context& ctx, double rate,
-                                                           const std::string& latency) {
-  ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> base, ctx.Store());
-  if (!latency.empty()) {
-    ASSIGN_OR_RETURN(LatencyProfile profile, LatencyProfile::Parse(latency));
-    profile.seed = static_cast<uint64_t>(getpid());
-    base = std::make_shared<LatencyObjectStore>(base, profile);
-    std::cout << "loam serve: TEST ONLY: object store calls wait " << base->Describe() << std::endl;
-  }
-  auto store = std::make_shared<FaultInjectionObjectStore>(base, static_cast<uint64_t>(getpid()));
-  ASSIGN_OR_RETURN(WorkspaceOptions options, ctx.Options());
-  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> ws, WorkspaceEngine::Open(store, "", options));
-  if (rate == 0) return ws;
-  FaultRule rule;
-  rule.name = "test-store-faults";
-  rule.times = FaultRule::kForever;
-  rule.probability = rate;
-  rule.status = Status::Unavailable("injected store fault (--test-store-faults)");
-  store->AddRule(std::move(rule));
-  std::cout << "loam serve: TEST ONLY: failing " << rate * 100 << "% of object store calls"
-            << std::endl;
-  return ws;
-}
-#endif  // LOAM_TEST_HOOKS
-
 Status Serve(const Context& ctx, const ServeFlags& f) {
   ASSIGN_OR_RETURN(server::ServerConfig config, BuildConfig(f));
   // SIGTERM and SIGINT are taken by sigwait below; blocked before any
@@ -106,11 +68,7 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::shared_ptr<WorkspaceEngine> ws;
-#ifdef LOAM_TEST_HOOKS
-  if (f.test_store_faults > 0 || !f.test_store_latency.empty()) {
-    ASSIGN_OR_RETURN(ws, OpenWithTestStore(ctx, f.test_store_faults, f.test_store_latency));
-  }
-#endif
+  ASSIGN_OR_RETURN(ws, OpenWithTestStore(ctx, f.test_store));
   if (ws == nullptr) {
     ASSIGN_OR_RETURN(ws, ctx.Open());
   }
@@ -212,17 +170,7 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   serve->add_option("--upload-secret-file", f->upload_secret,
                     "HMAC key of local upload URLs, 32+ bytes (shared by servers on one root)");
   serve->add_flag("--no-access-log", f->no_access_log, "no JSON access log on stderr");
-#ifdef LOAM_TEST_HOOKS
-  serve
-      ->add_option("--test-store-faults", f->test_store_faults,
-                   "TEST ONLY: fail this share (0-1) of object store calls with unavailable")
-      ->check(CLI::Range(0.0, 1.0))
-      ->group("");  // not in --help: docs/cli.md names it
-  serve
-      ->add_option("--test-store-latency", f->test_store_latency,
-                   "TEST ONLY: each object store call first waits P50MS[:P99MS]")
-      ->group("");
-#endif
+  AddTestStoreOptions(serve, &f->test_store);
   serve->callback([&ctx, f, run] { run(Serve(ctx, *f)); });
 
   auto* token = app.add_subcommand("token", "mint an HS256 bearer token for this workspace");
