@@ -52,20 +52,39 @@ struct ReadOptions {
   std::optional<uint64_t> version;  // nullopt: the current state
 };
 
+// A principal's role on a table.
+struct TableGrant {
+  std::string principal;
+  Role role = Role::kReader;
+};
+
 // A table as one state of a branch holds it.
 struct TableInfo {
   std::string name;
-  int64_t id = 0;  // stable across renames and writes
+  int64_t id = 0;           // stable across renames and writes
+  int64_t incarnation = 0;  // new when a dropped name is created again
   Schema schema;
   std::vector<std::string> keys;  // the declared key columns; may be empty
   int64_t version = 0;            // the table's own version
   int64_t row_count = 0;
   int64_t schema_version = 1;
+  std::string schema_hash;         // of the columns and keys (docs/format/catalog.md)
+  std::vector<TableGrant> grants;  // besides the workspace's owner, who holds every role
+};
+
+// The workspace as a whole.
+struct WorkspaceInfo {
+  std::string id;                     // made once, with the workspace
+  std::string owner;                  // holds every role on every table
+  uint64_t version = 0;               // main's current workspace version
+  int manifest_format = 0;            // the head directory's format (docs/format/manifest.md)
+  std::vector<std::string> branches;  // "main" first
 };
 
 // What a commit made.
 struct Commit {
   uint64_t workspace_version = 0;  // readable with ReadOptions::version
+  int64_t table_id = 0;            // the table it changed
   std::string commit_id;
   int64_t table_version = 0;
   int64_t row_count = 0;  // the table's rows after the commit
@@ -76,6 +95,7 @@ struct Commit {
 struct LogEntry {
   uint64_t workspace_version = 0;
   std::string commit_id;
+  std::vector<std::string> parents;  // the commits it follows
   std::string branch;
   std::string actor;
   int64_t created_micros = 0;        // µs since the epoch
@@ -84,7 +104,9 @@ struct LogEntry {
 
 // One event in a table's history (oldest first).
 struct TableEvent {
-  std::string event;  // table_version, table_schema, table_rename, table_grant, ...
+  std::string event;   // table_version, table_schema, table_rename, table_grant, ...
+  std::string name;    // the table's name then
+  std::string branch;  // the branch whose fork the event changed
   int64_t table_version = 0;
   std::optional<int64_t> row_count;
   std::string commit_id;
@@ -127,6 +149,9 @@ class Workspace {
   Workspace& operator=(const Workspace&) = delete;
 
   const std::string& principal() const;
+  const std::string& id() const;     // "" for a workspace made before ids existed
+  const std::string& owner() const;  // "" for one made before owners existed
+  Result<WorkspaceInfo> Info() const;
 
   // The newest version of `branch`.
   Result<uint64_t> CurrentVersion(const std::string& branch = "main") const;
@@ -143,6 +168,10 @@ class Workspace {
   // Gives `principal` `role` on `table`, or takes its role away (nullopt).
   Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
                   const std::string& branch = "main");
+  // Whether the service's pipelines may add columns to `table` (additive
+  // loads, docs/service.md); needs the role a column change needs.
+  Status SetAdditiveSchema(const std::string& table, bool allowed,
+                           const std::string& branch = "main");
 
   // Rows held in memory, committed as one table version. On a keyed table
   // the rows' keys must be set and unique (duplicate_key), and an append's

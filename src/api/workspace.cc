@@ -29,6 +29,7 @@ Result<const TableState*> FindTable(const Snapshot& snap, const std::string& nam
 Commit CommitOf(const WriteResult& w) {
   Commit c;
   c.workspace_version = w.manifest_version;
+  c.table_id = w.sid;
   c.commit_id = w.commit_id;
   c.table_version = w.table_version;
   c.row_count = w.row_count;
@@ -44,15 +45,20 @@ using internal::CommitOf;
 using internal::EngineBranch;
 using internal::WorkspaceAccess;
 
-TableInfo InfoOf(const TableState& t) {
+TableInfo InfoOf(const Snapshot& snap, const TableState& t) {
   TableInfo info;
   info.name = t.def.name;
   info.id = t.def.sid;
+  info.incarnation = t.def.inc;
   info.schema = t.def.schema;
   info.keys = t.def.keys;
   info.version = t.head.table_version;
   info.row_count = t.head.row_count.value_or(0);
   info.schema_version = t.def.schema_version;
+  info.schema_hash = t.def.SchemaHash();
+  for (const Grant& g : snap.grants) {
+    if (g.sid == t.def.sid) info.grants.push_back({g.principal, g.role});
+  }
   return info;
 }
 
@@ -175,6 +181,19 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const std::string& location,
 }
 
 const std::string& Workspace::principal() const { return rep_->principal; }
+const std::string& Workspace::id() const { return rep_->engine->id(); }
+const std::string& Workspace::owner() const { return rep_->engine->owner(); }
+
+Result<WorkspaceInfo> Workspace::Info() const {
+  WorkspaceInfo info;
+  info.id = id();
+  info.owner = owner();
+  ASSIGN_OR_RETURN(ManifestVersion main, rep_->engine->manifest().Current(""));
+  info.version = main.version;
+  info.manifest_format = main.dir.format;
+  ASSIGN_OR_RETURN(info.branches, ListBranches());
+  return info;
+}
 
 Result<uint64_t> Workspace::CurrentVersion(const std::string& branch) const {
   ASSIGN_OR_RETURN(Snapshot snap, rep_->engine->Current(EngineBranch(branch)));
@@ -184,14 +203,14 @@ Result<uint64_t> Workspace::CurrentVersion(const std::string& branch) const {
 Result<std::vector<TableInfo>> Workspace::ListTables(const ReadOptions& at) const {
   ASSIGN_OR_RETURN(Snapshot snap, internal::SnapshotFor(*rep_->engine, at));
   std::vector<TableInfo> out;
-  for (const auto& [name, t] : snap.tables) out.push_back(InfoOf(t));
+  for (const auto& [name, t] : snap.tables) out.push_back(InfoOf(snap, t));
   return out;
 }
 
 Result<TableInfo> Workspace::DescribeTable(const std::string& name, const ReadOptions& at) const {
   ASSIGN_OR_RETURN(Snapshot snap, internal::SnapshotFor(*rep_->engine, at));
   ASSIGN_OR_RETURN(const TableState* t, internal::FindTable(snap, name));
-  return InfoOf(*t);
+  return InfoOf(snap, *t);
 }
 
 Result<Commit> Workspace::CreateTable(const std::string& name, const Schema& schema,
@@ -219,6 +238,14 @@ Status Workspace::SetGrant(const std::string& table, const std::string& principa
                            std::optional<Role> role, const std::string& branch) {
   RETURN_NOT_OK(RequireAdmin(table, branch));
   return rep_->engine->SetGrant(table, principal, role, EngineBranch(branch), rep_->principal);
+}
+
+Status Workspace::SetAdditiveSchema(const std::string& table, bool allowed,
+                                    const std::string& branch) {
+  ASSIGN_OR_RETURN(Snapshot snap, rep_->engine->Current(EngineBranch(branch)));
+  ASSIGN_OR_RETURN(const TableState* t, internal::FindTable(snap, table));
+  RETURN_NOT_OK(rep_->engine->Authorize(snap, *t, rep_->principal, WriteMode::kAddColumn));
+  return rep_->engine->SetAdditiveSchema(table, allowed, rep_->principal, EngineBranch(branch));
 }
 
 Result<Commit> Workspace::Write(const std::string& table, const RecordBatch& rows,
@@ -282,7 +309,7 @@ Result<std::vector<LogEntry>> Workspace::Log(const std::string& branch) const {
   ASSIGN_OR_RETURN(std::vector<GraphCommitInfo> commits, rep_->engine->Log(EngineBranch(branch)));
   std::vector<LogEntry> out;
   for (const GraphCommitInfo& c : commits) {
-    out.push_back({static_cast<uint64_t>(c.manifest_version), c.id,
+    out.push_back({static_cast<uint64_t>(c.manifest_version), c.id, c.parents,
                    c.branch.empty() ? "main" : c.branch, c.actor, c.created_micros, c.run_ids});
   }
   return out;
@@ -294,8 +321,8 @@ Result<std::vector<TableEvent>> Workspace::History(const std::string& table,
                    rep_->engine->History(table, EngineBranch(branch)));
   std::vector<TableEvent> out;
   for (const TableHistoryEntry& e : events) {
-    out.push_back(
-        {e.event, e.table_version, e.row_count, e.commit_id, e.actor, e.created_micros, e.detail});
+    out.push_back({e.event, e.table_key, e.owner_branch.empty() ? "main" : e.owner_branch,
+                   e.table_version, e.row_count, e.commit_id, e.actor, e.created_micros, e.detail});
   }
   return out;
 }

@@ -14,13 +14,12 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string BranchName(const std::string& b) { return b.empty() ? "main" : b; }
 std::string FromMain(const std::string& b) { return b == "main" ? "" : b; }
 
 std::string Time(int64_t micros) { return FormatUtcSeconds(micros); }
 
 Status Init(const Context& ctx) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Init());
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.InitPublic());
   if (ctx.json) {
     std::cout << json{{"root", ctx.root}, {"owner", ws->owner()}, {"workspaceId", ws->id()}}.dump()
               << "\n";
@@ -32,42 +31,43 @@ Status Init(const Context& ctx) {
 }
 
 Status Info(const Context& ctx) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(ManifestVersion main, ws->manifest().Current(""));
-  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws->ListBranches());
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(WorkspaceInfo info, ws->Info());
   if (ctx.json) {
     std::cout << json{{"root", ctx.root},
-                      {"workspaceId", ws->id()},
-                      {"owner", ws->owner()},
-                      {"manifestFormat", main.dir.format},
-                      {"manifestVersion", main.version},
-                      {"branchCount", branches.size() + 1}}
+                      {"workspaceId", info.id},
+                      {"owner", info.owner},
+                      {"manifestFormat", info.manifest_format},
+                      {"manifestVersion", info.version},
+                      {"branchCount", info.branches.size()}}
                      .dump()
               << "\n";
     return Status::OK();
   }
   std::cout << "root            " << ctx.root << "\n"
-            << "workspace id    " << (ws->id().empty() ? "(none: made before ids)" : ws->id())
-            << "\n"
-            << "owner           " << (ws->owner().empty() ? "(none)" : ws->owner()) << "\n"
-            << "manifest format " << main.dir.format << " (version " << main.version << ")\n"
-            << "branches        " << branches.size() + 1 << " (main and " << branches.size()
-            << " more)\n";
+            << "workspace id    " << (info.id.empty() ? "(none: made before ids)" : info.id) << "\n"
+            << "owner           " << (info.owner.empty() ? "(none)" : info.owner) << "\n"
+            << "manifest format " << info.manifest_format << " (version " << info.version << ")\n"
+            << "branches        " << info.branches.size() << " (main and "
+            << info.branches.size() - 1 << " more)\n";
   return Status::OK();
 }
 
+// The first run a commit records ("" for none).
+std::string FirstRun(const LogEntry& c) { return c.run_ids.empty() ? "" : c.run_ids.front(); }
+
 Status Log(const Context& ctx, const std::string& branch) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(auto commits, ws->Log(FromMain(branch)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<LogEntry> commits, ws->Log(branch));
   if (ctx.json) {
     json out = json::array();
-    for (const auto& c : commits) {
-      out.push_back({{"manifestVersion", c.manifest_version},
-                     {"commit", c.id},
+    for (const LogEntry& c : commits) {
+      out.push_back({{"manifestVersion", c.workspace_version},
+                     {"commit", c.commit_id},
                      {"parents", c.parents},
-                     {"branch", BranchName(c.branch)},
+                     {"branch", c.branch},
                      {"actor", c.actor},
-                     {"runId", c.run_id},
+                     {"runId", FirstRun(c)},
                      {"runIds", c.run_ids},
                      {"createdMicros", c.created_micros}});
     }
@@ -75,28 +75,28 @@ Status Log(const Context& ctx, const std::string& branch) {
     return Status::OK();
   }
   TextTable t({"version", "commit", "time", "actor", "run", "parents"});
-  for (const auto& c : commits) {
+  for (const LogEntry& c : commits) {
     std::string parents;
     for (const auto& p : c.parents) parents += (parents.empty() ? "" : " ") + p;
     const std::string runs =
-        c.run_id + (c.run_ids.size() > 1 ? " +" + std::to_string(c.run_ids.size() - 1) : "");
-    t.Add(
-        {std::to_string(c.manifest_version), c.id, Time(c.created_micros), c.actor, runs, parents});
+        FirstRun(c) + (c.run_ids.size() > 1 ? " +" + std::to_string(c.run_ids.size() - 1) : "");
+    t.Add({std::to_string(c.workspace_version), c.commit_id, Time(c.created_micros), c.actor, runs,
+           parents});
   }
   t.Print(std::cout);
   return Status::OK();
 }
 
 Status History(const Context& ctx, const std::string& table, const std::string& branch) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(auto entries, ws->History(table, FromMain(branch)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<TableEvent> entries, ws->History(table, branch));
   if (ctx.json) {
     json out = json::array();
-    for (const auto& e : entries) {
+    for (const TableEvent& e : entries) {
       out.push_back({{"event", e.event},
-                     {"name", e.table_key},
+                     {"name", e.name},
                      {"tableVersion", e.table_version},
-                     {"branch", BranchName(e.owner_branch)},
+                     {"branch", e.branch},
                      {"rowCount", e.row_count ? json(*e.row_count) : json(nullptr)},
                      {"commit", e.commit_id},
                      {"actor", e.actor},
@@ -107,8 +107,8 @@ Status History(const Context& ctx, const std::string& table, const std::string& 
     return Status::OK();
   }
   TextTable t({"event", "name", "table version", "branch", "rows", "by", "detail", "commit"});
-  for (const auto& e : entries) {
-    t.Add({e.event, e.table_key, std::to_string(e.table_version), BranchName(e.owner_branch),
+  for (const TableEvent& e : entries) {
+    t.Add({e.event, e.name, std::to_string(e.table_version), e.branch,
            e.row_count ? std::to_string(*e.row_count) : "", e.actor, e.detail, e.commit_id});
   }
   t.Print(std::cout);
@@ -116,30 +116,31 @@ Status History(const Context& ctx, const std::string& table, const std::string& 
 }
 
 Status BranchCreate(const Context& ctx, const std::string& name, const std::string& from) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  std::string base = from;
-  std::optional<uint64_t> version;
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ReadOptions base;
+  base.branch = from;
   if (const size_t at = from.find('@'); at != std::string::npos) {
-    base = from.substr(0, at);
+    base.branch = from.substr(0, at);
     try {
-      version = std::stoull(from.substr(at + 1));
+      base.version = std::stoull(from.substr(at + 1));
     } catch (const std::exception&) {
       return Status::InvalidArgument("--from takes BRANCH[@VERSION] with a numeric version");
     }
   }
-  RETURN_NOT_OK(ws->CreateBranch(name, FromMain(base), version));
+  RETURN_NOT_OK(ws->CreateBranch(name, base));
   if (!ctx.json) std::cout << "created branch " << name << " from " << from << "\n";
   if (ctx.json) std::cout << json{{"branch", name}, {"from", from}}.dump() << "\n";
   return Status::OK();
 }
 
 Status BranchList(const Context& ctx) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(auto branches, ws->ListBranches());
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<std::string> branches, ws->ListBranches());
   if (ctx.json) {
-    std::cout << json(branches).dump() << "\n";
+    // The branches besides main (main is implied).
+    std::cout << json(std::vector<std::string>(branches.begin() + 1, branches.end())).dump()
+              << "\n";
   } else {
-    std::cout << "main\n";
     for (const auto& b : branches) std::cout << b << "\n";
   }
   return Status::OK();
@@ -298,7 +299,7 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* d_name = del->add_option("NAME", "branch name")->required();
   del->callback([&ctx, d_name, run] {
     run([&]() -> Status {
-      ASSIGN_OR_RETURN(auto ws, ctx.Open());
+      ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
       RETURN_NOT_OK(ws->DeleteBranch(d_name->as<std::string>()));
       if (!ctx.json) std::cout << "deleted branch " << d_name->as<std::string>() << "\n";
       return Status::OK();

@@ -97,6 +97,11 @@ Result<std::shared_ptr<WorkspaceEngine>> Context::Init() const {
   return ws;
 }
 
+Result<std::unique_ptr<Workspace>> Context::InitPublic() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<WorkspaceEngine> engine, Init());
+  return internal::WorkspaceAccess::Wrap(std::move(engine), principal);
+}
+
 int Report(const Context& ctx, const Status& s) {
   std::cerr << "error: " << s.message() << "\n";
   const int code = ExitCodeFor(s);

@@ -58,6 +58,8 @@ struct Context {
   // valid (common/principal.h): InvalidArgument naming LOAM_PRINCIPAL if not.
   Result<WorkspaceOptions> Options() const;
   Result<std::shared_ptr<WorkspaceEngine>> Init() const;
+  // A new workspace as the public API's Workspace (AlreadyExists when one is there).
+  Result<std::unique_ptr<Workspace>> InitPublic() const;
 };
 
 // Prints the error (stderr; also as JSON on stdout with --json) and returns its exit code.
