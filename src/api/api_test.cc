@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "loam/load.h"
+#include "loam/maintenance.h"
 #include "loam/scan.h"
 #include "loam/service.h"
 #include "loam/workspace.h"
@@ -452,6 +453,51 @@ TEST_F(ApiTest, TheEmbeddedServiceChecksTheWorkspacesPrincipal) {
   ASSERT_TRUE(svc->Submit(*allowed, "k", "text/csv", "id,name\n1,a\n").ok());
   ASSERT_TRUE(svc->WorkOnce().value());
   EXPECT_EQ(CountRows(*owner, "events"), 1);
+}
+
+// Maintenance as an embedding program runs it: one holder of the lease
+// compacts, the rows stay, and refused settings change nothing.
+TEST_F(ApiTest, MaintenanceCompactsUnderOneLeaseAndKeepsTheRows) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  for (int64_t i = 0; i < 20; ++i) {
+    ASSERT_TRUE(ws->Write("events", Rows({{i, "r"}})).ok());  // a fragment each
+  }
+  MaintainerOptions options;
+  options.min_fragments = 16;
+  std::unique_ptr<Maintainer> first = Maintainer::Create(*ws, options).value();
+  std::unique_ptr<Maintainer> second = Maintainer::Create(*ws, options).value();
+  Result<MaintenancePass> pass = first->RunOnce();
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_TRUE(pass->lease_held);
+  EXPECT_EQ(pass->compacted, 1);
+  EXPECT_EQ(pass->fragments_removed, 20);
+  EXPECT_EQ(pass->fragments.at("events"), 1u);
+  EXPECT_EQ(pass->retention.window_seconds, 604800);
+  Result<MaintenancePass> other = second->RunOnce();
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(other->lease_held);
+  EXPECT_EQ(other->tables, 0);
+  ASSERT_TRUE(first->Release().ok());
+  EXPECT_TRUE(second->RunOnce().value().lease_held);
+  EXPECT_EQ(CountRows(*ws, "events"), 20);
+
+  Result<std::vector<TableCompaction>> missing = CompactTables(*ws, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.status().Is(ErrorCode::kNotFound)) << missing.status().ToString();
+  Status short_window = SetRetentionWindow(*ws, 30);
+  EXPECT_TRUE(short_window.Is(ErrorCode::kInvalidArgument)) << short_window.ToString();
+  EXPECT_EQ(GetRetention(*ws).value().window_seconds, 604800);
+  Result<HeadsCheck> heads = VerifyHeads(*ws);
+  ASSERT_TRUE(heads.ok()) << heads.status().ToString();
+  EXPECT_TRUE(heads->problems.empty());
+  EXPECT_EQ(heads->tables_checked, 1);
+  Result<HeadsCheck> repaired = RepairHeads(*ws);
+  ASSERT_TRUE(repaired.ok()) << repaired.status().ToString();
+  EXPECT_TRUE(repaired->repaired.empty());
+  Result<ExpiryReport> expired = ApplyRetention(*ws, -1);
+  EXPECT_TRUE(expired.status().Is(ErrorCode::kInvalidArgument));
 }
 
 }  // namespace

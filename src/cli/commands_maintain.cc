@@ -1,20 +1,16 @@
 // maintain, gc and retention: automatic compaction and the time-travel
-// window for embedded use (engine/table_maintenance.h, engine/retention.h;
-// docs/operations.md, "Maintenance" and "Retention").
+// window for embedded use (loam/maintenance.h; docs/operations.md,
+// "Maintenance" and "Retention").
 #include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
-#include <utility>
 
 #include "cli/commands.h"
-#include "common/clock.h"
 #include "common/status_macros.h"
-#include "common/ulid.h"
-#include "engine/retention.h"
-#include "engine/table_maintenance.h"
+#include "loam/maintenance.h"
 
 namespace loam::cli {
 namespace {
@@ -30,50 +26,33 @@ struct MaintainFlags {
   int64_t target_rows = 1 << 20;
 };
 
-int64_t NowMicros() { return Clock::System()->NowMicros(); }
-
-json RetentionJson(const RetentionReport& r, int64_t window_seconds) {
-  json oldest = json::object();
-  for (const auto& [branch, v] : r.oldest_manifest_version) {
-    oldest[branch.empty() ? "main" : branch] = v;
-  }
-  return {{"windowSeconds", window_seconds},
+json RetentionJson(const ExpiryReport& r) {
+  return {{"windowSeconds", r.window_seconds},
           {"manifestVersionsRemoved", r.manifest_versions_removed},
           {"tableVersionsRemoved", r.table_versions_removed},
           {"tablesRemoved", r.tables_removed},
           {"forksRemoved", r.forks_removed},
           {"filesRemoved", r.files_removed},
           {"bytesRemoved", r.bytes_removed},
-          {"oldestManifestVersion", oldest}};
+          {"oldestManifestVersion", r.oldest_version}};
 }
 
-void PrintRetention(const RetentionReport& r, int64_t window_seconds) {
+void PrintRetention(const ExpiryReport& r) {
   std::cout << "expired " << r.manifest_versions_removed << " manifest versions and "
-            << r.table_versions_removed << " table versions past the " << window_seconds
+            << r.table_versions_removed << " table versions past the " << r.window_seconds
             << "-second time-travel window and " << r.tables_removed
             << " tables no branch keeps (dropped on every branch before it, or of deleted"
             << " branches), " << r.forks_removed << " forks of deleted branches; removed "
             << r.files_removed << " files (" << r.bytes_removed << " bytes)";
-  if (auto main = r.oldest_manifest_version.find(""); main != r.oldest_manifest_version.end()) {
+  if (auto main = r.oldest_version.find("main"); main != r.oldest_version.end()) {
     std::cout << "; main reads back to manifest version " << main->second;
   }
   std::cout << std::endl;
 }
 
-// The workspace's window, applied now (unreferenced files younger than
-// `grace_seconds` stay: a load's staged files).
-Result<std::pair<RetentionReport, int64_t>> ApplyRetention(WorkspaceEngine& ws,
-                                                           int64_t grace_seconds) {
-  ASSIGN_OR_RETURN(RetentionSetting setting, ReadRetentionSetting(*ws.store(), ws.root()));
-  ASSIGN_OR_RETURN(RetentionReport r, ExpireVersions(ws, NowMicros(), setting.window_seconds,
-                                                     grace_seconds * 1'000'000));
-  return std::make_pair(std::move(r), setting.window_seconds);
-}
-
-void Print(const Context& ctx, bool held, const MaintenanceReport& r,
-           const std::optional<std::pair<RetentionReport, int64_t>>& retention) {
+void Print(const Context& ctx, const MaintenancePass& r) {
   if (ctx.json) {
-    json out = {{"leaseHeld", held},
+    json out = {{"leaseHeld", r.lease_held},
                 {"tables", r.tables},
                 {"compacted", r.compacted},
                 {"fragmentsRemoved", r.fragments_removed},
@@ -81,11 +60,11 @@ void Print(const Context& ctx, bool held, const MaintenanceReport& r,
                 {"bytesWritten", r.bytes_written},
                 {"fragments", r.fragments},
                 {"deferred", r.deferred}};
-    if (retention) out["retention"] = RetentionJson(retention->first, retention->second);
+    if (r.lease_held) out["retention"] = RetentionJson(r.retention);
     std::cout << out.dump() << std::endl;
     return;
   }
-  if (!held) {
+  if (!r.lease_held) {
     std::cout << "another process holds the maintenance lease (it compacts); nothing done"
               << std::endl;
     return;
@@ -94,59 +73,49 @@ void Print(const Context& ctx, bool held, const MaintenanceReport& r,
             << " tables: " << r.fragments_removed << " fragments into " << r.fragments_added << ", "
             << r.bytes_written << " bytes written" << std::endl;
   for (const std::string& why : r.deferred) std::cout << "deferred: " << why << std::endl;
-  if (retention) PrintRetention(retention->first, retention->second);
+  PrintRetention(r.retention);
 }
 
 Status Maintain(const Context& ctx, const MaintainFlags& f) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  CompactionPolicy policy;
-  policy.min_fragments = static_cast<uint64_t>(f.min_fragments);
-  policy.options.target_rows = static_cast<uint64_t>(f.target_rows);
-  const int64_t interval = f.interval_seconds * 1'000'000;
-  MaintenanceLease lease(ws->store(), ws->root(), "loam maintain " + NewUlidString(),
-                         Clock::System(), std::max<int64_t>(5 * interval, 60'000'000));
-  MaintenanceMemo memo;
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  MaintainerOptions options;
+  options.min_fragments = static_cast<uint64_t>(f.min_fragments);
+  options.target_rows = static_cast<uint64_t>(f.target_rows);
+  options.grace_seconds = kDefaultGraceSeconds;
+  options.lease_seconds = std::max<int64_t>(5 * f.interval_seconds, 60);
+  ASSIGN_OR_RETURN(std::unique_ptr<Maintainer> maintainer, Maintainer::Create(*ws, options));
   for (;;) {
-    ASSIGN_OR_RETURN(bool held, lease.Acquire());
-    MaintenanceReport report;
-    std::optional<std::pair<RetentionReport, int64_t>> retention;
-    if (held) {
-      ASSIGN_OR_RETURN(report, CompactAllBranches(*ws, policy, ctx.principal, &memo));
-      ASSIGN_OR_RETURN(retention, ApplyRetention(*ws, kDefaultGraceSeconds));
-    }
-    Print(ctx, held, report, retention);
+    ASSIGN_OR_RETURN(MaintenancePass pass, maintainer->RunOnce());
+    Print(ctx, pass);
     if (!f.watch) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(interval));  // the pass's period
+    std::this_thread::sleep_for(std::chrono::seconds(f.interval_seconds));  // the pass's period
   }
-  return lease.Release();
+  return maintainer->Release();
 }
 
 Status Gc(const Context& ctx, int64_t grace_seconds) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(auto applied, ApplyRetention(*ws, grace_seconds));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(ExpiryReport r, ApplyRetention(*ws, grace_seconds));
   if (ctx.json) {
-    std::cout << RetentionJson(applied.first, applied.second).dump() << std::endl;
+    std::cout << RetentionJson(r).dump() << std::endl;
   } else {
-    PrintRetention(applied.first, applied.second);
+    PrintRetention(r);
   }
   return Status::OK();
 }
 
 Status Retention(const Context& ctx, std::optional<int64_t> window_seconds) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  if (window_seconds) {
-    RETURN_NOT_OK(WriteRetentionSetting(*ws->store(), ws->root(), {*window_seconds}));
-  }
-  ASSIGN_OR_RETURN(RetentionSetting setting, ReadRetentionSetting(*ws->store(), ws->root()));
-  ASSIGN_OR_RETURN(uint64_t oldest, ReadTimeTravelHorizon(*ws->store(), ws->root(), ""));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  if (window_seconds) RETURN_NOT_OK(SetRetentionWindow(*ws, *window_seconds));
+  ASSIGN_OR_RETURN(RetentionInfo info, GetRetention(*ws));
   if (ctx.json) {
-    std::cout << json{{"windowSeconds", setting.window_seconds},
-                      {"oldestManifestVersion", std::max<uint64_t>(oldest, 1)}}
+    std::cout << json{{"windowSeconds", info.window_seconds},
+                      {"oldestManifestVersion", info.oldest_version}}
                      .dump()
               << std::endl;
   } else {
-    std::cout << "time-travel window: " << setting.window_seconds
-              << " seconds; main reads back to manifest version " << std::max<uint64_t>(oldest, 1)
+    std::cout << "time-travel window: " << info.window_seconds
+              << " seconds; main reads back to manifest version " << info.oldest_version
               << std::endl;
   }
   return Status::OK();

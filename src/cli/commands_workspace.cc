@@ -7,14 +7,12 @@
 #include "cli/output.h"
 #include "common/clock.h"
 #include "common/status_macros.h"
-#include "ingest/run_record.h"
+#include "loam/maintenance.h"
 
 namespace loam::cli {
 namespace {
 
 using json = nlohmann::json;
-
-std::string FromMain(const std::string& b) { return b == "main" ? "" : b; }
 
 std::string Time(int64_t micros) { return FormatUtcSeconds(micros); }
 
@@ -147,37 +145,29 @@ Status BranchList(const Context& ctx) {
 }
 
 Status Compact(const Context& ctx, const std::string& only) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  ASSIGN_OR_RETURN(Snapshot snap, ws->Current());
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<TableCompaction> done, CompactTables(*ws, only));
   json out = json::array();
-  for (const auto& [name, t] : snap.tables) {
-    if (!only.empty() && name != only) continue;
-    WriteRequest w;
-    w.table = name;
-    w.table_sid = t.def.sid;
-    w.mode = WriteMode::kCompact;
-    w.principal = ctx.principal;
-    ASSIGN_OR_RETURN(WriteResult r, ws->Write(w));
-    out.push_back({{"table", name}, {"compacted", r.changed}, {"tableVersion", r.table_version}});
+  for (const TableCompaction& c : done) {
+    out.push_back(
+        {{"table", c.table}, {"compacted", c.compacted}, {"tableVersion", c.table_version}});
     if (!ctx.json) {
-      std::cout << name << ": "
-                << (r.changed ? "compacted to version " + std::to_string(r.table_version)
-                              : std::string("nothing to compact"))
+      std::cout << c.table << ": "
+                << (c.compacted ? "compacted to version " + std::to_string(c.table_version)
+                                : std::string("nothing to compact"))
                 << "\n";
     }
   }
-  if (!only.empty() && out.empty()) return Status::NotFound("table '" + only + "' does not exist");
-  if (only.empty()) RETURN_NOT_OK(ws->manifest().Compact(""));
   if (ctx.json) std::cout << out.dump() << "\n";
   return Status::OK();
 }
 
 Status HeadsVerify(const Context& ctx, const std::string& branch) {
   // Read-only: no recovery on open, nothing published.
-  ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
-  ASSIGN_OR_RETURN(HeadsReport r, ws->VerifyHeads(FromMain(branch)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic(/*recover=*/false));
+  ASSIGN_OR_RETURN(HeadsCheck r, VerifyHeads(*ws, branch));
   if (ctx.json) {
-    std::cout << json{{"manifestVersion", r.manifest_version},
+    std::cout << json{{"manifestVersion", r.workspace_version},
                       {"tablesChecked", r.tables_checked},
                       {"problems", r.problems},
                       {"pendingSidecars", r.pending_sidecars},
@@ -186,42 +176,19 @@ Status HeadsVerify(const Context& ctx, const std::string& branch) {
               << "\n";
   } else {
     std::cout << "checked " << r.tables_checked
-              << " table heads and the catalog at manifest version " << r.manifest_version << ": "
-              << (r.ok() ? "all match the journal" : "PROBLEMS") << "\n";
+              << " table heads and the catalog at manifest version " << r.workspace_version << ": "
+              << (r.problems.empty() ? "all match the journal" : "PROBLEMS") << "\n";
     for (const auto& p : r.problems) std::cout << "  " << p << "\n";
     std::cout << "pending write sidecars: " << r.pending_sidecars
               << (r.pending_sidecars ? " (recovered by the next write or open)" : "") << "\n"
               << "journal fragments outside the index: " << r.unindexed_journal_fragments << "\n";
   }
-  if (!r.ok()) {
+  if (!r.problems.empty()) {
     return Status::DataLoss(std::to_string(r.problems.size()) +
                             " problems: heads or catalog differ from the journal; stop every "
                             "writer, then 'loam heads repair --offline' rewrites them");
   }
   return Status::OK();
-}
-
-// Signs that a writer is still running: sidecars not yet due for recovery
-// (lease not over, younger than the grace period) and runs whose lease has
-// not expired. "" when there are none.
-Result<std::string> LiveWriters(const WorkspaceEngine& ws, const Context& ctx) {
-  ASSIGN_OR_RETURN(const WorkspaceOptions options, ctx.Options());
-  ASSIGN_OR_RETURN(int young, ws.SidecarsNotYetDue(options.recovery_grace_micros));
-  ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,
-                   ingest::RunStore(ws.store(), ws.root()).List());
-  const int64_t now = options.manifest.dataset.clock->NowMicros();
-  std::vector<std::string> leased;
-  for (const ingest::RunRecord& r : runs) {
-    if (!ingest::IsTerminal(r.state) && r.lease_expires_micros > now) leased.push_back(r.id);
-  }
-  if (young == 0 && leased.empty()) return std::string();
-  std::string found = std::to_string(young) +
-                      " write sidecars whose lease is not over (at most the recovery grace "
-                      "period, " +
-                      std::to_string(options.recovery_grace_micros / 1'000'000) + " s) and " +
-                      std::to_string(leased.size()) + " runs with a live lease";
-  if (!leased.empty()) found += " (" + leased.front() + (leased.size() > 1 ? ", ..." : "") + ")";
-  return found;
 }
 
 Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline, bool force) {
@@ -231,30 +198,21 @@ Status HeadsRepair(const Context& ctx, const std::string& branch, bool offline, 
         "writer first (loam serve processes, loads, compact and gc), then run it with "
         "--offline");
   }
-  ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
-  ASSIGN_OR_RETURN(std::string live, LiveWriters(*ws, ctx));
-  if (!live.empty() && !force) {
-    return Status::FailedPrecondition(
-               "heads repair found " + live +
-               ": a writer may still be running, and repair would roll its write back. Stop "
-               "every writer and wait for the grace period, or pass --force if you know they "
-               "are gone")
-        .WithErrorCode(ErrorCode::kPreconditionFailed);
-  }
-  ASSIGN_OR_RETURN(HeadsReport r, ws->RepairHeads(FromMain(branch)));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic(/*recover=*/false));
+  ASSIGN_OR_RETURN(HeadsCheck r, RepairHeads(*ws, branch, force));
   if (ctx.json) {
-    std::cout << json{{"manifestVersion", r.manifest_version},
+    std::cout << json{{"manifestVersion", r.workspace_version},
                       {"tablesChecked", r.tables_checked},
-                      {"repaired", r.changes}}
+                      {"repaired", r.repaired}}
                      .dump()
               << "\n";
-  } else if (r.changes.empty()) {
+  } else if (r.repaired.empty()) {
     std::cout << "nothing to repair: " << r.tables_checked
               << " table heads and the catalog match the journal\n";
   } else {
-    std::cout << "repaired " << r.changes.size() << " problems at manifest version "
-              << r.manifest_version << " (commit by loam:repair):\n";
-    for (const auto& c : r.changes) std::cout << "  " << c << "\n";
+    std::cout << "repaired " << r.repaired.size() << " problems at manifest version "
+              << r.workspace_version << " (commit by loam:repair):\n";
+    for (const auto& c : r.repaired) std::cout << "  " << c << "\n";
   }
   return Status::OK();
 }

@@ -335,6 +335,7 @@ class WorkspaceEngine {
   Status Authorize(const Snapshot& snapshot, const TableState& table, const std::string& principal,
                    WriteMode mode) const;
   bool system_actor() const { return options_.system_actor; }
+  const WorkspaceOptions& options() const { return options_; }
 
   Manifest& manifest() const { return *manifest_; }
   const std::shared_ptr<ObjectStore>& store() const { return store_; }
