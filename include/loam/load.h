@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "loam/result.h"
@@ -31,6 +32,18 @@ enum class BadRows {
   kSkipRows,        // commit the valid rows; the run ends "partial"
 };
 
+// How a run's input is bounded (docs/ingest.md, "Limits"): a run past one
+// fails as a whole. Unset: the loader's default (in brackets).
+struct LoadLimits {
+  std::optional<int64_t> max_rows;            // per run [100,000,000]
+  std::optional<int64_t> max_columns;         // fields per CSV record, keys per JSON object [1,024]
+  std::optional<int64_t> max_field_bytes;     // one value, after unquoting [1 MiB]
+  std::optional<int64_t> max_json_depth;      // nesting of a value bound for a json column [64]
+  std::optional<int64_t> max_decoded_bytes;   // decoded bytes per file [64 GiB]
+  std::optional<double> max_expansion_ratio;  // decoded / compressed bytes [200]
+  std::optional<int64_t> time_budget_ms;      // parsing and validation [1 h]
+};
+
 struct LoadRequest {
   std::string table;
   std::string branch = "main";
@@ -41,6 +54,13 @@ struct LoadRequest {
   char csv_delimiter = ',';
   // "COLUMN:KIND" declared conversions, as `loam load --coerce` (docs/ingest.md).
   std::vector<std::string> coercions;
+  // The strict schema policy's conversions as JSON, as `loam load
+  // --schema-policy FILE` reads it (docs/ingest.md); "" = none. The
+  // coercions above are added to it.
+  std::string schema_policy_json;
+  LoadLimits limits;
+  // Memory for a keyed run's key checks; past it they spill to TMPDIR (0: 512 MiB).
+  uint64_t key_memory_bytes = 0;
   BadRows bad_rows = BadRows::kFailRun;
   int64_t max_rejected_rows = 1000;  // kSkipRows: more fails the run
   std::string idempotency_key;       // empty: every call is a new run
@@ -64,7 +84,11 @@ struct LoadResult {
   std::string run_id;
   std::string state;    // succeeded, failed, partial
   bool reused = false;  // an earlier run with the same idempotency key
+  std::string table;
+  std::string mode;  // append, upsert or replace
+  bool validation_only = false;
   int64_t rows_read = 0;
+  uint64_t bytes_read = 0;  // decoded input bytes
   int64_t inserted = 0;
   int64_t updated = 0;
   int64_t unchanged = 0;
@@ -76,6 +100,11 @@ struct LoadResult {
   uint64_t workspace_version = 0;       // a run that committed
   int64_t table_version = 0;
   std::string commit_id;
+  int64_t started_micros = 0;  // µs since the epoch (0 = not reached)
+  int64_t finished_micros = 0;
+  // The run's record as stored (docs/format/control.md, "Run record"): its
+  // request, counters, timings and errors, for tools that keep it.
+  std::string record_json;
 };
 
 // Runs the load to its end. Errors are for requests refused before a run
@@ -85,5 +114,16 @@ struct LoadResult {
 // with request_in_flight. A load without a key cannot be resumed.
 Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
                         const std::function<void(const LoadProgress&)>& progress = {});
+
+// Every run of the workspace (loads made here, by `loam load` and by the
+// ingestion service), newest first; and one by its id (not_found).
+Result<std::vector<LoadResult>> ListRuns(const Workspace& ws);
+Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id);
+
+// The names `loam load` and the HTTP API take: "csv" / "jsonl" (or
+// "ndjson"); "failRun" / "validationOnly" / "skipRows" ("quarantine" is
+// refused: Loam never keeps rejected rows).
+Result<LoadFormat> ParseLoadFormat(std::string_view name);
+Result<BadRows> ParseBadRows(std::string_view name);
 
 }  // namespace loam

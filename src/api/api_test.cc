@@ -227,6 +227,49 @@ TEST_F(ApiTest, ALoadWithABadRowFailsWholeAndLeavesTheTableAsItWas) {
       << refused.status().ToString();
 }
 
+// Limits bound a run (past one it fails whole); the runs are listed with
+// their records; names parse as the command and the HTTP API take them.
+TEST_F(ApiTest, LimitsFailARunWholeAndRunsAreListedWithTheirRecords) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  LoadRequest load;
+  load.table = "events";
+  load.files = {WriteFile("three.csv", "id,name\n1,a\n2,b\n3,c\n")};
+  load.limits.max_rows = 2;
+  Result<LoadResult> over = Load(*ws, load);
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  EXPECT_EQ(over->state, "failed");
+  EXPECT_EQ(CountRows(*ws, "events"), 0);
+  load.limits.max_columns = 0;
+  Result<LoadResult> zero = Load(*ws, load);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_TRUE(zero.status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_NE(zero.status().message().find("limits.max_columns"), std::string::npos);
+  load.limits = {};
+  Result<LoadResult> fits = Load(*ws, load);
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->state, "succeeded");
+  EXPECT_EQ(fits->mode, "append");
+  EXPECT_EQ(fits->bytes_read, 20u);  // the file's bytes
+
+  Result<std::vector<LoadResult>> runs = ListRuns(*ws);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].run_id, fits->run_id);  // newest first
+  EXPECT_EQ((*runs)[1].run_id, over->run_id);
+  Result<LoadResult> again = GetRun(*ws, over->run_id);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->error_code, over->error_code);
+  EXPECT_NE(again->record_json.find("\"maxRows\":2"), std::string::npos) << again->record_json;
+  EXPECT_TRUE(GetRun(*ws, "01M00000000000000000000000").status().Is(ErrorCode::kNotFound));
+
+  EXPECT_EQ(ParseLoadFormat("ndjson").value(), LoadFormat::kJsonLines);
+  EXPECT_EQ(ParseBadRows("skipRows").value(), BadRows::kSkipRows);
+  EXPECT_TRUE(ParseBadRows("quarantine").status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(ParseLoadFormat("xml").status().Is(ErrorCode::kInvalidArgument));
+}
+
 TEST_F(ApiTest, BranchesRenamesDropsAndGrants) {
   std::unique_ptr<Workspace> ws = OpenNew("owner");
   ASSERT_NE(ws, nullptr);

@@ -8,7 +8,43 @@
 #include "ingest/loader.h"
 
 namespace loam {
+
+using internal::WorkspaceAccess;
+
 namespace {
+
+// A size limit: set and positive, or the loader's default.
+Status SizeLimit(const std::optional<int64_t>& value, const char* name, size_t* out) {
+  if (!value) return Status::OK();
+  if (*value <= 0) {
+    return Status::InvalidArgument("LoadRequest::limits." + std::string(name) +
+                                   " must be positive");
+  }
+  *out = static_cast<size_t>(*value);
+  return Status::OK();
+}
+
+Status ApplyLimits(const LoadLimits& l, ingest::RunRequest* r) {
+  RETURN_NOT_OK(SizeLimit(l.max_columns, "max_columns", &r->limits.max_columns));
+  RETURN_NOT_OK(SizeLimit(l.max_field_bytes, "max_field_bytes", &r->limits.max_field_bytes));
+  size_t depth = static_cast<size_t>(r->limits.max_json_depth);
+  RETURN_NOT_OK(SizeLimit(l.max_json_depth, "max_json_depth", &depth));
+  if (depth > 1'000'000)
+    return Status::InvalidArgument("LoadRequest::limits.max_json_depth is at most 1000000");
+  r->limits.max_json_depth = static_cast<int>(depth);
+  size_t decoded = static_cast<size_t>(r->limits.decode.max_decoded_bytes);
+  RETURN_NOT_OK(SizeLimit(l.max_decoded_bytes, "max_decoded_bytes", &decoded));
+  r->limits.decode.max_decoded_bytes = decoded;
+  if (l.max_expansion_ratio) {
+    if (!(*l.max_expansion_ratio > 0)) {
+      return Status::InvalidArgument("LoadRequest::limits.max_expansion_ratio must be positive");
+    }
+    r->limits.decode.max_expansion_ratio = *l.max_expansion_ratio;
+  }
+  if (l.max_rows) r->max_rows = *l.max_rows;
+  if (l.time_budget_ms) r->time_budget_ms = *l.time_budget_ms;
+  return Status::OK();
+}
 
 // The public request as the run pipeline's own: the same fields every
 // client (the CLI, the service) fills, so a load here is the same run.
@@ -26,7 +62,11 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
     std::error_code ec;
     r.files.push_back(std::filesystem::absolute(file, ec).lexically_normal().string());
   }
+  if (!l.schema_policy_json.empty()) {
+    ASSIGN_OR_RETURN(r.policy, ingest::SchemaPolicy::FromJson(l.schema_policy_json));
+  }
   for (const std::string& c : l.coercions) RETURN_NOT_OK(r.policy.AddFlag(c));
+  RETURN_NOT_OK(ApplyLimits(l.limits, &r));
   r.error_policy = l.bad_rows == BadRows::kSkipRows         ? ingest::ErrorPolicy::kSkipRows
                    : l.bad_rows == BadRows::kValidationOnly ? ingest::ErrorPolicy::kValidationOnly
                                                             : ingest::ErrorPolicy::kFailRun;
@@ -36,8 +76,7 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
   r.max_rejected_rows = l.max_rejected_rows;
   r.idempotency_key = l.idempotency_key;
   r.principal = internal::WorkspaceAccess::Principal(ws);
-  RETURN_NOT_OK(
-      ingest::CheckCsvDelimiter(std::string(1, l.csv_delimiter), "LoadRequest::csv_delimiter"));
+  RETURN_NOT_OK(CheckCsvDelimiter(std::string(1, l.csv_delimiter), "LoadRequest::csv_delimiter"));
   r.limits.csv_delimiter = l.csv_delimiter;
   r.expected_table_version = l.expected_table_version;
   return r;
@@ -48,7 +87,14 @@ LoadResult ResultOf(const ingest::RunRecord& rec, bool reused) {
   out.run_id = rec.id;
   out.state = std::string(ingest::RunStateName(rec.state));
   out.reused = reused;
+  out.table = rec.table;
+  // The mode as requested; a record whose request cannot be read says "".
+  if (Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(rec.request); req.ok()) {
+    out.mode = std::string(ingest::LoadModeName(req->mode));
+  }
+  out.validation_only = rec.validation_only;
   out.rows_read = rec.counters.rows_read;
+  out.bytes_read = rec.counters.bytes_read;
   out.inserted = rec.counters.inserted;
   out.updated = rec.counters.updated;
   out.unchanged = rec.counters.unchanged;
@@ -60,27 +106,70 @@ LoadResult ResultOf(const ingest::RunRecord& rec, bool reused) {
   out.workspace_version = rec.manifest_version;
   out.table_version = rec.table_version;
   out.commit_id = rec.commit_id;
+  out.started_micros = rec.started_micros;
+  out.finished_micros = rec.finished_micros;
+  out.record_json = rec.ToJson();
   return out;
 }
 
 }  // namespace
 
-Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
-                        const std::function<void(const LoadProgress&)>& progress) {
+namespace internal {
+
+Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const LoadTuning& tuning,
+                            const std::function<void(const LoadProgress&)>& progress) {
   ASSIGN_OR_RETURN(ingest::RunRequest run, RunRequestOf(ws, request));
   ingest::LoaderOptions options;
-  // The embedding program chose the policy in its request.
-  options.skip_rows_enabled = true;
+  if (tuning.lease_micros > 0) options.lease_micros = tuning.lease_micros;
+  options.skip_rows_enabled = tuning.skip_rows_enabled;
+  options.failpoint = tuning.failpoint;
+  if (request.key_memory_bytes > 0) options.key_memory_bytes = request.key_memory_bytes;
   if (progress) {
     options.on_progress = [&progress](const ingest::RunRecord& r) {
       progress({r.id, std::string(ingest::RunStateName(r.state)), r.counters.rows_read,
                 r.counters.bytes_read});
     };
   }
-  ingest::Loader loader(internal::WorkspaceAccess::Shared(ws), options);
+  ingest::Loader loader(WorkspaceAccess::Shared(ws), options);
   bool reused = false;
   ASSIGN_OR_RETURN(ingest::RunRecord rec, loader.Run(run, &reused));
   return ResultOf(rec, reused);
+}
+
+}  // namespace internal
+
+Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
+                        const std::function<void(const LoadProgress&)>& progress) {
+  // The embedding program chose the bad-rows policy in its request.
+  return internal::LoadWith(ws, request, internal::LoadTuning{}, progress);
+}
+
+Result<std::vector<LoadResult>> ListRuns(const Workspace& ws) {
+  const WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
+  ASSIGN_OR_RETURN(std::vector<ingest::RunRecord> runs,
+                   ingest::RunStore(engine.store(), engine.root()).List());
+  std::vector<LoadResult> out;
+  for (const ingest::RunRecord& r : runs) out.push_back(ResultOf(r, false));
+  return out;
+}
+
+Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id) {
+  const WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
+  ASSIGN_OR_RETURN(ingest::RunRecord r,
+                   ingest::RunStore(engine.store(), engine.root()).Get(run_id));
+  return ResultOf(r, false);
+}
+
+Result<LoadFormat> ParseLoadFormat(std::string_view name) {
+  ASSIGN_OR_RETURN(ingest::InputFormat f, ingest::ParseInputFormat(name));
+  return f == ingest::InputFormat::kCsv ? LoadFormat::kCsv : LoadFormat::kJsonLines;
+}
+
+Result<BadRows> ParseBadRows(std::string_view name) {
+  ASSIGN_OR_RETURN(ingest::ErrorPolicy p, ingest::ParseErrorPolicy(name));
+  return p == ingest::ErrorPolicy::kSkipRows         ? BadRows::kSkipRows
+         : p == ingest::ErrorPolicy::kValidationOnly ? BadRows::kValidationOnly
+                                                     : BadRows::kFailRun;
 }
 
 }  // namespace loam

@@ -3,11 +3,14 @@
 // Never included by a public header.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "catalog/snapshot.h"
 #include "engine/workspace.h"
+#include "loam/load.h"
 #include "loam/workspace.h"
 
 namespace loam {
@@ -49,6 +52,15 @@ Result<const TableState*> FindTable(const Snapshot& snap, const std::string& nam
 
 // What a write of the engine made, as the API reports it.
 Commit CommitOf(const WriteResult& w);
+
+// How a load runs beyond its request: the `loam` command's knobs.
+struct LoadTuning {
+  int64_t lease_micros = 0;  // the run's lease (0: the loader's 30 s)
+  bool skip_rows_enabled = true;
+  std::function<Status(std::string_view)> failpoint;  // the loader's failpoints (crash tests)
+};
+Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const LoadTuning& tuning,
+                            const std::function<void(const LoadProgress&)>& progress);
 
 }  // namespace internal
 }  // namespace loam

@@ -9,19 +9,20 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "api/workspace_access.h"
 #include "cli/commands.h"
 #include "cli/heap.h"
 #include "cli/output.h"
+#include "common/csv_delimiter.h"
+#include "common/error_codes.h"
 #include "common/json_parse.h"
 #include "common/status_macros.h"
-#include "ingest/csv_reader.h"
-#include "ingest/loader.h"
+#include "loam/load.h"
 
 namespace loam::cli {
 namespace {
 
 using json = nlohmann::json;
-using namespace loam::ingest;
 
 struct LoadFlags {
   std::string table;
@@ -35,33 +36,41 @@ struct LoadFlags {
   std::string idempotency_key;
   std::string branch = "main";
   std::string delimiter = ",";
-  RunRequest limits;  // only the limit fields are read
-  int64_t key_memory_mib = StagerOptions::kDefaultKeyMemoryBytes >> 20;
+  // The limits, set from the flags given (loam/load.h's defaults otherwise).
+  int64_t max_rows = 0, max_columns = 0, max_field_bytes = 0, max_json_depth = 0;
+  int64_t max_decoded_bytes = 0, time_budget_ms = 0;
+  double max_expansion_ratio = 0;
+  std::map<std::string, CLI::Option*> given;
+  int64_t key_memory_mib = 512;
 };
 
-json RecordJson(const RunRecord& r) { return json::parse(r.ToJson()); }
-
-void PrintRecord(const RunRecord& r, std::ostream& out) {
-  const auto& c = r.counters;
-  out << "run " << r.id << ": " << RunStateName(r.state)
-      << (r.validation_only ? " (validation only: nothing written)" : "") << "\n  table " << r.table
-      << ", " << c.rows_read << " rows read (" << c.bytes_read << " bytes)\n"
-      << "  " << (r.validation_only ? "would insert " : "inserted ") << c.inserted << ", updated "
-      << c.updated << ", unchanged " << c.unchanged << ", deleted " << c.deleted << ", rejected "
-      << c.rejected << "\n";
-  if (!r.commit_id.empty()) {
-    out << "  commit " << r.commit_id << " at manifest version " << r.manifest_version
-        << ", table version " << r.table_version << "\n";
+// A run's record as stored (docs/format/control.md), as `load` and `runs`
+// print it.
+void PrintRecord(const json& r, std::ostream& out) {
+  const json& c = r["counters"];
+  const bool dry = r.value("validationOnly", false);
+  out << "run " << StringAt(r, "id") << ": " << StringAt(r, "state")
+      << (dry ? " (validation only: nothing written)" : "") << "\n  table " << StringAt(r, "table")
+      << ", " << c.value("rowsRead", 0) << " rows read (" << c.value("bytesRead", 0) << " bytes)\n"
+      << "  " << (dry ? "would insert " : "inserted ") << c.value("inserted", 0) << ", updated "
+      << c.value("updated", 0) << ", unchanged " << c.value("unchanged", 0) << ", deleted "
+      << c.value("deleted", 0) << ", rejected " << c.value("rejected", 0) << "\n";
+  const json& commit = r["commit"];
+  if (!StringAt(commit, "commitId").empty()) {
+    out << "  commit " << StringAt(commit, "commitId") << " at manifest version "
+        << commit.value("manifestVersion", 0) << ", table version "
+        << commit.value("tableVersion", 0) << "\n";
   }
-  if (r.finished_micros > 0 && r.started_micros > 0) {
-    out << "  took " << (r.finished_micros - r.started_micros) / 1000 << " ms\n";
+  const int64_t started = r["timings"].value("startedMicros", int64_t{0});
+  const int64_t finished = r["timings"].value("finishedMicros", int64_t{0});
+  if (finished > 0 && started > 0) out << "  took " << (finished - started) / 1000 << " ms\n";
+  if (!StringAt(r, "error").empty()) {
+    out << "  error (" << StringAt(r, "errorCode") << "): " << StringAt(r, "error") << "\n";
   }
-  if (!r.error.empty()) out << "  error (" << r.error_code << "): " << r.error << "\n";
-  if (r.state == RunState::kPartial) {
-    for (const RunError& e : r.errors) out << "  rejected: " << e.reason << "\n";
-    if (r.counters.rejected > static_cast<int64_t>(r.errors.size())) {
-      out << "  (" << r.counters.rejected - static_cast<int64_t>(r.errors.size()) << " more)\n";
-    }
+  if (StringAt(r, "state") == "partial") {
+    for (const json& e : r["errors"]) out << "  rejected: " << StringAt(e, "reason") << "\n";
+    const int64_t more = c.value("rejected", int64_t{0}) - static_cast<int64_t>(r["errors"].size());
+    if (more > 0) out << "  (" << more << " more)\n";
   }
 }
 
@@ -69,20 +78,19 @@ void PrintRecord(const RunRecord& r, std::ostream& out) {
 class Progress {
  public:
   explicit Progress(uint64_t total_bytes) : total_(total_bytes), tty_(isatty(2) == 1) {}
-  void Update(const RunRecord& r) {
+  void Update(const LoadProgress& p) {
     if (!tty_) return;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
     const double secs = std::chrono::duration<double>(now - start_).count();
     if (secs < 1.0) return;  // short loads show no bar
-    const double rate = static_cast<double>(r.counters.rows_read) / secs;
+    const double rate = static_cast<double>(p.rows_read) / secs;
     const double done =
-        total_ ? static_cast<double>(r.counters.bytes_read) / static_cast<double>(total_) : 0;
-    std::fprintf(stderr, "\r%s: %.1f MB, %lld rows, %.0f rows/s",
-                 std::string(RunStateName(r.state)).c_str(),
-                 static_cast<double>(r.counters.bytes_read) / 1e6,
-                 static_cast<long long>(r.counters.rows_read), rate);
+        total_ ? static_cast<double>(p.bytes_read) / static_cast<double>(total_) : 0;
+    std::fprintf(stderr, "\r%s: %.1f MB, %lld rows, %.0f rows/s", p.state.c_str(),
+                 static_cast<double>(p.bytes_read) / 1e6, static_cast<long long>(p.rows_read),
+                 rate);
     if (done > 0 && done <= 1)
       std::fprintf(stderr, ", %3.0f%%, ETA %.0f s   ", done * 100, secs / done - secs);
     shown_ = true;
@@ -99,34 +107,62 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-Result<RunRequest> BuildRequest(const Context& ctx, const LoadFlags& f) {
-  RunRequest r = f.limits;
+Result<std::string> ReadSchemaPolicy(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read schema policy '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+LoadLimits LimitsOf(const LoadFlags& f) {
+  const auto given = [&f](const char* flag) { return f.given.at(flag)->count() > 0; };
+  LoadLimits l;
+  if (given("--max-rows")) l.max_rows = f.max_rows;
+  if (given("--max-columns")) l.max_columns = f.max_columns;
+  if (given("--max-field-bytes")) l.max_field_bytes = f.max_field_bytes;
+  if (given("--max-json-depth")) l.max_json_depth = f.max_json_depth;
+  if (given("--max-decoded-bytes")) l.max_decoded_bytes = f.max_decoded_bytes;
+  if (given("--max-expansion-ratio")) l.max_expansion_ratio = f.max_expansion_ratio;
+  if (given("--time-budget-ms")) l.time_budget_ms = f.time_budget_ms;
+  return l;
+}
+
+Result<LoadRequest> BuildRequest(const LoadFlags& f) {
+  LoadRequest r;
   r.table = f.table;
-  r.branch = f.branch == "main" ? "" : f.branch;
-  ASSIGN_OR_RETURN(r.mode, ParseLoadMode(f.mode));
+  r.branch = f.branch;
+  r.mode = f.mode == "upsert"    ? LoadMode::kUpsert
+           : f.mode == "replace" ? LoadMode::kReplace
+                                 : LoadMode::kAppend;
   r.keys = f.keys;
   if (!f.format.empty()) {
-    ASSIGN_OR_RETURN(r.format, ParseInputFormat(f.format));
+    ASSIGN_OR_RETURN(r.format, ParseLoadFormat(f.format));
   }
-  for (const std::string& file : f.files) {
-    std::error_code ec;
-    r.files.push_back(std::filesystem::absolute(file, ec).lexically_normal().string());
-  }
+  r.files = f.files;
   if (!f.schema_policy.empty()) {
-    std::ifstream in(f.schema_policy);
-    if (!in) return Status::NotFound("cannot read schema policy '" + f.schema_policy + "'");
-    std::stringstream text;
-    text << in.rdbuf();
-    ASSIGN_OR_RETURN(r.policy, SchemaPolicy::FromJson(text.str()));
+    ASSIGN_OR_RETURN(r.schema_policy_json, ReadSchemaPolicy(f.schema_policy));
   }
-  for (const std::string& c : f.coerce) RETURN_NOT_OK(r.policy.AddFlag(c));
-  ASSIGN_OR_RETURN(r.error_policy, ParseErrorPolicy(f.error_policy));
+  r.coercions = f.coerce;
+  ASSIGN_OR_RETURN(r.bad_rows, ParseBadRows(f.error_policy));
   r.idempotency_key = f.idempotency_key;
-  r.principal = ctx.principal;
   const std::string delimiter = f.delimiter == "\\t" ? std::string("\t") : f.delimiter;
   RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "--delimiter (\\t for a tab)"));
-  r.limits.csv_delimiter = delimiter[0];
+  r.csv_delimiter = delimiter[0];
+  r.limits = LimitsOf(f);
+  r.key_memory_bytes = static_cast<uint64_t>(f.key_memory_mib) << 20;
   return r;
+}
+
+// The command's own knobs (docs/cli.md): the run lease of its tests, the
+// skipRows feature flag, crash failpoints.
+internal::LoadTuning Tuning() {
+  internal::LoadTuning t;
+  t.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;
+  const char* skip = std::getenv("LOAM_FEATURE_SKIP_ROWS");
+  t.skip_rows_enabled = skip != nullptr && std::string(skip) == "true";
+  t.failpoint = Context::CrashHook();
+  return t;
 }
 
 int Load(const Context& ctx, const LoadFlags& flags) {
@@ -134,9 +170,9 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   const char* tuning_env = std::getenv("LOAM_HEAP_TUNING");
   const std::string tuning = tuning_env != nullptr ? tuning_env : "";
   if (tuning != "off") TuneHeap();  // before the load's threads start
-  Result<RunRequest> req = BuildRequest(ctx, flags);
+  Result<LoadRequest> req = BuildRequest(flags);
   if (!req.ok()) return Report(ctx, req.status());
-  Result<std::shared_ptr<WorkspaceEngine>> ws = ctx.Open();
+  Result<std::unique_ptr<Workspace>> ws = ctx.OpenPublic();
   if (!ws.ok()) return Report(ctx, ws.status());
   uint64_t total = 0;
   for (const std::string& f : req->files) {
@@ -144,48 +180,38 @@ int Load(const Context& ctx, const LoadFlags& flags) {
     total += std::filesystem::file_size(f, ec);
   }
   const bool prefault_heap = tuning != "off" && tuning != "noprefault";
-  HeapPrefault prefault(
-      prefault_heap ? LoadWorkingSet(req->mode == ingest::LoadMode::kUpsert, total) : 0);
+  HeapPrefault prefault(prefault_heap ? LoadWorkingSet(req->mode == LoadMode::kUpsert, total) : 0);
   Progress progress(total);
-  LoaderOptions opts;
-  opts.lease_micros = EnvInt("LOAM_RUN_LEASE_MILLIS", 30'000) * 1000;
-  opts.skip_rows_enabled = std::getenv("LOAM_FEATURE_SKIP_ROWS") != nullptr &&
-                           std::string(std::getenv("LOAM_FEATURE_SKIP_ROWS")) == "true";
-  opts.on_progress = [&](const RunRecord& r) { progress.Update(r); };
-  opts.key_memory_bytes = static_cast<size_t>(flags.key_memory_mib) << 20;
-  opts.failpoint = Context::CrashHook();
-  Loader loader(*ws, opts);
-  bool reused = false;
-  Result<RunRecord> rec = loader.Run(*req, &reused);
-  if (!rec.ok()) return Report(ctx, rec.status());
+  Result<LoadResult> done = internal::LoadWith(
+      **ws, *req, Tuning(), [&progress](const LoadProgress& p) { progress.Update(p); });
+  if (!done.ok()) return Report(ctx, done.status());
+  const json record = json::parse(done->record_json);
   if (ctx.json) {
-    json out = RecordJson(*rec);
-    out["reused"] = reused;
+    json out = record;
+    out["reused"] = done->reused;
     std::cout << out.dump() << "\n";
   } else {
-    if (reused) std::cout << "idempotency key matched a finished run; nothing was done again\n";
-    PrintRecord(*rec, std::cout);
+    if (done->reused)
+      std::cout << "idempotency key matched a finished run; nothing was done again\n";
+    PrintRecord(record, std::cout);
   }
-  if (rec->state == RunState::kSucceeded) return kExitOk;
-  if (rec->state == RunState::kPartial) return kExitPartial;
-  return ExitCodeFor(ErrorCodeFromName(rec->error_code));
+  if (done->state == "succeeded") return kExitOk;
+  if (done->state == "partial") return kExitPartial;
+  return ExitCodeFor(ErrorCodeFromName(done->error_code));
 }
 
 Status RunsList(const Context& ctx, const std::string& table) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  RunStore runs(ws->store(), ws->root());
-  ASSIGN_OR_RETURN(std::vector<RunRecord> all, runs.List());
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<LoadResult> all, ListRuns(*ws));
   json out = json::array();
   TextTable t({"run", "state", "table", "mode", "rows", "inserted", "updated", "unchanged",
                "deleted", "error"});
-  for (const RunRecord& r : all) {
+  for (const LoadResult& r : all) {
     if (!table.empty() && r.table != table) continue;
-    const json req = json::parse(r.request);
-    out.push_back(RecordJson(r));
-    t.Add({r.id, std::string(RunStateName(r.state)) + (r.validation_only ? " (dry)" : ""), r.table,
-           StringAt(req, "mode"), std::to_string(r.counters.rows_read),
-           std::to_string(r.counters.inserted), std::to_string(r.counters.updated),
-           std::to_string(r.counters.unchanged), std::to_string(r.counters.deleted), r.error_code});
+    out.push_back(json::parse(r.record_json));
+    t.Add({r.run_id, r.state + (r.validation_only ? " (dry)" : ""), r.table, r.mode,
+           std::to_string(r.rows_read), std::to_string(r.inserted), std::to_string(r.updated),
+           std::to_string(r.unchanged), std::to_string(r.deleted), r.error_code});
   }
   if (ctx.json) {
     std::cout << out.dump() << "\n";
@@ -196,17 +222,18 @@ Status RunsList(const Context& ctx, const std::string& table) {
 }
 
 Status RunsShow(const Context& ctx, const std::string& id) {
-  ASSIGN_OR_RETURN(auto ws, ctx.Open());
-  RunStore runs(ws->store(), ws->root());
-  ASSIGN_OR_RETURN(RunRecord r, runs.Get(id));
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(LoadResult r, GetRun(*ws, id));
   if (ctx.json) {
-    std::cout << r.ToJson() << "\n";
+    std::cout << r.record_json << "\n";
     return Status::OK();
   }
-  PrintRecord(r, std::cout);
-  std::cout << "  request " << r.request << "\n";
-  if (r.state != RunState::kPartial) {
-    for (const RunError& e : r.errors) std::cout << "  rejected: " << e.reason << "\n";
+  const json record = json::parse(r.record_json);
+  PrintRecord(record, std::cout);
+  std::cout << "  request " << record["request"].dump() << "\n";
+  if (r.state != "partial") {
+    for (const json& e : record["errors"])
+      std::cout << "  rejected: " << StringAt(e, "reason") << "\n";
   }
   return Status::OK();
 }
@@ -231,17 +258,17 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
                    "repeat-safe key: same key + same request = same run");
   load->add_option("--branch", flags->branch, "branch to load into");
   load->add_option("--delimiter", flags->delimiter, "CSV delimiter (one character; \\t for tab)");
-  load->add_option("--max-rows", flags->limits.max_rows, "rows per run");
-  load->add_option("--max-columns", flags->limits.limits.max_columns, "columns per row");
-  load->add_option("--max-field-bytes", flags->limits.limits.max_field_bytes, "bytes per value");
-  load->add_option("--max-json-depth", flags->limits.limits.max_json_depth,
-                   "nesting of json values");
-  load->add_option("--max-decoded-bytes", flags->limits.limits.decode.max_decoded_bytes,
-                   "decoded bytes per file");
-  load->add_option("--max-expansion-ratio", flags->limits.limits.decode.max_expansion_ratio,
-                   "decoded / compressed bytes (zip-bomb guard)");
-  load->add_option("--time-budget-ms", flags->limits.time_budget_ms,
-                   "parse and validate within this time");
+  const auto limit = [&](const char* flag, auto* value, const char* what) {
+    flags->given[flag] = load->add_option(flag, *value, what);
+  };
+  limit("--max-rows", &flags->max_rows, "rows per run");
+  limit("--max-columns", &flags->max_columns, "columns per row");
+  limit("--max-field-bytes", &flags->max_field_bytes, "bytes per value");
+  limit("--max-json-depth", &flags->max_json_depth, "nesting of json values");
+  limit("--max-decoded-bytes", &flags->max_decoded_bytes, "decoded bytes per file");
+  limit("--max-expansion-ratio", &flags->max_expansion_ratio,
+        "decoded / compressed bytes (zip-bomb guard)");
+  limit("--time-budget-ms", &flags->time_budget_ms, "parse and validate within this time");
   load->add_option("--key-memory-mib", flags->key_memory_mib,
                    "memory for a keyed run's key checks; past it they spill to TMPDIR")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

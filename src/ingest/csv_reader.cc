@@ -11,15 +11,6 @@
 
 namespace loam::ingest {
 
-Status CheckCsvDelimiter(std::string_view delimiter, std::string_view what) {
-  const bool ok = delimiter.size() == 1 && delimiter[0] != '"' &&
-                  ((delimiter[0] >= 0x20 && delimiter[0] < 0x7f) || delimiter[0] == '\t');
-  if (ok) return Status::OK();
-  return Status::InvalidArgument(std::string(what) +
-                                 " must be one printable ASCII character other than a quote, or a "
-                                 "tab");
-}
-
 CsvReader::CsvReader(ByteSource& input, CsvOptions options) : input_(input), options_(options) {
   for (char c : {options_.delimiter, '\n', '\r', '"'}) special_[static_cast<uint8_t>(c)] = true;
 }

@@ -15,14 +15,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/csv_delimiter.h"
 #include "loam/object_store.h"
 #include "loam/result.h"
 
 namespace loam::ingest {
-
-// A CSV delimiter is one printable ASCII character other than '"', or a tab.
-// `what` names where it came from (csvDelimiter, --delimiter).
-Status CheckCsvDelimiter(std::string_view delimiter, std::string_view what);
 
 struct CsvOptions {
   char delimiter = ',';

@@ -54,7 +54,7 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
     StrictObject fo(*f, "pipeline formatOptions");
     std::string delimiter(1, p.csv_delimiter);
     RETURN_NOT_OK(fo.String("csvDelimiter", &delimiter));
-    RETURN_NOT_OK(ingest::CheckCsvDelimiter(delimiter, "pipeline formatOptions: \"csvDelimiter\""));
+    RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "pipeline formatOptions: \"csvDelimiter\""));
     p.csv_delimiter = delimiter[0];
     RETURN_NOT_OK(fo.Finish());
   }
