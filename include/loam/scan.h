@@ -45,4 +45,17 @@ Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string
                                           const std::vector<Value>& key,
                                           const ReadOptions& at = {});
 
+// Filters and values as text, the way `loam scan --where` and `loam get` take
+// them (docs/cli.md): "COLUMN OP VALUE" with OP one of = < <= > >=, or
+// "COLUMN is null"; the value may be quoted with ' or ".
+Result<Predicate> ParsePredicate(const Schema& schema, const std::string& text);
+// The value of `field` its canonical text (docs/ingest.md) denotes.
+Result<Value> ParseValue(const Field& field, const std::string& text);
+
+// Rows as text: row `row` as one JSON object and "\n" (JSON Lines, as
+// `loam export` writes them), and one value's canonical text (nothing for
+// null; parsing it back gives the same value), each appended to `out`.
+void AppendJsonLine(const RecordBatch& batch, int64_t row, std::string* out);
+void AppendCanonicalText(const Column& column, int64_t row, std::string* out);
+
 }  // namespace loam

@@ -227,6 +227,52 @@ TEST_F(ApiTest, ALoadWithABadRowFailsWholeAndLeavesTheTableAsItWas) {
       << refused.status().ToString();
 }
 
+// What the command shows comes from the API: the workspace's info, a
+// table's grants and identity, filters and values from text, rows as text.
+TEST_F(ApiTest, InfoGrantsAndTextFormsAsTheCommandShowsThem) {
+  std::unique_ptr<Workspace> ws = OpenNew("owner");
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events(), {"id"}).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{1, "a b"}, {2, "c"}})).ok());
+  ASSERT_TRUE(ws->SetGrant("events", "bob", Role::kWriter).ok());
+  ASSERT_TRUE(ws->CreateBranch("trial").ok());
+  Result<WorkspaceInfo> info = ws->Info();
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->owner, "owner");
+  EXPECT_EQ(info->id, ws->id());
+  EXPECT_EQ(info->branches, (std::vector<std::string>{"main", "trial"}));
+  EXPECT_EQ(info->version, ws->CurrentVersion().value());
+  TableInfo table = ws->DescribeTable("events").value();
+  ASSERT_EQ(table.grants.size(), 1u);
+  EXPECT_EQ(table.grants[0].principal, "bob");
+  EXPECT_EQ(table.grants[0].role, Role::kWriter);
+  EXPECT_FALSE(table.schema_hash.empty());
+
+  OpenOptions as_bob;
+  as_bob.principal = "bob";
+  std::unique_ptr<Workspace> bob = Workspace::Open((dir_ / "ws").string(), as_bob).value();
+  Status denied = bob->SetAdditiveSchema("events", true);
+  EXPECT_TRUE(denied.Is(ErrorCode::kPermissionDenied)) << denied.ToString();
+  EXPECT_TRUE(ws->SetAdditiveSchema("events", true).ok());
+  const TableEvent switched = ws->History("events").value().back();  // audited like a grant
+  EXPECT_EQ(switched.event, "table_grant");
+  EXPECT_NE(switched.detail.find("loam:additive-schema"), std::string::npos) << switched.detail;
+
+  Result<Predicate> where = ParsePredicate(Events(), "id >= 2");
+  ASSERT_TRUE(where.ok()) << where.status().ToString();
+  ScanOptions o;
+  o.where = {*where};
+  EXPECT_EQ(CountRows(*ws, "events", o), 1);
+  EXPECT_TRUE(ParsePredicate(Events(), "nope = 1").status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_EQ(ParseValue(Events().fields[0], "7").value(), Value(int64_t{7}));
+  RecordBatch rows = Lookup(*ws, "events", {int64_t{1}}).value().value();
+  std::string line, text;
+  AppendJsonLine(rows, 0, &line);
+  EXPECT_EQ(line, "{\"id\":1,\"name\":\"a b\"}\n");
+  AppendCanonicalText(rows.columns[1], 0, &text);
+  EXPECT_EQ(text, "a b");
+}
+
 // Limits bound a run (past one it fails whole); the runs are listed with
 // their records; names parse as the command and the HTTP API take them.
 TEST_F(ApiTest, LimitsFailARunWholeAndRunsAreListedWithTheirRecords) {

@@ -3,6 +3,8 @@
 #include "api/workspace_access.h"
 #include "common/status_macros.h"
 #include "dataset/dataset.h"
+#include "ingest/text_value.h"
+#include "ingest/where_clause.h"
 
 namespace loam {
 namespace {
@@ -75,6 +77,22 @@ Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string
     if (b.num_rows() > 0) return std::optional<RecordBatch>(b.Slice(0, 1));
   }
   return std::optional<RecordBatch>();
+}
+
+Result<Predicate> ParsePredicate(const Schema& schema, const std::string& text) {
+  return ingest::ParseWhere(schema, text);
+}
+
+Result<Value> ParseValue(const Field& field, const std::string& text) {
+  return ingest::ParseFieldValue(field, text);
+}
+
+void AppendJsonLine(const RecordBatch& batch, int64_t row, std::string* out) {
+  ingest::AppendJsonLine(batch.schema, batch, row, out);
+}
+
+void AppendCanonicalText(const Column& column, int64_t row, std::string* out) {
+  ingest::FormatCanonical(column, row, out);
 }
 
 }  // namespace loam

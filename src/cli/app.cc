@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/context.h"
 #include "cli/version.h"
-#include "ingest/quarantine.h"
+#include "common/quarantine.h"
 
 namespace {
 
@@ -22,7 +22,7 @@ std::string EnvOr(const char* name, std::string fallback) {
 namespace loam::cli {
 
 int RunCli(int argc, char** argv) {
-  if (Status q = ingest::CheckQuarantineSwitch(); !q.ok()) {
+  if (Status q = CheckQuarantineSwitch(); !q.ok()) {
     std::cerr << "error: " << q.message() << "\n";
     return ExitCodeFor(q);
   }

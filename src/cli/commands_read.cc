@@ -7,7 +7,6 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/status_macros.h"
-#include "ingest/where_clause.h"
 #include "loam/scan.h"
 
 namespace loam::cli {
@@ -27,12 +26,8 @@ struct ReadFlags {
   std::vector<std::string> key;
 };
 
-Result<Value> ParseValue(const Field& field, const std::string& text) {
-  return ingest::ParseFieldValue(field, text);
-}
-
 Result<Predicate> ParseWhere(const Schema& schema, const std::string& text) {
-  Result<Predicate> p = ingest::ParseWhere(schema, text);
+  Result<Predicate> p = ParsePredicate(schema, text);
   if (!p.ok()) return Status::InvalidArgument("--" + p.status().message());
   return p;
 }

@@ -4,8 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/utf8.h"
-#include "ingest/text_value.h"
-#include "ingest/where_clause.h"
+#include "loam/scan.h"
 
 namespace loam::cli {
 namespace {
@@ -96,7 +95,7 @@ void RowWriter::Write(const RecordBatch& b) {
   for (int64_t r = 0; r < b.num_rows(); ++r, ++rows_) {
     line.clear();
     if (format_ == RowFormat::kJsonLines) {
-      ingest::AppendJsonLine(b.schema, b, r, &line);
+      AppendJsonLine(b, r, &line);
       out_ << line;
       continue;
     }
@@ -104,7 +103,7 @@ void RowWriter::Write(const RecordBatch& b) {
     for (size_t c = 0; c < b.columns.size(); ++c) {
       const Column& col = b.columns[c];
       value.clear();
-      ingest::FormatCanonical(col, r, &value);
+      AppendCanonicalText(col, r, &value);
       if (format_ == RowFormat::kTable) {
         cells.push_back(Cell(col.IsNull(r) ? "null" : value));
       } else {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ingest/quarantine.h"
+#include "common/quarantine.h"
 #include "ingest/run_record.h"
 
 namespace loam::ingest {

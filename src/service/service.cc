@@ -5,11 +5,11 @@
 
 #include "common/json_parse.h"
 #include "common/principal.h"
+#include "common/quarantine.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "common/utf8.h"
 #include "ingest/input_source.h"
-#include "ingest/quarantine.h"
 #include "service/staging.h"
 
 namespace loam::service {
@@ -73,7 +73,7 @@ Service::Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options)
 
 Result<std::unique_ptr<Service>> Service::Open(std::shared_ptr<WorkspaceEngine> ws,
                                                ServiceOptions options) {
-  RETURN_NOT_OK(ingest::CheckQuarantineSwitch());
+  RETURN_NOT_OK(CheckQuarantineSwitch());
   if (ws->id().empty()) {
     return Status::FailedPrecondition(
         "the workspace has no id (it was made before workspace ids existed); the service needs "

@@ -1,11 +1,11 @@
-#include "ingest/quarantine.h"
+#include "common/quarantine.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string>
 
-namespace loam::ingest {
+namespace loam {
 
 Status CheckQuarantineSwitch(std::optional<std::string_view> value) {
   if (!value) return Status::OK();
@@ -29,4 +29,4 @@ Status CheckQuarantineSwitch() {
   return CheckQuarantineSwitch(v == nullptr ? std::nullopt : std::optional<std::string_view>(v));
 }
 
-}  // namespace loam::ingest
+}  // namespace loam

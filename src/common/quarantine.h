@@ -9,7 +9,7 @@
 
 #include "loam/status.h"
 
-namespace loam::ingest {
+namespace loam {
 
 // `value` is LOAM_QUARANTINE's value (nullopt when unset). Unset, empty, 0,
 // false, no and off pass; 1, true, yes and on (any case) are PermissionDenied;
@@ -18,4 +18,4 @@ Status CheckQuarantineSwitch(std::optional<std::string_view> value);
 // As above, for this process's environment.
 Status CheckQuarantineSwitch();
 
-}  // namespace loam::ingest
+}  // namespace loam
