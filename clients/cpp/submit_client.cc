@@ -11,9 +11,9 @@
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "common/json_parse.h"
+#include "common/rfc3339.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
-#include "ingest/coercion.h"
 
 namespace loam::client {
 namespace {
@@ -97,7 +97,7 @@ Status ProblemStatus(const HttpResponse& r) {
 // again rather than making another) while more than a minute of it is left.
 bool TicketUsable(const json& f) {
   if (!f.contains("ticket")) return false;
-  Result<int64_t> expires = ingest::ParseRfc3339Timestamp(StringAt(f["ticket"], "expiresAt"));
+  Result<int64_t> expires = ParseRfc3339Micros(StringAt(f["ticket"], "expiresAt"));
   return expires.ok() && *expires > Clock::System()->NowMicros() + 60'000'000;
 }
 

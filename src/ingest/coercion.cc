@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
+#include "common/rfc3339.h"
 #include "common/status_macros.h"
 #include "ingest/text_value.h"
 
@@ -124,8 +125,11 @@ Status AppendCoerced(const Field& f, CoercionKind kind, std::string_view text, V
     }
     case CoercionKind::kIso8601ToTimestamp: {
       if (!TextLike(form)) return Expected("an RFC 3339 timestamp string (iso8601ToTimestamp)");
-      ASSIGN_OR_RETURN(int64_t micros, ParseRfc3339Timestamp(text));
-      out->AppendInt64(micros);
+      Result<int64_t> micros = ParseRfc3339Micros(text);
+      if (!micros.ok()) {
+        return Status::InvalidArgument("iso8601ToTimestamp: " + micros.status().message());
+      }
+      out->AppendInt64(*micros);
       return Status::OK();
     }
     case CoercionKind::kStringToInt: {
@@ -386,62 +390,6 @@ Status AppendValue(const Field& field, const Coercion* coercion, std::string_vie
     return AppendCanonical(field, text, form == ValueForm::kCsvQuotedField, out);
   }
   return AppendJson(field, text, form, out);
-}
-
-Result<int64_t> ParseRfc3339Timestamp(std::string_view text) {
-  constexpr char kForm[] =
-      "an RFC 3339 timestamp with an explicit offset, as 2026-11-30T05:10:00+01:00 or "
-      "2026-11-30T04:10:00.25Z";
-  if (text.size() < 19) return Expected(kForm);
-  Result<int32_t> days = ParseCanonicalDate(text.substr(0, 10));
-  if (!days.ok() || (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':') {
-    return Expected(kForm);
-  }
-  auto two = [&](size_t at, int* out) {
-    if (at + 2 > text.size() || !IsDigit(text[at]) || !IsDigit(text[at + 1])) return false;
-    *out = (text[at] - '0') * 10 + (text[at + 1] - '0');
-    return true;
-  };
-  int h, mi, sec;
-  if (!two(11, &h) || !two(14, &mi) || !two(17, &sec) || h > 23 || mi > 59 || sec > 59) {
-    return Expected(kForm);
-  }
-  size_t at = 19;
-  int64_t micros = 0;
-  if (at < text.size() && text[at] == '.') {
-    const size_t start = ++at;
-    while (at < text.size() && IsDigit(text[at])) ++at;
-    if (at == start) return Expected(kForm);
-    for (size_t i = start; i < at; ++i) {
-      if (i - start < 6) {
-        micros = micros * 10 + (text[i] - '0');
-      } else if (text[i] != '0') {
-        return Status::InvalidArgument(
-            "iso8601ToTimestamp: sub-microsecond digits would be lost; timestamps keep "
-            "microseconds");
-      }
-    }
-    for (size_t i = at - start; i < 6; ++i) micros *= 10;
-  }
-  int64_t offset_minutes = 0;
-  if (at == text.size()) {
-    return Status::InvalidArgument(
-        "iso8601ToTimestamp: the timestamp has no UTC offset, so it is ambiguous; add Z or ±HH:MM");
-  }
-  if (text[at] == 'Z' || text[at] == 'z') {
-    ++at;
-  } else if (text[at] == '+' || text[at] == '-') {
-    int oh, om;
-    if (!two(at + 1, &oh) || at + 3 >= text.size() || text[at + 3] != ':' || !two(at + 4, &om) ||
-        oh > 23 || om > 59) {
-      return Expected(kForm);
-    }
-    offset_minutes = (oh * 60 + om) * (text[at] == '-' ? -1 : 1);
-    at += 6;
-  }
-  if (at != text.size()) return Expected(kForm);
-  const int64_t local = ((int64_t{*days} * 24 + h) * 60 + mi) * 60 + sec;
-  return (local - offset_minutes * 60) * 1'000'000 + micros;
 }
 
 }  // namespace loam::ingest

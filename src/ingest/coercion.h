@@ -78,7 +78,4 @@ enum class ValueForm {
 Status AppendValue(const Field& field, const Coercion* coercion, std::string_view text,
                    ValueForm form, Column* out);
 
-// Exposed for tests.
-Result<int64_t> ParseRfc3339Timestamp(std::string_view text);  // µs since the epoch, UTC
-
 }  // namespace loam::ingest
