@@ -116,7 +116,9 @@ Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
                         const std::function<void(const LoadProgress&)>& progress = {});
 
 // Every run of the workspace (loads made here, by `loam load` and by the
-// ingestion service), newest first; and one by its id (not_found).
+// ingestion service), newest first; and one by its id (not_found). Like
+// every read, not checked against grants: records show every principal's
+// runs and requests (loam/service.h's ListRuns shows a principal its own).
 Result<std::vector<LoadResult>> ListRuns(const Workspace& ws);
 Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id);
 

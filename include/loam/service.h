@@ -28,7 +28,8 @@ namespace loam {
 
 struct ServiceOptions {
   // Threads that take queued runs; 0: none (call WorkOnce, or let another
-  // process's service work the shared queue).
+  // process's service work the shared queue). Either way a thread of the
+  // service cleans finished runs' inputs and sweeps expired records.
   int workers = 2;
   // Local workspaces: the secret (32 bytes or more) that signs upload
   // tokens; unused on s3:// (uploads are presigned).

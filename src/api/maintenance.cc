@@ -17,6 +17,8 @@ using internal::WorkspaceAccess;
 
 namespace {
 
+constexpr int64_t kMaxSeconds = int64_t{1} << 40;  // µs of it fit an int64
+
 ExpiryReport ExpiryOf(const RetentionReport& r, int64_t window_seconds) {
   ExpiryReport out;
   out.window_seconds = window_seconds;
@@ -84,7 +86,9 @@ Result<std::vector<TableCompaction>> CompactTables(Workspace& ws, const std::str
 }
 
 Result<ExpiryReport> ApplyRetention(Workspace& ws, int64_t grace_seconds) {
-  if (grace_seconds < 0) return Status::InvalidArgument("the grace period is 0 s or more");
+  if (grace_seconds < 0 || grace_seconds > kMaxSeconds) {
+    return Status::InvalidArgument("the grace period is 0 s to 2^40 s");
+  }
   WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
   ASSIGN_OR_RETURN(RetentionSetting setting, ReadRetentionSetting(*engine.store(), engine.root()));
   ASSIGN_OR_RETURN(RetentionReport r,
@@ -139,10 +143,11 @@ Maintainer::~Maintainer() = default;
 Result<std::unique_ptr<Maintainer>> Maintainer::Create(Workspace& ws,
                                                        const MaintainerOptions& options) {
   if (options.min_fragments < 2 || options.target_rows < 2 || options.grace_seconds < 0 ||
-      options.lease_seconds < 1) {
+      options.grace_seconds > kMaxSeconds || options.lease_seconds < 1 ||
+      options.lease_seconds > kMaxSeconds) {
     return Status::InvalidArgument(
-        "maintainer options: min_fragments and target_rows are 2 or more, grace_seconds 0 or "
-        "more, lease_seconds 1 or more");
+        "maintainer options: min_fragments and target_rows are 2 or more, grace_seconds 0 to "
+        "2^40, lease_seconds 1 to 2^40");
   }
   auto rep = std::make_unique<Rep>();
   rep->engine = WorkspaceAccess::Shared(ws);

@@ -24,7 +24,9 @@ Result<std::unique_ptr<Service>> Service::Start(Workspace& ws, const ServiceOpti
   const std::shared_ptr<WorkspaceEngine>& engine = internal::WorkspaceAccess::Shared(ws);
   ASSIGN_OR_RETURN(rep->svc, service::Service::Open(engine, std::move(so)));
   rep->ctx = {engine->id(), internal::WorkspaceAccess::Principal(ws)};
-  if (options.workers > 0) rep->svc->StartWorkers();
+  // With no workers only the service's own upkeep runs (the cleaner of
+  // finished runs' inputs, the sweeps of expired records and staging).
+  rep->svc->StartWorkers();
   return std::unique_ptr<Service>(new Service(std::move(rep)));
 }
 

@@ -51,15 +51,17 @@ void PrintRecord(const json& r, std::ostream& out) {
   const bool dry = r.value("validationOnly", false);
   out << "run " << StringAt(r, "id") << ": " << StringAt(r, "state")
       << (dry ? " (validation only: nothing written)" : "") << "\n  table " << StringAt(r, "table")
-      << ", " << c.value("rowsRead", 0) << " rows read (" << c.value("bytesRead", 0) << " bytes)\n"
-      << "  " << (dry ? "would insert " : "inserted ") << c.value("inserted", 0) << ", updated "
-      << c.value("updated", 0) << ", unchanged " << c.value("unchanged", 0) << ", deleted "
-      << c.value("deleted", 0) << ", rejected " << c.value("rejected", 0) << "\n";
+      << ", " << c.value("rowsRead", int64_t{0}) << " rows read ("
+      << c.value("bytesRead", uint64_t{0}) << " bytes)\n"
+      << "  " << (dry ? "would insert " : "inserted ") << c.value("inserted", int64_t{0})
+      << ", updated " << c.value("updated", int64_t{0}) << ", unchanged "
+      << c.value("unchanged", int64_t{0}) << ", deleted " << c.value("deleted", int64_t{0})
+      << ", rejected " << c.value("rejected", int64_t{0}) << "\n";
   const json& commit = r["commit"];
   if (!StringAt(commit, "commitId").empty()) {
     out << "  commit " << StringAt(commit, "commitId") << " at manifest version "
-        << commit.value("manifestVersion", 0) << ", table version "
-        << commit.value("tableVersion", 0) << "\n";
+        << commit.value("manifestVersion", uint64_t{0}) << ", table version "
+        << commit.value("tableVersion", int64_t{0}) << "\n";
   }
   const int64_t started = r["timings"].value("startedMicros", int64_t{0});
   const int64_t finished = r["timings"].value("finishedMicros", int64_t{0});

@@ -119,7 +119,9 @@ Status ReadLimits(const json& l, RunRequest* r) {
                       std::numeric_limits<int64_t>::max()));
   RETURN_NOT_OK(o.Number("maxExpansionRatio", &r->limits.decode.max_expansion_ratio, 1, 1e9));
   RETURN_NOT_OK(o.Int("maxRows", &r->max_rows, 1, std::numeric_limits<int64_t>::max()));
-  RETURN_NOT_OK(o.Int("timeBudgetMs", &r->time_budget_ms, 1, std::numeric_limits<int64_t>::max()));
+  // 0 or less: no time at all (the run fails its budget at once).
+  RETURN_NOT_OK(o.Int("timeBudgetMs", &r->time_budget_ms, std::numeric_limits<int64_t>::min(),
+                      std::numeric_limits<int64_t>::max()));
   RETURN_NOT_OK(o.Int("maxRejectedRows", &r->max_rejected_rows, 0, int64_t{1} << 40));
   return o.Finish();
 }

@@ -1,6 +1,7 @@
 #include "ingest/text_value.h"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -33,16 +34,6 @@ bool IsCanonicalInteger(std::string_view s) {
   return AllDigits(s) && (s.size() == 1 || s.front() != '0');
 }
 
-// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar.
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
-}
-
 bool Number(std::string_view s, size_t at, size_t len, unsigned* out) {
   if (at + len > s.size() || !AllDigits(s.substr(at, len))) return false;
   *out = 0;
@@ -50,21 +41,18 @@ bool Number(std::string_view s, size_t at, size_t len, unsigned* out) {
   return true;
 }
 
-bool ValidDate(unsigned y, unsigned m, unsigned d) {
-  static const unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (y < 1 || m < 1 || m > 12 || d < 1) return false;
-  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  return d <= kDays[m - 1] + (m == 2 && leap ? 1 : 0);
-}
-
-// "YYYY-MM-DD" at the start of `s` into days.
+// "YYYY-MM-DD" (years 0001 to 9999) at the start of `s` into days since
+// 1970-01-01 (the proleptic Gregorian calendar).
 bool DatePart(std::string_view s, int64_t* days) {
   unsigned y, m, d;
   if (s.size() < 10 || s[4] != '-' || s[7] != '-' || !Number(s, 0, 4, &y) || !Number(s, 5, 2, &m) ||
-      !Number(s, 8, 2, &d) || !ValidDate(y, m, d)) {
+      !Number(s, 8, 2, &d) || y < 1) {
     return false;
   }
-  *days = DaysFromCivil(y, m, d);
+  const std::chrono::year_month_day date{std::chrono::year{static_cast<int>(y)},
+                                         std::chrono::month{m}, std::chrono::day{d}};
+  if (!date.ok()) return false;
+  *days = std::chrono::sys_days(date).time_since_epoch().count();
   return true;
 }
 
@@ -104,7 +92,8 @@ bool Base64Decode(std::string_view in, std::string* out) {
   return true;
 }
 
-// The inverse of DaysFromCivil.
+// The inverse of DatePart for any day count (std::chrono's years stop at
+// ±32767; a stored date may hold any int32).
 void CivilFromDays(int64_t z, int64_t* y, unsigned* m, unsigned* d) {
   z += 719468;
   const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
