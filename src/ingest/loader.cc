@@ -109,6 +109,10 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   Active run;
   run.request = request;
   const std::string text = request.ToJson();
+  // What the record keeps must read back (a listing, a resume, the
+  // service's run views): a request whose record could not is refused
+  // before the run exists.
+  RETURN_NOT_OK(RunRequest::FromJson(text).status());
   if (!request.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(std::optional<std::string> existing, runs_.FindKey(request.idempotency_key));
     if (!existing) {

@@ -714,6 +714,15 @@ TEST_F(LoaderTest, RunLimits) {
   EXPECT_EQ(t.error_code, "limit_exceeded");
   EXPECT_NE(t.error.find("longer than the time budget"), std::string::npos) << t.error;
   EXPECT_EQ(Contents(), "");
+  // A request its record could not read back is refused before a run exists.
+  RunRequest unreadable = Request(LoadMode::kAppend, {"a.csv"});
+  unreadable.limits.max_json_depth = 5000;  // records hold 1 to 1024
+  Loader loader(ws_, Options());
+  Result<RunRecord> refused = loader.Run(unreadable);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status();
+  EXPECT_NE(refused.status().message().find("maxJsonDepth"), std::string::npos) << refused.status();
+  EXPECT_EQ(RunStore(ws_->store(), ws_->root()).List().value().size(), 2u);  // the two above
 }
 
 TEST_F(LoaderTest, ErrorCodesDoNotDependOnFileNames) {
