@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,18 @@ Result<std::vector<RecordBatch>> Scan(const Workspace& ws, const std::string& ta
 // file's rows; a non-OK status from `each` ends the scan with it.
 Status ScanEach(const Workspace& ws, const std::string& table, const ScanOptions& options,
                 const std::function<Status(const RecordBatch&)>& each);
+
+// The same rows pulled one file at a time: Next gives the next non-empty
+// batch, or nullopt once the scan is over. The reader holds the state it
+// opened (later commits do not change what it returns) and reads a file
+// only when asked, so a caller that stops early reads no further.
+class ScanReader {
+ public:
+  virtual ~ScanReader() = default;
+  virtual Result<std::optional<RecordBatch>> Next() = 0;
+};
+Result<std::unique_ptr<ScanReader>> OpenScan(const Workspace& ws, const std::string& table,
+                                             const ScanOptions& options = {});
 
 // The row whose declared key equals `key` (one value per key column, in the
 // declared order), or nullopt. InvalidArgument when the table declares no key.

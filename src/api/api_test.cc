@@ -145,6 +145,51 @@ TEST_F(ApiTest, WritesScansLookUpsAndReadsAnEarlierVersion) {
   EXPECT_EQ(log->front().actor, "loam");
 }
 
+TEST_F(ApiTest, AReaderPullsOneFileAtATimeAndStopsAtItsLimit) {
+  std::unique_ptr<Workspace> ws = OpenNew();
+  ASSERT_NE(ws, nullptr);
+  ASSERT_TRUE(ws->CreateTable("events", Events()).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{1, "a"}, {2, "b"}})).ok());
+  const uint64_t first = ws->CurrentVersion().value();
+  ASSERT_TRUE(ws->Write("events", Rows({{3, "c"}})).ok());
+  ASSERT_TRUE(ws->Write("events", Rows({{4, "d"}, {5, "e"}})).ok());
+
+  ScanOptions all;
+  Result<std::unique_ptr<ScanReader>> reader = OpenScan(*ws, "events", all);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_TRUE(ws->Write("events", Rows({{6, "f"}})).ok());  // after it opened: not seen
+  std::vector<int64_t> sizes;
+  for (;;) {
+    Result<std::optional<RecordBatch>> next = (*reader)->Next();
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    if (!next->has_value()) break;
+    sizes.push_back((*next)->num_rows());
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{2, 1, 2}));
+
+  ScanOptions three;
+  three.limit = 3;
+  three.where = {Predicate::Ge("id", int64_t{2})};
+  reader = OpenScan(*ws, "events", three);
+  ASSERT_TRUE(reader.ok());
+  int64_t rows = 0;
+  for (auto b = (*reader)->Next(); b.ok() && b->has_value(); b = (*reader)->Next()) {
+    rows += (*b)->num_rows();
+  }
+  EXPECT_EQ(rows, 3);
+
+  ScanOptions then;
+  then.version = first;
+  reader = OpenScan(*ws, "events", then);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->Next().value()->num_rows(), 2);
+  EXPECT_FALSE((*reader)->Next().value().has_value());
+
+  ScanOptions bad;
+  bad.where = {Predicate::Eq("id", std::string("x"))};
+  EXPECT_TRUE(OpenScan(*ws, "events", bad).status().IsInvalidArgument());
+}
+
 TEST_F(ApiTest, ReadsThatNameWhatIsNotThereSayWhat) {
   std::unique_ptr<Workspace> ws = OpenNew();
   ASSERT_NE(ws, nullptr);

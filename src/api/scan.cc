@@ -1,5 +1,7 @@
 #include "loam/scan.h"
 
+#include <deque>
+
 #include "api/workspace_access.h"
 #include "common/status_macros.h"
 #include "dataset/dataset.h"
@@ -55,6 +57,52 @@ Status ScanEach(const Workspace& ws, const std::string& table, const ScanOptions
   ASSIGN_OR_RETURN(OpenedTable t, OpenAt(ws, table, options));
   ASSIGN_OR_RETURN(ScanSpec spec, SpecOf(t.state->def.schema, table, options));
   return t.data.ScanEach(spec, each);
+}
+
+namespace {
+
+// ScanEach one file at a time: each step scans the fragment at the next
+// position of the version's list.
+class FileByFileScan final : public ScanReader {
+ public:
+  FileByFileScan(OpenedTable table, ScanSpec spec)
+      : table_(std::move(table)), spec_(std::move(spec)) {}
+
+  Result<std::optional<RecordBatch>> Next() override {
+    const size_t fragments = table_.data.state().fragments.size();
+    while (ready_.empty() && next_ < fragments) {
+      if (spec_.limit.has_value() && *spec_.limit <= 0) break;
+      spec_.fragment_range = std::make_pair(next_, next_ + 1);
+      ++next_;
+      RETURN_NOT_OK(table_.data.ScanEach(spec_, [&](const RecordBatch& b) {
+        if (b.num_rows() > 0) ready_.push_back(b);
+        return Status::OK();
+      }));
+      if (spec_.limit.has_value()) {
+        for (const RecordBatch& b : ready_) *spec_.limit -= b.num_rows();
+      }
+    }
+    if (ready_.empty()) return std::optional<RecordBatch>();
+    std::optional<RecordBatch> out(std::move(ready_.front()));
+    ready_.pop_front();
+    return out;
+  }
+
+ private:
+  OpenedTable table_;
+  ScanSpec spec_;
+  size_t next_ = 0;  // the next fragment's position
+  std::deque<RecordBatch> ready_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ScanReader>> OpenScan(const Workspace& ws, const std::string& table,
+                                             const ScanOptions& options) {
+  ASSIGN_OR_RETURN(OpenedTable t, OpenAt(ws, table, options));
+  ASSIGN_OR_RETURN(ScanSpec spec, SpecOf(t.state->def.schema, table, options));
+  for (const Predicate& p : spec.where) RETURN_NOT_OK(p.Validate(t.state->def.schema));
+  return std::unique_ptr<ScanReader>(new FileByFileScan(std::move(t), std::move(spec)));
 }
 
 Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string& table,
