@@ -48,6 +48,7 @@ int RunCli(int argc, char** argv) {
   AddSubmitCommands(app, ctx, &exit);
   AddMigrateCommands(app, ctx, &exit);
   AddMaintainCommands(app, ctx, &exit);
+  AddSqlCommands(app, ctx, &exit);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,5 +17,6 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit);     // serve, tok
 void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);    // submit
 void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);   // migrate
 void AddMaintainCommands(CLI::App& app, Context& ctx, int* exit);  // maintain
+void AddSqlCommands(CLI::App& app, Context& ctx, int* exit);       // sql
 
 }  // namespace loam::cli

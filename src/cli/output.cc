@@ -18,7 +18,9 @@ size_t Width(std::string_view s) {
   return n;
 }
 
-std::string Cell(std::string s) {
+}  // namespace
+
+std::string TableCell(std::string s) {
   for (char& c : s) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
@@ -31,8 +33,6 @@ std::string Cell(std::string s) {
   }
   return s.substr(0, cut) + "…";
 }
-
-}  // namespace
 
 void TextTable::Print(std::ostream& out) const {
   std::vector<size_t> w(header_.size());
@@ -105,7 +105,7 @@ void RowWriter::Write(const RecordBatch& b) {
       value.clear();
       AppendCanonicalText(col, r, &value);
       if (format_ == RowFormat::kTable) {
-        cells.push_back(Cell(col.IsNull(r) ? "null" : value));
+        cells.push_back(TableCell(col.IsNull(r) ? "null" : value));
       } else {
         line += (c ? "," : "") + CsvQuote(value, col.IsNull(r));
       }

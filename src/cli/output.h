@@ -47,5 +47,7 @@ class RowWriter {
 };
 
 std::string CsvQuote(std::string_view field, bool null);
+// A value as a table shows it: on one line, cut to 48 characters.
+std::string TableCell(std::string s);
 
 }  // namespace loam::cli
