@@ -227,6 +227,23 @@ export class LoamClient {
     return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}`, [200]);
   }
 
+  // One read-only SQL statement over the tables at one state (docs/sql.md):
+  // {columns: [{name, type}], rows: [[...]], truncated}. `version` reads every
+  // table as of that manifest version; `limit` caps the rows.
+  async sql(query, { branch, version, limit, onRetry } = {}) {
+    const body = JSON.stringify({ query, ...(branch && { branch }),
+                                  ...(version !== undefined && { version }),
+                                  ...(limit !== undefined && { limit }) });
+    const r = await this.#retrying('POST', `${this.baseUrl}/v1/sql`,
+                                   { body, headers: { 'content-type': 'application/json' } }, onRetry);
+    if (r.status !== 200) throw new LoamError(r.status, r.json);
+    const lines = r.text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+    const end = lines.at(-1)?.end;
+    // A body cut short after its first chunk lacks the end line.
+    if (!end) throw new LoamError(r.status, { code: 'unavailable', detail: 'the SQL answer was cut short' });
+    return { columns: lines[0].columns, rows: lines.slice(1, -1), truncated: end.truncated };
+  }
+
   // Polls until the run is terminal (succeeded, failed, partial, cancelled).
   async waitForRun(runId, { timeoutMs = 10 * 60 * 1000, onProgress } = {}) {
     const deadline = Date.now() + timeoutMs;

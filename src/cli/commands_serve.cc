@@ -73,7 +73,7 @@ Status Serve(const Context& ctx, const ServeFlags& f) {
     ASSIGN_OR_RETURN(ws, ctx.Open());
   }
   ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
-                   server::Server::Start(service::Service::OpenerOver(ws), config));
+                   server::Server::Start(service::Service::OpenerOver(ws), config, ctx.Public(ws)));
   std::cout << "loam serve: listening on " << srv->url() << " (workspace " << ws->id() << ")"
             << std::endl;
   if (srv->health_port() != 0) {

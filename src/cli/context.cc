@@ -87,6 +87,10 @@ Result<std::unique_ptr<Workspace>> Context::OpenPublic(bool recover) const {
   return internal::WorkspaceAccess::Wrap(std::move(engine), principal);
 }
 
+std::unique_ptr<Workspace> Context::Public(std::shared_ptr<WorkspaceEngine> engine) const {
+  return internal::WorkspaceAccess::Wrap(std::move(engine), principal);
+}
+
 Result<std::shared_ptr<WorkspaceEngine>> Context::Init() const {
   ASSIGN_OR_RETURN(std::shared_ptr<ObjectStore> store, Store());
   ASSIGN_OR_RETURN(WorkspaceOptions options, Options());

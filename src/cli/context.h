@@ -45,6 +45,9 @@ struct Context {
   // The same as the public API's Workspace (loam/workspace.h), acting as
   // `principal`.
   Result<std::unique_ptr<Workspace>> OpenPublic(bool recover = true) const;
+  // The public Workspace over an engine already open (`loam serve`: the
+  // tables its SQL reads are those its service writes).
+  std::unique_ptr<Workspace> Public(std::shared_ptr<WorkspaceEngine> engine) const;
   // The store at `root` (wrapped by TestHooks::wrap_store when set).
   Result<std::shared_ptr<ObjectStore>> Store() const;
   // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "loam/workspace.h"
 #include "server/http_server.h"
 #include "server/jwt.h"
 #include "server/metrics.h"
@@ -21,6 +22,13 @@
 #include "service/service.h"
 
 namespace loam::server {
+
+// Bounds of one SQL statement (POST /v1/sql; docs/sql.md, "Limits").
+struct SqlLimits {
+  int64_t time_budget_millis = 30'000;
+  int64_t max_rows = 1'000'000;  // and the largest `limit` a request may ask for
+  int64_t max_value_bytes = 64 << 20;
+};
 
 struct ApiOptions {
   std::shared_ptr<JwtVerifier> verifier;  // required
@@ -36,6 +44,10 @@ struct ApiOptions {
   // Streamed (chunked) answers one principal reads at once; more are 429.
   int max_streams_per_principal = 2;
   std::string openapi_json;  // served at /v1/openapi.json
+  // The tables POST /v1/sql reads (the workspace the service runs on);
+  // nullptr: the route answers 501.
+  std::shared_ptr<const Workspace> workspace;
+  SqlLimits sql;
   // One JSON line per request; nullptr: no access log.
   std::function<void(const std::string&)> access_log;
   // Requests being served now (the in-flight gauge).
@@ -123,6 +135,7 @@ class Api : public HttpHandler {
   Response GetRun(Call& c);
   Response CancelRun(Call& c);
   Response RevertRun(Call& c);
+  Response RunSql(Call& c);  // api_sql.cc
 
   // A principal's place among its streamed answers, held until destroyed.
   class StreamSlot {

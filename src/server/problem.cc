@@ -15,10 +15,12 @@ nlohmann::json ProblemDocument(const Status& s, int http_status) {
                       {"status", http_status},
                       {"detail", s.message()},
                       {"code", code}};
-  for (const char* key : {"retryAfterMillis", "limit", "run", "oldestVersion"}) {
+  for (const char* key :
+       {"retryAfterMillis", "limit", "run", "oldestVersion", "table", "refused"}) {
     const std::string_view v = s.detail(key);
     if (v.empty()) continue;
-    const bool numeric = std::string_view(key) != "limit" && std::string_view(key) != "run";
+    const bool numeric =
+        std::string_view(key) == "retryAfterMillis" || std::string_view(key) == "oldestVersion";
     int64_t number = 0;
     if (numeric && std::from_chars(v.data(), v.data() + v.size(), number).ec == std::errc()) {
       p[key] = number;

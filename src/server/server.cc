@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "server/openapi.h"
+#include "sql/sql.h"
 
 namespace loam::server {
 
@@ -120,6 +121,10 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("uploadThreads", &c.http.upload_threads, 1, 1024));
   RETURN_NOT_OK(o.Int("maxConnectionsPerClient", &c.http.max_connections_per_client, 1, 1 << 20));
   RETURN_NOT_OK(o.Int("maxStreamsPerPrincipal", &c.max_streams_per_principal, 1, 1024));
+  RETURN_NOT_OK(o.Int("sqlTimeBudgetMillis", &c.sql.time_budget_millis, 1, 3'600'000));
+  RETURN_NOT_OK(o.Int("sqlMaxRows", &c.sql.max_rows, 1, int64_t{1} << 40));
+  RETURN_NOT_OK(o.Int("sqlMaxValueBytes", &c.sql.max_value_bytes, 1 << 10, 1 << 30));
+  RETURN_NOT_OK(o.Int("sqlHeapBytes", &c.sql_heap_bytes, 0, int64_t{1} << 40));
   RETURN_NOT_OK(o.Int("minTransferRate", &c.http.min_transfer_rate, 1, int64_t{1} << 30));
   RETURN_NOT_OK(
       o.Int("maxBufferedBodyBytes", &c.http.max_buffered_bytes, 1 << 20, int64_t{1} << 40));
@@ -181,7 +186,8 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& c) {
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& open,
-                                              const ServerConfig& config) {
+                                              const ServerConfig& config,
+                                              std::shared_ptr<const Workspace> tables) {
   ASSIGN_OR_RETURN(std::shared_ptr<JwtVerifier> verifier, LoadVerifier(config));
   ASSIGN_OR_RETURN(auto listen, SplitListen(config.listen));
   ASSIGN_OR_RETURN(std::string openapi, OpenApiJson());
@@ -221,6 +227,9 @@ Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& op
   ao.verifier = std::move(verifier);
   ao.openapi_json = std::move(openapi);
   ao.max_streams_per_principal = config.max_streams_per_principal;
+  ao.workspace = std::move(tables);
+  ao.sql = config.sql;
+  sql::SetSqlHeapLimit(config.sql_heap_bytes);
   if (config.access_log) {
     ao.access_log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
   }

@@ -64,6 +64,10 @@ struct ServerConfig {
   std::string health_listen;
   // Streamed row answers one principal reads at once.
   int max_streams_per_principal = 2;
+  // POST /v1/sql: each statement's bounds, and SQLite's heap ceiling for
+  // all statements of the process together (0: none).
+  SqlLimits sql;
+  int64_t sql_heap_bytes = int64_t{512} << 20;
   service::ServiceLimits limits;
 
   // A --config FILE: a JSON object with these fields in camelCase.
@@ -77,9 +81,11 @@ Result<std::shared_ptr<JwtVerifier>> LoadVerifier(const ServerConfig& config);
 class Server {
  public:
   // The service is opened by `open` (Service::OpenerOver a workspace) with
-  // the options `config` gives.
+  // the options `config` gives; POST /v1/sql reads `tables`, the same
+  // workspace (nullptr: the route answers 501).
   static Result<std::unique_ptr<Server>> Start(const service::Service::Opener& open,
-                                               const ServerConfig& config);
+                                               const ServerConfig& config,
+                                               std::shared_ptr<const Workspace> tables = nullptr);
   ~Server();
 
   uint16_t port() const { return http_->port(); }

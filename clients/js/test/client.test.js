@@ -189,3 +189,17 @@ test('refusals carry the stable code', async () => {
                        (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');
   await assert.rejects(client.submitRun(pipelineId, { uploads: ['nope'] }, {}), TypeError);
 });
+
+test('sql answers a statement and refuses a write with its code', async () => {
+  const answer = await client.sql('SELECT count(*) AS n, 1.5 AS x, NULL AS z FROM t');
+  assert.deepEqual(answer.columns, [{ name: 'n', type: 'INTEGER' }, { name: 'x', type: 'REAL' },
+                                    { name: 'z', type: 'NULL' }]);
+  assert.equal(answer.rows.length, 1);
+  assert.equal(answer.truncated, false);
+  const cut = await client.sql('WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r',
+                               { limit: 3 });
+  assert.deepEqual(cut.rows, [[1], [2], [3]]);
+  assert.equal(cut.truncated, true);
+  await assert.rejects(client.sql('DELETE FROM t'),
+                       (err) => err instanceof LoamError && err.status === 403 && err.code === 'permission_denied');
+});
