@@ -44,6 +44,10 @@ struct OpenOptions {
   // Settle writes left half-done by crashed processes (older than their
   // lease) before returning; off only for read-only inspection.
   bool recover = true;
+  // Memory for what reads of this Workspace keep decoded (file footers,
+  // deletion vectors, the pages point look-ups read), shared by its reads;
+  // 0: none.
+  uint64_t read_cache_bytes = 64 << 20;
 };
 
 // Where a read looks: a branch at its current state, or at a version.

@@ -128,6 +128,12 @@ TEST_F(ApiTest, WritesScansLookUpsAndReadsAnEarlierVersion) {
   ASSERT_TRUE(two->has_value());
   EXPECT_EQ((*two)->columns[1].GetBytes(0), "B");
   EXPECT_FALSE(Lookup(*ws, "events", {int64_t{9}}).value().has_value());
+  // Without a read cache the same rows come back.
+  OpenOptions uncached;
+  uncached.read_cache_bytes = 0;
+  Result<std::unique_ptr<Workspace>> plain = Workspace::Open((dir_ / "ws").string(), uncached);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(Lookup(**plain, "events", {int64_t{2}}).value()->columns[1].GetBytes(0), "B");
 
   // Time travel: the version of the first write still holds "b".
   ReadOptions then;

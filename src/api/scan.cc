@@ -21,6 +21,9 @@ Result<OpenedTable> OpenAt(const Workspace& ws, const std::string& table, const 
   const WorkspaceEngine& engine = internal::WorkspaceAccess::Engine(ws);
   ASSIGN_OR_RETURN(Snapshot snap, internal::SnapshotFor(engine, at));
   ASSIGN_OR_RETURN(Dataset data, engine.OpenTable(snap, table));  // NotFound naming the branch
+  if (const std::shared_ptr<LruCache>& cache = internal::WorkspaceAccess::ReadCache(ws)) {
+    data = data.WithCache(cache);
+  }
   OpenedTable out{std::move(data), nullptr, std::move(snap)};
   out.state = out.snap.Find(table);  // the moved snapshot's own entry
   return out;
@@ -117,12 +120,23 @@ Result<std::optional<RecordBatch>> Lookup(const Workspace& ws, const std::string
                                    " key value(s) for '" + table + "', not " +
                                    std::to_string(key.size()));
   }
-  ScanSpec spec;
-  for (size_t i = 0; i < keys.size(); ++i) spec.where.push_back(Predicate::Eq(keys[i], key[i]));
-  spec.limit = 1;
-  ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, t.data.Scan(spec));
-  for (RecordBatch& b : batches) {
-    if (b.num_rows() > 0) return std::optional<RecordBatch>(b.Slice(0, 1));
+  // The row's address from the key columns alone, then the row itself by
+  // address: a point read, whose pages the read cache keeps.
+  ScanSpec find;
+  find.columns = keys;
+  for (size_t i = 0; i < keys.size(); ++i) find.where.push_back(Predicate::Eq(keys[i], key[i]));
+  find.limit = 1;
+  find.with_row_address = true;
+  ASSIGN_OR_RETURN(std::vector<RecordBatch> found, t.data.Scan(find));
+  for (const RecordBatch& b : found) {
+    if (b.num_rows() == 0) continue;
+    const uint64_t address = static_cast<uint64_t>(b.columns.back().GetInt64(0));
+    std::optional<RecordBatch> row;
+    RETURN_NOT_OK(t.data.TakeEach({address}, ScanSpec{}, [&](const RecordBatch& r) {
+      if (r.num_rows() > 0 && !row) row = r.Slice(0, 1);
+      return Status::OK();
+    }));
+    return row;
   }
   return std::optional<RecordBatch>();
 }

@@ -177,6 +177,9 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const std::string& location,
   auto rep = std::make_unique<Rep>();
   ASSIGN_OR_RETURN(rep->engine, OpenEngine(location, options));
   rep->principal = options.principal;
+  if (options.read_cache_bytes > 0) {
+    rep->read_cache = std::make_shared<LruCache>(options.read_cache_bytes);
+  }
   return std::unique_ptr<Workspace>(new Workspace(std::move(rep)));
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "catalog/snapshot.h"
+#include "common/lru_cache.h"
 #include "engine/workspace.h"
 #include "loam/load.h"
 #include "loam/workspace.h"
@@ -18,6 +19,7 @@ namespace loam {
 struct Workspace::Rep {
   std::shared_ptr<WorkspaceEngine> engine;
   std::string principal;
+  std::shared_ptr<LruCache> read_cache;  // OpenOptions::read_cache_bytes; may be null
 };
 
 namespace internal {
@@ -28,13 +30,18 @@ struct WorkspaceAccess {
     return ws.rep_->engine;
   }
   static const std::string& Principal(const Workspace& ws) { return ws.rep_->principal; }
+  static const std::shared_ptr<LruCache>& ReadCache(const Workspace& ws) {
+    return ws.rep_->read_cache;
+  }
   // A Workspace over an engine its caller opened (the CLI: with its crash
   // hooks and tuning), acting as `principal`.
-  static std::unique_ptr<Workspace> Wrap(std::shared_ptr<WorkspaceEngine> engine,
-                                         std::string principal) {
+  static std::unique_ptr<Workspace> Wrap(
+      std::shared_ptr<WorkspaceEngine> engine, std::string principal,
+      uint64_t read_cache_bytes = OpenOptions{}.read_cache_bytes) {
     auto rep = std::make_unique<Workspace::Rep>();
     rep->engine = std::move(engine);
     rep->principal = std::move(principal);
+    if (read_cache_bytes > 0) rep->read_cache = std::make_shared<LruCache>(read_cache_bytes);
     return std::unique_ptr<Workspace>(new Workspace(std::move(rep)));
   }
 };

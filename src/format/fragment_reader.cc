@@ -1,6 +1,7 @@
 #include "format/fragment_reader.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/hash.h"
 #include "common/status_macros.h"
@@ -180,6 +181,66 @@ Result<std::vector<std::shared_ptr<const Column>>> FragmentReader::ReadGroupColu
   return out;
 }
 
+namespace {
+
+template <typename T>
+void FilterFixed(const Column& col, CompareOp op, int64_t x, std::vector<uint8_t>* pass) {
+  const auto* data = reinterpret_cast<const T*>(col.data().data());
+  std::vector<uint8_t>& keep = *pass;
+  for (size_t r = 0; r < keep.size(); ++r) {
+    if (!keep[r]) continue;
+    if (col.IsNull(static_cast<int64_t>(r))) {
+      keep[r] = 0;
+      continue;
+    }
+    T v;
+    std::memcpy(&v, data + r, sizeof(T));
+    const int64_t y = static_cast<int64_t>(v);
+    switch (op) {
+      case CompareOp::kEq:
+        keep[r] = y == x;
+        break;
+      case CompareOp::kLt:
+        keep[r] = y < x;
+        break;
+      case CompareOp::kLe:
+        keep[r] = y <= x;
+        break;
+      case CompareOp::kGt:
+        keep[r] = y > x;
+        break;
+      default:
+        keep[r] = y >= x;
+        break;
+    }
+  }
+}
+
+// Clears the rows of `col` that fail `p`. An integer-like column compared
+// with one integer (int32, int64, date, timestamp: the common filters) is
+// read in place; anything else goes value by value (ValueMatches).
+void FilterRows(const Predicate& p, const Column& col, std::vector<uint8_t>* pass) {
+  const TypeId t = col.type().id;
+  const bool integral =
+      t == TypeId::kInt32 || t == TypeId::kInt64 || t == TypeId::kDate || t == TypeId::kTimestamp;
+  if (integral && p.op != CompareOp::kIn && p.op != CompareOp::kIsNull && p.values.size() == 1 &&
+      std::holds_alternative<int64_t>(p.values[0])) {
+    const int64_t x = std::get<int64_t>(p.values[0]);
+    if (col.type().FixedWidth() == 8) {
+      FilterFixed<int64_t>(col, p.op, x, pass);
+    } else {
+      FilterFixed<int32_t>(col, p.op, x, pass);
+    }
+    return;
+  }
+  std::vector<uint8_t>& keep = *pass;
+  for (size_t r = 0; r < keep.size(); ++r) {
+    if (keep[r] && !ValueMatches(p, col.GetValue(static_cast<int64_t>(r)))) keep[r] = 0;
+  }
+}
+
+}  // namespace
+
 Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions& options,
                                                       FragmentScanStats* stats) const {
   const Schema& schema = footer_->schema;
@@ -221,14 +282,14 @@ Result<std::vector<RecordBatch>> FragmentReader::Scan(const FragmentScanOptions&
     }
     ASSIGN_OR_RETURN(std::vector<Column> cols, ReadGroupColumns(static_cast<int>(g), fetch, st));
     // Exact row filter.
+    std::vector<uint8_t> pass(group.rows, 1);
+    for (size_t k = 0; k < options.predicates.size(); ++k) {
+      FilterRows(options.predicates[k], cols[pred_cols[k]], &pass);
+    }
     std::vector<int64_t> keep;
     keep.reserve(group.rows);
     for (int64_t r = 0; r < group.rows; ++r) {
-      bool ok = true;
-      for (size_t k = 0; k < options.predicates.size() && ok; ++k) {
-        ok = ValueMatches(options.predicates[k], cols[pred_cols[k]].GetValue(r));
-      }
-      if (ok) keep.push_back(r);
+      if (pass[r]) keep.push_back(r);
     }
     if (keep.empty()) {
       group_start += group.rows;

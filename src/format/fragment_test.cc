@@ -187,6 +187,52 @@ TEST_F(FragmentTest, OpenWithKnownSizeCostsOneRequestAndProjectionReadsLess) {
   EXPECT_EQ(counting->Snapshot().total.count(ObjectOp::kHead), 1u);
 }
 
+// Integer-like columns are filtered in place, not value by value: the rows
+// kept are exactly those ValueMatches keeps, nulls and extremes included.
+TEST_F(FragmentTest, IntegerFiltersKeepExactlyTheRowsValueMatchesKeeps) {
+  Schema schema{{{"i32", DataType::Int32()},
+                 {"i64", DataType::Int64()},
+                 {"d", DataType::Date()},
+                 {"ts", DataType::Timestamp()}}};
+  RecordBatch b(schema);
+  std::mt19937_64 rng(7);
+  for (int64_t i = 0; i < 3000; ++i) {
+    std::vector<Value> row;
+    for (int c = 0; c < 4; ++c) {
+      const int64_t v = static_cast<int64_t>(rng() % 41) - 20;
+      row.push_back(i % 13 == c ? Value(std::monostate{})
+                    : i == 5    ? Value(int64_t{c % 2 ? INT64_MIN : INT32_MIN})
+                                : Value(v));
+    }
+    b.AppendRow(row).CheckOK();
+  }
+  ASSERT_TRUE(Write("ints", {b}).ok());
+  auto reader = FragmentReader::Open(store_.get(), "ints").value();
+  const RecordBatch all = reader->ReadAll().value();
+  for (const Field& f : schema.fields) {
+    for (CompareOp op :
+         {CompareOp::kEq, CompareOp::kLt, CompareOp::kLe, CompareOp::kGt, CompareOp::kGe}) {
+      for (int64_t x : {int64_t{-21}, int64_t{-3}, int64_t{0}, int64_t{7}, int64_t{20}}) {
+        const Predicate p{f.name, op, {Value(x)}};
+        FragmentScanOptions o;
+        o.predicates = {p};
+        o.with_row_offsets = true;
+        std::vector<int64_t> got;
+        for (const RecordBatch& part : reader->Scan(o).value()) {
+          for (int64_t r = 0; r < part.num_rows(); ++r)
+            got.push_back(part.columns.back().GetInt64(r));
+        }
+        std::vector<int64_t> want;
+        const Column& col = all.columns[schema.IndexOf(f.name)];
+        for (int64_t r = 0; r < all.num_rows(); ++r) {
+          if (ValueMatches(p, col.GetValue(r))) want.push_back(r);
+        }
+        EXPECT_EQ(got, want) << f.name << " op " << static_cast<int>(op) << " " << x;
+      }
+    }
+  }
+}
+
 TEST_F(FragmentTest, PredicatesPruneRowGroupsAndFilterRowsExactly) {
   Schema schema{{{"k", DataType::Int64(), false}, {"v", DataType::String()}}};
   RecordBatch b(schema);

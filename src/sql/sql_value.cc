@@ -51,8 +51,9 @@ void ResultValue(sqlite3_context* ctx, const Column& c, int64_t row) {
       sqlite3_result_blob64(ctx, v.data(), v.size(), SQLITE_TRANSIENT);
       return;
     }
-    default: {  // date, timestamp, decimal: canonical text
-      std::string text;
+    default: {                        // date, timestamp, decimal: canonical text
+      thread_local std::string text;  // SQLite copies it (SQLITE_TRANSIENT)
+      text.clear();
       AppendCanonicalText(c, row, &text);
       sqlite3_result_text64(ctx, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
       return;
