@@ -1,6 +1,10 @@
 // `loam sql` through the front door: its answers in each format, time
 // travel and branches, scripts from a file, and its refusals and limits
 // with their exit codes and stable codes (docs/sql.md, docs/errors.md).
+#include <poll.h>
+#include <pty.h>
+
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -102,6 +106,54 @@ TEST_F(CliSqlTest, RefusesWritesAndStopsAtItsLimitsLeavingTheTableAsItWas) {
   EXPECT_EQ(RunLoam(dir_, {"sql", "SELECT 1", "--file", "q.sql"}).code, 2);
   EXPECT_EQ(TreeExceptRuns(dir_ + "/loam-data"), before);
   EXPECT_EQ(Ok({"sql", "SELECT count(*) FROM t", "--format", "csv"}).out, "count(*)\n3\n");
+}
+
+// Reads the terminal until `want` appears or 30 s pass.
+std::string ReadUntil(int fd, const std::string& want, std::string* seen) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (seen->find(want) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    seen->append(buf, static_cast<size_t>(n));
+  }
+  return *seen;
+}
+
+TEST_F(CliSqlTest, APromptOnATerminalRunsEachCompleteStatementAndKeepsItsHistory) {
+  int terminal = -1;
+  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::chdir(dir_.c_str()) != 0) ::_exit(126);
+    ::unsetenv("LOAM_ROOT");
+    ::unsetenv("LOAM_PRINCIPAL");
+    ::setenv("HOME", dir_.c_str(), 1);
+    ::execl(LOAM_BINARY, "loam", "sql", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string seen;
+  EXPECT_NE(ReadUntil(terminal, "loam> ", &seen).find("loam> "), std::string::npos);
+  // A statement over two lines runs once its ';' is typed.
+  const std::string first = "SELECT count(*) AS n\n";
+  ASSERT_EQ(::write(terminal, first.data(), first.size()), static_cast<ssize_t>(first.size()));
+  EXPECT_NE(ReadUntil(terminal, "...> ", &seen).find("...> "), std::string::npos) << seen;
+  const std::string rest = "FROM t WHERE qty IS NOT NULL;\nSELEC 1;\n";
+  ASSERT_EQ(::write(terminal, rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+  ReadUntil(terminal, "syntax error", &seen);
+  EXPECT_NE(seen.find("(1 row)"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("2\r\n(1 row)"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("syntax error"), std::string::npos) << seen;
+  ASSERT_EQ(::write(terminal, "\x04", 1), 1);  // end of input
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(terminal);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << seen;
+  const std::string history = Slurp(dir_ + "/.loam_sql_history");
+  EXPECT_NE(history.find("FROM"), std::string::npos) << history;
+  EXPECT_NE(history.find("SELEC"), std::string::npos) << history;
 }
 
 }  // namespace
