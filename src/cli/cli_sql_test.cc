@@ -108,10 +108,16 @@ TEST_F(CliSqlTest, RefusesWritesAndStopsAtItsLimitsLeavingTheTableAsItWas) {
   EXPECT_EQ(Ok({"sql", "SELECT count(*) FROM t", "--format", "csv"}).out, "count(*)\n3\n");
 }
 
-// Reads the terminal until `want` appears or 30 s pass.
-std::string ReadUntil(int fd, const std::string& want, std::string* seen) {
+size_t Count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Reads the terminal until `want` has appeared `times` times or 30 s pass.
+std::string ReadUntil(int fd, const std::string& want, std::string* seen, size_t times = 1) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (seen->find(want) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+  while (Count(*seen, want) < times && std::chrono::steady_clock::now() < deadline) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     char buf[4096];
@@ -142,13 +148,22 @@ TEST_F(CliSqlTest, APromptOnATerminalRunsEachCompleteStatementAndKeepsItsHistory
   EXPECT_NE(ReadUntil(terminal, "...> ", &seen).find("...> "), std::string::npos) << seen;
   const std::string rest = "FROM t WHERE qty IS NOT NULL;\nSELEC 1;\n";
   ASSERT_EQ(::write(terminal, rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
-  ReadUntil(terminal, "syntax error", &seen);
+  // The third prompt: both statements ran and the prompt waits again.
+  ReadUntil(terminal, "loam> ", &seen, 3);
   EXPECT_NE(seen.find("(1 row)"), std::string::npos) << seen;
   EXPECT_NE(seen.find("2\r\n(1 row)"), std::string::npos) << seen;
   EXPECT_NE(seen.find("syntax error"), std::string::npos) << seen;
   ASSERT_EQ(::write(terminal, "\x04", 1), 1);  // end of input
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);  // a prompt that ignores the end of input fails, not hangs
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    ReadUntil(terminal, "\n", &seen, Count(seen, "\n") + 1);  // drains what it prints
+  }
   ::close(terminal);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << seen;
   const std::string history = Slurp(dir_ + "/.loam_sql_history");

@@ -3,6 +3,7 @@
 // statements with their status codes and stable codes (docs/sql.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -74,11 +75,13 @@ class ServeSqlTest : public ::testing::Test {
     EXPECT_EQ(t.code, 0) << t.err;
     return "Bearer " + t.out.substr(0, t.out.find('\n'));
   }
-  uint16_t WaitListening() {
+  // The port `loam serve` started in `dir` (default: the test's) listens on.
+  uint16_t WaitListening(std::string dir = "") {
+    if (dir.empty()) dir = dir_;
     const std::string prefix = "listening on http://127.0.0.1:";
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
-      const std::string out = Slurp(dir_ + "/.stdout");
+      const std::string out = Slurp(dir + "/.stdout");
       const size_t at = out.find(prefix);
       if (at != std::string::npos && out.find(' ', at + prefix.size()) != std::string::npos) {
         return static_cast<uint16_t>(std::stoi(out.substr(at + prefix.size())));
@@ -200,6 +203,50 @@ TEST_F(ServeSqlTest, HostileStatementsAreRefusedWithTheirCodesAndChangeNothing) 
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/x.db"));
   server::HttpResult count = Sql({{"query", "SELECT count(*), max(id) FROM t"}}, owner_);
   EXPECT_EQ(Lines(count.body)[1], json::parse("[3000,3000]"));
+}
+
+TEST_F(ServeSqlTest, APrincipalRunsAtMostTwoStatementsAtOnce) {
+  // A second server on the same workspace, with room for slow statements
+  // (its output in a folder of its own).
+  const std::string other = dir_ + "/slow";
+  std::filesystem::create_directories(other);
+  WriteFile(other + "/slow.json", R"({"sqlTimeBudgetMillis": 2000})");
+  const pid_t slow =
+      StartLoam(other, {"serve", "--root", dir_ + "/loam-data", "--listen", "127.0.0.1:0",
+                        "--auth-hs256-secret-file", dir_ + "/secret", "--no-access-log",
+                        "--workers", "0", "--config", "slow.json"});
+  const uint16_t port = WaitListening(other);
+  ASSERT_NE(port, 0);
+  const std::string forever = json{
+      {"query",
+       "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+       "SELECT count(*) FROM r"}}.dump();
+  // Three statements that each run to the budget's end, sent together:
+  // two run, the third is refused at once.
+  std::vector<int> statuses(3);
+  std::vector<std::thread> running;
+  for (int i = 0; i < 3; ++i) {
+    running.emplace_back([&, i] {
+      try {
+        statuses[i] =
+            server::HttpCall(port, "POST", "/v1/sql", forever,
+                             {{"Authorization", bob_}, {"Content-Type", "application/json"}})
+                .status;
+      } catch (const std::exception&) {
+        statuses[i] = -1;  // no answer
+      }
+    });
+  }
+  const int other_principal =
+      server::HttpCall(port, "POST", "/v1/sql", R"({"query":"SELECT 1"})",
+                       {{"Authorization", owner_}, {"Content-Type", "application/json"}})
+          .status;
+  for (std::thread& t : running) t.join();
+  std::sort(statuses.begin(), statuses.end());
+  EXPECT_EQ(statuses, (std::vector<int>{422, 422, 429}));
+  EXPECT_EQ(other_principal, 200);  // another principal is served
+  ::kill(slow, SIGTERM);
+  WaitLoam(other, slow);
 }
 
 }  // namespace

@@ -78,17 +78,17 @@ Response Api::RunSql(Call& c) {
   Result<SqlRequest> req = ParseSqlRequest(c.body, options_.sql);
   if (!req.ok()) return Problem(req.status());
   req->options.principal = c.ctx.principal;
+  // A statement holds a handler thread while it runs: one principal runs
+  // as many at once as it may read streamed answers (429 beyond).
+  StreamSlot slot(this, c.ctx.principal);
+  if (Status s = slot.Take(); !s.ok()) return Problem(s);
   // As GET .../rows: whole up to rows_chunk, else streamed in chunks; an
   // error after the first chunk cuts the body short (no "end" line).
   Response head{http::status::ok, 11};
   head.set(http::field::content_type, "application/x-ndjson");
-  StreamSlot slot(this, c.ctx.principal);
   const auto flush = [&](std::string& pending) -> Status {
     if (pending.size() < options_.rows_chunk) return Status::OK();
-    if (!c.out->begun()) {
-      RETURN_NOT_OK(slot.Take());
-      RETURN_NOT_OK(c.out->Begin(head));
-    }
+    if (!c.out->begun()) RETURN_NOT_OK(c.out->Begin(head));
     Status s = c.out->Write(pending);
     pending.clear();
     return s;

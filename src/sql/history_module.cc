@@ -1,10 +1,12 @@
 #include "sql/history_module.h"
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <variant>
 #include <vector>
 
 #include "loam/load.h"
+#include "sql/read_only_module.h"
 #include "sql/sql_value.h"
 
 namespace loam::sql {
@@ -32,7 +34,8 @@ int Fail(HistoryTable* t, const Status& s) {
 }
 
 constexpr char kRunsDdl[] =
-    "CREATE TABLE x(run_id TEXT, table_name TEXT, mode TEXT, state TEXT, validation_only "
+    "CREATE TABLE x(run_id TEXT, pipeline_id TEXT, table_name TEXT, principal TEXT, mode TEXT, "
+    "state TEXT, validation_only "
     "INTEGER, rows_read INTEGER, inserted INTEGER, updated INTEGER, unchanged INTEGER, deleted "
     "INTEGER, rejected INTEGER, error_code TEXT, error TEXT, workspace_version INTEGER, "
     "table_version INTEGER, commit_id TEXT, started TEXT, finished TEXT)";
@@ -56,6 +59,25 @@ std::string Joined(const std::vector<std::string>& parts) {
   return out;
 }
 
+// What the run record adds to the result: the service's pipeline (service
+// runs) and who asked (docs/format/control.md, "Run record").
+std::pair<Cell, Cell> PipelineAndPrincipal(const std::string& record_json) {
+  const nlohmann::json j = nlohmann::json::parse(record_json, nullptr, false);
+  if (!j.is_object()) return {};
+  Cell pipeline, principal;
+  const auto service = j.find("service");
+  if (service != j.end() && service->is_object() && service->contains("pipelineId") &&
+      (*service)["pipelineId"].is_string()) {
+    pipeline = Text((*service)["pipelineId"].get<std::string>());
+  }
+  const auto request = j.find("request");
+  if (request != j.end() && request->is_object() && request->contains("principal") &&
+      (*request)["principal"].is_string()) {
+    principal = Text((*request)["principal"].get<std::string>());
+  }
+  return {pipeline, principal};
+}
+
 Result<Rows> RunRows(const HistorySource& source) {
   Result<std::vector<LoadResult>> runs = ListRuns(*source.ws);
   if (!runs.ok()) return runs.status();
@@ -63,12 +85,27 @@ Result<Rows> RunRows(const HistorySource& source) {
   for (const LoadResult& r : *runs) {
     if (source.shows_table && !source.shows_table(r.table)) continue;
     const bool committed = !r.commit_id.empty();
-    rows.push_back({r.run_id, Text(r.table), Text(r.mode), r.state,
-                    int64_t{r.validation_only ? 1 : 0}, r.rows_read, r.inserted, r.updated,
-                    r.unchanged, r.deleted, r.rejected, Text(r.error_code), Text(r.error),
+    auto [pipeline, principal] = PipelineAndPrincipal(r.record_json);
+    rows.push_back({r.run_id,
+                    pipeline,
+                    Text(r.table),
+                    principal,
+                    Text(r.mode),
+                    r.state,
+                    int64_t{r.validation_only ? 1 : 0},
+                    r.rows_read,
+                    r.inserted,
+                    r.updated,
+                    r.unchanged,
+                    r.deleted,
+                    r.rejected,
+                    Text(r.error_code),
+                    Text(r.error),
                     committed ? Cell(static_cast<int64_t>(r.workspace_version)) : Cell(),
-                    committed ? Cell(r.table_version) : Cell(), Text(r.commit_id),
-                    Time(r.started_micros), Time(r.finished_micros)});
+                    committed ? Cell(r.table_version) : Cell(),
+                    Text(r.commit_id),
+                    Time(r.started_micros),
+                    Time(r.finished_micros)});
   }
   return rows;
 }
@@ -159,24 +196,8 @@ int RowId(sqlite3_vtab_cursor* cursor, sqlite3_int64* out) {
   return SQLITE_OK;
 }
 
-sqlite3_module MakeModule() {
-  sqlite3_module m{};
-  m.iVersion = 2;
-  m.xCreate = Connect;
-  m.xConnect = Connect;
-  m.xBestIndex = BestIndex;
-  m.xDisconnect = Disconnect;
-  m.xDestroy = Disconnect;
-  m.xOpen = Open;
-  m.xClose = Close;
-  m.xFilter = Filter;
-  m.xNext = Next;
-  m.xEof = Eof;
-  m.xColumn = ColumnValue;
-  m.xRowid = RowId;
-  return m;
-}
-const sqlite3_module kModule = MakeModule();
+const sqlite3_module kModule = ReadOnlyModule(
+    {Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, ColumnValue, RowId});
 
 Status Declare(sqlite3* db, HistorySource* source, const char* module, const char* table) {
   if (sqlite3_create_module_v2(db, module, &kModule, source, nullptr) != SQLITE_OK) {

@@ -425,14 +425,16 @@ TEST_F(SqlTest, RunsAndTheLogAreTables) {
   load.files = {csv};
   Result<LoadResult> run = Load(*ws_, load);
   ASSERT_TRUE(run.ok() && run->state == "succeeded") << run.status().ToString();
-  Result<Answer> runs =
-      Loam("SELECT run_id, table_name, mode, state, inserted, workspace_version FROM loam_runs");
+  Result<Answer> runs = Loam(
+      "SELECT run_id, table_name, mode, state, inserted, workspace_version, principal, "
+      "pipeline_id FROM loam_runs");
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   ASSERT_EQ(runs->rows.size(), 1u);
   EXPECT_EQ(runs->rows[0],
             (std::vector<SqlValue>{run->run_id, std::string("dim"), std::string("append"),
                                    std::string("succeeded"), int64_t{1},
-                                   static_cast<int64_t>(run->workspace_version)}));
+                                   static_cast<int64_t>(run->workspace_version), ws_->principal(),
+                                   std::monostate{}}));
   Result<Answer> log = Loam("SELECT count(*), max(workspace_version) FROM loam_log");
   Result<std::vector<LogEntry>> entries = ws_->Log();
   ASSERT_TRUE(log.ok() && entries.ok());

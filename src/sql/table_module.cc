@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "loam/scan.h"
+#include "sql/read_only_module.h"
 #include "sql/sql_value.h"
 #include "sql/table_plan.h"
 
@@ -402,26 +403,8 @@ int RowId(sqlite3_vtab_cursor* cursor, sqlite3_int64* out) {
   return SQLITE_OK;
 }
 
-// Read-only: xUpdate refuses, no transactions.
-sqlite3_module MakeModule() {
-  sqlite3_module m{};
-  m.iVersion = 2;
-  m.xCreate = Connect;
-  m.xConnect = Connect;
-  m.xBestIndex = BestIndex;
-  m.xDisconnect = Disconnect;
-  m.xDestroy = Disconnect;
-  m.xOpen = Open;
-  m.xClose = Close;
-  m.xFilter = Filter;
-  m.xNext = Next;
-  m.xEof = Eof;
-  m.xColumn = ColumnValue;
-  m.xRowid = RowId;
-  m.xUpdate = Update;
-  return m;
-}
-const sqlite3_module kModule = MakeModule();
+const sqlite3_module kModule = ReadOnlyModule(
+    {Connect, BestIndex, Disconnect, Open, Close, Filter, Next, Eof, ColumnValue, RowId, Update});
 
 }  // namespace vtab
 }  // namespace
