@@ -40,10 +40,12 @@ Result<std::vector<RecordBatch>> Scan(const Workspace& ws, const std::string& ta
 Status ScanEach(const Workspace& ws, const std::string& table, const ScanOptions& options,
                 const std::function<Status(const RecordBatch&)>& each);
 
-// The same rows pulled one file at a time: Next gives the next non-empty
-// batch, or nullopt once the scan is over. The reader holds the state it
-// opened (later commits do not change what it returns) and reads a file
-// only when asked, so a caller that stops early reads no further.
+// The same rows pulled one file at a time: Next gives the next batch (one
+// with no rows when a file held no matching row, so the caller regains
+// control after each file), or nullopt once the scan is over. The reader
+// holds the state it opened (later commits do not change what it returns)
+// and reads a file only when asked, so a caller that stops early reads no
+// further.
 class ScanReader {
  public:
   virtual ~ScanReader() = default;

@@ -73,8 +73,8 @@ class FileByFileScan final : public ScanReader {
 
   Result<std::optional<RecordBatch>> Next() override {
     const size_t fragments = table_.data.state().fragments.size();
-    while (ready_.empty() && next_ < fragments) {
-      if (spec_.limit.has_value() && *spec_.limit <= 0) break;
+    if (ready_.empty() && next_ < fragments) {
+      if (spec_.limit.has_value() && *spec_.limit <= 0) return std::optional<RecordBatch>();
       spec_.fragment_range = std::make_pair(next_, next_ + 1);
       ++next_;
       RETURN_NOT_OK(table_.data.ScanEach(spec_, [&](const RecordBatch& b) {
@@ -84,6 +84,9 @@ class FileByFileScan final : public ScanReader {
       if (spec_.limit.has_value()) {
         for (const RecordBatch& b : ready_) *spec_.limit -= b.num_rows();
       }
+      // A file without a matching row: an empty batch, so that the caller
+      // regains control between files.
+      if (ready_.empty()) return std::optional<RecordBatch>(RecordBatch());
     }
     if (ready_.empty()) return std::optional<RecordBatch>();
     std::optional<RecordBatch> out(std::move(ready_.front()));

@@ -105,7 +105,8 @@ Result<std::string> ReadScript(const SqlFlags& f) {
 }
 
 // Statements typed at a prompt, each run when complete (its `;`), with the
-// lines kept in ~/.loam_sql_history.
+// lines kept in ~/.loam_sql_history; the end of input (Ctrl-D) or a line
+// ".quit" / ".exit" ends it.
 Status Prompt(const Workspace& ws, const sql::SqlOptions& options, PrintingSink& sink) {
   const char* home = std::getenv("HOME");
   const std::string history = home != nullptr ? std::string(home) + "/.loam_sql_history" : "";
@@ -118,6 +119,7 @@ Status Prompt(const Workspace& ws, const sql::SqlOptions& options, PrintingSink&
     const std::string text = line;
     std::free(line);
     if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    if (pending.empty() && (text == ".quit" || text == ".exit")) break;
     add_history(text.c_str());
     pending += text + "\n";
     if (sqlite3_complete(pending.c_str()) == 0) continue;

@@ -133,6 +133,7 @@ TEST_F(ServeSqlTest, AnswersAsJsonLinesWithColumnsFirstAndAnEndLine) {
       Sql({{"query", "SELECT t.*, printf('%0200d', id) FROM t ORDER BY id"}}, owner_);
   ASSERT_EQ(big.status, 200) << big.body;
   EXPECT_EQ(big.Header("transfer-encoding"), "chunked");
+  EXPECT_EQ(big.Header("request-id").size(), 26u);  // set on the head before it went
   const std::vector<json> rows = Lines(big.body);
   ASSERT_EQ(rows.size(), 3002u);
   EXPECT_EQ(rows[3000][0], 3000);
@@ -211,10 +212,9 @@ TEST_F(ServeSqlTest, APrincipalRunsAtMostTwoStatementsAtOnce) {
   const std::string other = dir_ + "/slow";
   std::filesystem::create_directories(other);
   WriteFile(other + "/slow.json", R"({"sqlTimeBudgetMillis": 2000})");
-  const pid_t slow =
-      StartLoam(other, {"serve", "--root", dir_ + "/loam-data", "--listen", "127.0.0.1:0",
-                        "--auth-hs256-secret-file", dir_ + "/secret", "--no-access-log",
-                        "--workers", "0", "--config", "slow.json"});
+  const pid_t slow = StartLoam(other, {"serve", "--root", dir_ + "/loam-data", "--listen",
+                                       "127.0.0.1:0", "--auth-hs256-secret-file", dir_ + "/secret",
+                                       "--workers", "0", "--config", "slow.json"});
   const uint16_t port = WaitListening(other);
   ASSERT_NE(port, 0);
   const std::string forever = json{
@@ -237,16 +237,18 @@ TEST_F(ServeSqlTest, APrincipalRunsAtMostTwoStatementsAtOnce) {
       }
     });
   }
-  const int other_principal =
-      server::HttpCall(port, "POST", "/v1/sql", R"({"query":"SELECT 1"})",
-                       {{"Authorization", owner_}, {"Content-Type", "application/json"}})
-          .status;
+  const int other_principal = server::HttpCall(port, "POST", "/v1/sql", R"({"query":"SELECT 1"})",
+                                               {{"Authorization", owner_},
+                                                {"Content-Type", "application/json"},
+                                                {"Request-Id", "sql-check-1"}})
+                                  .status;
   for (std::thread& t : running) t.join();
   std::sort(statuses.begin(), statuses.end());
   EXPECT_EQ(statuses, (std::vector<int>{422, 422, 429}));
   EXPECT_EQ(other_principal, 200);  // another principal is served
   ::kill(slow, SIGTERM);
-  WaitLoam(other, slow);
+  // Its access log names the request by the id the client gave.
+  EXPECT_NE(WaitLoam(other, slow).err.find(R"("requestId":"sql-check-1")"), std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <ctime>
@@ -7,6 +8,7 @@
 
 #include "common/json_depth.h"
 #include "common/status_macros.h"
+#include "common/ulid.h"
 #include "server/problem.h"
 
 namespace loam::server {
@@ -146,6 +148,16 @@ HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   return plan;
 }
 
+std::string RequestIdOf(const RequestHeader& header) {
+  const std::string_view given = header["Request-Id"];
+  const bool valid =
+      !given.empty() && given.size() <= 128 && std::all_of(given.begin(), given.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) ||
+               std::string_view("-_.:+/=").find(c) != std::string_view::npos;
+      });
+  return valid ? std::string(given) : NewUlidString();
+}
+
 std::string MediaType(const RequestHeader& header) {
   std::string_view type = header[http::field::content_type];
   type = type.substr(0, type.find(';'));
@@ -236,7 +248,16 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
                                         std::to_string(options_.max_json_depth) + " levels")),
         start);
   }
-  Call call{header, body, stream, out, std::move(*target), std::move(match.params), {}, {}, {}};
+  Call call{header,
+            body,
+            stream,
+            out,
+            std::move(*target),
+            std::move(match.params),
+            {},
+            {},
+            {},
+            RequestIdOf(header)};
   if (match.handler->authenticated) {
     if (const auto* verified = std::any_cast<service::CallContext>(&context)) {
       call.ctx = *verified;
@@ -316,12 +337,23 @@ Response Api::Finish(const RequestHeader& header, std::string_view route, Call* 
   const std::string_view method =
       kMethods.count(header.method_string()) ? header.method_string() : "other";
   metrics_.ObserveRequest(method, route, status, seconds);
+  // A streamed answer's head went out with its id (the route set it).
+  const std::string id = call != nullptr ? call->request_id : RequestIdOf(header);
+  r.set("Request-Id", id);
+  if (r[http::field::content_type] == "application/problem+json") {
+    json doc = json::parse(r.body(), nullptr, false);
+    if (doc.is_object()) {
+      doc["requestId"] = id;
+      r.body() = doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    }
+  }
   if (options_.access_log) {
     json line = {{"time", Rfc3339(Clock::System()->NowMicros())},
                  {"method", std::string(header.method_string())},
                  {"route", std::string(route)},
                  {"status", status},
-                 {"latencyMs", seconds * 1000}};
+                 {"latencyMs", seconds * 1000},
+                 {"requestId", id}};
     if (call != nullptr && !call->ctx.principal.empty()) line["principal"] = call->ctx.principal;
     if (call != nullptr && !call->run_id.empty()) line["runId"] = call->run_id;
     if (call != nullptr && !call->cut_short.empty()) line["cutShort"] = call->cut_short;

@@ -54,6 +54,11 @@ struct ApiOptions {
   std::function<int64_t()> in_flight;
 };
 
+// The request's id: the client's Request-Id when it is 1 to 128 characters
+// of letters, digits and - _ . : + / =, else a new ULID. Every answer
+// carries it, as does its access-log line and its problem body.
+std::string RequestIdOf(const RequestHeader& header);
+
 // The media type of a request's Content-Type, lower-cased and without its
 // parameters ("Text/CSV; charset=utf-8" is "text/csv"); "" when absent.
 std::string MediaType(const RequestHeader& header);
@@ -85,6 +90,7 @@ class Api : public HttpHandler {
     service::CallContext ctx;  // empty for routes without a bearer token
     std::string run_id;        // for the access log
     std::string cut_short;     // a chunked answer that ended early: the error code
+    std::string request_id;    // RequestIdOf the request: on the answer, in the log
   };
   using RouteFn = Response (Api::*)(Call&);
   struct RouteSpec {

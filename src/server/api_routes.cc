@@ -129,6 +129,7 @@ Response Api::GetRows(Call& c) {
   // it cuts the body short, which the client sees as an incomplete answer.
   Response head{http::status::ok, 11};
   head.set(http::field::content_type, "application/x-ndjson");
+  head.set("Request-Id", c.request_id);
   std::string pending;
   StreamSlot slot(this, c.ctx.principal);
   const auto flush = [&]() -> Status {

@@ -86,6 +86,7 @@ Response Api::RunSql(Call& c) {
   // error after the first chunk cuts the body short (no "end" line).
   Response head{http::status::ok, 11};
   head.set(http::field::content_type, "application/x-ndjson");
+  head.set("Request-Id", c.request_id);
   const auto flush = [&](std::string& pending) -> Status {
     if (pending.size() < options_.rows_chunk) return Status::OK();
     if (!c.out->begun()) RETURN_NOT_OK(c.out->Begin(head));

@@ -52,6 +52,30 @@ TEST_F(ApiTest, UnknownRoutesAndMethods) {
   EXPECT_EQ(m.Header("allow"), "POST, GET");
 }
 
+TEST_F(ApiTest, EveryAnswerCarriesARequestId) {
+  HttpResult fresh = HttpCall(Port(), "GET", "/healthz");
+  EXPECT_EQ(fresh.Header("request-id").size(), 26u) << fresh.Header("request-id");  // a ULID
+  EXPECT_NE(HttpCall(Port(), "GET", "/healthz").Header("request-id"), fresh.Header("request-id"));
+  // A client's own id comes back, in the header and in a problem body.
+  const std::string mine = "client-42:a/b=+_.";
+  HttpResult refused = HttpCall(Port(), "GET", "/v1/tables", "", {{"Request-Id", mine}});
+  EXPECT_EQ(refused.status, 401);
+  EXPECT_EQ(refused.Header("request-id"), mine);
+  EXPECT_EQ(refused.Json()["requestId"], mine);
+  HttpResult missing = HttpCall(Port(), "GET", "/v1/nothing", "", Auth("ada"));
+  EXPECT_EQ(missing.Json()["requestId"], missing.Header("request-id"));
+  HttpResult ok = HttpCall(Port(), "GET", "/v1/tables", "", {{"Request-Id", mine}, Auth("ada")[0]});
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.Header("request-id"), mine);
+  // One that is not an id is replaced, never refused.
+  for (const std::string& bad :
+       {std::string("has space"), std::string(129, 'a'), std::string("quote\"")}) {
+    HttpResult r = HttpCall(Port(), "GET", "/healthz", "", {{"Request-Id", bad}});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.Header("request-id").size(), 26u) << bad;
+  }
+}
+
 TEST_F(ApiTest, EveryV1RouteNeedsABearerToken) {
   for (const char* target : {"/v1/tables", "/v1/pipelines", "/v1/runs", "/v1/limits",
                              "/v1/openapi.json", "/v1/tables/orders"}) {

@@ -115,6 +115,7 @@ Result<Rows> LogRows(const HistorySource& source) {
   if (!log.ok()) return log.status();
   Rows rows;
   for (const LogEntry& e : *log) {
+    if (e.workspace_version > source.version) continue;  // after the pinned state
     rows.push_back({static_cast<int64_t>(e.workspace_version), e.commit_id, e.branch, Text(e.actor),
                     Time(e.created_micros), Text(Joined(e.parents)), Text(Joined(e.run_ids))});
   }
@@ -161,9 +162,13 @@ int Close(sqlite3_vtab_cursor* c) {
 int Filter(sqlite3_vtab_cursor* cursor, int, const char*, int, sqlite3_value**) {
   auto* c = static_cast<HistoryCursor*>(cursor);
   auto* t = static_cast<HistoryTable*>(cursor->pVtab);
-  Result<Rows> rows = t->runs ? RunRows(*t->source) : LogRows(*t->source);
-  if (!rows.ok()) return Fail(t, rows.status());
-  c->rows = std::move(*rows);
+  std::shared_ptr<void>& cached = t->runs ? t->source->runs_rows : t->source->log_rows;
+  if (cached == nullptr) {
+    Result<Rows> rows = t->runs ? RunRows(*t->source) : LogRows(*t->source);
+    if (!rows.ok()) return Fail(t, rows.status());
+    cached = std::make_shared<Rows>(std::move(*rows));
+  }
+  c->rows = *std::static_pointer_cast<Rows>(cached);
   c->at = 0;
   return SQLITE_OK;
 }

@@ -5,7 +5,9 @@
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "loam/status.h"
@@ -20,6 +22,10 @@ struct HistorySource {
   std::function<bool(const std::string& table)> shows_table;
   // Whether the statement may read loam_log (checked when it is planned).
   std::function<Status()> check_log;
+  // loam_log lists the commits up to the pinned version; both tables are
+  // read once per script (later reads use these rows).
+  uint64_t version = UINT64_MAX;
+  std::shared_ptr<void> runs_rows, log_rows;
   Status error;  // the first error of a read, with its Loam code
 };
 

@@ -2,9 +2,12 @@
 
 #include <sqlite3.h>
 
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -23,6 +26,9 @@ using Clock = std::chrono::steady_clock;
 // refused, whether the time budget ran out.
 struct Guard {
   bool strict = false;  // a principal is named: the schema tables are not read either
+  // Strict: whether a table's columns may be described (PRAGMA table_info).
+  std::function<bool(const std::string&)> may_describe;
+  const std::map<std::string, TableInfo>* tables = nullptr;  // the workspace's, by name
   std::string refused;
   std::optional<Clock::time_point> deadline;
   bool timed_out = false;
@@ -63,20 +69,28 @@ int Authorize(void* data, int action, const char* a, const char* b, const char*,
     case SQLITE_RECURSIVE:
       return SQLITE_OK;
     case SQLITE_READ:
-      if (!g->strict || (arg1 != "sqlite_master" && arg1 != "sqlite_temp_master")) {
+      // Strict: the schema table and the pragma tables would name tables
+      // the principal holds no grant on.
+      if (!g->strict || (arg1 != "sqlite_master" && arg1 != "sqlite_temp_master" &&
+                         (arg1.rfind("pragma_", 0) != 0 || g->tables->count(arg1) > 0))) {
         return SQLITE_OK;
       }
-      g->refused = "reading the schema table";
+      g->refused = "reading " + arg1;
       return SQLITE_DENY;
     case SQLITE_FUNCTION:
-      if (b != nullptr && sqlite3_stricmp(b, "load_extension") == 0) {
-        g->refused = "load_extension";
+      // fts3_tokenizer would hand out a pointer into the library.
+      if (b != nullptr && (sqlite3_stricmp(b, "load_extension") == 0 ||
+                           sqlite3_stricmp(b, "fts3_tokenizer") == 0)) {
+        g->refused = b;
         return SQLITE_DENY;
       }
       return SQLITE_OK;
     case SQLITE_PRAGMA:
-      if (b == nullptr && (arg1 == "table_info" || arg1 == "table_xinfo" || arg1 == "table_list" ||
-                           arg1 == "function_list")) {
+      if ((arg1 == "table_info" || arg1 == "table_xinfo") && b != nullptr &&
+          (!g->strict || (g->may_describe && g->may_describe(b)))) {
+        return SQLITE_OK;
+      }
+      if (b == nullptr && (arg1 == "function_list" || (arg1 == "table_list" && !g->strict))) {
         return SQLITE_OK;
       }
       break;
@@ -133,7 +147,7 @@ Status Failure(sqlite3* db, int rc, const Session& s) {
   }
   const int primary = rc & 0xff;
   if (primary == SQLITE_NOMEM) {
-    return Limit("sqlHeapBytes", "the statements of this process hold SQLite's heap ceiling");
+    return Limit("sqlHeapBytes", "SQLite ran out of memory (the process's heap ceiling for SQL)");
   }
   if (primary == SQLITE_TOOBIG) {
     return Limit("sqlValueBytes",
@@ -160,6 +174,11 @@ Status SetUpGrants(const Workspace& ws, const SqlOptions& o, Session* s) {
     }
   }
   s->guard.strict = true;
+  s->guard.may_describe = [readable, s](const std::string& name) {
+    auto it = s->tables.tables.find(name);
+    return it != s->tables.tables.end() &&
+           readable->count({it->second.id, it->second.incarnation}) > 0;
+  };
   s->tables.check_read = [readable, principal](const TableInfo& t) -> Status {
     if (readable->count({t.id, t.incarnation}) > 0) return Status::OK();
     return Status::PermissionDenied("principal '" + principal + "' holds no grant on table '" +
@@ -175,6 +194,12 @@ Status SetUpGrants(const Workspace& ws, const SqlOptions& o, Session* s) {
   return Status::OK();
 }
 
+// ASCII lower case, as SQLite compares names.
+std::string Lower(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
 Result<Db> OpenConnection(Session* s) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(
@@ -186,20 +211,33 @@ Result<Db> OpenConnection(Session* s) {
   sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, nullptr);
+  sqlite3_db_config(raw, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, nullptr);
   sqlite3_limit(raw, SQLITE_LIMIT_ATTACHED, 0);
   sqlite3_limit(raw, SQLITE_LIMIT_LENGTH,
                 static_cast<int>(std::min<int64_t>(s->options->max_value_bytes, INT32_MAX)));
   sqlite3_limit(raw, SQLITE_LIMIT_SQL_LENGTH,
                 static_cast<int>(std::min<int64_t>(s->options->max_sql_bytes, INT32_MAX)));
   RETURN_NOT_OK(RegisterTableModule(raw, &s->tables));
+  // SQLite names tables without regard to case and reserves sqlite_…: a
+  // table it cannot tell from an earlier one (in byte order), a reserved
+  // name or columns that differ only in case is left out (docs/sql.md).
+  // (A failed CREATE VIRTUAL TABLE would leave the connection's schema to
+  // be read again under the authorizer: nothing is tried that can fail.)
+  std::set<std::string> declared;  // lower case
   for (const auto& [name, info] : s->tables.tables) {
+    const std::string lower = Lower(name);
+    if (declared.count(lower) > 0 || lower.rfind("sqlite_", 0) == 0) continue;
+    std::set<std::string> columns;
+    for (const Field& f : info.schema.fields) columns.insert(Lower(f.name));
+    if (columns.size() != info.schema.fields.size()) continue;
     const std::string ddl = CreateVirtualTable(name);
     if (sqlite3_exec(raw, ddl.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK) {
       return Status::Internal("declaring table '" + name + "': " + sqlite3_errmsg(raw));
     }
+    declared.insert(lower);
   }
-  RETURN_NOT_OK(DeclareHistoryTables(raw, &s->history, s->tables.tables.count(kRunsTable) == 0,
-                                     s->tables.tables.count(kLogTable) == 0));
+  RETURN_NOT_OK(DeclareHistoryTables(raw, &s->history, declared.count(kRunsTable) == 0,
+                                     declared.count(kLogTable) == 0));
   sqlite3_set_authorizer(raw, Authorize, &s->guard);
   sqlite3_progress_handler(raw, 1000, Progress, &s->guard);
   return db;
@@ -271,10 +309,12 @@ Status RunStatement(sqlite3* db, sqlite3_stmt* stmt, Session* s, SqlSink& sink) 
 Result<Stmt> PrepareNext(sqlite3* db, const char** tail, const char* end, Session* s) {
   while (*tail < end) {
     sqlite3_stmt* raw = nullptr;
+    const char* before = *tail;
     const int rc = sqlite3_prepare_v3(db, *tail, static_cast<int>(end - *tail), 0, &raw, tail);
     Stmt stmt(raw);
     if (rc != SQLITE_OK) return Failure(db, rc, *s);
-    if (stmt == nullptr) continue;  // only blanks or a comment
+    if (stmt == nullptr && *tail == before) break;  // nothing SQLite can read further
+    if (stmt == nullptr) continue;                  // only blanks or a comment
     if (!sqlite3_stmt_readonly(raw)) {
       return Status::PermissionDenied("SQL here only reads: the statement would write")
           .WithDetail("refused", "write");
@@ -296,9 +336,13 @@ Status PinState(const Workspace& ws, const SqlOptions& o, Session* s) {
   for (TableInfo& t : tables) s->tables.tables.emplace(t.name, std::move(t));
   s->history.ws = &ws;
   s->history.branch = o.at.branch;
+  s->history.version = *s->tables.at.version;
+  s->guard.tables = &s->tables.tables;
   if (o.principal.has_value()) RETURN_NOT_OK(SetUpGrants(ws, o, s));
   if (o.time_budget_millis > 0) {
     s->guard.deadline = Clock::now() + std::chrono::milliseconds(o.time_budget_millis);
+    s->tables.deadline = s->guard.deadline;
+    s->tables.budget_millis = o.time_budget_millis;
   }
   return Status::OK();
 }
@@ -307,6 +351,9 @@ Status PinState(const Workspace& ws, const SqlOptions& o, Session* s) {
 
 Status RunSql(const Workspace& ws, const std::string& script, const SqlOptions& options,
               SqlSink& sink) {
+  if (script.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("SQL: the text holds a NUL character");
+  }
   if (static_cast<int64_t>(script.size()) > options.max_sql_bytes) {
     return Limit("sqlTextBytes", "the SQL text has " + std::to_string(script.size()) +
                                      " bytes; at most " + std::to_string(options.max_sql_bytes));

@@ -313,7 +313,13 @@ TEST_F(SqlTest, FiltersOnEveryTypeAnswerAsSQLiteDoes) {
                             "id = 42 AND qty > 0",
                             "id IN (1, 5, 400)",
                             "id = '42'",
-                            "id > 250 AND score > 1"}) {
+                            "id > 250 AND score > 1",
+                            "created_at IS NULL",
+                            "day IS NULL",
+                            "created_at IS NULL AND qty > 0",
+                            "id = 5 AND created_at < '2024-06-01'",
+                            "id = 8 AND day <= '2024-12-31'",
+                            "id IN (5, 8) AND created_at > '2024'"}) {
     ExpectSame(std::string("SELECT * FROM t WHERE ") + where);
   }
   ExpectSame("SELECT count(*) FROM t");
@@ -331,6 +337,7 @@ TEST_F(SqlTest, AggregatesJoinsOrderingAndLimitsAnswerAsSQLiteDoes) {
   ExpectSame("SELECT id, name FROM t ORDER BY name, id LIMIT 7 OFFSET 3", true);
   ExpectSame("SELECT id FROM t LIMIT 5", true);
   ExpectSame("SELECT id FROM t WHERE qty > 0 LIMIT 4 OFFSET 2", true);
+  ExpectSame("SELECT id FROM t WHERE qty > 0 LIMIT 9223372036854775807 OFFSET 3", true);
   ExpectSame("SELECT count(*) FROM t WHERE qty > (SELECT avg(qty) FROM t)");
   ExpectSame("SELECT a.id, b.id FROM t a JOIN t b ON a.id = b.qty ORDER BY 1, 2", true);
   ExpectSame("WITH big AS (SELECT id FROM t WHERE qty > 40) SELECT count(*) FROM big");
@@ -465,6 +472,51 @@ TEST_F(SqlTest, StatementsThatWouldChangeAnythingAreRefused) {
   EXPECT_EQ(Loam("SELECT count(*) FROM t")->rows[0][0], SqlValue(int64_t{300}));
   EXPECT_TRUE(Loam("SELECT nonsense FROM").status().Is(ErrorCode::kInvalidArgument));
   EXPECT_TRUE(Loam("  -- nothing\n").status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(Loam(std::string("SELECT 1;\0", 10)).status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(Loam(std::string("\0", 1)).status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(Loam("SELECT fts3_tokenizer('simple')").status().Is(ErrorCode::kPermissionDenied));
+  Result<Answer> columns = Loam("PRAGMA table_info(t)");
+  ASSERT_TRUE(columns.ok()) << columns.status().ToString();
+  EXPECT_EQ(columns->rows.size(), 11u);
+}
+
+TEST_F(SqlTest, AFloatKeyIsScannedSoEqualKeysAreAllFound) {
+  const Schema fk{{{"k", DataType::Float64(), false}, {"v", DataType::Int64(), true}}};
+  ASSERT_TRUE(ws_->CreateTable("fk", fk, {"k"}).ok());
+  RecordBatch rows(fk);
+  ASSERT_TRUE(rows.AppendRow({Value(0.0), Value(int64_t{1})}).ok());
+  ASSERT_TRUE(rows.AppendRow({Value(-0.0), Value(int64_t{2})}).ok());
+  ASSERT_TRUE(ws_->Write("fk", rows).ok());
+  Exec("CREATE TABLE fk(k REAL, v INTEGER)");
+  AddNative("fk", rows);
+  ExpectSame("SELECT v FROM fk WHERE k = 0");
+  ExpectSame("SELECT v FROM fk WHERE k = -0.0");
+}
+
+TEST_F(SqlTest, TablesSQLiteCannotNameAreLeftOutAndTheRestAnswer) {
+  const Schema one{{{"a", DataType::Int64(), true}}};
+  ASSERT_TRUE(ws_->CreateTable("Dim", one).ok());  // "dim" in SQLite's eyes
+  ASSERT_TRUE(ws_->CreateTable("sqlite_stat9", one).ok());
+  ASSERT_TRUE(ws_->CreateTable("LOAM_RUNS", one).ok());
+  ASSERT_TRUE(ws_->CreateTable("twins", Schema{{{"id", DataType::Int64(), true},
+                                                {"ID", DataType::Int64(), true}}})
+                  .ok());
+  EXPECT_EQ(Loam("SELECT count(*) FROM t")->rows[0][0], SqlValue(int64_t{300}));
+  EXPECT_EQ(Loam("SELECT count(*) FROM Dim")->rows[0][0], SqlValue(int64_t{0}));  // first by name
+  EXPECT_EQ(Loam("SELECT count(*) FROM LOAM_RUNS")->rows[0][0], SqlValue(int64_t{0}));
+  EXPECT_TRUE(Loam("SELECT * FROM twins").status().Is(ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(Loam("SELECT * FROM sqlite_stat9").status().Is(ErrorCode::kInvalidArgument));
+}
+
+TEST_F(SqlTest, TheLogIsReadAtThePinnedVersionToo) {
+  SqlOptions then;
+  then.at.version = first_version_;
+  Result<Answer> log = Loam("SELECT max(workspace_version), count(*) FROM loam_log", then);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->rows[0][0], SqlValue(static_cast<int64_t>(first_version_)));
+  int64_t older = 0;
+  for (const LogEntry& e : ws_->Log().value()) older += e.workspace_version <= first_version_;
+  EXPECT_EQ(log->rows[0][1], SqlValue(older));
 }
 
 TEST_F(SqlTest, LimitsEndAStatementWithTheirOwnCode) {
@@ -510,6 +562,11 @@ TEST_F(SqlTest, APrincipalReadsOnlyTheTablesItHoldsAGrantOn) {
   }
   EXPECT_EQ(Loam("SELECT * FROM loam_log", bob).status().detail("table"), "loam_log");
   EXPECT_TRUE(Loam("SELECT * FROM sqlite_schema", bob).status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(Loam("PRAGMA table_list", bob).status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(
+      Loam("SELECT * FROM pragma_table_list", bob).status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_TRUE(Loam("PRAGMA table_info(dim)", bob).status().Is(ErrorCode::kPermissionDenied));
+  EXPECT_EQ(Loam("PRAGMA table_info(t)", bob)->rows.size(), 11u);
   SqlOptions owner;
   owner.principal = ws_->owner();
   EXPECT_EQ(Loam("SELECT count(*) FROM dim", owner)->rows[0][0], SqlValue(int64_t{4}));

@@ -158,6 +158,11 @@ int BestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
   }
   plan.key_lookup =
       !table.keys.empty() && std::all_of(key_eq.begin(), key_eq.end(), [](bool b) { return b; });
+  // 0.0 and -0.0 are two keys that SQL finds equal: a float key is scanned.
+  for (const std::string& k : table.keys) {
+    const int i = schema.IndexOf(k);
+    if (i >= 0 && schema.fields[i].type.id == TypeId::kFloat64) plan.key_lookup = false;
+  }
   // A LIMIT counts the rows after every filter and after sorting: the scan
   // may stop early only when it filters exactly and the order is its own.
   if (all_exact && limit_at >= 0 && info->nOrderBy == 0) {
@@ -168,10 +173,11 @@ int BestIndex(sqlite3_vtab* vtab, sqlite3_index_info* info) {
       info->aConstraintUsage[offset_at].argvIndex = ++argc;
     }
   }
+  // Not SQLITE_INDEX_SCAN_UNIQUE: a value that is not exact at filter time
+  // (a join on text against an integer key) turns the look-up into a scan.
   if (plan.key_lookup) {
     info->estimatedRows = 1;
     info->estimatedCost = 10;
-    info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
   } else {
     info->estimatedRows = static_cast<sqlite3_int64>(std::max(rows, 1.0));
     // Opening a scan costs about as much as reading a thousand rows.
@@ -197,20 +203,30 @@ struct ValueFree {
 };
 using OwnedValue = std::unique_ptr<sqlite3_value, ValueFree>;
 
+Status OutOfMemory() {
+  return Status::ResourceExhausted("SQLite ran out of memory reading a comparison's values")
+      .WithErrorCode(ErrorCode::kLimitExceeded)
+      .WithDetail("limit", "sqlHeapBytes");
+}
+
 // The values SQLite hands term `t` (an IN list: copies of all of them, as
-// SQLite reuses the value it hands for the next).
-std::vector<OwnedValue> TermValues(const TablePlan::Term& t, sqlite3_value** argv) {
+// SQLite reuses the value it hands for the next). A list cut short would
+// drop rows: any failure fails the read.
+Result<std::vector<OwnedValue>> TermValues(const TablePlan::Term& t, sqlite3_value** argv) {
   std::vector<OwnedValue> values;
   if (t.argv < 0) return values;
   if (t.op != SqlOp::kIn) {
     values.emplace_back(sqlite3_value_dup(argv[t.argv]));
+    if (values.back() == nullptr) return OutOfMemory();
     return values;
   }
   sqlite3_value* v = nullptr;
-  for (int rc = sqlite3_vtab_in_first(argv[t.argv], &v); rc == SQLITE_OK && v != nullptr;
-       rc = sqlite3_vtab_in_next(argv[t.argv], &v)) {
+  int rc = sqlite3_vtab_in_first(argv[t.argv], &v);
+  for (; rc == SQLITE_OK && v != nullptr; rc = sqlite3_vtab_in_next(argv[t.argv], &v)) {
     values.emplace_back(sqlite3_value_dup(v));
+    if (values.back() == nullptr) return OutOfMemory();
   }
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) return OutOfMemory();
   return values;
 }
 
@@ -238,19 +254,21 @@ struct Pushed {
   const Field* date_column = nullptr;
 };
 
-Pushed PushedOf(const TableInfo& table, const TablePlan& plan, sqlite3_value** argv) {
+Result<Pushed> PushedOf(const TableInfo& table, const TablePlan& plan, sqlite3_value** argv) {
   Pushed out;
   std::vector<std::optional<Value>> key(table.keys.size());
   for (const TablePlan::Term& t : plan.terms) {
     const Field& field = table.schema.fields[t.column];
-    const std::vector<OwnedValue> owned = TermValues(t, argv);
+    Result<std::vector<OwnedValue>> owned = TermValues(t, argv);
+    if (!owned.ok()) return owned.status();
     std::vector<sqlite3_value*> values;
-    for (const OwnedValue& v : owned) values.push_back(v.get());
-    if (IsDateLike(field.type)) {
-      if (out.date_column != nullptr && out.date_column != &field) continue;
-      out.date_column = &field;
-    }
+    for (const OwnedValue& v : *owned) values.push_back(v.get());
+    // A range on a date-like column holds within years 0000-9999 only (one
+    // such column per scan; IS NULL is exact and goes as it is).
+    const bool ranged = IsDateLike(field.type) && t.op != SqlOp::kIsNull;
+    if (ranged && out.date_column != nullptr && out.date_column != &field) continue;
     Pushdown p = PushdownOf(field, t.op, values);
+    if (ranged && !p.where.empty()) out.date_column = &field;
     for (size_t k = 0; k < table.keys.size(); ++k) {
       if (t.op == SqlOp::kEq && p.exact && table.keys[k] == field.name) {
         key[k] = p.where[0].values[0];
@@ -289,6 +307,15 @@ std::vector<ScanOptions> ReadsOf(ScanOptions base, const Pushed& pushed) {
 Status Advance(LoamCursor* c, const LoamTable& table) {
   ++c->row;
   while (c->row >= c->batch.num_rows()) {
+    const TableSource& source = *table.source;
+    if (source.deadline && std::chrono::steady_clock::now() >= *source.deadline) {
+      return Status::ResourceExhausted(
+                 "limit_exceeded (sqlTimeBudgetMillis): the statement ran "
+                 "past its time budget of " +
+                 std::to_string(source.budget_millis) + " ms")
+          .WithErrorCode(ErrorCode::kLimitExceeded)
+          .WithDetail("limit", "sqlTimeBudgetMillis");
+    }
     c->row = 0;
     c->batch = RecordBatch();
     if (c->reader != nullptr) {
@@ -324,7 +351,10 @@ Status LookUp(LoamCursor* c, const LoamTable& table, const Pushed& pushed) {
   const RecordBatch& b = **row;
   for (const Predicate& p : pushed.where) {
     const int i = b.schema.IndexOf(p.column);
-    if (i < 0 || !ValueMatches(p, b.columns[i].GetValue(0))) return Status::OK();
+    if (i < 0) return Status::OK();
+    // Day bounds hold only within years 0000-9999: SQLite checks those.
+    if (IsDateLike(b.schema.fields[i].type) && p.op != CompareOp::kIsNull) continue;
+    if (!ValueMatches(p, b.columns[i].GetValue(0))) return Status::OK();
   }
   for (size_t i = 0; i < c->column_of.size(); ++i) c->column_of[i] = static_cast<int>(i);
   c->batch = b;
@@ -344,16 +374,21 @@ int Filter(sqlite3_vtab_cursor* cursor, int, const char* idx, int, sqlite3_value
   c->reader.reset();
   c->batch = RecordBatch();
   c->rowid = 0;
-  const Pushed pushed = PushedOf(*table.info, *plan, argv);
+  Result<Pushed> found = PushedOf(*table.info, *plan, argv);
+  if (!found.ok()) return Fail(&table, table.source, found.status());
+  const Pushed& pushed = *found;
   ScanOptions base;
   static_cast<ReadOptions&>(base) = table.source->at;
   base.columns = ProjectedColumns(table.info->schema, plan->columns_used, &c->column_of);
-  if (plan->limit_argv >= 0) {
-    int64_t limit = std::max<sqlite3_int64>(sqlite3_value_int64(argv[plan->limit_argv]), 0);
+  if (plan->limit_argv >= 0 && sqlite3_value_int64(argv[plan->limit_argv]) >= 0) {
+    // LIMIT rows after OFFSET rows: the scan stops after both (saturating).
+    int64_t limit = sqlite3_value_int64(argv[plan->limit_argv]);
     if (plan->offset_argv >= 0) {
-      limit += std::max<sqlite3_int64>(sqlite3_value_int64(argv[plan->offset_argv]), 0);
+      const int64_t offset =
+          std::max<sqlite3_int64>(sqlite3_value_int64(argv[plan->offset_argv]), 0);
+      limit = offset > INT64_MAX - limit ? INT64_MAX : limit + offset;
     }
-    if (sqlite3_value_int64(argv[plan->limit_argv]) >= 0) base.limit = limit;
+    base.limit = limit;
   }
   Status s;
   if (!pushed.key.empty()) {

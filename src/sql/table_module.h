@@ -6,8 +6,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "loam/status.h"
@@ -23,6 +25,10 @@ struct TableSource {
   // Whether the statement may read a table (checked when it is planned);
   // unset: every table.
   std::function<Status(const TableInfo&)> check_read;
+  // Reads stop past this point (limit_exceeded, sqlTimeBudgetMillis): a
+  // scan checks it between files, where SQLite's progress handler cannot.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  int64_t budget_millis = 0;
   // The first error of a read, with its Loam code (SQLite keeps only text).
   Status error;
 };
