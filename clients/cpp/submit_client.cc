@@ -276,10 +276,18 @@ Result<json> Submitter::Run(int64_t retry_for_seconds) {
 Result<json> Submitter::Wait(const std::string& run_id,
                              const std::function<void(const json& run)>& on_poll) {
   deadline_ = std::chrono::steady_clock::now() + std::chrono::hours(24);
-  std::chrono::milliseconds poll(100);
+  // Long-polls (the server answers when the run ends or after 20 s, within
+  // the client's 30 s stall timeout); a server without ?wait answers 400,
+  // and is polled with a growing pause instead.
+  bool long_poll = true;
+  std::chrono::milliseconds pause(100);
   for (;;) {
-    ASSIGN_OR_RETURN(HttpResponse r,
-                     SendWithRetries(HttpRequest{"GET", Url("/v1/runs/" + run_id), Auth(), {}}));
+    const std::string target = "/v1/runs/" + run_id + (long_poll ? "?wait=20" : "");
+    ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(HttpRequest{"GET", Url(target), Auth(), {}}));
+    if (r.status == 400 && long_poll) {
+      long_poll = false;
+      continue;
+    }
     if (r.status != 200) return ProblemStatus(r);
     json run = ParseJson(r.body);
     if (!run.is_object()) return Status::Internal("GET /v1/runs/" + run_id + ": not a JSON object");
@@ -290,8 +298,9 @@ Result<json> Submitter::Wait(const std::string& run_id,
         *state == "cancelled") {
       return run;
     }
-    std::this_thread::sleep_for(poll);
-    poll = std::min(poll * 2, std::chrono::milliseconds(2000));
+    if (long_poll) continue;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(2000));
   }
 }
 

@@ -58,8 +58,8 @@ class Submitter {
   // submits it until answered; returns the run (its state file is removed
   // once the submission is settled either way, or kept when KeepState).
   Result<nlohmann::json> Run(int64_t retry_for_seconds);
-  // Polls the run until it is terminal (`on_poll` sees every answer);
-  // returns its last document.
+  // Follows the run until it is terminal through GET /v1/runs/{id}?wait=20
+  // (`on_poll` sees every answer); returns its last document.
   Result<nlohmann::json> Wait(const std::string& run_id,
                               const std::function<void(const nlohmann::json& run)>& on_poll);
 

@@ -223,8 +223,11 @@ export class LoamClient {
     return { ...answer, idempotencyKey: key };
   }
 
-  getRun(runId) {
-    return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}`, [200]);
+  // The run now; with `waitSeconds` (1 to 60) the server answers when the
+  // run is terminal or when the wait ends, whichever is first.
+  getRun(runId, { waitSeconds } = {}) {
+    const wait = waitSeconds ? `?wait=${waitSeconds}` : '';
+    return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}${wait}`, [200]);
   }
 
   // One read-only SQL statement over the tables at one state (docs/sql.md):
@@ -244,17 +247,16 @@ export class LoamClient {
     return { columns: lines[0].columns, rows: lines.slice(1, -1), truncated: end.truncated };
   }
 
-  // Polls until the run is terminal (succeeded, failed, partial, cancelled).
+  // Resolves to the run once terminal (succeeded, failed, partial,
+  // cancelled): long-polls, so the answer comes as the run ends.
   async waitForRun(runId, { timeoutMs = 10 * 60 * 1000, onProgress } = {}) {
     const deadline = Date.now() + timeoutMs;
-    let poll = 100;
     for (;;) {
-      const run = await this.getRun(runId);
+      const left = Math.ceil((deadline - Date.now()) / 1000);
+      const run = await this.getRun(runId, { waitSeconds: Math.max(1, Math.min(30, left)) });
       onProgress?.(run);
       if (['succeeded', 'failed', 'partial', 'cancelled'].includes(run.state)) return run;
-      if (Date.now() + poll > deadline) throw new Error(`run ${runId} still ${run.state} after ${timeoutMs} ms`);
-      await sleep(poll);
-      poll = Math.min(poll * 2, 2000);
+      if (Date.now() >= deadline) throw new Error(`run ${runId} still ${run.state} after ${timeoutMs} ms`);
     }
   }
 }

@@ -78,7 +78,7 @@ json RunJson(const RunInfo& run, int64_t queue_position) {
 }
 
 Api::Api(service::Service* service, ApiOptions options)
-    : svc_(service), options_(std::move(options)) {
+    : svc_(service), options_(std::move(options)), waiters_(options_.run_wait_poll) {
   AddRoutes();
 }
 
@@ -116,7 +116,7 @@ void Api::AddRoutes() {
   authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
   authed("GET", "/v1/runs", &Api::ListRuns,
          {"pipeline", "state", "idempotencyKey", "cursor", "limit"});
-  authed("GET", "/v1/runs/{id}", &Api::GetRun);
+  authed("GET", "/v1/runs/{id}", &Api::GetRun, {"wait"});
   authed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
   authed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
 }
@@ -257,7 +257,9 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
             {},
             {},
             {},
-            RequestIdOf(header)};
+            RequestIdOf(header),
+            match.pattern,
+            start};
   if (match.handler->authenticated) {
     if (const auto* verified = std::any_cast<service::CallContext>(&context)) {
       call.ctx = *verified;
@@ -272,6 +274,7 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
     return Finish(header, match.pattern, &call, Problem(names), start);
   }
   Response r = (this->*(match.handler->fn))(call);
+  if (call.parked) return r;  // ignored: the parked answer is sealed when it goes
   return Finish(header, match.pattern, &call, std::move(r), start);
 }
 
@@ -328,35 +331,44 @@ int64_t Api::SetRetryAfter(const Status& s, Response& r) {
 
 Response Api::Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,
                      std::chrono::steady_clock::time_point start) {
+  AnswerFacts facts{std::string(header.method_string()), std::string(route), {}, {}, {}, {}, start};
+  // A streamed answer's head went out with its id (the route set it).
+  facts.request_id = call != nullptr ? call->request_id : RequestIdOf(header);
+  if (call != nullptr) {
+    facts.principal = call->ctx.principal;
+    facts.run_id = call->run_id;
+    facts.cut_short = call->cut_short;
+  }
+  return Seal(facts, std::move(r));
+}
+
+Response Api::Seal(const AnswerFacts& facts, Response r) {
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - facts.start).count();
   const int status = static_cast<int>(r.result_int());
   // Methods are the client's text: unknown ones share one label.
   static const std::set<std::string_view> kMethods = {"GET",   "HEAD",   "POST",   "PUT",
                                                       "PATCH", "DELETE", "OPTIONS"};
-  const std::string_view method =
-      kMethods.count(header.method_string()) ? header.method_string() : "other";
-  metrics_.ObserveRequest(method, route, status, seconds);
-  // A streamed answer's head went out with its id (the route set it).
-  const std::string id = call != nullptr ? call->request_id : RequestIdOf(header);
-  r.set("Request-Id", id);
+  const std::string_view method = kMethods.count(facts.method) ? facts.method : "other";
+  metrics_.ObserveRequest(method, facts.route, status, seconds);
+  r.set("Request-Id", facts.request_id);
   if (r[http::field::content_type] == "application/problem+json") {
     json doc = json::parse(r.body(), nullptr, false);
     if (doc.is_object()) {
-      doc["requestId"] = id;
+      doc["requestId"] = facts.request_id;
       r.body() = doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     }
   }
   if (options_.access_log) {
     json line = {{"time", Rfc3339(Clock::System()->NowMicros())},
-                 {"method", std::string(header.method_string())},
-                 {"route", std::string(route)},
+                 {"method", facts.method},
+                 {"route", facts.route},
                  {"status", status},
                  {"latencyMs", seconds * 1000},
-                 {"requestId", id}};
-    if (call != nullptr && !call->ctx.principal.empty()) line["principal"] = call->ctx.principal;
-    if (call != nullptr && !call->run_id.empty()) line["runId"] = call->run_id;
-    if (call != nullptr && !call->cut_short.empty()) line["cutShort"] = call->cut_short;
+                 {"requestId", facts.request_id}};
+    if (!facts.principal.empty()) line["principal"] = facts.principal;
+    if (!facts.run_id.empty()) line["runId"] = facts.run_id;
+    if (!facts.cut_short.empty()) line["cutShort"] = facts.cut_short;
     options_.access_log(line.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return r;

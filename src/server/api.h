@@ -19,6 +19,7 @@
 #include "server/jwt.h"
 #include "server/metrics.h"
 #include "server/router.h"
+#include "server/run_waiters.h"
 #include "service/service.h"
 
 namespace loam::server {
@@ -52,6 +53,10 @@ struct ApiOptions {
   std::function<void(const std::string&)> access_log;
   // Requests being served now (the in-flight gauge).
   std::function<int64_t()> in_flight;
+  // GET /v1/runs/{id}?wait=N: the longest wait a request may ask for, and
+  // how often a waited run is read again (runs another process finishes).
+  int64_t max_run_wait_seconds = 60;
+  std::chrono::milliseconds run_wait_poll{1000};
 };
 
 // The request's id: the client's Request-Id when it is 1 to 128 characters
@@ -75,6 +80,12 @@ class Api : public HttpHandler {
   Response Refuse(const RequestHeader& header, http::status status, const Status& why) override;
 
   ServerMetrics& metrics() { return metrics_; }
+  // A run of this process changed state: requests waiting for it hear now.
+  void RunChanged(const std::string& run_id) { waiters_.Changed(run_id); }
+  // Before the HTTP server drains: every waiting request is answered now.
+  void StopWaiting() { waiters_.Stop(); }
+  // Requests parked until their run ends (GET /v1/runs/{id}?wait=N).
+  size_t parked_requests() const { return waiters_.parked(); }
   // Before serving: the base of local upload URLs.
   void set_public_url(std::string url) { options_.public_url = std::move(url); }
 
@@ -91,6 +102,19 @@ class Api : public HttpHandler {
     std::string run_id;        // for the access log
     std::string cut_short;     // a chunked answer that ended early: the error code
     std::string request_id;    // RequestIdOf the request: on the answer, in the log
+    std::string_view route;    // the matched pattern (metrics, access log)
+    std::chrono::steady_clock::time_point start;
+    bool parked = false;  // the answer goes later, through a LaterAnswer
+  };
+  // What an answer's metrics and access-log line say of its request.
+  struct AnswerFacts {
+    std::string method;
+    std::string route;
+    std::string request_id;
+    std::string principal;
+    std::string run_id;
+    std::string cut_short;
+    std::chrono::steady_clock::time_point start;
   };
   using RouteFn = Response (Api::*)(Call&);
   struct RouteSpec {
@@ -114,6 +138,8 @@ class Api : public HttpHandler {
                        std::chrono::steady_clock::time_point start);
   Response Finish(const RequestHeader& header, std::string_view route, Call* call, Response r,
                   std::chrono::steady_clock::time_point start);
+  // Counts, logs and labels (Request-Id) an answer.
+  Response Seal(const AnswerFacts& facts, Response r);
 
   // Routes (api_routes.cc, api_runs.cc).
   Response Healthz(Call& c);
@@ -165,6 +191,7 @@ class Api : public HttpHandler {
   std::map<std::string, int> streams_per_principal_;
   ServerMetrics metrics_;
   Router<RouteSpec> router_;
+  RunWaiters waiters_;  // last: stopped before what its answers use
 };
 
 // Shared by the route files.

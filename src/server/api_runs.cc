@@ -83,15 +83,41 @@ Response Api::ListRuns(Call& c) {
 
 Response Api::GetRun(Call& c) {
   c.run_id = c.params["id"];
-  Result<service::RunStatus> run = svc_->GetRun(c.ctx, c.params["id"]);
+  int64_t wait = 0;
+  if (auto it = c.target.query.find("wait"); it != c.target.query.end()) {
+    Result<int64_t> seconds = ParseQueryInt("wait", it->second, 0, options_.max_run_wait_seconds);
+    if (!seconds.ok()) return Problem(seconds.status());
+    wait = *seconds;
+  }
+  Result<service::RunStatus> run = svc_->GetRun(c.ctx, c.run_id);
   if (!run.ok()) return Problem(run.status());
-  return JsonResponse(200, RunJson(run->run, run->queue_position));
+  std::shared_ptr<LaterAnswer> later;
+  if (wait > 0 && !run->run.terminal && c.out != nullptr) later = c.out->Defer();
+  if (later == nullptr) return JsonResponse(200, RunJson(run->run, run->queue_position));
+  // Parked: no thread waits; the waiters' thread answers (docs/server.md).
+  c.parked = true;
+  AnswerFacts facts{std::string(c.header.method_string()),
+                    std::string(c.route),
+                    c.request_id,
+                    c.ctx.principal,
+                    c.run_id,
+                    {},
+                    c.start};
+  waiters_.Park(
+      c.run_id, std::chrono::steady_clock::now() + std::chrono::seconds(wait),
+      [svc = svc_, ctx = c.ctx, id = c.run_id] { return svc->GetRun(ctx, id); },
+      [this, later, facts](const Result<service::RunStatus>& now) {
+        later->Send(Seal(facts, now.ok() ? JsonResponse(200, RunJson(now->run, now->queue_position))
+                                         : Problem(now.status())));
+      });
+  return Response();
 }
 
 Response Api::CancelRun(Call& c) {
   c.run_id = c.params["id"];
   Result<RunInfo> run = svc_->CancelRun(c.ctx, c.params["id"]);
   if (!run.ok()) return Problem(run.status());
+  waiters_.Changed(run->id);
   return JsonResponse(200, RunJson(*run));
 }
 

@@ -337,12 +337,38 @@ class Session : public std::enable_shared_from_this<Session> {
     auto request = std::make_shared<Request>(parser_->get().base());
     request->body() = std::move(body_);
     asio::post(server_->pool(), [self = shared_from_this(), request] {
-      ChunkWriter out(self.get());
+      ChunkWriter out(self.get(), request);
       Response r = self->handler().Handle(*request, out, self->plan_.context);
+      if (out.deferred()) return;  // its LaterAnswer writes the answer
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     });
   }
+
+  // A parked request's answer: holds the session (not a thread) until sent.
+  class ParkedAnswer : public LaterAnswer {
+   public:
+    ParkedAnswer(std::shared_ptr<Session> session, std::shared_ptr<const Request> request)
+        : session_(std::move(session)), request_(std::move(request)) {}
+    ~ParkedAnswer() override {
+      if (!sent_.exchange(true)) {
+        Post(session_->handler().Refuse(request_->base(), http::status::internal_server_error,
+                                        Status::Internal("a parked request was never answered")));
+      }
+    }
+    void Send(Response r) override {
+      if (!sent_.exchange(true)) Post(std::move(r));
+    }
+
+   private:
+    void Post(Response r) {
+      asio::post(session_->stream_.get_executor(),
+                 [s = session_, r = std::move(r)]() mutable { s->Write(std::move(r)); });
+    }
+    std::shared_ptr<Session> session_;
+    std::shared_ptr<const Request> request_;
+    std::atomic<bool> sent_{false};
+  };
 
   // ChunkedBody for a handler thread: each call runs its write on the
   // session's strand and waits for it. The handler holds the session alive,
@@ -350,8 +376,15 @@ class Session : public std::enable_shared_from_this<Session> {
   // body is complete).
   class ChunkWriter : public ChunkedBody {
    public:
-    explicit ChunkWriter(Session* session) : session_(session) {}
+    ChunkWriter(Session* session, std::shared_ptr<const Request> request)
+        : session_(session), request_(std::move(request)) {}
     ~ChunkWriter() override { Release(); }
+    std::shared_ptr<LaterAnswer> Defer() override {
+      if (begun_ || deferred_) return nullptr;
+      deferred_ = true;
+      return std::make_shared<ParkedAnswer>(session_->shared_from_this(), request_);
+    }
+    bool deferred() const { return deferred_; }
     Status Begin(const Response& head) override {
       if (begun_) return Status::Internal("a chunked answer began twice");
       if (!session_->server_->AcquireStream()) {
@@ -423,12 +456,14 @@ class Session : public std::enable_shared_from_this<Session> {
       return Status::Unavailable("the answer could not be sent: " + ec.message());
     }
     Session* session_;
+    std::shared_ptr<const Request> request_;
     uint64_t written_ = 0;
     SteadyClock::duration waited_{};
     bool begun_ = false;
     bool ended_ = false;
     bool failed_ = false;
     bool holds_stream_ = false;
+    bool deferred_ = false;
   };
 
   void WriteChunkedHead(const Response& head, std::function<void(beast::error_code)> done) {

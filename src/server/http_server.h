@@ -74,9 +74,24 @@ struct HttpServerOptions {
 // bytes are written, so a slow reader slows the producer and nothing piles
 // up in memory. An error means the client is gone or read nothing within the
 // write timeout: the handler stops producing.
+// An answer sent later, from any thread, by a handler that parked its
+// request (ChunkedBody::Defer) instead of holding its thread while it waits.
+class LaterAnswer {
+ public:
+  virtual ~LaterAnswer() = default;
+  // Sends `r`; only the first call counts. An object destroyed unsent
+  // answers 500, so a request is never left without an answer.
+  virtual void Send(Response r) = 0;
+};
+
 class ChunkedBody {
  public:
   virtual ~ChunkedBody() = default;
+  // Parks the request: Handle returns at once (its return value ignored)
+  // and the answer goes through the returned object whenever it is ready,
+  // holding no thread meanwhile. nullptr where answers cannot wait (then
+  // the handler answers now). Not after Begin.
+  virtual std::shared_ptr<LaterAnswer> Defer() { return nullptr; }
   // Sends the status line and fields of `head` (its body is ignored).
   [[nodiscard]] virtual Status Begin(const Response& head) = 0;
   // After Begin; an empty chunk sends nothing.

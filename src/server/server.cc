@@ -125,6 +125,8 @@ Result<ServerConfig> ServerConfig::FromJsonFile(const std::string& path) {
   RETURN_NOT_OK(o.Int("sqlMaxRows", &c.sql.max_rows, 1, int64_t{1} << 40));
   RETURN_NOT_OK(o.Int("sqlMaxValueBytes", &c.sql.max_value_bytes, 1 << 10, 1 << 30));
   RETURN_NOT_OK(o.Int("sqlHeapBytes", &c.sql_heap_bytes, 0, int64_t{1} << 40));
+  RETURN_NOT_OK(o.Int("maxRunWaitSeconds", &c.max_run_wait_seconds, 0, 3600));
+  RETURN_NOT_OK(o.Int("runWaitPollMillis", &c.run_wait_poll_millis, 10, 60'000));
   RETURN_NOT_OK(o.Int("minTransferRate", &c.http.min_transfer_rate, 1, int64_t{1} << 30));
   RETURN_NOT_OK(
       o.Int("maxBufferedBodyBytes", &c.http.max_buffered_bytes, 1 << 20, int64_t{1} << 40));
@@ -213,7 +215,9 @@ Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& op
   // before it exists are not counted.
   Server* self = server.get();
   so.on_run_finished = [self](const RunInfo& r) {
-    if (self->api_) self->api_->metrics().RunFinished(r);
+    if (!self->api_) return;
+    self->api_->metrics().RunFinished(r);
+    self->api_->RunChanged(r.id);
   };
   so.on_compaction_pass = [self](const MaintenanceReport& pass) {
     if (self->api_) self->api_->metrics().CompactionPass(pass);
@@ -229,6 +233,8 @@ Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& op
   ao.max_streams_per_principal = config.max_streams_per_principal;
   ao.workspace = std::move(tables);
   ao.sql = config.sql;
+  ao.max_run_wait_seconds = config.max_run_wait_seconds;
+  ao.run_wait_poll = std::chrono::milliseconds(config.run_wait_poll_millis);
   sql::SetSqlHeapLimit(config.sql_heap_bytes);
   if (config.access_log) {
     ao.access_log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
@@ -264,6 +270,7 @@ Result<std::unique_ptr<Server>> Server::Start(const service::Service::Opener& op
 Server::~Server() { Shutdown(); }
 
 void Server::Shutdown() {
+  if (api_) api_->StopWaiting();  // parked requests answer before the drain
   if (http_) http_->Shutdown();
   if (health_http_) health_http_->Shutdown();
   if (service_) service_->Stop();

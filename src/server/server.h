@@ -68,6 +68,10 @@ struct ServerConfig {
   // all statements of the process together (0: none).
   SqlLimits sql;
   int64_t sql_heap_bytes = int64_t{512} << 20;
+  // GET /v1/runs/{id}?wait=N: the longest wait, and how often a waited run
+  // is read again (a run another process finishes is seen that late).
+  int64_t max_run_wait_seconds = 60;
+  int64_t run_wait_poll_millis = 1000;
   service::ServiceLimits limits;
 
   // A --config FILE: a JSON object with these fields in camelCase.
@@ -93,6 +97,8 @@ class Server {
   // The health listener's port (0 without one).
   uint16_t health_port() const { return health_http_ ? health_http_->port() : 0; }
   service::Service& service() { return *service_; }
+  // Requests waiting for a run to end (GET /v1/runs/{id}?wait=N).
+  size_t parked_requests() const { return api_->parked_requests(); }
   // Stops accepting, answers the requests in flight, then lets the workers
   // finish their runs; queued runs stay queued for the next server.
   void Shutdown();
