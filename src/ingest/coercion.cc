@@ -8,6 +8,7 @@
 #include "common/rfc3339.h"
 #include "common/status_macros.h"
 #include "ingest/text_value.h"
+#include "ingest/time_pattern.h"
 
 namespace loam::ingest {
 namespace {
@@ -25,7 +26,13 @@ constexpr KindName kKinds[] = {
     {CoercionKind::kStringToInt, "stringToInt", "int32 or int64"},
     {CoercionKind::kStringToDecimal, "stringToDecimal", "decimal"},
     {CoercionKind::kEpochMillisToTimestamp, "epochMillisToTimestamp", "timestamp"},
+    {CoercionKind::kPatternToDate, "patternToDate", "date"},
+    {CoercionKind::kPatternToTimestamp, "patternToTimestamp", "timestamp"},
 };
+
+bool IsPatternKind(CoercionKind kind) {
+  return kind == CoercionKind::kPatternToDate || kind == CoercionKind::kPatternToTimestamp;
+}
 
 bool Fits(CoercionKind kind, TypeId type) {
   switch (kind) {
@@ -33,7 +40,10 @@ bool Fits(CoercionKind kind, TypeId type) {
       return type == TypeId::kFloat64;
     case CoercionKind::kIso8601ToTimestamp:
     case CoercionKind::kEpochMillisToTimestamp:
+    case CoercionKind::kPatternToTimestamp:
       return type == TypeId::kTimestamp;
+    case CoercionKind::kPatternToDate:
+      return type == TypeId::kDate;
     case CoercionKind::kStringToInt:
       return type == TypeId::kInt32 || type == TypeId::kInt64;
     case CoercionKind::kStringToDecimal:
@@ -105,8 +115,25 @@ bool NumberLike(ValueForm form) {
          form == ValueForm::kJsonNumber;
 }
 
-Status AppendCoerced(const Field& f, CoercionKind kind, std::string_view text, ValueForm form,
+// patternToDate, patternToTimestamp: text in the declared layout.
+Status AppendPatterned(const Coercion& c, std::string_view text, ValueForm form, Column* out) {
+  const std::string name(CoercionKindName(c.kind));
+  if (!TextLike(form)) return Expected("text as '" + c.pattern + "' (" + name + ")");
+  if (c.kind == CoercionKind::kPatternToDate) {
+    Result<int32_t> days = c.compiled->ParseDate(text);
+    if (!days.ok()) return Status::InvalidArgument(name + ": " + days.status().message());
+    out->AppendInt32(*days);
+    return Status::OK();
+  }
+  Result<int64_t> micros = c.compiled->ParseTimestamp(text);
+  if (!micros.ok()) return Status::InvalidArgument(name + ": " + micros.status().message());
+  out->AppendInt64(*micros);
+  return Status::OK();
+}
+
+Status AppendCoerced(const Field& f, const Coercion& c, std::string_view text, ValueForm form,
                      Column* out) {
+  const CoercionKind kind = c.kind;
   const std::string name(CoercionKindName(kind));
   switch (kind) {
     case CoercionKind::kIntToFloat: {
@@ -158,6 +185,9 @@ Status AppendCoerced(const Field& f, CoercionKind kind, std::string_view text, V
       out->AppendInt64(ms * 1000);
       return Status::OK();
     }
+    case CoercionKind::kPatternToDate:
+    case CoercionKind::kPatternToTimestamp:
+      return AppendPatterned(c, text, form, out);
   }
   return Status::Internal("unknown coercion");
 }
@@ -232,6 +262,44 @@ Result<CoercionKind> ParseCoercionKind(std::string_view name) {
                                  "'; known: " + known);
 }
 
+namespace {
+
+// {"sourceColumn","targetColumn","kind"} and, for the pattern kinds,
+// "pattern" and (patternToTimestamp) "timeZone".
+Result<Coercion> CoercionFromJson(const json& c) {
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("schema policy: " + what);
+  };
+  const bool strings = c.is_object() && c.contains("sourceColumn") && c.contains("targetColumn") &&
+                       c.contains("kind") && c["sourceColumn"].is_string() &&
+                       c["targetColumn"].is_string() && c["kind"].is_string();
+  if (!strings) {
+    return bad("each coercion needs exactly the strings sourceColumn, targetColumn and kind");
+  }
+  ASSIGN_OR_RETURN(CoercionKind kind, ParseCoercionKind(c["kind"].get<std::string>()));
+  for (const auto& [key, value] : c.items()) {
+    const bool pattern_field = key == "pattern" || key == "timeZone";
+    if (key == "sourceColumn" || key == "targetColumn" || key == "kind") continue;
+    if (!pattern_field) return bad("unknown coercion field '" + key + "'");
+    if (!IsPatternKind(kind))
+      return bad("'" + key + "' belongs to patternToDate and patternToTimestamp");
+    if (!value.is_string()) return bad("'" + key + "' must be a string");
+  }
+  const std::string source = c["sourceColumn"].get<std::string>();
+  const std::string target = c["targetColumn"].get<std::string>();
+  if (!IsPatternKind(kind)) return Coercion{source, target, kind, {}, {}, nullptr};
+  if (!c.contains("pattern"))
+    return bad(std::string(CoercionKindName(kind)) + " needs a \"pattern\"");
+  ASSIGN_OR_RETURN(Coercion coercion,
+                   Coercion::WithPattern(
+                       target, kind, c["pattern"].get<std::string>(),
+                       c.contains("timeZone") ? c["timeZone"].get<std::string>() : std::string()));
+  coercion.source_column = source;
+  return coercion;
+}
+
+}  // namespace
+
 Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
   std::string problem;
   json j = ParseJson(text, &problem);
@@ -270,24 +338,31 @@ Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
   if (!j.contains("coercions")) return policy;
   if (!j["coercions"].is_array()) return bad("\"coercions\" must be an array");
   for (const json& c : j["coercions"]) {
-    if (!c.is_object() || !c.contains("sourceColumn") || !c.contains("targetColumn") ||
-        !c.contains("kind") || !c["sourceColumn"].is_string() || !c["targetColumn"].is_string() ||
-        !c["kind"].is_string() || c.size() != 3) {
-      return bad("each coercion needs exactly the strings sourceColumn, targetColumn and kind");
-    }
-    ASSIGN_OR_RETURN(CoercionKind kind, ParseCoercionKind(c["kind"].get<std::string>()));
-    policy.coercions.push_back(
-        {c["sourceColumn"].get<std::string>(), c["targetColumn"].get<std::string>(), kind});
+    ASSIGN_OR_RETURN(Coercion coercion, CoercionFromJson(c));
+    policy.coercions.push_back(std::move(coercion));
   }
   return policy;
+}
+
+Result<Coercion> Coercion::WithPattern(std::string column, CoercionKind kind, std::string pattern,
+                                       std::string time_zone) {
+  Coercion c{column, column, kind, std::move(pattern), std::move(time_zone), nullptr};
+  ASSIGN_OR_RETURN(
+      TimePattern compiled,
+      TimePattern::Compile(c.pattern, kind == CoercionKind::kPatternToTimestamp, c.time_zone));
+  c.compiled = std::make_shared<const TimePattern>(std::move(compiled));
+  return c;
 }
 
 std::string SchemaPolicy::ToJson() const {
   json list = json::array();
   for (const Coercion& c : coercions) {
-    list.push_back({{"sourceColumn", c.source_column},
-                    {"targetColumn", c.target_column},
-                    {"kind", CoercionKindName(c.kind)}});
+    json one = {{"sourceColumn", c.source_column},
+                {"targetColumn", c.target_column},
+                {"kind", CoercionKindName(c.kind)}};
+    if (IsPatternKind(c.kind)) one["pattern"] = c.pattern;
+    if (!c.time_zone.empty()) one["timeZone"] = c.time_zone;
+    list.push_back(std::move(one));
   }
   if (!additive) return json{{"mode", "strict"}, {"coercions", list}}.dump();
   json added = json::array();
@@ -311,12 +386,35 @@ std::vector<Field> SchemaPolicy::NewColumns(const Schema& table) const {
 }
 
 Status SchemaPolicy::AddFlag(std::string_view flag) {
+  // COLUMN:patternToDate:PATTERN, COLUMN:patternToTimestamp:PATTERN[@ZONE]
+  // (a pattern holds colons of its own: the kind's name splits the flag).
+  for (CoercionKind kind : {CoercionKind::kPatternToDate, CoercionKind::kPatternToTimestamp}) {
+    const std::string infix = ":" + std::string(CoercionKindName(kind)) + ":";
+    const size_t at = flag.find(infix);
+    if (at == std::string_view::npos || at == 0) continue;
+    std::string pattern(flag.substr(at + infix.size()));
+    std::string zone;
+    if (const size_t sign = pattern.rfind('@'); sign != std::string::npos) {
+      zone = pattern.substr(sign + 1);
+      pattern.resize(sign);
+    }
+    ASSIGN_OR_RETURN(Coercion c, Coercion::WithPattern(std::string(flag.substr(0, at)), kind,
+                                                       std::move(pattern), std::move(zone)));
+    coercions.push_back(std::move(c));
+    return Status::OK();
+  }
   const size_t colon = flag.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
     return Status::InvalidArgument(
-        "--coerce takes COLUMN:KIND (e.g. occurred_at:iso8601ToTimestamp)");
+        "--coerce takes COLUMN:KIND (e.g. occurred_at:iso8601ToTimestamp), or "
+        "COLUMN:patternToDate:PATTERN, COLUMN:patternToTimestamp:PATTERN@ZONE");
   }
   ASSIGN_OR_RETURN(CoercionKind kind, ParseCoercionKind(flag.substr(colon + 1)));
+  if (IsPatternKind(kind)) {
+    return Status::InvalidArgument(
+        "--coerce " + std::string(flag) + ": " + std::string(CoercionKindName(kind)) +
+        " needs its pattern, as COLUMN:" + std::string(CoercionKindName(kind)) + ":PATTERN");
+  }
   const std::string column(flag.substr(0, colon));
   coercions.push_back({column, column, kind});
   return Status::OK();
@@ -385,7 +483,7 @@ Status AppendValue(const Field& field, const Coercion* coercion, std::string_vie
   const bool missing =
       form == ValueForm::kJsonNull || (form == ValueForm::kCsvField && text.empty());
   if (missing) return AppendCanonical(field, "", /*quoted=*/false, out);  // null or an error
-  if (coercion != nullptr) return AppendCoerced(field, coercion->kind, text, form, out);
+  if (coercion != nullptr) return AppendCoerced(field, *coercion, text, form, out);
   if (form == ValueForm::kCsvField || form == ValueForm::kCsvQuotedField) {
     return AppendCanonical(field, text, form == ValueForm::kCsvQuotedField, out);
   }

@@ -7,6 +7,7 @@
 // is ambiguous always fails.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,10 @@
 #include "loam/types.h"
 
 namespace loam::ingest {
+class TimePattern;
+}
+
+namespace loam::ingest {
 
 enum class CoercionKind {
   kIntToFloat,              // integer -> float64, only when exactly representable
@@ -23,6 +28,8 @@ enum class CoercionKind {
   kStringToInt,             // text such as " +007 " -> int32/int64
   kStringToDecimal,         // text or JSON string -> decimal, exact
   kEpochMillisToTimestamp,  // integer milliseconds since the epoch -> timestamp
+  kPatternToDate,           // text in a declared layout ("%b %e %Y") -> date
+  kPatternToTimestamp,      // text in a declared layout and zone -> timestamp
 };
 std::string_view CoercionKindName(CoercionKind kind);
 Result<CoercionKind> ParseCoercionKind(std::string_view name);
@@ -31,7 +38,18 @@ struct Coercion {
   std::string source_column;
   std::string target_column;
   CoercionKind kind = CoercionKind::kIntToFloat;
-  friend bool operator==(const Coercion&, const Coercion&) = default;
+  // The pattern kinds only: the layout (time_pattern.h), the zone of texts
+  // without %z, and the layout compiled once (ToJson keeps the two strings).
+  std::string pattern;
+  std::string time_zone;
+  std::shared_ptr<const TimePattern> compiled;
+  friend bool operator==(const Coercion& a, const Coercion& b) {
+    return a.source_column == b.source_column && a.target_column == b.target_column &&
+           a.kind == b.kind && a.pattern == b.pattern && a.time_zone == b.time_zone;
+  }
+  // A pattern coercion with its layout compiled (refused when ambiguous).
+  static Result<Coercion> WithPattern(std::string column, CoercionKind kind, std::string pattern,
+                                      std::string time_zone);
 };
 
 // {"mode":"strict","coercions":[{"sourceColumn":..,"targetColumn":..,"kind":..}]}
@@ -46,7 +64,8 @@ struct SchemaPolicy {
 
   static Result<SchemaPolicy> FromJson(std::string_view text);
   std::string ToJson() const;
-  // Adds "COLUMN:KIND" (the --coerce flag).
+  // Adds "COLUMN:KIND", or "COLUMN:patternToDate:PATTERN",
+  // "COLUMN:patternToTimestamp:PATTERN[@ZONE]" (the --coerce flag).
   Status AddFlag(std::string_view flag);
   // Targets exist, each kind fits its column's type, one coercion per column;
   // declared added columns are new or already there with their type.

@@ -56,10 +56,13 @@ bool DatePart(std::string_view s, int64_t* days) {
   return true;
 }
 
-constexpr char kDateForm[] = "a date as YYYY-MM-DD (e.g. 2026-11-30)";
+constexpr char kDateForm[] =
+    "a date as YYYY-MM-DD (e.g. 2026-11-30); for another layout declare the patternToDate "
+    "coercion";
 constexpr char kTimestampForm[] =
     "a UTC timestamp as YYYY-MM-DDTHH:MM:SS[.ffffff]Z (e.g. 2026-11-30T04:10:00Z); "
-    "for other offsets declare the iso8601ToTimestamp coercion";
+    "for other offsets declare the iso8601ToTimestamp coercion, for another layout "
+    "patternToTimestamp";
 
 bool Base64Decode(std::string_view in, std::string* out) {
   auto value = [](char c) -> int {
@@ -288,7 +291,7 @@ Result<int64_t> ParseCanonicalTimestamp(std::string_view text) {
 Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int scale) {
   auto form = [&] {
     return "a decimal with at most " + std::to_string(precision - scale) + " integer and " +
-           std::to_string(scale) + " fraction digits, as -123.45 (no exponent, no '+')";
+           std::to_string(scale) + " fraction digits, as -123.45 or .5 (no exponent, no '+')";
   };
   bool negative = false;
   if (!text.empty() && text.front() == '-') {
@@ -298,7 +301,9 @@ Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int s
   const size_t dot = text.find('.');
   std::string_view whole = text.substr(0, dot);
   std::string_view frac = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  if (!AllDigits(whole) || (whole.size() > 1 && whole.front() == '0') ||
+  // ".5" and "-.5" as SQL databases take them: no integer digits, some fraction digits.
+  const bool no_whole = whole.empty() && dot != std::string_view::npos;
+  if ((!no_whole && !AllDigits(whole)) || (whole.size() > 1 && whole.front() == '0') ||
       (dot != std::string_view::npos && !AllDigits(frac))) {
     return ExpectedForm(form());
   }
@@ -320,15 +325,20 @@ Result<Int128> ParseCanonicalDecimal(std::string_view text, int precision, int s
   return out;
 }
 
-// The JSON number grammar with a fraction or an exponent; integers need intToFloat.
+// The JSON number grammar with a fraction or an exponent, and a fraction
+// without integer digits (".5", "-.5e3") as SQL databases take it; integers
+// need intToFloat.
 static Result<double> ParseCanonicalFloat(std::string_view text) {
   constexpr char kForm[] =
-      "a finite number with a fraction or exponent (e.g. 3.25, -1e-3); for integers declare "
-      "the intToFloat coercion";
+      "a finite number with a fraction or exponent (e.g. 3.25, .5, -1e-3); for integers "
+      "declare the intToFloat coercion";
   std::string_view digits = text;
   if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
   const size_t stop = digits.find_first_of(".eE");
-  if (stop == std::string_view::npos || !IsCanonicalInteger(digits.substr(0, stop))) {
+  const bool leading_dot =
+      stop == 0 && digits.size() > 1 && digits[0] == '.' && digits[1] >= '0' && digits[1] <= '9';
+  if (stop == std::string_view::npos ||
+      (!leading_dot && !IsCanonicalInteger(digits.substr(0, stop)))) {
     return ExpectedForm(kForm);
   }
   double v = 0;

@@ -62,7 +62,10 @@ TEST(TextValue, EverythingElseIsRejectedWithTheExpectedForm) {
   ExpectRejected(DataType::Float64(), "3", "intToFloat");
   ExpectRejected(DataType::Float64(), "NaN", "finite number");
   ExpectRejected(DataType::Float64(), "1e999", "finite number");
-  ExpectRejected(DataType::Float64(), ".5", "finite number");
+  ExpectRejected(DataType::Float64(), ".", "finite number");
+  ExpectRejected(DataType::Float64(), "-.", "finite number");
+  ExpectRejected(DataType::Float64(), ".e5", "finite number");
+  ExpectRejected(DataType::Float64(), "-..5", "finite number");
   ExpectRejected(DataType::String(), "bad\xff", "invalid UTF-8 at byte 3");
   ExpectRejected(DataType::Binary(), "aGk", "base64");
   ExpectRejected(DataType::Date(), "2026-02-29", "YYYY-MM-DD");
@@ -74,11 +77,28 @@ TEST(TextValue, EverythingElseIsRejectedWithTheExpectedForm) {
   ExpectRejected(DataType::Decimal(5, 2), "1.234", "does not fit");
   ExpectRejected(DataType::Decimal(5, 2), "1234.5", "does not fit");
   ExpectRejected(DataType::Decimal(5, 2), "1e3", "no exponent");
+  ExpectRejected(DataType::Decimal(5, 2), ".", "no exponent");
+  ExpectRejected(DataType::Decimal(5, 2), "-.", "no exponent");
+  ExpectRejected(DataType::Decimal(5, 2), ".123", "does not fit");
   ExpectRejected(DataType::Json(), "{\"a\":", "JSON document");
   Column c(DataType::Int64());
   Status missing = AppendCanonical(Field{"id", DataType::Int64(), false}, "", false, &c);
   EXPECT_NE(missing.message().find("missing value for non-nullable column 'id'"), std::string::npos)
       << missing;
+}
+
+// ".5" and "-.5": a fraction without integer digits, as SQL databases take
+// it (unemployment.tsv writes rates so).
+TEST(TextValue, FractionsWithoutALeadingZeroParse) {
+  Column f(DataType::Float64());
+  ASSERT_TRUE(Try(DataType::Float64(), ".097", &f).ok());
+  ASSERT_TRUE(Try(DataType::Float64(), "-.5", &f).ok());
+  ASSERT_TRUE(Try(DataType::Float64(), ".5e2", &f).ok());
+  EXPECT_EQ(f.GetFloat64(0), 0.097);
+  EXPECT_EQ(f.GetFloat64(1), -0.5);
+  EXPECT_EQ(f.GetFloat64(2), 50.0);
+  EXPECT_EQ(ParseCanonicalDecimal(".097", 4, 3).value(), Int128::FromInt64(97));
+  EXPECT_EQ(ParseCanonicalDecimal("-.5", 3, 2).value(), Int128::FromInt64(-50));
 }
 
 TEST(TextValue, ErrorsNeverEchoTheValue) {

@@ -1,0 +1,256 @@
+"""The Python client against a real `loam serve` (LOAM_BINARY): uploads, a
+run followed to its end through long-polls, replays, the 429 retry with the
+same key, a resent PUT confirmed, a submission that died resumed from its
+state store, SQL, refusals with their codes, and `pip install` of the
+package."""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from loam_client import (FileStateStore, LoamClient, LoamError,  # noqa: E402
+                         MemoryStateStore, urllib_transport)
+
+BIN = os.environ.get("LOAM_BINARY")
+PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+class Served:
+    """A workspace with table t and a `loam serve` on an ephemeral port."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="loam-py-")
+        self.env = {**os.environ, "USER": "owner", "LOAM_PRINCIPAL": "", "LOAM_ROOT": ""}
+        self.loam("init")
+        self.loam("table", "create", "t", "--column", "id:int64:not-null", "--column",
+                  "v:string", "--key", "id")
+        with open(os.path.join(self.dir, "secret"), "w") as f:
+            f.write("a-python-client-test-secret-of-32-bytes\n")
+        # One submission per second per principal: the second in a row meets a 429.
+        with open(os.path.join(self.dir, "config.json"), "w") as f:
+            json.dump({"admission": {"principalBurst": 1, "principalRequestsPerSecond": 1}}, f)
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
+             "--config", "config.json", "--no-access-log"],
+            cwd=self.dir, env=self.env, stdout=subprocess.PIPE, text=True)
+        for line in self.proc.stdout:
+            m = re.search(r"listening on (http://[0-9.:]+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        else:
+            raise RuntimeError(f"loam serve exited {self.proc.wait()}")
+        self.token = self.loam("token", "--secret-file", "secret", "--sub", "owner").strip()
+
+    def loam(self, *args):
+        return subprocess.run([BIN, *args], cwd=self.dir, env=self.env, check=True,
+                              capture_output=True, text=True).stdout
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return code
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BIN:
+            raise RuntimeError("set LOAM_BINARY to the loam command")
+        cls.served = Served()
+        cls.client = cls.make_client()
+        cls.pipeline = cls.client.create_pipeline(
+            {"name": "py", "table": "t", "mode": "upsert", "format": "csv"})["id"]
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.served.stop()
+        if code != 0:
+            raise AssertionError(f"loam serve exited {code} on SIGTERM")
+
+    @classmethod
+    def make_client(cls, **kwargs):
+        kwargs.setdefault("state_store", MemoryStateStore())
+        return LoamClient(cls.served.url, cls.served.token, retry_for=60.0, **kwargs)
+
+    def stage(self, csv):
+        data = csv.encode()
+        ticket = self.client.create_upload(self.pipeline, len(data),
+                                           hashlib.sha256(data).hexdigest())
+        self.client.upload(ticket, data)
+        return ticket["uploadId"]
+
+    def test_a_run_is_submitted_replayed_with_its_key_and_followed_to_its_end(self):
+        upload = self.stage("id,v\n1,a\n2,b\n3,c\n")
+        key = str(uuid.uuid4())
+        body = {"uploads": [upload], "source": {"id": "py-1"}}
+        run, replayed = self.client.submit_run(self.pipeline, body, key)
+        self.assertFalse(replayed)
+        self.assertEqual(run["state"], "queued")
+        again, replayed = self.client.submit_run(self.pipeline, body, key)
+        self.assertEqual(again["id"], run["id"])
+        self.assertTrue(replayed)
+        seen = []
+        done = self.client.wait_for_run(run["id"], on_progress=seen.append)
+        self.assertEqual(done["state"], "succeeded")
+        self.assertEqual(done["counters"]["inserted"], 3)
+        self.assertEqual(seen[-1]["state"], "succeeded")
+        with self.assertRaises(LoamError) as refused:
+            self.client.submit_run(self.pipeline, {"uploads": [upload], "reload": True}, key)
+        self.assertEqual(refused.exception.code, "idempotency_key_reused")
+
+    def test_a_429_is_waited_out_and_the_same_request_repeated(self):
+        first = self.stage("id,v\n10,x\n")
+        second = self.stage("id,v\n11,y\n")
+        retries = []
+        a, _ = self.client.submit_run(self.pipeline, {"uploads": [first]}, str(uuid.uuid4()))
+        b, _ = self.client.submit_run(self.pipeline, {"uploads": [second]}, str(uuid.uuid4()),
+                                      on_retry=retries.append)
+        self.assertGreaterEqual(len(retries), 1, "the second submission met admission")
+        self.assertEqual(retries[0]["why"], "HTTP 429")
+        self.assertGreaterEqual(retries[0]["wait"], 1.0, "waited Retry-After")
+        self.assertNotEqual(a["id"], b["id"])
+        self.assertEqual(self.client.wait_for_run(b["id"])["state"], "succeeded")
+
+    def test_a_put_whose_answer_was_lost_is_resent_and_confirmed(self):
+        lose = {"put": True}
+
+        def lossy(method, url, body, headers, timeout):
+            answer = urllib_transport(method, url, body, headers, timeout)
+            if method == "PUT" and lose["put"]:
+                lose["put"] = False
+                raise ConnectionResetError("connection reset after the PUT landed")
+            return answer
+
+        c = self.make_client(transport=lossy)
+        retries = []
+        run, _, _ = c.submit_files(self.pipeline, [(b"id,v\n20,p\n", None)],
+                                   on_retry=retries.append)
+        self.assertTrue(any(r["why"].startswith("connection:") for r in retries), retries)
+        self.assertEqual(len(run["uploads"]), 1)
+        self.assertTrue(c.get_upload(run["uploads"][0])["received"])
+        self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
+
+    def test_a_submission_whose_process_died_after_its_put_is_resumed(self):
+        state_dir = tempfile.mkdtemp(prefix="loam-py-state-")
+
+        class Killed(Exception):
+            pass
+
+        class DyingStore(FileStateStore):
+            def save(self, key, state):
+                if any(f.get("uploaded") for f in state["files"]):
+                    raise Killed()  # dies when it would record the PUT as landed
+                super().save(key, state)
+
+        files = [(b"id,v\n30,q\n31,r\n", "q.csv")]
+        key = str(uuid.uuid4())
+        dying = self.make_client(state_store=DyingStore(state_dir))
+        with self.assertRaises(Killed):
+            dying.submit_files(self.pipeline, files, idempotency_key=key, source_id="py-q")
+        store = FileStateStore(state_dir)
+        upload_id = store.load(key)["files"][0]["ticket"]["uploadId"]
+        self.assertTrue(self.client.get_upload(upload_id)["received"])
+        again = self.make_client(state_store=store)
+        run, _, _ = again.resume(key, files)
+        self.assertEqual(run["uploads"], [upload_id])  # the same upload, resent and confirmed
+        self.assertEqual(store.keys(), [])  # answered: nothing kept
+        self.assertEqual(again.wait_for_run(run["id"])["state"], "succeeded")
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+    def test_a_submission_whose_retries_run_out_is_kept_for_resume(self):
+        down = {"runs": True}
+
+        def outage(method, url, body, headers, timeout):
+            if down["runs"] and method == "POST" and url.endswith("/runs"):
+                return 503, {"Content-Type": "application/problem+json"}, \
+                    b'{"code":"unavailable","detail":"down"}'
+            return urllib_transport(method, url, body, headers, timeout)
+
+        store = MemoryStateStore()
+        c = LoamClient(self.served.url, self.served.token, retry_for=8.0, state_store=store,
+                       transport=outage)
+        files = [(b"id,v\n40,s\n", None)]
+        key = str(uuid.uuid4())
+        with self.assertRaises(LoamError) as gave_up:
+            c.submit_files(self.pipeline, files, idempotency_key=key)
+        self.assertEqual(gave_up.exception.code, "unavailable")
+        self.assertEqual(store.keys(), [key])
+        self.assertTrue(store.load(key)["request"], "the exact request is kept")
+        down["runs"] = False
+        run, _, _ = c.resume(key, files)
+        self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
+        self.assertEqual(store.keys(), [])
+
+    def test_a_wait_that_runs_out_answers_the_run_as_it_is(self):
+        with self.assertRaises(LoamError) as bad:
+            self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=5)
+        self.assertEqual((bad.exception.status, bad.exception.code), (404, "not_found"))
+        with self.assertRaises(LoamError) as too_long:
+            self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=61)
+        self.assertEqual((too_long.exception.status, too_long.exception.code),
+                         (400, "invalid_argument"))
+
+    def test_sql_answers_a_statement_and_refuses_a_write_with_its_code(self):
+        answer = self.client.sql("SELECT count(*) AS n, 1.5 AS x, NULL AS z FROM t")
+        self.assertEqual(answer["columns"], [{"name": "n", "type": "INTEGER"},
+                                             {"name": "x", "type": "REAL"},
+                                             {"name": "z", "type": "NULL"}])
+        self.assertEqual(len(answer["rows"]), 1)
+        self.assertFalse(answer["truncated"])
+        cut = self.client.sql("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                              "SELECT n FROM r", limit=3)
+        self.assertEqual(cut["rows"], [[1], [2], [3]])
+        self.assertTrue(cut["truncated"])
+        with self.assertRaises(LoamError) as refused:
+            self.client.sql("DELETE FROM t")
+        self.assertEqual((refused.exception.status, refused.exception.code),
+                         (403, "permission_denied"))
+
+    def test_refusals_carry_the_stable_code(self):
+        with self.assertRaises(LoamError) as missing:
+            self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        self.assertEqual((missing.exception.status, missing.exception.code), (404, "not_found"))
+        with self.assertRaises(TypeError):
+            self.client.submit_run(self.pipeline, {"uploads": ["nope"]}, "")
+        with self.assertRaises(LoamError) as bad_pipeline:
+            self.client.create_pipeline({"name": "bad", "table": "nope", "format": "csv"})
+        self.assertEqual(bad_pipeline.exception.status, 404)
+        self.assertEqual(bad_pipeline.exception.code, "not_found")
+
+
+class InstallTest(unittest.TestCase):
+    def test_pip_installs_the_package_offline(self):
+        venv = tempfile.mkdtemp(prefix="loam-py-venv-")
+        try:
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                           check=True)
+            py = os.path.join(venv, "bin", "python")
+            # A copy: the build leaves its files beside the sources it builds.
+            source = os.path.join(venv, "src")
+            shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("tests", "__pycache__"))
+            subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-index",
+                            "--no-build-isolation", source], check=True,
+                           cwd=venv)  # not beside the sources: the installed copy is imported
+            out = subprocess.run(
+                [py, "-c", "import loam_client, sys; print(loam_client.__file__); "
+                 "print(loam_client.TERMINAL_STATES)"],
+                check=True, capture_output=True, text=True, cwd=venv).stdout
+            self.assertIn(os.path.join(venv, "lib"), out)
+            self.assertIn("succeeded", out)
+        finally:
+            shutil.rmtree(venv, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
