@@ -349,7 +349,8 @@ Response Api::Seal(const AnswerFacts& facts, Response r) {
   // Methods are the client's text: unknown ones share one label.
   static const std::set<std::string_view> kMethods = {"GET",   "HEAD",   "POST",   "PUT",
                                                       "PATCH", "DELETE", "OPTIONS"};
-  const std::string_view method = kMethods.count(facts.method) ? facts.method : "other";
+  const std::string_view method =
+      kMethods.count(facts.method) ? std::string_view(facts.method) : std::string_view("other");
   metrics_.ObserveRequest(method, facts.route, status, seconds);
   r.set("Request-Id", facts.request_id);
   if (r[http::field::content_type] == "application/problem+json") {
