@@ -127,6 +127,7 @@ Result<fs::path> PrepareSubmission(const NewSubmission& s, const fs::path& dir, 
             {"sourceId", s.source_id},
             {"tokenFile", s.token_file.empty() ? "" : fs::absolute(s.token_file).string()},
             {"wait", s.wait},
+            {"validateFirst", s.validate_first},
             {"files", json::array()}};
   for (const std::string& p : s.files) {
     ASSIGN_OR_RETURN(auto file, MappedFile::Open(p));
@@ -240,6 +241,7 @@ Status Submitter::UploadAll() {
 Result<json> Submitter::Run(int64_t retry_for_seconds) {
   deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(retry_for_seconds);
   std::error_code ec;
+  const bool validate_first = BoolAt(state_, "validateFirst");
   if (!state_.contains("request")) {
     if (Status up = UploadAll(); !up.ok()) {
       if (!KeepState(up)) fs::remove(path_, ec);  // nothing was submitted
@@ -247,30 +249,56 @@ Result<json> Submitter::Run(int64_t retry_for_seconds) {
     }
     json body = {{"uploads", json::array()}};
     for (const json& f : state_["files"]) body["uploads"].push_back(f["uploadId"]);
+    if (validate_first) {
+      state_["validateRequest"] =
+          json{{"uploads", body["uploads"]}, {"errorPolicy", "validationOnly"}}.dump();
+    }
     if (!StringAt(state_, "sourceId").empty()) body["source"] = {{"id", state_["sourceId"]}};
     state_["request"] = body.dump();  // the exact bytes, resent on every retry
     RETURN_NOT_OK(Persist(path_, state_));
   }
-  const std::string request = state_["request"];
+  if (validate_first && !BoolAt(state_, "validated")) {
+    ASSIGN_OR_RETURN(json checked, Validate());
+    if (StringAt(checked, "state") != "succeeded") {
+      fs::remove(path_, ec);  // settled: the data is not loaded
+      return checked;
+    }
+    state_["validated"] = true;
+    RETURN_NOT_OK(Persist(path_, state_));
+  }
+  ASSIGN_OR_RETURN(json run, SendRequest("request", state_["key"]));
+  fs::remove(path_, ec);
+  return run;
+}
+
+Result<json> Submitter::Validate() {
+  const auto deadline = deadline_;
+  ASSIGN_OR_RETURN(json run,
+                   SendRequest("validateRequest", state_["key"].get<std::string>() + ":validate"));
+  Result<json> done = Wait(run["id"], nullptr);
+  deadline_ = deadline;  // the load's submission retries for --retry-for again
+  return done;
+}
+
+Result<json> Submitter::SendRequest(const std::string& field, const std::string& key) {
+  const std::string request = state_[field];
   HttpRequest submit{"POST",
                      Url("/v1/pipelines/" + state_["pipeline"].get<std::string>() + "/runs"),
                      Auth(), request};
   submit.headers.emplace_back("Content-Type", "application/json");
-  submit.headers.emplace_back("Idempotency-Key", state_["key"]);
+  submit.headers.emplace_back("Idempotency-Key", key);
   ASSIGN_OR_RETURN(HttpResponse r, SendWithRetries(submit));
   RETURN_NOT_OK(Fail("submit.after_send"));  // crash tests: the answer is lost
-  if (r.status != 202) {
-    Status refused = ProblemStatus(r);
-    if (KeepState(refused)) {
-      return refused.WithMessage(refused.message() +
-                                 "; the submission is kept: finish it with `loam submit --resume` "
-                                 "and a valid token");
-    }
-    fs::remove(path_, ec);  // a non-retryable answer ends the submission
-    return refused;
+  if (r.status == 202) return json::parse(r.body);
+  Status refused = ProblemStatus(r);
+  if (KeepState(refused)) {
+    return refused.WithMessage(refused.message() +
+                               "; the submission is kept: finish it with `loam submit --resume` "
+                               "and a valid token");
   }
-  fs::remove(path_, ec);
-  return json::parse(r.body);
+  std::error_code ec;
+  fs::remove(path_, ec);  // a non-retryable answer ends the submission
+  return refused;
 }
 
 Result<json> Submitter::Wait(const std::string& run_id,

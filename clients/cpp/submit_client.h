@@ -30,6 +30,9 @@ struct NewSubmission {
   std::string source_id;   // one load per source identity; "" for none
   std::string token_file;  // recorded for a resume; "" = LOAM_TOKEN
   bool wait = false;       // recorded for a resume
+  // A validationOnly run of the same uploads first; the load is submitted
+  // only when it succeeds (docs/service.md, "Validate, then load").
+  bool validate_first = false;
 };
 
 // Records `s` in `dir` (files hashed, a fresh idempotency key) before
@@ -57,6 +60,8 @@ class Submitter {
   // Uploads what is not uploaded, builds and persists the request once,
   // submits it until answered; returns the run (its state file is removed
   // once the submission is settled either way, or kept when KeepState).
+  // With validateFirst, a validation that does not succeed is returned
+  // (terminal) instead, and nothing is loaded.
   Result<nlohmann::json> Run(int64_t retry_for_seconds);
   // Follows the run until it is terminal through GET /v1/runs/{id}?wait=20
   // (`on_poll` sees every answer); returns its last document.
@@ -65,6 +70,11 @@ class Submitter {
 
  private:
   Status UploadAll();
+  // The validationOnly run of the uploads (its own key: the load's plus
+  // ":validate"), followed to its end.
+  Result<nlohmann::json> Validate();
+  // Sends the exact request persisted under `field` with `key`; the 202 run.
+  Result<nlohmann::json> SendRequest(const std::string& field, const std::string& key);
   // After a PUT answered "already received" (`refused`): OK when the upload
   // says its bytes arrived; otherwise an error that keeps the state.
   Status ConfirmReceived(const std::string& upload_id, const HttpResponse& refused);

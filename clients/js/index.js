@@ -149,8 +149,12 @@ export class LoamClient {
   // bytes go, each upload once received, the exact request before it is
   // sent) and removed once the submission is answered. Resolves to
   // {run, replayed, idempotencyKey}. A call that dies is finished by
-  // resume(idempotencyKey, files) with the same bytes.
-  async submitFiles(pipelineId, files, { idempotencyKey = randomUUID(), sourceId, onRetry } = {}) {
+  // resume(idempotencyKey, files) with the same bytes. With validateFirst, a
+  // validationOnly run of the uploads goes first (key + ':validate'), and the
+  // load of the same uploads only if it succeeds; otherwise `run` is that
+  // validation, terminal, and nothing is loaded.
+  async submitFiles(pipelineId, files, { idempotencyKey = randomUUID(), sourceId, validateFirst = false,
+                                         onRetry } = {}) {
     let state = await this.stateStore.load(idempotencyKey);
     if (!state) {
       state = {
@@ -158,6 +162,7 @@ export class LoamClient {
         key: idempotencyKey,
         pipeline: pipelineId,
         sourceId,
+        validateFirst,
         files: files.map((f) => ({
           size: f.bytes.length,
           sha256: createHash('sha256').update(f.bytes).digest('hex'),
@@ -214,9 +219,21 @@ export class LoamClient {
       await this.stateStore.save(key, state);
     }
     if (!state.request) {
-      const body = { uploads: state.files.map((f) => f.uploadId) };
+      const uploads = state.files.map((f) => f.uploadId);
+      if (state.validateFirst) {
+        state.validateRequest = JSON.stringify({ uploads, errorPolicy: 'validationOnly' });
+      }
+      const body = { uploads };
       if (state.sourceId) body.source = { id: state.sourceId };
       state.request = JSON.stringify(body);  // the exact bytes, resent on every retry
+      await this.stateStore.save(key, state);
+    }
+    if (state.validateFirst && !state.validated) {
+      const { run } = await this.submitRun(state.pipeline, state.validateRequest,
+                                           { idempotencyKey: `${key}:validate`, onRetry });
+      const checked = await this.waitForRun(run.id);
+      if (checked.state !== 'succeeded') return { run: checked, replayed: false, idempotencyKey: key };
+      state.validated = true;
       await this.stateStore.save(key, state);
     }
     const answer = await this.submitRun(state.pipeline, state.request, { idempotencyKey: key, onRetry });

@@ -26,6 +26,7 @@ struct SubmitFlags {
   std::string token_file;
   std::string source_id;
   bool wait = false;
+  bool validate_first = false;
   bool resume = false;
   int64_t retry_for_seconds = 900;
 };
@@ -76,6 +77,11 @@ Status SubmitOne(const SubmitFlags& f, const fs::path& path, json state, int* ex
   ASSIGN_OR_RETURN(json run, s.Run(f.retry_for_seconds));
   const std::string id = run["id"];
   std::cerr << "run " << id << " " << run["state"].get<std::string>() << "\n";
+  if (BoolAt(run, "validationOnly")) {  // --validate-first, and the data did not pass
+    std::cout << run.dump() << "\n";
+    *exit = RunExitCode(run);
+    return Status::OK();
+  }
   if (!f.wait && !BoolAt(state, "wait")) {
     std::cout << run.dump() << "\n";
     return Status::OK();
@@ -112,9 +118,10 @@ Status Submit(const SubmitFlags& f, int* exit) {
     return Status::InvalidArgument("submit takes PIPELINE FILE... --server URL (or --resume)");
   }
   json state;
-  ASSIGN_OR_RETURN(fs::path path, client::PrepareSubmission({f.server, f.pipeline, f.files,
-                                                             f.source_id, f.token_file, f.wait},
-                                                            client::SubmissionStateDir(), &state));
+  ASSIGN_OR_RETURN(fs::path path,
+                   client::PrepareSubmission({f.server, f.pipeline, f.files, f.source_id,
+                                              f.token_file, f.wait, f.validate_first},
+                                             client::SubmissionStateDir(), &state));
   return SubmitOne(f, path, state, exit);
 }
 
@@ -132,6 +139,8 @@ void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit) {
   submit->add_option("--source-id", f->source_id, "the source identity (one load per source)");
   submit->add_option("--retry-for", f->retry_for_seconds, "seconds of retrying before giving up");
   submit->add_flag("--wait", f->wait, "follow the run to its end; exit with the run's code");
+  submit->add_flag("--validate-first", f->validate_first,
+                   "validate the uploads in a run of their own; load them only if it succeeds");
   submit->add_flag("--resume", f->resume, "finish submissions a stopped client left");
   submit->callback([f, run, exit] {
     int code = kExitOk;

@@ -401,5 +401,52 @@ TEST_F(ServeTest, AResentUploadPutIsConfirmedAndTheSubmissionGoesOn) {
   EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }
 
+// --validate-first: a validationOnly run of the uploads, then (only if it
+// succeeded) the load of the same uploads, sent once.
+TEST_F(ServeTest, SubmitValidatesFirstAndLoadsTheSameUploadsOnlyIfValid) {
+  const Served srv = ServeWithPipeline();
+  ASSERT_FALSE(srv.pipeline.empty());
+  const auto& [pid, port, client, bearer, pipeline, url] = srv;
+  const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
+  const auto runs = [&] {
+    return server::HttpCall(port, "GET", "/v1/runs?pipeline=" + pipeline, "",
+                            {{"Authorization", bearer}})
+        .Json()["runs"];
+  };
+  const auto rows = [&] {
+    return server::HttpCall(port, "GET", "/v1/tables/t", "", {{"Authorization", bearer}})
+        .Json()["rowCount"];
+  };
+  WriteFile(client + "/bad.csv", "id\n1\nnot-a-number\n");
+  CliResult bad = RunLoam(client,
+                          {"submit", pipeline, "bad.csv", "--server", url, "--token-file", "token",
+                           "--validate-first"},
+                          env);
+  EXPECT_EQ(bad.code, 1) << bad.all();  // the validation run failed
+  EXPECT_NE(bad.out.find("\"validationOnly\":true"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("line 3, column 1"), std::string::npos) << bad.out;
+  ASSERT_EQ(runs().size(), 1u);  // no load was submitted
+  EXPECT_EQ(rows(), 0);
+
+  WriteFile(client + "/good.csv", "id\n1\n2\n3\n");
+  CliResult good = RunLoam(client,
+                           {"submit", pipeline, "good.csv", "--server", url, "--token-file",
+                            "token", "--validate-first", "--wait"},
+                           env);
+  ASSERT_EQ(good.code, 0) << good.all();
+  EXPECT_NE(good.out.find("\"state\":\"succeeded\""), std::string::npos) << good.out;
+  EXPECT_EQ(rows(), 3);
+  const nlohmann::json all = runs();
+  ASSERT_EQ(all.size(), 3u) << all.dump();
+  EXPECT_EQ(all[1]["validationOnly"], true);
+  EXPECT_EQ(all[2]["validationOnly"], false);
+  EXPECT_EQ(all[1]["uploads"], all[2]["uploads"]);  // one upload, validated then loaded
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(client + "/state/loam/submissions"),
+                          {}),
+            0);
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
+}
+
 }  // namespace
 }  // namespace loam::testing

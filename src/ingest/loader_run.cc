@@ -290,6 +290,8 @@ Result<RunRecord> Loader::Execute(Active& run) {
     if (done) return Finish(run, DoneState(rec.counters));
   }
   StartValidating(rec, NowMicros());
+  // Whatever its end: a validation-only run, failed or not, loads nothing.
+  rec.validation_only = req.error_policy == ErrorPolicy::kValidationOnly;
   RETURN_NOT_OK(RenewIfOld(run));  // recorded already when the claim just took it from queued
   if (options_.claim && req.error_policy != ErrorPolicy::kValidationOnly) {
     if (Status claim = options_.claim(rec); !claim.ok()) return FailWith(run, claim, "");

@@ -302,6 +302,7 @@ Response Api::GetUpload(Call& c) {
   if (!r.sha256.empty()) out["sha256"] = r.sha256;
   if (!r.file_name.empty()) out["fileName"] = r.file_name;
   if (!r.run_id.empty()) out["runId"] = r.run_id;
+  if (!r.validated_by.empty()) out["validatedBy"] = r.validated_by;
   return JsonResponse(200, out);
 }
 

@@ -393,10 +393,14 @@ class Service {
   };
   Result<Admissible> CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
                                         const SubmitBody& b);
+  // `validation`: for a validationOnly run, which claims an upload's
+  // validated_by rather than its run_id (docs/service.md, "Validate, then load").
   Result<std::vector<CheckedUpload>> CheckUploads(const CallContext& ctx, const Pipeline& p,
                                                   const std::vector<std::string>& ids,
-                                                  const std::string& run_id);
-  Status ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id);
+                                                  const std::string& run_id, bool validation);
+  Status CheckValidatedBy(const UploadRecord& u, const std::string& run_id, bool validation);
+  Status ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id,
+                      bool validation);
   // `checked`: the uploads a new submission already checked; nullptr when a
   // retry resumes a creation stopped half way (everything is checked again).
   Result<Submission> CreateRun(const CallContext& ctx, const Pipeline& p,
@@ -435,6 +439,10 @@ class Service {
   Status SettleSource(const ingest::RunRecord& rec);
   Status EnqueueCleanup(const ingest::RunRecord& rec);
   Status CleanUpInputs(const ingest::RunRecord& rec);
+  // What a terminal run's cleanup removes: every input, except the uploads a
+  // validationOnly run validated, kept for the load that may follow (the
+  // staging sweep removes them if none does).
+  Result<CleanupEntry> InputsToRemove(const ingest::RunRecord& rec);
   void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
   // Whether a task of this interval is due now (0: never); moves *next on.

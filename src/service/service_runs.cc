@@ -30,6 +30,15 @@ std::vector<std::string> RecordInputDigests(const SubmitBody& b) {
   return {b.record_input_sha256};
 }
 
+// The run a submission makes only validates (its body's errorPolicy, else the pipeline's).
+bool ValidationOnly(const Pipeline& p, const SubmitBody& b) {
+  if (b.error_policy) {
+    Result<ingest::ErrorPolicy> policy = ingest::ParseErrorPolicy(*b.error_policy);
+    return policy.ok() && *policy == ingest::ErrorPolicy::kValidationOnly;
+  }
+  return p.spec.error_policy == ingest::ErrorPolicy::kValidationOnly;
+}
+
 }  // namespace
 
 Status CheckIdempotencyKey(std::string_view key) {
@@ -197,7 +206,7 @@ Status Service::AdmitNew(const CallContext& ctx, const std::string& key, const P
 
 Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
     const CallContext& ctx, const Pipeline& p, const std::vector<std::string>& ids,
-    const std::string& run_id) {
+    const std::string& run_id, bool validation) {
   std::vector<CheckedUpload> out;
   for (const std::string& id : ids) {
     std::string etag;
@@ -221,6 +230,7 @@ Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
             .WithDetail("run", u.run_id);
       }
     }
+    RETURN_NOT_OK(CheckValidatedBy(u, run_id, validation));
     Result<ObjectMeta> there = ws_->store()->Head(u.key);
     if (there.status().IsNotFound()) {
       return Status::FailedPrecondition("upload " + id +
@@ -236,6 +246,30 @@ Result<std::vector<Service::CheckedUpload>> Service::CheckUploads(
   return out;
 }
 
+// An upload is validated by at most one validationOnly run (whose claim
+// stands), and loaded once that run has ended.
+Status Service::CheckValidatedBy(const UploadRecord& u, const std::string& run_id,
+                                 bool validation) {
+  if (u.validated_by.empty() || u.validated_by == run_id) return Status::OK();
+  if (validation) {
+    ASSIGN_OR_RETURN(bool stands, ClaimStands(u.validated_by));
+    if (!stands) return Status::OK();
+    return Status::FailedPrecondition("upload " + u.id + " was already validated by run " +
+                                      u.validated_by + "; submit it to a load run")
+        .WithDetail("run", u.validated_by);
+  }
+  Result<RunRecord> check = loader_->runs().Get(u.validated_by);
+  if (check.status().IsNotFound() || (check.ok() && ingest::IsTerminal(check->state))) {
+    return Status::OK();
+  }
+  RETURN_NOT_OK(check.status());
+  return Status::Aborted("upload " + u.id + " is being validated by run " + u.validated_by +
+                         "; submit the load once that run has ended")
+      .WithErrorCode(ErrorCode::kConflict)
+      .WithDetail("run", u.validated_by)
+      .WithDetail("retryAfterMillis", "1000");
+}
+
 Result<bool> Service::ClaimStands(const std::string& run_id) const {
   Result<RunRecord> there = loader_->runs().Get(run_id);
   // A fence of an abandoned reservation (no pipeline) never loads anything.
@@ -247,15 +281,23 @@ Result<bool> Service::ClaimStands(const std::string& run_id) const {
   return age <= 10 * options_.in_flight_grace_micros;
 }
 
-Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id) {
+Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::string& run_id,
+                             bool validation) {
+  // A load claims the upload's run_id; a validationOnly run its validated_by.
+  std::string UploadRecord::*slot =
+      validation ? &UploadRecord::validated_by : &UploadRecord::run_id;
   std::vector<CheckedUpload*> claimed;  // by this call, released again if it fails
   Status s;
   for (size_t i = 0; i < uploads.size() && s.ok();) {
     CheckedUpload& u = uploads[i];
-    if (u.record.run_id.empty()) {
+    if (u.record.run_id == run_id) {  // the run's own (staged by its request): nothing to claim
+      ++i;
+      continue;
+    }
+    if ((u.record.*slot).empty()) {
       // As read by the check: claim it with that etag, no second read.
       UploadRecord mine = u.record;
-      mine.run_id = run_id;
+      mine.*slot = run_id;
       s = uploads_.Update(mine, u.etag);
       if (s.ok()) {
         u.record = std::move(mine);
@@ -265,21 +307,21 @@ Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::str
       }
       if (!s.IsAborted()) break;
       s = Status::OK();  // changed meanwhile: read it again
-    } else if (u.record.run_id == run_id) {
+    } else if (u.record.*slot == run_id) {
       ++i;
       continue;
     } else {
       // Held by a claim that lapsed (see ClaimStands).
-      Result<bool> stands = ClaimStands(u.record.run_id);
+      Result<bool> stands = ClaimStands(u.record.*slot);
       s = stands.status();
       if (!s.ok()) break;
       if (*stands) {
         s = Status::FailedPrecondition("upload " + u.record.id + " was just submitted in run " +
-                                       u.record.run_id)
-                .WithDetail("run", u.record.run_id);
+                                       u.record.*slot)
+                .WithDetail("run", u.record.*slot);
         break;
       }
-      u.record.run_id.clear();  // take it over with the etag it was read with
+      (u.record.*slot).clear();  // take it over with the etag it was read with
       continue;
     }
     Result<UploadRecord> fresh = uploads_.Get(u.record.id, &u.etag);
@@ -290,8 +332,8 @@ Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::str
   for (CheckedUpload* u : claimed) {
     std::string etag;
     Result<UploadRecord> now = uploads_.Get(u->record.id, &etag);
-    if (!now.ok() || now->run_id != run_id) continue;
-    now->run_id.clear();
+    if (!now.ok() || (*now).*slot != run_id) continue;
+    ((*now).*slot).clear();
     static_cast<void>(uploads_.Update(*now, etag));  // best effort; a retry reclaims it
   }
   return s;
@@ -369,7 +411,7 @@ Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, 
     // Staged by this request a moment ago, already claimed: not read again.
     for (const UploadRecord& u : b.staged) a.uploads.push_back({u, ""});
   } else {
-    ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id));
+    ASSIGN_OR_RETURN(a.uploads, CheckUploads(ctx, p, b.uploads, b.run_id, ValidationOnly(p, b)));
   }
   std::vector<std::string> digests = RecordInputDigests(b);
   a.bytes = static_cast<int64_t>(b.record_input.size());
@@ -488,12 +530,13 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   std::vector<CheckedUpload> rechecked;
   Status claimed;
   if (resuming) {
-    Result<std::vector<CheckedUpload>> again = CheckUploads(ctx, p, b.uploads, run_id);
+    Result<std::vector<CheckedUpload>> again =
+        CheckUploads(ctx, p, b.uploads, run_id, ValidationOnly(p, b));
     claimed = again.status();
     if (claimed.ok()) rechecked = std::move(*again);
     checked = &rechecked;
   }
-  if (claimed.ok()) claimed = ClaimUploads(*checked, run_id);
+  if (claimed.ok()) claimed = ClaimUploads(*checked, run_id, ValidationOnly(p, b));
   if (!claimed.ok()) {
     // A refusal: nothing exists for this key but the reservation, so free it
     // for a corrected request. Transient trouble keeps it: a retry of this
@@ -533,7 +576,8 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   // Submitted for good: no longer outstanding (a lost delete only counts an
   // upload until it expires; a claim released before this point keeps it).
   // (Uploads the request staged itself never were.)
-  if (!b.staged_here) {
+  // A validation's uploads stay outstanding: the load that follows submits them.
+  if (!b.staged_here && !ValidationOnly(p, b)) {
     for (const CheckedUpload& u : uploads) static_cast<void>(uploads_.ForgetOutstanding(u.record));
   }
   // A resumed creation is old enough that a worker may have removed its

@@ -401,15 +401,31 @@ Status Service::SettleSource(const RunRecord& rec) {
   return Status::OK();
 }
 
-Status Service::EnqueueCleanup(const RunRecord& rec) {
-  if (rec.pipeline_id.empty()) return Status::OK();
+Result<CleanupEntry> Service::InputsToRemove(const RunRecord& rec) {
   CleanupEntry entry;
   entry.run_id = rec.id;
-  entry.upload_ids = rec.uploads;
-  ASSIGN_OR_RETURN(std::vector<std::string> staged, StagedInputs(rec));
-  for (const std::string& key : staged) {
-    const size_t slash = key.rfind('/');
-    entry.prefixes.push_back(key.substr(0, slash + 1));
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec.request));
+  if (req.error_policy != ingest::ErrorPolicy::kValidationOnly) {
+    entry.upload_ids = rec.uploads;
+    ASSIGN_OR_RETURN(entry.prefixes, StagedInputs(rec));  // the exact keys
+    return entry;
+  }
+  for (const std::string& id : rec.uploads) {
+    Result<UploadRecord> u = uploads_.Get(id);
+    if (u.status().IsNotFound()) continue;
+    RETURN_NOT_OK(u.status());
+    if (u->run_id != rec.id) continue;  // validated for a load, or a load's already
+    entry.upload_ids.push_back(id);
+    entry.prefixes.push_back(u->key);
+  }
+  return entry;
+}
+
+Status Service::EnqueueCleanup(const RunRecord& rec) {
+  if (rec.pipeline_id.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(CleanupEntry entry, InputsToRemove(rec));
+  for (std::string& key : entry.prefixes) {
+    if (const size_t slash = key.rfind('/'); slash != std::string::npos) key.resize(slash + 1);
   }
   return cleaner_.Enqueue(entry);
 }
@@ -419,14 +435,16 @@ Status Service::EnqueueCleanup(const RunRecord& rec) {
 // go at once; the cleaner takes over what could not be deleted.
 Status Service::CleanUpInputs(const RunRecord& rec) {
   if (rec.pipeline_id.empty()) return Status::OK();
-  Result<std::vector<std::string>> staged = StagedInputs(rec);
-  Status s = staged.status();
+  Result<CleanupEntry> inputs = InputsToRemove(rec);
+  Status s = inputs.status();
   // Relaxed: data that comes back after a power loss has no record left,
   // and the staging sweeper removes it.
-  for (size_t i = 0; s.ok() && i < staged->size(); ++i) {
-    s = ws_->store()->DeleteRelaxed((*staged)[i]);
+  for (size_t i = 0; s.ok() && i < inputs->prefixes.size(); ++i) {
+    s = ws_->store()->DeleteRelaxed(inputs->prefixes[i]);
   }
-  for (size_t i = 0; s.ok() && i < rec.uploads.size(); ++i) s = uploads_.Delete(rec.uploads[i]);
+  for (size_t i = 0; s.ok() && i < inputs->upload_ids.size(); ++i) {
+    s = uploads_.Delete(inputs->upload_ids[i]);
+  }
   if (s.ok()) return s;
   LOAM_LOG_WARN("run {}: its inputs go to the cleaner: {}", rec.id, s.ToString());
   return EnqueueCleanup(rec);

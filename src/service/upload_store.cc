@@ -28,7 +28,8 @@ std::string UploadRecord::ToJson() const {
               {"createdMicros", created_micros},
               {"expiresMicros", expires_micros},
               {"receivedSha256", received_sha256},
-              {"runId", run_id}}
+              {"runId", run_id},
+              {"validatedBy", validated_by}}
       .dump();
 }
 
@@ -51,6 +52,7 @@ Result<UploadRecord> UploadRecord::FromJson(std::string_view text) {
     r.expires_micros = Int64At(j, "expiresMicros");
     r.received_sha256 = j.at("receivedSha256");
     r.run_id = j.at("runId");
+    r.validated_by = StringAt(j, "validatedBy");  // records before 2026-12-06 have none
   } catch (const json::exception& e) {
     return Status::DataLoss(std::string("malformed upload record: ") + e.what());
   }

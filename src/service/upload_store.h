@@ -27,6 +27,9 @@ struct UploadRecord {
   std::string received_sha256;
   // The run that loads it, once submitted ("" = none yet).
   std::string run_id;
+  // The one validationOnly run that checked it ("" = none): an upload is
+  // validated at most once and loaded at most once, in that order.
+  std::string validated_by;
 
   std::string ToJson() const;
   static Result<UploadRecord> FromJson(std::string_view text);

@@ -184,6 +184,23 @@ test('a submission whose retries run out is kept for resume', async () => {
   assert.deepEqual(await store.keys(), []);
 });
 
+test('validateFirst loads the same upload only after its validation succeeded', async () => {
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, stateStore: new MemoryStateStore() });
+  const bad = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\n50,a\nx,b\n') }],
+                                  { validateFirst: true });
+  assert.equal(bad.run.state, 'failed');
+  assert.equal(bad.run.validationOnly, true);
+  assert.equal(bad.run.errorCode, 'validation_failed');
+  const good = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\n51,a\n') }],
+                                   { validateFirst: true });
+  assert.equal(good.run.validationOnly, false);
+  const done = await c.waitForRun(good.run.id);
+  assert.equal(done.state, 'succeeded');
+  assert.equal(done.counters.inserted, 1);
+  const checked = (await c.getUpload(done.uploads[0]).catch(() => null));
+  assert.equal(checked, null, 'the load removed its upload');
+});
+
 test('refusals carry the stable code', async () => {
   await assert.rejects(client.getRun('01ARZ3NDEKTSV4RRFFQ69G5FAV'),
                        (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');

@@ -190,16 +190,21 @@ class LoamClient:
         return r.json, r.headers.get("idempotency-replayed") == "true"
 
     def submit_files(self, pipeline_id, files, idempotency_key=None, source_id=None,
-                     on_retry=None):
+                     validate_first=False, on_retry=None):
         """Uploads `files` ([(data, file_name or None)]) and submits them as one
         run, keeping the state in the state store at every step (the ticket
         before its bytes go, each upload once received, the exact request
         before it is sent); removed once answered. Returns (run, replayed,
-        idempotency_key). A call that dies is finished by resume(key, files)."""
+        idempotency_key). A call that dies is finished by resume(key, files).
+        With validate_first, a validationOnly run of the uploads goes first
+        (key + ":validate") and the load of the same uploads only if it
+        succeeds; otherwise `run` is that validation, terminal, and nothing is
+        loaded."""
         key = idempotency_key or str(uuid.uuid4())
         state = self.state_store.load(key)
         if state is None:
             state = {"version": 1, "key": key, "pipeline": pipeline_id, "sourceId": source_id,
+                     "validateFirst": validate_first,
                      "files": [{"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                                 "fileName": name} for data, name in files]}
             self.state_store.save(key, state)
@@ -246,10 +251,22 @@ class LoamClient:
             del f["ticket"]  # it was a capability; what is left is the upload id
             self.state_store.save(key, state)
         if not state.get("request"):
-            body = {"uploads": [f["uploadId"] for f in state["files"]]}
+            uploads = [f["uploadId"] for f in state["files"]]
+            if state.get("validateFirst"):
+                state["validateRequest"] = json.dumps(
+                    {"uploads": uploads, "errorPolicy": "validationOnly"})
+            body = {"uploads": uploads}
             if state.get("sourceId"):
                 body["source"] = {"id": state["sourceId"]}
             state["request"] = json.dumps(body)  # the exact bytes, resent on every retry
+            self.state_store.save(key, state)
+        if state.get("validateFirst") and not state.get("validated"):
+            run, _ = self.submit_run(state["pipeline"], state["validateRequest"],
+                                     key + ":validate", on_retry)
+            checked = self.wait_for_run(run["id"])
+            if checked["state"] != "succeeded":
+                return checked, False, key
+            state["validated"] = True
             self.state_store.save(key, state)
         run, replayed = self.submit_run(state["pipeline"], state["request"], key, on_retry)
         return run, replayed, key

@@ -192,6 +192,20 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
         self.assertEqual(store.keys(), [])
 
+    def test_validate_first_loads_the_same_upload_only_after_its_validation(self):
+        bad, _, _ = self.client.submit_files(self.pipeline, [(b"id,v\n60,a\nx,b\n", None)],
+                                             validate_first=True)
+        self.assertEqual((bad["state"], bad["validationOnly"], bad["errorCode"]),
+                         ("failed", True, "validation_failed"))
+        good, _, _ = self.client.submit_files(self.pipeline, [(b"id,v\n61,a\n", None)],
+                                              validate_first=True)
+        self.assertFalse(good["validationOnly"])
+        done = self.client.wait_for_run(good["id"])
+        self.assertEqual((done["state"], done["counters"]["inserted"]), ("succeeded", 1))
+        runs = self.client._answer("GET", "/v1/runs?pipeline=" + self.pipeline, (200,))["runs"]
+        validated = [r for r in runs if r["validationOnly"] and r["uploads"] == done["uploads"]]
+        self.assertEqual(len(validated), 1, "one validation of the same upload")
+
     def test_a_wait_that_runs_out_answers_the_run_as_it_is(self):
         with self.assertRaises(LoamError) as bad:
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=5)
