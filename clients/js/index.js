@@ -247,6 +247,11 @@ export class LoamClient {
     return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}${wait}`, [200]);
   }
 
+  // What admission counts for the caller next to its limits (docs/service.md, "Usage").
+  usage() {
+    return this.#answer('GET', '/v1/usage', [200]);
+  }
+
   // One read-only SQL statement over the tables at one state (docs/sql.md):
   // {columns: [{name, type}], rows: [[...]], truncated}. `version` reads every
   // table as of that manifest version; `limit` caps the rows.

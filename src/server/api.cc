@@ -98,6 +98,7 @@ void Api::AddRoutes() {
   open("PUT", "/v1/uploads/{uploadId}", &Api::PutUpload, {"token"});
   authed("GET", "/v1/openapi.json", &Api::OpenApi);
   authed("GET", "/v1/limits", &Api::GetLimits);
+  authed("GET", "/v1/usage", &Api::GetUsage);
   authed("POST", "/v1/tables", &Api::CreateTable);
   authed("GET", "/v1/tables", &Api::ListTables);
   authed("GET", "/v1/tables/{name}", &Api::GetTable);

@@ -147,6 +147,7 @@ class Api : public HttpHandler {
   Response Metrics(Call& c);
   Response OpenApi(Call& c);
   Response GetLimits(Call& c);
+  Response GetUsage(Call& c);
   Response CreateTable(Call& c);
   Response ListTables(Call& c);
   Response GetTable(Call& c);

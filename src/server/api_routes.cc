@@ -1,5 +1,6 @@
-// Api routes: health, metrics, the OpenAPI document, limits, tables,
+// Api routes: health, metrics, the OpenAPI document, limits, usage, tables,
 // pipelines and uploads.
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -84,6 +85,38 @@ Response Api::GetLimits(Call&) {
   r.set(http::field::content_type, "application/json");
   r.body() = svc_->Limits() + "\n";
   return r;
+}
+
+Response Api::GetUsage(Call& c) {
+  Result<service::Usage> u = svc_->GetUsage(c.ctx);
+  if (!u.ok()) return Problem(u.status());
+  const service::ServiceLimits& l = svc_->limits();
+  json pipelines = json::object();
+  for (const auto& [id, tiny] : u->principal.tiny_runs_last_minute) {
+    auto active = u->queue.runs_per_pipeline.find(id);
+    pipelines[id] = {
+        {"activeRuns", active == u->queue.runs_per_pipeline.end() ? 0 : active->second},
+        {"tinyRunsLastMinute", tiny}};
+  }
+  const json out = {
+      {"principal", c.ctx.principal},
+      {"queue",
+       {{"runs", u->queue.runs},
+        {"bytes", u->queue.bytes},
+        {"maxRuns", l.max_queued_runs},
+        {"maxBytes", l.max_queued_bytes}}},
+      {"requests",
+       {{"tokens", std::floor(u->principal.request_tokens)},
+        {"burst", l.principal_burst},
+        {"perSecond", l.principal_requests_per_second}}},
+      {"uploads",
+       {{"outstanding", u->outstanding.count},
+        {"maxOutstanding", l.max_outstanding_uploads_per_principal},
+        {"receiving", u->principal.receiving_uploads},
+        {"maxReceiving", l.max_receiving_uploads_per_principal}}},
+      {"tinyRuns", {{"belowBytes", l.tiny_run_bytes}, {"perMinute", l.tiny_runs_per_minute}}},
+      {"pipelines", pipelines}};
+  return JsonResponse(200, out);
 }
 
 // --- tables -------------------------------------------------------------------

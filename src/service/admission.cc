@@ -251,6 +251,31 @@ Result<Admission::UploadSlot> Admission::ReceiveUpload(const std::string& upload
   return UploadSlot(this, upload_id);
 }
 
+Admission::PrincipalUsage Admission::UsageOf(const std::string& principal,
+                                             const std::vector<std::string>& pipeline_ids) const {
+  const int64_t now = clock_->NowMicros();
+  std::lock_guard lock(mu_);
+  PrincipalUsage u;
+  u.request_tokens = limits_.principal_burst;
+  if (auto b = buckets_.find(principal); b != buckets_.end() && b->second.at_micros != 0) {
+    u.request_tokens = std::min(limits_.principal_burst,
+                                b->second.tokens + static_cast<double>(now - b->second.at_micros) /
+                                                       1e6 * limits_.principal_requests_per_second);
+  }
+  if (auto r = receiving_per_principal_.find(principal); r != receiving_per_principal_.end()) {
+    u.receiving_uploads = r->second;
+  }
+  for (const std::string& id : pipeline_ids) {
+    int64_t n = 0;
+    if (auto t = tiny_.find(id); t != tiny_.end()) {
+      n = std::count_if(t->second.begin(), t->second.end(),
+                        [now](int64_t at) { return now - at < 60'000'000; });
+    }
+    u.tiny_runs_last_minute[id] = n;
+  }
+  return u;
+}
+
 size_t Admission::ReceivingUploads() const {
   std::lock_guard lock(mu_);
   return receiving_.size();

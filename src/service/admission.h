@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/thread_annotations.h"
@@ -78,6 +79,16 @@ class Admission {
   double MeanRunMicros() const;
   // Places held in all waiting lines.
   size_t Waiting() const;
+
+  // What this process's admission holds for one principal and the tiny-run
+  // windows of some pipelines, as its next Admit would see it (GET /v1/usage).
+  struct PrincipalUsage {
+    double request_tokens = 0;  // the principal's bucket now (the burst when unused)
+    int64_t receiving_uploads = 0;
+    std::map<std::string, int64_t> tiny_runs_last_minute;  // per pipeline asked for
+  };
+  PrincipalUsage UsageOf(const std::string& principal,
+                         const std::vector<std::string>& pipeline_ids) const;
 
  private:
   int64_t RetryAfterMillis(double wait_micros) const;  // clamped to the published bounds

@@ -406,6 +406,20 @@ Result<UploadStatus> Service::GetUpload(const CallContext& ctx, const std::strin
   return out;
 }
 
+Result<Usage> Service::GetUsage(const CallContext& ctx) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  Usage u;
+  ASSIGN_OR_RETURN(u.queue, CurrentLoad());
+  ASSIGN_OR_RETURN(std::vector<Pipeline> pipelines, ListPipelines(ctx));
+  std::vector<std::string> ids;
+  for (const Pipeline& p : pipelines) ids.push_back(p.id);
+  u.principal = admission_.UsageOf(ctx.principal, ids);
+  const int64_t cap = options_.limits.max_outstanding_uploads_per_principal;
+  ASSIGN_OR_RETURN(u.outstanding,
+                   uploads_.CountOutstanding(ctx.principal, options_.clock->NowMicros(), cap));
+  return u;
+}
+
 Status Service::StoreUpload(UploadRecord r, std::string etag, ByteSource& body) {
   const UploadGrant g{r.id, r.key, 0, r.size, r.sha256};
   const std::string& upload_id = r.id;

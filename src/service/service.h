@@ -141,6 +141,14 @@ struct UploadRequest {
   std::string file_name;
 };
 
+// GET /v1/usage: what admission counts for the caller, as this process's
+// next admission would see it (docs/service.md, "Usage").
+struct Usage {
+  QueueLoad queue;  // the shared queue (every process)
+  Admission::PrincipalUsage principal;
+  OutstandingUploads outstanding;  // counted up to the limit + 1
+};
+
 struct UploadStatus {
   UploadRecord record;
   bool received = false;
@@ -229,6 +237,10 @@ class Service {
   // met "already received" (409, or 412 from S3) can confirm it. NotFound
   // for another principal's upload, as for one that does not exist.
   Result<UploadStatus> GetUpload(const CallContext& ctx, const std::string& upload_id);
+  // The caller's usage: the queue, its request tokens and receiving
+  // uploads, the tiny-run windows of the pipelines it may see, its
+  // outstanding uploads.
+  Result<Usage> GetUsage(const CallContext& ctx);
 
   // --- runs -----------------------------------------------------------------
   // `body`: {"uploads":[id...], "source":{"id":...}?, "errorPolicy"?,

@@ -201,6 +201,14 @@ test('validateFirst loads the same upload only after its validation succeeded', 
   assert.equal(checked, null, 'the load removed its upload');
 });
 
+test('usage shows the caller against the admission limits', async () => {
+  const u = await client.usage();
+  assert.equal(u.principal, 'owner');
+  assert.equal(u.requests.burst, 1);
+  assert.ok(u.requests.tokens <= 1);
+  assert.ok(pipelineId in u.pipelines, JSON.stringify(u));
+});
+
 test('refusals carry the stable code', async () => {
   await assert.rejects(client.getRun('01ARZ3NDEKTSV4RRFFQ69G5FAV'),
                        (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');

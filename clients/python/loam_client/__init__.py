@@ -296,6 +296,11 @@ class LoamClient:
 
     # -- reads ---------------------------------------------------------------
 
+    def usage(self):
+        """What admission counts for the caller next to its limits
+        (docs/service.md, "Usage")."""
+        return self._answer("GET", "/v1/usage", (200,))
+
     def sql(self, query, branch=None, version=None, limit=None, on_retry=None):
         """One read-only SQL statement over the tables at one state
         (docs/sql.md): {"columns": [{name, type}], "rows": [[...]], "truncated"}."""

@@ -215,6 +215,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((too_long.exception.status, too_long.exception.code),
                          (400, "invalid_argument"))
 
+    def test_usage_shows_the_caller_against_the_admission_limits(self):
+        u = self.client.usage()
+        self.assertEqual((u["principal"], u["requests"]["burst"]), ("owner", 1))
+        self.assertLessEqual(u["requests"]["tokens"], 1)
+        self.assertIn(self.pipeline, u["pipelines"])
+
     def test_sql_answers_a_statement_and_refuses_a_write_with_its_code(self):
         answer = self.client.sql("SELECT count(*) AS n, 1.5 AS x, NULL AS z FROM t")
         self.assertEqual(answer["columns"], [{"name": "n", "type": "INTEGER"},
