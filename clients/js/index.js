@@ -155,6 +155,9 @@ export class LoamClient {
   // validation, terminal, and nothing is loaded.
   async submitFiles(pipelineId, files, { idempotencyKey = randomUUID(), sourceId, validateFirst = false,
                                          onRetry } = {}) {
+    if (validateFirst && idempotencyKey.length > 246) {
+      throw new TypeError('with validateFirst an idempotency key is at most 246 characters (":validate" is added)');
+    }
     let state = await this.stateStore.load(idempotencyKey);
     if (!state) {
       state = {
@@ -270,15 +273,29 @@ export class LoamClient {
   }
 
   // Resolves to the run once terminal (succeeded, failed, partial,
-  // cancelled): long-polls, so the answer comes as the run ends.
+  // cancelled): long-polls, so the answer comes as the run ends. A server
+  // that takes no such wait (400) is polled with a growing pause instead.
   async waitForRun(runId, { timeoutMs = 10 * 60 * 1000, onProgress } = {}) {
     const deadline = Date.now() + timeoutMs;
+    let longPoll = true;
+    let pause = 100;
     for (;;) {
       const left = Math.ceil((deadline - Date.now()) / 1000);
-      const run = await this.getRun(runId, { waitSeconds: Math.max(1, Math.min(30, left)) });
+      let run;
+      try {
+        run = await this.getRun(runId, longPoll ? { waitSeconds: Math.max(1, Math.min(30, left)) } : {});
+      } catch (err) {
+        if (!(longPoll && err instanceof LoamError && err.status === 400)) throw err;
+        longPoll = false;
+        continue;
+      }
       onProgress?.(run);
       if (['succeeded', 'failed', 'partial', 'cancelled'].includes(run.state)) return run;
       if (Date.now() >= deadline) throw new Error(`run ${runId} still ${run.state} after ${timeoutMs} ms`);
+      if (!longPoll) {
+        await sleep(pause);
+        pause = Math.min(pause * 2, 2000);
+      }
     }
   }
 }

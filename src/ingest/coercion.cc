@@ -393,8 +393,9 @@ Status SchemaPolicy::AddFlag(std::string_view flag) {
     const size_t at = flag.find(infix);
     if (at == std::string_view::npos || at == 0) continue;
     std::string pattern(flag.substr(at + infix.size()));
-    std::string zone;
-    if (const size_t sign = pattern.rfind('@'); sign != std::string::npos) {
+    std::string zone;  // timestamps only: a date pattern keeps any '@' as a literal
+    if (const size_t sign = pattern.rfind('@');
+        kind == CoercionKind::kPatternToTimestamp && sign != std::string::npos) {
       zone = pattern.substr(sign + 1);
       pattern.resize(sign);
     }

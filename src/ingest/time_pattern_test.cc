@@ -107,6 +107,9 @@ TEST(TimePattern, PatternCoercionsInThePolicy) {
   ASSERT_TRUE(flags.AddFlag("d:patternToDate:%b %e %Y").ok());
   ASSERT_TRUE(flags.AddFlag("t:patternToTimestamp:%Y/%m/%d %H:%M:%S@UTC").ok());
   EXPECT_EQ(flags.coercions, policy.coercions);
+  SchemaPolicy at_sign;  // a date has no zone: its '@' is a literal
+  ASSERT_TRUE(at_sign.AddFlag("d:patternToDate:%Y@%m@%d").ok());
+  EXPECT_EQ(at_sign.coercions[0].pattern, "%Y@%m@%d");
   for (std::string_view bad :
        {"t:patternToTimestamp:%Y/%m/%d %H:%M:%S", "d:patternToDate", "d:patternToDate:%y"}) {
     SchemaPolicy p;

@@ -104,7 +104,7 @@ Response Api::GetRun(Call& c) {
                     {},
                     c.start};
   waiters_.Park(
-      c.run_id, std::chrono::steady_clock::now() + std::chrono::seconds(wait),
+      c.run_id, c.ctx.principal, std::chrono::steady_clock::now() + std::chrono::seconds(wait),
       [svc = svc_, ctx = c.ctx, id = c.run_id] { return svc->GetRun(ctx, id); },
       [this, later, facts](const Result<service::RunStatus>& now) {
         later->Send(Seal(facts, now.ok() ? JsonResponse(200, RunJson(now->run, now->queue_position))

@@ -10,12 +10,16 @@ RunWaiters::RunWaiters(std::chrono::milliseconds poll) : poll_(poll) {
 
 RunWaiters::~RunWaiters() { Stop(); }
 
-void RunWaiters::Park(const std::string& run_id, SteadyTime deadline, Read read, Answer answer) {
+void RunWaiters::Park(const std::string& run_id, const std::string& principal, SteadyTime deadline,
+                      Read read, Answer answer) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
-      waiting_[run_id].push_back(Waiter{deadline, std::move(read), std::move(answer)});
-      wake_.notify_one();  // its deadline may be the nearest
+      const std::string group = run_id + '\0' + principal;
+      waiting_[group].push_back(Waiter{deadline, std::move(read), std::move(answer)});
+      changed_.insert(group);  // read once more: it may have ended since the caller's read
+      rearm_ = true;
+      wake_.notify_one();
       return;
     }
   }
@@ -24,9 +28,14 @@ void RunWaiters::Park(const std::string& run_id, SteadyTime deadline, Read read,
 
 void RunWaiters::Changed(const std::string& run_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (waiting_.count(run_id) == 0) return;
-  changed_.insert(run_id);
-  wake_.notify_one();
+  const std::string first = run_id + '\0';
+  bool any = false;
+  for (auto it = waiting_.lower_bound(first);
+       it != waiting_.end() && it->first.compare(0, first.size(), first) == 0; ++it) {
+    changed_.insert(it->first);
+    any = true;
+  }
+  if (any) wake_.notify_one();
 }
 
 void RunWaiters::Stop() {
@@ -57,7 +66,8 @@ void RunWaiters::Loop() {
       for (const auto& [id, waiters] : waiting_) {
         for (const Waiter& w : waiters) until = std::min(until, w.deadline);
       }
-      wake_.wait_until(lock, until, [&] { return stopping_ || !changed_.empty(); });
+      wake_.wait_until(lock, until, [&] { return stopping_ || rearm_ || !changed_.empty(); });
+      rearm_ = false;
       now = std::chrono::steady_clock::now();
       const bool poll_due = now >= next_poll;
       if (poll_due) next_poll = now + poll_;
@@ -88,11 +98,11 @@ std::set<std::string> RunWaiters::Due(SteadyTime now, bool poll_due) {
   return due;
 }
 
-void RunWaiters::Settle(const std::string& run_id, SteadyTime now) {
+void RunWaiters::Settle(const std::string& group, SteadyTime now) {
   Read read;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = waiting_.find(run_id);
+    auto it = waiting_.find(group);
     if (it == waiting_.end() || it->second.empty()) return;
     read = it->second.front().read;
   }
@@ -101,7 +111,7 @@ void RunWaiters::Settle(const std::string& run_id, SteadyTime now) {
   std::vector<Waiter> answered;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = waiting_.find(run_id);
+    auto it = waiting_.find(group);
     if (it == waiting_.end()) return;
     std::vector<Waiter>& waiters = it->second;
     // Waiters parked after the read keep waiting unless the read ended them.

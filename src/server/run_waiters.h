@@ -2,8 +2,9 @@
 // run is terminal or their wait ends (docs/server.md, "Waiting for a run").
 // One thread serves every waiter, so a waiting client holds a connection but
 // no thread. A run this process finishes wakes its waiters at once
-// (Finished); a run another process finishes is seen by re-reading it every
-// `poll` (one read per waited run, however many wait for it).
+// (Changed); a run another process finishes is seen by re-reading it every
+// `poll` (one read per waited run and caller, however many requests of that
+// caller wait for it: each caller's answer is read with its own grants).
 #pragma once
 
 #include <chrono>
@@ -34,9 +35,12 @@ class RunWaiters {
   RunWaiters(const RunWaiters&) = delete;
   RunWaiters& operator=(const RunWaiters&) = delete;
 
-  // Parks a waiter: `answer` runs when the run is terminal, at `deadline`,
-  // or at Stop, whichever comes first (at once after Stop).
-  void Park(const std::string& run_id, SteadyTime deadline, Read read, Answer answer);
+  // Parks a waiter of `principal`: `answer` runs when the run is terminal,
+  // at `deadline`, or at Stop, whichever comes first (at once after Stop).
+  // The run is read once more after it is parked: an end between the
+  // caller's read and its park is not missed.
+  void Park(const std::string& run_id, const std::string& principal, SteadyTime deadline, Read read,
+            Answer answer);
   // A run of this process changed state (finished or cancelled): its
   // waiters see it now rather than at the next poll.
   void Changed(const std::string& run_id);
@@ -51,16 +55,19 @@ class RunWaiters {
     Answer answer;
   };
   void Loop();
-  // The runs to read now: changed ones, every one at a poll, expired ones.
+  // The waiter groups to read now: changed ones, every one at a poll,
+  // expired ones.
   std::set<std::string> Due(SteadyTime now, bool poll_due);
-  // Reads `run_id` once and answers its waiters that are done.
-  void Settle(const std::string& run_id, SteadyTime now);
+  // Reads a group's run once and answers its waiters that are done.
+  void Settle(const std::string& group, SteadyTime now);
 
   const std::chrono::milliseconds poll_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
+  // By group: the run id, a NUL, the principal (a run's groups are adjacent).
   std::map<std::string, std::vector<Waiter>> waiting_;
-  std::set<std::string> changed_;
+  std::set<std::string> changed_;  // groups
+  bool rearm_ = false;             // a waiter was parked: its deadline may be nearer
   bool stopping_ = false;
   std::thread thread_;
 };

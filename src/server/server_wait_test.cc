@@ -42,9 +42,20 @@ class RunWaitTest : public ServerTest {
     });
   }
 
-  // Until `n` requests are parked (each is parked once its run was read).
+  // Until `n` requests are parked (each is parked once its run was read);
+  // a park that never happens fails the test instead of hanging it.
   void UntilParked(size_t n) {
-    while (Srv().parked_requests() != n) std::this_thread::yield();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (Srv().parked_requests() != n) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "never parked";
+      std::this_thread::yield();
+    }
+  }
+  // Answered long before a 60 s wait ran out: woken, not timed out.
+  static HttpResult Woken(std::future<HttpResult>& f) {
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+        << "the answer waited for its deadline";
+    return f.get();
   }
 
   std::string pipeline_;
@@ -60,7 +71,7 @@ TEST_F(RunWaitTest, AnsweredWhenItsRunEndsInThisProcess) {
   EXPECT_EQ(Call("ada", "GET", "/v1/runs/" + id, "/v1/runs/{id}").Json()["state"], "queued");
   ASSERT_TRUE(Srv().service().RunWorkerOnce().value());
   for (std::future<HttpResult>* f : {&waiting, &second}) {
-    const HttpResult r = f->get();
+    const HttpResult r = Woken(*f);
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.Json()["state"], "succeeded") << r.body;
     EXPECT_EQ(r.Json()["counters"]["inserted"], 1);
@@ -75,7 +86,7 @@ TEST_F(RunWaitTest, ACancelEndsTheWait) {
   std::future<HttpResult> waiting = Wait(id, 60);
   UntilParked(1);
   ASSERT_EQ(Call("ada", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel").status, 200);
-  const HttpResult r = waiting.get();
+  const HttpResult r = Woken(waiting);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["state"], "cancelled");
 }
@@ -90,18 +101,28 @@ TEST_F(RunWaitTest, ARunAnotherProcessEndsIsSeenByThePoll) {
   other.upload_secret = std::string(kTestSecret) + "-other-process";
   std::unique_ptr<service::Service> svc = service::Service::Open(ws_, other).value();
   ASSERT_TRUE(svc->RunWorkerOnce().value());
-  const HttpResult r = waiting.get();
+  const HttpResult r = Woken(waiting);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["state"], "succeeded");
 }
 
 TEST_F(RunWaitTest, AWaitThatRunsOutAnswersTheRunAsItIs) {
+  config_.run_wait_poll_millis = 3'600'000;  // only deadlines end these waits
   const std::string id = QueuedRun("k1");
-  const HttpResult r = Wait(id, 1).get();
+  std::future<HttpResult> longer = Wait(id, 60);  // parked first, with the later deadline
+  UntilParked(1);
+  const auto asked = std::chrono::steady_clock::now();
+  std::future<HttpResult> shorter = Wait(id, 1);
+  // It waited (its one second), then answered the run as it was, before the
+  // longer wait parked ahead of it.
+  const HttpResult r = Woken(shorter);
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(900));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["state"], "queued");
   EXPECT_EQ(r.Json()["queuePosition"], 0);
-  EXPECT_EQ(Srv().parked_requests(), 0u);
+  EXPECT_EQ(Srv().parked_requests(), 1u);
+  server_->Shutdown();
+  EXPECT_EQ(Woken(longer).Json()["state"], "queued");
 }
 
 TEST_F(RunWaitTest, ShutdownAnswersEveryParkedRequest) {
@@ -110,7 +131,7 @@ TEST_F(RunWaitTest, ShutdownAnswersEveryParkedRequest) {
   std::future<HttpResult> waiting = Wait(id, 60);
   UntilParked(1);
   server_->Shutdown();
-  const HttpResult r = waiting.get();
+  const HttpResult r = Woken(waiting);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["state"], "queued");
   EXPECT_EQ(Srv().parked_requests(), 0u);

@@ -259,10 +259,14 @@ Status Service::CheckValidatedBy(const UploadRecord& u, const std::string& run_i
         .WithDetail("run", u.validated_by);
   }
   Result<RunRecord> check = loader_->runs().Get(u.validated_by);
-  if (check.status().IsNotFound() || (check.ok() && ingest::IsTerminal(check->state))) {
-    return Status::OK();
+  if (check.ok() && ingest::IsTerminal(check->state)) return Status::OK();
+  if (check.status().IsNotFound()) {
+    // Claimed by a submission that has not written its run yet, or never will.
+    ASSIGN_OR_RETURN(bool stands, ClaimStands(u.validated_by));
+    if (!stands) return Status::OK();
+  } else {
+    RETURN_NOT_OK(check.status());
   }
-  RETURN_NOT_OK(check.status());
   return Status::Aborted("upload " + u.id + " is being validated by run " + u.validated_by +
                          "; submit the load once that run has ended")
       .WithErrorCode(ErrorCode::kConflict)
@@ -294,6 +298,18 @@ Status Service::ClaimUploads(std::vector<CheckedUpload>& uploads, const std::str
       ++i;
       continue;
     }
+    // As read now (again after a lost compare-and-swap): the other slot's
+    // claim may forbid this one.
+    s = validation ? Status::OK() : CheckValidatedBy(u.record, run_id, false);
+    if (s.ok() && validation && !u.record.run_id.empty()) {
+      Result<bool> loaded = ClaimStands(u.record.run_id);
+      s = !loaded.ok() ? loaded.status()
+          : *loaded    ? Status::FailedPrecondition("upload " + u.record.id +
+                                                    " was already submitted in run " + u.record.run_id)
+                          .WithDetail("run", u.record.run_id)
+                    : Status::OK();
+    }
+    if (!s.ok()) break;
     if ((u.record.*slot).empty()) {
       // As read by the check: claim it with that etag, no second read.
       UploadRecord mine = u.record;
@@ -556,6 +572,7 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   run.table_sid = p.table_sid;
   run.created_micros = options_.clock->NowMicros();
   run.pipeline_id = p.id;
+  run.validation_only = request.error_policy == ingest::ErrorPolicy::kValidationOnly;
   run.input_text = std::string(b.record_input);
   run.input_bytes = static_cast<int64_t>(b.record_input.size());
   std::vector<std::string> digests = RecordInputDigests(b);

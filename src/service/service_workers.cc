@@ -455,11 +455,15 @@ Result<SweepReport> Service::SweepStaging() {
     Result<UploadRecord> u = uploads_.Get(upload_id);
     if (u.status().IsNotFound()) return false;
     RETURN_NOT_OK(u.status());
-    if (u->run_id.empty()) return false;
-    Result<RunRecord> run = loader_->runs().Get(u->run_id);
-    if (run.status().IsNotFound()) return false;
-    RETURN_NOT_OK(run.status());
-    return !ingest::IsTerminal(run->state);
+    // Kept while the run that loads it, or the one validating it, runs.
+    for (const std::string* id : {&u->run_id, &u->validated_by}) {
+      if (id->empty()) continue;
+      Result<RunRecord> run = loader_->runs().Get(*id);
+      if (run.status().IsNotFound()) continue;
+      RETURN_NOT_OK(run.status());
+      if (!ingest::IsTerminal(run->state)) return true;
+    }
+    return false;
   };
   return cleaner_.Sweep(options_.limits.staging_grace_seconds * 1'000'000, keep);
 }

@@ -133,7 +133,9 @@ Result<int64_t> UploadStore::SweepExpired(int64_t now_micros, int64_t grace_micr
       const std::string id = o.key.substr(slash + 22);
       Result<UploadRecord> r = Get(id);
       if (!r.ok() && !r.status().IsNotFound()) return r.status();
-      if (r.ok() && r->run_id.empty()) {  // never submitted
+      // Never submitted (a validated one waits for its load: the staging
+      // sweep removes it past the staging grace).
+      if (r.ok() && r->run_id.empty() && r->validated_by.empty()) {
         RETURN_NOT_OK(Delete(id));
         ++removed;
       }

@@ -9,6 +9,7 @@ resume(), exactly as `loam submit --resume` does.
 """
 
 import hashlib
+import http.client
 import json
 import random
 import time
@@ -65,6 +66,8 @@ def urllib_transport(method, url, body, headers, timeout):
             return err.code, dict(err.headers.items()), err.read()
     except urllib.error.URLError as err:
         raise OSError(str(err.reason)) from err
+    except http.client.HTTPException as err:  # an answer cut short: no answer
+        raise OSError(f"{type(err).__name__}: {err}") from err
 
 
 def _quote(part):
@@ -201,6 +204,9 @@ class LoamClient:
         succeeds; otherwise `run` is that validation, terminal, and nothing is
         loaded."""
         key = idempotency_key or str(uuid.uuid4())
+        if validate_first and len(key) > 246:
+            raise TypeError("with validate_first an idempotency key is at most 246 characters "
+                            "(\":validate\" is added)")
         state = self.state_store.load(key)
         if state is None:
             state = {"version": 1, "key": key, "pipeline": pipeline_id, "sourceId": source_id,
@@ -281,15 +287,25 @@ class LoamClient:
         """The run once terminal (TERMINAL_STATES); long-polls, so the answer
         comes as the run ends. A failed run's document carries its error."""
         deadline = time.monotonic() + timeout
+        long_poll, pause = True, 0.1
         while True:
             left = max(1, min(30, int(deadline - time.monotonic() + 0.999)))
-            run = self.get_run(run_id, wait_seconds=left)
+            try:
+                run = self.get_run(run_id, wait_seconds=left if long_poll else None)
+            except LoamError as err:
+                if not (long_poll and err.status == 400):
+                    raise
+                long_poll = False  # a server that takes no such wait: poll instead
+                continue
             if on_progress:
                 on_progress(run)
             if run.get("state") in TERMINAL_STATES:
                 return run
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"run {run_id} still {run.get('state')} after {timeout} s")
+            if not long_poll:
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
 
     def cancel_run(self, run_id):
         return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200,))

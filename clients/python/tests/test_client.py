@@ -206,7 +206,7 @@ class ClientTest(unittest.TestCase):
         validated = [r for r in runs if r["validationOnly"] and r["uploads"] == done["uploads"]]
         self.assertEqual(len(validated), 1, "one validation of the same upload")
 
-    def test_a_wait_that_runs_out_answers_the_run_as_it_is(self):
+    def test_a_wait_is_checked_before_it_parks(self):
         with self.assertRaises(LoamError) as bad:
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=5)
         self.assertEqual((bad.exception.status, bad.exception.code), (404, "not_found"))
