@@ -103,6 +103,24 @@ export class LoamClient {
     }, onRetry);
   }
 
+  // {pipeline, etag}: the ETag names this state for updatePipeline's ifMatch.
+  async getPipeline(pipelineId) {
+    const r = await this.#retrying('GET', `${this.baseUrl}/v1/pipelines/${encodeURIComponent(pipelineId)}`);
+    if (r.status !== 200) throw new LoamError(r.status, r.json);
+    return { pipeline: r.json, etag: r.headers.get('etag') };
+  }
+
+  // Changes fields other than name and table; with ifMatch only if the
+  // pipeline still has that state (else 412 precondition_failed, nothing
+  // changed). Resolves to {pipeline, etag}.
+  async updatePipeline(pipelineId, patch, { ifMatch } = {}) {
+    const headers = { 'content-type': 'application/json', ...(ifMatch && { 'if-match': ifMatch }) };
+    const r = await this.#retrying('PATCH', `${this.baseUrl}/v1/pipelines/${encodeURIComponent(pipelineId)}`,
+                                   { body: JSON.stringify(patch), headers });
+    if (r.status !== 200) throw new LoamError(r.status, r.json);
+    return { pipeline: r.json, etag: r.headers.get('etag') };
+  }
+
   // The upload as its creator sees it, with `received`.
   getUpload(uploadId) {
     return this.#answer('GET', `/v1/uploads/${encodeURIComponent(uploadId)}`, [200]);

@@ -258,10 +258,33 @@ Response Api::DeleteGrant(Call& c) {
 
 // --- pipelines ----------------------------------------------------------------
 
+namespace {
+
+// A pipeline's answer, with its entity tag.
+Response PipelineResponse(int status, const service::Pipeline& p) {
+  Response r = JsonResponse(status, p.ToJson());
+  r.set(http::field::etag, p.Etag());
+  return r;
+}
+
+// The one If-Match of a request ("" when absent); InvalidArgument when sent
+// twice or as a list (one pipeline state is named at a time).
+Result<std::string> IfMatch(const RequestHeader& h) {
+  auto range = h.equal_range(http::field::if_match);
+  if (range.first == range.second) return std::string();
+  const std::string value(range.first->value());
+  if (std::next(range.first) != range.second || value.find(',') != std::string::npos) {
+    return Status::InvalidArgument("send one If-Match entity tag (from ETag), not several");
+  }
+  return value;
+}
+
+}  // namespace
+
 Response Api::CreatePipeline(Call& c) {
   Result<service::Pipeline> p = svc_->CreatePipeline(c.ctx, c.body);
   if (!p.ok()) return Problem(p.status());
-  Response r = JsonResponse(201, p->ToJson());
+  Response r = PipelineResponse(201, *p);
   r.set(http::field::location, "/v1/pipelines/" + p->id);
   return r;
 }
@@ -277,17 +300,21 @@ Response Api::ListPipelines(Call& c) {
 Response Api::GetPipeline(Call& c) {
   Result<service::Pipeline> p = svc_->GetPipeline(c.ctx, c.params["id"]);
   if (!p.ok()) return Problem(p.status());
-  return JsonResponse(200, p->ToJson());
+  return PipelineResponse(200, *p);
 }
 
 Response Api::PatchPipeline(Call& c) {
-  Result<service::Pipeline> p = svc_->UpdatePipeline(c.ctx, c.params["id"], c.body);
+  Result<std::string> if_match = IfMatch(c.header);
+  if (!if_match.ok()) return Problem(if_match.status());
+  Result<service::Pipeline> p = svc_->UpdatePipeline(c.ctx, c.params["id"], c.body, *if_match);
   if (!p.ok()) return Problem(p.status());
-  return JsonResponse(200, p->ToJson());
+  return PipelineResponse(200, *p);
 }
 
 Response Api::DeletePipeline(Call& c) {
-  Status s = svc_->DeletePipeline(c.ctx, c.params["id"]);
+  Result<std::string> if_match = IfMatch(c.header);
+  if (!if_match.ok()) return Problem(if_match.status());
+  Status s = svc_->DeletePipeline(c.ctx, c.params["id"], *if_match);
   if (!s.ok()) return Problem(s);
   return EmptyResponse(204);
 }

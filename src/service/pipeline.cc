@@ -1,5 +1,6 @@
 #include "service/pipeline.h"
 
+#include "common/crypto.h"
 #include "common/hash.h"
 #include "common/json_parse.h"
 #include "common/status_macros.h"
@@ -96,6 +97,10 @@ json Pipeline::ToJson() const {
   j["updatedBy"] = updated_by;
   j["updatedMicros"] = updated_micros;
   return j;
+}
+
+std::string Pipeline::Etag() const {
+  return "\"" + Sha256Hex(ToJson().dump()).substr(0, 16) + "\"";
 }
 
 Result<Pipeline> Pipeline::FromJson(std::string_view text) {

@@ -41,6 +41,9 @@ struct Pipeline {
 
   nlohmann::json ToJson() const;  // the stored object and the API's answer
   static Result<Pipeline> FromJson(std::string_view text);
+  // A strong HTTP entity tag of this state ("\"<16 hex digits>\""): every
+  // update changes it (updated_micros is part of what it hashes).
+  std::string Etag() const;
 };
 
 class PipelineStore {

@@ -251,11 +251,25 @@ Result<std::vector<Pipeline>> Service::ListPipelines(const CallContext& ctx) {
   return visible;
 }
 
+namespace {
+
+// If-Match against the pipeline as read ("" and "*" match any state).
+Status CheckIfMatch(const Pipeline& p, const std::string& if_match) {
+  if (if_match.empty() || if_match == "*" || if_match == p.Etag()) return Status::OK();
+  return Status::FailedPrecondition("pipeline " + p.id + " changed: it is " + p.Etag() +
+                                    " now, not the " + if_match +
+                                    " of If-Match; read it again and repeat the change")
+      .WithErrorCode(ErrorCode::kPreconditionFailed);
+}
+
+}  // namespace
+
 Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::string& id,
-                                         std::string_view patch_json) {
+                                         std::string_view patch_json, const std::string& if_match) {
   RETURN_NOT_OK(CheckContext(ctx));
   std::string etag;
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id, &etag));
+  RETURN_NOT_OK(CheckIfMatch(p, if_match));
   ASSIGN_OR_RETURN(json patch, ParseJsonObject(patch_json, "pipeline patch"));
   json merged = p.spec.ToJson();
   for (const auto& [k, v] : patch.items()) {
@@ -275,13 +289,17 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   p.spec = std::move(spec);
   p.updated_by = ctx.principal;
   p.updated_micros = options_.clock->NowMicros();
+  // Stored only over the state read (and checked against If-Match): a
+  // change between the two is `conflict`.
   RETURN_NOT_OK(pipelines_.Update(p, etag));
   return p;
 }
 
-Status Service::DeletePipeline(const CallContext& ctx, const std::string& id) {
+Status Service::DeletePipeline(const CallContext& ctx, const std::string& id,
+                               const std::string& if_match) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id));
+  RETURN_NOT_OK(CheckIfMatch(p, if_match));
   Status allowed = AuthorizeLoad(p, ctx.principal).status();
   // A dropped table's pipelines can be deleted by anyone who could read them.
   if (allowed.IsNotFound()) allowed = Status::OK();

@@ -204,9 +204,12 @@ class Service {
   Result<Pipeline> GetPipeline(const CallContext& ctx, const std::string& id);
   Result<std::vector<Pipeline>> ListPipelines(const CallContext& ctx);
   // `patch_json`: the fields to change; "name" and "table" cannot change.
+  // `if_match`: an entity tag the pipeline must still have (Pipeline::Etag;
+  // "" = any, "*" = it exists): precondition_failed otherwise.
   Result<Pipeline> UpdatePipeline(const CallContext& ctx, const std::string& id,
-                                  std::string_view patch_json);
-  Status DeletePipeline(const CallContext& ctx, const std::string& id);
+                                  std::string_view patch_json, const std::string& if_match = "");
+  Status DeletePipeline(const CallContext& ctx, const std::string& id,
+                        const std::string& if_match = "");
 
   // Allows (or forbids) additive schema changes on `table`: admin only,
   // recorded in the journal as the caller's grant-like change.

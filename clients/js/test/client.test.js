@@ -207,6 +207,17 @@ test('usage shows the caller against the admission limits', async () => {
   assert.ok(pipelineId in u.pipelines, JSON.stringify(u));
 });
 
+test('a pipeline changes only from the state its ETag names', async () => {
+  const { etag: first } = await client.getPipeline(pipelineId);
+  const { pipeline, etag: second } = await client.updatePipeline(pipelineId, { limits: { maxConcurrentRuns: 64 } },
+                                                                  { ifMatch: first });
+  assert.equal(pipeline.limits.maxConcurrentRuns, 64);
+  assert.notEqual(first, second);
+  await assert.rejects(client.updatePipeline(pipelineId, { limits: { maxConcurrentRuns: 32 } }, { ifMatch: first }),
+                       (err) => err instanceof LoamError && err.status === 412 && err.code === 'precondition_failed');
+  assert.equal((await client.getPipeline(pipelineId)).pipeline.limits.maxConcurrentRuns, 64);
+});
+
 test('refusals carry the stable code', async () => {
   await assert.rejects(client.getRun('01ARZ3NDEKTSV4RRFFQ69G5FAV'),
                        (err) => err instanceof LoamError && err.status === 404 && err.code === 'not_found');

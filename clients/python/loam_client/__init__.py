@@ -144,7 +144,28 @@ class LoamClient:
         return self._post_json("/v1/pipelines", (201,), spec)
 
     def get_pipeline(self, pipeline_id):
-        return self._answer("GET", f"/v1/pipelines/{_quote(pipeline_id)}", (200,))
+        """(pipeline, etag): the ETag names this state for update/delete's if_match."""
+        r = self._retrying("GET", f"{self.base_url}/v1/pipelines/{_quote(pipeline_id)}")
+        if r.status != 200:
+            raise LoamError(r.status, r.json)
+        return r.json, r.headers.get("etag")
+
+    def update_pipeline(self, pipeline_id, patch, if_match=None):
+        """Changes fields other than name and table; with `if_match` (an etag)
+        only if the pipeline still has that state (else 412
+        precondition_failed, nothing changed). (pipeline, etag)."""
+        headers = {"Content-Type": "application/json"}
+        if if_match:
+            headers["If-Match"] = if_match
+        r = self._retrying("PATCH", f"{self.base_url}/v1/pipelines/{_quote(pipeline_id)}",
+                           json.dumps(patch).encode(), headers)
+        if r.status != 200:
+            raise LoamError(r.status, r.json)
+        return r.json, r.headers.get("etag")
+
+    def delete_pipeline(self, pipeline_id, if_match=None):
+        headers = {"If-Match": if_match} if if_match else {}
+        self._answer("DELETE", f"/v1/pipelines/{_quote(pipeline_id)}", (204,), None, headers)
 
     def create_upload(self, pipeline_id, size, sha256=None, file_name=None, on_retry=None):
         """A signed place for `size` bytes: {uploadId, url, method, headers, expiresAt}."""

@@ -221,6 +221,23 @@ class ClientTest(unittest.TestCase):
         self.assertLessEqual(u["requests"]["tokens"], 1)
         self.assertIn(self.pipeline, u["pipelines"])
 
+    def test_a_pipeline_changes_only_from_the_state_its_etag_names(self):
+        p = self.client.create_pipeline({"name": "py-etag", "table": "t", "format": "csv"})
+        _, first = self.client.get_pipeline(p["id"])
+        changed, second = self.client.update_pipeline(p["id"], {"errorPolicy": "validationOnly"},
+                                                      if_match=first)
+        self.assertEqual(changed["errorPolicy"], "validationOnly")
+        self.assertNotEqual(first, second)
+        with self.assertRaises(LoamError) as stale:
+            self.client.update_pipeline(p["id"], {"errorPolicy": "failRun"}, if_match=first)
+        self.assertEqual((stale.exception.status, stale.exception.code),
+                         (412, "precondition_failed"))
+        self.assertEqual(self.client.get_pipeline(p["id"])[0]["errorPolicy"], "validationOnly")
+        self.client.delete_pipeline(p["id"], if_match=second)
+        with self.assertRaises(LoamError) as gone:
+            self.client.get_pipeline(p["id"])
+        self.assertEqual(gone.exception.status, 404)
+
     def test_sql_answers_a_statement_and_refuses_a_write_with_its_code(self):
         answer = self.client.sql("SELECT count(*) AS n, 1.5 AS x, NULL AS z FROM t")
         self.assertEqual(answer["columns"], [{"name": "n", "type": "INTEGER"},
