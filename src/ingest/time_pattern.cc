@@ -258,22 +258,23 @@ Result<TimePattern::Fields> TimePattern::Read(std::string_view text) const {
   return f;
 }
 
-Result<int32_t> TimePattern::ParseDate(std::string_view text) const {
-  ASSIGN_OR_RETURN(Fields f, Read(text));
+Result<int64_t> TimePattern::Days(const Fields& f) const {
   const std::chrono::year_month_day date{std::chrono::year{static_cast<int>(f.year)},
                                          std::chrono::month{static_cast<unsigned>(f.month)},
                                          std::chrono::day{static_cast<unsigned>(f.day)}};
   if (!date.ok()) return Status::InvalidArgument("not a calendar day; " + Expected().message());
-  return static_cast<int32_t>(std::chrono::sys_days(date).time_since_epoch().count());
+  return static_cast<int64_t>(std::chrono::sys_days(date).time_since_epoch().count());
+}
+
+Result<int32_t> TimePattern::ParseDate(std::string_view text) const {
+  ASSIGN_OR_RETURN(Fields f, Read(text));
+  ASSIGN_OR_RETURN(int64_t days, Days(f));
+  return static_cast<int32_t>(days);  // years 0001-9999: well inside int32
 }
 
 Result<int64_t> TimePattern::ParseTimestamp(std::string_view text) const {
   ASSIGN_OR_RETURN(Fields f, Read(text));
-  const std::chrono::year_month_day date{std::chrono::year{static_cast<int>(f.year)},
-                                         std::chrono::month{static_cast<unsigned>(f.month)},
-                                         std::chrono::day{static_cast<unsigned>(f.day)}};
-  if (!date.ok()) return Status::InvalidArgument("not a calendar day; " + Expected().message());
-  const int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  ASSIGN_OR_RETURN(int64_t days, Days(f));
   const int64_t offset = f.has_offset ? f.offset : zone_offset_seconds_;
   const int64_t seconds = ((days * 24 + f.hour) * 60 + f.minute) * 60 + f.second - offset;
   return seconds * 1'000'000 + f.micros;

@@ -58,6 +58,8 @@ class TimePattern {
   // The steps of pattern_, and the directives it uses into `seen`.
   Status AddSteps(std::string* seen);
   Result<Fields> Read(std::string_view text) const;
+  // Days since 1970-01-01 of the fields' date; InvalidArgument when no such day.
+  Result<int64_t> Days(const Fields& f) const;
   Status Expected() const;
 
   std::string pattern_;
