@@ -100,7 +100,7 @@ void Api::AddRoutes() {
   authed("GET", "/v1/limits", &Api::GetLimits);
   authed("GET", "/v1/usage", &Api::GetUsage);
   authed("POST", "/v1/tables", &Api::CreateTable);
-  authed("GET", "/v1/tables", &Api::ListTables);
+  authed("GET", "/v1/tables", &Api::ListTables, {"limit", "cursor"});
   authed("GET", "/v1/tables/{name}", &Api::GetTable);
   authed("GET", "/v1/tables/{name}/rows", &Api::GetRows, {"limit", "where", "version"});
   authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
@@ -108,7 +108,7 @@ void Api::AddRoutes() {
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
   authed("POST", "/v1/pipelines", &Api::CreatePipeline);
-  authed("GET", "/v1/pipelines", &Api::ListPipelines);
+  authed("GET", "/v1/pipelines", &Api::ListPipelines, {"limit", "cursor"});
   authed("GET", "/v1/pipelines/{id}", &Api::GetPipeline);
   authed("PATCH", "/v1/pipelines/{id}", &Api::PatchPipeline);
   authed("DELETE", "/v1/pipelines/{id}", &Api::DeletePipeline);

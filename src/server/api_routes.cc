@@ -1,8 +1,10 @@
 // Api routes: health, metrics, the OpenAPI document, limits, usage, tables,
 // pipelines and uploads.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/json_parse.h"
 #include "common/status_macros.h"
@@ -34,6 +36,38 @@ json TableJson(const service::TableInfo& t) {
     j["grants"] = grants;
   }
   return j;
+}
+
+// One page of a listing: the items after `cursor` (by `key`, ascending) up
+// to `limit`, as JSON under `field`, with "nextCursor" (null on the last
+// page). Without `limit` the whole listing, as before pagination.
+template <class T, class KeyFn, class JsonFn>
+Result<json> ListingPage(std::vector<T> items, const Target& target, const char* field,
+                         const KeyFn& key, const JsonFn& to_json) {
+  std::optional<int64_t> limit;
+  std::string cursor;
+  for (const auto& [name, value] : target.query) {
+    if (name == "cursor") cursor = value;
+    if (name == "limit") {
+      ASSIGN_OR_RETURN(int64_t n, ParseQueryInt(name, value, 1, 1000));
+      limit = n;
+    }
+  }
+  std::sort(items.begin(), items.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
+  json page = json::array();
+  json next;  // null: no page after this one
+  std::string last;
+  for (const T& item : items) {
+    const std::string k = key(item);
+    if (!cursor.empty() && k <= cursor) continue;
+    if (limit && static_cast<int64_t>(page.size()) == *limit) {
+      next = last;
+      break;
+    }
+    page.push_back(to_json(item));
+    last = k;
+  }
+  return json{{field, page}, {"nextCursor", next}};
 }
 
 Result<json> ParseBody(const std::string& body, const char* what) {
@@ -134,9 +168,11 @@ Response Api::CreateTable(Call& c) {
 Response Api::ListTables(Call& c) {
   Result<std::vector<service::TableInfo>> tables = svc_->ListTables(c.ctx);
   if (!tables.ok()) return Problem(tables.status());
-  json out = json::array();
-  for (const service::TableInfo& t : *tables) out.push_back(TableJson(t));
-  return JsonResponse(200, {{"tables", out}});
+  Result<json> page = ListingPage(
+      std::move(*tables), c.target, "tables", [](const service::TableInfo& t) { return t.name; },
+      TableJson);
+  if (!page.ok()) return Problem(page.status());
+  return JsonResponse(200, *page);
 }
 
 Response Api::GetTable(Call& c) {
@@ -292,9 +328,11 @@ Response Api::CreatePipeline(Call& c) {
 Response Api::ListPipelines(Call& c) {
   Result<std::vector<service::Pipeline>> ps = svc_->ListPipelines(c.ctx);
   if (!ps.ok()) return Problem(ps.status());
-  json out = json::array();
-  for (const service::Pipeline& p : *ps) out.push_back(p.ToJson());
-  return JsonResponse(200, {{"pipelines", out}});
+  Result<json> page = ListingPage(
+      std::move(*ps), c.target, "pipelines", [](const service::Pipeline& p) { return p.id; },
+      [](const service::Pipeline& p) { return p.ToJson(); });
+  if (!page.ok()) return Problem(page.status());
+  return JsonResponse(200, *page);
 }
 
 Response Api::GetPipeline(Call& c) {

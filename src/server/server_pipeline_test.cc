@@ -51,5 +51,48 @@ TEST_F(PipelineEtagTest, IfMatchRefusesChangesToAStateThatIsGone) {
   EXPECT_EQ(Call("ada", "GET", path, "/v1/pipelines/{id}").status, 404);
 }
 
+// GET /v1/pipelines and /v1/tables a page at a time: every item once, in
+// order, across pages; no limit answers the whole listing.
+TEST_F(PipelineEtagTest, ListingsComeAPageAtATime) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    HttpResult p = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+                        json{{"name", "p" + std::to_string(i)},
+                             {"table", "orders"},
+                             {"mode", "upsert"},
+                             {"format", "csv"}}
+                            .dump());
+    ASSERT_EQ(p.status, 201) << p.body;
+    ids.push_back(p.Json()["id"]);
+  }
+  std::vector<std::string> seen;
+  std::string cursor;
+  int pages = 0;
+  do {
+    const std::string target =
+        "/v1/pipelines?limit=2" + (cursor.empty() ? "" : "&cursor=" + cursor);
+    HttpResult page = Call("ada", "GET", target, "/v1/pipelines");
+    ASSERT_EQ(page.status, 200) << page.body;
+    const json body = page.Json();
+    EXPECT_LE(body["pipelines"].size(), 2u);
+    for (const json& p : body["pipelines"]) seen.push_back(p["id"]);
+    cursor = body["nextCursor"].is_null() ? "" : body["nextCursor"].get<std::string>();
+    ASSERT_LT(++pages, 10);
+  } while (!cursor.empty());
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(seen, ids);  // ULIDs: creation order
+  const json whole = Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json();
+  EXPECT_EQ(whole["pipelines"].size(), 5u);
+  EXPECT_TRUE(whole["nextCursor"].is_null());
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines?limit=0", "/v1/pipelines").status, 400);
+
+  const json tables = Call("ada", "GET", "/v1/tables?limit=1", "/v1/tables").Json();
+  ASSERT_EQ(tables["tables"].size(), 1u);
+  EXPECT_EQ(tables["tables"][0]["name"], "orders");
+  EXPECT_TRUE(tables["nextCursor"].is_null());  // the only table
+  const json after = Call("ada", "GET", "/v1/tables?limit=1&cursor=orders", "/v1/tables").Json();
+  EXPECT_EQ(after["tables"].size(), 0u);
+}
+
 }  // namespace
 }  // namespace loam::server
