@@ -159,6 +159,15 @@ std::string RequestIdOf(const RequestHeader& header) {
   return valid ? std::string(given) : NewUlidString();
 }
 
+Result<std::string> OneHeader(const RequestHeader& header, std::string_view name) {
+  auto range = header.equal_range(name);
+  if (range.first == range.second) return std::string();
+  if (std::next(range.first) != range.second) {
+    return Status::InvalidArgument("send one " + std::string(name) + " header, not several");
+  }
+  return std::string(range.first->value());
+}
+
 std::string MediaType(const RequestHeader& header) {
   std::string_view type = header[http::field::content_type];
   type = type.substr(0, type.find(';'));

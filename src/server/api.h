@@ -68,6 +68,10 @@ std::string RequestIdOf(const RequestHeader& header);
 // parameters ("Text/CSV; charset=utf-8" is "text/csv"); "" when absent.
 std::string MediaType(const RequestHeader& header);
 
+// The value of a header a request may send at most once ("" when absent);
+// InvalidArgument when sent twice (Idempotency-Key, If-Match).
+Result<std::string> OneHeader(const RequestHeader& header, std::string_view name);
+
 class Api : public HttpHandler {
  public:
   Api(service::Service* service, ApiOptions options);

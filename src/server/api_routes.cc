@@ -306,11 +306,9 @@ Response PipelineResponse(int status, const service::Pipeline& p) {
 // The one If-Match of a request ("" when absent); InvalidArgument when sent
 // twice or as a list (one pipeline state is named at a time).
 Result<std::string> IfMatch(const RequestHeader& h) {
-  auto range = h.equal_range(http::field::if_match);
-  if (range.first == range.second) return std::string();
-  const std::string value(range.first->value());
-  if (std::next(range.first) != range.second || value.find(',') != std::string::npos) {
-    return Status::InvalidArgument("send one If-Match entity tag (from ETag), not several");
+  ASSIGN_OR_RETURN(std::string value, OneHeader(h, "If-Match"));
+  if (value.find(',') != std::string::npos) {
+    return Status::InvalidArgument("send one If-Match entity tag (from ETag), not a list");
   }
   return value;
 }

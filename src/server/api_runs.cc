@@ -9,22 +9,8 @@ namespace loam::server {
 
 using nlohmann::json;
 
-namespace {
-
-// The one Idempotency-Key header ("" when absent); InvalidArgument when sent twice.
-Result<std::string> IdempotencyKey(const RequestHeader& h) {
-  auto range = h.equal_range("Idempotency-Key");
-  if (range.first == range.second) return std::string();
-  if (std::next(range.first) != range.second) {
-    return Status::InvalidArgument("send one Idempotency-Key header, not several");
-  }
-  return std::string(range.first->value());
-}
-
-}  // namespace
-
 Response Api::SubmitRun(Call& c) {
-  Result<std::string> key = IdempotencyKey(c.header);
+  Result<std::string> key = OneHeader(c.header, "Idempotency-Key");
   if (!key.ok()) return Problem(key.status());
   const std::string media = MediaType(c.header);
   Result<service::Submission> sub = Status::OK();
