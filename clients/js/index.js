@@ -268,6 +268,22 @@ export class LoamClient {
     return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}${wait}`, [200]);
   }
 
+  // Every run matching `filters` (pipeline, table, state, since, until as
+  // RFC 3339 or Date, order 'newest' (default) or 'oldest'), a page of
+  // `pageSize` at a time: `for await (const run of client.listRuns({table}))`.
+  async *listRuns({ pageSize = 100, ...filters } = {}) {
+    const query = new URLSearchParams({ limit: String(pageSize) });
+    for (const [name, value] of Object.entries(filters)) {
+      if (value !== undefined) query.set(name, value instanceof Date ? value.toISOString() : String(value));
+    }
+    for (;;) {
+      const page = await this.#answer('GET', `/v1/runs?${query}`, [200]);
+      yield* page.runs;
+      if (page.nextCursor === null) return;
+      query.set('cursor', page.nextCursor);
+    }
+  }
+
   // What admission counts for the caller next to its limits (docs/service.md, "Usage").
   usage() {
     return this.#answer('GET', '/v1/usage', [200]);

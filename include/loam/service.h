@@ -61,7 +61,7 @@ class Service {
                          const std::string& source_id = "");
   Result<RunInfo> GetRun(const std::string& run_id);
   // The runs of `pipeline_id` ("" = every pipeline) the principal may see,
-  // oldest first, at most `limit` (1..1000).
+  // newest first, at most `limit` (1..1000).
   Result<std::vector<RunInfo>> ListRuns(const std::string& pipeline_id = "", int limit = 100);
   // A queued run only (precondition_failed once a worker has started it).
   Result<RunInfo> CancelRun(const std::string& run_id);

@@ -567,7 +567,8 @@ TEST_F(ApiTest, TheEmbeddedServiceLoadsEachSubmissionOnce) {
   Result<std::vector<RunInfo>> runs = svc.ListRuns(*pipeline);
   ASSERT_TRUE(runs.ok()) << runs.status().ToString();
   ASSERT_EQ(runs->size(), 3u);
-  EXPECT_EQ((*runs)[0].id, first->id);
+  EXPECT_EQ((*runs)[0].id, cancelled->id);  // newest first
+  EXPECT_EQ((*runs)[2].id, first->id);
   Result<Commit> reverted = svc.RevertRun(first->id);
   ASSERT_TRUE(reverted.ok()) << reverted.status().ToString();
   EXPECT_EQ(CountRows(*ws, "events"), 0);

@@ -409,7 +409,7 @@ TEST_F(ServeTest, SubmitValidatesFirstAndLoadsTheSameUploadsOnlyIfValid) {
   const auto& [pid, port, client, bearer, pipeline, url] = srv;
   const std::map<std::string, std::string> env = {{"XDG_STATE_HOME", client + "/state"}};
   const auto runs = [&] {
-    return server::HttpCall(port, "GET", "/v1/runs?pipeline=" + pipeline, "",
+    return server::HttpCall(port, "GET", "/v1/runs?order=oldest&pipeline=" + pipeline, "",
                             {{"Authorization", bearer}})
         .Json()["runs"];
   };

@@ -116,7 +116,8 @@ void Api::AddRoutes() {
   authed("GET", "/v1/uploads/{uploadId}", &Api::GetUpload);
   authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
   authed("GET", "/v1/runs", &Api::ListRuns,
-         {"pipeline", "state", "idempotencyKey", "cursor", "limit"});
+         {"pipeline", "table", "state", "idempotencyKey", "since", "until", "order", "cursor",
+          "limit"});
   authed("GET", "/v1/runs/{id}", &Api::GetRun, {"wait"});
   authed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
   authed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);

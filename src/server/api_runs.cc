@@ -1,7 +1,9 @@
 // Api routes: run submission (uploads named in JSON, or data inline),
 // listing, status, cancel and revert.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "common/rfc3339.h"
 #include "common/status_macros.h"
 #include "server/api.h"
 
@@ -48,8 +50,22 @@ Response Api::ListRuns(Call& c) {
       f.pipeline_id = value;
     } else if (name == "state") {
       f.state = value;  // the service refuses an unknown state
+    } else if (name == "table") {
+      f.table = value;
     } else if (name == "idempotencyKey") {
       f.idempotency_key = value;
+    } else if (name == "since" || name == "until") {
+      Result<int64_t> micros = ParseRfc3339Micros(value);
+      if (!micros.ok()) {
+        return Problem(Status::InvalidArgument(name + ": " + micros.status().message()));
+      }
+      // To the millisecond, as run ids carry creation times; before 1970 is 0.
+      (name == "since" ? f.since_ms : f.until_ms) = std::max<int64_t>(0, *micros / 1000);
+    } else if (name == "order") {
+      if (value != "newest" && value != "oldest") {
+        return Problem(Status::InvalidArgument("order must be 'newest' or 'oldest'"));
+      }
+      f.newest_first = value == "newest";
     } else if (name == "cursor") {
       f.cursor = value;
     } else if (name == "limit") {

@@ -257,7 +257,8 @@ class Service {
   Result<Submission> SubmitInline(const CallContext& ctx, const std::string& pipeline_id,
                                   std::string_view idempotency_key, const InlineLoad& load);
   Result<RunStatus> GetRun(const CallContext& ctx, const std::string& run_id);
-  // The caller's runs and those of tables it may read, oldest first.
+  // The caller's runs and those of tables it may read, in the filter's order
+  // (newest first by default), at most 1,000 records read per call.
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
   // Queued runs only (precondition_failed once a worker started it).
   Result<RunInfo> CancelRun(const CallContext& ctx, const std::string& run_id);

@@ -8,12 +8,15 @@
 #include "common/strict_json.h"
 #include "common/ulid.h"
 #include "ingest/where_clause.h"
+#include "service/run_listing.h"
 #include "service/service.h"
 
 namespace loam::service {
 
 using ingest::RunRecord;
 using nlohmann::json;
+
+constexpr int kMaxRunsExamined = 1000;
 
 Result<TableDocument> ParseTableDocument(std::string_view text) {
   std::string problem;
@@ -208,31 +211,48 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
   RunPage page;
   if (!filter.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(auto r, requests_.Find(ctx.principal, filter.idempotency_key));
-    if (!r || r->run_id <= filter.cursor) return page;
+    if (!r || !filter.cursor.empty()) return page;  // one run at most: no second page
     Result<RunStatus> run = GetRun(ctx, r->run_id);
     if (run.status().IsNotFound()) return page;  // reserved; its run is not created yet
     RETURN_NOT_OK(run.status());
+    ASSIGN_OR_RETURN(Ulid id, Ulid::Parse(r->run_id));
+    const auto created = static_cast<int64_t>(id.millis());
     if ((filter.pipeline_id.empty() || run->run.pipeline_id == filter.pipeline_id) &&
-        (filter.state.empty() || run->run.state == filter.state)) {
+        (filter.table.empty() || run->run.table == filter.table) &&
+        (filter.state.empty() || run->run.state == filter.state) &&
+        (filter.since_ms < 0 || created >= filter.since_ms) &&
+        (filter.until_ms < 0 || created < filter.until_ms)) {
       page.runs.push_back(std::move(run->run));
     }
     return page;
   }
   ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  int64_t table_sid = 0;  // 0 = any table
+  if (!filter.table.empty()) {
+    ASSIGN_OR_RETURN(const TableState* t, ReadableTable(snap, filter.table, ctx.principal));
+    table_sid = t->def.sid;
+  }
   const std::string prefix = (ws_->root().empty() ? "" : ws_->root() + "/") + "_control/runs/";
-  const std::string after = filter.cursor.empty() ? "" : prefix + filter.cursor + ".json";
-  // One store LIST page per call: a sparse filter returns fewer runs and a
-  // cursor rather than reading the whole history.
-  ASSIGN_OR_RETURN(ListPage listed, ws_->store()->List(prefix, after, 1000));
-  size_t i = 0;
-  for (; i < listed.objects.size(); ++i) {
-    const std::string& key = listed.objects[i].key;
-    const std::string id = key.substr(prefix.size(), key.size() - prefix.size() - 5);
-    page.next_cursor = id;
-    Result<RunRecord> rec = loader_->runs().Get(id);
+  RunIdRange range{.since_ms = filter.since_ms, .until_ms = filter.until_ms};
+  (filter.newest_first ? range.before : range.after) = filter.cursor;
+  RunIdScanner scan(ws_->store().get(), prefix, range, filter.newest_first,
+                    options_.clock->NowMillis());
+  // At most kMaxRunsExamined records read per call: a sparse filter returns
+  // fewer runs and a cursor rather than reading the whole history.
+  int examined = 0;
+  for (std::string last;; ++examined) {
+    ASSIGN_OR_RETURN(std::optional<std::string> id, scan.Next());
+    if (!id) break;
+    if (static_cast<int>(page.runs.size()) == filter.limit || examined == kMaxRunsExamined) {
+      page.next_cursor = last;  // more follow
+      break;
+    }
+    last = *id;
+    Result<RunRecord> rec = loader_->runs().Get(*id);
     if (rec.status().IsNotFound()) continue;
     RETURN_NOT_OK(rec.status());
     if (!filter.pipeline_id.empty() && rec->pipeline_id != filter.pipeline_id) continue;
+    if (table_sid != 0 && rec->table_sid != table_sid) continue;
     if (state && rec->state != *state) continue;
     ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(rec->request));
     if (req.principal != ctx.principal && ctx.principal != ws_->owner() &&
@@ -240,10 +260,7 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
       continue;
     }
     page.runs.push_back(ViewOf(*rec));
-    if (static_cast<int>(page.runs.size()) == filter.limit) break;
   }
-  const bool more = listed.truncated || i + 1 < listed.objects.size();
-  if (!more) page.next_cursor.clear();
   return page;
 }
 

@@ -44,14 +44,18 @@ struct RowQuery {
 
 struct RunFilter {
   std::string pipeline_id;      // "" = any
+  std::string table;            // a current table's name; "" = any
   std::string state;            // a RunInfo::state; "" = any
   std::string idempotency_key;  // the caller's key; "" = any
-  std::string cursor;           // the last run id of the previous page
-  int limit = 100;              // 1..1000
+  int64_t since_ms = -1;        // created at or after; -1 = any
+  int64_t until_ms = -1;        // created before; -1 = any
+  bool newest_first = true;
+  std::string cursor;  // the last run id of the previous page
+  int limit = 100;     // 1..1000
 };
 
 struct RunPage {
-  std::vector<RunInfo> runs;  // oldest first
+  std::vector<RunInfo> runs;  // in the filter's order
   std::string next_cursor;    // "" at the end
 };
 

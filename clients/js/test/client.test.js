@@ -237,3 +237,18 @@ test('sql answers a statement and refuses a write with its code', async () => {
   await assert.rejects(client.sql('DELETE FROM t'),
                        (err) => err instanceof LoamError && err.status === 403 && err.code === 'permission_denied');
 });
+
+test('runs list newest first, a page at a time, with filters', async () => {
+  const collect = async (filters) => {
+    const ids = [];
+    for await (const run of client.listRuns(filters)) ids.push(run.id);
+    return ids;
+  };
+  const newest = await collect({ pipeline: pipelineId, pageSize: 1 });
+  assert.ok(newest.length >= 2, JSON.stringify(newest));
+  assert.deepEqual(newest, [...newest].sort().reverse());
+  assert.deepEqual(await collect({ pipeline: pipelineId, order: 'oldest' }), [...newest].reverse());
+  assert.deepEqual(await collect({ since: new Date(Date.now() + 3600e3) }), []);
+  await assert.rejects(client.listRuns({ order: 'sideways' }).next(),
+                       (err) => err instanceof LoamError && err.status === 400 && err.code === 'invalid_argument');
+});

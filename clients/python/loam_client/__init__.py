@@ -333,6 +333,21 @@ class LoamClient:
 
     # -- reads ---------------------------------------------------------------
 
+    def list_runs(self, page_size=100, **filters):
+        """Every run matching `filters` (pipeline, table, state, since, until as
+        RFC 3339 text or an aware datetime, order "newest" (default) or
+        "oldest"), read a page of `page_size` at a time: a generator."""
+        query = {"limit": str(page_size)}
+        for name, value in filters.items():
+            if value is not None:
+                query[name] = value.isoformat() if hasattr(value, "isoformat") else str(value)
+        while True:
+            page = self._answer("GET", "/v1/runs?" + urllib.parse.urlencode(query), (200,))
+            yield from page["runs"]
+            if page["nextCursor"] is None:
+                return
+            query["cursor"] = page["nextCursor"]
+
     def usage(self):
         """What admission counts for the caller next to its limits
         (docs/service.md, "Usage")."""

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import unittest
 import uuid
+from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from loam_client import (FileStateStore, LoamClient, LoamError,  # noqa: E402
@@ -214,6 +215,23 @@ class ClientTest(unittest.TestCase):
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=61)
         self.assertEqual((too_long.exception.status, too_long.exception.code),
                          (400, "invalid_argument"))
+
+    def test_runs_list_newest_first_a_page_at_a_time_with_filters(self):
+        p = self.client.create_pipeline({"name": "py-list", "table": "t", "format": "csv"})
+        ids = []
+        for row in (b"id,v\n71,a\n", b"id,v\n72,b\n"):
+            run, _, _ = self.client.submit_files(p["id"], [(row, None)])
+            ids.append(run["id"])
+        newest = [r["id"] for r in self.client.list_runs(pipeline=p["id"], page_size=1)]
+        self.assertEqual(newest, ids[::-1])
+        oldest = [r["id"] for r in self.client.list_runs(pipeline=p["id"], order="oldest")]
+        self.assertEqual(oldest, ids)
+        later = datetime.now(timezone.utc) + timedelta(hours=1)
+        self.assertEqual(list(self.client.list_runs(pipeline=p["id"], since=later)), [])
+        self.assertEqual(len(list(self.client.list_runs(pipeline=p["id"], until=later))), 2)
+        with self.assertRaises(LoamError) as bad:
+            list(self.client.list_runs(order="sideways"))
+        self.assertEqual((bad.exception.status, bad.exception.code), (400, "invalid_argument"))
 
     def test_usage_shows_the_caller_against_the_admission_limits(self):
         u = self.client.usage()
