@@ -121,6 +121,17 @@ export class LoamClient {
     return { pipeline: r.json, etag: r.headers.get('etag') };
   }
 
+  // Paused, a pipeline refuses new uploads and submissions with 429
+  // pipeline_paused (which this client retries after Retry-After, like any
+  // 429) and its queued runs wait; resumed, they go on. {pipeline, etag}.
+  pausePipeline(pipelineId, { ifMatch } = {}) {
+    return this.updatePipeline(pipelineId, { paused: true }, { ifMatch });
+  }
+
+  resumePipeline(pipelineId, { ifMatch } = {}) {
+    return this.updatePipeline(pipelineId, { paused: false }, { ifMatch });
+  }
+
   // The upload as its creator sees it, with `received`.
   getUpload(uploadId) {
     return this.#answer('GET', `/v1/uploads/${encodeURIComponent(uploadId)}`, [200]);

@@ -64,9 +64,10 @@ enum class ErrorCode : int {
   kRevertBlocked,           // later commits touched the run's table: revert those first
   kMethodNotAllowed,        // the HTTP method is not one the route serves
   kVersionExpired,          // a version past the time-travel window was removed
+  kPipelinePaused,          // the pipeline is paused: repeat after Retry-After, once resumed
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kVersionExpired;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kPipelinePaused;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.

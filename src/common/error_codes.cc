@@ -36,6 +36,7 @@ constexpr std::array<ErrorCodeInfo, static_cast<size_t>(kLastErrorCode) + 1> kEr
     {ErrorCode::kRevertBlocked, "revert_blocked", 409, 3},
     {ErrorCode::kMethodNotAllowed, "method_not_allowed", 405, 2},
     {ErrorCode::kVersionExpired, "version_expired", 410, 4},
+    {ErrorCode::kPipelinePaused, "pipeline_paused", 429, 3},
 }};
 
 constexpr bool InEnumOrder() {

@@ -297,8 +297,15 @@ Response Api::DeleteGrant(Call& c) {
 namespace {
 
 // A pipeline's answer, with its entity tag.
+// The stored document, with `paused` also when false.
+json PipelineJson(const service::Pipeline& p) {
+  json doc = p.ToJson();
+  doc["paused"] = p.spec.paused;
+  return doc;
+}
+
 Response PipelineResponse(int status, const service::Pipeline& p) {
-  Response r = JsonResponse(status, p.ToJson());
+  Response r = JsonResponse(status, PipelineJson(p));
   r.set(http::field::etag, p.Etag());
   return r;
 }
@@ -328,7 +335,7 @@ Response Api::ListPipelines(Call& c) {
   if (!ps.ok()) return Problem(ps.status());
   Result<json> page = ListingPage(
       std::move(*ps), c.target, "pipelines", [](const service::Pipeline& p) { return p.id; },
-      [](const service::Pipeline& p) { return p.ToJson(); });
+      [](const service::Pipeline& p) { return PipelineJson(p); });
   if (!page.ok()) return Problem(page.status());
   return JsonResponse(200, *page);
 }

@@ -94,5 +94,63 @@ TEST_F(PipelineEtagTest, ListingsComeAPageAtATime) {
   EXPECT_EQ(after["tables"].size(), 0u);
 }
 
+// Pausing through PATCH: new uploads and submissions are 429
+// pipeline_paused with Retry-After, an accepted run's replay is answered as
+// always, and once resumed the refused request goes through with its key.
+TEST_F(PipelineEtagTest, APausedPipelineRefusesNewWorkUntilResumed) {
+  HttpResult created = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+                            R"({"name":"pz","table":"orders","mode":"upsert","format":"csv"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.Json()["paused"], false);
+  const std::string id = created.Json()["id"];
+  const std::string path = "/v1/pipelines/" + id;
+  const std::string runs = path + "/runs";
+  const Headers csv_a = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "pz-a"}};
+  const Headers csv_b = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "pz-b"}};
+  const std::string row_a = "id,amount,note\n1,1.00,a\n", row_b = "id,amount,note\n2,2.00,b\n";
+  HttpResult a = Call("ada", "POST", runs, "/v1/pipelines/{id}/runs", row_a, csv_a);
+  ASSERT_EQ(a.status, 202) << a.body;
+
+  HttpResult paused = Call("ada", "PATCH", path, "/v1/pipelines/{id}", R"({"paused":true})",
+                           {{"If-Match", created.Header("etag")}});
+  ASSERT_EQ(paused.status, 200) << paused.body;
+  EXPECT_EQ(paused.Json()["paused"], true);
+  EXPECT_EQ(
+      Call("rex", "GET", "/v1/pipelines?limit=5", "/v1/pipelines").Json()["pipelines"][0]["paused"],
+      true);
+
+  HttpResult b = Call("ada", "POST", runs, "/v1/pipelines/{id}/runs", row_b, csv_b);
+  EXPECT_EQ(b.status, 429) << b.body;
+  EXPECT_EQ(b.Json()["code"], "pipeline_paused");
+  EXPECT_EQ(b.Header("retry-after"), "30");
+  EXPECT_NE(b.Json()["detail"].get<std::string>().find("is paused"), std::string::npos);
+  HttpResult upload =
+      Call("ada", "POST", path + "/uploads", "/v1/pipelines/{id}/uploads", R"({"size":3})");
+  EXPECT_EQ(upload.status, 429) << upload.body;
+  EXPECT_EQ(upload.Json()["code"], "pipeline_paused");
+  HttpResult replay = Call("ada", "POST", runs, "/v1/pipelines/{id}/runs", row_a, csv_a);
+  EXPECT_EQ(replay.status, 202) << replay.body;
+  EXPECT_EQ(replay.Json()["id"], a.Json()["id"]);
+  EXPECT_EQ(replay.Header("idempotency-replayed"), "true");
+  // A reader is refused for its grant, not told of the pause.
+  HttpResult reader = Call("rex", "POST", runs, "/v1/pipelines/{id}/runs", row_b,
+                           {{"Content-Type", "text/csv"}, {"Idempotency-Key", "pz-r"}});
+  EXPECT_EQ(reader.status, 403) << reader.body;
+  HttpResult bad = Call("ada", "PATCH", path, "/v1/pipelines/{id}", R"({"paused":"yes"})");
+  EXPECT_EQ(bad.status, 400) << bad.body;
+
+  HttpResult resumed = Call("ada", "PATCH", path, "/v1/pipelines/{id}", R"({"paused":false})");
+  ASSERT_EQ(resumed.status, 200) << resumed.body;
+  EXPECT_EQ(resumed.Json()["paused"], false);
+  HttpResult again = Call("ada", "POST", runs, "/v1/pipelines/{id}/runs", row_b, csv_b);
+  ASSERT_EQ(again.status, 202) << again.body;
+  EXPECT_NE(again.Header("idempotency-replayed"), "true");  // the refusal created nothing
+  for (const HttpResult* r : {&a, &again}) {
+    const std::string run = r->Json()["id"];
+    HttpResult done = Call("ada", "GET", "/v1/runs/" + run + "?wait=30", "/v1/runs/{id}");
+    EXPECT_EQ(done.Json()["state"], "succeeded") << done.body;
+  }
+}
+
 }  // namespace
 }  // namespace loam::server

@@ -72,20 +72,23 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
   if (const json* l = o.Field("limits"); l != nullptr) {
     ASSIGN_OR_RETURN(p.limits, LoadLimits::FromJson(*l, "pipeline limits"));
   }
+  RETURN_NOT_OK(o.Bool("paused", &p.paused));
   RETURN_NOT_OK(o.Finish());
   return p;
 }
 
 json PipelineSpec::ToJson() const {
-  return {{"name", name},
-          {"table", table},
-          {"mode", ingest::LoadModeName(mode)},
-          {"keyColumns", key_columns},
-          {"format", ingest::InputFormatName(format)},
-          {"formatOptions", {{"csvDelimiter", std::string(1, csv_delimiter)}}},
-          {"schemaPolicy", json::parse(schema_policy.ToJson())},
-          {"errorPolicy", ingest::ErrorPolicyName(error_policy)},
-          {"limits", limits.ToJson()}};
+  json j = {{"name", name},
+            {"table", table},
+            {"mode", ingest::LoadModeName(mode)},
+            {"keyColumns", key_columns},
+            {"format", ingest::InputFormatName(format)},
+            {"formatOptions", {{"csvDelimiter", std::string(1, csv_delimiter)}}},
+            {"schemaPolicy", json::parse(schema_policy.ToJson())},
+            {"errorPolicy", ingest::ErrorPolicyName(error_policy)},
+            {"limits", limits.ToJson()}};
+  if (paused) j["paused"] = true;  // absent otherwise: records before it read the same
+  return j;
 }
 
 json Pipeline::ToJson() const {

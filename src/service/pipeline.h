@@ -24,6 +24,9 @@ struct PipelineSpec {
   ingest::SchemaPolicy schema_policy;
   ingest::ErrorPolicy error_policy = ingest::ErrorPolicy::kFailRun;
   LoadLimits limits;
+  // New submissions and uploads are refused (pipeline_paused) and queued
+  // runs wait; stored only when true.
+  bool paused = false;
 
   // Strict: unknown fields, wrong types and "quarantine" are refused.
   static Result<PipelineSpec> FromJson(std::string_view text);

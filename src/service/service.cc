@@ -292,7 +292,43 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   // Stored only over the state read (and checked against If-Match): a
   // change between the two is `conflict`.
   RETURN_NOT_OK(pipelines_.Update(p, etag));
+  NotePause(p);
   return p;
+}
+
+Status Service::RefuseIfPaused(const Pipeline& p) const {
+  if (!p.spec.paused) return Status::OK();
+  const std::string ms = std::to_string(options_.paused_retry_after_millis);
+  return Status::ResourceExhausted("pipeline '" + p.spec.name + "' (" + p.id +
+                                   ") is paused: nothing was created; repeat the request after " +
+                                   ms + " ms, or once it is resumed")
+      .WithErrorCode(ErrorCode::kPipelinePaused)
+      .WithDetail("retryAfterMillis", ms);
+}
+
+Result<bool> Service::PausedForWorkers(const std::string& pipeline_id) {
+  const int64_t now = Clock::System()->NowMicros();
+  {
+    std::lock_guard lock(mu_);
+    auto it = pauses_.find(pipeline_id);
+    if (it != pauses_.end() && now - it->second.read_micros < options_.pause_check_micros) {
+      return it->second.paused;
+    }
+  }
+  Result<Pipeline> p = pipelines_.Get(pipeline_id);
+  if (!p.ok() && !p.status().IsNotFound()) return p.status();
+  const bool paused = p.ok() && p->spec.paused;
+  std::lock_guard lock(mu_);
+  pauses_[pipeline_id] = {paused, now};
+  return paused;
+}
+
+void Service::NotePause(const Pipeline& p) {
+  {
+    std::lock_guard lock(mu_);
+    pauses_[p.id] = {p.spec.paused, Clock::System()->NowMicros()};
+  }
+  if (!p.spec.paused) Wake();  // its queued runs may start now
 }
 
 Status Service::DeletePipeline(const CallContext& ctx, const std::string& id,
@@ -349,6 +385,7 @@ Result<UploadTicket> Service::CreateUpload(const CallContext& ctx, const std::st
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
   RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+  RETURN_NOT_OK(RefuseIfPaused(p));
   RETURN_NOT_OK(admission_.TakeRequestToken(ctx.principal));
   RETURN_NOT_OK(CheckOutstandingUploads(ctx.principal));
   ASSIGN_OR_RETURN(LoadLimits limits,

@@ -105,6 +105,12 @@ struct ServiceOptions {
   // list it again (a LIST per run would grow with the backlog).
   int64_t worker_listing_micros = 1'000'000;
   bool skip_rows_enabled = false;
+  // A paused pipeline's refusals ask the client back after this long.
+  // Workers read a pipeline's pause at most once per pause_check_micros:
+  // a pause or resume made through another process reaches this one's
+  // workers within it (through this one, at once).
+  int64_t paused_retry_after_millis = 30'000;
+  int64_t pause_check_micros = 1'000'000;
   // Keyed runs: their key checks' memory bound and where they spill past it
   // (ingest::LoaderOptions::key_memory_bytes, scratch_dir).
   size_t key_memory_bytes = ingest::StagerOptions::kDefaultKeyMemoryBytes;
@@ -337,6 +343,12 @@ class Service {
   // The table of `p` now (not_found when dropped) and `principal`'s right to
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
+  // pipeline_paused (429 with a retry-after) for a paused pipeline.
+  Status RefuseIfPaused(const Pipeline& p) const;
+  // Whether workers leave the pipeline's queued runs waiting, as read at
+  // most pause_check_micros ago (a deleted pipeline is not paused).
+  Result<bool> PausedForWorkers(const std::string& pipeline_id);
+  void NotePause(const Pipeline& p);
   Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
   Status AuthorizeRead(const Snapshot& snap, int64_t table_sid, const std::string& principal) const;
   // The live table `name` if `principal` may read it.
@@ -493,6 +505,11 @@ class Service {
   // not grow with the runs being worked on ahead of the free ones. Only
   // runs of the last listing are kept.
   std::map<std::string, int64_t> leased_until_;
+  struct PauseSeen {
+    bool paused = false;
+    int64_t read_micros = 0;
+  };
+  std::map<std::string, PauseSeen> pauses_;  // by pipeline id
   QueueLoad load_;
   int64_t load_at_micros_ = -1;
   std::vector<std::string> queued_ids_;  // the listing behind load_, oldest first

@@ -508,6 +508,10 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     return CreateRun(ctx, p, *known, b, nullptr);
   }
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
+  if (p.spec.paused) {  // refused before anything is staged; told only to its loaders
+    RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
+    return RefuseIfPaused(p);
+  }
   ASSIGN_OR_RETURN(SubmitBody b, body(p, nullptr));
   Result<Admissible> a = CheckNewSubmission(ctx, p, b);
   if (!a.ok()) {

@@ -519,5 +519,34 @@ TEST_F(ServiceTest, LimitsArePublished) {
   EXPECT_EQ(l["load"]["maxRows"], options_.limits.max_rows);
 }
 
+// A paused pipeline's queued runs wait, in this process and in one that
+// learns of the pause from the store; resumed, they run.
+TEST_F(ServiceTest, APausedPipelinesQueuedRunsWaitUntilItIsResumed) {
+  const std::string p = AppendPipeline();
+  Result<Submission> sub = Submit(p, "k1", Body(Upload(p, kRows).value()));
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  ASSERT_TRUE(Svc().UpdatePipeline(Ctx("ada"), p, R"({"paused":true})", "").ok());
+  EXPECT_EQ(Drain(), 0);
+  EXPECT_EQ(Run(sub->run.id).state, RunState::kQueued);
+  // Another process, which never saw the pause being made, leaves it too.
+  Restart(nullptr);
+  EXPECT_EQ(Drain(), 0);
+  EXPECT_EQ(Run(sub->run.id).state, RunState::kQueued);
+  EXPECT_EQ(Contents(), "");
+  // A new submission is refused before anything is staged or reserved.
+  Result<Submission> refused = Svc().SubmitInline(Ctx("ada"), p, "k2", {"text/csv", kRows});
+  ASSERT_EQ(refused.status().error_code(), ErrorCode::kPipelinePaused) << refused.status();
+  EXPECT_EQ(refused.status().detail("retryAfterMillis"), "30000");
+  EXPECT_EQ(CountUnder("_control/requests/"), 1);  // k1 only
+  // A caller who may not load through it is not told it is paused.
+  EXPECT_TRUE(
+      Svc().SubmitInline(Ctx("rex"), p, "k3", {"text/csv", kRows}).status().IsPermissionDenied());
+
+  ASSERT_TRUE(Svc().UpdatePipeline(Ctx("ada"), p, R"({"paused":false})", "").ok());
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(Run(sub->run.id).state, RunState::kSucceeded);
+  EXPECT_EQ(Contents(), "1:150 2:250 ");
+}
+
 }  // namespace
 }  // namespace loam::service

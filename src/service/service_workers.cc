@@ -293,6 +293,10 @@ Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_e
     leased_until_[e.run_id] = rec->lease_expires_micros;
     return std::optional<bool>();
   }
+  if (rec->state == ingest::RunState::kQueued && !rec->pipeline_id.empty()) {
+    ASSIGN_OR_RETURN(bool paused, PausedForWorkers(rec->pipeline_id));
+    if (paused) return std::optional<bool>();  // it waits in the queue
+  }
   {
     std::lock_guard lock(mu_);
     if (!active_.insert(e.run_id).second) return std::optional<bool>();

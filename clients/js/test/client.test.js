@@ -252,3 +252,17 @@ test('runs list newest first, a page at a time, with filters', async () => {
   await assert.rejects(client.listRuns({ order: 'sideways' }).next(),
                        (err) => err instanceof LoamError && err.status === 400 && err.code === 'invalid_argument');
 });
+
+test('a paused pipeline refuses new work with pipeline_paused until resumed', async () => {
+  const { pipeline, etag } = await client.pausePipeline(pipelineId);
+  assert.equal(pipeline.paused, true);
+  const stop = new Error('stop retrying');
+  let seen;
+  await assert.rejects(client.createUpload(pipelineId, { size: 3 }, { onRetry: (r) => { seen = r; throw stop; } }),
+                       (err) => err === stop);
+  assert.equal(seen.why, 'HTTP 429');
+  assert.equal(seen.waitMs, 30_000);  // the pause's Retry-After
+  const resumed = await client.resumePipeline(pipelineId, { ifMatch: etag });
+  assert.equal(resumed.pipeline.paused, false);
+  assert.equal((await client.getPipeline(pipelineId)).pipeline.paused, false);
+});

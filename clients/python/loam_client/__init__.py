@@ -163,6 +163,15 @@ class LoamClient:
             raise LoamError(r.status, r.json)
         return r.json, r.headers.get("etag")
 
+    def pause_pipeline(self, pipeline_id, if_match=None):
+        """Paused, a pipeline refuses new uploads and submissions with 429
+        pipeline_paused (retried after Retry-After, like any 429) and its
+        queued runs wait. (pipeline, etag)."""
+        return self.update_pipeline(pipeline_id, {"paused": True}, if_match)
+
+    def resume_pipeline(self, pipeline_id, if_match=None):
+        return self.update_pipeline(pipeline_id, {"paused": False}, if_match)
+
     def delete_pipeline(self, pipeline_id, if_match=None):
         headers = {"If-Match": if_match} if if_match else {}
         self._answer("DELETE", f"/v1/pipelines/{_quote(pipeline_id)}", (204,), None, headers)

@@ -233,6 +233,23 @@ class ClientTest(unittest.TestCase):
             list(self.client.list_runs(order="sideways"))
         self.assertEqual((bad.exception.status, bad.exception.code), (400, "invalid_argument"))
 
+    def test_a_paused_pipeline_refuses_new_work_until_resumed(self):
+        p = self.client.create_pipeline({"name": "py-pause", "table": "t", "format": "csv"})
+        paused, etag = self.client.pause_pipeline(p["id"])
+        self.assertTrue(paused["paused"])
+        seen = []
+
+        def stop(retry):
+            seen.append(retry)
+            raise InterruptedError("stop retrying")
+        with self.assertRaises(InterruptedError):
+            self.client.submit_files(p["id"], [(b"id,v\n81,a\n", None)], on_retry=stop)
+        self.assertEqual((seen[0]["why"], seen[0]["wait"]), ("HTTP 429", 30.0))
+        resumed, _ = self.client.resume_pipeline(p["id"], if_match=etag)
+        self.assertFalse(resumed["paused"])
+        run, _, _ = self.client.submit_files(p["id"], [(b"id,v\n81,a\n", None)])
+        self.assertEqual(self.client.wait_for_run(run["id"])["state"], "succeeded")
+
     def test_usage_shows_the_caller_against_the_admission_limits(self):
         u = self.client.usage()
         self.assertEqual((u["principal"], u["requests"]["burst"]), ("owner", 1))
