@@ -94,13 +94,37 @@ export class LoamClient {
     return r.json;
   }
 
+  // Each creating call sends one Idempotency-Key on all its retries, so a
+  // retry after a lost answer gets the first answer instead of a second
+  // pipeline, upload, cancel or revert.
+  #keyedPost(path, ok, doc, idempotencyKey, onRetry) {
+    const headers = { 'content-type': 'application/json', 'idempotency-key': idempotencyKey };
+    return this.#answer('POST', path, ok, { body: doc === undefined ? '' : JSON.stringify(doc), headers },
+                        onRetry);
+  }
+
+  // spec: {name, table, mode, format, ...}; resolves to the pipeline.
+  createPipeline(spec, { idempotencyKey = randomUUID(), onRetry } = {}) {
+    return this.#keyedPost('/v1/pipelines', [201], spec, idempotencyKey, onRetry);
+  }
+
   // A signed place for `size` bytes: {uploadId, url, method, headers, expiresAt}.
-  createUpload(pipelineId, { size, sha256, fileName } = {}, { onRetry } = {}) {
-    const body = JSON.stringify({ size, ...(sha256 && { sha256 }), ...(fileName && { fileName }) });
-    return this.#answer('POST', `/v1/pipelines/${encodeURIComponent(pipelineId)}/uploads`, [201], {
-      body,
-      headers: { 'content-type': 'application/json' },
-    }, onRetry);
+  createUpload(pipelineId, { size, sha256, fileName } = {}, { idempotencyKey = randomUUID(), onRetry } = {}) {
+    return this.#keyedPost(`/v1/pipelines/${encodeURIComponent(pipelineId)}/uploads`, [201],
+                           { size, ...(sha256 && { sha256 }), ...(fileName && { fileName }) },
+                           idempotencyKey, onRetry);
+  }
+
+  // A queued run cancelled; resolves to the run.
+  cancelRun(runId, { idempotencyKey = randomUUID(), onRetry } = {}) {
+    return this.#keyedPost(`/v1/runs/${encodeURIComponent(runId)}/cancel`, [200], undefined, idempotencyKey,
+                           onRetry);
+  }
+
+  // One new commit that undoes a succeeded run: {revertedRun, commitId, manifestVersion, tableVersion}.
+  revertRun(runId, { idempotencyKey = randomUUID(), onRetry } = {}) {
+    return this.#keyedPost(`/v1/runs/${encodeURIComponent(runId)}/revert`, [200], undefined, idempotencyKey,
+                           onRetry);
   }
 
   // {pipeline, etag}: the ETag names this state for updatePipeline's ifMatch.

@@ -90,6 +90,9 @@ void Api::AddRoutes() {
   const auto authed = [this](const char* m, const char* p, RouteFn fn, Names query = {}) {
     router_.Add(m, p, RouteSpec{fn, true, std::move(query)});
   };
+  const auto keyed = [this](const char* m, const char* p, RouteFn fn) {
+    router_.Add(m, p, RouteSpec{fn, true, {}, /*keyed=*/true});
+  };
   open("GET", "/healthz", &Api::Healthz);
   open("GET", "/readyz", &Api::Readyz);
   open("GET", "/metrics", &Api::Metrics);
@@ -107,20 +110,20 @@ void Api::AddRoutes() {
   authed("POST", "/v1/sql", &Api::RunSql);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
-  authed("POST", "/v1/pipelines", &Api::CreatePipeline);
+  keyed("POST", "/v1/pipelines", &Api::CreatePipeline);
   authed("GET", "/v1/pipelines", &Api::ListPipelines, {"limit", "cursor"});
   authed("GET", "/v1/pipelines/{id}", &Api::GetPipeline);
   authed("PATCH", "/v1/pipelines/{id}", &Api::PatchPipeline);
   authed("DELETE", "/v1/pipelines/{id}", &Api::DeletePipeline);
-  authed("POST", "/v1/pipelines/{id}/uploads", &Api::CreateUpload);
+  keyed("POST", "/v1/pipelines/{id}/uploads", &Api::CreateUpload);
   authed("GET", "/v1/uploads/{uploadId}", &Api::GetUpload);
   authed("POST", "/v1/pipelines/{id}/runs", &Api::SubmitRun);
   authed("GET", "/v1/runs", &Api::ListRuns,
          {"pipeline", "table", "state", "idempotencyKey", "since", "until", "order", "cursor",
           "limit"});
   authed("GET", "/v1/runs/{id}", &Api::GetRun, {"wait"});
-  authed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
-  authed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
+  keyed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
+  keyed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
 }
 
 HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
@@ -284,7 +287,8 @@ Response Api::Dispatch(const RequestHeader& header, const std::string& body, Byt
   if (Status names = CheckQueryNames(call.target.query, match.handler->query); !names.ok()) {
     return Finish(header, match.pattern, &call, Problem(names), start);
   }
-  Response r = (this->*(match.handler->fn))(call);
+  Response r = match.handler->keyed ? WithOperationKey(call, match.handler->fn)
+                                    : (this->*(match.handler->fn))(call);
   if (call.parked) return r;  // ignored: the parked answer is sealed when it goes
   return Finish(header, match.pattern, &call, std::move(r), start);
 }

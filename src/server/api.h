@@ -125,9 +125,13 @@ class Api : public HttpHandler {
     RouteFn fn;
     bool authenticated;
     std::vector<std::string> query;  // the query parameters it takes; any other is 400
+    bool keyed = false;              // takes Idempotency-Key: a retry with it gets the first answer
   };
 
   void AddRoutes();
+  // `fn`'s answer under the request's Idempotency-Key, if it has one
+  // (service::OperationKeyStore): a replay answers the kept answer.
+  Response WithOperationKey(Call& c, RouteFn fn);
   Response Dispatch(const RequestHeader& header, const std::string& body, ByteSource* stream,
                     ChunkedBody* out, const std::any& context);
   Response Guarded(const RequestHeader& header, const std::function<Response()>& fn);

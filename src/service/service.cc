@@ -40,6 +40,7 @@ Service::Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options)
       pipelines_(ws_->store(), ws_->root()),
       uploads_(ws_->store(), ws_->root()),
       requests_(ws_->store(), ws_->root(), ws_->id()),
+      operation_keys_(ws_->store(), ws_->root(), ws_->id()),
       queue_(ws_->store(), ws_->root()),
       cleaner_(ws_->store(), ws_->root(), options_.clock),
       admission_(options_.limits, options_.clock, options_.workers, options_.small_run_workers,
@@ -294,6 +295,23 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   RETURN_NOT_OK(pipelines_.Update(p, etag));
   NotePause(p);
   return p;
+}
+
+Result<OperationClaim> Service::ClaimOperationKey(const CallContext& ctx, const std::string& key,
+                                                  const std::string& fingerprint) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  RETURN_NOT_OK(CheckIdempotencyKey(key));
+  return operation_keys_.Claim(ctx.principal, key, fingerprint,
+                               {options_.clock->NowMicros(), options_.in_flight_grace_micros,
+                                options_.limits.idempotency_retention_seconds * 1'000'000});
+}
+
+Status Service::SettleOperationKey(const OperationClaim& claim, KeptAnswer answer) {
+  return operation_keys_.Settle(claim, std::move(answer));
+}
+
+Status Service::ReleaseOperationKey(const OperationClaim& claim) {
+  return operation_keys_.Release(claim);
 }
 
 Status Service::RefuseIfPaused(const Pipeline& p) const {

@@ -23,6 +23,7 @@
 #include "ingest/loader.h"
 #include "service/admission.h"
 #include "service/cleanup.h"
+#include "service/operation_keys.h"
 #include "service/pipeline.h"
 #include "service/request_store.h"
 #include "service/run_queue.h"
@@ -266,6 +267,14 @@ class Service {
   // The caller's runs and those of tables it may read, in the filter's order
   // (newest first by default), at most 1,000 records read per call.
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
+  // Idempotency-Key on requests other than submissions (pipeline and upload
+  // creation, cancel, revert): the caller's claim on `key` for a request
+  // with `fingerprint`; a replay carries the kept answer. The same
+  // retention and in-flight grace as run keys.
+  Result<OperationClaim> ClaimOperationKey(const CallContext& ctx, const std::string& key,
+                                           const std::string& fingerprint);
+  Status SettleOperationKey(const OperationClaim& claim, KeptAnswer answer);
+  Status ReleaseOperationKey(const OperationClaim& claim);
   // Queued runs only (precondition_failed once a worker started it).
   Result<RunInfo> CancelRun(const CallContext& ctx, const std::string& run_id);
   // One new commit that undoes the succeeded run `run_id`. An append run's
@@ -343,6 +352,7 @@ class Service {
   // The table of `p` now (not_found when dropped) and `principal`'s right to
   // load it in the pipeline's mode.
   Result<Snapshot> AuthorizeLoad(const Pipeline& p, const std::string& principal) const;
+  Result<int64_t> SweepOperationKeyPage();
   // pipeline_paused (429 with a retry-after) for a paused pipeline.
   Status RefuseIfPaused(const Pipeline& p) const;
   // Whether workers leave the pipeline's queued runs waiting, as read at
@@ -487,6 +497,7 @@ class Service {
   PipelineStore pipelines_;
   UploadStore uploads_;
   RequestStore requests_;
+  OperationKeyStore operation_keys_;
   RunQueue queue_;
   Cleaner cleaner_;
   Admission admission_;
@@ -535,8 +546,10 @@ class Service {
     bool underway = false;
     std::string request_cursor;
     std::string source_cursor;
+    std::string operation_cursor;
     bool requests_done = false;
     bool sources_done = false;
+    bool operations_done = false;
   };
   SweepPass pass_;
   std::vector<std::thread> threads_;

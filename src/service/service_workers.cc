@@ -516,8 +516,19 @@ Result<int64_t> Service::SweepRecords() {
   };
   step(&pass_.requests_done, &Service::SweepRequestPage);
   step(&pass_.sources_done, &Service::SweepSourcePage);
-  if (pass_.requests_done && pass_.sources_done) pass_.underway = false;
+  step(&pass_.operations_done, &Service::SweepOperationKeyPage);
+  if (pass_.requests_done && pass_.sources_done && pass_.operations_done) pass_.underway = false;
   if (!first_error.ok()) return first_error;
+  return removed;
+}
+
+// One page of operation keys: answers past their retention, reservations
+// abandoned as long as a run reservation is.
+Result<int64_t> Service::SweepOperationKeyPage() {
+  Result<int64_t> removed =
+      operation_keys_.SweepPage(&pass_.operation_cursor, options_.sweep_page,
+                                options_.clock->NowMicros(), 10 * options_.in_flight_grace_micros);
+  pass_.operations_done = !removed.ok() || pass_.operation_cursor.empty();
   return removed;
 }
 

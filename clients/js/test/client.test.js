@@ -102,11 +102,12 @@ test('a 429 is waited out and the same request is repeated', async () => {
 // A fetch that loses the answer to the next PUT after it landed, as a broken
 // connection would.
 function lossyFetch() {
-  const control = { losePut: false };
+  const control = { losePut: false, losePost: false };
   control.fetch = async (url, init) => {
     const res = await fetch(url, init);
-    if (init?.method === 'PUT' && control.losePut) {
-      control.losePut = false;
+    const lose = init?.method === 'PUT' ? 'losePut' : init?.method === 'POST' ? 'losePost' : null;
+    if (lose && control[lose]) {
+      control[lose] = false;
       await res.text();
       throw new TypeError('fetch failed', { cause: { code: 'ECONNRESET' } });
     }
@@ -265,4 +266,26 @@ test('a paused pipeline refuses new work with pipeline_paused until resumed', as
   const resumed = await client.resumePipeline(pipelineId, { ifMatch: etag });
   assert.equal(resumed.pipeline.paused, false);
   assert.equal((await client.getPipeline(pipelineId)).pipeline.paused, false);
+});
+
+test('a create whose answer was lost is retried under its key and made once', async () => {
+  const lossy = lossyFetch();
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, fetchImpl: lossy.fetch,
+                             stateStore: new MemoryStateStore() });
+  const spec = { name: 'js-keys', table: 't', format: 'csv' };
+  lossy.losePost = true;
+  const retries = [];
+  const created = await c.createPipeline(spec, { onRetry: (r) => retries.push(r) });
+  assert.deepEqual(retries.map((r) => r.why), ['connection: ECONNRESET']);
+  assert.equal(created.name, 'js-keys');
+  await assert.rejects(c.createPipeline(spec),  // a new key: a second pipeline of the name
+                       (err) => err instanceof LoamError && err.status === 409);
+  const { run } = await c.submitFiles(created.id, [{ bytes: Buffer.from('id,v\n91,a\n') }]);
+  assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
+  lossy.losePost = true;
+  const reverted = await c.revertRun(run.id, { idempotencyKey: 'js-revert-1' });
+  assert.equal(reverted.revertedRun, run.id);
+  assert.deepEqual(await c.revertRun(run.id, { idempotencyKey: 'js-revert-1' }), reverted);
+  await assert.rejects(c.cancelRun(run.id, { idempotencyKey: 'js-revert-1' }),
+                       (err) => err instanceof LoamError && err.status === 422 && err.code === 'idempotency_key_reused');
 });

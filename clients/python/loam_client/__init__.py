@@ -139,9 +139,14 @@ class LoamClient:
 
     # -- tables, pipelines, uploads ------------------------------------------
 
-    def create_pipeline(self, spec):
+    # Each creating call sends one Idempotency-Key on all its retries, so a
+    # retry after a lost answer gets the first answer instead of a second
+    # pipeline, upload, cancel or revert.
+
+    def create_pipeline(self, spec, idempotency_key=None, on_retry=None):
         """spec: {"name", "table", "mode", "format", ...}; the pipeline."""
-        return self._post_json("/v1/pipelines", (201,), spec)
+        return self._post_json("/v1/pipelines", (201,), spec,
+                               {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, on_retry)
 
     def get_pipeline(self, pipeline_id):
         """(pipeline, etag): the ETag names this state for update/delete's if_match."""
@@ -176,7 +181,8 @@ class LoamClient:
         headers = {"If-Match": if_match} if if_match else {}
         self._answer("DELETE", f"/v1/pipelines/{_quote(pipeline_id)}", (204,), None, headers)
 
-    def create_upload(self, pipeline_id, size, sha256=None, file_name=None, on_retry=None):
+    def create_upload(self, pipeline_id, size, sha256=None, file_name=None, on_retry=None,
+                      idempotency_key=None):
         """A signed place for `size` bytes: {uploadId, url, method, headers, expiresAt}."""
         doc = {"size": size}
         if sha256:
@@ -184,7 +190,7 @@ class LoamClient:
         if file_name:
             doc["fileName"] = file_name
         return self._post_json(f"/v1/pipelines/{_quote(pipeline_id)}/uploads", (201,), doc,
-                               on_retry=on_retry)
+                               {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}, on_retry)
 
     def get_upload(self, upload_id):
         """The upload as its creator sees it, with `received`."""
@@ -337,8 +343,16 @@ class LoamClient:
                 time.sleep(pause)
                 pause = min(pause * 2, 2.0)
 
-    def cancel_run(self, run_id):
-        return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200,))
+    def cancel_run(self, run_id, idempotency_key=None):
+        """A queued run cancelled: the run."""
+        return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200,), b"",
+                            {"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
+
+    def revert_run(self, run_id, idempotency_key=None):
+        """One new commit that undoes a succeeded run:
+        {revertedRun, commitId, manifestVersion, tableVersion}."""
+        return self._answer("POST", f"/v1/runs/{_quote(run_id)}/revert", (200,), b"",
+                            {"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
 
     # -- reads ---------------------------------------------------------------
 

@@ -142,6 +142,36 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(c.get_upload(run["uploads"][0])["received"])
         self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
 
+    def test_a_create_whose_answer_was_lost_is_retried_under_its_key_and_made_once(self):
+        lose = {"post": False}
+
+        def lossy(method, url, body, headers, timeout):
+            answer = urllib_transport(method, url, body, headers, timeout)
+            if method == "POST" and lose["post"]:
+                lose["post"] = False
+                raise ConnectionResetError("connection reset after the POST landed")
+            return answer
+
+        c = self.make_client(transport=lossy)
+        spec = {"name": "py-keys", "table": "t", "format": "csv"}
+        retries = []
+        lose["post"] = True
+        created = c.create_pipeline(spec, on_retry=retries.append)
+        self.assertEqual([r["why"][:11] for r in retries], ["connection:"])
+        with self.assertRaises(LoamError) as twice:  # a new key: a second pipeline of the name
+            c.create_pipeline(spec)
+        self.assertEqual(twice.exception.status, 409)
+        run, _, _ = c.submit_files(created["id"], [(b"id,v\n92,a\n", None)])
+        self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
+        lose["post"] = True
+        reverted = c.revert_run(run["id"], idempotency_key="py-revert-1")
+        self.assertEqual(reverted["revertedRun"], run["id"])
+        self.assertEqual(c.revert_run(run["id"], idempotency_key="py-revert-1"), reverted)
+        with self.assertRaises(LoamError) as reused:
+            c.cancel_run(run["id"], idempotency_key="py-revert-1")
+        self.assertEqual((reused.exception.status, reused.exception.code),
+                         (422, "idempotency_key_reused"))
+
     def test_a_submission_whose_process_died_after_its_put_is_resumed(self):
         state_dir = tempfile.mkdtemp(prefix="loam-py-state-")
 
