@@ -296,7 +296,6 @@ Response Api::DeleteGrant(Call& c) {
 
 namespace {
 
-// A pipeline's answer, with its entity tag.
 // The stored document, with `paused` also when false.
 json PipelineJson(const service::Pipeline& p) {
   json doc = p.ToJson();
@@ -304,6 +303,7 @@ json PipelineJson(const service::Pipeline& p) {
   return doc;
 }
 
+// A pipeline's answer, with its entity tag.
 Response PipelineResponse(int status, const service::Pipeline& p) {
   Response r = JsonResponse(status, PipelineJson(p));
   r.set(http::field::etag, p.Etag());

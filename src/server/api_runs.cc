@@ -59,8 +59,10 @@ Response Api::ListRuns(Call& c) {
       if (!micros.ok()) {
         return Problem(Status::InvalidArgument(name + ": " + micros.status().message()));
       }
-      // To the millisecond, as run ids carry creation times; before 1970 is 0.
-      (name == "since" ? f.since_ms : f.until_ms) = std::max<int64_t>(0, *micros / 1000);
+      // To the millisecond, as run ids carry creation times, rounded outwards
+      // (since down, until up) so no run of the bound's millisecond is lost.
+      const int64_t at = std::max<int64_t>(0, *micros);
+      (name == "since" ? f.since_ms : f.until_ms) = name == "since" ? at / 1000 : (at + 999) / 1000;
     } else if (name == "order") {
       if (value != "newest" && value != "oldest") {
         return Problem(Status::InvalidArgument("order must be 'newest' or 'oldest'"));

@@ -117,6 +117,9 @@ TEST_F(RunListingTest, BadFiltersAreRefusedClearly) {
       {"since=yesterday", 400, "since: "},
       {"until=2026-12-01T10:00:00", 400, "until: "},  // no offset: ambiguous
       {"table=nope", 404, "table 'nope' does not exist"},
+      // A cursor is an id in its canonical spelling: another sorts elsewhere.
+      {"cursor=01arz3ndektsv4rrffq69g5fav", 400, "cursor is not one this server gave"},
+      {"cursor=ZZZZ", 400, "cursor is not one this server gave"},
       {"since=2026-12-01T10:00:00Z&since=2026-12-02T10:00:00Z", 400,
        "query parameter 'since' is given twice"},
   };

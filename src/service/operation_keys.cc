@@ -4,6 +4,7 @@
 
 #include "common/hash.h"
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 
 namespace loam::service {
@@ -147,7 +148,12 @@ Result<int64_t> OperationKeyStore::SweepPage(std::string* cursor, size_t limit, 
     Result<std::string> text = store_->Get(o.key, &meta);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(OperationKeyRecord r, Decode(*text));
+    Result<OperationKeyRecord> decoded = Decode(*text);
+    if (!decoded.ok()) {  // left for an operator; the sweep goes on
+      LOAM_LOG_WARN("operation key sweep: {}: {}", o.key, decoded.status().ToString());
+      continue;
+    }
+    const OperationKeyRecord& r = *decoded;
     const bool gone =
         r.answer ? r.expires_micros < now_micros : now_micros - r.created_micros > abandoned_micros;
     if (!gone) continue;

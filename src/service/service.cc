@@ -302,8 +302,18 @@ Result<OperationClaim> Service::ClaimOperationKey(const CallContext& ctx, const 
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(CheckIdempotencyKey(key));
   return operation_keys_.Claim(ctx.principal, key, fingerprint,
-                               {options_.clock->NowMicros(), options_.in_flight_grace_micros,
+                               {options_.clock->NowMicros(), 10 * options_.in_flight_grace_micros,
                                 options_.limits.idempotency_retention_seconds * 1'000'000});
+}
+
+// One page of operation keys: answers past their retention, reservations
+// abandoned for twenty in-flight graces.
+Result<int64_t> Service::SweepOperationKeyPage() {
+  Result<int64_t> removed =
+      operation_keys_.SweepPage(&pass_.operation_cursor, options_.sweep_page,
+                                options_.clock->NowMicros(), 20 * options_.in_flight_grace_micros);
+  pass_.operations_done = !removed.ok() || pass_.operation_cursor.empty();
+  return removed;
 }
 
 Status Service::SettleOperationKey(const OperationClaim& claim, KeptAnswer answer) {
@@ -337,7 +347,8 @@ Result<bool> Service::PausedForWorkers(const std::string& pipeline_id) {
   if (!p.ok() && !p.status().IsNotFound()) return p.status();
   const bool paused = p.ok() && p->spec.paused;
   std::lock_guard lock(mu_);
-  pauses_[pipeline_id] = {paused, now};
+  PauseSeen& seen = pauses_[pipeline_id];
+  if (seen.read_micros <= now) seen = {paused, now};  // never over a later note
   return paused;
 }
 

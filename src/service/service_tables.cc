@@ -201,8 +201,12 @@ Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filte
   if (filter.limit < 1 || filter.limit > 1000) {
     return Status::InvalidArgument("limit must be from 1 to 1000");
   }
-  if (!filter.cursor.empty() && !Ulid::Parse(filter.cursor).ok()) {
-    return Status::InvalidArgument("cursor is not one this server gave");
+  if (!filter.cursor.empty()) {
+    // Canonical only: another spelling of an id sorts elsewhere among keys.
+    Result<Ulid> id = Ulid::Parse(filter.cursor);
+    if (!id.ok() || id->ToString() != filter.cursor) {
+      return Status::InvalidArgument("cursor is not one this server gave");
+    }
   }
   std::optional<ingest::RunState> state;
   if (!filter.state.empty()) {

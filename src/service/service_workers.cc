@@ -257,6 +257,10 @@ Result<bool> Service::RunWorkerOnce(bool small_only) {
     ASSIGN_OR_RETURN(std::optional<QueueEntry> next, NextQueueEntry(small_only, &listed));
     if (!next) break;
     const QueueEntry& e = *next;
+    if (!e.pipeline_id.empty()) {
+      ASSIGN_OR_RETURN(bool paused, PausedForWorkers(e.pipeline_id));
+      if (paused) continue;  // its entries wait, unread (docs/service.md, "Pipelines")
+    }
     {
       std::lock_guard lock(mu_);
       if (active_.count(e.run_id)) continue;
@@ -292,10 +296,6 @@ Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_e
     std::lock_guard lock(mu_);
     leased_until_[e.run_id] = rec->lease_expires_micros;
     return std::optional<bool>();
-  }
-  if (rec->state == ingest::RunState::kQueued && !rec->pipeline_id.empty()) {
-    ASSIGN_OR_RETURN(bool paused, PausedForWorkers(rec->pipeline_id));
-    if (paused) return std::optional<bool>();  // it waits in the queue
   }
   {
     std::lock_guard lock(mu_);
@@ -519,16 +519,6 @@ Result<int64_t> Service::SweepRecords() {
   step(&pass_.operations_done, &Service::SweepOperationKeyPage);
   if (pass_.requests_done && pass_.sources_done && pass_.operations_done) pass_.underway = false;
   if (!first_error.ok()) return first_error;
-  return removed;
-}
-
-// One page of operation keys: answers past their retention, reservations
-// abandoned as long as a run reservation is.
-Result<int64_t> Service::SweepOperationKeyPage() {
-  Result<int64_t> removed =
-      operation_keys_.SweepPage(&pass_.operation_cursor, options_.sweep_page,
-                                options_.clock->NowMicros(), 10 * options_.in_flight_grace_micros);
-  pass_.operations_done = !removed.ok() || pass_.operation_cursor.empty();
   return removed;
 }
 
