@@ -123,17 +123,20 @@ class ClientTest(unittest.TestCase):
         self.assertNotEqual(a["id"], b["id"])
         self.assertEqual(self.client.wait_for_run(b["id"])["state"], "succeeded")
 
-    def test_a_put_whose_answer_was_lost_is_resent_and_confirmed(self):
-        lose = {"put": True}
-
+    @staticmethod
+    def lossy_transport(lose):
+        """A transport that loses the answer to the next request whose method
+        is set in `lose` ({"PUT": True}) after the server acted on it."""
         def lossy(method, url, body, headers, timeout):
             answer = urllib_transport(method, url, body, headers, timeout)
-            if method == "PUT" and lose["put"]:
-                lose["put"] = False
-                raise ConnectionResetError("connection reset after the PUT landed")
+            if lose.get(method):
+                lose[method] = False
+                raise ConnectionResetError(f"connection reset after the {method} landed")
             return answer
+        return lossy
 
-        c = self.make_client(transport=lossy)
+    def test_a_put_whose_answer_was_lost_is_resent_and_confirmed(self):
+        c = self.make_client(transport=self.lossy_transport({"PUT": True}))
         retries = []
         run, _, _ = c.submit_files(self.pipeline, [(b"id,v\n20,p\n", None)],
                                    on_retry=retries.append)
@@ -143,19 +146,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
 
     def test_a_create_whose_answer_was_lost_is_retried_under_its_key_and_made_once(self):
-        lose = {"post": False}
-
-        def lossy(method, url, body, headers, timeout):
-            answer = urllib_transport(method, url, body, headers, timeout)
-            if method == "POST" and lose["post"]:
-                lose["post"] = False
-                raise ConnectionResetError("connection reset after the POST landed")
-            return answer
-
-        c = self.make_client(transport=lossy)
+        lose = {"POST": True}
+        c = self.make_client(transport=self.lossy_transport(lose))
         spec = {"name": "py-keys", "table": "t", "format": "csv"}
         retries = []
-        lose["post"] = True
         created = c.create_pipeline(spec, on_retry=retries.append)
         self.assertEqual([r["why"][:11] for r in retries], ["connection:"])
         with self.assertRaises(LoamError) as twice:  # a new key: a second pipeline of the name
@@ -163,7 +157,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(twice.exception.status, 409)
         run, _, _ = c.submit_files(created["id"], [(b"id,v\n92,a\n", None)])
         self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
-        lose["post"] = True
+        lose["POST"] = True
         reverted = c.revert_run(run["id"], idempotency_key="py-revert-1")
         self.assertEqual(reverted["revertedRun"], run["id"])
         self.assertEqual(c.revert_run(run["id"], idempotency_key="py-revert-1"), reverted)
