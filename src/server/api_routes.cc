@@ -175,10 +175,18 @@ Response Api::ListTables(Call& c) {
   return JsonResponse(200, *page);
 }
 
+// A table's answer changes with its head commit, and with whether the
+// caller is shown its grants; If-None-Match naming it is 304.
 Response Api::GetTable(Call& c) {
   Result<service::TableInfo> t = svc_->DescribeTable(c.ctx, c.params["name"]);
   if (!t.ok()) return Problem(t.status());
-  return JsonResponse(200, TableJson(*t));
+  const std::string etag = "\"" + t->head_commit + (t->grants.empty() ? "" : "-g") + "\"";
+  Result<std::string> if_none = OneHeader(c.header, "If-None-Match");
+  if (!if_none.ok()) return Problem(if_none.status());
+  Response r =
+      (*if_none == etag || *if_none == "*") ? EmptyResponse(304) : JsonResponse(200, TableJson(*t));
+  r.set(http::field::etag, etag);
+  return r;
 }
 
 Response Api::GetRows(Call& c) {

@@ -1,5 +1,7 @@
-// Pipelines' entity tags over real HTTP: every answer carries ETag, and a
-// PATCH or DELETE with a stale If-Match is 412 and changes nothing.
+// Entity tags over real HTTP: every pipeline answer carries ETag, and a
+// PATCH or DELETE with a stale If-Match is 412 and changes nothing; a
+// table's ETag makes If-None-Match 304 until a commit changes the table.
+// Also pausing a pipeline through PATCH.
 
 #include "server/server_test_util.h"
 
@@ -150,6 +152,47 @@ TEST_F(PipelineEtagTest, APausedPipelineRefusesNewWorkUntilResumed) {
     HttpResult done = Call("ada", "GET", "/v1/runs/" + run + "?wait=30", "/v1/runs/{id}");
     EXPECT_EQ(done.Json()["state"], "succeeded") << done.body;
   }
+}
+
+// A table's ETag: If-None-Match naming it is 304 until a commit changes the
+// table (a load, a grant).
+TEST_F(PipelineEtagTest, ATablesEtagChangesWithEveryCommitThatChangesIt) {
+  const auto get = [&](const std::string& if_none) {
+    Headers h;
+    if (!if_none.empty()) h.emplace_back("If-None-Match", if_none);
+    return Call("rex", "GET", "/v1/tables/orders", "/v1/tables/{name}", "", h);
+  };
+  HttpResult first = get("");
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string tag = first.Header("etag");
+  ASSERT_GT(tag.size(), 2u);
+  HttpResult same = get(tag);
+  EXPECT_EQ(same.status, 304);
+  EXPECT_EQ(same.body, "");
+  EXPECT_EQ(same.Header("etag"), tag);
+
+  HttpResult p = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+                      R"({"name":"tag","table":"orders","format":"csv"})");
+  ASSERT_EQ(p.status, 201) << p.body;
+  HttpResult run =
+      Call("ada", "POST", "/v1/pipelines/" + p.Json()["id"].get<std::string>() + "/runs",
+           "/v1/pipelines/{id}/runs", "id,amount,note\n7,1.00,x\n",
+           {{"Content-Type", "text/csv"}, {"Idempotency-Key", "tag-1"}});
+  ASSERT_EQ(run.status, 202) << run.body;
+  HttpResult done =
+      Call("ada", "GET", "/v1/runs/" + run.Json()["id"].get<std::string>() + "?wait=30",
+           "/v1/runs/{id}");
+  ASSERT_EQ(done.Json()["state"], "succeeded") << done.body;
+  HttpResult loaded = get(tag);
+  ASSERT_EQ(loaded.status, 200);
+  EXPECT_EQ(loaded.Json()["rowCount"], 1);
+  const std::string after_load = loaded.Header("etag");
+  EXPECT_NE(after_load, tag);
+
+  ASSERT_TRUE(ws_->SetGrant("orders", "bob", Role::kReader).ok());
+  HttpResult granted = get(after_load);
+  EXPECT_EQ(granted.status, 200);
+  EXPECT_NE(granted.Header("etag"), after_load);
 }
 
 }  // namespace

@@ -70,6 +70,7 @@ TableInfo Describe(const WorkspaceEngine& ws, const Snapshot& snap, const TableS
   info.table_version = t.head.table_version;
   info.row_count = t.head.row_count.value_or(0);
   info.manifest_version = snap.manifest_version;
+  info.head_commit = t.head.head_commit;
   info.additive_schema = snap.AllowsAdditiveSchema(t.def.sid);
   if (CanSeeGrants(ws, snap, t.def.sid, principal)) {
     for (const Grant& g : snap.grants) {

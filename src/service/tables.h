@@ -23,6 +23,9 @@ struct TableInfo {
   int64_t table_version = 0;
   int64_t row_count = 0;
   uint64_t manifest_version = 0;  // of the snapshot read
+  // The commit that last changed the table: its data, schema, name or
+  // grants (the entity tag of GET /v1/tables/{name}).
+  std::string head_commit;
   bool additive_schema = false;
   std::vector<Grant> grants;  // only for the owner and admins
 };
