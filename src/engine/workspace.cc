@@ -424,7 +424,7 @@ Result<WriteResult> WorkspaceEngine::DropTable(const std::string& name, const st
 
 Status WorkspaceEngine::SetGrant(const std::string& table, const std::string& principal,
                                  std::optional<Role> role, const std::string& branch,
-                                 const std::string& actor) {
+                                 const std::string& actor, const std::string& if_head_commit) {
   if (Status valid = CheckPrincipal(principal); !valid.ok()) {
     return Status::InvalidArgument("the grantee's name: " + valid.message());
   }
@@ -436,6 +436,11 @@ Status WorkspaceEngine::SetGrant(const std::string& table, const std::string& pr
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, table));
     ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
     if (!head) return Status::DataLoss("table '" + table + "' has no head");
+    if (!if_head_commit.empty() && head->head_commit != if_head_commit) {
+      return Status::FailedPrecondition("table '" + table + "' changed since the state named (" +
+                                        if_head_commit + "): read it again and repeat the change")
+          .WithErrorCode(ErrorCode::kPreconditionFailed);
+    }
     head->head_commit = view.commit_id();
     PublishPlan plan;
     // The audit row: who changed whose role on which table (when: the commit).

@@ -235,9 +235,12 @@ class WorkspaceEngine {
                                   const std::string& branch = "");
   Result<WriteResult> DropTable(const std::string& name, const std::string& branch = "");
   // Sets (or with nullopt removes) a principal's role: a metadata-only commit,
-  // audited with `actor` ("" = WorkspaceOptions::actor).
+  // audited with `actor` ("" = WorkspaceOptions::actor). With
+  // `if_head_commit`, only while the table's head commit is still that one
+  // (precondition_failed otherwise), checked inside the commit.
   Status SetGrant(const std::string& table, const std::string& principal, std::optional<Role> role,
-                  const std::string& branch = "", const std::string& actor = "");
+                  const std::string& branch = "", const std::string& actor = "",
+                  const std::string& if_head_commit = "");
   // Allows (or forbids) additive loads on `table`, audited like a grant
   // (kAdditiveSchemaPrincipal). The caller checked that `actor` is an admin.
   Status SetAdditiveSchema(const std::string& table, bool allowed, const std::string& actor,

@@ -175,12 +175,42 @@ Response Api::ListTables(Call& c) {
   return JsonResponse(200, *page);
 }
 
+namespace {
+
+// The one If-Match of a request ("" when absent); InvalidArgument when sent
+// twice or as a list (one state is named at a time).
+Result<std::string> IfMatch(const RequestHeader& h) {
+  ASSIGN_OR_RETURN(std::string value, OneHeader(h, "If-Match"));
+  if (value.find(',') != std::string::npos) {
+    return Status::InvalidArgument("send one If-Match entity tag (from ETag), not a list");
+  }
+  return value;
+}
+
+// A table's entity tag: its head commit, marked when the grants are shown.
+std::string TableEtag(const service::TableInfo& t) {
+  return "\"" + t.head_commit + (t.grants.empty() ? "" : "-g") + "\"";
+}
+
+// The head commit an If-Match names ("" for none or "*"); a value that is
+// no table tag names no commit and matches none.
+Result<std::string> IfMatchCommit(const RequestHeader& h) {
+  ASSIGN_OR_RETURN(std::string tag, IfMatch(h));
+  if (tag.empty() || tag == "*") return std::string();
+  if (tag.size() < 3 || tag.front() != '"' || tag.back() != '"') return std::string("-");
+  std::string commit = tag.substr(1, tag.size() - 2);
+  if (commit.ends_with("-g")) commit.resize(commit.size() - 2);
+  return commit.empty() ? std::string("-") : commit;
+}
+
+}  // namespace
+
 // A table's answer changes with its head commit, and with whether the
 // caller is shown its grants; If-None-Match naming it is 304.
 Response Api::GetTable(Call& c) {
   Result<service::TableInfo> t = svc_->DescribeTable(c.ctx, c.params["name"]);
   if (!t.ok()) return Problem(t.status());
-  const std::string etag = "\"" + t->head_commit + (t->grants.empty() ? "" : "-g") + "\"";
+  const std::string etag = TableEtag(*t);
   Result<std::string> if_none = OneHeader(c.header, "If-None-Match");
   if (!if_none.ok()) return Problem(if_none.status());
   Response r =
@@ -287,7 +317,9 @@ Response Api::PutGrant(Call& c) {
   if (s.ok()) s = o.Finish();
   Result<Role> role = s.ok() ? ParseRole(role_name) : Result<Role>(s);
   if (!role.ok()) return Problem(role.status());
-  s = svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], *role);
+  Result<std::string> if_head = IfMatchCommit(c.header);
+  if (!if_head.ok()) return Problem(if_head.status());
+  s = svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], *role, *if_head);
   if (!s.ok()) return Problem(s);
   return JsonResponse(
       200,
@@ -295,7 +327,10 @@ Response Api::PutGrant(Call& c) {
 }
 
 Response Api::DeleteGrant(Call& c) {
-  Status s = svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], std::nullopt);
+  Result<std::string> if_head = IfMatchCommit(c.header);
+  if (!if_head.ok()) return Problem(if_head.status());
+  Status s =
+      svc_->SetTableGrant(c.ctx, c.params["name"], c.params["principal"], std::nullopt, *if_head);
   if (!s.ok()) return Problem(s);
   return EmptyResponse(204);
 }
@@ -316,16 +351,6 @@ Response PipelineResponse(int status, const service::Pipeline& p) {
   Response r = JsonResponse(status, PipelineJson(p));
   r.set(http::field::etag, p.Etag());
   return r;
-}
-
-// The one If-Match of a request ("" when absent); InvalidArgument when sent
-// twice or as a list (one pipeline state is named at a time).
-Result<std::string> IfMatch(const RequestHeader& h) {
-  ASSIGN_OR_RETURN(std::string value, OneHeader(h, "If-Match"));
-  if (value.find(',') != std::string::npos) {
-    return Status::InvalidArgument("send one If-Match entity tag (from ETag), not a list");
-  }
-  return value;
 }
 
 }  // namespace

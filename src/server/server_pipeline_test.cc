@@ -195,5 +195,39 @@ TEST_F(PipelineEtagTest, ATablesEtagChangesWithEveryCommitThatChangesIt) {
   EXPECT_NE(granted.Header("etag"), after_load);
 }
 
+// A grant change with If-Match: only from the table's state the tag names,
+// checked inside the grant's commit (412, nothing changed, otherwise).
+TEST_F(PipelineEtagTest, AGrantChangesOnlyFromTheTableStateItsIfMatchNames) {
+  const std::string table = "/v1/tables/orders";
+  const std::string bob = table + "/grants/bob";
+  const char* pattern = "/v1/tables/{name}/grants/{principal}";
+  const std::string tag = Call("owner", "GET", table, "/v1/tables/{name}").Header("etag");
+  ASSERT_GT(tag.size(), 2u);
+  auto with = [&](const std::string& if_match) {
+    Headers h = {{"Content-Type", "application/json"}};
+    h.emplace_back("If-Match", if_match);
+    return h;
+  };
+  HttpResult granted = Call("owner", "PUT", bob, pattern, R"({"role":"reader"})", with(tag));
+  ASSERT_EQ(granted.status, 200) << granted.body;
+  // The same tag again names a state that is gone.
+  HttpResult stale = Call("owner", "PUT", bob, pattern, R"({"role":"admin"})", with(tag));
+  EXPECT_EQ(stale.status, 412) << stale.body;
+  EXPECT_EQ(stale.Json()["code"], "precondition_failed");
+  EXPECT_NE(stale.Json()["detail"].get<std::string>().find("changed"), std::string::npos);
+  EXPECT_EQ(Call("owner", "DELETE", bob, pattern, "", with(tag)).status, 412);
+  EXPECT_EQ(Call("owner", "PUT", bob, pattern, R"({"role":"admin"})", with("\"nope\"")).status,
+            412);
+  HttpResult now = Call("owner", "GET", table, "/v1/tables/{name}");
+  bool bob_reads = false;
+  const json body = now.Json();
+  for (const json& g : body["grants"]) {
+    if (g["principal"] == "bob") bob_reads = g["role"] == "reader";
+  }
+  EXPECT_TRUE(bob_reads) << now.body;  // unchanged by the refusals
+  EXPECT_EQ(Call("owner", "DELETE", bob, pattern, "", with(now.Header("etag"))).status, 204);
+  EXPECT_EQ(Call("owner", "PUT", bob, pattern, R"({"role":"reader"})", with("*")).status, 200);
+}
+
 }  // namespace
 }  // namespace loam::server

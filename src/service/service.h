@@ -233,9 +233,12 @@ class Service {
                   const std::function<Status(std::string_view)>& sink);
   Result<std::vector<TableHistoryEntry>> TableHistory(const CallContext& ctx,
                                                       const std::string& name);
-  // The owner or an admin of `table`; `role` nullopt revokes.
+  // The owner or an admin of `table`; `role` nullopt revokes. With
+  // `if_head_commit` ("" = any), only while the table is still at that head
+  // commit (TableInfo::head_commit), checked inside the commit.
   Status SetTableGrant(const CallContext& ctx, const std::string& table,
-                       const std::string& principal, std::optional<Role> role);
+                       const std::string& principal, std::optional<Role> role,
+                       const std::string& if_head_commit = "");
 
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,

@@ -180,7 +180,8 @@ Result<std::vector<TableHistoryEntry>> Service::TableHistory(const CallContext& 
 }
 
 Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
-                              const std::string& principal, std::optional<Role> role) {
+                              const std::string& principal, std::optional<Role> role,
+                              const std::string& if_head_commit) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (Status valid = CheckPrincipal(principal); !valid.ok()) {
     return Status::InvalidArgument("the grantee's name: " + valid.message());
@@ -194,7 +195,7 @@ Status Service::SetTableGrant(const CallContext& ctx, const std::string& table,
     return Status::PermissionDenied("principal '" + ctx.principal + "' needs the admin grant on '" +
                                     table + "' to change its grants");
   }
-  return ws_->SetGrant(table, principal, role, /*branch=*/"", ctx.principal);
+  return ws_->SetGrant(table, principal, role, /*branch=*/"", ctx.principal, if_head_commit);
 }
 
 Result<RunPage> Service::ListRuns(const CallContext& ctx, const RunFilter& filter) {
