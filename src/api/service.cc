@@ -56,7 +56,6 @@ Result<std::vector<RunInfo>> Service::ListRuns(const std::string& pipeline_id, i
   service::RunFilter filter;
   filter.pipeline_id = pipeline_id;
   filter.limit = limit;
-  filter.newest_first = true;
   std::vector<RunInfo> runs;
   // A page may hold fewer runs than asked while more follow (the runs of
   // one LIST page the principal may not see): read on to the limit.
