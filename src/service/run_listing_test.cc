@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "common/ulid.h"
@@ -25,7 +26,7 @@ class RunIdScannerTest : public ::testing::Test {
     random[9] = n;
     const std::string id = Ulid::FromParts(static_cast<uint64_t>(ms), random).ToString();
     EXPECT_TRUE(store_.Put(kPrefix + id + ".json", "{}").ok());
-    ids_.insert(std::upper_bound(ids_.begin(), ids_.end(), id), id);
+    added_.insert(id);
     return id;
   }
   std::vector<std::string> Scan(const RunIdRange& range, bool newest_first, size_t max = 1 << 20) {
@@ -45,7 +46,10 @@ class RunIdScannerTest : public ::testing::Test {
   }
 
   MemoryObjectStore store_;
-  std::vector<std::string> ids_;  // ascending
+  // Every id added, ascending.
+  std::vector<std::string> Ids() const { return {added_.begin(), added_.end()}; }
+
+  std::set<std::string> added_;
 };
 
 TEST_F(RunIdScannerTest, AnEmptyStoreEndsAtOnce) {
@@ -60,20 +64,21 @@ TEST_F(RunIdScannerTest, BothOrdersListEveryIdOnceAcrossEmptyYears) {
     Add(ms);
   }
   Add(kNow - 1000, 1);  // two in one millisecond
-  EXPECT_EQ(Scan({}, false), ids_);
-  EXPECT_EQ(Scan({}, true), Reversed(ids_));
+  EXPECT_EQ(Scan({}, false), Ids());
+  EXPECT_EQ(Scan({}, true), Reversed(Ids()));
   // A store entry that is not a run record is no id.
   ASSERT_TRUE(store_.Put(kPrefix + "notes.txt", "x").ok());
-  EXPECT_EQ(Scan({}, true), Reversed(ids_));
+  EXPECT_EQ(Scan({}, true), Reversed(Ids()));
 }
 
 TEST_F(RunIdScannerTest, ACursorResumesAfterTheLastId) {
   for (int i = 0; i < 50; ++i) Add(kNow - 7'000 * i);
-  const std::vector<std::string> newest = Reversed(ids_);
+  const std::vector<std::string> newest = Reversed(Ids());
   RunIdRange from{.before = newest[9]};
   EXPECT_EQ(Scan(from, true), std::vector<std::string>(newest.begin() + 10, newest.end()));
-  RunIdRange after{.after = ids_[9]};
-  EXPECT_EQ(Scan(after, false), std::vector<std::string>(ids_.begin() + 10, ids_.end()));
+  const std::vector<std::string> ids = Ids();
+  RunIdRange after{.after = ids[9]};
+  EXPECT_EQ(Scan(after, false), std::vector<std::string>(ids.begin() + 10, ids.end()));
 }
 
 TEST_F(RunIdScannerTest, SinceIsInclusiveAndUntilExclusive) {
@@ -81,7 +86,7 @@ TEST_F(RunIdScannerTest, SinceIsInclusiveAndUntilExclusive) {
   const int64_t since = kNow - 60'000 * 10;             // the 11th newest, included
   const int64_t until = kNow - 60'000 * 2;              // the 3rd newest, excluded
   std::vector<std::string> want;
-  for (const std::string& id : ids_) {
+  for (const std::string& id : Ids()) {
     const auto ms = static_cast<int64_t>(Ulid::Parse(id)->millis());
     if (ms >= since && ms < until) want.push_back(id);
   }
@@ -98,8 +103,9 @@ TEST_F(RunIdScannerTest, ADenseWindowIsNarrowedNotTruncated) {
   for (int i = 0; i < 21'000; ++i) Add(kNow - i / 50, static_cast<uint8_t>(i % 50));
   Add(kNow - 90'000);
   const std::vector<std::string> newest = Scan({}, true, 30);
-  EXPECT_EQ(newest, std::vector<std::string>(ids_.rbegin(), ids_.rbegin() + 30));
-  EXPECT_EQ(Scan({}, true), Reversed(ids_));
+  const std::vector<std::string> ids = Ids();
+  EXPECT_EQ(newest, std::vector<std::string>(ids.rbegin(), ids.rbegin() + 30));
+  EXPECT_EQ(Scan({}, true), Reversed(Ids()));
 }
 
 }  // namespace
