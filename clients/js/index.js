@@ -303,6 +303,15 @@ export class LoamClient {
     return this.#answer('GET', `/v1/runs/${encodeURIComponent(runId)}${wait}`, [200]);
   }
 
+  // Every error the run kept, in input order: [{file, reason, code, line,
+  // offset, column}] (line, offset and column when the error is about one row).
+  async runErrors(runId, { onRetry } = {}) {
+    const r = await this.#retrying('GET', `${this.baseUrl}/v1/runs/${encodeURIComponent(runId)}/errors`, {},
+                                   onRetry);
+    if (r.status !== 200) throw new LoamError(r.status, r.json);
+    return r.text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+  }
+
   // Every run matching `filters` (pipeline, table, state, since, until as
   // RFC 3339 or Date, order 'newest' (default) or 'oldest'), a page of
   // `pageSize` at a time: `for await (const run of client.listRuns({table}))`.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "loam/result.h"
+#include "loam/run.h"
 #include "loam/workspace.h"
 
 namespace loam {
@@ -63,7 +64,10 @@ struct LoadRequest {
   uint64_t key_memory_bytes = 0;
   BadRows bad_rows = BadRows::kFailRun;
   int64_t max_rejected_rows = 1000;  // kSkipRows: more fails the run
-  std::string idempotency_key;       // empty: every call is a new run
+  // kFailRun and kValidationOnly validate on after an invalid row and list
+  // up to this many (then stop); kSkipRows keeps this many positions.
+  int64_t max_errors = 1000;
+  std::string idempotency_key;  // empty: every call is a new run
   // The commit fails (precondition_failed) unless the table is at this version.
   std::optional<int64_t> expected_table_version;
 };
@@ -97,6 +101,7 @@ struct LoadResult {
   std::string error_code;
   std::string error;
   std::vector<std::string> row_errors;  // the first rejected rows: file, line, column, why
+  int64_t error_count = 0;              // every error kept (GetRunErrors lists them)
   uint64_t workspace_version = 0;       // a run that committed
   int64_t table_version = 0;
   std::string commit_id;
@@ -121,6 +126,8 @@ Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
 // runs and requests (loam/service.h's ListRuns shows a principal its own).
 Result<std::vector<LoadResult>> ListRuns(const Workspace& ws);
 Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id);
+// Every error a run kept (LoadResult::error_count of them), in input order.
+Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std::string& run_id);
 
 // The names `loam load` and the HTTP API take: "csv" / "jsonl" (or
 // "ndjson"); "failRun" / "validationOnly" / "skipRows" ("quarantine" is

@@ -18,9 +18,15 @@ struct RunInfo {
     int64_t deleted = 0;
     int64_t rejected = 0;
   };
+  // Where and why a row was invalid or rejected (or, with line 0, why the
+  // run failed); never the row's values.
   struct Error {
-    std::string file;
-    std::string reason;
+    std::string file;     // the upload or file
+    std::string reason;   // a short message that repeats the position
+    int64_t line = 0;     // 1-based; 0: not about one row
+    int64_t offset = -1;  // the byte of the decompressed input the row starts at; -1: unknown
+    std::string column;   // the table column, if the error is about one
+    std::string code;     // a stable error code (docs/errors.md)
   };
 
   std::string id;
@@ -35,7 +41,8 @@ struct RunInfo {
   std::string source_id;  // "" = none
   bool source_reload = false;
   Counters counters;
-  std::vector<Error> errors;  // the first few
+  std::vector<Error> errors;  // the first ten
+  int64_t error_count = 0;    // all of them (Service::RunErrors lists each)
   std::string error_code;     // failed and cancelled runs (docs/errors.md)
   std::string error;
   // µs since the epoch (0 = not reached).

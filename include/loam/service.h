@@ -60,6 +60,8 @@ class Service {
                          const std::string& content_type, std::string_view data,
                          const std::string& source_id = "");
   Result<RunInfo> GetRun(const std::string& run_id);
+  // Every error the run kept (RunInfo::error_count of them), in input order.
+  Result<std::vector<RunInfo::Error>> RunErrors(const std::string& run_id);
   // The runs of `pipeline_id` ("" = every pipeline) the principal may see,
   // newest first, at most `limit` (1..1000).
   Result<std::vector<RunInfo>> ListRuns(const std::string& pipeline_id = "", int limit = 100);

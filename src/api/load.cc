@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "ingest/csv_reader.h"
 #include "ingest/loader.h"
+#include "service/run_view.h"
 
 namespace loam {
 
@@ -74,6 +75,11 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
     return Status::InvalidArgument("LoadRequest::max_rejected_rows must be 0 to 2^40");
   }
   r.max_rejected_rows = l.max_rejected_rows;
+  if (l.max_errors < 1 || l.max_errors > ingest::RunRequest::kMaxErrorsCeiling) {
+    return Status::InvalidArgument("LoadRequest::max_errors must be 1 to " +
+                                   std::to_string(ingest::RunRequest::kMaxErrorsCeiling));
+  }
+  r.max_errors = l.max_errors;
   r.idempotency_key = l.idempotency_key;
   r.principal = internal::WorkspaceAccess::Principal(ws);
   RETURN_NOT_OK(CheckCsvDelimiter(std::string(1, l.csv_delimiter), "LoadRequest::csv_delimiter"));
@@ -103,6 +109,7 @@ LoadResult ResultOf(const ingest::RunRecord& rec, bool reused) {
   out.error_code = rec.error_code;
   out.error = rec.error;
   for (const ingest::RunError& e : rec.errors) out.row_errors.push_back(e.file + ": " + e.reason);
+  out.error_count = rec.error_count;
   out.workspace_version = rec.manifest_version;
   out.table_version = rec.table_version;
   out.commit_id = rec.commit_id;
@@ -158,6 +165,14 @@ Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id) {
   ASSIGN_OR_RETURN(ingest::RunRecord r,
                    ingest::RunStore(engine.store(), engine.root()).Get(run_id));
   return ResultOf(r, false);
+}
+
+Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std::string& run_id) {
+  const WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
+  const ingest::RunStore runs(engine.store(), engine.root());
+  ASSIGN_OR_RETURN(ingest::RunRecord r, runs.Get(run_id));
+  ASSIGN_OR_RETURN(std::vector<ingest::RunError> errors, runs.GetErrors(r));
+  return service::ErrorsOf(errors);
 }
 
 Result<LoadFormat> ParseLoadFormat(std::string_view name) {

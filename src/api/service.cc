@@ -52,6 +52,10 @@ Result<RunInfo> Service::GetRun(const std::string& run_id) {
   return std::move(status.run);
 }
 
+Result<std::vector<RunInfo::Error>> Service::RunErrors(const std::string& run_id) {
+  return rep_->svc->RunErrors(rep_->ctx, run_id);
+}
+
 Result<std::vector<RunInfo>> Service::ListRuns(const std::string& pipeline_id, int limit) {
   service::RunFilter filter;
   filter.pipeline_id = pipeline_id;

@@ -521,6 +521,47 @@ TEST_F(CliTest, KeyChecksSpillPastTheirMemoryBound) {
   EXPECT_NE(zero.all().find("--key-memory-mib"), std::string::npos) << zero.all();
 }
 
+// One failed load names every invalid row: the first ten in its output,
+// each with `loam runs errors`, never a value, and the table unchanged.
+TEST_F(CliTest, AFailedLoadReportsEveryInvalidRow) {
+  std::string csv = "id,name,amount\n";
+  for (int i = 1; i <= 40; ++i) {
+    csv += std::to_string(i) + ",n," + (i % 3 == 0 ? "lots" : "1.25") + "\n";  // 13 invalid
+  }
+  File("many.csv", csv);
+  CliResult r = Run({"load", "events", "many.csv"});
+  EXPECT_EQ(r.code, 1) << r.all();
+  EXPECT_NE(r.out.find("and 12 more invalid rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  invalid: many.csv: line 4, column 3 ('amount'"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(3 more; `loam runs errors "), std::string::npos) << r.out;
+  const std::string id = json::parse(Ok({"runs", "list", "--json"}).out).at(0).at("id");
+  CliResult all = Ok({"runs", "errors", id, "--json"});
+  EXPECT_EQ(all.out.find("lots"), std::string::npos);  // never a value
+  std::vector<int64_t> lines;
+  std::istringstream in(all.out);
+  for (std::string line; std::getline(in, line);) {
+    const json e = json::parse(line);
+    EXPECT_EQ(e.at("column"), "amount");
+    EXPECT_EQ(e.at("code"), "validation_failed");
+    lines.push_back(e.at("line"));
+  }
+  ASSERT_EQ(lines.size(), 13u) << all.out;
+  EXPECT_EQ(lines.front(), 4);
+  EXPECT_EQ(lines.back(), 40);
+  EXPECT_NE(Ok({"runs", "errors", id}).out.find("many.csv"), std::string::npos);
+
+  // --max-errors stops validation there; out of range is a usage error.
+  CliResult capped = Run({"load", "events", "many.csv", "--max-errors", "2"});
+  EXPECT_EQ(capped.code, 1) << capped.all();
+  EXPECT_NE(capped.out.find("validation stopped at 2 errors, the maxErrors limit"),
+            std::string::npos)
+      << capped.out;
+  EXPECT_EQ(Run({"load", "events", "many.csv", "--max-errors", "0"}).code, 2);
+  EXPECT_EQ(Run({"runs", "errors", "01J00000000000000000000000"}).code, 4);
+  EXPECT_EQ(Ok({"count", "events"}).out, "0\n");
+}
+
 TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
   File("seed.csv", "id,name\n1,seed\n");
   Ok({"load", "events", "seed.csv"});

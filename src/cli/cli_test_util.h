@@ -89,8 +89,8 @@ inline std::map<std::string, std::string> TreeExceptRuns(const std::string& root
   for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
     if (!e.is_regular_file()) continue;
     const std::string rel = std::filesystem::relative(e.path(), root).string();
-    if (rel.rfind("_control/runs/", 0) == 0 || rel.rfind("_control/idempotency/", 0) == 0 ||
-        rel.rfind(".loam/", 0) == 0) {
+    if (rel.rfind("_control/runs/", 0) == 0 || rel.rfind("_control/run-errors/", 0) == 0 ||
+        rel.rfind("_control/idempotency/", 0) == 0 || rel.rfind(".loam/", 0) == 0) {
       continue;
     }
     out[rel] = Slurp(e.path().string());

@@ -18,6 +18,7 @@
 #include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "loam/load.h"
+#include "service/run_view.h"
 
 namespace loam::cli {
 namespace {
@@ -42,6 +43,7 @@ struct LoadFlags {
   double max_expansion_ratio = 0;
   std::map<std::string, CLI::Option*> given;
   int64_t key_memory_mib = 512;
+  int64_t max_errors = 1000;
 };
 
 // A run's record as stored (docs/format/control.md), as `load` and `runs`
@@ -69,10 +71,22 @@ void PrintRecord(const json& r, std::ostream& out) {
   if (!StringAt(r, "error").empty()) {
     out << "  error (" << StringAt(r, "errorCode") << "): " << StringAt(r, "error") << "\n";
   }
-  if (StringAt(r, "state") == "partial") {
-    for (const json& e : r["errors"]) out << "  rejected: " << StringAt(e, "reason") << "\n";
-    const int64_t more = c.value("rejected", int64_t{0}) - static_cast<int64_t>(r["errors"].size());
-    if (more > 0) out << "  (" << more << " more)\n";
+  // A partial run's rows left out; a failed run's invalid rows when there
+  // are several (the error names the first).
+  const json& errors = r["errors"];
+  const bool partial = StringAt(r, "state") == "partial";
+  const int64_t kept = r.value("errorCount", static_cast<int64_t>(errors.size()));
+  if (!partial && kept < 2) return;
+  for (const json& e : errors) {
+    out << (partial ? "  rejected: " : "  invalid: ") << StringAt(e, "reason") << "\n";
+  }
+  const int64_t more =
+      (partial ? c.value("rejected", int64_t{0}) : kept) - static_cast<int64_t>(errors.size());
+  if (more > 0) {
+    out << "  (" << more << " more; `loam runs errors " << StringAt(r, "id") << "` lists "
+        << (partial && c.value("rejected", int64_t{0}) > kept ? "the first " + std::to_string(kept)
+                                                              : std::string("each"))
+        << ")\n";
   }
 }
 
@@ -153,6 +167,7 @@ Result<LoadRequest> BuildRequest(const LoadFlags& f) {
   r.csv_delimiter = delimiter[0];
   r.limits = LimitsOf(f);
   r.key_memory_bytes = static_cast<uint64_t>(f.key_memory_mib) << 20;
+  r.max_errors = f.max_errors;
   return r;
 }
 
@@ -233,10 +248,24 @@ Status RunsShow(const Context& ctx, const std::string& id) {
   const json record = json::parse(r.record_json);
   PrintRecord(record, std::cout);
   std::cout << "  request " << record["request"].dump() << "\n";
-  if (r.state != "partial") {
-    for (const json& e : record["errors"])
-      std::cout << "  rejected: " << StringAt(e, "reason") << "\n";
+  return Status::OK();
+}
+
+// Every error a run kept: JSON Lines with --json, else one line each.
+Status RunsErrors(const Context& ctx, const std::string& id) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(std::vector<RunInfo::Error> errors, GetRunErrors(*ws, id));
+  TextTable t({"file", "line", "offset", "column", "code", "reason"});
+  for (const RunInfo::Error& e : errors) {
+    if (ctx.json) {
+      std::cout << service::RunErrorJson(e).dump(-1, ' ', false, json::error_handler_t::replace)
+                << "\n";
+      continue;
+    }
+    t.Add({e.file, e.line > 0 ? std::to_string(e.line) : "",
+           e.offset >= 0 ? std::to_string(e.offset) : "", e.column, e.code, e.reason});
   }
+  if (!ctx.json) t.Print(std::cout);
   return Status::OK();
 }
 
@@ -271,6 +300,9 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
   limit("--max-expansion-ratio", &flags->max_expansion_ratio,
         "decoded / compressed bytes (zip-bomb guard)");
   limit("--time-budget-ms", &flags->time_budget_ms, "parse and validate within this time");
+  load->add_option("--max-errors", flags->max_errors,
+                   "invalid rows listed before validation stops (skipRows: positions kept)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100'000}));
   load->add_option("--key-memory-mib", flags->key_memory_mib,
                    "memory for a keyed run's key checks; past it they spill to TMPDIR")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -286,6 +318,9 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* show = runs->add_subcommand("show", "one run's record");
   auto* id = show->add_option("RUN_ID", "run id")->required();
   show->callback([&ctx, id, run] { run(RunsShow(ctx, id->as<std::string>())); });
+  auto* errors = runs->add_subcommand("errors", "every error a run kept, in input order");
+  auto* errors_id = errors->add_option("RUN_ID", "run id")->required();
+  errors->callback([&ctx, errors_id, run] { run(RunsErrors(ctx, errors_id->as<std::string>())); });
 }
 
 }  // namespace loam::cli

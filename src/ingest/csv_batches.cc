@@ -4,6 +4,7 @@
 
 #include "common/status_macros.h"
 #include "format/json_check.h"
+#include "ingest/row_source.h"
 
 namespace loam::ingest {
 namespace {
@@ -106,9 +107,11 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
           AppendValue(f, coercion ? &*coercion : nullptr, rec.fields[at],
                       rec.quoted[at] ? ValueForm::kCsvQuotedField : ValueForm::kCsvField, &col);
       if (!s.ok()) {
-        Status positioned = Status::InvalidArgument(
-            source_ + ": line " + std::to_string(rec.line) + ", column " + std::to_string(at + 1) +
-            " ('" + f.name + "', " + f.type.ToString() + "): " + s.message());
+        Status positioned =
+            RowError(Status::InvalidArgument(source_ + ": line " + std::to_string(rec.line) +
+                                             ", column " + std::to_string(at + 1) + " ('" + f.name +
+                                             "', " + f.type.ToString() + "): " + s.message()),
+                     rec.line, rec.offset, f.name);
         if (!reject_) return positioned;
         for (Column& col_done : batch.columns) col_done.Truncate(before);  // drop the partial row
         RETURN_NOT_OK(reject_(positioned));

@@ -334,6 +334,7 @@ Result<std::vector<std::string>> CsvReader::ReadHeader() {
 
 Result<bool> CsvReader::Next(CsvRecord* out) {
   if (records_ < 0) return Status::FailedPrecondition("read the CSV header first");
+  const uint64_t offset = bytes_read_ - (chunk_.size() - pos_);
   ASSIGN_OR_RETURN(bool found, ParseRecord());
   if (!found) return false;
   if (fields_.size() != header_columns_) {
@@ -347,6 +348,7 @@ Result<bool> CsvReader::Next(CsvRecord* out) {
   out->quoted = quoted_;
   out->number = ++records_;
   out->line = record_line_;
+  out->offset = offset;
   return true;
 }
 

@@ -35,8 +35,9 @@ struct CsvRecord {
   // 1 where the field was quoted: "" is an empty string, an empty unquoted
   // field is a missing value.
   std::vector<uint8_t> quoted;
-  int64_t number = 0;  // 1 = the first record after the header
-  int64_t line = 0;    // line on which the record starts
+  int64_t number = 0;   // 1 = the first record after the header
+  int64_t line = 0;     // line on which the record starts
+  uint64_t offset = 0;  // byte of the (decompressed) input at which it starts
 };
 
 class CsvReader {

@@ -7,6 +7,7 @@
 #include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "format/json_check.h"
+#include "ingest/row_source.h"
 
 namespace loam::ingest {
 namespace {
@@ -44,10 +45,12 @@ JsonlBatches::JsonlBatches(ByteSource& input, Schema table, const SchemaPolicy& 
 JsonlBatches::~JsonlBatches() = default;
 JsonlBatches::JsonlBatches(JsonlBatches&&) noexcept = default;
 
-Status JsonlBatches::Error(std::string_view where, std::string_view what) const {
-  return Status::InvalidArgument(source_ + ": line " + std::to_string(line_number_) +
-                                 (where.empty() ? "" : ", " + std::string(where)) + ": " +
-                                 std::string(what));
+Status JsonlBatches::Error(std::string_view where, std::string_view what,
+                           std::string_view column) const {
+  return RowError(Status::InvalidArgument(source_ + ": line " + std::to_string(line_number_) +
+                                          (where.empty() ? "" : ", " + std::string(where)) + ": " +
+                                          std::string(what)),
+                  line_number_, line_offset_, column);
 }
 
 Status JsonlBatches::LimitError(std::string_view where, std::string_view what) const {
@@ -67,6 +70,7 @@ Result<bool> JsonlBatches::NextLine() {
 Result<bool> JsonlBatches::ReadLine() {
   const size_t max_line = limits_.max_field_bytes * 16;
   line_size_ = 0;
+  line_offset_ = consumed_;
   bool any = false;
   while (true) {
     if (pos_ == chunk_.size()) {
@@ -98,8 +102,10 @@ Result<bool> JsonlBatches::ReadLine() {
     std::memcpy(line_.data() + line_size_, start, take);
     line_size_ += take;
     pos_ += take;
+    consumed_ += take;
     if (nl) {
       ++pos_;
+      ++consumed_;
       ++line_number_;
       if (line_size_ > 0 && line_[line_size_ - 1] == '\r') --line_size_;
       return true;
@@ -207,7 +213,8 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
                    "not a column of the table; remove it from the input or add it to the table");
     }
     const int c = it->second;
-    if (seen_[c]) return Error(where, "appears twice in one object; give each key once");
+    const std::string& column = table_.fields[c].name;
+    if (seen_[c]) return Error(where, "appears twice in one object; give each key once", column);
     seen_[c] = 1;
     const Field& f = table_.fields[c];
     std::string_view text;
@@ -215,7 +222,7 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
     if (Status read = ReadValue(field.value(), f, limits_.max_json_depth, &text, &form);
         !read.ok()) {
       return read.IsResourceExhausted() ? LimitError(where, read.message())
-                                        : Error(where, read.message());
+                                        : Error(where, read.message(), column);
     }
     if (text.size() > limits_.max_field_bytes) {
       return LimitError(where, "the value is longer than " +
@@ -224,7 +231,7 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
     }
     const std::optional<Coercion>& k = coercion_of_[c];
     Status s = AppendValue(f, k ? &*k : nullptr, text, form, &batch->columns[c]);
-    if (!s.ok()) return Error(where + " (" + f.type.ToString() + ")", s.message());
+    if (!s.ok()) return Error(where + " (" + f.type.ToString() + ")", s.message(), column);
   }
   if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
     return Error("", "content follows the object; put one JSON object on each line");
@@ -254,7 +261,7 @@ Status JsonlBatches::FillMissing(RecordBatch* batch) const {
     const Field& f = table_.fields[c];
     if (!f.nullable) {
       return Error("field '" + f.name + "'",
-                   "missing, and the column is not nullable; give it in every object");
+                   "missing, and the column is not nullable; give it in every object", f.name);
     }
     batch->columns[c].AppendNull();
   }

@@ -38,7 +38,9 @@ class JsonlBatches {
   Status ParseLine(RecordBatch* batch);
   Status CheckLine() const;                      // every byte of the line, first
   Status FillMissing(RecordBatch* batch) const;  // nulls for the keys a line left out
-  Status Error(std::string_view where, std::string_view what) const;
+  // An error about the current line, positioned (RowError); `column`: the
+  // table column it is about, if one.
+  Status Error(std::string_view where, std::string_view what, std::string_view column = {}) const;
   // As Error, for a limit (limit_exceeded).
   Status LimitError(std::string_view where, std::string_view what) const;
 
@@ -55,6 +57,8 @@ class JsonlBatches {
   std::string line_;  // with simdjson padding past its size
   size_t line_size_ = 0;
   int64_t line_number_ = 0;
+  uint64_t consumed_ = 0;     // input bytes before pos_
+  uint64_t line_offset_ = 0;  // where the current line starts
   int64_t rows_ = 0;
   std::vector<int64_t> row_lines_;
   std::function<Status(const Status&)> reject_;

@@ -34,6 +34,7 @@ void StartValidating(RunRecord& r, int64_t now_micros) {
   r.started_micros = now_micros;
   r.counters = {};
   r.errors.clear();
+  r.error_count = 0;
 }
 
 }  // namespace loader_internal

@@ -117,7 +117,12 @@ class Loader {
   Result<bool> Committed(Active& run);
   // Ends the run failed with `s` unless `s` leaves it resumable (returned
   // as is) or its commit landed after all (then it ends committed).
-  Result<RunRecord> FailWith(Active& run, const Status& s, const std::string& file);
+  // `found`: the invalid rows validation listed (StageFailure::errors).
+  Result<RunRecord> FailWith(Active& run, const Status& s, const std::string& file,
+                             std::vector<RunError> found = {});
+  // Puts `errors` in the record, the first kRecordErrors in it and all of
+  // them (when there are more) next to it.
+  Status KeepErrors(Active& run, std::vector<RunError> errors);
   // Records the terminal `state` (the before_terminal hook first).
   Result<RunRecord> Finish(Active& run, RunState state);
   // After an attempt of a resumed run ended in resumable `s`: records it and

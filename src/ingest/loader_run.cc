@@ -261,7 +261,19 @@ Result<bool> Loader::Committed(Active& run) {
   return true;
 }
 
-Result<RunRecord> Loader::FailWith(Active& run, const Status& s, const std::string& file) {
+Status Loader::KeepErrors(Active& run, std::vector<RunError> errors) {
+  RunRecord& rec = run.record;
+  rec.error_count = static_cast<int64_t>(errors.size());
+  if (errors.size() > kRecordErrors) {
+    RETURN_NOT_OK(runs_.PutErrors(rec.id, errors));
+    errors.resize(kRecordErrors);
+  }
+  rec.errors = std::move(errors);
+  return Status::OK();
+}
+
+Result<RunRecord> Loader::FailWith(Active& run, const Status& s, const std::string& file,
+                                   std::vector<RunError> found) {
   if (!EndsRun(s)) return s;  // resumable: the record stays as it is
   RunRecord& rec = run.record;
   if (run.reached_commit) {
@@ -270,7 +282,12 @@ Result<RunRecord> Loader::FailWith(Active& run, const Status& s, const std::stri
   }
   rec.error_code = std::string(ErrorCodeName(RunErrorCode(s)));
   rec.error = s.message();
-  if (rec.errors.size() < 10) rec.errors.push_back({file, s.message()});
+  if (!found.empty()) {
+    RETURN_NOT_OK(KeepErrors(run, std::move(found)));
+  } else if (rec.errors.size() < kRecordErrors) {
+    rec.errors.push_back(RunErrorOf(s, file));
+    rec.error_count = static_cast<int64_t>(rec.errors.size());
+  }
   ForgetWrites(&rec.counters);
   return Finish(run, RunState::kFailed);
 }
@@ -372,17 +389,19 @@ Result<RunRecord> Loader::Attempt(Active& run, Status* conflict) {
   const TableState& t = **target;
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   int64_t next_renew = NowMicros() + options_.lease_micros / 3;
-  std::string failed_file;
-  Result<StagedInput> staged =
-      StageInput(req, t, data, StagingOptions(run, &next_renew), &failed_file);
-  if (!staged.ok()) return FailWith(run, staged.status(), failed_file);
+  StageFailure failure;
+  Result<StagedInput> staged = StageInput(req, t, data, StagingOptions(run, &next_renew), &failure);
+  if (!staged.ok()) {
+    rec.counters = failure.counters;
+    return FailWith(run, staged.status(), failure.file, std::move(failure.errors));
+  }
   rec.counters = staged->counters;
-  rec.errors = staged->rejected;
   rec.validated_micros = NowMicros();
   auto discard = [&] {
     NoteCleanupFailure("removing a run's unpublished fragments", data.DeleteStaged(staged->staged));
   };
-  Status after_validate = Fail(failpoint::kRunAfterValidate);
+  Status after_validate = KeepErrors(run, std::move(staged->rejected));
+  if (after_validate.ok()) after_validate = Fail(failpoint::kRunAfterValidate);
   if (!after_validate.ok()) {
     discard();
     return after_validate;

@@ -157,6 +157,13 @@ InputFormat GuessInputFormat(std::string_view file_name) {
                                                                          : InputFormat::kCsv;
 }
 
+Status RowError(Status error, int64_t line, uint64_t offset, std::string_view column) {
+  return std::move(error)
+      .WithDetail("line", std::to_string(line))
+      .WithDetail("offset", std::to_string(offset))
+      .WithDetail("column", std::string(column));
+}
+
 Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw,
                                                  InputFormat format, const Schema& table,
                                                  const SchemaPolicy& policy, std::string name,

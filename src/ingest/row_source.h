@@ -32,10 +32,16 @@ struct ParseLimits {
   size_t batch_bytes = size_t{16} << 20;
 };
 
-// With skipRows, a row whose values are invalid is left out and its error
-// (file, line, column, reason; never the value) goes here; a non-OK return
-// ends the read. Structural errors (an unclosed CSV quote) still end it.
+// With a reject function, a row whose values are invalid is left out and
+// its error (RowError: file, line, column, reason; never the value) goes
+// there; a non-OK return ends the read. Structural errors (an unclosed CSV
+// quote) and limits still end it.
 using RejectFn = std::function<Status(const Status& row_error)>;
+
+// `error` about one row, with its position as details: "line" (1-based),
+// "offset" (the byte of the decompressed input at which the row starts)
+// and "column" (the table column, "" when the row as a whole is wrong).
+Status RowError(Status error, int64_t line, uint64_t offset, std::string_view column);
 
 class RowSource {
  public:

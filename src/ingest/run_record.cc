@@ -1,6 +1,7 @@
 #include "ingest/run_record.h"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,7 @@ std::string RunRequest::ToJson() const {
   if (expected_table_version) j["expectedTableVersion"] = *expected_table_version;
   if (!additive_admin.empty()) j["additiveAdmin"] = additive_admin;
   if (!file_names.empty()) j["fileNames"] = file_names;
+  if (max_errors != kDefaultMaxErrors) j["limits"]["maxErrors"] = max_errors;
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
@@ -123,6 +125,7 @@ Status ReadLimits(const json& l, RunRequest* r) {
   RETURN_NOT_OK(o.Int("timeBudgetMs", &r->time_budget_ms, std::numeric_limits<int64_t>::min(),
                       std::numeric_limits<int64_t>::max()));
   RETURN_NOT_OK(o.Int("maxRejectedRows", &r->max_rejected_rows, 0, int64_t{1} << 40));
+  RETURN_NOT_OK(o.Int("maxErrors", &r->max_errors, 1, RunRequest::kMaxErrorsCeiling));
   return o.Finish();
 }
 
@@ -175,9 +178,71 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
   return r;
 }
 
+namespace {
+
+json ErrorJson(const RunError& e) {
+  return {{"file", e.file},     {"reason", e.reason}, {"line", e.line},
+          {"offset", e.offset}, {"column", e.column}, {"code", e.code}};
+}
+
+// Records written before the position fields have file and reason only.
+RunError ErrorFromJson(const json& e) {
+  RunError out{e.at("file"), e.at("reason")};
+  if (e.contains("line")) out.line = Int64At(e, "line", 0);
+  if (e.contains("offset")) out.offset = Int64At(e, "offset", -1);
+  if (e.contains("column")) out.column = e.at("column");
+  if (e.contains("code")) out.code = e.at("code");
+  return out;
+}
+
+int64_t DetailInt(const Status& s, std::string_view key, int64_t absent) {
+  const std::string_view text = s.detail(key);
+  int64_t v = absent;
+  if (text.empty() || std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc())
+    return absent;
+  return v;
+}
+
+}  // namespace
+
+RunError RunErrorOf(const Status& s, const std::string& file) {
+  const ErrorCode code =
+      s.Is(ErrorCode::kInvalidArgument) ? ErrorCode::kValidationFailed : s.error_code();
+  return {file,
+          s.message(),
+          DetailInt(s, "line", 0),
+          DetailInt(s, "offset", -1),
+          std::string(s.detail("column")),
+          std::string(ErrorCodeName(code))};
+}
+
+std::string RunErrorsToJsonLines(const std::vector<RunError>& errors) {
+  std::string out;
+  for (const RunError& e : errors) {
+    out += ErrorJson(e).dump(-1, ' ', false, json::error_handler_t::replace);
+    out += '\n';
+  }
+  return out;
+}
+
+Result<std::vector<RunError>> RunErrorsFromJsonLines(std::string_view text) {
+  std::vector<RunError> out;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    ASSIGN_OR_RETURN(json j, ParseObject(text.substr(0, end), "run error"));
+    try {
+      out.push_back(ErrorFromJson(j));
+    } catch (const json::exception& e) {
+      return Status::DataLoss(std::string("malformed run error: ") + e.what());
+    }
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+  }
+  return out;
+}
+
 std::string RunRecord::ToJson() const {
   json errs = json::array();
-  for (const RunError& e : errors) errs.push_back({{"file", e.file}, {"reason", e.reason}});
+  for (const RunError& e : errors) errs.push_back(ErrorJson(e));
   json j = {{"format", 1},
             {"id", id},
             {"request", json::parse(request)},
@@ -193,6 +258,7 @@ std::string RunRecord::ToJson() const {
               {"rejected", counters.rejected},
               {"bytesRead", counters.bytes_read}}},
             {"errors", errs},
+            {"errorCount", error_count},
             {"errorCode", error_code},
             {"error", error},
             {"validationOnly", validation_only},
@@ -247,7 +313,9 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
                   Int64At(c, "deleted"),
                   Int64At(c, "rejected"),
                   static_cast<uint64_t>(Int64At(c, "bytesRead", 0))};
-    for (const json& e : j.at("errors")) r.errors.push_back({e.at("file"), e.at("reason")});
+    for (const json& e : j.at("errors")) r.errors.push_back(ErrorFromJson(e));
+    r.error_count = j.contains("errorCount") ? Int64At(j, "errorCount", 0)
+                                             : static_cast<int64_t>(r.errors.size());
     r.error_code = j.at("errorCode");
     r.error = j.at("error");
     r.validation_only = j.at("validationOnly");
@@ -286,6 +354,10 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
 
 std::string RunStore::RunKey(const std::string& run_id) const {
   return (root_.empty() ? "" : root_ + "/") + "_control/runs/" + run_id + ".json";
+}
+
+std::string RunStore::ErrorsKey(const std::string& run_id) const {
+  return (root_.empty() ? "" : root_ + "/") + "_control/run-errors/" + run_id + ".jsonl";
 }
 
 std::string RunStore::KeyKey(const std::string& key) const {
@@ -329,7 +401,26 @@ Result<std::vector<RunRecord>> RunStore::List() const {
   return out;
 }
 
-Status RunStore::Delete(const std::string& run_id) { return store_->Delete(RunKey(run_id)); }
+Status RunStore::Delete(const std::string& run_id) {
+  // The errors first: a record is never left without them.
+  RETURN_NOT_OK(store_->Delete(ErrorsKey(run_id)));
+  return store_->Delete(RunKey(run_id));
+}
+
+Status RunStore::PutErrors(const std::string& run_id, const std::vector<RunError>& errors) {
+  return store_->Put(ErrorsKey(run_id), RunErrorsToJsonLines(errors)).status();
+}
+
+Result<std::vector<RunError>> RunStore::GetErrors(const RunRecord& record) const {
+  if (record.error_count <= static_cast<int64_t>(record.errors.size())) return record.errors;
+  Result<std::string> text = store_->Get(ErrorsKey(record.id));
+  if (text.status().IsNotFound()) {
+    return Status::DataLoss("run " + record.id + " counts " + std::to_string(record.error_count) +
+                            " errors but their list is missing");
+  }
+  RETURN_NOT_OK(text.status());
+  return RunErrorsFromJsonLines(*text);
+}
 
 Result<std::optional<std::string>> RunStore::FindKey(const std::string& key) const {
   Result<std::string> text = store_->Get(KeyKey(key));

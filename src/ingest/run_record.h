@@ -4,7 +4,9 @@
 // updated only by compare-and-swap on their etag, so two processes never both
 // believe they own a run. An idempotency key maps to its run through
 // "<workspace>/_control/idempotency/<hash of key>.json", created once.
-// Records hold positions and reasons of rejected rows, never their values.
+// Records hold positions and reasons of rejected rows, never their values:
+// the first kRecordErrors; a run with more keeps them all (up to its
+// max_errors) in "<workspace>/_control/run-errors/<run_id>.jsonl".
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,11 @@ struct RunRequest {
   int64_t max_rows = 100'000'000;      // per run
   int64_t time_budget_ms = 3'600'000;  // parsing and validation
   int64_t max_rejected_rows = 1000;    // skipRows only
+  // Row errors a run keeps: failRun and validationOnly validate on after an
+  // invalid row, up to this many; skipRows keeps this many positions.
+  int64_t max_errors = kDefaultMaxErrors;
+  static constexpr int64_t kDefaultMaxErrors = 1000;
+  static constexpr int64_t kMaxErrorsCeiling = 100'000;
   // The commit fails precondition_failed unless the table is at this version.
   std::optional<int64_t> expected_table_version;
 
@@ -76,12 +83,24 @@ struct RunCounters {
   uint64_t bytes_read = 0;  // decoded input bytes
 };
 
-// Where and why a row was rejected. `reason` carries the file, line and
-// column and never the value.
+// Where and why a row was rejected or invalid (or, with line 0, why the
+// run failed). `reason` repeats the position and never holds a value.
 struct RunError {
   std::string file;
   std::string reason;
+  int64_t line = 0;     // 1-based; 0: not about one row
+  int64_t offset = -1;  // the byte of the decompressed input the row starts at; -1: unknown
+  std::string column;   // the table column, if the error is about one
+  std::string code;     // a stable error code (docs/errors.md), e.g. validation_failed
 };
+// The row error `s` (a RowError of a row source) names, found in `file`.
+RunError RunErrorOf(const Status& s, const std::string& file);
+// JSON Lines, one error per line, and back.
+std::string RunErrorsToJsonLines(const std::vector<RunError>& errors);
+Result<std::vector<RunError>> RunErrorsFromJsonLines(std::string_view text);
+
+// The errors a run record holds itself.
+inline constexpr size_t kRecordErrors = 10;
 
 struct RunRecord {
   std::string id;       // ULID
@@ -90,9 +109,12 @@ struct RunRecord {
   std::string table;
   int64_t table_sid = 0;  // resolved at validation
   RunCounters counters;
-  std::vector<RunError> errors;  // the first few
-  std::string error_code;        // failed runs: validation_failed, schema_conflict, conflict, ...
-  std::string error;             // failed runs: the message
+  std::vector<RunError> errors;  // the first kRecordErrors
+  // Every error the run kept (up to its max_errors); more than `errors`
+  // holds: the rest are in RunStore::GetErrors.
+  int64_t error_count = 0;
+  std::string error_code;  // failed runs: validation_failed, schema_conflict, conflict, ...
+  std::string error;       // failed runs: the message
   bool validation_only = false;
   // Timings, µs since the epoch (0 = not reached).
   int64_t created_micros = 0;
@@ -140,8 +162,15 @@ class RunStore {
   Status Update(const RunRecord& record, std::string* etag);
   // Newest first.
   Result<std::vector<RunRecord>> List() const;
-  // Removes a record (retention: terminal runs only). Missing is OK.
+  // Removes a record and its errors (retention: terminal runs only).
+  // Missing is OK.
   Status Delete(const std::string& run_id);
+
+  // Keeps every error of a run whose record holds only the first (written
+  // before the terminal record that counts them).
+  Status PutErrors(const std::string& run_id, const std::vector<RunError>& errors);
+  // Every error `record` counts: its own, or those PutErrors kept.
+  Result<std::vector<RunError>> GetErrors(const RunRecord& record) const;
 
   // The run an idempotency key names, if any.
   Result<std::optional<std::string>> FindKey(const std::string& key) const;
@@ -150,6 +179,7 @@ class RunStore {
 
  private:
   std::string RunKey(const std::string& run_id) const;
+  std::string ErrorsKey(const std::string& run_id) const;
   std::string KeyKey(const std::string& key) const;
 
   std::shared_ptr<ObjectStore> store_;

@@ -40,6 +40,29 @@ size_t AllocatedBytes(const RecordBatch& b) {
   return n;
 }
 
+void RowErrorLog::Reset(size_t keep) {
+  std::lock_guard lock(mu_);
+  kept_.clear();
+  count_ = 0;
+  keep_ = keep;
+}
+
+int64_t RowErrorLog::Add(RunError error) {
+  std::lock_guard lock(mu_);
+  if (kept_.size() < keep_) kept_.push_back(std::move(error));
+  return ++count_;
+}
+
+int64_t RowErrorLog::count() const {
+  std::lock_guard lock(mu_);
+  return count_;
+}
+
+std::vector<RunError> RowErrorLog::kept() const {
+  std::lock_guard lock(mu_);
+  return kept_;
+}
+
 int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -47,6 +70,7 @@ int64_t SteadyMicros() {
 }
 
 Result<StagedInput> Stager::Run() {
+  errors_.Reset(static_cast<size_t>(req_.max_errors));
   const int64_t start = SteadyMicros();
   const int64_t deadline = start + req_.time_budget_ms * 1000;
   // Phase timings for LOAM_LOG_LEVEL=debug (where a slow load spends its time).
@@ -107,6 +131,7 @@ Result<StagedInput> Stager::Run() {
   }
   out_.key_memory_peak = meter_.peak();
   out_.keys_spilled = spill_ != nullptr;
+  out_.rejected = errors_.kept();
   return std::move(out_);
 }
 
@@ -131,7 +156,8 @@ Status Stager::StageInOnePass(int64_t deadline) {
 Status Stager::StageParsingAgain(int64_t deadline) {
   const int64_t first_rows = out_.counters.rows_read;
   out_.counters = {};
-  out_.rejected.clear();
+  errors_.Reset(static_cast<size_t>(req_.max_errors));
+  counted_errors_ = 0;
   const Hash128Value first_keys = key_sum_;
   key_sum_ = {};
   RETURN_NOT_OK(Parse(deadline, [&](RecordBatch& b, uint32_t file, const Lines& lines) {
@@ -155,14 +181,25 @@ Status Stager::StageParsingAgain(int64_t deadline) {
 
 Status Stager::Guard(Status s, const std::string& file) {
   if (s.ok()) return s;
-  *failed_file_ = file;
-  if (writer_) {
-    static_cast<void>(writer_->Close());
-    NoteCleanupFailure("removing a failed load's fragments",
-                       data_.DeleteStaged(writer_->written()));
-    writer_.reset();
+  failure_->file = file;
+  failure_->counters = out_.counters;
+  if (list_invalid_) {
+    failure_->errors = errors_.kept();
+    // Another error after invalid rows (an unclosed quote, a limit) ends
+    // the list.
+    if (!failure_->errors.empty() && s.detail("invalidRows").empty()) {
+      failure_->errors.push_back(RunErrorOf(s, file));
+    }
   }
+  DiscardStaged();
   return s;
+}
+
+void Stager::DiscardStaged() {
+  if (!writer_) return;
+  static_cast<void>(writer_->Close());
+  NoteCleanupFailure("removing a failed load's fragments", data_.DeleteStaged(writer_->written()));
+  writer_.reset();
 }
 
 Status Stager::Parse(int64_t deadline, const BatchFn& each) {
@@ -177,21 +214,20 @@ Status Stager::Parse(int64_t deadline, const BatchFn& each) {
     Result<std::unique_ptr<ByteSource>> raw = options_.open_input(file);
     if (!raw.ok()) return Guard(raw.status(), name);
     file_size_ = (*raw)->SizeHint();
-    RejectFn reject;
-    if (req_.error_policy == ErrorPolicy::kSkipRows) {
-      reject = [&, name](const Status& error) { return Reject(error, name); };
-    }
-    Result<std::unique_ptr<RowSource>> rows =
-        OpenRowSource(std::move(*raw), req_.format.value_or(GuessInputFormat(file)), schema_,
-                      req_.policy, name, req_.limits, std::move(reject));
+    Result<std::unique_ptr<RowSource>> rows = OpenRowSource(
+        std::move(*raw), req_.format.value_or(GuessInputFormat(file)), schema_, req_.policy, name,
+        req_.limits, [this, name](const Status& error) { return Reject(error, name); });
     if (!rows.ok()) return Guard(rows.status(), name);
-    // Parsing runs ahead on its own thread (not with skipRows, whose
-    // rejections are counted here as they happen).
-    if (!reject) *rows = Prefetch(std::move(*rows), options_.batch_rows);
+    // Parsing runs ahead on its own thread (and calls Reject there).
+    *rows = Prefetch(std::move(*rows), options_.batch_rows);
     const uint64_t bytes_before = c.bytes_read;
     while (true) {
       Result<std::optional<RecordBatch>> next = (*rows)->Next(options_.batch_rows);
-      if (!next.ok()) return Guard(next.status(), name);
+      CountRejected();
+      if (!next.ok()) {
+        const bool at_cap = list_invalid_ && errors_.count() >= req_.max_errors;
+        return Guard(at_cap ? InvalidRows() : next.status(), name);
+      }
       c.bytes_read = bytes_before + (*rows)->bytes_read();
       if (!*next) break;
       RecordBatch& b = **next;
@@ -211,24 +247,56 @@ Status Stager::Parse(int64_t deadline, const BatchFn& each) {
                                       " of the run); split the input or raise --time-budget-ms"),
             name);
       }
-      RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), (*rows)->row_lines()), name));
+      // After an invalid row (failRun, validationOnly) the rest is only
+      // validated: nothing more is staged or checked against the table.
+      if (list_invalid_ && counted_errors_ > 0) {
+        DiscardStaged();
+      } else {
+        RETURN_NOT_OK(Guard(each(b, static_cast<uint32_t>(fi), (*rows)->row_lines()), name));
+      }
       if (options_.on_batch) RETURN_NOT_OK(Guard(options_.on_batch(c), name));
     }
   }
+  if (list_invalid_ && counted_errors_ > 0) return Guard(InvalidRows(), "");
   return Status::OK();
 }
 
 Status Stager::Reject(const Status& error, const std::string& file) {
-  RunCounters& c = out_.counters;
-  c.rejected++;
-  c.rows_read++;
-  if (out_.rejected.size() < 10) out_.rejected.push_back({file, error.message()});
-  if (c.rejected > req_.max_rejected_rows) {
+  const int64_t n = errors_.Add(RunErrorOf(error, file));
+  if (list_invalid_) {
+    // At the cap the read ends; Parse then reports what was found.
+    return n < req_.max_errors ? Status::OK() : Status::ResourceExhausted("maxErrors reached");
+  }
+  if (n > req_.max_rejected_rows) {
     return Status::ResourceExhausted(
         "more than " + std::to_string(req_.max_rejected_rows) +
         " rows were rejected (the rejected-rows limit); the last: " + error.message());
   }
   return Status::OK();
+}
+
+void Stager::CountRejected() {
+  const int64_t n = errors_.count();
+  out_.counters.rows_read += n - counted_errors_;  // invalid rows were read too
+  if (!list_invalid_) out_.counters.rejected = n;
+  counted_errors_ = n;
+}
+
+Status Stager::InvalidRows() const {
+  const std::vector<RunError> kept = errors_.kept();
+  const int64_t n = errors_.count();
+  std::string message = kept.front().reason;
+  if (n > 1) {
+    message += " (and " + std::to_string(n - 1) + " more invalid row" + (n > 2 ? "s" : "");
+    if (n >= req_.max_errors) {
+      message += "; validation stopped at " + std::to_string(req_.max_errors) +
+                 " errors, the maxErrors limit";
+    }
+    message += "; the run's errors list each)";
+  }
+  return Status::InvalidArgument(std::move(message))
+      .WithErrorCode(ErrorCode::kValidationFailed)
+      .WithDetail("invalidRows", std::to_string(n));
 }
 
 Status Stager::CollectKeys(const RecordBatch& b, uint32_t file, const Lines& lines) {
@@ -492,8 +560,8 @@ Status Stager::CompareCandidates() {
 }  // namespace stager_internal
 
 Result<StagedInput> StageInput(const RunRequest& req, const TableState& table, const Dataset& data,
-                               const StagerOptions& options, std::string* failed_file) {
-  return stager_internal::Stager(req, table, data, options, failed_file).Run();
+                               const StagerOptions& options, StageFailure* failure) {
+  return stager_internal::Stager(req, table, data, options, failure).Run();
 }
 
 }  // namespace loam::ingest

@@ -52,7 +52,9 @@ struct StagerOptions {
 struct StagedInput {
   RunCounters counters;  // rows and bytes read; inserted / updated / unchanged / deleted planned
   std::vector<Fragment> staged;
-  std::vector<RunError> rejected;  // skipRows: the first rows left out (never their values)
+  // skipRows: the rows left out, up to the request's max_errors (never
+  // their values).
+  std::vector<RunError> rejected;
   // Upserts that staged rows: the merge as classified, for the commit (see
   // MergePlan). Unset when the commit must plan it (a 128-bit key hash
   // matched a different key).
@@ -62,11 +64,21 @@ struct StagedInput {
   bool keys_spilled = false;
 };
 
+// What a failed StageInput found.
+struct StageFailure {
+  std::string file;      // the input its error names
+  RunCounters counters;  // what was read up to the failure
+  // failRun and validationOnly: after an invalid row the input is validated
+  // on (nothing more is staged) and every invalid row is listed, up to the
+  // request's max_errors; the error then names the first and counts them.
+  std::vector<RunError> errors;
+};
+
 // Streams `request`'s files into staged fragments of `data` (the table at
-// `table`'s head). On failure the error names the file, line and column, the
-// file's name is put in *failed_file, and staged files are deleted.
+// `table`'s head). On failure the error names the file, line and column,
+// *failure says what else was found, and staged files are deleted.
 Result<StagedInput> StageInput(const RunRequest& request, const TableState& table,
                                const Dataset& data, const StagerOptions& options,
-                               std::string* failed_file);
+                               StageFailure* failure);
 
 }  // namespace loam::ingest

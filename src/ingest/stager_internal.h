@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,23 @@ struct Seen {
   uint32_t existing = kNoRow;  // the table's row(s) with the key, in Stager::existing_
 };
 
+// A run's row errors, as the parsing thread (Prefetch) meets them: all
+// counted, the first `keep` kept.
+class RowErrorLog {
+ public:
+  void Reset(size_t keep);
+  // Records one; returns how many there are now.
+  int64_t Add(RunError error);
+  int64_t count() const;
+  std::vector<RunError> kept() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<RunError> kept_;
+  int64_t count_ = 0;
+  size_t keep_ = 0;
+};
+
 // The memory a batch holds (capacity, not size: a short last batch keeps
 // its full reservation).
 size_t AllocatedBytes(const RecordBatch& b);
@@ -79,14 +97,14 @@ int64_t SteadyMicros();
 class Stager {
  public:
   Stager(const RunRequest& req, const TableState& table, const Dataset& data,
-         const StagerOptions& options, std::string* failed_file)
+         const StagerOptions& options, StageFailure* failure)
       : req_(req),
         // Additive: the table's columns and then the declared ones it lacks.
         schema_(req.policy.additive ? req.policy.Extend(table.def.schema) : table.def.schema),
         table_(table),
         data_(data),
         options_(options),
-        failed_file_(failed_file),
+        failure_(failure),
         // An upsert on an unkeyed table matches on the load's own keys; on a
         // keyed table (the loader checked UpsertKeys) on the declared ones.
         keys_(req.mode == LoadMode::kUpsert && table.def.keys.empty() ? req.keys : table.def.keys),
@@ -129,8 +147,15 @@ class Stager {
   // Every file in order: typed, checked batches to `each`, with limits.
   Status Parse(int64_t deadline, const BatchFn& each);
 
-  // skipRows: counts the row left out, keeps its position and reason.
+  // A row left out of its batch (skipRows) or found invalid (failRun,
+  // validationOnly): logged. Runs on the parsing thread.
   Status Reject(const Status& error, const std::string& file);
+  // Takes the rows Reject logged since the last call into the counters.
+  void CountRejected();
+  // failRun and validationOnly, after an invalid row: the run's error.
+  Status InvalidRows() const;
+  // Deletes what was staged (best effort; gc removes what is left).
+  void DiscardStaged();
 
   // Footers and pages read while matching the table (pages are large and
   // pass through; footers stay).
@@ -273,7 +298,11 @@ class Stager {
   const TableState& table_;
   const Dataset& data_;
   const StagerOptions& options_;
-  std::string* failed_file_;
+  StageFailure* failure_;
+  // failRun and validationOnly list every invalid row; skipRows leaves them out.
+  const bool list_invalid_ = req_.error_policy != ErrorPolicy::kSkipRows;
+  RowErrorLog errors_;
+  int64_t counted_errors_ = 0;  // of errors_, in the counters
   const std::vector<std::string> keys_;
   const bool upsert_;
   const bool keyed_append_;  // an append into a table with declared keys

@@ -86,7 +86,7 @@ class StagerSpillTest : public ::testing::Test {
     so.key_memory_bytes = bound;
     so.scratch_dir = lo.scratch_dir;
     so.open_input = lo.open_input;
-    std::string failed;
+    StageFailure failed;
     Result<StagedInput> staged = StageInput(r, *snap.Find("t"), data, so, &failed);
     EXPECT_TRUE(staged.ok()) << staged.status();
     return staged.ok() ? std::move(*staged) : StagedInput{};

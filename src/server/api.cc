@@ -41,9 +41,7 @@ std::string Rfc3339(int64_t micros) {
 json RunJson(const RunInfo& run, int64_t queue_position) {
   const auto at = [](int64_t micros) { return micros > 0 ? json(Rfc3339(micros)) : json(); };
   json errors = json::array();
-  for (const RunInfo::Error& e : run.errors) {
-    errors.push_back({{"file", e.file}, {"reason", e.reason}});
-  }
+  for (const RunInfo::Error& e : run.errors) errors.push_back(service::RunErrorJson(e));
   json j = {{"id", run.id},
             {"state", run.state},
             {"pipelineId", run.pipeline_id},
@@ -59,7 +57,8 @@ json RunJson(const RunInfo& run, int64_t queue_position) {
               {"unchanged", run.counters.unchanged},
               {"deleted", run.counters.deleted},
               {"rejected", run.counters.rejected},
-              {"errors", errors}}},
+              {"errors", errors},
+              {"errorCount", run.error_count}}},
             {"timings",
              {{"submittedAt", at(run.created_micros)},
               {"startedAt", at(run.started_micros)},
@@ -122,6 +121,7 @@ void Api::AddRoutes() {
          {"pipeline", "table", "state", "idempotencyKey", "since", "until", "order", "cursor",
           "limit"});
   authed("GET", "/v1/runs/{id}", &Api::GetRun, {"wait"});
+  authed("GET", "/v1/runs/{id}/errors", &Api::GetRunErrors);
   keyed("POST", "/v1/runs/{id}/cancel", &Api::CancelRun);
   keyed("POST", "/v1/runs/{id}/revert", &Api::RevertRun);
 }

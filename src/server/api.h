@@ -174,6 +174,7 @@ class Api : public HttpHandler {
   Response SubmitRun(Call& c);
   Response ListRuns(Call& c);
   Response GetRun(Call& c);
+  Response GetRunErrors(Call& c);
   Response CancelRun(Call& c);
   Response RevertRun(Call& c);
   Response RunSql(Call& c);  // api_sql.cc

@@ -85,6 +85,22 @@ Response Api::ListRuns(Call& c) {
   return JsonResponse(200, out);
 }
 
+// Every error the run kept, one JSON object per line, in input order.
+Response Api::GetRunErrors(Call& c) {
+  c.run_id = c.params["id"];
+  Result<std::vector<RunInfo::Error>> errors = svc_->RunErrors(c.ctx, c.run_id);
+  if (!errors.ok()) return Problem(errors.status());
+  Response r{http::status::ok, 11};
+  r.set(http::field::content_type, "application/x-ndjson");
+  std::string body;
+  for (const RunInfo::Error& e : *errors) {
+    body += service::RunErrorJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    body += '\n';
+  }
+  r.body() = std::move(body);
+  return r;
+}
+
 Response Api::GetRun(Call& c) {
   c.run_id = c.params["id"];
   int64_t wait = 0;

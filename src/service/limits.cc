@@ -48,6 +48,8 @@ Result<LoadLimits> LoadLimits::FromJson(const json& j, const std::string& where)
   RETURN_NOT_OK(ReadOpt<int64_t>(o, "maxDecodedBytes", &l.max_decoded_bytes, 1, kMax));
   RETURN_NOT_OK(ReadOpt<double>(o, "maxExpansionRatio", &l.max_expansion_ratio, 1, 1e9));
   RETURN_NOT_OK(ReadOpt<int64_t>(o, "timeBudgetMs", &l.time_budget_ms, 1, kMax));
+  RETURN_NOT_OK(
+      ReadOpt<int64_t>(o, "maxErrors", &l.max_errors, 1, ingest::RunRequest::kMaxErrorsCeiling));
   RETURN_NOT_OK(ReadOpt<int64_t>(o, "maxRunBytes", &l.max_run_bytes, 0, kMax));
   RETURN_NOT_OK(ReadOpt<int64_t>(o, "maxConcurrentRuns", &l.max_concurrent_runs, 1, 1 << 20));
   RETURN_NOT_OK(o.Finish());
@@ -66,6 +68,7 @@ json LoadLimits::ToJson() const {
   put("maxDecodedBytes", max_decoded_bytes);
   put("maxExpansionRatio", max_expansion_ratio);
   put("timeBudgetMs", time_budget_ms);
+  put("maxErrors", max_errors);
   put("maxRunBytes", max_run_bytes);
   put("maxConcurrentRuns", max_concurrent_runs);
   return j;
@@ -80,6 +83,7 @@ LoadLimits ServiceLimits::Ceiling() const {
   l.max_decoded_bytes = max_decoded_bytes;
   l.max_expansion_ratio = max_expansion_ratio;
   l.time_budget_ms = time_budget_ms;
+  l.max_errors = max_errors;
   l.max_run_bytes = max_run_bytes;
   l.max_concurrent_runs = max_concurrent_runs_per_pipeline;
   return l;
@@ -125,6 +129,7 @@ Result<LoadLimits> LowerOnly(const LoadLimits& upper, const LoadLimits& lower,
                       &out.max_expansion_ratio, what));
   RETURN_NOT_OK(
       Lower("timeBudgetMs", upper.time_budget_ms, lower.time_budget_ms, &out.time_budget_ms, what));
+  RETURN_NOT_OK(Lower("maxErrors", upper.max_errors, lower.max_errors, &out.max_errors, what));
   RETURN_NOT_OK(
       Lower("maxRunBytes", upper.max_run_bytes, lower.max_run_bytes, &out.max_run_bytes, what));
   RETURN_NOT_OK(Lower("maxConcurrentRuns", upper.max_concurrent_runs, lower.max_concurrent_runs,
@@ -143,6 +148,7 @@ void ApplyLimits(const LoadLimits& l, ingest::RunRequest* r) {
   r->limits.decode.max_expansion_ratio =
       l.max_expansion_ratio.value_or(r->limits.decode.max_expansion_ratio);
   r->time_budget_ms = l.time_budget_ms.value_or(r->time_budget_ms);
+  r->max_errors = l.max_errors.value_or(r->max_errors);
 }
 
 }  // namespace loam::service

@@ -21,6 +21,7 @@ struct LoadLimits {
   std::optional<int64_t> max_decoded_bytes;
   std::optional<double> max_expansion_ratio;
   std::optional<int64_t> time_budget_ms;
+  std::optional<int64_t> max_errors;           // invalid rows a run lists (RunRequest::max_errors)
   std::optional<int64_t> max_run_bytes;        // the uploads of one run, together
   std::optional<int64_t> max_concurrent_runs;  // non-terminal runs of one pipeline
 
@@ -57,6 +58,7 @@ struct ServiceLimits {
   int64_t max_decoded_bytes = int64_t{64} << 30;
   double max_expansion_ratio = 200;
   int64_t time_budget_ms = 3'600'000;
+  int64_t max_errors = ingest::RunRequest::kDefaultMaxErrors;
   // Uploads.
   int64_t upload_ttl_seconds = 3600;
   int64_t max_upload_ttl_seconds = 24 * 3600;

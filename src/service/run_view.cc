@@ -2,6 +2,24 @@
 
 namespace loam::service {
 
+std::vector<RunInfo::Error> ErrorsOf(const std::vector<ingest::RunError>& errors) {
+  std::vector<RunInfo::Error> out;
+  out.reserve(errors.size());
+  for (const ingest::RunError& e : errors) {
+    out.push_back({e.file, e.reason, e.line, e.offset, e.column, e.code});
+  }
+  return out;
+}
+
+nlohmann::json RunErrorJson(const RunInfo::Error& e) {
+  nlohmann::json j = {{"file", e.file}, {"reason", e.reason}};
+  if (!e.code.empty()) j["code"] = e.code;
+  if (e.line > 0) j["line"] = e.line;
+  if (e.offset >= 0) j["offset"] = e.offset;
+  if (!e.column.empty()) j["column"] = e.column;
+  return j;
+}
+
 RunInfo ViewOf(const ingest::RunRecord& run) {
   RunInfo v;
   v.id = run.id;
@@ -16,7 +34,8 @@ RunInfo ViewOf(const ingest::RunRecord& run) {
   v.source_reload = run.source_reload;
   const ingest::RunCounters& c = run.counters;
   v.counters = {c.rows_read, c.inserted, c.updated, c.unchanged, c.deleted, c.rejected};
-  for (const ingest::RunError& e : run.errors) v.errors.push_back({e.file, e.reason});
+  v.errors = ErrorsOf(run.errors);
+  v.error_count = run.error_count;
   v.error_code = run.error_code;
   v.error = run.error;
   v.created_micros = run.created_micros;

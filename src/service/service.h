@@ -267,6 +267,8 @@ class Service {
   Result<Submission> SubmitInline(const CallContext& ctx, const std::string& pipeline_id,
                                   std::string_view idempotency_key, const InlineLoad& load);
   Result<RunStatus> GetRun(const CallContext& ctx, const std::string& run_id);
+  // Every error the run kept (RunInfo::error_count of them), in input order.
+  Result<std::vector<RunInfo::Error>> RunErrors(const CallContext& ctx, const std::string& run_id);
   // The caller's runs and those of tables it may read, in the filter's order
   // (newest first by default), at most 1,000 records read per call.
   Result<RunPage> ListRuns(const CallContext& ctx, const RunFilter& filter);
@@ -351,6 +353,8 @@ class Service {
   Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options);
 
   Status CheckContext(const CallContext& ctx) const;
+  // The run's record, if the caller submitted it or may read its table.
+  Result<ingest::RunRecord> ReadableRun(const CallContext& ctx, const std::string& run_id);
   Status Fail(std::string_view point) const;
   // The table of `p` now (not_found when dropped) and `principal`'s right to
   // load it in the pipeline's mode.

@@ -610,12 +610,24 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   return Submission{ViewOf(run), /*replayed=*/false};
 }
 
-Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run_id) {
+Result<RunRecord> Service::ReadableRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
   if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
+  return run;
+}
+
+Result<std::vector<RunInfo::Error>> Service::RunErrors(const CallContext& ctx,
+                                                       const std::string& run_id) {
+  ASSIGN_OR_RETURN(RunRecord run, ReadableRun(ctx, run_id));
+  ASSIGN_OR_RETURN(std::vector<ingest::RunError> errors, loader_->runs().GetErrors(run));
+  return ErrorsOf(errors);
+}
+
+Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run_id) {
+  ASSIGN_OR_RETURN(RunRecord run, ReadableRun(ctx, run_id));
   RunStatus out{ViewOf(run), -1};
   if (run.state == RunState::kQueued) {
     ASSIGN_OR_RETURN(out.queue_position, QueuePosition(run_id));

@@ -200,6 +200,19 @@ test('validateFirst loads the same upload only after its validation succeeded', 
   assert.equal(done.counters.inserted, 1);
 });
 
+test('runErrors lists every invalid row of a failed run', async () => {
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, stateStore: new MemoryStateStore() });
+  const { run } = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\nx,a\n70,b\ny,c\n') }]);
+  const done = await c.waitForRun(run.id);
+  assert.equal(done.state, 'failed');
+  assert.equal(done.counters.errorCount, 2);
+  const errors = await c.runErrors(run.id);
+  assert.deepEqual(errors.map((e) => [e.line, e.column, e.code]),
+                   [[2, 'id', 'validation_failed'], [4, 'id', 'validation_failed']]);
+  await assert.rejects(c.runErrors('01J00000000000000000000000'),
+                       (err) => err instanceof LoamError && err.code === 'not_found');
+});
+
 test('usage shows the caller against the admission limits', async () => {
   const u = await client.usage();
   assert.equal(u.principal, 'owner');

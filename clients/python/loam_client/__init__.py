@@ -356,6 +356,16 @@ class LoamClient:
 
     # -- reads ---------------------------------------------------------------
 
+    def run_errors(self, run_id, on_retry=None):
+        """Every error the run kept, in input order: a list of {file, reason,
+        code, line, offset, column} (line, offset and column when the error is
+        about one row)."""
+        r = self._retrying("GET", f"{self.base_url}/v1/runs/{_quote(run_id)}/errors",
+                           None, None, True, on_retry)
+        if r.status != 200:
+            raise LoamError(r.status, r.json)
+        return [json.loads(line) for line in r.text.split("\n") if line]
+
     def list_runs(self, page_size=100, **filters):
         """Every run matching `filters` (pipeline, table, state, since, until as
         RFC 3339 text or an aware datetime, order "newest" (default) or

@@ -231,6 +231,17 @@ class ClientTest(unittest.TestCase):
         validated = [r for r in runs if r["validationOnly"] and r["uploads"] == done["uploads"]]
         self.assertEqual(len(validated), 1, "one validation of the same upload")
 
+    def test_run_errors_lists_every_invalid_row_of_a_failed_run(self):
+        run, _, _ = self.client.submit_files(self.pipeline, [(b"id,v\nx,a\n80,b\ny,c\n", None)])
+        done = self.client.wait_for_run(run["id"])
+        self.assertEqual((done["state"], done["counters"]["errorCount"]), ("failed", 2))
+        errors = self.client.run_errors(run["id"])
+        self.assertEqual([(e["line"], e["column"], e["code"]) for e in errors],
+                         [(2, "id", "validation_failed"), (4, "id", "validation_failed")])
+        with self.assertRaises(LoamError) as unknown:
+            self.client.run_errors("01J00000000000000000000000")
+        self.assertEqual(unknown.exception.code, "not_found")
+
     def test_a_wait_is_checked_before_it_parks(self):
         with self.assertRaises(LoamError) as bad:
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV", wait_seconds=5)
