@@ -82,7 +82,10 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
          reader_->bytes_read() - batch_start < batch_bytes_) {
     Result<bool> more = reader_->Next(&rec);
     if (!more.ok()) return Prefixed(source_, more.status());
-    if (!*more) break;
+    if (!*more) {
+      ended_ = true;
+      break;
+    }
     const int64_t before = batch.columns.empty() ? 0 : batch.columns[0].length();
     bool rejected = false;
     for (size_t c = 0; c < table_.fields.size(); ++c) {
@@ -114,6 +117,7 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
                      rec.line, rec.offset, f.name);
         if (!reject_) return positioned;
         for (Column& col_done : batch.columns) col_done.Truncate(before);  // drop the partial row
+        ++rejected_;
         RETURN_NOT_OK(reject_(positioned));
         rejected = true;
         break;
@@ -124,7 +128,10 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
     ++rows_;
     if (var_bytes_.empty() && batch.num_rows() == kSampleRows) ReserveLikeSample(&batch, max_rows);
   }
-  if (batch.num_rows() == 0) return std::optional<RecordBatch>();
+  // A batch's bytes can all be rows left out: that is no end of input.
+  if (batch.num_rows() == 0) {
+    return ended_ ? std::optional<RecordBatch>() : std::optional<RecordBatch>(std::move(batch));
+  }
   var_bytes_.resize(batch.columns.size());
   for (size_t c = 0; c < batch.columns.size(); ++c) {
     var_bytes_[c] = static_cast<int64_t>(batch.columns[c].data().size() * 9 / 8);

@@ -24,13 +24,15 @@ class CsvBatches {
   static Result<CsvBatches> Open(ByteSource& input, const Schema& table, std::string source,
                                  CsvOptions options = {}, const SchemaPolicy& policy = {});
 
-  // Up to `max_rows` more rows; nullopt at the end of the input. The first
-  // bad value ends the read with an error naming source, line and column.
+  // Up to `max_rows` more rows (none when every row of a batch's bytes was
+  // rejected); nullopt at the end of the input. The first bad value ends the
+  // read with an error naming source, line and column.
   Result<std::optional<RecordBatch>> Next(size_t max_rows);
 
   // Skip rows with invalid values, reporting them here (row_source.h).
   void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
+  int64_t rows_rejected() const { return rejected_; }  // rows given to the reject function
   // Where each row of the last batch starts (1-based line of the file).
   const std::vector<int64_t>& row_lines() const { return row_lines_; }
   uint64_t bytes_read() const { return reader_->bytes_read(); }
@@ -50,6 +52,8 @@ class CsvBatches {
   std::vector<int> source_of_;  // per table column: its field in the CSV, or -1
   std::vector<std::optional<Coercion>> coercion_of_;  // per table column
   int64_t rows_ = 0;
+  int64_t rejected_ = 0;
+  bool ended_ = false;  // the reader met the end of the input
   std::vector<int64_t> row_lines_;
   std::function<Status(const Status&)> reject_;
   std::vector<int64_t> var_bytes_;  // per column: bytes to reserve in the next batch

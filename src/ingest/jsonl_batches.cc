@@ -272,9 +272,13 @@ Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
   RecordBatch batch(table_);
   row_lines_.clear();
   size_t batch_bytes = 0;
+  bool ended = false;
   while (static_cast<size_t>(batch.num_rows()) < max_rows && batch_bytes < limits_.batch_bytes) {
     ASSIGN_OR_RETURN(bool more, NextLine());
-    if (!more) break;
+    if (!more) {
+      ended = true;
+      break;
+    }
     batch_bytes += line_size_;
     if (TrimRight(std::string_view(line_.data(), line_size_)).empty()) continue;  // blank line
     const int64_t before = batch.columns.empty() ? 0 : batch.columns[0].length();
@@ -284,13 +288,16 @@ Result<std::optional<RecordBatch>> JsonlBatches::Next(size_t max_rows) {
       // run, whatever the error policy.
       if (!reject_ || s.IsResourceExhausted()) return s;
       for (Column& c : batch.columns) c.Truncate(before);
+      ++rejected_;
       RETURN_NOT_OK(reject_(s));
       continue;
     }
     row_lines_.push_back(line_number_);
     ++rows_;
   }
-  if (batch.num_rows() == 0) return std::optional<RecordBatch>();
+  // A batch's bytes can all be rows left out (or blank lines): that is no
+  // end of input.
+  if (batch.num_rows() == 0 && ended) return std::optional<RecordBatch>();
   return std::optional<RecordBatch>(std::move(batch));
 }
 

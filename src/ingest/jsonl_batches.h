@@ -26,6 +26,7 @@ class JsonlBatches {
   // Skip rows with invalid values, reporting them here (row_source.h).
   void set_reject(std::function<Status(const Status&)> reject) { reject_ = std::move(reject); }
   int64_t rows_read() const { return rows_; }
+  int64_t rows_rejected() const { return rejected_; }  // rows given to the reject function
   // Where each row of the last batch starts (1-based line of the file).
   const std::vector<int64_t>& row_lines() const { return row_lines_; }
 
@@ -60,6 +61,7 @@ class JsonlBatches {
   uint64_t consumed_ = 0;     // input bytes before pos_
   uint64_t line_offset_ = 0;  // where the current line starts
   int64_t rows_ = 0;
+  int64_t rejected_ = 0;
   std::vector<int64_t> row_lines_;
   std::function<Status(const Status&)> reject_;
   std::vector<uint8_t> seen_;  // per column, for the current line

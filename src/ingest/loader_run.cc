@@ -265,6 +265,9 @@ Status Loader::KeepErrors(Active& run, std::vector<RunError> errors) {
   RunRecord& rec = run.record;
   rec.error_count = static_cast<int64_t>(errors.size());
   if (errors.size() > kRecordErrors) {
+    // Only while the run is this process's: a process whose lease ran out
+    // must not replace the errors of the run's new owner.
+    RETURN_NOT_OK(Renew(run));
     RETURN_NOT_OK(runs_.PutErrors(rec.id, errors));
     errors.resize(kRecordErrors);
   }

@@ -24,9 +24,11 @@ class RowErrorsTest : public ::testing::Test {
   }
 
   RunRecord Load(const std::vector<std::string>& files, ErrorPolicy policy,
-                 int64_t max_errors = RunRequest::kDefaultMaxErrors) {
+                 int64_t max_errors = RunRequest::kDefaultMaxErrors,
+                 const std::function<void(RunRequest&)>& tweak = {}) {
     LoaderOptions o;
     o.skip_rows_enabled = true;
+    o.batch_rows = batch_rows_;
     o.open_input = [this](const std::string& file) -> Result<std::unique_ptr<ByteSource>> {
       return std::unique_ptr<ByteSource>(std::make_unique<StringSource>(files_.at(file)));
     };
@@ -36,6 +38,7 @@ class RowErrorsTest : public ::testing::Test {
     r.principal = "owner";
     r.error_policy = policy;
     r.max_errors = max_errors;
+    if (tweak) tweak(r);
     Loader loader(ws_, o);
     Result<RunRecord> rec = loader.Run(r);
     EXPECT_TRUE(rec.ok()) << rec.status();
@@ -45,6 +48,16 @@ class RowErrorsTest : public ::testing::Test {
   int64_t Rows() {
     Snapshot snap = ws_->Current().value();
     return ws_->OpenTable(snap, "events").value().ReadAll().value().num_rows();
+  }
+
+  // Every object of the workspace but its control records: a failed run
+  // leaves these as they were.
+  std::vector<std::string> DataObjects() {
+    std::vector<std::string> keys;
+    for (const ObjectInfo& o : store_->ListAll("ws/").value()) {
+      if (o.key.rfind("ws/_control/", 0) != 0) keys.push_back(o.key);
+    }
+    return keys;
   }
 
   std::vector<RunError> AllErrors(const RunRecord& r) {
@@ -64,6 +77,7 @@ class RowErrorsTest : public ::testing::Test {
   std::shared_ptr<MemoryObjectStore> store_;
   std::shared_ptr<WorkspaceEngine> ws_;
   std::map<std::string, std::string> files_;
+  size_t batch_rows_ = 1 << 16;
 };
 
 TEST_F(RowErrorsTest, AFailedRunListsEveryInvalidRowWithItsPosition) {
@@ -169,6 +183,55 @@ TEST_F(RowErrorsTest, AStructuralErrorEndsTheRunWithTheRowsFoundBeforeIt) {
   EXPECT_EQ(r.errors[0].column, "amount");
   EXPECT_EQ(r.errors[1].reason, r.error);  // the error that ended it, last
   EXPECT_EQ(Rows(), 0);
+}
+
+// Batches parse ahead of the run on their own thread: what a run reports
+// must not depend on how far ahead they got.
+TEST_F(RowErrorsTest, ManyBatchesGiveTheSameAnswerEveryTime) {
+  batch_rows_ = 4;
+  const std::vector<std::string> before = DataObjects();
+  std::vector<int> bad;
+  for (int i = 101; i <= 200; i += 9) bad.push_back(i);  // 12 invalid rows
+  std::string keyed = Csv(200, bad);
+  keyed.replace(keyed.find("\n2,"), 3, "\n1,");  // a duplicate key in the first batch
+  files_["dup.csv"] = keyed;
+  files_["late.csv"] = Csv(200, bad);
+  for (int i = 0; i < 10; ++i) {
+    RunRecord dup = Load({"dup.csv"}, ErrorPolicy::kFailRun);
+    EXPECT_EQ(dup.error_code, "duplicate_key") << dup.error;  // met before any invalid row
+    EXPECT_EQ(dup.error_count, 1);
+    RunRecord late = Load({"late.csv"}, ErrorPolicy::kFailRun);
+    EXPECT_EQ(late.error_code, "validation_failed") << late.error;
+    EXPECT_EQ(late.error_count, 12);  // rows staged before the first are discarded
+    EXPECT_EQ(late.counters.rows_read, 200);
+    EXPECT_EQ(AllErrors(late).back().line, 201);
+    RunRecord capped = Load({"late.csv"}, ErrorPolicy::kFailRun, 5);
+    EXPECT_EQ(capped.error_count, 5);
+    EXPECT_EQ(capped.errors.back().line, bad[4] + 1);
+  }
+  EXPECT_EQ(DataObjects(), before);  // nothing staged was left behind
+  EXPECT_EQ(Rows(), 0);
+}
+
+// Rows left out can fill a batch's bytes: the rows after them still load.
+TEST_F(RowErrorsTest, ABatchOfOnlyRejectedRowsIsNoEndOfInput) {
+  std::vector<int> bad;
+  for (int i = 1; i <= 60; ++i) bad.push_back(i);
+  files_["a.csv"] = Csv(65, bad);
+  std::string jsonl;
+  for (int i = 0; i < 20; ++i) jsonl += "{\"id\":\"x\"}\n";
+  files_["b.jsonl"] = jsonl + "{\"id\":1}\n";
+  const auto small_batches = [](RunRequest& r) { r.limits.batch_bytes = 64; };
+  RunRecord r = Load({"a.csv", "b.jsonl"}, ErrorPolicy::kSkipRows, RunRequest::kDefaultMaxErrors,
+                     small_batches);
+  EXPECT_EQ(r.state, RunState::kPartial) << r.error;
+  EXPECT_EQ(r.counters.rejected, 80);
+  EXPECT_EQ(r.counters.inserted, 6);
+  EXPECT_EQ(Rows(), 6);
+  files_["c.csv"] = Csv(65, bad);
+  RunRecord f = Load({"c.csv"}, ErrorPolicy::kFailRun, 1000, small_batches);
+  EXPECT_EQ(f.error_count, 60);
+  EXPECT_EQ(f.counters.rows_read, 65);
 }
 
 TEST(RunErrorsFormatTest, RecordsWithoutPositionsReadBack) {

@@ -28,6 +28,7 @@ class OwningRowSource final : public RowSource {
     return reader_->Next(max_rows);
   }
   int64_t rows_read() const override { return reader_->rows_read(); }
+  int64_t rows_rejected() const override { return reader_->rows_rejected(); }
   const std::vector<int64_t>& row_lines() const override { return reader_->row_lines(); }
   uint64_t bytes_read() const override { return input_->decoded_bytes(); }
   uint64_t raw_bytes_read() const override { return input_->compressed_bytes(); }
@@ -41,7 +42,7 @@ class OwningRowSource final : public RowSource {
 struct Parsed {
   Result<std::optional<RecordBatch>> batch = std::optional<RecordBatch>();
   std::vector<int64_t> lines;
-  int64_t rows_read = 0;
+  int64_t rows_read = 0, rows_rejected = 0;
   uint64_t bytes_read = 0, raw_bytes_read = 0;
 };
 
@@ -81,11 +82,13 @@ class PrefetchingRowSource final : public RowSource {
     }
     lines_ = std::move(p.lines);
     rows_read_ = p.rows_read;
+    rows_rejected_ = p.rows_rejected;
     bytes_read_ = p.bytes_read;
     raw_bytes_read_ = p.raw_bytes_read;
     return std::move(p.batch);
   }
   int64_t rows_read() const override { return rows_read_; }
+  int64_t rows_rejected() const override { return rows_rejected_; }
   const std::vector<int64_t>& row_lines() const override { return lines_; }
   uint64_t bytes_read() const override { return bytes_read_; }
   uint64_t raw_bytes_read() const override { return raw_bytes_read_; }
@@ -109,6 +112,7 @@ class PrefetchingRowSource final : public RowSource {
       const bool last = !p.batch.ok() || !p.batch->has_value();
       p.lines = source_->row_lines();
       p.rows_read = source_->rows_read();
+      p.rows_rejected = source_->rows_rejected();
       p.bytes_read = source_->bytes_read();
       p.raw_bytes_read = source_->raw_bytes_read();
       std::lock_guard<std::mutex> lock(mu_);
@@ -129,7 +133,7 @@ class PrefetchingRowSource final : public RowSource {
   bool ended_ = false;
   Status end_;
   std::vector<int64_t> lines_;
-  int64_t rows_read_ = 0;
+  int64_t rows_read_ = 0, rows_rejected_ = 0;
   uint64_t bytes_read_ = 0, raw_bytes_read_ = 0;
 };
 

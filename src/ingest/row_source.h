@@ -46,10 +46,14 @@ Status RowError(Status error, int64_t line, uint64_t offset, std::string_view co
 class RowSource {
  public:
   virtual ~RowSource() = default;
-  // Up to `max_rows` more rows; nullopt at the end. The first bad value ends
-  // the read with an error naming the file, line and column.
+  // Up to `max_rows` more rows (none when every row of a batch's bytes was
+  // rejected); nullopt at the end. The first bad value ends the read with an
+  // error naming the file, line and column.
   virtual Result<std::optional<RecordBatch>> Next(size_t max_rows) = 0;
   virtual int64_t rows_read() const = 0;
+  // Rows given to the reject function so far: those of the batches taken
+  // (a prefetching source's reader may have rejected more, ahead).
+  virtual int64_t rows_rejected() const = 0;
   // Where each row of the last batch starts in the file (1-based line).
   virtual const std::vector<int64_t>& row_lines() const = 0;
   // Decoded bytes consumed so far, and compressed bytes read from the file.

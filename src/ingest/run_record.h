@@ -169,7 +169,8 @@ class RunStore {
   // Keeps every error of a run whose record holds only the first (written
   // before the terminal record that counts them).
   Status PutErrors(const std::string& run_id, const std::vector<RunError>& errors);
-  // Every error `record` counts: its own, or those PutErrors kept.
+  // Every error `record` counts: its own, or those PutErrors kept (its own
+  // again once Delete removed those).
   Result<std::vector<RunError>> GetErrors(const RunRecord& record) const;
 
   // The run an idempotency key names, if any.

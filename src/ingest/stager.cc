@@ -53,14 +53,10 @@ int64_t RowErrorLog::Add(RunError error) {
   return ++count_;
 }
 
-int64_t RowErrorLog::count() const {
+std::vector<RunError> RowErrorLog::First(int64_t n) const {
   std::lock_guard lock(mu_);
-  return count_;
-}
-
-std::vector<RunError> RowErrorLog::kept() const {
-  std::lock_guard lock(mu_);
-  return kept_;
+  const size_t take = std::min(kept_.size(), static_cast<size_t>(std::max<int64_t>(n, 0)));
+  return {kept_.begin(), kept_.begin() + static_cast<ptrdiff_t>(take)};
 }
 
 int64_t SteadyMicros() {
@@ -131,7 +127,7 @@ Result<StagedInput> Stager::Run() {
   }
   out_.key_memory_peak = meter_.peak();
   out_.keys_spilled = spill_ != nullptr;
-  out_.rejected = errors_.kept();
+  out_.rejected = errors_.First(counted_errors_);
   return std::move(out_);
 }
 
@@ -184,7 +180,7 @@ Status Stager::Guard(Status s, const std::string& file) {
   failure_->file = file;
   failure_->counters = out_.counters;
   if (list_invalid_) {
-    failure_->errors = errors_.kept();
+    failure_->errors = errors_.First(counted_errors_);
     // Another error after invalid rows (an unclosed quote, a limit) ends
     // the list.
     if (!failure_->errors.empty() && s.detail("invalidRows").empty()) {
@@ -221,11 +217,12 @@ Status Stager::Parse(int64_t deadline, const BatchFn& each) {
     // Parsing runs ahead on its own thread (and calls Reject there).
     *rows = Prefetch(std::move(*rows), options_.batch_rows);
     const uint64_t bytes_before = c.bytes_read;
+    const int64_t errors_before = counted_errors_;
     while (true) {
       Result<std::optional<RecordBatch>> next = (*rows)->Next(options_.batch_rows);
-      CountRejected();
+      CountRejected(errors_before + (*rows)->rows_rejected());
       if (!next.ok()) {
-        const bool at_cap = list_invalid_ && errors_.count() >= req_.max_errors;
+        const bool at_cap = list_invalid_ && counted_errors_ >= req_.max_errors;
         return Guard(at_cap ? InvalidRows() : next.status(), name);
       }
       c.bytes_read = bytes_before + (*rows)->bytes_read();
@@ -275,16 +272,15 @@ Status Stager::Reject(const Status& error, const std::string& file) {
   return Status::OK();
 }
 
-void Stager::CountRejected() {
-  const int64_t n = errors_.count();
+void Stager::CountRejected(int64_t n) {
   out_.counters.rows_read += n - counted_errors_;  // invalid rows were read too
   if (!list_invalid_) out_.counters.rejected = n;
   counted_errors_ = n;
 }
 
 Status Stager::InvalidRows() const {
-  const std::vector<RunError> kept = errors_.kept();
-  const int64_t n = errors_.count();
+  const std::vector<RunError> kept = errors_.First(1);
+  const int64_t n = counted_errors_;
   std::string message = kept.front().reason;
   if (n > 1) {
     message += " (and " + std::to_string(n - 1) + " more invalid row" + (n > 2 ? "s" : "");

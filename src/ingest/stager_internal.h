@@ -70,15 +70,16 @@ struct Seen {
   uint32_t existing = kNoRow;  // the table's row(s) with the key, in Stager::existing_
 };
 
-// A run's row errors, as the parsing thread (Prefetch) meets them: all
-// counted, the first `keep` kept.
+// A run's row errors, as the parsing thread (Prefetch) meets them, which
+// can be batches ahead of the run's thread: all counted, the first `keep`
+// kept.
 class RowErrorLog {
  public:
   void Reset(size_t keep);
   // Records one; returns how many there are now.
   int64_t Add(RunError error);
-  int64_t count() const;
-  std::vector<RunError> kept() const;
+  // The first `n` (those of the batches taken), as far as kept.
+  std::vector<RunError> First(int64_t n) const;
 
  private:
   mutable std::mutex mu_;
@@ -150,8 +151,9 @@ class Stager {
   // A row left out of its batch (skipRows) or found invalid (failRun,
   // validationOnly): logged. Runs on the parsing thread.
   Status Reject(const Status& error, const std::string& file);
-  // Takes the rows Reject logged since the last call into the counters.
-  void CountRejected();
+  // Takes the rows rejected in the batches taken so far (`n` in all) into
+  // the counters.
+  void CountRejected(int64_t n);
   // failRun and validationOnly, after an invalid row: the run's error.
   Status InvalidRows() const;
   // Deletes what was staged (best effort; gc removes what is left).
@@ -302,7 +304,7 @@ class Stager {
   // failRun and validationOnly list every invalid row; skipRows leaves them out.
   const bool list_invalid_ = req_.error_policy != ErrorPolicy::kSkipRows;
   RowErrorLog errors_;
-  int64_t counted_errors_ = 0;  // of errors_, in the counters
+  int64_t counted_errors_ = 0;  // of errors_: those of the batches taken
   const std::vector<std::string> keys_;
   const bool upsert_;
   const bool keyed_append_;  // an append into a table with declared keys
