@@ -81,6 +81,12 @@ Result<std::optional<RecordBatch>> CsvBatches::Next(size_t max_rows) {
   while (static_cast<size_t>(batch.num_rows()) < max_rows &&
          reader_->bytes_read() - batch_start < batch_bytes_) {
     Result<bool> more = reader_->Next(&rec);
+    if (!more.ok() && reject_ && !more.status().detail("fieldCount").empty()) {
+      // A record with another number of fields, read whole: one invalid row.
+      ++rejected_;
+      RETURN_NOT_OK(reject_(RowError(Prefixed(source_, more.status()), rec.line, rec.offset, "")));
+      continue;
+    }
     if (!more.ok()) return Prefixed(source_, more.status());
     if (!*more) {
       ended_ = true;

@@ -337,18 +337,20 @@ Result<bool> CsvReader::Next(CsvRecord* out) {
   const uint64_t offset = bytes_read_ - (chunk_.size() - pos_);
   ASSIGN_OR_RETURN(bool found, ParseRecord());
   if (!found) return false;
+  out->line = record_line_;
+  out->offset = offset;
   if (fields_.size() != header_columns_) {
+    ++records_;  // read whole: the next call reads the next record
     return Error(record_line_, std::min(fields_.size(), header_columns_) + 1,
                  "record has " + std::to_string(fields_.size()) + " fields but the header has " +
                      std::to_string(header_columns_),
                  "give every row one field per header column (quote fields that contain '" +
-                     std::string(1, options_.delimiter) + "')");
+                     std::string(1, options_.delimiter) + "')")
+        .WithDetail("fieldCount", std::to_string(fields_.size()));
   }
   out->fields.assign(fields_.begin(), fields_.end());
   out->quoted = quoted_;
   out->number = ++records_;
-  out->line = record_line_;
-  out->offset = offset;
   return true;
 }
 

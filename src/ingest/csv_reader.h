@@ -49,7 +49,9 @@ class CsvReader {
   Result<std::vector<std::string>> ReadHeader();
 
   // The next data record into `out`; false at the end of the input. Each
-  // record must have exactly as many fields as the header.
+  // record must have exactly as many fields as the header: one that has not
+  // is an error with detail "fieldCount", its line and offset in `out`,
+  // after which the next call reads the next record.
   Result<bool> Next(CsvRecord* out);
 
   // Bytes consumed from the input so far.

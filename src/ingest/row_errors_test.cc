@@ -173,6 +173,31 @@ TEST_F(RowErrorsTest, SkipRowsKeepsEveryRejectedPositionUpToMaxErrors) {
   EXPECT_EQ(Rows(), 29);
 }
 
+// A record with too few or too many fields was read whole: it is one
+// invalid row, and the records after it are read on.
+TEST_F(RowErrorsTest, ARecordWithAnotherNumberOfFieldsIsOneInvalidRow) {
+  files_["a.csv"] = "id,amount\n1,1.5\n2\n3,x\n4,4.5,extra\n5,5.5\n";
+  RunRecord r = Load({"a.csv"}, ErrorPolicy::kFailRun);
+  EXPECT_EQ(r.state, RunState::kFailed);
+  EXPECT_EQ(r.error_code, "validation_failed");
+  EXPECT_NE(r.error.find("a.csv: CSV line 3, column 2: record has 1 fields but the header has 2"),
+            std::string::npos)
+      << r.error;
+  ASSERT_EQ(r.error_count, 3);
+  EXPECT_EQ(r.errors[0].line, 3);
+  EXPECT_EQ(r.errors[0].offset, static_cast<int64_t>(std::string("id,amount\n1,1.5\n").size()));
+  EXPECT_EQ(r.errors[0].column, "");
+  EXPECT_EQ(r.errors[1].column, "amount");
+  EXPECT_EQ(r.errors[2].line, 5);
+  EXPECT_EQ(r.counters.rows_read, 5);
+  EXPECT_EQ(Rows(), 0);
+
+  RunRecord skip = Load({"a.csv"}, ErrorPolicy::kSkipRows);
+  EXPECT_EQ(skip.state, RunState::kPartial) << skip.error;
+  EXPECT_EQ(skip.counters.rejected, 3);
+  EXPECT_EQ(Rows(), 2);
+}
+
 TEST_F(RowErrorsTest, AStructuralErrorEndsTheRunWithTheRowsFoundBeforeIt) {
   files_["a.csv"] = "id,amount\n1,x\n2,2.5\n3,\"unclosed\n";
   RunRecord r = Load({"a.csv"}, ErrorPolicy::kFailRun);
