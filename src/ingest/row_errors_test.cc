@@ -156,7 +156,7 @@ TEST_F(RowErrorsTest, MoreErrorsThanTheRecordHoldsAreKeptNextToIt) {
   RunRecord back = runs.Get(r.id).value();
   EXPECT_EQ(back.error_count, 25);
   EXPECT_EQ(back.errors[9].line, all[9].line);
-  ASSERT_TRUE(runs.Delete(r.id).ok());
+  ASSERT_TRUE(runs.Delete(back).ok());
   EXPECT_TRUE(store_->Get("ws/_control/run-errors/" + r.id + ".jsonl").status().IsNotFound());
   EXPECT_EQ(Rows(), 0);
 }

@@ -401,11 +401,14 @@ Result<std::vector<RunRecord>> RunStore::List() const {
   return out;
 }
 
-Status RunStore::Delete(const std::string& run_id) {
-  // The errors first, so none outlives its record (a record left by a
-  // failure in between shows its own, GetErrors).
-  RETURN_NOT_OK(store_->Delete(ErrorsKey(run_id)));
-  return store_->Delete(RunKey(run_id));
+Status RunStore::Delete(const RunRecord& record) {
+  // The errors first (only a record counting more than it holds has them),
+  // so none outlives its record; a record left by a failure in between
+  // shows its own (GetErrors).
+  if (record.error_count > static_cast<int64_t>(record.errors.size())) {
+    RETURN_NOT_OK(store_->Delete(ErrorsKey(record.id)));
+  }
+  return store_->Delete(RunKey(record.id));
 }
 
 Status RunStore::PutErrors(const std::string& run_id, const std::vector<RunError>& errors) {

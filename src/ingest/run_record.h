@@ -164,7 +164,7 @@ class RunStore {
   Result<std::vector<RunRecord>> List() const;
   // Removes a record and its errors (retention: terminal runs only).
   // Missing is OK.
-  Status Delete(const std::string& run_id);
+  Status Delete(const RunRecord& record);
 
   // Keeps every error of a run whose record holds only the first (written
   // before the terminal record that counts them).

@@ -557,7 +557,7 @@ Result<int64_t> Service::SweepRequestPage() {
     if (drop) {
       RETURN_NOT_OK(requests_.Delete(r));
       ++removed;
-      if (run.ok()) RETURN_NOT_OK(loader_->runs().Delete(r.run_id));
+      if (run.ok()) RETURN_NOT_OK(loader_->runs().Delete(*run));
     }
   }
   return removed;
