@@ -115,9 +115,10 @@ export class LoamClient {
                            idempotencyKey, onRetry);
   }
 
-  // A queued run cancelled; resolves to the run.
+  // A queued run cancelled, or a started one asked to stop (not yet
+  // terminal, with cancelRequest: wait for it); resolves to the run.
   cancelRun(runId, { idempotencyKey = randomUUID(), onRetry } = {}) {
-    return this.#keyedPost(`/v1/runs/${encodeURIComponent(runId)}/cancel`, [200], undefined, idempotencyKey,
+    return this.#keyedPost(`/v1/runs/${encodeURIComponent(runId)}/cancel`, [200, 202], undefined, idempotencyKey,
                            onRetry);
   }
 

@@ -86,7 +86,7 @@ struct LoadProgress {
 // "failed" and `error_code` (docs/errors.md) and `error` say why.
 struct LoadResult {
   std::string run_id;
-  std::string state;    // succeeded, failed, partial
+  std::string state;    // succeeded, failed, partial, cancelled (CancelRun: the run's state now)
   bool reused = false;  // an earlier run with the same idempotency key
   std::string table;
   std::string mode;  // append, upsert or replace
@@ -128,6 +128,13 @@ Result<std::vector<LoadResult>> ListRuns(const Workspace& ws);
 Result<LoadResult> GetRun(const Workspace& ws, const std::string& run_id);
 // Every error a run kept (LoadResult::error_count of them), in input order.
 Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std::string& run_id);
+// Asks the process that holds the run (a `Load` elsewhere, a service worker)
+// to stop it: recorded in the run's record, which that process reads
+// between batches and before its commit, never after it asked for the
+// commit. The run as recorded, not yet finished; a run no process holds ends
+// cancelled when it is resumed. Allowed to the run's own principal and to
+// anyone who may write its table; a finished run is precondition_failed.
+Result<LoadResult> CancelRun(const Workspace& ws, const std::string& run_id);
 
 // The names `loam load` and the HTTP API take: "csv" / "jsonl" (or
 // "ndjson"); "failRun" / "validationOnly" / "skipRows" ("quarantine" is

@@ -54,6 +54,11 @@ struct RunInfo {
   std::string commit_id;
   uint64_t manifest_version = 0;
   int64_t table_version = 0;
+  // A cancel asked for after the run started (Service::CancelRun): who
+  // asked, and when. The run ends cancelled at its next check unless it had
+  // already asked for its commit (then it ends as that commit did).
+  std::string cancel_requested_by;
+  int64_t cancel_requested_micros = 0;
 };
 
 }  // namespace loam

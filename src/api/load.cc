@@ -1,5 +1,6 @@
 #include "loam/load.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include "api/workspace_access.h"
@@ -173,6 +174,28 @@ Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std:
   ASSIGN_OR_RETURN(ingest::RunRecord r, runs.Get(run_id));
   ASSIGN_OR_RETURN(std::vector<ingest::RunError> errors, runs.GetErrors(r));
   return service::ErrorsOf(errors);
+}
+
+Result<LoadResult> CancelRun(const Workspace& ws, const std::string& run_id) {
+  const WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
+  const std::string& who = WorkspaceAccess::Principal(ws);
+  ingest::RunStore runs(engine.store(), engine.root());
+  ASSIGN_OR_RETURN(ingest::RunRecord r, runs.Get(run_id));
+  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(r.request));
+  if (req.principal != who) {
+    ASSIGN_OR_RETURN(Snapshot snap, engine.Current(req.branch));
+    const TableState* t = r.table_sid != 0 ? snap.FindSid(r.table_sid) : snap.Find(req.table);
+    if (t == nullptr) {
+      return Status::PermissionDenied("run " + run_id + " loads table '" + req.table +
+                                      "', which is gone: only its submitter may cancel it");
+    }
+    RETURN_NOT_OK(engine.Authorize(snap, *t, who, WriteMode::kAppend));
+  }
+  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  ASSIGN_OR_RETURN(ingest::RunRecord asked, runs.RequestCancel(run_id, who, now));
+  return ResultOf(asked, false);
 }
 
 Result<LoadFormat> ParseLoadFormat(std::string_view name) {

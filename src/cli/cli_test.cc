@@ -562,6 +562,38 @@ TEST_F(CliTest, AFailedLoadReportsEveryInvalidRow) {
   EXPECT_EQ(Ok({"count", "events"}).out, "0\n");
 }
 
+// `loam runs cancel` asks the process that holds a run to stop it; a
+// finished run is refused.
+TEST_F(CliTest, RunsCancelAsksTheHolderToStopAndRefusesAFinishedRun) {
+  File("one.csv", "id,name\n1,ann\n");
+  Ok({"load", "events", "one.csv"});
+  const std::string done = json::parse(Ok({"runs", "list", "--json"}).out).at(0).at("id");
+  // A run another process holds: that run's record, as it looks mid-validation.
+  const std::string held = "01J00000000000000000000077";
+  json record = json::parse(Slurp(ws() + "/_control/runs/" + done + ".json"));
+  record["id"] = held;
+  record["state"] = "validating";
+  record["timings"]["finishedMicros"] = 0;
+  record["lease"] = {{"owner", "another process"}, {"expiresMicros", int64_t{1} << 60}};
+  WriteFile(ws() + "/_control/runs/" + held + ".json", record.dump());
+  const auto before = TreeExceptRuns(ws());
+
+  CliResult asked = Ok({"runs", "cancel", held});
+  EXPECT_NE(asked.out.find("run " + held + " (validating) asked to stop"), std::string::npos)
+      << asked.out;
+  const json shown = json::parse(Ok({"runs", "show", held, "--json"}).out);
+  EXPECT_EQ(shown.at("state"), "validating");  // its holder ends it
+  EXPECT_FALSE(shown.at("cancel").at("by").get<std::string>().empty()) << shown;
+  EXPECT_EQ(TreeExceptRuns(ws()), before);
+
+  CliResult late = Run({"runs", "cancel", done});
+  EXPECT_EQ(late.code, 3) << late.all();
+  EXPECT_NE(late.err.find("is succeeded: a finished run cannot be cancelled"), std::string::npos)
+      << late.err;
+  EXPECT_EQ(Run({"runs", "cancel", "01J00000000000000000000000"}).code, 4);
+  EXPECT_EQ(Ok({"count", "events"}).out, "1\n");
+}
+
 TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
   File("seed.csv", "id,name\n1,seed\n");
   Ok({"load", "events", "seed.csv"});

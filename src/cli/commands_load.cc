@@ -214,6 +214,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   }
   if (done->state == "succeeded") return kExitOk;
   if (done->state == "partial") return kExitPartial;
+  if (done->state == "cancelled") return kExitRunFailed;
   return ExitCodeFor(ErrorCodeFromName(done->error_code));
 }
 
@@ -269,6 +270,20 @@ Status RunsErrors(const Context& ctx, const std::string& id) {
   return Status::OK();
 }
 
+// Asks the process holding a run to stop it.
+Status RunsCancel(const Context& ctx, const std::string& id) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+  ASSIGN_OR_RETURN(LoadResult r, CancelRun(*ws, id));
+  if (ctx.json) {
+    std::cout << r.record_json << "\n";
+  } else {
+    std::cout << "run " << r.run_id << " (" << r.state
+              << ") asked to stop: the process that holds it ends it cancelled before its commit, "
+                 "or, if it already asked for the commit, the run ends as that commit does\n";
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
@@ -321,6 +336,9 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
   auto* errors = runs->add_subcommand("errors", "every error a run kept, in input order");
   auto* errors_id = errors->add_option("RUN_ID", "run id")->required();
   errors->callback([&ctx, errors_id, run] { run(RunsErrors(ctx, errors_id->as<std::string>())); });
+  auto* cancel = runs->add_subcommand("cancel", "ask the process holding a run to stop it");
+  auto* cancel_id = cancel->add_option("RUN_ID", "run id")->required();
+  cancel->callback([&ctx, cancel_id, run] { run(RunsCancel(ctx, cancel_id->as<std::string>())); });
 }
 
 }  // namespace loam::cli

@@ -54,6 +54,16 @@ Result<std::unique_ptr<ByteSource>> OpenLocalFile(const std::string& path) {
   return std::unique_ptr<ByteSource>(std::move(src));
 }
 
+namespace {
+
+Status TakenOver(const std::string& run_id) {
+  return Status::Aborted("run " + run_id +
+                         " was taken over by another process (its lease expired); this process "
+                         "stops working on it");
+}
+
+}  // namespace
+
 Loader::Loader(std::shared_ptr<WorkspaceEngine> workspace, LoaderOptions options)
     : ws_(std::move(workspace)),
       options_(std::move(options)),
@@ -68,13 +78,39 @@ Status Loader::Fail(std::string_view point) const {
 
 Status Loader::Save(Active& run) {
   Status s = runs_.Update(run.record, &run.etag);
+  if (s.IsAborted() && AdoptCancel(run)) s = runs_.Update(run.record, &run.etag);
   if (s.IsAborted()) {
-    return Status::Aborted("run " + run.record.id +
-                           " was taken over by another process (its lease expired); this process "
-                           "stops working on it");
+    return TakenOver(run.record.id);
   }
   if (s.ok() && options_.on_progress) options_.on_progress(run.record);
   return s;
+}
+
+bool Loader::AdoptCancel(Active& run) {
+  RunRecord& r = run.record;
+  if (!r.cancel_requested_by.empty()) return false;  // a request comes once
+  std::string etag;
+  Result<RunRecord> stored = runs_.Get(r.id, &etag);
+  if (!stored.ok() || stored->lease_owner != owner_ || IsTerminal(stored->state) ||
+      stored->cancel_requested_by.empty()) {
+    return false;
+  }
+  r.cancel_requested_by = stored->cancel_requested_by;
+  r.cancel_requested_micros = stored->cancel_requested_micros;
+  run.etag = std::move(etag);
+  return true;
+}
+
+Result<bool> Loader::CancelAsked(Active& run, bool look) {
+  RunRecord& r = run.record;
+  if (!r.cancel_requested_by.empty()) return true;
+  if (!look) return false;
+  ASSIGN_OR_RETURN(std::string etag, runs_.Etag(r.id));
+  if (etag == run.etag) return false;
+  if (!AdoptCancel(run)) {
+    return TakenOver(r.id);
+  }
+  return true;
 }
 
 Status Loader::Renew(Active& run) {

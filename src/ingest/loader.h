@@ -5,6 +5,11 @@
 //
 //   queued -> validating -> committing -> succeeded | failed   (partial: skipRows)
 //
+// A run is owned through a lease in its record. A cancel asked for while a
+// run is held (RunStore::RequestCancel) is honoured between batches and
+// before the commit is asked for, never after: the run ends cancelled
+// having written nothing.
+//
 // A run is owned through a lease in its record. The same idempotency key with
 // the same request returns the existing run, or resumes it when its owner
 // died (the lease expired): recovery settles any half-done commit first, and
@@ -68,6 +73,9 @@ struct LoaderOptions {
   // default 10+20+40+80 s: an outage shorter than that fails nothing).
   int max_attempts = 5;
   int64_t retry_backoff_micros = 10'000'000;
+  // Between batches a run looks for a cancel request in its stored record
+  // at most this often (one HEAD); before its commit, always.
+  int64_t cancel_check_micros = 1'000'000;
 };
 
 // A local file as a ByteSource, read through the ObjectStore interface.
@@ -128,6 +136,15 @@ class Loader {
   // After an attempt of a resumed run ended in resumable `s`: records it and
   // backs off, or, at the last attempt, fails the run with it.
   Result<RunRecord> AfterFailedAttempt(Active& run, const Status& s);
+  // Whether the run's cancel was asked for: the record this process holds
+  // says so, or, with `look`, the stored one does (one HEAD; a GET when it
+  // changed). Aborted when another process took the run.
+  Result<bool> CancelAsked(Active& run, bool look);
+  // Takes a cancel request that made a save of this process's record lose
+  // its compare-and-swap; false when something else did.
+  bool AdoptCancel(Active& run);
+  // Ends the run cancelled; nothing it staged is committed.
+  Result<RunRecord> EndCancelled(Active& run);
   Status Renew(Active& run);
   // Renews only when a third of the lease has passed since the last
   // renewal; otherwise the lease held proves ownership without a write.

@@ -17,6 +17,10 @@ struct Loader::Active {
   // Set once the run has asked for its commit: from then on, a failure is
   // judged by the journal first (the commit may have landed).
   bool reached_commit = false;
+  // Set when a check found a cancel request: the status that unwinds the
+  // stager says nothing more (code never reads a message).
+  bool cancelling = false;
+  int64_t next_cancel_check = 0;  // µs since the epoch
 };
 
 namespace loader_internal {

@@ -236,6 +236,15 @@ Result<RunRecord> Loader::Finish(Active& run, RunState state) {
   return rec;
 }
 
+Result<RunRecord> Loader::EndCancelled(Active& run) {
+  RunRecord& rec = run.record;
+  rec.error_code.clear();
+  rec.error = "cancelled by " + rec.cancel_requested_by + " while " +
+              std::string(RunStateName(rec.state)) + "; nothing was written";
+  ForgetWrites(&rec.counters);
+  return Finish(run, RunState::kCancelled);
+}
+
 Result<bool> Loader::Committed(Active& run) {
   RunRecord& rec = run.record;
   const RunRequest& req = run.request;
@@ -313,6 +322,7 @@ Result<RunRecord> Loader::Execute(Active& run) {
   // Whatever its end: a validation-only run, failed or not, loads nothing.
   rec.validation_only = req.error_policy == ErrorPolicy::kValidationOnly;
   RETURN_NOT_OK(RenewIfOld(run));  // recorded already when the claim just took it from queued
+  if (!rec.cancel_requested_by.empty()) return EndCancelled(run);
   if (options_.claim && req.error_policy != ErrorPolicy::kValidationOnly) {
     if (Status claim = options_.claim(rec); !claim.ok()) return FailWith(run, claim, "");
   }
@@ -375,9 +385,18 @@ StagerOptions Loader::StagingOptions(Active& run, int64_t* next_renew) {
   so.on_batch = [this, &run, next_renew](const RunCounters& counters) -> Status {
     run.record.counters = counters;
     if (options_.on_progress) options_.on_progress(run.record);
-    if (NowMicros() < *next_renew) return Status::OK();
-    *next_renew = NowMicros() + options_.lease_micros / 3;
-    return Renew(run);
+    const int64_t now = NowMicros();
+    if (now >= *next_renew) {
+      *next_renew = now + options_.lease_micros / 3;
+      RETURN_NOT_OK(Renew(run));
+    }
+    const bool look = now >= run.next_cancel_check;
+    if (look) run.next_cancel_check = now + options_.cancel_check_micros;
+    ASSIGN_OR_RETURN(bool asked, CancelAsked(run, look));
+    if (!asked) return Status::OK();
+    run.cancelling = true;
+    return Status::Aborted("run " + run.record.id + " cancelled by " +
+                           run.record.cancel_requested_by);
   };
   return so;
 }
@@ -390,12 +409,15 @@ Result<RunRecord> Loader::Attempt(Active& run, Status* conflict) {
   Result<const TableState*> target = Target(run, snap);
   if (!target.ok()) return FailWith(run, target.status(), "");
   const TableState& t = **target;
+  if (!rec.cancel_requested_by.empty()) return EndCancelled(run);  // asked during a conflict's wait
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   int64_t next_renew = NowMicros() + options_.lease_micros / 3;
+  run.next_cancel_check = NowMicros() + options_.cancel_check_micros;
   StageFailure failure;
   Result<StagedInput> staged = StageInput(req, t, data, StagingOptions(run, &next_renew), &failure);
   if (!staged.ok()) {
     rec.counters = failure.counters;
+    if (run.cancelling) return EndCancelled(run);
     return FailWith(run, staged.status(), failure.file, std::move(failure.errors));
   }
   rec.counters = staged->counters;
@@ -415,13 +437,16 @@ Result<RunRecord> Loader::Attempt(Active& run, Status* conflict) {
   }
   // --- commit: recorded as committing only for a run whose validation took
   // a third of its lease; a small run goes from validating to its end in one
-  // write ---
+  // write. The last look for a cancel request comes before it. ---
   rec.state = RunState::kCommitting;
   Status committing = RenewIfOld(run);
   if (committing.ok()) committing = Fail(failpoint::kRunBeforeCommit);
-  if (!committing.ok()) {
+  Result<bool> cancel = committing.ok() ? CancelAsked(run, true) : Result<bool>(false);
+  if (!committing.ok() || !cancel.ok() || *cancel) {
     discard();
-    return committing;
+    if (!committing.ok()) return committing;
+    if (!cancel.ok()) return cancel.status();
+    return EndCancelled(run);
   }
   if (staged->staged.empty() && req.mode != LoadMode::kReplace) {
     rec.table_version = t.head.table_version;

@@ -282,6 +282,9 @@ std::string RunRecord::ToJson() const {
                     {"sourceSha256", source_sha256}, {"sourceReload", source_reload}};
   }
   if (!input_text.empty() && !IsTerminal(state)) j["input"] = {{"text", input_text}};
+  if (!cancel_requested_by.empty()) {
+    j["cancel"] = {{"by", cancel_requested_by}, {"requestedMicros", cancel_requested_micros}};
+  }
   // Messages can quote input bytes (a column name): invalid UTF-8 is
   // replaced, never thrown, so a failed run can always be recorded.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -346,6 +349,10 @@ Result<RunRecord> RunRecord::FromJson(std::string_view text) {
       r.source_reload = v.at("sourceReload");
     }
     if (j.contains("input")) r.input_text = j.at("input").at("text");
+    if (j.contains("cancel")) {
+      r.cancel_requested_by = j.at("cancel").at("by");
+      r.cancel_requested_micros = Int64At(j.at("cancel"), "requestedMicros");
+    }
   } catch (const json::exception& e) {
     return Status::DataLoss(std::string("malformed run record: ") + e.what());
   }
@@ -383,6 +390,35 @@ Status RunStore::Update(const RunRecord& record, std::string* etag) {
   ASSIGN_OR_RETURN(ObjectMeta meta, store_->PutIfMatch(RunKey(record.id), record.ToJson(), *etag));
   *etag = meta.etag;
   return Status::OK();
+}
+
+Result<std::string> RunStore::Etag(const std::string& run_id) const {
+  Result<ObjectMeta> meta = store_->Head(RunKey(run_id));
+  if (meta.status().IsNotFound()) return Status::NotFound("no run '" + run_id + "'");
+  RETURN_NOT_OK(meta.status());
+  return meta->etag;
+}
+
+Result<RunRecord> RunStore::RequestCancel(const std::string& run_id, const std::string& by,
+                                          int64_t now_micros) {
+  // Each lost swap means the lease holder saved progress meanwhile; a few
+  // rounds always win against one renewal a third of a lease.
+  constexpr int kRounds = 8;
+  for (int round = 0;; ++round) {
+    std::string etag;
+    ASSIGN_OR_RETURN(RunRecord r, Get(run_id, &etag));
+    if (IsTerminal(r.state)) {
+      return Status::FailedPrecondition("run " + run_id + " is " +
+                                        std::string(RunStateName(r.state)) +
+                                        ": a finished run cannot be cancelled");
+    }
+    if (!r.cancel_requested_by.empty()) return r;
+    r.cancel_requested_by = by;
+    r.cancel_requested_micros = now_micros;
+    Status s = Update(r, &etag);
+    if (s.ok()) return r;
+    if (!s.IsAborted() || round + 1 >= kRounds) return s;
+  }
 }
 
 Result<std::vector<RunRecord>> RunStore::List() const {

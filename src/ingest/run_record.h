@@ -145,6 +145,11 @@ struct RunRecord {
   // runs: UTF-8 text, at most ServiceOptions::inline_record_bytes), read
   // through the file kRecordInputFile. A terminal record is saved without it.
   std::string input_text;
+  // A cancel asked for once the run had started (RunStore::RequestCancel):
+  // who asked and when (µs since the epoch). The lease holder ends the run
+  // cancelled at its next check, unless its commit was already asked for.
+  std::string cancel_requested_by;
+  int64_t cancel_requested_micros = 0;
 
   std::string ToJson() const;
   static Result<RunRecord> FromJson(std::string_view text);
@@ -160,6 +165,14 @@ class RunStore {
   Result<RunRecord> Get(const std::string& run_id, std::string* etag = nullptr) const;
   // Replaces the record if it still has `etag` (Aborted otherwise); updates `etag`.
   Status Update(const RunRecord& record, std::string* etag);
+  // The record's etag (one HEAD): a cheap "has anyone else written it?".
+  Result<std::string> Etag(const std::string& run_id) const;
+  // Asks the run's lease holder to cancel it: records `by` in the run's
+  // record by compare-and-swap (again after a lost one). The record as
+  // written; asked again, the first request stands. A terminal run is
+  // precondition_failed.
+  Result<RunRecord> RequestCancel(const std::string& run_id, const std::string& by,
+                                  int64_t now_micros);
   // Newest first.
   Result<std::vector<RunRecord>> List() const;
   // Removes a record and its errors (retention: terminal runs only).

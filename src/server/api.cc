@@ -72,6 +72,9 @@ json RunJson(const RunInfo& run, int64_t queue_position) {
                    {"manifestVersion", run.manifest_version},
                    {"tableVersion", run.table_version}};
   }
+  if (!run.cancel_requested_by.empty()) {
+    j["cancelRequest"] = {{"by", run.cancel_requested_by}, {"at", at(run.cancel_requested_micros)}};
+  }
   if (queue_position >= 0) j["queuePosition"] = queue_position;
   return j;
 }

@@ -137,6 +137,7 @@ Response Api::CancelRun(Call& c) {
   c.run_id = c.params["id"];
   Result<RunInfo> run = svc_->CancelRun(c.ctx, c.params["id"]);
   if (!run.ok()) return Problem(run.status());
+  if (!run->terminal) return JsonResponse(202, RunJson(*run));  // its worker ends it
   waiters_.Changed(run->id);
   return JsonResponse(200, RunJson(*run));
 }

@@ -1,6 +1,6 @@
 // GET /v1/runs over real HTTP: newest first by default, a stable cursor in
 // either order, and the table / since / until filters, each refusing bad
-// input with a clear problem.
+// input with a clear problem. The cancel of a started run.
 
 #include <ctime>
 
@@ -133,6 +133,42 @@ TEST_F(RunListingTest, BadFiltersAreRefusedClearly) {
   HttpResult hidden = Call("rex", "GET", "/v1/runs?table=refunds", "/v1/runs");
   EXPECT_EQ(hidden.status, 403) << hidden.body;
   EXPECT_EQ(hidden.Json()["code"], "permission_denied");
+}
+
+// A run a worker holds is asked to stop (202, `cancelRequest`); it ends
+// cancelled before its commit, having written nothing.
+TEST_F(RunListingTest, ACancelOfAStartedRunStopsItBeforeItsCommit) {
+  std::string id;
+  HttpResult asked;
+  auto open = [&](service::ServiceOptions so) {
+    // The cancel arrives while the worker holds the run, validated.
+    so.failpoint = [&](std::string_view point) {
+      if (point == "run.before_commit" && asked.status == 0) {  // the loader's, by name
+        asked = Call("ada", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel");
+      }
+      return Status::OK();
+    };
+    return service::Service::OpenerOver(ws_)(std::move(so));
+  };
+  server_ = Server::Start(open, config_).value();
+  id = Run(Pipeline("orders-feed", "orders"), "id,amount,note\n1,1.00,x\n2,2.00,y\n");
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  ASSERT_EQ(asked.status, 202) << asked.body;
+  EXPECT_FALSE(asked.Json()["state"] == "cancelled") << asked.body;
+  EXPECT_EQ(asked.Json()["cancelRequest"]["by"], "ada") << asked.body;
+  HttpResult done = Call("ada", "GET", "/v1/runs/" + id, "/v1/runs/{id}");
+  EXPECT_EQ(done.Json()["state"], "cancelled") << done.body;
+  EXPECT_EQ(done.Json()["error"], "cancelled by ada while committing; nothing was written");
+  EXPECT_EQ(done.Json()["cancelRequest"]["by"], "ada");
+  EXPECT_EQ(done.Json()["counters"]["inserted"], 0);
+  EXPECT_EQ(Call("ada", "GET", "/v1/tables/orders", "/v1/tables/{name}").Json()["rowCount"], 0);
+  // A finished run cannot be cancelled; a reader cannot cancel at all.
+  HttpResult late = Call("ada", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel");
+  EXPECT_EQ(late.status, 412) << late.body;
+  EXPECT_EQ(late.Json()["detail"],
+            "run " + id + " is cancelled: a finished run cannot be cancelled");
+  EXPECT_EQ(Call("rex", "POST", "/v1/runs/" + id + "/cancel", "/v1/runs/{id}/cancel").status, 403);
 }
 
 }  // namespace

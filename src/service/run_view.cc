@@ -45,6 +45,8 @@ RunInfo ViewOf(const ingest::RunRecord& run) {
   v.commit_id = run.commit_id;
   v.manifest_version = run.manifest_version;
   v.table_version = run.table_version;
+  v.cancel_requested_by = run.cancel_requested_by;
+  v.cancel_requested_micros = run.cancel_requested_micros;
   return v;
 }
 

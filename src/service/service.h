@@ -280,7 +280,11 @@ class Service {
                                            const std::string& fingerprint);
   Status SettleOperationKey(const OperationClaim& claim, KeptAnswer answer);
   Status ReleaseOperationKey(const OperationClaim& claim);
-  // Queued runs only (precondition_failed once a worker started it).
+  // A queued run ends cancelled here; a started one (or one a worker
+  // claims meanwhile) is asked to stop and comes back not yet terminal,
+  // with cancel_requested_by set: its worker ends it cancelled between
+  // batches or before its commit, never after it asked for the commit.
+  // A finished run: precondition_failed.
   Result<RunInfo> CancelRun(const CallContext& ctx, const std::string& run_id);
   // One new commit that undoes the succeeded run `run_id`. An append run's
   // rows are deleted (by the fragments its run_commit row names), whatever
@@ -355,6 +359,8 @@ class Service {
   Status CheckContext(const CallContext& ctx) const;
   // The run's record, if the caller submitted it or may read its table.
   Result<ingest::RunRecord> ReadableRun(const CallContext& ctx, const std::string& run_id);
+  // CancelRun of a run a worker holds.
+  Result<RunInfo> RequestCancel(const CallContext& ctx, const std::string& run_id);
   Status Fail(std::string_view point) const;
   // The table of `p` now (not_found when dropped) and `principal`'s right to
   // load it in the pipeline's mode.

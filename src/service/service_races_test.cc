@@ -156,27 +156,46 @@ TEST_F(ServiceTest, AStalledSubmissionCannotCreateASecondRunForItsKey) {
 // The worker claims the run between the cancel's read and its
 // compare-and-swap: the cancel loses, and no cleanup entry may exist for the
 // run the worker now loads.
-TEST_F(ServiceTest, ACancelThatLosesToAWorkerLeavesTheRunsInputsAlone) {
+// A cancel whose swap loses to a worker's claim asks that worker to stop
+// instead: the inputs stay until the run ends, and the run ends cancelled.
+TEST_F(ServiceTest, ACancelThatLosesToAWorkersClaimAsksTheWorkerToStop) {
   std::shared_ptr<FaultInjectionObjectStore> faulty = ReopenFaulty();
   const std::string p = AppendPipeline();
   const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
-  const std::string run_key = root_ + "/_control/runs/" + a.run.id + ".json";
+  ingest::RunStore runs(store_, root_);
   faulty->AddRule(FaultRule::HookAt(
       "worker claims", MaskOf({ObjectOp::kPutIfMatch}), 1,
       [&] {
-        // Any write moves the record's etag, as a worker's claim does.
-        const std::string text = store_->Get(run_key).value();
-        ASSERT_TRUE(store_->Put(run_key, text + " ").ok());
+        std::string etag;
+        ingest::RunRecord r = runs.Get(a.run.id, &etag).value();
+        r.state = RunState::kValidating;
+        r.lease_owner = "another worker";
+        r.lease_expires_micros = Clock::System()->NowMicros() + 60'000'000;
+        ASSERT_TRUE(runs.Update(r, &etag).ok());
       },
       "_control/runs/" + a.run.id));
-  Status lost = Svc().CancelRun(Ctx("ada"), a.run.id).status();
-  EXPECT_TRUE(lost.Is(ErrorCode::kConflict)) << lost;
+  Result<RunInfo> asked = Svc().CancelRun(Ctx("ada"), a.run.id);
+  ASSERT_TRUE(asked.ok()) << asked.status();
   EXPECT_EQ(faulty->Fired("worker claims"), 1u);
+  EXPECT_FALSE(asked->terminal);
+  EXPECT_EQ(asked->state, "validating");
+  EXPECT_EQ(asked->cancel_requested_by, "ada");
   EXPECT_EQ(CountUnder("_control/cleanup/"), 0);
   ASSERT_TRUE(Svc().RunCleanerOnce().ok());
   EXPECT_EQ(CountUnder("ingestion-staging/"), 1);
+  // That worker dies; the one that takes the run over honours the request.
+  std::string etag;
+  ingest::RunRecord held = runs.Get(a.run.id, &etag).value();
+  held.lease_expires_micros = Clock::System()->NowMicros() - 1;
+  ASSERT_TRUE(runs.Update(held, &etag).ok());
   EXPECT_EQ(Drain(), 1);
-  EXPECT_EQ(Run(a.run.id).state, RunState::kSucceeded);
+  const ingest::RunRecord done = Run(a.run.id);
+  EXPECT_EQ(done.state, RunState::kCancelled);
+  EXPECT_EQ(done.error, "cancelled by ada while validating; nothing was written");
+  ASSERT_TRUE(Svc().RunCleanerOnce().ok());
+  EXPECT_EQ(CountUnder("ingestion-staging/"), 0);
+  EXPECT_EQ(Contents(), "");
+  EXPECT_EQ(RunCommits(), 0);
 }
 
 // A repeated enqueue keeps the entry as first written (and so its age).
@@ -274,7 +293,7 @@ TEST_F(ServiceTest, UploadsNeverSubmittedAreCappedPerPrincipalAndSwept) {
 // view, lists the queue; ListPipelines reads one snapshot, not one per
 // pipeline.
 TEST_F(ServiceTest, PollsCostTheSameWithAThousandQueuedRuns) {
-  options_.queue_view_micros = 60'000'000;  // the manual clock stays inside one view
+  options_.queue_view_micros = 60'000'000;      // the manual clock stays inside one view
   options_.pause_check_micros = 3'600'000'000;  // each pipeline's pause read once
   auto counting = std::make_shared<CountingObjectStore>(store_);
   WorkspaceOptions wo;

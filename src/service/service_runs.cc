@@ -1,5 +1,5 @@
 // Service: submission (context -> strict parse -> idempotency -> admission ->
-// reserve key -> claim uploads -> enqueue -> run record), status, cancel.
+// reserve key -> claim uploads -> enqueue -> run record).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -608,72 +608,6 @@ Result<Submission> Service::CreateRun(const CallContext& ctx, const Pipeline& p,
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterRun));
   Wake();
   return Submission{ViewOf(run), /*replayed=*/false};
-}
-
-Result<RunRecord> Service::ReadableRun(const CallContext& ctx, const std::string& run_id) {
-  RETURN_NOT_OK(CheckContext(ctx));
-  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
-  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
-  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
-  if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
-  return run;
-}
-
-Result<std::vector<RunInfo::Error>> Service::RunErrors(const CallContext& ctx,
-                                                       const std::string& run_id) {
-  ASSIGN_OR_RETURN(RunRecord run, ReadableRun(ctx, run_id));
-  ASSIGN_OR_RETURN(std::vector<ingest::RunError> errors, loader_->runs().GetErrors(run));
-  return ErrorsOf(errors);
-}
-
-Result<RunStatus> Service::GetRun(const CallContext& ctx, const std::string& run_id) {
-  ASSIGN_OR_RETURN(RunRecord run, ReadableRun(ctx, run_id));
-  RunStatus out{ViewOf(run), -1};
-  if (run.state == RunState::kQueued) {
-    ASSIGN_OR_RETURN(out.queue_position, QueuePosition(run_id));
-  }
-  return out;
-}
-
-Result<RunInfo> Service::CancelRun(const CallContext& ctx, const std::string& run_id) {
-  RETURN_NOT_OK(CheckContext(ctx));
-  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
-  std::string etag;
-  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id, &etag));
-  ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
-  if (req.principal != ctx.principal) {
-    ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(run.pipeline_id));
-    RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
-  }
-  // Leases run on the wall clock (the loader's).
-  if (run.state != RunState::kQueued || run.lease_expires_micros > Clock::System()->NowMicros()) {
-    return Status::FailedPrecondition(
-        "run " + run_id + " is " + std::string(ingest::RunStateName(run.state)) +
-        (run.state == RunState::kQueued ? " and claimed by a worker" : "") +
-        ": only a queued run can be cancelled");
-  }
-  run.state = RunState::kCancelled;
-  run.finished_micros = options_.clock->NowMicros();
-  run.error = "cancelled by " + ctx.principal;
-  // Decide first: a cleanup entry written before a lost compare-and-swap
-  // would delete the inputs of the run a worker just claimed. A crash after
-  // the decision leaves the queue entry, whose removal writes the cleanup
-  // entry first (the worker's queue pass).
-  Status s = loader_->runs().Update(run, &etag);
-  if (s.IsAborted()) {
-    return Status::Conflict("run " + run_id +
-                            " was claimed by a worker meanwhile; it is no "
-                            "longer queued");
-  }
-  RETURN_NOT_OK(s);
-  // The run is cancelled whatever happens next; a cleanup entry that could
-  // not be written now is written by the queue pass.
-  if (Status cleanup = BeforeTerminal(run); !cleanup.ok()) {
-    LOAM_LOG_WARN("run {} cancelled; its cleanup waits for the queue pass: {}", run_id,
-                  cleanup.ToString());
-  }
-  Wake();  // a worker drops its queue entry
-  return ViewOf(run);
 }
 
 }  // namespace loam::service

@@ -344,8 +344,9 @@ class LoamClient:
                 pause = min(pause * 2, 2.0)
 
     def cancel_run(self, run_id, idempotency_key=None):
-        """A queued run cancelled: the run."""
-        return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200,), b"",
+        """A queued run cancelled, or a started one asked to stop (not yet
+        terminal, with cancelRequest: wait for it): the run."""
+        return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200, 202), b"",
                             {"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
 
     def revert_run(self, run_id, idempotency_key=None):
