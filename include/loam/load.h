@@ -45,6 +45,17 @@ struct LoadLimits {
   std::optional<int64_t> time_budget_ms;      // parsing and validation [1 h]
 };
 
+// How a CSV input is written beyond its delimiter (docs/ingest.md, "CSV
+// options"); the defaults read RFC 4180 with a header.
+struct CsvFormat {
+  char quote = '"';
+  bool header = true;                // false: `columns` names the fields, in order
+  std::vector<std::string> columns;  // only without a header
+  std::string null_marker;           // an unquoted field equal to it is a missing value ("" = none)
+  int64_t skip_lines = 0;            // lines skipped before the header (or the first record)
+  std::string comment_prefix;        // a line starting with it is skipped ("" = none)
+};
+
 struct LoadRequest {
   std::string table;
   std::string branch = "main";
@@ -53,6 +64,7 @@ struct LoadRequest {
   LoadFormat format = LoadFormat::kByFileName;  // by name: *.jsonl / *.ndjson, else CSV
   std::vector<std::string> files;               // local paths
   char csv_delimiter = ',';
+  CsvFormat csv;
   // "COLUMN:KIND" declared conversions, as `loam load --coerce` (docs/ingest.md).
   std::vector<std::string> coercions;
   // The strict schema policy's conversions as JSON, as `loam load

@@ -85,6 +85,14 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
   r.principal = internal::WorkspaceAccess::Principal(ws);
   RETURN_NOT_OK(CheckCsvDelimiter(std::string(1, l.csv_delimiter), "LoadRequest::csv_delimiter"));
   r.limits.csv_delimiter = l.csv_delimiter;
+  ingest::CsvDialect& csv = r.limits.csv;
+  csv.quote = l.csv.quote;
+  csv.header = l.csv.header;
+  csv.columns = l.csv.columns;
+  csv.null_marker = l.csv.null_marker;
+  csv.skip_lines = l.csv.skip_lines;
+  csv.comment_prefix = l.csv.comment_prefix;
+  RETURN_NOT_OK(csv.Check(l.csv_delimiter, r.limits.max_columns, "LoadRequest::csv"));
   r.expected_table_version = l.expected_table_version;
   return r;  // the loader refuses what its record could not read back
 }

@@ -594,6 +594,58 @@ TEST_F(CliTest, RunsCancelAsksTheHolderToStopAndRefusesAFinishedRun) {
   EXPECT_EQ(Ok({"count", "events"}).out, "1\n");
 }
 
+// CSV options read a file written otherwise: no header, a preamble,
+// comments, another quote, a null marker. Bad options are usage errors that
+// change nothing.
+TEST_F(CliTest, CsvOptionsReadAFileWrittenOtherwise) {
+  File("export.txt",
+       "report of 2026-12-06\n# id;name;amount\n1;'Ann; Lee';NA\n# skipped\n2;NA;3.50\n");
+  const std::vector<std::string> load = {"load",
+                                         "events",
+                                         "export.txt",
+                                         "--format",
+                                         "csv",
+                                         "--delimiter",
+                                         ";",
+                                         "--quote",
+                                         "'",
+                                         "--no-header",
+                                         "--columns",
+                                         "id,name,amount",
+                                         "--skip-lines",
+                                         "1",
+                                         "--comment-prefix",
+                                         "#",
+                                         "--null-marker",
+                                         "NA"};
+  Ok(load);
+  EXPECT_EQ(Ok({"scan", "events", "--format", "jsonl", "--columns", "id,name,amount"}).out,
+            "{\"id\":1,\"name\":\"Ann; Lee\",\"amount\":null}\n"
+            "{\"id\":2,\"name\":null,\"amount\":3.50}\n");
+  const auto tree = TreeExceptRuns(ws());
+  struct Bad {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {{"--quote", "''"}, "--quote must be one character"},
+      {{"--quote", ";"}, "the quote must be one printable ASCII character other than a space"},
+      {{"--no-header"}, "an input without a header needs its columns named"},
+      {{"--columns", "id,name"}, "columns are named only for an input without a header"},
+      {{"--no-header", "--columns", "id,id"}, "column 'id' is named twice"},
+      {{"--skip-lines", "-1"}, "the lines to skip must be from 0 to 1000000"},
+      {{"--null-marker", "N;A"}, "the null marker must be at most 64 bytes"},
+  };
+  for (const Bad& b : bad) {
+    std::vector<std::string> args = {"load", "events", "export.txt", "--delimiter", ";"};
+    args.insert(args.end(), b.flags.begin(), b.flags.end());
+    CliResult r = Run(args);
+    EXPECT_EQ(r.code, 2) << r.all();
+    EXPECT_NE(r.err.find(b.message), std::string::npos) << b.message << "\n" << r.err;
+  }
+  EXPECT_EQ(TreeExceptRuns(ws()), tree);
+}
+
 TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {
   File("seed.csv", "id,name\n1,seed\n");
   Ok({"load", "events", "seed.csv"});

@@ -37,6 +37,11 @@ struct LoadFlags {
   std::string idempotency_key;
   std::string branch = "main";
   std::string delimiter = ",";
+  std::string quote = "\"";
+  bool no_header = false;
+  std::vector<std::string> columns;
+  std::string null_marker, comment_prefix;
+  int64_t skip_lines = 0;
   // The limits, set from the flags given (loam/load.h's defaults otherwise).
   int64_t max_rows = 0, max_columns = 0, max_field_bytes = 0, max_json_depth = 0;
   int64_t max_decoded_bytes = 0, time_budget_ms = 0;
@@ -165,6 +170,13 @@ Result<LoadRequest> BuildRequest(const LoadFlags& f) {
   const std::string delimiter = f.delimiter == "\\t" ? std::string("\t") : f.delimiter;
   RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "--delimiter (\\t for a tab)"));
   r.csv_delimiter = delimiter[0];
+  if (f.quote.size() != 1) return Status::InvalidArgument("--quote must be one character");
+  r.csv.quote = f.quote[0];
+  r.csv.header = !f.no_header;
+  r.csv.columns = f.columns;
+  r.csv.null_marker = f.null_marker;
+  r.csv.skip_lines = f.skip_lines;
+  r.csv.comment_prefix = f.comment_prefix;
   r.limits = LimitsOf(f);
   r.key_memory_bytes = static_cast<uint64_t>(f.key_memory_mib) << 20;
   r.max_errors = f.max_errors;
@@ -304,6 +316,15 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
                    "repeat-safe key: same key + same request = same run");
   load->add_option("--branch", flags->branch, "branch to load into");
   load->add_option("--delimiter", flags->delimiter, "CSV delimiter (one character; \\t for tab)");
+  load->add_option("--quote", flags->quote, "CSV quote character (default \")");
+  load->add_flag("--no-header", flags->no_header, "the CSV input has no header row (--columns)");
+  load->add_option("--columns", flags->columns, "no header: the fields' column names, in order")
+      ->delimiter(',');
+  load->add_option("--null-marker", flags->null_marker,
+                   "an unquoted CSV field equal to it is a missing value (e.g. NA)");
+  load->add_option("--skip-lines", flags->skip_lines, "lines before the CSV header to skip");
+  load->add_option("--comment-prefix", flags->comment_prefix,
+                   "CSV lines starting with it are skipped (e.g. #)");
   const auto limit = [&](const char* flag, auto* value, const char* what) {
     flags->given[flag] = load->add_option(flag, *value, what);
   };

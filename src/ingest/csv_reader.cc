@@ -1,6 +1,7 @@
 #include "ingest/csv_reader.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #ifdef __SSE2__
@@ -11,8 +12,9 @@
 
 namespace loam::ingest {
 
-CsvReader::CsvReader(ByteSource& input, CsvOptions options) : input_(input), options_(options) {
-  for (char c : {options_.delimiter, '\n', '\r', '"'}) special_[static_cast<uint8_t>(c)] = true;
+CsvReader::CsvReader(ByteSource& input, CsvOptions options)
+    : input_(input), options_(std::move(options)), quote_(options_.dialect.quote) {
+  for (char c : {options_.delimiter, '\n', '\r', quote_}) special_[static_cast<uint8_t>(c)] = true;
 }
 
 Status CsvReader::Error(int64_t line, size_t column, std::string_view what,
@@ -52,6 +54,49 @@ Status CsvReader::SkipByteOrderMark() {
   chunk_ = head == kBom ? std::string() : head;
   pos_ = 0;
   return Status::OK();
+}
+
+Status CsvReader::Ensure(size_t n) {
+  std::string more;
+  while (chunk_.size() - pos_ < n && !eof_) {
+    chunk_.erase(0, pos_);
+    pos_ = 0;
+    more.resize(options_.chunk_bytes);
+    ASSIGN_OR_RETURN(size_t got, input_.Read(more.data(), more.size()));
+    if (got == 0) eof_ = true;
+    chunk_.append(more.data(), got);
+    bytes_read_ += got;
+  }
+  return Status::OK();
+}
+
+Status CsvReader::SkipLines(int64_t n) {
+  for (int64_t i = 0; i < n;) {
+    if (pos_ >= chunk_.size()) {
+      ASSIGN_OR_RETURN(bool more, Refill());
+      if (!more) return Status::OK();
+    }
+    const char* begin = chunk_.data() + pos_;
+    const void* lf = std::memchr(begin, '\n', chunk_.size() - pos_);
+    if (lf == nullptr) {
+      pos_ = chunk_.size();
+      continue;
+    }
+    pos_ += static_cast<size_t>(static_cast<const char*>(lf) - begin) + 1;
+    ++line_;
+    ++i;
+  }
+  return Status::OK();
+}
+
+Status CsvReader::SkipComments() {
+  const std::string& prefix = options_.dialect.comment_prefix;
+  if (prefix.empty()) return Status::OK();
+  for (;;) {
+    RETURN_NOT_OK(Ensure(prefix.size()));
+    if (chunk_.compare(pos_, prefix.size(), prefix) != 0) return Status::OK();
+    RETURN_NOT_OK(SkipLines(1));
+  }
 }
 
 Status CsvReader::FieldTooLong(int64_t line) const {
@@ -96,7 +141,7 @@ bool CsvReader::ParseSimpleRecord() {
     // Each special byte of the block in turn, lowest first.
     for (uint32_t mask = SpecialBytes(block, end); mask != 0; mask &= mask - 1) {
       const char* p = block + __builtin_ctz(mask);
-      if (*p == '"') return false;
+      if (*p == quote_) return false;
       if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
       // A record near its length limit is measured (and refused) by ParseRecord.
       if (static_cast<size_t>(p - begin) > options_.max_field_bytes * 16) return false;
@@ -128,7 +173,7 @@ uint32_t CsvReader::SpecialBytes(const char* block, const char* end) const {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
     const __m128i hits =
         _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(options_.delimiter)),
-                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8(quote_))),
                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
     return static_cast<uint32_t>(_mm_movemask_epi8(hits));
@@ -212,7 +257,7 @@ Status CsvReader::TakeUnquoted(const char** p, const char* end) {
 
 Result<bool> CsvReader::TakeQuoted(const char** p, const char* end, int64_t quote_line) {
   const char* q = *p;
-  while (q < end && *q != '"') {
+  while (q < end && *q != quote_) {
     if (*q == '\n') ++line_;
     ++q;
   }
@@ -245,7 +290,7 @@ Result<bool> CsvReader::ParseGeneralRecord() {
       switch (state) {
         case State::kFieldStart:
           any = true;
-          if (c == '"') {
+          if (c == quote_) {
             state = State::kQuoted;
             field_quoted_ = true;
             quote_line = line_;
@@ -257,7 +302,7 @@ Result<bool> CsvReader::ParseGeneralRecord() {
         case State::kUnquoted: {
           RETURN_NOT_OK(TakeUnquoted(&p, end));
           if (p == end) continue;
-          if (*p == '"') return QuoteInUnquotedField();
+          if (*p == quote_) return QuoteInUnquotedField();
           if (*p == delim) {
             ++p;
             RETURN_NOT_OK(EndField(line_));
@@ -273,8 +318,8 @@ Result<bool> CsvReader::ParseGeneralRecord() {
           continue;
         }
         case State::kQuoteInQuoted:
-          if (c == '"') {  // a doubled quote stands for one
-            field_bytes_.push_back('"');
+          if (c == quote_) {  // a doubled quote stands for one
+            field_bytes_.push_back(quote_);
             state = State::kQuoted;
             ++p;
             continue;
@@ -308,6 +353,13 @@ Result<bool> CsvReader::ParseGeneralRecord() {
 Result<std::vector<std::string>> CsvReader::ReadHeader() {
   if (records_ >= 0) return Status::FailedPrecondition("the CSV header was already read");
   RETURN_NOT_OK(SkipByteOrderMark());
+  RETURN_NOT_OK(SkipLines(options_.dialect.skip_lines));
+  if (!options_.dialect.header) {
+    header_columns_ = options_.dialect.columns.size();
+    records_ = 0;
+    return options_.dialect.columns;
+  }
+  RETURN_NOT_OK(SkipComments());
   ASSIGN_OR_RETURN(bool found, ParseRecord());
   if (!found) {
     return Status::InvalidArgument(
@@ -334,6 +386,7 @@ Result<std::vector<std::string>> CsvReader::ReadHeader() {
 
 Result<bool> CsvReader::Next(CsvRecord* out) {
   if (records_ < 0) return Status::FailedPrecondition("read the CSV header first");
+  RETURN_NOT_OK(SkipComments());
   const uint64_t offset = bytes_read_ - (chunk_.size() - pos_);
   ASSIGN_OR_RETURN(bool found, ParseRecord());
   if (!found) return false;
@@ -341,12 +394,20 @@ Result<bool> CsvReader::Next(CsvRecord* out) {
   out->offset = offset;
   if (fields_.size() != header_columns_) {
     ++records_;  // read whole: the next call reads the next record
+    const bool named = !options_.dialect.header;
     return Error(record_line_, std::min(fields_.size(), header_columns_) + 1,
-                 "record has " + std::to_string(fields_.size()) + " fields but the header has " +
-                     std::to_string(header_columns_),
-                 "give every row one field per header column (quote fields that contain '" +
-                     std::string(1, options_.delimiter) + "')")
+                 "record has " + std::to_string(fields_.size()) + " fields but " +
+                     (named ? "the request names " : "the header has ") +
+                     std::to_string(header_columns_) + (named ? " columns" : ""),
+                 "give every row one field per " + std::string(named ? "named" : "header") +
+                     " column (quote fields that contain '" + std::string(1, options_.delimiter) +
+                     "')")
         .WithDetail("fieldCount", std::to_string(fields_.size()));
+  }
+  if (const std::string& marker = options_.dialect.null_marker; !marker.empty()) {
+    for (size_t i = 0; i < fields_.size(); ++i) {
+      if (quoted_[i] == 0 && fields_[i] == marker) fields_[i] = std::string_view();
+    }
   }
   out->fields.assign(fields_.begin(), fields_.end());
   out->quoted = quoted_;

@@ -3,9 +3,10 @@
 // Reads records from a ByteSource in fixed-size chunks, so memory is bounded
 // by the largest record, never by the input. Accepts what RFC 4180 allows
 // (quoted fields, doubled quotes, embedded delimiters and newlines, CRLF or
-// LF line ends) plus a leading UTF-8 byte-order mark and a configurable
-// delimiter. Everything else is an InvalidArgument error that names the line
-// and column (1-based field number) and says how to fix the input.
+// LF line ends) plus a leading UTF-8 byte-order mark, a configurable
+// delimiter and the options of a CsvDialect (quote, header or named columns,
+// null marker, leading lines to skip, comment lines). Everything else is an InvalidArgument error
+// that names the line and column (1-based field number) and says how to fix the input.
 #pragma once
 
 #include <array>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "common/csv_delimiter.h"
+#include "ingest/csv_dialect.h"
 #include "loam/object_store.h"
 #include "loam/result.h"
 
@@ -28,6 +30,7 @@ struct CsvOptions {
   int max_json_depth = 64;                // nesting of a value bound for a json column
   size_t batch_bytes = size_t{16} << 20;  // CsvBatches: input bytes per batch
   size_t chunk_bytes = 1 << 16;           // read size
+  CsvDialect dialect;                     // checked by the caller (CsvDialect::Check)
 };
 
 struct CsvRecord {
@@ -44,8 +47,10 @@ class CsvReader {
  public:
   CsvReader(ByteSource& input, CsvOptions options);
 
-  // The header record. Required: an empty input is an error. Names must be
-  // non-empty and distinct.
+  // The header record (after the lines to skip). Required: an empty input
+  // is an error. Names must be non-empty and distinct. Without a header
+  // (CsvDialect::header false): the dialect's columns, nothing read but
+  // the lines to skip.
   Result<std::vector<std::string>> ReadHeader();
 
   // The next data record into `out`; false at the end of the input. Each
@@ -78,6 +83,12 @@ class CsvReader {
   Status QuoteInUnquotedField() const;
   Status UnexpectedAfterQuote(char c) const;
   Result<bool> Refill();  // false at end of input
+  // Keeps the unread bytes and reads on until `n` are buffered or the input ends.
+  Status Ensure(size_t n);
+  // Consumes input through the next `n` line feeds.
+  Status SkipLines(int64_t n);
+  // At the start of a record: skips the comment lines that start here.
+  Status SkipComments();
   Status SkipByteOrderMark();
   Status Error(int64_t line, size_t column, std::string_view what, std::string_view fix) const;
   // As Error, for a limit (limit_exceeded).
@@ -88,6 +99,7 @@ class CsvReader {
   ByteSource& input_;
   const CsvOptions options_;
   std::array<bool, 256> special_{};  // bytes that end an unquoted run: delimiter, CR, LF, quote
+  const char quote_;
   std::string chunk_;
   size_t pos_ = 0;
   bool eof_ = false;

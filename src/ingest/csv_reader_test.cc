@@ -232,5 +232,70 @@ TEST(CsvReader, RandomRoundTrip) {
   }
 }
 
+// A dialect reads the same at every chunk boundary; lines keep their
+// numbers in the file (skipped and comment lines count).
+TEST(CsvDialect, QuoteLinesToSkipCommentsAndANullMarker) {
+  const std::string text =
+      "exported 2026-12-06\nby a tool\n# the header follows\nid,name,note\n"
+      "1,'a, b',NA\n# a comment\r\n2,'it''s','NA'\n3,NA,\"x\"\n";
+  for (size_t step : {1u, 2u, 3u, 7u, 1u << 20}) {
+    for (size_t chunk : {1u, 5u, 65536u}) {
+      SCOPED_TRACE("step " + std::to_string(step) + " chunk " + std::to_string(chunk));
+      CsvOptions o;
+      o.chunk_bytes = chunk;
+      o.dialect.quote = '\'';
+      o.dialect.skip_lines = 2;
+      o.dialect.comment_prefix = "#";
+      o.dialect.null_marker = "NA";
+      Result<Parsed> p = Parse(text, o, step);
+      ASSERT_TRUE(p.ok()) << p.status();
+      EXPECT_EQ(p->header, (std::vector<std::string>{"id", "name", "note"}));
+      EXPECT_EQ(p->rows, (Rows{{"1", "a, b", ""}, {"2", "it's", "NA"}, {"3", "", "\"x\""}}));
+      EXPECT_EQ(p->lines, (std::vector<int64_t>{5, 7, 8}));
+      // A quoted marker is text; the marker unquoted is missing, as an empty field is.
+      EXPECT_EQ(p->quoted, (std::vector<std::vector<uint8_t>>{{0, 1, 0}, {0, 1, 1}, {0, 0, 0}}));
+    }
+  }
+}
+
+TEST(CsvDialect, WithoutAHeaderTheRequestNamesTheColumns) {
+  CsvOptions o;
+  o.dialect.header = false;
+  o.dialect.columns = {"a", "b"};
+  Parsed p = Parse("1,2\n3,4\n", o).value();
+  EXPECT_EQ(p.header, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(p.rows, (Rows{{"1", "2"}, {"3", "4"}}));
+  EXPECT_EQ(p.lines, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(Parse("", o).value().rows.empty());  // no header to require
+  ExpectErrorIn("1,2\n1,2,3\n", "CSV line 2", "record has 3 fields but the request names 2 columns",
+                o);
+}
+
+TEST(CsvDialect, TheRulesNameWhatIsWrong) {
+  const auto refused = [](CsvDialect d) { return d.Check(',', 4, "formatOptions").message(); };
+  CsvDialect d;
+  EXPECT_TRUE(d.Check(',', 4, "x").ok());
+  d.quote = ',';
+  EXPECT_EQ(refused(d),
+            "formatOptions: the quote must be one printable ASCII character other than a space "
+            "and the delimiter");
+  d = {};
+  d.header = false;
+  d.columns = {"a", "b", "c", "d", "e"};
+  Status wide = d.Check(',', 4, "formatOptions");
+  EXPECT_TRUE(wide.Is(ErrorCode::kLimitExceeded)) << wide;
+  d.columns = {"a", ""};
+  EXPECT_EQ(refused(d), "formatOptions: a column name is empty");
+  d = {};
+  d.null_marker = "N\"A";
+  EXPECT_NE(refused(d).find("the null marker must be"), std::string::npos);
+  d = {};
+  d.skip_lines = CsvDialect::kMaxSkipLines + 1;
+  EXPECT_EQ(refused(d), "formatOptions: the lines to skip must be from 0 to 1000000");
+  d = {};
+  d.comment_prefix = "\"#";
+  EXPECT_NE(refused(d).find("not start with the quote"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace loam::ingest

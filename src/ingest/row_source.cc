@@ -185,8 +185,10 @@ Result<std::unique_ptr<RowSource>> OpenRowSource(std::unique_ptr<ByteSource> raw
     return Status::InvalidArgument(
         "the CSV delimiter cannot be a quote, CR or LF; use ',', ';', '|' or \\t");
   }
+  RETURN_NOT_OK(limits.csv.Check(limits.csv_delimiter, limits.max_columns, "CSV options"));
   CsvOptions options;
   options.delimiter = limits.csv_delimiter;
+  options.dialect = limits.csv;
   options.max_columns = limits.max_columns;
   options.max_field_bytes = limits.max_field_bytes;
   options.max_json_depth = limits.max_json_depth;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ingest/coercion.h"
+#include "ingest/csv_dialect.h"
 #include "ingest/input_source.h"
 #include "loam/batch.h"
 
@@ -25,6 +26,7 @@ struct ParseLimits {
   size_t max_field_bytes = 1 << 20;  // one value, after unquoting / unescaping
   int max_json_depth = 64;           // nesting of a value bound for a json column
   char csv_delimiter = ',';
+  CsvDialect csv;  // the rest of how a CSV input is written (not limits either)
   DecodeLimits decode;
   // Not a limit: a batch ends once it holds this many input bytes, so wide
   // or long values cannot make a batch of many rows hold gigabytes. A record

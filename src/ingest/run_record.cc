@@ -102,6 +102,11 @@ std::string RunRequest::ToJson() const {
   if (!additive_admin.empty()) j["additiveAdmin"] = additive_admin;
   if (!file_names.empty()) j["fileNames"] = file_names;
   if (max_errors != kDefaultMaxErrors) j["limits"]["maxErrors"] = max_errors;
+  if (!limits.csv.IsDefault()) {
+    json csv = json::object();
+    limits.csv.ToJson("", &csv);
+    j["csv"] = std::move(csv);
+  }
   return j.dump();  // keys sorted: equal requests, equal text
 }
 
@@ -169,6 +174,14 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
     return o.Bad("fileNames", "one name per file");
   }
   if (const json* l = o.Field("limits"); l != nullptr) RETURN_NOT_OK(ReadLimits(*l, &r));
+  if (const json* c = o.Field("csv"); c != nullptr) {
+    if (!c->is_object()) return o.Bad("csv", "an object");
+    StrictObject co(*c, "run request csv");
+    RETURN_NOT_OK(r.limits.csv.FromJson("", co));
+    RETURN_NOT_OK(co.Finish());
+    RETURN_NOT_OK(
+        r.limits.csv.Check(r.limits.csv_delimiter, r.limits.max_columns, "run request csv"));
+  }
   if (o.Field("expectedTableVersion") != nullptr) {
     int64_t v = 0;
     RETURN_NOT_OK(o.Int("expectedTableVersion", &v, 0, std::numeric_limits<int64_t>::max()));

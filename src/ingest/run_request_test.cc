@@ -30,6 +30,19 @@ TEST(RunRequestTest, RoundTripsThroughItsJson) {
   ASSERT_TRUE(minimal.ok()) << minimal.status();
   EXPECT_EQ(minimal->mode, LoadMode::kAppend);
   EXPECT_EQ(minimal->limits.csv_delimiter, ',');
+  // CSV options are written only when they differ: older requests keep their text.
+  EXPECT_EQ(r.ToJson().find("\"csv\""), std::string::npos);
+  r.limits.csv.quote = '\'';
+  r.limits.csv.header = false;
+  r.limits.csv.columns = {"id", "name"};
+  r.limits.csv.null_marker = "NA";
+  r.limits.csv.skip_lines = 3;
+  r.limits.csv.comment_prefix = "#";
+  back = RunRequest::FromJson(r.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), r.ToJson());
+  EXPECT_EQ(back->limits.csv.columns, (std::vector<std::string>{"id", "name"}));
+  EXPECT_EQ(back->limits.csv.skip_lines, 3);
 }
 
 TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
@@ -53,6 +66,16 @@ TEST(RunRequestTest, RefusesMalformedRequestsWithAClearError) {
       {R"({"table":"t","limits":{"csvDelimiter":"\u0000"}})",
        "\"csvDelimiter\" must be one printable"},
       {R"({"table":"t","limits":{"maxColumns":0}})", "\"maxColumns\" must be an integer"},
+      {R"({"table":"t","csv":{"quote":"ab"}})", "\"quote\" must be one character"},
+      {R"({"table":"t","csv":{"quote":","}})", "the quote must be one printable ASCII character"},
+      {R"({"table":"t","csv":{"header":false}})", "needs its columns named"},
+      {R"({"table":"t","csv":{"columns":["a"]}})", "columns are named only for an input without"},
+      {R"({"table":"t","csv":{"header":false,"columns":["a","a"]}})", "column 'a' is named twice"},
+      {R"({"table":"t","csv":{"nullMarker":"a,b"}})", "the null marker must be at most 64 bytes"},
+      {R"({"table":"t","csv":{"skipLines":-1}})", "\"skipLines\" must be an integer from 0"},
+      {R"({"table":"t","csv":{"commentPrefix":"\n"}})", "the comment prefix must be at most"},
+      {R"({"table":"t","csv":{"escape":"\\"}})", "run request csv: unknown field 'escape'"},
+      {R"({"table":"t","csv":[]})", "\"csv\" must be an object"},
       {R"({"table":"t","limits":{"maxColumns":-5}})", "\"maxColumns\" must be an integer"},
       {R"({"table":"t","limits":{"maxRows":1.5}})", "\"maxRows\" must be an integer"},
       {R"({"table":"t","limits":{"maxRows":18446744073709551615}})", "\"maxRows\" must be"},

@@ -1,7 +1,7 @@
 // Entity tags over real HTTP: every pipeline answer carries ETag, and a
 // PATCH or DELETE with a stale If-Match is 412 and changes nothing; a
 // table's ETag makes If-None-Match 304 until a commit changes the table.
-// Also pausing a pipeline through PATCH.
+// Also pausing a pipeline through PATCH, and its CSV format options.
 
 #include "server/server_test_util.h"
 
@@ -227,6 +227,65 @@ TEST_F(PipelineEtagTest, AGrantChangesOnlyFromTheTableStateItsIfMatchNames) {
   EXPECT_TRUE(bob_reads) << now.body;  // unchanged by the refusals
   EXPECT_EQ(Call("owner", "DELETE", bob, pattern, "", with(now.Header("etag"))).status, 204);
   EXPECT_EQ(Call("owner", "PUT", bob, pattern, R"({"role":"reader"})", with("*")).status, 200);
+}
+
+// CSV options through a pipeline: a file without a header, with a preamble,
+// comments, another quote and a null marker loads; options that cannot be
+// are refused (400) and no pipeline is created.
+TEST_F(PipelineEtagTest, CsvFormatOptionsLoadAFileWrittenOtherwise) {
+  config_.workers = 0;
+  const json options = {{"csvDelimiter", ";"},    {"csvQuote", "'"},
+                        {"csvHeader", false},     {"csvColumns", {"id", "amount", "note"}},
+                        {"csvNullMarker", "NA"},  {"csvSkipLines", 1},
+                        {"csvCommentPrefix", "#"}};
+  const json spec = {{"name", "export"},
+                     {"table", "orders"},
+                     {"mode", "append"},
+                     {"format", "csv"},
+                     {"formatOptions", options}};
+  HttpResult created = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", spec.dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.Json()["formatOptions"], options);
+  const std::string id = created.Json()["id"];
+  const std::string upload = Upload(id, "exported 2026-12-06\n1;1.50;'a; b'\n# a note\n2;NA;NA\n");
+  HttpResult run = Submit(id, "csv-options", json{{"uploads", {upload}}}.dump());
+  ASSERT_EQ(run.status, 202) << run.body;
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  HttpResult done =
+      Call("ada", "GET", "/v1/runs/" + run.Json()["id"].get<std::string>(), "/v1/runs/{id}");
+  EXPECT_EQ(done.Json()["state"], "succeeded") << done.body;
+  EXPECT_EQ(done.Json()["counters"]["inserted"], 2) << done.body;
+  const Snapshot snap = ws_->Current().value();
+  const RecordBatch rows = ws_->OpenTable(snap, "orders").value().ReadAll().value();
+  ASSERT_EQ(rows.num_rows(), 2);
+  const int64_t first = rows.columns[0].GetInt64(0) == 1 ? 0 : 1;
+  EXPECT_EQ(rows.columns[2].GetBytes(first), "a; b");
+  EXPECT_TRUE(rows.columns[1].IsNull(1 - first));  // NA unquoted: missing
+  EXPECT_TRUE(rows.columns[2].IsNull(1 - first));
+
+  struct Bad {
+    json format_options;
+    std::string format, message;
+  };
+  const std::vector<Bad> bad = {
+      {{{"csvHeader", false}}, "csv", "an input without a header needs its columns named"},
+      {{{"csvDelimiter", ";"}, {"csvQuote", ";"}}, "csv", "the quote must be one printable"},
+      {{{"csvSkipLines", "1"}}, "csv", "\"csvSkipLines\" must be an integer"},
+      {{{"csvEscape", "\\"}}, "csv", "unknown field 'csvEscape'"},
+      {{{"csvNullMarker", "NA"}}, "jsonl", "the CSV options are for format \"csv\" only"},
+  };
+  for (const Bad& b : bad) {
+    const json body = {{"name", "bad"},
+                       {"table", "orders"},
+                       {"format", b.format},
+                       {"formatOptions", b.format_options}};
+    HttpResult r = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", body.dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_NE(r.Json().value("detail", "").find(b.message), std::string::npos)
+        << b.message << ": " << r.body;
+  }
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 1u);
 }
 
 }  // namespace

@@ -57,7 +57,14 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
     RETURN_NOT_OK(fo.String("csvDelimiter", &delimiter));
     RETURN_NOT_OK(CheckCsvDelimiter(delimiter, "pipeline formatOptions: \"csvDelimiter\""));
     p.csv_delimiter = delimiter[0];
+    RETURN_NOT_OK(p.csv.FromJson("csv", fo));
     RETURN_NOT_OK(fo.Finish());
+    // The run checks the column count against its own limit.
+    RETURN_NOT_OK(p.csv.Check(p.csv_delimiter, size_t{1} << 20, "pipeline formatOptions"));
+    if (!p.csv.IsDefault() && p.format != ingest::InputFormat::kCsv) {
+      return Status::InvalidArgument(
+          "pipeline formatOptions: the CSV options are for format \"csv\" only");
+    }
   }
   if (const json* s = o.Field("schemaPolicy"); s != nullptr) {
     ASSIGN_OR_RETURN(p.schema_policy, ingest::SchemaPolicy::FromJson(s->dump()));
@@ -77,13 +84,23 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
   return p;
 }
 
+namespace {
+
+json FormatOptionsJson(char delimiter, const ingest::CsvDialect& csv) {
+  json j = {{"csvDelimiter", std::string(1, delimiter)}};
+  csv.ToJson("csv", &j);  // only what differs: records before the options read the same
+  return j;
+}
+
+}  // namespace
+
 json PipelineSpec::ToJson() const {
   json j = {{"name", name},
             {"table", table},
             {"mode", ingest::LoadModeName(mode)},
             {"keyColumns", key_columns},
             {"format", ingest::InputFormatName(format)},
-            {"formatOptions", {{"csvDelimiter", std::string(1, csv_delimiter)}}},
+            {"formatOptions", FormatOptionsJson(csv_delimiter, csv)},
             {"schemaPolicy", json::parse(schema_policy.ToJson())},
             {"errorPolicy", ingest::ErrorPolicyName(error_policy)},
             {"limits", limits.ToJson()}};

@@ -21,6 +21,7 @@ struct PipelineSpec {
   std::vector<std::string> key_columns;  // upsert (empty: the table's keys)
   ingest::InputFormat format = ingest::InputFormat::kCsv;
   char csv_delimiter = ',';
+  ingest::CsvDialect csv;  // formatOptions csvQuote, csvHeader, csvColumns, ...
   ingest::SchemaPolicy schema_policy;
   ingest::ErrorPolicy error_policy = ingest::ErrorPolicy::kFailRun;
   LoadLimits limits;

@@ -390,6 +390,7 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   // again that they still are one (create and PATCH checked it then).
   if (r.policy.additive) r.additive_admin = p.updated_by;
   r.limits.csv_delimiter = p.spec.csv_delimiter;
+  r.limits.csv = p.spec.csv;
   ApplyLimits(limits, &r);
   r.expected_table_version = b.expected_table_version;
   return r;
