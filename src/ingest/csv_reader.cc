@@ -130,8 +130,11 @@ Status CsvReader::EndField(int64_t line) {
 
 // The common case, a record wholly inside the chunk with no quote: its
 // fields become views into the chunk and nothing is copied. False (nothing
-// consumed) for anything else, which ParseRecord then reads in full.
+// consumed) for anything else, which ParseRecord then reads in full. Only
+// for the standard quote, which the block scan compares as a constant: an
+// input with another quote is read by the general parser.
 bool CsvReader::ParseSimpleRecord() {
+  if (quote_ != '"') return false;
   const char* const begin = chunk_.data() + pos_;
   const char* const end = chunk_.data() + chunk_.size();
   const char delim = options_.delimiter;
@@ -141,7 +144,7 @@ bool CsvReader::ParseSimpleRecord() {
     // Each special byte of the block in turn, lowest first.
     for (uint32_t mask = SpecialBytes(block, end); mask != 0; mask &= mask - 1) {
       const char* p = block + __builtin_ctz(mask);
-      if (*p == quote_) return false;
+      if (*p == '"') return false;
       if (static_cast<size_t>(p - field) > options_.max_field_bytes) return false;
       // A record near its length limit is measured (and refused) by ParseRecord.
       if (static_cast<size_t>(p - begin) > options_.max_field_bytes * 16) return false;
@@ -173,7 +176,7 @@ uint32_t CsvReader::SpecialBytes(const char* block, const char* end) const {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
     const __m128i hits =
         _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(options_.delimiter)),
-                                  _mm_cmpeq_epi8(v, _mm_set1_epi8(quote_))),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
                      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
                                   _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
     return static_cast<uint32_t>(_mm_movemask_epi8(hits));

@@ -68,6 +68,7 @@ class CsvReader {
   bool ParseSimpleRecord();
   // Bit i set where block[i] is special (block[i] for i < kBlock, before end).
   static constexpr ptrdiff_t kBlock = 16;
+  // The standard quote only (ParseSimpleRecord).
   uint32_t SpecialBytes(const char* block, const char* end) const;
   Result<bool> ParseGeneralRecord();  // into field_bytes_ and ends_
   void StartRecord();                 // empties the record's fields, notes its first line
