@@ -67,6 +67,9 @@ struct LoadRequest {
   CsvFormat csv;
   // "COLUMN:KIND" declared conversions, as `loam load --coerce` (docs/ingest.md).
   std::vector<std::string> coercions;
+  // "SOURCE=TARGET": the input's column SOURCE loads the table's TARGET, as
+  // `loam load --map` (docs/ingest.md, "Column mapping").
+  std::vector<std::string> column_map;
   // The strict schema policy's conversions as JSON, as `loam load
   // --schema-policy FILE` reads it (docs/ingest.md); "" = none. The
   // coercions above are added to it.

@@ -68,6 +68,7 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
     ASSIGN_OR_RETURN(r.policy, ingest::SchemaPolicy::FromJson(l.schema_policy_json));
   }
   for (const std::string& c : l.coercions) RETURN_NOT_OK(r.policy.AddFlag(c));
+  for (const std::string& m : l.column_map) RETURN_NOT_OK(r.policy.AddRenameFlag(m));
   RETURN_NOT_OK(ApplyLimits(l.limits, &r));
   r.error_policy = l.bad_rows == BadRows::kSkipRows         ? ingest::ErrorPolicy::kSkipRows
                    : l.bad_rows == BadRows::kValidationOnly ? ingest::ErrorPolicy::kValidationOnly

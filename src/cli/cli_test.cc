@@ -644,6 +644,26 @@ TEST_F(CliTest, CsvOptionsReadAFileWrittenOtherwise) {
     EXPECT_NE(r.err.find(b.message), std::string::npos) << b.message << "\n" << r.err;
   }
   EXPECT_EQ(TreeExceptRuns(ws()), tree);
+
+  // --map loads an input column into a table column of another name.
+  File("renamed.csv", "Event ID,Who\n3,cy\n");
+  Ok({"load", "events", "renamed.csv", "--map", "Event ID=id", "--map", "Who=name"});
+  EXPECT_EQ(Ok({"scan", "events", "--where", "id = 3", "--format", "csv", "--columns", "name"}).out,
+            "name\ncy\n");
+  const auto mapped = TreeExceptRuns(ws());
+  // A malformed flag is a usage error; a map the table refuses fails the
+  // run (as a coercion of a column the table lacks does).
+  CliResult usage = Run({"load", "events", "renamed.csv", "--map", "=id"});
+  EXPECT_EQ(usage.code, 2) << usage.all();
+  EXPECT_NE(usage.err.find("--map takes SOURCE=TARGET"), std::string::npos) << usage.err;
+  CliResult refused = Run({"load", "events", "renamed.csv", "--map", "Event ID=nope"});
+  EXPECT_EQ(refused.code, 1) << refused.all();
+  EXPECT_NE(refused.all().find(
+                "error (validation_failed): column map: 'Event ID' maps to 'nope', which is not "
+                "in the table"),
+            std::string::npos)
+      << refused.all();
+  EXPECT_EQ(TreeExceptRuns(ws()), mapped);
 }
 
 TEST_F(CliTest, MalformedInputsFailWithTheirMessageAndChangeNothing) {

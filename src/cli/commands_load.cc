@@ -32,6 +32,7 @@ struct LoadFlags {
   std::vector<std::string> keys;
   std::string format;
   std::vector<std::string> coerce;
+  std::vector<std::string> map;
   std::string schema_policy;
   std::string error_policy = "failRun";
   std::string idempotency_key;
@@ -165,6 +166,7 @@ Result<LoadRequest> BuildRequest(const LoadFlags& f) {
     ASSIGN_OR_RETURN(r.schema_policy_json, ReadSchemaPolicy(f.schema_policy));
   }
   r.coercions = f.coerce;
+  r.column_map = f.map;
   ASSIGN_OR_RETURN(r.bad_rows, ParseBadRows(f.error_policy));
   r.idempotency_key = f.idempotency_key;
   const std::string delimiter = f.delimiter == "\\t" ? std::string("\t") : f.delimiter;
@@ -309,6 +311,8 @@ void AddLoadCommands(CLI::App& app, Context& ctx, int* exit) {
   load->add_option("--key", flags->keys, "upsert key column (default: the table's keys)");
   load->add_option("--format", flags->format, "csv | jsonl (default: by file name)");
   load->add_option("--coerce", flags->coerce, "COLUMN:KIND, e.g. at:iso8601ToTimestamp");
+  load->add_option("--map", flags->map,
+                   "SOURCE=TARGET: the input's column SOURCE loads the table's TARGET");
   load->add_option("--schema-policy", flags->schema_policy,
                    "JSON file with the strict policy's coercions");
   load->add_option("--error-policy", flags->error_policy, "failRun | validationOnly | skipRows");

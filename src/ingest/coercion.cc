@@ -311,7 +311,7 @@ Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
   if (j.is_discarded()) return bad(problem);
   if (!j.is_object()) return bad("not a JSON object");
   for (const auto& [key, value] : j.items()) {
-    if (key != "mode" && key != "coercions" && key != "addColumns") {
+    if (key != "mode" && key != "coercions" && key != "addColumns" && key != "columnMap") {
       return bad("unknown field '" + key + "'");
     }
   }
@@ -334,6 +334,17 @@ Result<SchemaPolicy> SchemaPolicy::FromJson(std::string_view text) {
   }
   if (policy.additive && policy.add_columns.empty()) {
     return bad("mode \"additive\" needs the columns it may add in \"addColumns\"");
+  }
+  if (j.contains("columnMap")) {
+    if (!j["columnMap"].is_array()) return bad("\"columnMap\" must be an array");
+    for (const json& m : j["columnMap"]) {
+      if (!m.is_object() || m.size() != 2 || !m.contains("sourceColumn") ||
+          !m.contains("targetColumn") || !m["sourceColumn"].is_string() ||
+          !m["targetColumn"].is_string()) {
+        return bad("each column mapping needs exactly the strings sourceColumn and targetColumn");
+      }
+      policy.renames.push_back({m["sourceColumn"], m["targetColumn"]});
+    }
   }
   if (!j.contains("coercions")) return policy;
   if (!j["coercions"].is_array()) return bad("\"coercions\" must be an array");
@@ -364,11 +375,21 @@ std::string SchemaPolicy::ToJson() const {
     if (!c.time_zone.empty()) one["timeZone"] = c.time_zone;
     list.push_back(std::move(one));
   }
-  if (!additive) return json{{"mode", "strict"}, {"coercions", list}}.dump();
-  json added = json::array();
-  for (const Field& f : add_columns)
-    added.push_back({{"name", f.name}, {"type", f.type.ToString()}});
-  return json{{"mode", "additive"}, {"coercions", list}, {"addColumns", added}}.dump();
+  json out = {{"mode", additive ? "additive" : "strict"}, {"coercions", list}};
+  if (additive) {
+    json added = json::array();
+    for (const Field& f : add_columns)
+      added.push_back({{"name", f.name}, {"type", f.type.ToString()}});
+    out["addColumns"] = std::move(added);
+  }
+  if (!renames.empty()) {  // only then: policies written before it keep their text
+    json map = json::array();
+    for (const ColumnRename& r : renames) {
+      map.push_back({{"sourceColumn", r.source_column}, {"targetColumn", r.target_column}});
+    }
+    out["columnMap"] = std::move(map);
+  }
+  return out.dump();
 }
 
 Schema SchemaPolicy::Extend(const Schema& table) const {
@@ -439,14 +460,9 @@ Status SchemaPolicy::CheckAgainst(const Schema& declared) const {
   }
   const Schema table = Extend(declared);
   RETURN_NOT_OK(table.Validate());
+  RETURN_NOT_OK(CheckMappings(table));
   for (size_t i = 0; i < coercions.size(); ++i) {
     const Coercion& c = coercions[i];
-    if (c.source_column != c.target_column) {
-      return Status::InvalidArgument("coercion of '" + c.source_column + "' into '" +
-                                     c.target_column +
-                                     "': source and target must name the same column (the strict "
-                                     "policy maps columns by name)");
-    }
     const int at = table.IndexOf(c.target_column);
     if (at < 0) {
       return Status::InvalidArgument("coercion for column '" + c.target_column +

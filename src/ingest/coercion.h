@@ -52,9 +52,22 @@ struct Coercion {
                                       std::string time_zone);
 };
 
-// {"mode":"strict","coercions":[{"sourceColumn":..,"targetColumn":..,"kind":..}]}
+// An input column loaded into a table column of another name.
+struct ColumnRename {
+  std::string source_column;
+  std::string target_column;
+  friend bool operator==(const ColumnRename&, const ColumnRename&) = default;
+};
+
+// {"mode":"strict","coercions":[{"sourceColumn":..,"targetColumn":..,"kind":..}],
+//  "columnMap":[{"sourceColumn":..,"targetColumn":..}]}
 struct SchemaPolicy {
+  // A coercion converts what loads into its target column; one whose
+  // source names another input column maps that column there too.
   std::vector<Coercion> coercions;
+  // Input columns loaded into table columns of other names ("columnMap",
+  // written only when not empty).
+  std::vector<ColumnRename> renames;
   // Mode "additive" (service pipelines, where an admin allowed it on the
   // table): the declared nullable `add_columns` are accepted in the input,
   // and those the table lacks are added by the run's own commit. Nothing
@@ -76,6 +89,18 @@ struct SchemaPolicy {
   std::vector<Field> NewColumns(const Schema& table) const;
   // The coercion declared for `column`, or nullptr.
   const Coercion* For(std::string_view column) const;
+
+  // Every mapping: the renames, then the coercions whose source differs
+  // from their target (column_map.cc).
+  std::vector<ColumnRename> Mappings() const;
+  // The table column an input column loads into: its mapping's target,
+  // else its own name.
+  std::string TargetOf(std::string_view input_column) const;
+  // Each source mapped once, each target in `table` and reached from one
+  // source only.
+  Status CheckMappings(const Schema& table) const;
+  // "SOURCE=TARGET" (the --map flag).
+  Status AddRenameFlag(std::string_view flag);
 };
 
 // How a value arrived. CSV fields are text (quoted or not: an empty unquoted

@@ -144,13 +144,58 @@ TEST(SchemaPolicy, ParsesFlagsAndJsonAndChecksTheTable) {
       R"({"mode":"strict","coercions":[{"sourceColumn":"i","targetColumn":"i","kind":"intToFloat"}]})",
       "intToFloat applies to float64 columns; 'i' is int64");
   fails(
-      R"({"mode":"strict","coercions":[{"sourceColumn":"x","targetColumn":"i","kind":"stringToInt"}]})",
-      "must name the same column");
+      R"({"mode":"strict","coercions":[{"sourceColumn":"x","targetColumn":"zz","kind":"stringToInt"}]})",
+      "not in the table");
   fails(
       R"({"mode":"strict","coercions":[{"sourceColumn":"zz","targetColumn":"zz","kind":"stringToInt"}]})",
       "not in the table");
   SchemaPolicy bad;
   EXPECT_NE(bad.AddFlag("nocolon").message().find("COLUMN:KIND"), std::string::npos);
+}
+
+// Input columns load table columns of other names: a "columnMap" entry, or
+// a coercion whose source differs from its target.
+TEST(SchemaPolicy, MapsInputColumnsToTableColumnsOfOtherNames) {
+  const Schema s{{{"id", DataType::Int64()}, {"amount", DataType::Decimal(10, 2)}}};
+  SchemaPolicy p =
+      SchemaPolicy::FromJson(
+          R"({"mode":"strict","columnMap":[{"sourceColumn":"Order ID","targetColumn":"id"}],)"
+          R"("coercions":[{"sourceColumn":"Amount","targetColumn":"amount","kind":"stringToDecimal"}]})")
+          .value();
+  ASSERT_TRUE(p.CheckAgainst(s).ok()) << p.CheckAgainst(s);
+  EXPECT_EQ(p.TargetOf("Order ID"), "id");
+  EXPECT_EQ(p.TargetOf("Amount"), "amount");
+  EXPECT_EQ(p.TargetOf("id"), "id");  // an unmapped name is its own
+  EXPECT_NE(p.For("amount"), nullptr);
+  const SchemaPolicy back = SchemaPolicy::FromJson(p.ToJson()).value();
+  EXPECT_EQ(back.renames, p.renames);
+  EXPECT_EQ(back.coercions, p.coercions);
+  // Written only when present: a policy without it keeps its text.
+  EXPECT_EQ(SchemaPolicy{}.ToJson(), R"({"coercions":[],"mode":"strict"})");
+
+  const auto refused = [&s](std::string_view map) {
+    Result<SchemaPolicy> r =
+        SchemaPolicy::FromJson(R"({"mode":"strict","columnMap":)" + std::string(map) + "}");
+    return r.ok() ? r->CheckAgainst(s).message() : r.status().message();
+  };
+  EXPECT_EQ(refused(R"([{"sourceColumn":"a","targetColumn":"nope"}])"),
+            "column map: 'a' maps to 'nope', which is not in the table");
+  EXPECT_EQ(
+      refused(
+          R"([{"sourceColumn":"a","targetColumn":"id"},{"sourceColumn":"a","targetColumn":"amount"}])"),
+      "column map: input column 'a' is mapped twice; map it once");
+  EXPECT_EQ(
+      refused(
+          R"([{"sourceColumn":"a","targetColumn":"id"},{"sourceColumn":"b","targetColumn":"id"}])"),
+      "column map: 'a' and 'b' both map to column 'id'; map one of them");
+  EXPECT_NE(refused(R"([{"sourceColumn":"a"}])").find("each column mapping needs exactly"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"a":"id"})").find("\"columnMap\" must be an array"), std::string::npos);
+  SchemaPolicy flags;
+  ASSERT_TRUE(flags.AddRenameFlag("Order ID=id").ok());
+  EXPECT_EQ(flags.renames, (std::vector<ColumnRename>{{"Order ID", "id"}}));
+  EXPECT_NE(flags.AddRenameFlag("=id").message().find("--map takes SOURCE=TARGET"),
+            std::string::npos);
 }
 
 }  // namespace

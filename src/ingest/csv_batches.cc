@@ -36,12 +36,21 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
     out.coercion_of_.push_back(c ? std::optional<Coercion>(*c) : std::nullopt);
   }
   for (size_t i = 0; i < header->size(); ++i) {
-    const int at = table.IndexOf((*header)[i]);
+    const std::string& name = (*header)[i];
+    const std::string target = policy.TargetOf(name);
+    const int at = table.IndexOf(target);
+    const std::string where = out.source_ + ": line 1, column " + std::to_string(i + 1) + ": ";
     if (at < 0) {
-      return Status::InvalidArgument(out.source_ + ": line 1, column " + std::to_string(i + 1) +
-                                     ": column '" + (*header)[i] + "' is not in the table (" +
+      return Status::InvalidArgument(where + "column '" + name + "' is not in the table (" +
                                      ColumnList(table) +
-                                     "); remove it from the file or add it to the table");
+                                     "); remove it from the file, map it to a column, or add it "
+                                     "to the table");
+    }
+    if (const int other = out.source_of_[at]; other >= 0) {
+      return Status::InvalidArgument(where + "column '" + name + "' loads column '" + target +
+                                     "', as column " + std::to_string(other + 1) + " ('" +
+                                     (*header)[static_cast<size_t>(other)] +
+                                     "') does; remove one or map it elsewhere");
     }
     out.source_of_[at] = static_cast<int>(i);
   }

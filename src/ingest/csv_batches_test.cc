@@ -60,5 +60,23 @@ TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
             std::string::npos);
 }
 
+// Mapped header names load the table columns they name; an input that
+// loads one column twice is refused, naming both of its columns.
+TEST(CsvBatches, MappedColumnsLoadTheirTargets) {
+  SchemaPolicy policy;
+  policy.renames = {{"Event ID", "id"}, {"Who", "name"}};
+  StringSource src("Who,Event ID\nann,7\n");
+  CsvBatches in = CsvBatches::Open(src, CsvEvents(), "events.csv", {}, policy).value();
+  std::optional<RecordBatch> b = in.Next(10).value();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->columns[0].GetInt64(0), 7);
+  EXPECT_EQ(b->columns[1].GetBytes(0), "ann");
+  StringSource both("Event ID,id\n1,2\n");
+  Status twice = CsvBatches::Open(both, CsvEvents(), "events.csv", {}, policy).status();
+  EXPECT_EQ(twice.message(),
+            "events.csv: line 1, column 2: column 'id' loads column 'id', as column 1 ('Event "
+            "ID') does; remove one or map it elsewhere");
+}
+
 }  // namespace
 }  // namespace loam::ingest

@@ -40,6 +40,11 @@ JsonlBatches::JsonlBatches(ByteSource& input, Schema table, const SchemaPolicy& 
     const Coercion* k = policy.For(table_.fields[c].name);
     coercion_of_.push_back(k ? std::optional<Coercion>(*k) : std::nullopt);
   }
+  // A mapped key loads its target; the target's own name stays a key too
+  // (an object with both has the column twice, which is refused).
+  for (const ColumnRename& r : policy.Mappings()) {
+    if (const int at = table_.IndexOf(r.target_column); at >= 0) column_of_[r.source_column] = at;
+  }
 }
 
 JsonlBatches::~JsonlBatches() = default;

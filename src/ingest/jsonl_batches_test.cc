@@ -100,5 +100,15 @@ TEST(JsonlBatches, Coercions) {
   EXPECT_EQ(b[0].columns[3].GetInt64(0), 1'500'000);
 }
 
+TEST(JsonlBatches, MappedKeysLoadTheirTargets) {
+  SchemaPolicy policy;
+  policy.renames = {{"Event ID", "id"}};
+  auto batches = ReadAll("{\"Event ID\":7,\"name\":\"ann\"}\n", {}, policy);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  EXPECT_EQ(batches->at(0).columns[0].GetInt64(0), 7);
+  Status twice = ReadAll("{\"Event ID\":7,\"id\":8}\n", {}, policy).status();
+  EXPECT_NE(twice.message().find("appears twice in one object"), std::string::npos) << twice;
+}
+
 }  // namespace
 }  // namespace loam::ingest

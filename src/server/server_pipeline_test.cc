@@ -288,5 +288,43 @@ TEST_F(PipelineEtagTest, CsvFormatOptionsLoadAFileWrittenOtherwise) {
   EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 1u);
 }
 
+// A pipeline's schema policy maps input columns to table columns of other
+// names; a map that cannot be is refused (400) at creation.
+TEST_F(PipelineEtagTest, AColumnMapLoadsInputColumnsOfOtherNames) {
+  config_.workers = 0;
+  const json policy = {{"mode", "strict"},
+                       {"coercions", json::array()},
+                       {"columnMap",
+                        {{{"sourceColumn", "Order ID"}, {"targetColumn", "id"}},
+                         {{"sourceColumn", "Total"}, {"targetColumn", "amount"}}}}};
+  HttpResult created = Call(
+      "ada", "POST", "/v1/pipelines", "/v1/pipelines",
+      json{{"name", "mapped"}, {"table", "orders"}, {"format", "csv"}, {"schemaPolicy", policy}}
+          .dump());
+  ASSERT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(created.Json()["schemaPolicy"], policy);
+  const std::string id = created.Json()["id"];
+  const std::string upload = Upload(id, "Order ID,Total,note\n5,2.50,x\n");
+  ASSERT_EQ(Submit(id, "mapped-1", json{{"uploads", {upload}}}.dump()).status, 202);
+  while (Srv().service().RunWorkerOnce().value()) {
+  }
+  const RecordBatch rows =
+      ws_->OpenTable(ws_->Current().value(), "orders").value().ReadAll().value();
+  ASSERT_EQ(rows.num_rows(), 1);
+  EXPECT_EQ(rows.columns[0].GetInt64(0), 5);
+  EXPECT_EQ(rows.columns[1].GetInt128(0).lo, 250u);
+
+  json bad = policy;
+  bad["columnMap"][1]["targetColumn"] = "id";
+  HttpResult refused =
+      Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+           json{{"name", "twice"}, {"table", "orders"}, {"format", "csv"}, {"schemaPolicy", bad}}
+               .dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(refused.Json()["detail"],
+            "column map: 'Order ID' and 'Total' both map to column 'id'; map one of them");
+  EXPECT_EQ(Call("ada", "GET", "/v1/pipelines", "/v1/pipelines").Json()["pipelines"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace loam::server
