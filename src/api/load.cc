@@ -5,6 +5,7 @@
 
 #include "api/workspace_access.h"
 #include "common/status_macros.h"
+#include "common/ulid.h"
 #include "ingest/csv_reader.h"
 #include "ingest/loader.h"
 #include "service/run_view.h"
@@ -94,6 +95,9 @@ Result<ingest::RunRequest> RunRequestOf(const Workspace& ws, const LoadRequest& 
   csv.skip_lines = l.csv.skip_lines;
   csv.comment_prefix = l.csv.comment_prefix;
   RETURN_NOT_OK(csv.Check(l.csv_delimiter, r.limits.max_columns, "LoadRequest::csv"));
+  if (!csv.IsDefault() && l.format == LoadFormat::kJsonLines) {
+    return Status::InvalidArgument("LoadRequest::csv: the CSV options are for CSV input only");
+  }
   r.expected_table_version = l.expected_table_version;
   return r;  // the loader refuses what its record could not read back
 }
@@ -188,6 +192,7 @@ Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std:
 Result<LoadResult> CancelRun(const Workspace& ws, const std::string& run_id) {
   const WorkspaceEngine& engine = WorkspaceAccess::Engine(ws);
   const std::string& who = WorkspaceAccess::Principal(ws);
+  if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   ingest::RunStore runs(engine.store(), engine.root());
   ASSIGN_OR_RETURN(ingest::RunRecord r, runs.Get(run_id));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(r.request));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/ulid.h"
 
 namespace loam::testing {
 
@@ -97,5 +100,38 @@ inline std::map<std::string, std::string> TreeExceptRuns(const std::string& root
   }
   return out;
 }
+
+// A fresh directory with a workspace and table "events" (id int64 not null
+// and key, name, amount decimal(10,2), at timestamp, tags json), and
+// `loam` run in it.
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (std::filesystem::temp_directory_path() / ("loam-cli-" + NewUlidString())).string();
+    std::filesystem::create_directories(dir_);
+    Ok({"init"});
+    Ok({"table", "create", "events", "--column", "id:int64:not-null", "--column", "name:string",
+        "--column", "amount:decimal(10,2)", "--column", "at:timestamp", "--column", "tags:json",
+        "--key", "id"});
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  CliResult Run(const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& env = {}) {
+    return RunLoam(dir_, args, env);
+  }
+  CliResult Ok(const std::vector<std::string>& args,
+               const std::map<std::string, std::string>& env = {}) {
+    CliResult r = Run(args, env);
+    EXPECT_EQ(r.code, 0) << "loam " << ::testing::PrintToString(args) << "\n" << r.all();
+    return r;
+  }
+  void File(const std::string& name, const std::string& data) {
+    WriteFile(dir_ + "/" + name, data);
+  }
+  std::string ws() const { return dir_ + "/loam-data"; }
+
+  std::string dir_;
+};
 
 }  // namespace loam::testing

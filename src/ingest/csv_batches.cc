@@ -35,16 +35,20 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
     const Coercion* c = policy.For(f.name);
     out.coercion_of_.push_back(c ? std::optional<Coercion>(*c) : std::nullopt);
   }
+  // Without a header the request names the columns: errors say so.
+  const int64_t line = out.reader_->header_line();
+  const std::string in = line > 0 ? "the file" : "the named columns";
   for (size_t i = 0; i < header->size(); ++i) {
     const std::string& name = (*header)[i];
     const std::string target = policy.TargetOf(name);
     const int at = table.IndexOf(target);
-    const std::string where = out.source_ + ": line 1, column " + std::to_string(i + 1) + ": ";
+    const std::string where =
+        out.source_ + (line > 0 ? ": line " + std::to_string(line) + ", column " : ": column ") +
+        std::to_string(i + 1) + ": ";
     if (at < 0) {
       return Status::InvalidArgument(where + "column '" + name + "' is not in the table (" +
-                                     ColumnList(table) +
-                                     "); remove it from the file, map it to a column, or add it "
-                                     "to the table");
+                                     ColumnList(table) + "); remove it from " + in +
+                                     ", map it to a column, or add it to the table");
     }
     if (const int other = out.source_of_[at]; other >= 0) {
       return Status::InvalidArgument(where + "column '" + name + "' loads column '" + target +
@@ -57,9 +61,10 @@ Result<CsvBatches> CsvBatches::Open(ByteSource& input, const Schema& table, std:
   for (size_t c = 0; c < table.fields.size(); ++c) {
     const Field& f = table.fields[c];
     if (out.source_of_[c] < 0 && !f.nullable) {
-      return Status::InvalidArgument(out.source_ + ": line 1: column '" + f.name + "' (" +
-                                     f.type.ToString() +
-                                     ", not null) is missing from the header; add it to the file");
+      return Status::InvalidArgument(
+          out.source_ + (line > 0 ? ": line " + std::to_string(line) : "") + ": column '" + f.name +
+          "' (" + f.type.ToString() + ", not null) is missing from " +
+          (line > 0 ? "the header" : "the named columns") + "; add it to " + in);
     }
   }
   return out;

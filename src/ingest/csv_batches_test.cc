@@ -62,6 +62,24 @@ TEST(CsvBatches, BadValueNamesFileLineAndColumn) {
 
 // Mapped header names load the table columns they name; an input that
 // loads one column twice is refused, naming both of its columns.
+// Header errors name the header's line in the file; without a header they
+// name the request's columns.
+TEST(CsvBatches, HeaderErrorsNameWhereTheNamesCameFrom) {
+  CsvOptions o;
+  o.dialect.skip_lines = 2;
+  StringSource skipped("preamble\nmore\nid,colour\n");
+  EXPECT_EQ(CsvBatches::Open(skipped, CsvEvents(), "events.csv", o).status().message(),
+            "events.csv: line 3, column 2: column 'colour' is not in the table (id, name, at); "
+            "remove it from the file, map it to a column, or add it to the table");
+  CsvOptions named;
+  named.dialect.header = false;
+  named.dialect.columns = {"name"};
+  StringSource rows("ann\n");
+  EXPECT_EQ(CsvBatches::Open(rows, CsvEvents(), "events.csv", named).status().message(),
+            "events.csv: column 'id' (int64, not null) is missing from the named columns; add it "
+            "to the named columns");
+}
+
 TEST(CsvBatches, MappedColumnsLoadTheirTargets) {
   SchemaPolicy policy;
   policy.renames = {{"Event ID", "id"}, {"Who", "name"}};

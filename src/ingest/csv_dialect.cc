@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace loam::ingest {
 namespace {
@@ -60,10 +61,18 @@ Status CsvDialect::Check(char delimiter, size_t max_columns, std::string_view wh
                                    std::to_string(kMaxSkipLines));
   }
   if (comment_prefix.size() > kMaxMarkerBytes || HasLineEnd(comment_prefix) ||
-      (!comment_prefix.empty() && comment_prefix[0] == quote)) {
-    return Status::InvalidArgument(at + ": the comment prefix must be at most " +
-                                   std::to_string(kMaxMarkerBytes) +
-                                   " bytes without a line end, and not start with the quote");
+      (!comment_prefix.empty() && (comment_prefix[0] == quote || comment_prefix[0] == delimiter))) {
+    return Status::InvalidArgument(
+        at + ": the comment prefix must be at most " + std::to_string(kMaxMarkerBytes) +
+        " bytes without a line end, and not start with the quote or the delimiter");
+  }
+  for (const std::string* text : {&null_marker, &comment_prefix}) {
+    if (!IsValidUtf8(*text)) {
+      return Status::InvalidArgument(at + ": the null marker and comment prefix must be UTF-8");
+    }
+  }
+  for (const std::string& c : columns) {
+    if (!IsValidUtf8(c)) return Status::InvalidArgument(at + ": a column name is not UTF-8");
   }
   return Status::OK();
 }

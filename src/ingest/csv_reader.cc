@@ -237,8 +237,11 @@ Status CsvReader::EndRecordAt(const char* p) {
 }
 
 Status CsvReader::QuoteInUnquotedField() const {
-  return Error(line_, ends_.size() + 1, "a quote inside an unquoted field",
-               "quote the whole field and double the quotes inside it (\"a \"\"b\"\" c\")");
+  return Error(
+      line_, ends_.size() + 1, "a quote inside an unquoted field",
+      "quote the whole field and double the quotes inside it (" +
+          std::string{quote_, 'a', ' ', quote_, quote_, 'b', quote_, quote_, ' ', 'c', quote_} +
+          ")");
 }
 
 Status CsvReader::UnexpectedAfterQuote(char c) const {
@@ -383,6 +386,7 @@ Result<std::vector<std::string>> CsvReader::ReadHeader() {
     names.push_back(std::move(name));
   }
   header_columns_ = names.size();
+  header_line_ = record_line_;
   records_ = 0;
   return names;
 }

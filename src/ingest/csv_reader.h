@@ -59,6 +59,9 @@ class CsvReader {
   // after which the next call reads the next record.
   Result<bool> Next(CsvRecord* out);
 
+  // The line the header was on; 0 without one (after ReadHeader).
+  int64_t header_line() const { return header_line_; }
+
   // Bytes consumed from the input so far.
   uint64_t bytes_read() const { return bytes_read_; }
 
@@ -109,6 +112,7 @@ class CsvReader {
   int64_t record_line_ = 1;  // line the current record started on
   int64_t records_ = -1;     // records returned, -1 before the header
   size_t header_columns_ = 0;
+  int64_t header_line_ = 0;
   // The current record's fields: views into chunk_ (a simple record) or
   // into field_bytes_.
   std::vector<std::string_view> fields_;

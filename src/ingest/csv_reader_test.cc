@@ -294,7 +294,12 @@ TEST(CsvDialect, TheRulesNameWhatIsWrong) {
   EXPECT_EQ(refused(d), "formatOptions: the lines to skip must be from 0 to 1000000");
   d = {};
   d.comment_prefix = "\"#";
-  EXPECT_NE(refused(d).find("not start with the quote"), std::string::npos);
+  EXPECT_NE(refused(d).find("not start with the quote or the delimiter"), std::string::npos);
+  d.comment_prefix = ",";  // would take a record whose first field is empty for a comment
+  EXPECT_NE(refused(d).find("not start with the quote or the delimiter"), std::string::npos);
+  d = {};
+  d.null_marker = "\xff";
+  EXPECT_EQ(refused(d), "formatOptions: the null marker and comment prefix must be UTF-8");
 }
 
 }  // namespace

@@ -219,7 +219,13 @@ Status JsonlBatches::ParseLine(RecordBatch* batch) {
     }
     const int c = it->second;
     const std::string& column = table_.fields[c].name;
-    if (seen_[c]) return Error(where, "appears twice in one object; give each key once", column);
+    if (seen_[c]) {
+      return Error(where,
+                   "loads column '" + column +
+                       "', which another key of this object loaded already (a key given twice, "
+                       "or a mapped key and its column's own name); give each column one key",
+                   column);
+    }
     seen_[c] = 1;
     const Field& f = table_.fields[c];
     std::string_view text;

@@ -78,7 +78,11 @@ Status Loader::Fail(std::string_view point) const {
 
 Status Loader::Save(Active& run) {
   Status s = runs_.Update(run.record, &run.etag);
-  if (s.IsAborted() && AdoptCancel(run)) s = runs_.Update(run.record, &run.etag);
+  if (s.IsAborted()) {
+    Result<bool> adopted = AdoptCancel(run);
+    if (!adopted.ok()) return adopted.status();
+    if (*adopted) s = runs_.Update(run.record, &run.etag);
+  }
   if (s.IsAborted()) {
     return TakenOver(run.record.id);
   }
@@ -86,12 +90,14 @@ Status Loader::Save(Active& run) {
   return s;
 }
 
-bool Loader::AdoptCancel(Active& run) {
+Result<bool> Loader::AdoptCancel(Active& run) {
   RunRecord& r = run.record;
   if (!r.cancel_requested_by.empty()) return false;  // a request comes once
   std::string etag;
   Result<RunRecord> stored = runs_.Get(r.id, &etag);
-  if (!stored.ok() || stored->lease_owner != owner_ || IsTerminal(stored->state) ||
+  if (stored.status().IsNotFound()) return false;
+  RETURN_NOT_OK(stored.status());
+  if (stored->lease_owner != owner_ || IsTerminal(stored->state) ||
       stored->cancel_requested_by.empty()) {
     return false;
   }
@@ -107,9 +113,8 @@ Result<bool> Loader::CancelAsked(Active& run, bool look) {
   if (!look) return false;
   ASSIGN_OR_RETURN(std::string etag, runs_.Etag(r.id));
   if (etag == run.etag) return false;
-  if (!AdoptCancel(run)) {
-    return TakenOver(r.id);
-  }
+  ASSIGN_OR_RETURN(bool adopted, AdoptCancel(run));
+  if (!adopted) return TakenOver(r.id);
   return true;
 }
 

@@ -141,8 +141,9 @@ class Loader {
   // changed). Aborted when another process took the run.
   Result<bool> CancelAsked(Active& run, bool look);
   // Takes a cancel request that made a save of this process's record lose
-  // its compare-and-swap; false when something else did.
-  bool AdoptCancel(Active& run);
+  // its compare-and-swap; false when something else did (another process
+  // took the run), an error when the record could not be read.
+  Result<bool> AdoptCancel(Active& run);
   // Ends the run cancelled; nothing it staged is committed.
   Result<RunRecord> EndCancelled(Active& run);
   Status Renew(Active& run);

@@ -178,6 +178,7 @@ TEST_F(LoaderCancelTest, TheFirstRequestStandsAndAFinishedRunCannotBeCancelled) 
   held.state = RunState::kValidating;
   std::string etag;
   ASSERT_TRUE(runs.Create(held, &etag).ok());
+  EXPECT_TRUE(runs.RequestCancel(held.id, "", 5).status().IsInvalidArgument());  // who asks?
   ASSERT_EQ(runs.RequestCancel(held.id, "ada", 5).value().cancel_requested_by, "ada");
   const RunRecord again = runs.RequestCancel(held.id, "bob", 9).value();
   EXPECT_EQ(again.cancel_requested_by, "ada");

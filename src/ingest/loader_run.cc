@@ -238,6 +238,10 @@ Result<RunRecord> Loader::Finish(Active& run, RunState state) {
 
 Result<RunRecord> Loader::EndCancelled(Active& run) {
   RunRecord& rec = run.record;
+  if (run.reached_commit) {  // an earlier attempt asked for its commit: the journal decides
+    ASSIGN_OR_RETURN(bool done, Committed(run));
+    if (done) return Finish(run, DoneState(rec.counters));
+  }
   rec.error_code.clear();
   rec.error = "cancelled by " + rec.cancel_requested_by + " while " +
               std::string(RunStateName(rec.state)) + "; nothing was written";
