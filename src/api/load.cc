@@ -1,9 +1,9 @@
 #include "loam/load.h"
 
-#include <chrono>
 #include <filesystem>
 
 #include "api/workspace_access.h"
+#include "common/clock.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "ingest/csv_reader.h"
@@ -205,9 +205,7 @@ Result<LoadResult> CancelRun(const Workspace& ws, const std::string& run_id) {
     }
     RETURN_NOT_OK(engine.Authorize(snap, *t, who, WriteMode::kAppend));
   }
-  const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = Clock::System()->NowMicros();
   ASSIGN_OR_RETURN(ingest::RunRecord asked, runs.RequestCancel(run_id, who, now));
   return ResultOf(asked, false);
 }

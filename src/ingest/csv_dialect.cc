@@ -13,6 +13,13 @@ bool Printable(char c) { return c >= 0x20 && c < 0x7f; }
 
 bool HasLineEnd(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
 
+// A JSON key: `name` as is, or after `prefix` with its first letter raised
+// ("csv" + "quote" = "csvQuote").
+std::string OptionKey(const std::string& prefix, std::string name) {
+  if (!prefix.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
+  return prefix + name;
+}
+
 }  // namespace
 
 bool CsvDialect::IsDefault() const {
@@ -78,33 +85,25 @@ Status CsvDialect::Check(char delimiter, size_t max_columns, std::string_view wh
 }
 
 void CsvDialect::ToJson(const std::string& prefix, nlohmann::json* out) const {
-  const auto key = [&prefix](std::string name) {
-    if (!prefix.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
-    return prefix + name;
-  };
-  if (quote != '"') (*out)[key("quote")] = std::string(1, quote);
-  if (!header) (*out)[key("header")] = false;
-  if (!columns.empty()) (*out)[key("columns")] = columns;
-  if (!null_marker.empty()) (*out)[key("nullMarker")] = null_marker;
-  if (skip_lines != 0) (*out)[key("skipLines")] = skip_lines;
-  if (!comment_prefix.empty()) (*out)[key("commentPrefix")] = comment_prefix;
+  if (quote != '"') (*out)[OptionKey(prefix, "quote")] = std::string(1, quote);
+  if (!header) (*out)[OptionKey(prefix, "header")] = false;
+  if (!columns.empty()) (*out)[OptionKey(prefix, "columns")] = columns;
+  if (!null_marker.empty()) (*out)[OptionKey(prefix, "nullMarker")] = null_marker;
+  if (skip_lines != 0) (*out)[OptionKey(prefix, "skipLines")] = skip_lines;
+  if (!comment_prefix.empty()) (*out)[OptionKey(prefix, "commentPrefix")] = comment_prefix;
 }
 
 Status CsvDialect::FromJson(const std::string& prefix, StrictObject& o) {
-  const auto key = [&prefix](std::string name) {
-    if (!prefix.empty()) name[0] = static_cast<char>(std::toupper(name[0]));
-    return prefix + name;
-  };
   std::string q(1, quote);
-  const std::string quote_key = key("quote");
+  const std::string quote_key = OptionKey(prefix, "quote");
   RETURN_NOT_OK(o.String(quote_key.c_str(), &q));
   if (q.size() != 1) return o.Bad(quote_key.c_str(), "one character");
   quote = q[0];
-  RETURN_NOT_OK(o.Bool(key("header").c_str(), &header));
-  RETURN_NOT_OK(o.Strings(key("columns").c_str(), &columns));
-  RETURN_NOT_OK(o.String(key("nullMarker").c_str(), &null_marker));
-  RETURN_NOT_OK(o.Int(key("skipLines").c_str(), &skip_lines, 0, kMaxSkipLines));
-  return o.String(key("commentPrefix").c_str(), &comment_prefix);
+  RETURN_NOT_OK(o.Bool(OptionKey(prefix, "header").c_str(), &header));
+  RETURN_NOT_OK(o.Strings(OptionKey(prefix, "columns").c_str(), &columns));
+  RETURN_NOT_OK(o.String(OptionKey(prefix, "nullMarker").c_str(), &null_marker));
+  RETURN_NOT_OK(o.Int(OptionKey(prefix, "skipLines").c_str(), &skip_lines, 0, kMaxSkipLines));
+  return o.String(OptionKey(prefix, "commentPrefix").c_str(), &comment_prefix);
 }
 
 }  // namespace loam::ingest
