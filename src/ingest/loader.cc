@@ -142,7 +142,19 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
         "(LOAM_FEATURE_SKIP_ROWS); use failRun, or validationOnly to check the input without "
         "loading it");
   }
-  if (request.files.empty()) return Status::InvalidArgument("a load needs at least one input file");
+  if (request.mode == LoadMode::kDelete) {
+    if (request.where.empty() == request.files.empty()) {
+      return Status::InvalidArgument(
+          "a delete names its rows by filters or by keys files, not both");
+    }
+    if (request.error_policy == ErrorPolicy::kSkipRows) {
+      return Status::InvalidArgument("a delete is all or nothing: skipRows is not for deletes");
+    }
+  } else if (request.files.empty()) {
+    return Status::InvalidArgument("a load needs at least one input file");
+  } else if (!request.where.empty()) {
+    return Status::InvalidArgument("filters (where) are for deletes only");
+  }
   if (request.policy.additive) {
     return Status::PermissionDenied(
         "additive schema mode runs only through a service pipeline that an admin configured on a "

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "ingest/loader.h"
 #include "ingest/loader_internal.h"
+#include "ingest/row_deletes.h"
 #include "ingest/stager.h"
 
 namespace loam::ingest {
@@ -39,6 +40,8 @@ WriteMode ToWriteMode(LoadMode m) {
       return WriteMode::kUpsert;
     case LoadMode::kReplace:
       return WriteMode::kReplace;
+    case LoadMode::kDelete:
+      return WriteMode::kDelete;
   }
   return WriteMode::kAppend;
 }
@@ -79,6 +82,10 @@ Status CheckRequest(const WorkspaceEngine& ws, const RunRequest& req, const Snap
   RETURN_NOT_OK(ws.Authorize(snap, t, req.principal, ToWriteMode(req.mode)));
   const Schema& schema = t.def.schema;
   if (req.mode == LoadMode::kUpsert) RETURN_NOT_OK(UpsertKeys(t.def, req.keys).status());
+  if (req.mode == LoadMode::kDelete) {
+    RETURN_NOT_OK(req.where.empty() ? DeleteKeyColumns(req, t.def).status()
+                                    : DeleteFilters(req, schema).status());
+  }
   if (req.policy.additive) {
     if (req.mode != LoadMode::kAppend) {
       return Status::InvalidArgument("additive schema mode is for appends only");
@@ -150,8 +157,10 @@ WriteRequest CommitRequest(const RunRequest& req, const RunRecord& rec, const Ta
   w.table_sid = t.def.sid;
   w.branch = req.branch;
   w.mode = ToWriteMode(req.mode);
-  w.staged_rows = true;
+  w.staged_rows = req.mode != LoadMode::kDelete;
   w.staged = staged.staged;
+  w.where = staged.delete_where;  // a delete: by filter or by address
+  w.row_addresses = staged.delete_rows;
   w.keys = req.keys;
   if (req.policy.additive) {
     w.add_columns = req.policy.NewColumns(t.def.schema);
@@ -161,8 +170,9 @@ WriteRequest CommitRequest(const RunRequest& req, const RunRecord& rec, const Ta
   // An upsert's plan was made on this version, and a keyed append's key
   // checks: a later version takes them only when no commit since touched
   // one of their keys (CarryMergePlan, KeysStillAbsent).
+  // A delete removes the rows it found at this version: a later one finds them again.
   if (req.mode == LoadMode::kUpsert || (req.mode == LoadMode::kAppend && !t.def.keys.empty()) ||
-      req.expected_table_version) {
+      req.mode == LoadMode::kDelete || req.expected_table_version) {
     w.expected_version = t.head.table_version;
   }
   w.expected_for_keys = (req.mode == LoadMode::kAppend || req.mode == LoadMode::kUpsert) &&
@@ -418,7 +428,10 @@ Result<RunRecord> Loader::Attempt(Active& run, Status* conflict) {
   int64_t next_renew = NowMicros() + options_.lease_micros / 3;
   run.next_cancel_check = NowMicros() + options_.cancel_check_micros;
   StageFailure failure;
-  Result<StagedInput> staged = StageInput(req, t, data, StagingOptions(run, &next_renew), &failure);
+  const StagerOptions options = StagingOptions(run, &next_renew);
+  Result<StagedInput> staged = req.mode == LoadMode::kDelete
+                                   ? PlanDeletes(req, t, data, options, &failure)
+                                   : StageInput(req, t, data, options, &failure);
   if (!staged.ok()) {
     rec.counters = failure.counters;
     if (run.cancelling) return EndCancelled(run);
@@ -452,7 +465,10 @@ Result<RunRecord> Loader::Attempt(Active& run, Status* conflict) {
     if (!cancel.ok()) return cancel.status();
     return EndCancelled(run);
   }
-  if (staged->staged.empty() && req.mode != LoadMode::kReplace) {
+  const bool nothing = req.mode == LoadMode::kDelete
+                           ? staged->counters.deleted == 0
+                           : staged->staged.empty() && req.mode != LoadMode::kReplace;
+  if (nothing) {
     rec.table_version = t.head.table_version;
     return Finish(run, DoneState(rec.counters));  // nothing to write (empty, or all unchanged)
   }

@@ -21,8 +21,10 @@ struct Named {
   E value;
   std::string_view name;
 };
-constexpr Named<LoadMode> kModes[] = {
-    {LoadMode::kAppend, "append"}, {LoadMode::kUpsert, "upsert"}, {LoadMode::kReplace, "replace"}};
+constexpr Named<LoadMode> kModes[] = {{LoadMode::kAppend, "append"},
+                                      {LoadMode::kUpsert, "upsert"},
+                                      {LoadMode::kReplace, "replace"},
+                                      {LoadMode::kDelete, "delete"}};
 constexpr Named<ErrorPolicy> kPolicies[] = {{ErrorPolicy::kFailRun, "failRun"},
                                             {ErrorPolicy::kValidationOnly, "validationOnly"},
                                             {ErrorPolicy::kSkipRows, "skipRows"}};
@@ -101,6 +103,7 @@ std::string RunRequest::ToJson() const {
   if (expected_table_version) j["expectedTableVersion"] = *expected_table_version;
   if (!additive_admin.empty()) j["additiveAdmin"] = additive_admin;
   if (!file_names.empty()) j["fileNames"] = file_names;
+  if (!where.empty()) j["where"] = where;
   if (max_errors != kDefaultMaxErrors) j["limits"]["maxErrors"] = max_errors;
   if (!limits.csv.IsDefault()) {
     json csv = json::object();
@@ -183,6 +186,12 @@ Result<RunRequest> RunRequest::FromJson(std::string_view text) {
     // run's limit (limit_exceeded): a request reads back whatever its limits.
     RETURN_NOT_OK(r.limits.csv.Check(r.limits.csv_delimiter, size_t{1} << 20, "run request csv"));
   }
+  RETURN_NOT_OK(o.Strings("where", &r.where));
+  if (r.mode == LoadMode::kDelete && r.where.empty() == r.files.empty()) {
+    return o.Bad("where", "filters or keys files (one of the two) for a delete");
+  }
+  if (r.mode != LoadMode::kDelete && !r.where.empty())
+    return o.Bad("where", "absent but for a delete");
   if (o.Field("expectedTableVersion") != nullptr) {
     int64_t v = 0;
     RETURN_NOT_OK(o.Int("expectedTableVersion", &v, 0, std::numeric_limits<int64_t>::max()));

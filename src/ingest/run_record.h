@@ -19,7 +19,9 @@
 
 namespace loam::ingest {
 
-enum class LoadMode { kAppend, kUpsert, kReplace };
+// kDelete removes rows: those matching `where`, or those whose key columns
+// hold a key of its files (row_deletes.h).
+enum class LoadMode { kAppend, kUpsert, kReplace, kDelete };
 enum class ErrorPolicy { kFailRun, kValidationOnly, kSkipRows };
 enum class RunState {
   kQueued,
@@ -45,7 +47,10 @@ struct RunRequest {
   std::string table;
   std::string branch;  // "" = main
   LoadMode mode = LoadMode::kAppend;
-  std::vector<std::string> keys;      // upsert; empty = the table's declared keys
+  // upsert, and a delete by keys: the key columns; empty = the table's declared keys
+  std::vector<std::string> keys;
+  // delete: "COL OP VALUE" filters (ParseWhere), ANDed; empty: by keys (`files`)
+  std::vector<std::string> where;
   std::optional<InputFormat> format;  // nullopt = by file name
   std::vector<std::string> files;     // as the opener understands them (absolute paths)
   // What errors call each file (parallel to `files`); empty: its base name.

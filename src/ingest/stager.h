@@ -59,6 +59,9 @@ struct StagedInput {
   // MergePlan). Unset when the commit must plan it (a 128-bit key hash
   // matched a different key).
   std::optional<MergePlan> plan;
+  // Delete runs (PlanDeletes): the rows they remove, by filter or by address.
+  std::vector<Predicate> delete_where;
+  std::optional<std::vector<int64_t>> delete_rows;
   // The key checks' memory at its highest, and whether they spilled.
   size_t key_memory_peak = 0;
   bool keys_spilled = false;

@@ -43,6 +43,11 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
   std::string text_value = "append";
   RETURN_NOT_OK(o.String("mode", &text_value));
   ASSIGN_OR_RETURN(p.mode, ingest::ParseLoadMode(text_value));
+  if (p.mode == ingest::LoadMode::kDelete) {
+    return Status::InvalidArgument(
+        "pipeline: \"mode\" \"delete\" is not a pipeline's: rows are deleted by POST "
+        "/v1/tables/{name}/deletes");
+  }
   RETURN_NOT_OK(o.Strings("keyColumns", &p.key_columns));
   if (p.mode != ingest::LoadMode::kUpsert && !p.key_columns.empty()) {
     return Status::InvalidArgument("pipeline: \"keyColumns\" are for mode \"upsert\" only");

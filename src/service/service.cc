@@ -29,7 +29,14 @@ Status CheckFileName(const std::string& name) {
 }
 
 WriteMode WriteModeOf(ingest::LoadMode m) {
-  return m == ingest::LoadMode::kReplace ? WriteMode::kReplace : WriteMode::kAppend;
+  switch (m) {
+    case ingest::LoadMode::kReplace:
+      return WriteMode::kReplace;
+    case ingest::LoadMode::kDelete:
+      return WriteMode::kDelete;
+    default:
+      return WriteMode::kAppend;
+  }
 }
 
 }  // namespace
