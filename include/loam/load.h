@@ -104,7 +104,7 @@ struct LoadResult {
   std::string state;    // succeeded, failed, partial, cancelled (CancelRun: the run's state now)
   bool reused = false;  // an earlier run with the same idempotency key
   std::string table;
-  std::string mode;  // append, upsert or replace
+  std::string mode;  // append, upsert, replace or delete
   bool validation_only = false;
   int64_t rows_read = 0;
   uint64_t bytes_read = 0;  // decoded input bytes
@@ -150,6 +150,31 @@ Result<std::vector<RunInfo::Error>> GetRunErrors(const Workspace& ws, const std:
 // cancelled when it is resumed. Allowed to the run's own principal and to
 // anyone who may write its table; a finished run is precondition_failed.
 Result<LoadResult> CancelRun(const Workspace& ws, const std::string& run_id);
+
+// Deleting rows is a run too (docs/ingest.md, "Deleting rows"): validated
+// first, exactly once under its idempotency key, one commit recorded as the
+// run's (the service reverts it), counted in `deleted`. Its rows are those
+// matching every filter, or those whose key columns hold a key of its files.
+struct DeleteRequest {
+  std::string table;
+  std::string branch = "main";
+  // "COL OP VALUE" filters as `loam scan --where` takes them, ANDed.
+  std::vector<std::string> where;
+  // Or: local files of keys (CSV with a header, or JSON Lines) holding
+  // exactly the key columns: the table's declared keys, or `key_columns`.
+  std::vector<std::string> key_files;
+  std::vector<std::string> key_columns;
+  LoadFormat format = LoadFormat::kByFileName;
+  char csv_delimiter = ',';
+  bool validation_only = false;  // count the rows it would delete; delete none
+  // Keys one run reads, at most 1,000,000 (the default).
+  std::optional<int64_t> max_keys;
+  int64_t max_errors = 1000;  // invalid key rows listed
+  std::string idempotency_key;
+  std::optional<int64_t> expected_table_version;
+};
+Result<LoadResult> DeleteRows(Workspace& ws, const DeleteRequest& request,
+                              const std::function<void(const LoadProgress&)>& progress = {});
 
 // The names `loam load` and the HTTP API take: "csv" / "jsonl" (or
 // "ndjson"); "failRun" / "validationOnly" / "skipRows" ("quarantine" is

@@ -8,6 +8,7 @@
 #include "common/ulid.h"
 #include "ingest/csv_reader.h"
 #include "ingest/loader.h"
+#include "ingest/row_deletes.h"
 #include "service/run_view.h"
 
 namespace loam {
@@ -137,14 +138,17 @@ LoadResult ResultOf(const ingest::RunRecord& rec, bool reused) {
 
 namespace internal {
 
-Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const LoadTuning& tuning,
-                            const std::function<void(const LoadProgress&)>& progress) {
-  ASSIGN_OR_RETURN(ingest::RunRequest run, RunRequestOf(ws, request));
+namespace {
+
+// `run` carried to its end by a loader of this process.
+Result<LoadResult> RunWith(Workspace& ws, const ingest::RunRequest& run, const LoadTuning& tuning,
+                           uint64_t key_memory_bytes,
+                           const std::function<void(const LoadProgress&)>& progress) {
   ingest::LoaderOptions options;
   if (tuning.lease_micros > 0) options.lease_micros = tuning.lease_micros;
   options.skip_rows_enabled = tuning.skip_rows_enabled;
   options.failpoint = tuning.failpoint;
-  if (request.key_memory_bytes > 0) options.key_memory_bytes = request.key_memory_bytes;
+  if (key_memory_bytes > 0) options.key_memory_bytes = key_memory_bytes;
   if (progress) {
     options.on_progress = [&progress](const ingest::RunRecord& r) {
       progress({r.id, std::string(ingest::RunStateName(r.state)), r.counters.rows_read,
@@ -157,12 +161,66 @@ Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const Loa
   return ResultOf(rec, reused);
 }
 
+// The delete as the run pipeline's request.
+Result<ingest::RunRequest> DeleteRunRequestOf(const Workspace& ws, const DeleteRequest& d) {
+  ingest::RunRequest r;
+  r.table = d.table;
+  r.branch = internal::EngineBranch(d.branch);
+  r.mode = ingest::LoadMode::kDelete;
+  r.where = d.where;
+  r.keys = d.key_columns;
+  if (d.format == LoadFormat::kCsv) r.format = ingest::InputFormat::kCsv;
+  if (d.format == LoadFormat::kJsonLines) r.format = ingest::InputFormat::kJsonLines;
+  for (const std::string& file : d.key_files) {
+    std::error_code ec;
+    r.files.push_back(std::filesystem::absolute(file, ec).lexically_normal().string());
+  }
+  RETURN_NOT_OK(CheckCsvDelimiter(std::string(1, d.csv_delimiter), "DeleteRequest::csv_delimiter"));
+  r.limits.csv_delimiter = d.csv_delimiter;
+  if (d.max_keys) {
+    if (*d.max_keys < 1 || *d.max_keys > ingest::kMaxDeleteKeys) {
+      return Status::InvalidArgument("DeleteRequest::max_keys must be 1 to " +
+                                     std::to_string(ingest::kMaxDeleteKeys));
+    }
+    r.max_rows = *d.max_keys;
+  }
+  if (d.max_errors < 1 || d.max_errors > ingest::RunRequest::kMaxErrorsCeiling) {
+    return Status::InvalidArgument("DeleteRequest::max_errors must be 1 to " +
+                                   std::to_string(ingest::RunRequest::kMaxErrorsCeiling));
+  }
+  r.max_errors = d.max_errors;
+  if (d.validation_only) r.error_policy = ingest::ErrorPolicy::kValidationOnly;
+  r.idempotency_key = d.idempotency_key;
+  r.principal = internal::WorkspaceAccess::Principal(ws);
+  r.expected_table_version = d.expected_table_version;
+  return r;
+}
+
+}  // namespace
+
+Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const LoadTuning& tuning,
+                            const std::function<void(const LoadProgress&)>& progress) {
+  ASSIGN_OR_RETURN(ingest::RunRequest run, RunRequestOf(ws, request));
+  return RunWith(ws, run, tuning, request.key_memory_bytes, progress);
+}
+
+Result<LoadResult> DeleteWith(Workspace& ws, const DeleteRequest& request, const LoadTuning& tuning,
+                              const std::function<void(const LoadProgress&)>& progress) {
+  ASSIGN_OR_RETURN(ingest::RunRequest run, DeleteRunRequestOf(ws, request));
+  return RunWith(ws, run, tuning, 0, progress);
+}
+
 }  // namespace internal
 
 Result<LoadResult> Load(Workspace& ws, const LoadRequest& request,
                         const std::function<void(const LoadProgress&)>& progress) {
   // The embedding program chose the bad-rows policy in its request.
   return internal::LoadWith(ws, request, internal::LoadTuning{}, progress);
+}
+
+Result<LoadResult> DeleteRows(Workspace& ws, const DeleteRequest& request,
+                              const std::function<void(const LoadProgress&)>& progress) {
+  return internal::DeleteWith(ws, request, internal::LoadTuning{}, progress);
 }
 
 Result<std::vector<LoadResult>> ListRuns(const Workspace& ws) {

@@ -68,6 +68,8 @@ struct LoadTuning {
 };
 Result<LoadResult> LoadWith(Workspace& ws, const LoadRequest& request, const LoadTuning& tuning,
                             const std::function<void(const LoadProgress&)>& progress);
+Result<LoadResult> DeleteWith(Workspace& ws, const DeleteRequest& request, const LoadTuning& tuning,
+                              const std::function<void(const LoadProgress&)>& progress);
 
 }  // namespace internal
 }  // namespace loam

@@ -43,6 +43,7 @@ int RunCli(int argc, char** argv) {
   AddWorkspaceCommands(app, ctx, &exit);
   AddTableCommands(app, ctx, &exit);
   AddLoadCommands(app, ctx, &exit);
+  AddDeleteCommands(app, ctx, &exit);
   AddReadCommands(app, ctx, &exit);
   AddServeCommands(app, ctx, &exit);
   AddSubmitCommands(app, ctx, &exit);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/workspace_access.h"
 #include "cli/context.h"
 
 namespace loam::cli {
@@ -18,5 +19,12 @@ void AddSubmitCommands(CLI::App& app, Context& ctx, int* exit);    // submit
 void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);   // migrate
 void AddMaintainCommands(CLI::App& app, Context& ctx, int* exit);  // maintain
 void AddSqlCommands(CLI::App& app, Context& ctx, int* exit);       // sql
+void AddDeleteCommands(CLI::App& app, Context& ctx, int* exit);    // delete
+
+// Shared by the commands that run loads and deletes (commands_load.cc): the
+// loader's knobs from the environment, and a finished run printed (--json:
+// its record) with the exit code its state and error code call for.
+internal::LoadTuning Tuning();
+int ReportRun(const Context& ctx, const LoadResult& done);
 
 }  // namespace loam::cli

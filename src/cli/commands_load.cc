@@ -58,13 +58,21 @@ void PrintRecord(const json& r, std::ostream& out) {
   const json& c = r["counters"];
   const bool dry = r.value("validationOnly", false);
   out << "run " << StringAt(r, "id") << ": " << StringAt(r, "state")
-      << (dry ? " (validation only: nothing written)" : "") << "\n  table " << StringAt(r, "table")
-      << ", " << c.value("rowsRead", int64_t{0}) << " rows read ("
-      << c.value("bytesRead", uint64_t{0}) << " bytes)\n"
-      << "  " << (dry ? "would insert " : "inserted ") << c.value("inserted", int64_t{0})
-      << ", updated " << c.value("updated", int64_t{0}) << ", unchanged "
-      << c.value("unchanged", int64_t{0}) << ", deleted " << c.value("deleted", int64_t{0})
-      << ", rejected " << c.value("rejected", int64_t{0}) << "\n";
+      << (dry ? " (validation only: nothing written)" : "") << "\n  table " << StringAt(r, "table");
+  const json request = r.value("request", json::object());
+  if (request.is_object() && StringAt(request, "mode") == "delete") {
+    const bool by_keys = !request.contains("where");
+    out << (by_keys ? ", " + std::to_string(c.value("rowsRead", int64_t{0})) + " keys read" : "")
+        << "\n  " << (dry ? "would delete " : "deleted ") << c.value("deleted", int64_t{0})
+        << " rows\n";
+  } else {
+    out << ", " << c.value("rowsRead", int64_t{0}) << " rows read ("
+        << c.value("bytesRead", uint64_t{0}) << " bytes)\n"
+        << "  " << (dry ? "would insert " : "inserted ") << c.value("inserted", int64_t{0})
+        << ", updated " << c.value("updated", int64_t{0}) << ", unchanged "
+        << c.value("unchanged", int64_t{0}) << ", deleted " << c.value("deleted", int64_t{0})
+        << ", rejected " << c.value("rejected", int64_t{0}) << "\n";
+  }
   const json& commit = r["commit"];
   if (!StringAt(commit, "commitId").empty()) {
     out << "  commit " << StringAt(commit, "commitId") << " at manifest version "
@@ -185,6 +193,8 @@ Result<LoadRequest> BuildRequest(const LoadFlags& f) {
   return r;
 }
 
+}  // namespace
+
 // The command's own knobs (docs/cli.md): the run lease of its tests, the
 // skipRows feature flag, crash failpoints.
 internal::LoadTuning Tuning() {
@@ -195,6 +205,25 @@ internal::LoadTuning Tuning() {
   t.failpoint = Context::CrashHook();
   return t;
 }
+
+int ReportRun(const Context& ctx, const LoadResult& done) {
+  const json record = json::parse(done.record_json);
+  if (ctx.json) {
+    json out = record;
+    out["reused"] = done.reused;
+    std::cout << out.dump() << "\n";
+  } else {
+    if (done.reused)
+      std::cout << "idempotency key matched a finished run; nothing was done again\n";
+    PrintRecord(record, std::cout);
+  }
+  if (done.state == "succeeded") return kExitOk;
+  if (done.state == "partial") return kExitPartial;
+  if (done.state == "cancelled") return kExitRunFailed;
+  return ExitCodeFor(ErrorCodeFromName(done.error_code));
+}
+
+namespace {
 
 int Load(const Context& ctx, const LoadFlags& flags) {
   // LOAM_HEAP_TUNING (docs/cli.md): "off", "noprefault", or on by default.
@@ -216,20 +245,7 @@ int Load(const Context& ctx, const LoadFlags& flags) {
   Result<LoadResult> done = internal::LoadWith(
       **ws, *req, Tuning(), [&progress](const LoadProgress& p) { progress.Update(p); });
   if (!done.ok()) return Report(ctx, done.status());
-  const json record = json::parse(done->record_json);
-  if (ctx.json) {
-    json out = record;
-    out["reused"] = done->reused;
-    std::cout << out.dump() << "\n";
-  } else {
-    if (done->reused)
-      std::cout << "idempotency key matched a finished run; nothing was done again\n";
-    PrintRecord(record, std::cout);
-  }
-  if (done->state == "succeeded") return kExitOk;
-  if (done->state == "partial") return kExitPartial;
-  if (done->state == "cancelled") return kExitRunFailed;
-  return ExitCodeFor(ErrorCodeFromName(done->error_code));
+  return ReportRun(ctx, *done);
 }
 
 Status RunsList(const Context& ctx, const std::string& table) {
