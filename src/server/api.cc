@@ -109,6 +109,7 @@ void Api::AddRoutes() {
   authed("GET", "/v1/tables/{name}", &Api::GetTable);
   authed("GET", "/v1/tables/{name}/rows", &Api::GetRows, {"limit", "where", "version"});
   authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
+  authed("POST", "/v1/tables/{name}/deletes", &Api::SubmitDelete);
   authed("POST", "/v1/sql", &Api::RunSql);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);

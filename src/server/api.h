@@ -172,6 +172,10 @@ class Api : public HttpHandler {
   Response PutUpload(Call& c);
   Response GetUpload(Call& c);
   Response SubmitRun(Call& c);
+  Response SubmitDelete(Call& c);
+  // A submission's answer: 202 with the run, its Location, and whether
+  // the key replayed an earlier request.
+  Response Submitted(Call& c, const Result<service::Submission>& sub);
   Response ListRuns(Call& c);
   Response GetRun(Call& c);
   Response GetRunErrors(Call& c);

@@ -35,12 +35,26 @@ Response Api::SubmitRun(Call& c) {
         "data), not '" +
         media + "'"));
   }
+  return Submitted(c, sub);
+}
+
+Response Api::Submitted(Call& c, const Result<service::Submission>& sub) {
   if (!sub.ok()) return Problem(sub.status());
   c.run_id = sub->run.id;
   Response r = JsonResponse(202, RunJson(sub->run));
   r.set(http::field::location, "/v1/runs/" + sub->run.id);
   if (sub->replayed) r.set("Idempotency-Replayed", "true");
   return r;
+}
+
+Response Api::SubmitDelete(Call& c) {
+  Result<std::string> key = OneHeader(c.header, "Idempotency-Key");
+  if (!key.ok()) return Problem(key.status());
+  const std::string media = MediaType(c.header);
+  if (!media.empty() && media != "application/json") {
+    return Problem(Status::InvalidArgument("a delete is application/json, not '" + media + "'"));
+  }
+  return Submitted(c, svc_->SubmitDelete(c.ctx, c.params["name"], *key, c.body));
 }
 
 Response Api::ListRuns(Call& c) {

@@ -266,6 +266,15 @@ class Service {
   // and bytes replays (a refused submission removes what it staged).
   Result<Submission> SubmitInline(const CallContext& ctx, const std::string& pipeline_id,
                                   std::string_view idempotency_key, const InlineLoad& load);
+  // A delete of `table`'s rows as a run (docs/service.md, "Deleting rows"):
+  // `body` is {"where": [filter...]} or {"keys": [{column: value...}...],
+  // "keyColumns"?}, with "errorPolicy"? (failRun, validationOnly) and
+  // "expectedTableVersion"?. Checked now (the writer grant, the filters, the
+  // key columns), queued, and carried out by a worker as one commit; keys
+  // travel in the run's record. Idempotent under `idempotency_key` as
+  // submissions are.
+  Result<Submission> SubmitDelete(const CallContext& ctx, const std::string& table,
+                                  std::string_view idempotency_key, std::string_view body);
   Result<RunStatus> GetRun(const CallContext& ctx, const std::string& run_id);
   // Every error the run kept (RunInfo::error_count of them), in input order.
   Result<std::vector<RunInfo::Error>> RunErrors(const CallContext& ctx, const std::string& run_id);
@@ -348,6 +357,11 @@ class Service {
   Result<WriteResult> RevertAppend(const CallContext& ctx, const ingest::RunRecord& run,
                                    const ingest::RunRequest& req, const TableState& t,
                                    std::vector<int64_t> rows);
+  Status CommitInHistory(const ingest::RunRecord& run, const ingest::RunRequest& req,
+                         const TableState& t) const;
+  Result<WriteResult> RevertDelete(const CallContext& ctx, const ingest::RunRecord& run,
+                                   const ingest::RunRequest& req, const Snapshot& snap,
+                                   const TableState& t);
   Result<WriteResult> RevertUpsert(const CallContext& ctx, const ingest::RunRecord& run,
                                    const ingest::RunRequest& req, const Snapshot& snap,
                                    const TableState& t);
@@ -397,8 +411,19 @@ class Service {
   void Settle(const std::string& run_id);
   // The admission decision and its count as one step: concurrent handlers
   // never admit past a limit on the same free room.
-  Status AdmitNew(const CallContext& ctx, const std::string& key, const Pipeline& p, int64_t bytes,
-                  int64_t max_concurrent, const std::string& run_id);
+  // Deletes have no pipeline: they share the room of pipeline id "".
+  Status AdmitNew(const CallContext& ctx, const std::string& key, const std::string& pipeline_id,
+                  int64_t bytes, int64_t max_concurrent, const std::string& run_id);
+  // A delete's run as its body asks, checked against the table now
+  // (service_deletes.cc): the request, and the keys it carries.
+  struct DeleteRun {
+    ingest::RunRequest request;
+    int64_t table_sid = 0;
+    std::string keys_jsonl;
+  };
+  Result<DeleteRun> CheckDelete(const CallContext& ctx, const std::string& table,
+                                std::string_view body) const;
+  Result<Submission> CreateDeleteRun(const RequestRecord& reservation, const DeleteRun& d);
   // The request a queued run executes.
   // An upload record as read for a submission, with its etag for the claim.
   struct CheckedUpload {

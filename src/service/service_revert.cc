@@ -4,11 +4,13 @@
 // table's version before it.
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "format/page.h"
 #include "service/service.h"
 
 namespace loam::service {
@@ -44,6 +46,39 @@ Result<RecordBatch> InSchema(const RecordBatch& b, const Schema& schema) {
     }
   }
   return out;
+}
+
+// Adds the AppendRowKey bytes of each row's `keys` to `out`.
+void KeysOf(const RecordBatch& b, const std::vector<std::string>& keys,
+            std::set<std::string>* out) {
+  std::vector<const Column*> cols;
+  for (const std::string& k : keys) cols.push_back(&b.columns[b.schema.IndexOf(k)]);
+  std::string buf;
+  for (int64_t r = 0; r < b.num_rows(); ++r) {
+    buf.clear();
+    AppendRowKey(cols, r, &buf);
+    out->insert(buf);
+  }
+}
+
+// revert_blocked when a live row of `data` holds one of `keys`.
+Status NoneLive(const Dataset& data, const TableState& t, const std::set<std::string>& keys,
+                const std::string& run_id) {
+  ScanSpec spec;
+  spec.columns = t.def.keys;
+  return data.ScanEach(spec, [&](const RecordBatch& b) -> Status {
+    std::set<std::string> live;
+    KeysOf(b, t.def.keys, &live);
+    for (const std::string& k : live) {
+      if (keys.count(k) == 0) continue;
+      return Status::FailedPrecondition("run " + run_id + " deleted rows of table '" + t.def.name +
+                                        "' whose keys were written again since; a revert would "
+                                        "duplicate them: delete those rows first")
+          .WithErrorCode(ErrorCode::kRevertBlocked)
+          .WithDetail("run", run_id);
+    }
+    return Status::OK();
+  });
 }
 
 // The revert's write to the run's table, by `ctx`'s principal: `mode` with
@@ -169,12 +204,11 @@ Result<std::string> Service::FirstChangeAfter(const Dataset& data,
 // the rows it replaced return, whatever committed since on other keys.
 // revert_blocked, naming the commit, once a later commit deleted or rewrote
 // one of its rows (changed one of its keys, or compacted or replaced them).
-Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecord& run,
-                                          const ingest::RunRequest& req, const Snapshot& snap,
-                                          const TableState& t) {
-  // The run's table version names a version of the fork its branch wrote
-  // then: its commit must be in the branch's history, for this table at that
-  // version (a branch deleted and created again under the name has others).
+// The run's table version names a version of the fork its branch wrote
+// then: its commit must be in the branch's history, for this table at that
+// version (a branch deleted and created again under the name has others).
+Status Service::CommitInHistory(const RunRecord& run, const ingest::RunRequest& req,
+                                const TableState& t) const {
   ASSIGN_OR_RETURN(auto row, ws_->manifest().FindJournalRow(req.branch, RunCommitId(run.id)));
   const json meta = row ? ParseJson(row->metadata) : json();
   if (!row || (meta.contains("table") && IntegerAt(meta, "table") != t.def.sid) ||
@@ -186,6 +220,13 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
         .WithErrorCode(ErrorCode::kPreconditionFailed)
         .WithDetail("run", run.id);
   }
+  return Status::OK();
+}
+
+Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecord& run,
+                                          const ingest::RunRequest& req, const Snapshot& snap,
+                                          const TableState& t) {
+  RETURN_NOT_OK(CommitInHistory(run, req, t));
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   const auto version = static_cast<uint64_t>(run.table_version);
   ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
@@ -236,6 +277,45 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
   return done.status();
 }
 
+// A delete run's revert: copies of the rows it deleted return in one
+// commit (an append), whatever committed since; revert_blocked when a row
+// live now holds the key of one of them (written again since).
+Result<WriteResult> Service::RevertDelete(const CallContext& ctx, const RunRecord& run,
+                                          const ingest::RunRequest& req, const Snapshot& snap,
+                                          const TableState& t) {
+  RETURN_NOT_OK(CommitInHistory(run, req, t));
+  ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
+  const auto version = static_cast<uint64_t>(run.table_version);
+  ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
+  ASSIGN_OR_RETURN(Dataset before, data.CheckoutVersion(version - 1));
+  ASSIGN_OR_RETURN(std::vector<uint64_t> deleted, at.RowsRemovedSince(before));
+  std::set<std::string> keys;  // of the rows that return (keyed tables)
+  std::vector<Fragment> staged;
+  auto discard = [&] {
+    NoteCleanupFailure("removing a revert's unpublished fragments", data.DeleteStaged(staged));
+  };
+  Status copied = before.TakeEach(deleted, {}, [&](const RecordBatch& b) -> Status {
+    ASSIGN_OR_RETURN(RecordBatch rows, InSchema(b, data.schema()));
+    if (!t.def.keys.empty()) KeysOf(rows, t.def.keys, &keys);
+    ASSIGN_OR_RETURN(Fragment f, data.WriteFragment(rows));
+    staged.push_back(std::move(f));
+    return Status::OK();
+  });
+  if (copied.ok() && !keys.empty()) copied = NoneLive(data, t, keys, run.id);
+  if (!copied.ok()) {
+    discard();
+    return copied;
+  }
+  WriteRequest w = RevertWrite(ctx, req, t, WriteMode::kAppend);
+  w.staged_rows = true;
+  w.staged = staged;
+  w.expected_version = t.head.table_version;  // the keys were checked there
+  w.expected_schema_version = t.def.schema_version;
+  Result<WriteResult> done = ws_->Write(w);
+  if (!done.ok() && Definite(done.status())) discard();
+  return done;
+}
+
 Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string& run_id) {
   RETURN_NOT_OK(CheckContext(ctx));
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
@@ -274,6 +354,7 @@ Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string
     if (t == nullptr || t->head.table_version == found_at) return done;
   }
   if (req.mode == ingest::LoadMode::kUpsert) return RevertUpsert(ctx, run, req, snap, *t);
+  if (req.mode == ingest::LoadMode::kDelete) return RevertDelete(ctx, run, req, snap, *t);
   if (t->head.table_version != run.table_version) {
     std::string later;
     ASSIGN_OR_RETURN(std::vector<TableHistoryEntry> history, ws_->History(t->def.name, req.branch));

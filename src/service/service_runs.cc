@@ -193,14 +193,15 @@ void Service::Settle(const std::string& run_id) {
   if (it != pending_.end()) it->second.settled_at = ++settles_;
 }
 
-Status Service::AdmitNew(const CallContext& ctx, const std::string& key, const Pipeline& p,
-                         int64_t bytes, int64_t max_concurrent, const std::string& run_id) {
+Status Service::AdmitNew(const CallContext& ctx, const std::string& key,
+                         const std::string& pipeline_id, int64_t bytes, int64_t max_concurrent,
+                         const std::string& run_id) {
   std::lock_guard admit(admit_mu_);
   ASSIGN_OR_RETURN(QueueLoad load, CurrentLoad());
-  RETURN_NOT_OK(admission_.Admit(ctx.principal, key, p.id, bytes, max_concurrent, load));
+  RETURN_NOT_OK(admission_.Admit(ctx.principal, key, pipeline_id, bytes, max_concurrent, load));
   // Counted at once, so a request admitted next (a waiting line's next
   // holder, say) does not find the room this one took still free.
-  CountAdmitted(p.id, bytes, run_id);
+  CountAdmitted(pipeline_id, bytes, run_id);
   return Status::OK();
 }
 
@@ -524,7 +525,7 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
     return a.status();
   }
   const std::string run_id = b.run_id.empty() ? NewUlidString() : b.run_id;
-  RETURN_NOT_OK(AdmitNew(ctx, key, p, a->bytes, a->max_concurrent, run_id));
+  RETURN_NOT_OK(AdmitNew(ctx, key, p.id, a->bytes, a->max_concurrent, run_id));
   // Pending until CreateRun has written the queue entry (or given up).
   struct Settler {
     Service* service;
