@@ -198,6 +198,19 @@ export class LoamClient {
     return { run: r.json, replayed: r.headers.get('idempotency-replayed') === 'true' };
   }
 
+  // Deletes `table`'s rows as a run: `body` is {where: [filter...]} or
+  // {keys: [{column: value...}...], keyColumns?}, with errorPolicy? and
+  // expectedTableVersion?; resent unchanged with `idempotencyKey` on every
+  // retry. Resolves to {run, replayed}; waitForRun tells its end.
+  async deleteRows(table, body, { idempotencyKey = randomUUID(), onRetry } = {}) {
+    const r = await this.#retrying('POST', `${this.baseUrl}/v1/tables/${encodeURIComponent(table)}/deletes`, {
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    }, onRetry);
+    if (r.status !== 202) throw new LoamError(r.status, r.json);
+    return { run: r.json, replayed: r.headers.get('idempotency-replayed') === 'true' };
+  }
+
   // Uploads `files` ([{bytes, fileName?}]) and submits them as one run, with
   // the state kept in the state store at every step (the ticket before its
   // bytes go, each upload once received, the exact request before it is

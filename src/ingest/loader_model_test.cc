@@ -137,11 +137,64 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
     return row;
   };
 
+  // The table, as canonical text, equals the model (as multisets).
+  auto ExpectTableIsModel = [&](const std::string& after) {
+    Snapshot snap = ws->Current().value();
+    RecordBatch all = ws->OpenTable(snap, "t").value().ReadAll().value();
+    std::multiset<std::string> got, want;
+    for (int64_t r = 0; r < all.num_rows(); ++r) {
+      Row row;
+      for (const Column& c : all.columns) {
+        std::string v;
+        FormatCanonical(c, r, &v);
+        row.push_back(c.IsNull(r) ? std::nullopt : std::optional<std::string>(v));
+      }
+      got.insert(RowText(row));
+    }
+    for (const Row& r : model) want.insert(RowText(Canonical(r)));
+    ASSERT_EQ(got, want) << "after " << after;
+  };
+  // A delete run of a keys file: some of the table's keys, some it does not
+  // hold; poisoned, it fails and deletes nothing.
+  auto DeleteSome = [&](int run, bool jsonl, bool poison) {
+    std::vector<std::string> keys;
+    for (const Row& m : model) {
+      if (g.Chance(30)) keys.push_back(*m[0]);
+    }
+    for (int i = g.Int(0, 3); i > 0; --i) keys.push_back(RandomText(g, schema.fields[0].type));
+    if (poison) keys.push_back("k");  // not an int64
+    std::string text = jsonl ? "" : "k\n";
+    for (const std::string& k : keys) {
+      text += jsonl ? "{\"k\":" + (k == "k" ? "\"k\"" : JsonField(schema.fields[0].type, k)) + "}\n"
+                    : CsvField(k) + "\n";
+    }
+    const std::string name = "d" + std::to_string(run) + (jsonl ? ".jsonl" : ".csv");
+    files[name] = text;
+    RunRequest req;
+    req.table = "t";
+    req.mode = LoadMode::kDelete;
+    req.files = {name};
+    RunRecord rec = loader.Run(req).value();
+    ASSERT_EQ(rec.state, poison ? RunState::kFailed : RunState::kSucceeded) << rec.error << text;
+    if (poison) return;
+    std::set<std::string> wanted;
+    for (const std::string& k : keys) wanted.insert(*Canonical({k})[0]);
+    const auto gone = std::erase_if(
+        model, [&](const Row& m) { return wanted.count(*Canonical({m[0]})[0]) != 0; });
+    EXPECT_EQ(rec.counters.deleted, static_cast<int64_t>(gone));
+    ExpectTableIsModel("a delete of\n" + text);
+  };
+
   for (int run = 0; run < runs; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
-    const LoadMode mode = static_cast<LoadMode>(g.Int(0, 2));
+    const LoadMode mode = static_cast<LoadMode>(g.Int(0, 3));
     const bool jsonl = g.Chance(50);
     const bool poison = g.Chance(15);
+    if (mode == LoadMode::kDelete) {
+      DeleteSome(run, jsonl, poison);
+      if (::testing::Test::HasFatalFailure()) return;
+      continue;
+    }
     // Rows: in upserts each key once. The table's key is unique, so appends
     // and replaces mostly use keys new to the run (and appends to the
     // table); now and then one repeats, and the run must fail duplicate_key.
@@ -212,6 +265,8 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
         case LoadMode::kReplace:
           model = rows;
           break;
+        case LoadMode::kDelete:  // DeleteSome
+          break;
         case LoadMode::kUpsert: {
           RunCounters want;
           for (const Row& r : rows) {
@@ -236,21 +291,8 @@ TEST_P(LoaderModel, RandomRunsMatchTheModel) {
         }
       }
     }
-    // The table, as canonical text, equals the model (as multisets).
-    Snapshot snap = ws->Current().value();
-    RecordBatch all = ws->OpenTable(snap, "t").value().ReadAll().value();
-    std::multiset<std::string> got, want;
-    for (int64_t r = 0; r < all.num_rows(); ++r) {
-      Row row;
-      for (const Column& c : all.columns) {
-        std::string v;
-        FormatCanonical(c, r, &v);
-        row.push_back(c.IsNull(r) ? std::nullopt : std::optional<std::string>(v));
-      }
-      got.insert(RowText(row));
-    }
-    for (const Row& r : model) want.insert(RowText(Canonical(r)));
-    ASSERT_EQ(got, want) << "after " << LoadModeName(mode) << " of\n" << text;
+    ExpectTableIsModel(std::string(LoadModeName(mode)) + " of\n" + text);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   EXPECT_TRUE(ws->VerifyHeads("").value().ok());
 }

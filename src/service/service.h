@@ -300,7 +300,9 @@ class Service {
   // committed since, unless a compaction or replace rewrote them
   // (revert_blocked). An upsert run's rows leave and the rows it replaced
   // return, whatever committed since, unless a later commit deleted or
-  // rewrote one of its rows (revert_blocked naming it). A replace run
+  // rewrote one of its rows (revert_blocked naming it). A delete run's rows
+  // return, unless a row holding one of their keys was written since
+  // (revert_blocked). A replace run
   // restores the table to its version before the run; revert_blocked naming
   // the later commits when any touched the table since. Needs the writer
   // grant (admin for a replace run).

@@ -302,3 +302,24 @@ test('a create whose answer was lost is retried under its key and made once', as
   await assert.rejects(c.cancelRun(run.id, { idempotencyKey: 'js-revert-1' }),
                        (err) => err instanceof LoamError && err.status === 422 && err.code === 'idempotency_key_reused');
 });
+
+test('a delete whose answer was lost is retried under its key and deletes once', async () => {
+  const lossy = lossyFetch();
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, fetchImpl: lossy.fetch,
+                             stateStore: new MemoryStateStore() });
+  const { run } = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\n71,a\n72,b\n73,c\n') }]);
+  assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
+  lossy.losePost = true;
+  const retries = [];
+  const first = await c.deleteRows('t', { keys: [{ id: 71 }, { id: 72 }] },
+                                   { idempotencyKey: 'js-delete-1', onRetry: (r) => retries.push(r) });
+  assert.deepEqual(retries.map((r) => r.why), ['connection: ECONNRESET']);
+  assert.equal(first.replayed, true);  // the retry found the lost answer's run
+  const done = await c.waitForRun(first.run.id);
+  assert.equal(done.state, 'succeeded');
+  assert.equal(done.counters.deleted, 2);
+  const byFilter = await c.deleteRows('t', { where: ['id = 73'] });
+  assert.equal((await c.waitForRun(byFilter.run.id)).counters.deleted, 1);
+  await assert.rejects(c.deleteRows('t', { where: ['nope = 1'] }),
+                       (err) => err instanceof LoamError && err.status === 400 && /delete filter/.test(err.message));
+});

@@ -228,6 +228,20 @@ class LoamClient:
             raise LoamError(r.status, r.json)
         return r.json, r.headers.get("idempotency-replayed") == "true"
 
+    def delete_rows(self, table, body, idempotency_key=None, on_retry=None):
+        """Deletes `table`'s rows as a run: `body` is {"where": [filter...]} or
+        {"keys": [{column: value...}...], "keyColumns"?}, with "errorPolicy"?
+        and "expectedTableVersion"?; resent unchanged with the key on every
+        retry. Returns (run, replayed); wait_for_run tells its end."""
+        r = self._retrying("POST", f"{self.base_url}/v1/tables/{_quote(table)}/deletes",
+                           json.dumps(body).encode(),
+                           {"Content-Type": "application/json",
+                            "Idempotency-Key": idempotency_key or str(uuid.uuid4())},
+                           True, on_retry)
+        if r.status != 202:
+            raise LoamError(r.status, r.json)
+        return r.json, r.headers.get("idempotency-replayed") == "true"
+
     def submit_files(self, pipeline_id, files, idempotency_key=None, source_id=None,
                      validate_first=False, on_retry=None):
         """Uploads `files` ([(data, file_name or None)]) and submits them as one

@@ -324,6 +324,26 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((refused.exception.status, refused.exception.code),
                          (403, "permission_denied"))
 
+    def test_a_delete_whose_answer_was_lost_is_retried_under_its_key_and_deletes_once(self):
+        lose = {}
+        c = self.make_client(transport=self.lossy_transport(lose))
+        run, _, _ = c.submit_files(self.pipeline, [(b"id,v\n81,a\n82,b\n83,c\n", None)])
+        self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
+        lose["POST"] = True
+        retries = []
+        first, replayed = c.delete_rows("t", {"keys": [{"id": 81}, {"id": 82}]},
+                                        idempotency_key="py-delete-1", on_retry=retries.append)
+        self.assertEqual([r["why"][:11] for r in retries], ["connection:"])
+        self.assertTrue(replayed, "the retry found the lost answer's run")
+        done = c.wait_for_run(first["id"])
+        self.assertEqual((done["state"], done["counters"]["deleted"]), ("succeeded", 2))
+        by_filter, _ = c.delete_rows("t", {"where": ["id = 83"]})
+        self.assertEqual(c.wait_for_run(by_filter["id"])["counters"]["deleted"], 1)
+        with self.assertRaises(LoamError) as bad:
+            c.delete_rows("t", {"where": ["nope = 1"]})
+        self.assertEqual(bad.exception.status, 400)
+        self.assertIn("delete filter", str(bad.exception))
+
     def test_refusals_carry_the_stable_code(self):
         with self.assertRaises(LoamError) as missing:
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV")
