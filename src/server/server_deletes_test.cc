@@ -165,5 +165,29 @@ TEST_F(DeleteRouteTest, RefusalsNameTheRuleAndLeaveTheTable) {
   EXPECT_EQ(Ids(), "1 2 3 4");
 }
 
+// A queued delete is cancelled by anyone who may delete from its table.
+class QueuedDeleteTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    ServerTest::SetUp();
+    config_.workers = 0;  // runs stay queued
+    ASSERT_TRUE(ws_->SetGrant("orders", "bo", Role::kWriter).ok());
+  }
+};
+
+TEST_F(QueuedDeleteTest, AnotherWriterCancelsItAndAReaderCannot) {
+  HttpResult del = Call("ada", "POST", "/v1/tables/orders/deletes", "/v1/tables/{name}/deletes",
+                        json{{"where", {"id = 1"}}}.dump(),
+                        {{"Content-Type", "application/json"}, {"Idempotency-Key", "q-1"}});
+  ASSERT_EQ(del.status, 202) << del.body;
+  EXPECT_EQ(del.Json()["state"], "queued");
+  const std::string cancel = "/v1/runs/" + del.Json()["id"].get<std::string>() + "/cancel";
+  HttpResult reader = Call("rex", "POST", cancel, "/v1/runs/{id}/cancel");
+  EXPECT_EQ(reader.status, 403) << reader.body;
+  HttpResult writer = Call("bo", "POST", cancel, "/v1/runs/{id}/cancel");
+  EXPECT_EQ(writer.status, 200) << writer.body;
+  EXPECT_EQ(writer.Json()["state"], "cancelled");
+}
+
 }  // namespace
 }  // namespace loam::server

@@ -54,7 +54,14 @@ Result<RunInfo> Service::CancelRun(const CallContext& ctx, const std::string& ru
   std::string etag;
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id, &etag));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
-  if (req.principal != ctx.principal) {
+  if (req.principal != ctx.principal && run.pipeline_id.empty()) {
+    // A delete: anyone who may delete from its table.
+    ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+    const TableState* t = snap.FindSid(run.table_sid);
+    if (t == nullptr)
+      return Status::NotFound("the table run " + run_id + " deletes from was dropped");
+    RETURN_NOT_OK(ws_->Authorize(snap, *t, ctx.principal, WriteMode::kDelete));
+  } else if (req.principal != ctx.principal) {
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(run.pipeline_id));
     RETURN_NOT_OK(AuthorizeLoad(p, ctx.principal).status());
   }
