@@ -134,9 +134,11 @@ Status Loader::RenewIfOld(Active& run) {
   return Renew(run);
 }
 
-Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
-  if (reused) *reused = false;
-  if (request.error_policy == ErrorPolicy::kSkipRows && !options_.skip_rows_enabled) {
+namespace {
+
+// What a run request must be before a run of it exists.
+Status CheckRunnable(const RunRequest& request, bool skip_rows_enabled) {
+  if (request.error_policy == ErrorPolicy::kSkipRows && !skip_rows_enabled) {
     return Status::PermissionDenied(
         "the skipRows error policy is behind a feature flag that is off "
         "(LOAM_FEATURE_SKIP_ROWS); use failRun, or validationOnly to check the input without "
@@ -145,7 +147,7 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   if (request.mode == LoadMode::kDelete) {
     if (request.where.empty() == request.files.empty()) {
       return Status::InvalidArgument(
-          "a delete names its rows by filters or by keys files, not both");
+          "a delete names its rows by filters or by keys files (one of the two)");
     }
     if (request.error_policy == ErrorPolicy::kSkipRows) {
       return Status::InvalidArgument("a delete is all or nothing: skipRows is not for deletes");
@@ -160,6 +162,14 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
         "additive schema mode runs only through a service pipeline that an admin configured on a "
         "table that allows it; declare the columns with 'loam table' commands instead");
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
+  if (reused) *reused = false;
+  RETURN_NOT_OK(CheckRunnable(request, options_.skip_rows_enabled));
   Active run;
   run.request = request;
   const std::string text = request.ToJson();

@@ -124,6 +124,20 @@ TEST_F(LoaderDeleteTest, AnUnkeyedTableIsDeletedFromByTheColumnsTheRequestNames)
   RunRecord r = Run(by_city);
   EXPECT_EQ(r.counters.deleted, 3);  // two rows hold "oslo"
   EXPECT_EQ(Ids("visits"), "2");
+  files_["nulls.jsonl"] = "{\"city\": null}\n";  // names no row: invalid, not "every null"
+  RunRequest nulls = Request("visits", LoadMode::kDelete);
+  nulls.files = {"nulls.jsonl"};
+  nulls.keys = {"city"};
+  EXPECT_EQ(Run(nulls).error_code, "validation_failed");
+  for (std::vector<std::string> columns :
+       {std::vector<std::string>{"city", "city"}, {"id", "size"}}) {
+    RunRequest bad = DeleteKeys("city\noslo\n", "visits");
+    bad.keys = columns;
+    RunRecord bad_run = Run(bad);
+    EXPECT_EQ(bad_run.state, RunState::kFailed) << bad_run.error;
+    EXPECT_NE(bad_run.error.find("key column"), std::string::npos) << bad_run.error;
+  }
+  EXPECT_EQ(Ids("visits"), "2");
 }
 
 TEST_F(LoaderDeleteTest, InvalidKeysAreAllListedAndNothingIsDeleted) {

@@ -169,10 +169,20 @@ Result<std::vector<std::string>> DeleteKeyColumns(const RunRequest& request, con
                                    "' declares no key columns: name the columns the keys file "
                                    "holds (--key-columns, \"keyColumns\")");
   }
-  for (const std::string& k : keys) {
-    if (def.schema.IndexOf(k) < 0) {
-      return Status::InvalidArgument("key column '" + k + "' is not a column of table '" +
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int at = def.schema.IndexOf(keys[i]);
+    if (at < 0) {
+      return Status::InvalidArgument("key column '" + keys[i] + "' is not a column of table '" +
                                      def.name + "'");
+    }
+    if (std::find(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(i), keys[i]) !=
+        keys.begin() + static_cast<std::ptrdiff_t>(i)) {
+      return Status::InvalidArgument("key column '" + keys[i] + "' is named twice");
+    }
+    if (def.schema.fields[at].type.id == TypeId::kJson) {
+      return Status::InvalidArgument("key column '" + keys[i] +
+                                     "' is json, which cannot name rows: JSON text has many "
+                                     "spellings of one value");
     }
   }
   return keys;
@@ -211,6 +221,7 @@ Result<StagedInput> PlanDeletes(const RunRequest& request, const TableState& tab
   Schema key_schema;
   for (const std::string& k : *columns) {
     key_schema.fields.push_back(table.def.schema.fields[table.def.schema.IndexOf(k)]);
+    key_schema.fields.back().nullable = false;  // a missing key names no row: an invalid key row
   }
   KeyReader reader(request, std::move(key_schema), options, &out, failure);
   ASSIGN_OR_RETURN(std::unordered_set<std::string> keys, reader.ReadAll());

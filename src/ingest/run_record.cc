@@ -299,7 +299,7 @@ std::string RunRecord::ToJson() const {
     j["retries"] = {
         {"attempts", attempts}, {"lastErrorCode", last_error_code}, {"lastError", last_error}};
   }
-  if (!pipeline_id.empty()) {
+  if (!pipeline_id.empty() || input_bytes > 0) {  // a delete through the service has no pipeline
     j["service"] = {{"pipelineId", pipeline_id},     {"uploads", uploads},
                     {"inputBytes", input_bytes},     {"sourceId", source_id},
                     {"sourceSha256", source_sha256}, {"sourceReload", source_reload}};

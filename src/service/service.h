@@ -425,7 +425,9 @@ class Service {
   };
   Result<DeleteRun> CheckDelete(const CallContext& ctx, const std::string& table,
                                 std::string_view body) const;
-  Result<Submission> CreateDeleteRun(const RequestRecord& reservation, const DeleteRun& d);
+  // `resuming`: a creation its first request left half way.
+  Result<Submission> CreateDeleteRun(const RequestRecord& reservation, const DeleteRun& d,
+                                     bool resuming);
   // The request a queued run executes.
   // An upload record as read for a submission, with its etag for the claim.
   struct CheckedUpload {

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "common/ulid.h"
@@ -19,9 +21,27 @@ using json = nlohmann::json;
 
 // The body as the run's request: filters, or keys (as JSON Lines) and
 // their columns; the error policy and expected version.
+// A JSON number keeps about 15 significant digits here (a double): a key
+// written with more could name another value, so it is refused.
+Status CheckKeyNumbers(const json& key) {
+  for (const auto& [column, v] : key.items()) {
+    if (!v.is_number_float()) continue;
+    std::string digits;
+    for (char c : v.dump()) {
+      if (c == 'e' || c == 'E') break;
+      if (c >= '0' && c <= '9' && !(digits.empty() && c == '0')) digits += c;
+    }
+    if (digits.size() > 15) {
+      return Status::InvalidArgument("delete: key value " + v.dump() + " of column '" + column +
+                                     "' has more significant digits than a JSON number keeps "
+                                     "here (15); delete it with loam delete --keys instead");
+    }
+  }
+  return Status::OK();
+}
+
 Result<ingest::RunRequest> ParseDeleteBody(std::string_view text, std::string* keys_jsonl) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Status::InvalidArgument("a delete's body is a JSON object");
+  ASSIGN_OR_RETURN(const json j, ParseJsonObject(text, "delete"));
   StrictObject o(j, "delete");
   ingest::RunRequest r;
   r.mode = ingest::LoadMode::kDelete;
@@ -30,6 +50,7 @@ Result<ingest::RunRequest> ParseDeleteBody(std::string_view text, std::string* k
     if (!keys->is_array() || keys->empty()) return o.Bad("keys", "an array of key objects");
     for (const json& k : *keys) {
       if (!k.is_object()) return o.Bad("keys", "an array of key objects");
+      RETURN_NOT_OK(CheckKeyNumbers(k));
       *keys_jsonl += k.dump(-1, ' ', false, json::error_handler_t::strict) + "\n";
     }
   }
@@ -106,10 +127,16 @@ Result<Submission> Service::SubmitDelete(const CallContext& ctx, const std::stri
       RETURN_NOT_OK(requests_.Delete(*known));
       return SubmitDelete(ctx, table, idempotency_key, body);
     }
-    // Its creator stopped half way: finish the creation under the same run id.
-    ASSIGN_OR_RETURN(DeleteRun d, CheckDelete(ctx, table, body));
-    CountAdmitted("", static_cast<int64_t>(d.keys_jsonl.size()));
-    return CreateDeleteRun(*known, d);
+    // Its creator stopped half way: finish the creation under the same run
+    // id, or, refused now, free the key for a corrected request.
+    Result<DeleteRun> d = CheckDelete(ctx, table, body);
+    if (!d.ok()) {
+      if (!d.status().IsUnavailable()) {
+        NoteCleanupFailure("releasing an idempotency reservation", requests_.Delete(*known));
+      }
+      return d.status();
+    }
+    return CreateDeleteRun(*known, *d, /*resuming=*/true);
   }
   ASSIGN_OR_RETURN(DeleteRun d, CheckDelete(ctx, table, body));
   const std::string run_id = NewUlidString();
@@ -126,10 +153,11 @@ Result<Submission> Service::SubmitDelete(const CallContext& ctx, const std::stri
   Status reserved = requests_.Reserve(reservation);
   if (reserved.IsAlreadyExists()) return SubmitDelete(ctx, table, idempotency_key, body);
   RETURN_NOT_OK(reserved);
-  return CreateDeleteRun(reservation, d);
+  return CreateDeleteRun(reservation, d, /*resuming=*/false);
 }
 
-Result<Submission> Service::CreateDeleteRun(const RequestRecord& reservation, const DeleteRun& d) {
+Result<Submission> Service::CreateDeleteRun(const RequestRecord& reservation, const DeleteRun& d,
+                                            bool resuming) {
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterReserve));
   ingest::RunRecord run;
   run.id = reservation.run_id;
@@ -147,6 +175,12 @@ Result<Submission> Service::CreateDeleteRun(const RequestRecord& reservation, co
   Status created = loader_->runs().Create(run, &etag);
   if (created.IsAlreadyExists()) return Replay(reservation, reservation.fingerprint);
   RETURN_NOT_OK(created);
+  if (resuming) {
+    // Old enough that a worker may have removed its queue entry as an
+    // orphan just before the record appeared: again, and counted.
+    RETURN_NOT_OK(queue_.Enqueue(run.id, "", run.input_bytes));
+    CountAdmitted("", run.input_bytes);
+  }
   RETURN_NOT_OK(Fail(failpoint::kSubmitAfterRun));
   Wake();
   return Submission{ViewOf(run), /*replayed=*/false};

@@ -284,6 +284,16 @@ Result<WriteResult> Service::RevertDelete(const CallContext& ctx, const RunRecor
                                           const ingest::RunRequest& req, const Snapshot& snap,
                                           const TableState& t) {
   RETURN_NOT_OK(CommitInHistory(run, req, t));
+  // The revert's commit records run_commit:revert:<run id>, so the rows
+  // come back at most once (copies cannot be told from other rows later).
+  const std::string revert_id = "revert:" + run.id;
+  const auto reverted = [&] {
+    return Status::FailedPrecondition("run " + run.id + " was reverted already; nothing to revert")
+        .WithErrorCode(ErrorCode::kPreconditionFailed)
+        .WithDetail("run", run.id);
+  };
+  ASSIGN_OR_RETURN(bool done_before, ws_->manifest().RunCommitted(req.branch, revert_id));
+  if (done_before) return reverted();
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   const auto version = static_cast<uint64_t>(run.table_version);
   ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
@@ -309,11 +319,15 @@ Result<WriteResult> Service::RevertDelete(const CallContext& ctx, const RunRecor
   WriteRequest w = RevertWrite(ctx, req, t, WriteMode::kAppend);
   w.staged_rows = true;
   w.staged = staged;
-  w.expected_version = t.head.table_version;  // the keys were checked there
+  if (!t.def.keys.empty())
+    w.expected_version = t.head.table_version;  // the keys were checked there
   w.expected_schema_version = t.def.schema_version;
+  w.run_id = revert_id;
   Result<WriteResult> done = ws_->Write(w);
-  if (!done.ok() && Definite(done.status())) discard();
-  return done;
+  if (done.ok()) return done;
+  const bool twice = done.status().Is(ErrorCode::kRunAlreadyCommitted);
+  if (Definite(done.status()) || twice) discard();
+  return twice ? reverted() : done.status();
 }
 
 Result<WriteResult> Service::RevertRun(const CallContext& ctx, const std::string& run_id) {

@@ -54,7 +54,7 @@ Result<RunInfo> Service::CancelRun(const CallContext& ctx, const std::string& ru
   std::string etag;
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id, &etag));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
-  if (req.principal != ctx.principal && run.pipeline_id.empty()) {
+  if (req.principal != ctx.principal && req.mode == ingest::LoadMode::kDelete) {
     // A delete: anyone who may delete from its table.
     ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
     const TableState* t = snap.FindSid(run.table_sid);

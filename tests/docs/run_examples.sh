@@ -65,12 +65,15 @@ for doc in "$source_dir"/docs/*.md; do
     echo 'trap '\''kill $(jobs -p) 2>/dev/null || true'\'' EXIT'
     printf '%s\n' "${script//127.0.0.1:8080/127.0.0.1:$port}"
     if [ "$name" = server.md ]; then
-      # The walkthrough's last run ends succeeded, and the service example's
-      # pipeline is created as written.
+      # The walkthrough's last load and its delete end succeeded (three
+      # rows, one deleted), and the service example's pipeline is created
+      # as written.
       cat <<'CHECK'
 state=$(command curl -s -H "$H" "$S/v1/runs/$RUN?wait=60" | jq -r .state)
 [ "$state" = succeeded ]
-[ "$(command curl -s -H "$H" "$S/v1/tables/orders" | jq .rowCount)" = 3 ]
+deleted=$(command curl -s -H "$H" "$S/v1/runs/$DEL?wait=60" | jq -r '.state + " " + (.counters.deleted | tostring)')
+[ "$deleted" = "succeeded 1" ]
+[ "$(command curl -s -H "$H" "$S/v1/tables/orders" | jq .rowCount)" = 2 ]
 CHECK
       printf 'curl -s -H "$H" -H "$J" $S/v1/pipelines -d %q >/dev/null\n' \
         "$(blocks json "$source_dir/docs/service.md" | awk '/^#--end$/ { exit } { print }')"

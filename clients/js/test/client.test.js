@@ -309,12 +309,14 @@ test('a delete whose answer was lost is retried under its key and deletes once',
                              stateStore: new MemoryStateStore() });
   const { run } = await c.submitFiles(pipelineId, [{ bytes: Buffer.from('id,v\n71,a\n72,b\n73,c\n') }]);
   assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
-  lossy.losePost = true;
+  const body = { keys: [{ id: 71 }, { id: 72 }] };
+  const first = await c.deleteRows('t', body, { idempotencyKey: 'js-delete-1' });  // may wait out a 429
+  lossy.losePost = true;  // the repeat's answer is lost: its retry replays the same run
   const retries = [];
-  const first = await c.deleteRows('t', { keys: [{ id: 71 }, { id: 72 }] },
-                                   { idempotencyKey: 'js-delete-1', onRetry: (r) => retries.push(r) });
+  const again = await c.deleteRows('t', body, { idempotencyKey: 'js-delete-1', onRetry: (r) => retries.push(r) });
   assert.deepEqual(retries.map((r) => r.why), ['connection: ECONNRESET']);
-  assert.equal(first.replayed, true);  // the retry found the lost answer's run
+  assert.equal(again.run.id, first.run.id);
+  assert.equal(again.replayed, true);
   const done = await c.waitForRun(first.run.id);
   assert.equal(done.state, 'succeeded');
   assert.equal(done.counters.deleted, 2);

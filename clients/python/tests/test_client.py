@@ -329,12 +329,14 @@ class ClientTest(unittest.TestCase):
         c = self.make_client(transport=self.lossy_transport(lose))
         run, _, _ = c.submit_files(self.pipeline, [(b"id,v\n81,a\n82,b\n83,c\n", None)])
         self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
-        lose["POST"] = True
+        body = {"keys": [{"id": 81}, {"id": 82}]}
+        first, _ = c.delete_rows("t", body, idempotency_key="py-delete-1")  # may wait out a 429
+        lose["POST"] = True  # the repeat's answer is lost: its retry replays the same run
         retries = []
-        first, replayed = c.delete_rows("t", {"keys": [{"id": 81}, {"id": 82}]},
-                                        idempotency_key="py-delete-1", on_retry=retries.append)
+        again, replayed = c.delete_rows("t", body, idempotency_key="py-delete-1",
+                                        on_retry=retries.append)
         self.assertEqual([r["why"][:11] for r in retries], ["connection:"])
-        self.assertTrue(replayed, "the retry found the lost answer's run")
+        self.assertEqual((again["id"], replayed), (first["id"], True))
         done = c.wait_for_run(first["id"])
         self.assertEqual((done["state"], done["counters"]["deleted"]), ("succeeded", 2))
         by_filter, _ = c.delete_rows("t", {"where": ["id = 83"]})
