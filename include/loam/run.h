@@ -32,9 +32,11 @@ struct RunInfo {
   std::string id;
   // queued, validating, committing, succeeded, failed, partial or cancelled.
   std::string state;
-  bool terminal = false;  // succeeded, failed, partial or cancelled: it changes no more
-  std::string pipeline_id;
+  bool terminal = false;    // succeeded, failed, partial or cancelled: it changes no more
+  std::string pipeline_id;  // "" for a delete (Service::SubmitDelete)
   std::string table;
+  std::string mode;          // append, upsert, replace or delete
+  std::string submitted_by;  // the principal whose request it is
   bool validation_only = false;
   std::vector<std::string> uploads;
   int64_t input_bytes = 0;

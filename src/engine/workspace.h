@@ -164,9 +164,10 @@ struct TableHistoryEntry {
   std::string owner_branch;
   std::optional<int64_t> row_count;
   std::string commit_id;
-  std::string actor;           // who made the commit
-  int64_t created_micros = 0;  // when
-  std::string detail;          // table_grant: "bob: writer" or "bob: revoked"; renames: "a -> b"
+  std::string actor;                 // who made the commit
+  int64_t created_micros = 0;        // when
+  std::vector<std::string> run_ids;  // the runs the commit records (run_commit rows)
+  std::string detail;  // table_grant: "bob: writer" or "bob: revoked"; renames: "a -> b"
 };
 
 struct RecoveryReport {

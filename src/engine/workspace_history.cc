@@ -82,35 +82,42 @@ Result<std::vector<std::string>> WorkspaceEngine::ListBranches() const {
 
 // --- history -----------------------------------------------------------------------------------
 
+namespace {
+
+// A graph commit row as the log shows it.
+GraphCommitInfo CommitInfoOf(const ManifestRow& row) {
+  json meta = ParseJson(row.metadata);
+  GraphCommitInfo c;
+  c.id = row.object_id.substr(GraphCommitId("").size());
+  c.branch = row.table_branch.value_or("");
+  c.manifest_version = row.table_version.value_or(0);
+  if (!meta.is_object()) return c;
+  const json parents = meta.value("parents", json::array());
+  for (const json& p : parents) {
+    if (p.is_string()) c.parents.push_back(p.get<std::string>());
+  }
+  if (meta.contains("actor") && meta["actor"].is_string()) c.actor = meta["actor"];
+  if (meta.contains("run_id") && meta["run_id"].is_string()) c.run_id = meta["run_id"];
+  if (meta.contains("run_ids") && meta["run_ids"].is_array()) {
+    for (const json& id : meta["run_ids"]) {
+      if (id.is_string()) c.run_ids.push_back(id.get<std::string>());
+    }
+  } else if (!c.run_id.empty()) {
+    c.run_ids.push_back(c.run_id);
+  }
+  if (meta.contains("created_at") && meta["created_at"].is_number_integer()) {
+    c.created_micros = meta["created_at"];
+  }
+  return c;
+}
+
+}  // namespace
+
 Result<std::vector<GraphCommitInfo>> WorkspaceEngine::Log(const std::string& branch) const {
   ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
   std::vector<GraphCommitInfo> out;
   for (auto it = journal.rbegin(); it != journal.rend(); ++it) {
-    if (it->object_type != object_type::kGraphCommit) continue;
-    json meta = ParseJson(it->metadata);
-    GraphCommitInfo c;
-    c.id = it->object_id.substr(GraphCommitId("").size());
-    c.branch = it->table_branch.value_or("");
-    c.manifest_version = it->table_version.value_or(0);
-    if (meta.is_object()) {
-      const json parents = meta.value("parents", json::array());
-      for (const json& p : parents) {
-        if (p.is_string()) c.parents.push_back(p.get<std::string>());
-      }
-      if (meta.contains("actor") && meta["actor"].is_string()) c.actor = meta["actor"];
-      if (meta.contains("run_id") && meta["run_id"].is_string()) c.run_id = meta["run_id"];
-      if (meta.contains("run_ids") && meta["run_ids"].is_array()) {
-        for (const json& id : meta["run_ids"]) {
-          if (id.is_string()) c.run_ids.push_back(id.get<std::string>());
-        }
-      } else if (!c.run_id.empty()) {
-        c.run_ids.push_back(c.run_id);
-      }
-      if (meta.contains("created_at") && meta["created_at"].is_number_integer()) {
-        c.created_micros = meta["created_at"];
-      }
-    }
-    out.push_back(std::move(c));
+    if (it->object_type == object_type::kGraphCommit) out.push_back(CommitInfoOf(*it));
   }
   return out;
 }
@@ -121,13 +128,11 @@ Result<std::vector<TableHistoryEntry>> WorkspaceEngine::History(const std::strin
   const TableState* t = snap.Find(table);
   if (t == nullptr) return Status::NotFound("table '" + table + "' does not exist");
   ASSIGN_OR_RETURN(std::vector<ManifestRow> journal, manifest_->Journal(branch));
-  std::map<std::string, std::pair<std::string, int64_t>> commits;  // id -> actor, created
+  std::map<std::string, GraphCommitInfo> commits;  // by id
   for (const ManifestRow& r : journal) {
     if (r.object_type != object_type::kGraphCommit) continue;
-    json meta = ParseJson(r.metadata);
-    if (!meta.is_object()) continue;
-    commits[r.object_id.substr(GraphCommitId("").size())] = {
-        StringAt(meta, "actor"), IntegerAt(meta, "created_at").value_or(0)};
+    GraphCommitInfo c = CommitInfoOf(r);
+    commits[c.id] = std::move(c);
   }
   std::vector<TableHistoryEntry> out;
   for (const ManifestRow& r : journal) {
@@ -145,7 +150,9 @@ Result<std::vector<TableHistoryEntry>> WorkspaceEngine::History(const std::strin
       e.commit_id = meta["commit"];
     }
     if (auto c = commits.find(e.commit_id); c != commits.end()) {
-      std::tie(e.actor, e.created_micros) = c->second;
+      e.actor = c->second.actor;
+      e.created_micros = c->second.created_micros;
+      e.run_ids = c->second.run_ids;
     }
     if (meta.is_object() && r.object_type == object_type::kTableGrant) {
       const json role = meta.value("role", json(nullptr));

@@ -46,6 +46,8 @@ json RunJson(const RunInfo& run, int64_t queue_position) {
             {"state", run.state},
             {"pipelineId", run.pipeline_id},
             {"table", run.table},
+            {"mode", run.mode},
+            {"submittedBy", run.submitted_by},
             {"submittedAt", at(run.created_micros)},
             {"validationOnly", run.validation_only},
             {"uploads", run.uploads},

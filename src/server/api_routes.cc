@@ -303,6 +303,7 @@ Response Api::GetHistory(Call& c) {
               {"createdAt", Rfc3339(e.created_micros)}};
     if (e.row_count) j["rowCount"] = *e.row_count;
     if (!e.detail.empty()) j["detail"] = e.detail;
+    if (!e.run_ids.empty()) j["runIds"] = e.run_ids;
     out.push_back(std::move(j));
   }
   return JsonResponse(200, {{"table", c.params["name"]}, {"history", out}});

@@ -65,7 +65,16 @@ TEST_F(DeleteRouteTest, AFilterDeleteIsARunThatCommitsOnceAndReverts) {
   const json done = Wait(first.Json()["id"]);
   EXPECT_EQ(done["state"], "succeeded") << done;
   EXPECT_EQ(done["counters"]["deleted"], 1);
+  EXPECT_EQ(done["mode"], "delete");
+  EXPECT_EQ(done["submittedBy"], "ada");
   EXPECT_EQ(Ids(), "1 2 3");
+  // In the table's history: the commit, when, and the run (whose document names who).
+  HttpResult history = Call("rex", "GET", "/v1/tables/orders/history", "/v1/tables/{name}/history");
+  ASSERT_EQ(history.status, 200) << history.body;
+  const json last = history.Json()["history"].back();
+  EXPECT_EQ(last["commitId"], done["commit"]["commitId"]) << last;
+  EXPECT_EQ(last["runIds"], json::array({done["id"]})) << last;
+  EXPECT_FALSE(last["createdAt"].get<std::string>().empty()) << last;
   HttpResult again = Delete(body, "erase-4");
   EXPECT_EQ(again.status, 202);
   EXPECT_EQ(again.Header("idempotency-replayed"), "true");

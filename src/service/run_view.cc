@@ -27,6 +27,10 @@ RunInfo ViewOf(const ingest::RunRecord& run) {
   v.terminal = ingest::IsTerminal(run.state);
   v.pipeline_id = run.pipeline_id;
   v.table = run.table;
+  if (Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(run.request); req.ok()) {
+    v.mode = std::string(ingest::LoadModeName(req->mode));
+    v.submitted_by = req->principal;
+  }
   v.validation_only = run.validation_only;
   v.uploads = run.uploads;
   v.input_bytes = run.input_bytes;

@@ -438,6 +438,13 @@ class Service {
                                           const SubmitBody& b,
                                           const std::vector<CheckedUpload>& uploads) const;
   Result<Submission> Replay(const RequestRecord& r, const std::string& fingerprint);
+  // A key reserved before: its run (a replay), another request's key
+  // (idempotency_key_reused), request_in_flight while its first request may
+  // still be creating the run, or nullopt: a creation to finish, or, with
+  // *expired, a reservation past its retention, removed (the request is new).
+  Result<std::optional<Submission>> AnswerKnownKey(const RequestRecord& known,
+                                                   const std::string& fingerprint, int64_t now,
+                                                   bool* expired);
   static std::string Fingerprint(std::string_view body, const std::string& pipeline_id);
   // The submission under `key` whose identity is `fingerprint`: a replay, or
   // a new run of `body(pipeline, resuming)` (called at most once per

@@ -114,19 +114,11 @@ Result<Submission> Service::SubmitDelete(const CallContext& ctx, const std::stri
   ASSIGN_OR_RETURN(std::optional<RequestRecord> known, requests_.Find(ctx.principal, key));
   const int64_t now = options_.clock->NowMicros();
   if (known) {
-    Result<Submission> replay = Replay(*known, fingerprint);
-    if (!replay.status().IsNotFound()) return replay;
-    if (now - known->created_micros < options_.in_flight_grace_micros) {
-      return Status::FailedPrecondition("the first request with idempotency key '" + key +
-                                        "' is still being accepted; repeat it shortly")
-          .WithErrorCode(ErrorCode::kRequestInFlight)
-          .WithDetail("run", known->run_id)
-          .WithDetail("retryAfterMillis", "1000");
-    }
-    if (known->expires_micros < now) {
-      RETURN_NOT_OK(requests_.Delete(*known));
-      return SubmitDelete(ctx, table, idempotency_key, body);
-    }
+    bool expired = false;
+    ASSIGN_OR_RETURN(std::optional<Submission> answered,
+                     AnswerKnownKey(*known, fingerprint, now, &expired));
+    if (answered) return *answered;
+    if (expired) return SubmitDelete(ctx, table, idempotency_key, body);
     // Its creator stopped half way: finish the creation under the same run
     // id, or, refused now, free the key for a corrected request.
     Result<DeleteRun> d = CheckDelete(ctx, table, body);

@@ -397,19 +397,6 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   return r;
 }
 
-Result<Submission> Service::Replay(const RequestRecord& r, const std::string& fingerprint) {
-  if (r.fingerprint != fingerprint) {
-    return Status::FailedPrecondition("idempotency key '" + r.key + "' already belongs to run " +
-                                      r.run_id +
-                                      " with a different request; use a new key, or repeat that "
-                                      "run's exact request")
-        .WithErrorCode(ErrorCode::kIdempotencyKeyReused)
-        .WithDetail("run", r.run_id);
-  }
-  ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(r.run_id));
-  return Submission{ViewOf(run), /*replayed=*/true};
-}
-
 Result<Service::Admissible> Service::CheckNewSubmission(const CallContext& ctx, const Pipeline& p,
                                                         const SubmitBody& b) {
   ASSIGN_OR_RETURN(Snapshot snap, AuthorizeLoad(p, ctx.principal));
@@ -489,21 +476,11 @@ Result<Submission> Service::Submit(const CallContext& ctx, const std::string& pi
   ASSIGN_OR_RETURN(std::optional<RequestRecord> known, requests_.Find(ctx.principal, key));
   const int64_t now = options_.clock->NowMicros();
   if (known) {
-    Result<Submission> replay = Replay(*known, fingerprint);
-    if (!replay.status().IsNotFound()) return replay;
-    if (now - known->created_micros < options_.in_flight_grace_micros) {
-      return Status::FailedPrecondition("the first request with idempotency key '" + key +
-                                        "' is still being accepted; repeat it shortly")
-          .WithErrorCode(ErrorCode::kRequestInFlight)
-          .WithDetail("run", known->run_id)
-          .WithDetail("retryAfterMillis", "1000");
-    }
-    if (known->expires_micros < now) {
-      // Past its retention the key's run may have been swept (run records go
-      // after their key): the request is a new one, as the retention says.
-      RETURN_NOT_OK(requests_.Delete(*known));
-      return Submit(ctx, pipeline_id, key, fingerprint, body);
-    }
+    bool expired = false;
+    ASSIGN_OR_RETURN(std::optional<Submission> answered,
+                     AnswerKnownKey(*known, fingerprint, now, &expired));
+    if (answered) return *answered;
+    if (expired) return Submit(ctx, pipeline_id, key, fingerprint, body);
     // Its creator stopped half way: finish the creation under the same run id.
     ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(pipeline_id));
     ASSIGN_OR_RETURN(SubmitBody b, body(p, &*known));
