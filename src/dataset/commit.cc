@@ -134,6 +134,7 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
       // Indices stay: entries naming removed fragments are never used (ids
       // are not reused), and the added fragments are their uncovered tail.
       add_fragments(txn.added);
+      if (txn.schema) next.schema = *txn.schema;  // an adopted version's
       break;
     case OpType::kCompact:
       if (!RemoveFragments(txn.removed, &next)) return std::optional<DatasetVersion>();

@@ -338,6 +338,16 @@ class Dataset {
                                            const DatasetVersion& after) const;
   // Makes an older version's content the new latest version.
   Result<Dataset> Restore(uint64_t version, const CommitOptions& opts = {}) const;
+  // Makes `source`'s content (a version of another branch of this dataset)
+  // this branch's next version (adopt.cc): fragments this snapshot holds
+  // unchanged keep their ids, the others leave or join (with new ids), and
+  // the schema becomes the source's. A file of a branch outside this one's
+  // chain of parents (the source's own data and deletion files) is copied
+  // into this branch's directory first, so removing the source's branch
+  // later takes nothing this branch reads. `copied_bytes`, when given,
+  // receives the bytes copied.
+  Result<Dataset> Adopt(const Dataset& source, const CommitOptions& opts = {},
+                        uint64_t* copied_bytes = nullptr) const;
   // Adds a nullable column; existing rows read as null.
   Result<Dataset> AddColumn(const Field& field, const CommitOptions& opts = {}) const;
 
