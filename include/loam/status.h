@@ -65,9 +65,10 @@ enum class ErrorCode : int {
   kMethodNotAllowed,        // the HTTP method is not one the route serves
   kVersionExpired,          // a version past the time-travel window was removed
   kPipelinePaused,          // the pipeline is paused: repeat after Retry-After, once resumed
+  kMergeCheckFailed,        // a check a merge carries failed on the source: nothing merged
 };
 // The highest ErrorCode value (for iteration).
-inline constexpr ErrorCode kLastErrorCode = ErrorCode::kPipelinePaused;
+inline constexpr ErrorCode kLastErrorCode = ErrorCode::kMergeCheckFailed;
 
 std::string_view ErrorCodeName(ErrorCode code);
 // The code named `name` (as ErrorCodeName spells it); kInternal when unknown.

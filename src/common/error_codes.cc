@@ -37,6 +37,7 @@ constexpr std::array<ErrorCodeInfo, static_cast<size_t>(kLastErrorCode) + 1> kEr
     {ErrorCode::kMethodNotAllowed, "method_not_allowed", 405, 2},
     {ErrorCode::kVersionExpired, "version_expired", 410, 4},
     {ErrorCode::kPipelinePaused, "pipeline_paused", 429, 3},
+    {ErrorCode::kMergeCheckFailed, "merge_check_failed", 422, 1},
 }};
 
 constexpr bool InEnumOrder() {

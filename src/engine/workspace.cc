@@ -7,6 +7,7 @@
 #include "common/principal.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "engine/journal_rows.h"
 #include "engine/journal_snapshot.h"
 #include "engine/retention.h"
 #include "manifest/heads.h"
@@ -17,44 +18,6 @@ namespace {
 using json = nlohmann::json;
 
 Status Conflict(const std::string& what) { return Status::Conflict(what); }
-
-// The catalog definition of the live table named `name`, from a publish view.
-Result<TableDef> DefByName(PublishView& view, const std::string& name) {
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(kCatalogPartition));
-  for (const ManifestRow& r : rows) {
-    if (r.object_type == object_type::kTableDef && r.table_key == name) return ParseTableDef(r);
-  }
-  return Status::NotFound("table '" + name + "' does not exist");
-}
-
-Status NameIsFree(PublishView& view, const std::string& name) {
-  Result<TableDef> existing = DefByName(view, name);
-  if (existing.ok()) return Status::AlreadyExists("table '" + name + "' already exists");
-  return existing.status().IsNotFound() ? Status::OK() : existing.status();
-}
-
-ManifestRow JournalRow(std::string_view type, std::string id, const TableHead& h) {
-  ManifestRow r;
-  r.object_id = std::move(id);
-  r.object_type = std::string(type);
-  r.table_key = h.table_key;
-  r.location = h.location;
-  r.stable_table_id = h.sid;
-  r.incarnation_id = h.inc;
-  return r;
-}
-
-ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
-  ManifestRow r =
-      JournalRow(object_type::kTableSchema, TableSchemaId(def.sid, def.inc, def.schema_version), h);
-  r.metadata = json{
-      {"schema_version", def.schema_version},
-      {"schema_hash", def.SchemaHash()},
-      {"columns", json::parse(SchemaToJson(def.schema))},
-      {"keys",
-       def.keys}}.dump();
-  return r;
-}
 
 }  // namespace
 

@@ -33,6 +33,9 @@ inline constexpr std::string_view kAfterSidecar = "write.after_sidecar";
 inline constexpr std::string_view kAfterTableCommit = "write.after_table_commit";
 inline constexpr std::string_view kAfterPublish = "write.after_publish";
 inline constexpr std::string_view kRecoveryAfterRestore = "recovery.after_restore";
+// A merge: its tables' versions committed on the target's forks, not published.
+inline constexpr std::string_view kMergeAfterTableCommits = "merge.after_table_commits";
+inline constexpr std::string_view kMergeAfterPublish = "merge.after_publish";
 }  // namespace failpoint
 
 struct WorkspaceOptions {
@@ -199,6 +202,47 @@ struct ForkReset {
   int64_t restore_version = 0;  // the restore that brought the head's content back
 };
 
+// A check a merge carries, evaluated on the source's pinned snapshot: the
+// table's live row count within bounds, no two live rows sharing the values
+// of `unique` columns. A failed one refuses the merge (merge_check_failed).
+struct MergeCheck {
+  std::string name;  // names the check in a refusal
+  std::string table;
+  std::optional<int64_t> min_rows;
+  std::optional<int64_t> max_rows;
+  std::vector<std::string> unique;
+};
+
+struct MergeRequest {
+  std::string source;  // the branch merged (not main)
+  std::string into;    // the branch it was created from ("" = main); none other
+  // Writer of every table whose rows the merge changes, admin of every table
+  // it creates, drops, renames or changes the schema of (checked inside the
+  // publish; the owner passes). Empty only as the system actor.
+  std::string principal;
+  // A merge already committed under this id is answered again, never
+  // repeated ("" = a fresh id).
+  std::string merge_id;
+  std::vector<MergeCheck> checks;
+};
+
+struct MergedTable {
+  std::string name;
+  std::string change;         // "updated", "created", "dropped"
+  int64_t table_version = 0;  // the head's on the target
+  std::optional<int64_t> row_count;
+};
+
+struct MergeResult {
+  std::string merge_id;
+  uint64_t manifest_version = 0;  // the target's merge commit (0: nothing to merge)
+  std::string commit_id;
+  uint64_t source_version = 0;  // the source's manifest version merged
+  std::vector<MergedTable> tables;
+  bool already_merged = false;  // answered from an earlier commit of merge_id
+  uint64_t copied_bytes = 0;    // the source's own files copied to the target's forks
+};
+
 // Who a table change is published for (see WorkspaceEngine::PublishTableChange).
 struct PublishAuthorisation {
   const std::string* principal = nullptr;  // nullptr: not checked (recovery, forks)
@@ -296,6 +340,14 @@ class WorkspaceEngine {
                       std::optional<uint64_t> version = std::nullopt);
   Status DeleteBranch(const std::string& name);
   Result<std::vector<std::string>> ListBranches() const;
+  // Merges branch `request.source` into the branch it was created from, as
+  // one manifest commit there (branch_merge.cc, docs/branches.md): every
+  // table the source changed since it was created (or last merged) takes
+  // the source's content, name and schema on the target's fork, and tables
+  // it created or dropped are created or dropped; a conflict names the
+  // tables both sides changed, and nothing is merged. Checks first, on the
+  // source's snapshot.
+  Result<MergeResult> Merge(const MergeRequest& request);
 
   // --- history, verification, recovery ------------------------------------------------
   Result<std::vector<GraphCommitInfo>> Log(const std::string& branch = "") const;  // newest first
@@ -348,6 +400,7 @@ class WorkspaceEngine {
   std::string TableRoot(const std::string& location) const;
 
  private:
+  friend class BranchMerger;  // Merge's steps (branch_merge.cc)
   WorkspaceEngine(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
                   std::shared_ptr<Manifest> manifest)
       : store_(std::move(store)),

@@ -396,6 +396,7 @@ Status Manifest::AddGraphCommit(const PublishSpec& spec, const Dataset& base, Pu
   if (!spec.branch.empty()) commit.table_branch = spec.branch;
   json parents = json::array();
   if (!parent.empty()) parents.push_back(parent);
+  if (!spec.merged_parent.empty()) parents.push_back(spec.merged_parent);
   json meta = {{"parents", parents},
                {"actor", spec.actor},
                {"run_id", spec.runs.empty() ? "" : spec.runs.front().run_id},

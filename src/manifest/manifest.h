@@ -136,6 +136,8 @@ struct PublishSpec {
   // Adds run_commit:<run_id> for each (a group commit carries several);
   // AlreadyExists (run_already_committed) if any of them committed.
   std::vector<CommittedRun> runs;
+  // A merge's second parent: the merged branch's head commit ("" = none).
+  std::string merged_parent;
 };
 
 struct PublishResult {

@@ -1,0 +1,230 @@
+// WorkspaceEngine::Merge: a branch's changes published on its parent in one commit.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/retention.h"
+#include "engine/workspace_test_util.h"
+
+namespace loam {
+namespace {
+
+using testing::Append;
+using testing::EventSchema;
+using testing::ExpectHeadsMatchFold;
+using testing::RowsOf;
+
+class BranchMergeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_ = testing::TestOptions();
+    options_.manifest.dataset.clock = &clock_;
+    ws_ = WorkspaceEngine::Init(store_, "ws", options_).value();
+    ASSERT_TRUE(ws_->CreateTable("orders", EventSchema(), {"id"}).ok());
+    ASSERT_TRUE(ws_->CreateTable("people", EventSchema(), {}).ok());
+    ASSERT_TRUE(ws_->CreateTable("scratch", EventSchema(), {}).ok());
+    ASSERT_TRUE(ws_->Write(Append("orders", {1, 2})).ok());
+    ASSERT_TRUE(ws_->Write(Append("people", {1})).ok());
+    ASSERT_TRUE(ws_->CreateBranch("dev").ok());
+  }
+  Result<MergeResult> Merge(const std::string& id = "", std::vector<MergeCheck> checks = {},
+                            const std::string& principal = "") {
+    MergeRequest r;
+    r.source = "dev";
+    r.merge_id = id;
+    r.checks = std::move(checks);
+    r.principal = principal;
+    return ws_->Merge(r);
+  }
+  uint64_t MainVersion() { return ws_->Current().value().manifest_version; }
+
+  ManualClock clock_{1'000'000'000};
+  WorkspaceOptions options_;
+  std::shared_ptr<ObjectStore> store_ = std::make_shared<MemoryObjectStore>();
+  std::shared_ptr<WorkspaceEngine> ws_;
+};
+
+TEST_F(BranchMergeTest, TablesTheBranchChangedMoveToMainInOneCommitAndOutliveTheBranch) {
+  const int64_t orders_sid = ws_->Current().value().Find("orders")->def.sid;
+  ASSERT_TRUE(ws_->Write(Append("orders", {3, 4}, "dev")).ok());
+  ASSERT_TRUE(ws_->RenameTable("people", "persons", "dev").ok());
+  ASSERT_TRUE(ws_->CreateTable("audit", EventSchema(), {}, "dev").ok());
+  ASSERT_TRUE(ws_->Write(Append("audit", {7, 8, 9}, "dev")).ok());
+  ASSERT_TRUE(ws_->DropTable("scratch", "dev").ok());
+  const uint64_t before = MainVersion();
+
+  Result<MergeResult> merged = Merge();
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->manifest_version, before + 1);  // one commit
+  EXPECT_GT(merged->copied_bytes, 0u);
+  std::map<std::string, std::string> changes;
+  for (const MergedTable& t : merged->tables) changes[t.name] = t.change;
+  EXPECT_EQ(changes, (std::map<std::string, std::string>{{"audit", "created"},
+                                                         {"orders", "updated"},
+                                                         {"persons", "updated"},
+                                                         {"scratch", "dropped"}}));
+  Snapshot main = ws_->Current().value();
+  EXPECT_EQ(main.Find("orders")->def.sid, orders_sid);  // identities kept
+  EXPECT_EQ(main.Find("orders")->head.owner_branch, "");
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  EXPECT_EQ(RowsOf(*ws_, "audit"), 3);
+  EXPECT_EQ(main.Find("people"), nullptr);
+  EXPECT_EQ(RowsOf(*ws_, "persons"), 1);
+  EXPECT_EQ(main.Find("scratch"), nullptr);
+  ExpectHeadsMatchFold(*ws_);
+  // The commit names both lines and records the merge.
+  GraphCommitInfo commit = ws_->Log().value().front();
+  EXPECT_EQ(commit.parents.size(), 2u);
+  EXPECT_EQ(commit.run_ids.at(0), "merge:" + merged->merge_id);
+
+  // The branch deleted and swept: main reads what it merged from its own files.
+  ASSERT_TRUE(ws_->DeleteBranch("dev").ok());
+  clock_.AdvanceMicros(3'600'000'000);
+  RetentionReport swept = ExpireVersions(*ws_, clock_.NowMicros(), 60, 0).value();
+  EXPECT_GT(swept.forks_removed, 0);
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  EXPECT_EQ(RowsOf(*ws_, "audit"), 3);
+  ASSERT_TRUE(ws_->Write(Append("orders", {5})).ok());  // main writes on as before
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 5);
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(BranchMergeTest, AConflictNamesTheTablesBothSidesChangedAndMergesNothing) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());
+  ASSERT_TRUE(ws_->Write(Append("orders", {10})).ok());  // main moved too
+  const uint64_t before = MainVersion();
+  Status s = Merge().status();
+  ASSERT_TRUE(s.Is(ErrorCode::kConflict)) << s;
+  EXPECT_NE(s.message().find("orders"), std::string::npos) << s;
+  EXPECT_EQ(s.message().find("people"), std::string::npos) << s;
+  EXPECT_EQ(MainVersion(), before);
+  EXPECT_EQ(RowsOf(*ws_, "people"), 1);  // not merged either
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  // A name the branch gives that a table of main took is a conflict too.
+  ASSERT_TRUE(ws_->CreateTable("fresh", EventSchema(), {}).ok());
+  ASSERT_TRUE(ws_->CreateTable("fresh", EventSchema(), {}, "dev").ok());
+  s = Merge().status();
+  EXPECT_NE(s.message().find("fresh"), std::string::npos) << s;
+}
+
+TEST_F(BranchMergeTest, AMergeAgainTakesOnlyWhatChangedSinceTheLastOne) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  ASSERT_TRUE(Merge().ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {2})).ok());         // main goes on
+  ASSERT_TRUE(ws_->Write(Append("orders", {4}, "dev")).ok());  // and so does dev
+  Result<MergeResult> again = Merge();
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->tables.size(), 1u);
+  EXPECT_EQ(again->tables[0].name, "orders");
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  EXPECT_EQ(RowsOf(*ws_, "people"), 2);  // main's own write stays
+  Result<MergeResult> nothing = Merge();
+  ASSERT_TRUE(nothing.ok()) << nothing.status();
+  EXPECT_EQ(nothing->manifest_version, 0u);
+  EXPECT_TRUE(nothing->tables.empty());
+  ExpectHeadsMatchFold(*ws_);
+}
+
+TEST_F(BranchMergeTest, TheSameMergeIdIsAnsweredAgainNotRepeated) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  Result<MergeResult> first = Merge("m-1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(ws_->Write(Append("orders", {4}, "dev")).ok());
+  const uint64_t before = MainVersion();
+  Result<MergeResult> again = Merge("m-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->already_merged);
+  EXPECT_EQ(again->commit_id, first->commit_id);
+  EXPECT_EQ(again->manifest_version, first->manifest_version);
+  EXPECT_EQ(MainVersion(), before);
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  // The id of another branch's merge.
+  ASSERT_TRUE(ws_->CreateBranch("qa").ok());
+  MergeRequest other;
+  other.source = "qa";
+  other.merge_id = "m-1";
+  EXPECT_TRUE(ws_->Merge(other).status().Is(ErrorCode::kIdempotencyKeyReused));
+}
+
+TEST_F(BranchMergeTest, AFailedCheckRefusesTheMergeAndNamesTheCheck) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {1, 2}, "dev")).ok());  // id 1 twice
+  const uint64_t before = MainVersion();
+  MergeCheck rows{"enough orders", "orders", 5, std::nullopt, {}};
+  Status s = Merge("", {rows}).status();
+  ASSERT_TRUE(s.Is(ErrorCode::kMergeCheckFailed)) << s;
+  EXPECT_EQ(s.detail("check"), "enough orders");
+  EXPECT_NE(s.message().find("has 3 rows, fewer than 5"), std::string::npos) << s;
+  MergeCheck unique{"people unique", "people", std::nullopt, std::nullopt, {"id"}};
+  s = Merge("", {unique}).status();
+  ASSERT_TRUE(s.Is(ErrorCode::kMergeCheckFailed)) << s;
+  EXPECT_NE(s.message().find("1 rows repeating the values of (id)"), std::string::npos) << s;
+  MergeCheck missing{"col", "people", std::nullopt, std::nullopt, {"nope"}};
+  EXPECT_TRUE(Merge("", {missing}).status().IsInvalidArgument());
+  EXPECT_EQ(MainVersion(), before);
+  MergeCheck fine{"bounded", "orders", 1, 3, {}};
+  MergeCheck keys{"orders unique", "orders", std::nullopt, std::nullopt, {"id"}};
+  ASSERT_TRUE(Merge("", {fine, keys}).ok());
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+}
+
+TEST_F(BranchMergeTest, OnlyIntoTheParentAndOnlyWithTheGrants) {
+  ASSERT_TRUE(ws_->CreateBranch("qa").ok());
+  MergeRequest r;
+  r.source = "dev";
+  r.into = "qa";
+  EXPECT_TRUE(ws_->Merge(r).status().IsInvalidArgument());
+  r.source = "";
+  EXPECT_TRUE(ws_->Merge(r).status().IsInvalidArgument());
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  ASSERT_TRUE(ws_->SetGrant("orders", "alice", Role::kWriter).ok());
+  EXPECT_TRUE(Merge("", {}, "mallory").status().IsPermissionDenied());
+  ASSERT_TRUE(ws_->RenameTable("people", "persons", "dev").ok());
+  Status s = Merge("", {}, "alice").status();  // a rename needs admin
+  EXPECT_TRUE(s.IsPermissionDenied()) << s;
+  ASSERT_TRUE(ws_->SetGrant("people", "alice", Role::kAdmin).ok());
+  ASSERT_TRUE(Merge("", {}, "alice").ok());
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  EXPECT_EQ(ws_->Log().value().front().actor, "alice");
+}
+
+// A crash between the table commits and the publish leaves main as it was;
+// one after the publish leaves the merge done. Either way the same merge id
+// then ends with exactly one merge.
+TEST_F(BranchMergeTest, ACrashAtEitherFailpointNeverHalfAppliesAMerge) {
+  for (std::string_view point :
+       {failpoint::kMergeAfterTableCommits, failpoint::kMergeAfterPublish}) {
+    SCOPED_TRACE(std::string(point));
+    store_ = std::make_shared<MemoryObjectStore>();  // a fresh workspace
+    SetUp();
+    ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+    ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());
+    const uint64_t before = MainVersion();
+    WorkspaceOptions crashing = options_;
+    crashing.failpoint = [&](std::string_view at) {
+      return at == point ? Status::Unavailable("crash") : Status::OK();
+    };
+    auto crashed = WorkspaceEngine::Open(store_, "ws", crashing).value();
+    MergeRequest r;
+    r.source = "dev";
+    r.merge_id = "m";
+    ASSERT_TRUE(crashed->Merge(r).status().IsUnavailable());
+    const bool published = point == failpoint::kMergeAfterPublish;
+    EXPECT_EQ(MainVersion(), published ? before + 1 : before);
+    EXPECT_EQ(RowsOf(*ws_, "orders"), published ? 3 : 2);
+    EXPECT_EQ(RowsOf(*ws_, "people"), published ? 2 : 1);
+    auto reopened = WorkspaceEngine::Open(store_, "ws", options_).value();
+    Result<MergeResult> retried = reopened->Merge(r);
+    ASSERT_TRUE(retried.ok()) << retried.status();
+    EXPECT_EQ(retried->already_merged, published);
+    EXPECT_EQ(MainVersion(), before + 1);
+    EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+    EXPECT_EQ(RowsOf(*ws_, "people"), 2);
+    ASSERT_TRUE(ws_->Write(Append("orders", {4})).ok());
+    ExpectHeadsMatchFold(*ws_);
+  }
+}
+
+}  // namespace
+}  // namespace loam

@@ -1,0 +1,54 @@
+// The rows a table's catalog and journal changes are written as, shared by
+// the schema operations (workspace.cc) and merges (branch_merge.cc).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "catalog/table_def.h"
+#include "common/status_macros.h"
+#include "manifest/heads.h"
+#include "manifest/manifest.h"
+
+namespace loam {
+
+// The catalog definition of the live table named `name`, from a publish view.
+inline Result<TableDef> DefByName(PublishView& view, const std::string& name) {
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, view.Partition(kCatalogPartition));
+  for (const ManifestRow& r : rows) {
+    if (r.object_type == object_type::kTableDef && r.table_key == name) return ParseTableDef(r);
+  }
+  return Status::NotFound("table '" + name + "' does not exist");
+}
+
+inline Status NameIsFree(PublishView& view, const std::string& name) {
+  Result<TableDef> existing = DefByName(view, name);
+  if (existing.ok()) return Status::AlreadyExists("table '" + name + "' already exists");
+  return existing.status().IsNotFound() ? Status::OK() : existing.status();
+}
+
+inline ManifestRow JournalRow(std::string_view type, std::string id, const TableHead& h) {
+  ManifestRow r;
+  r.object_id = std::move(id);
+  r.object_type = std::string(type);
+  r.table_key = h.table_key;
+  r.location = h.location;
+  r.stable_table_id = h.sid;
+  r.incarnation_id = h.inc;
+  return r;
+}
+
+inline ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
+  ManifestRow r =
+      JournalRow(object_type::kTableSchema, TableSchemaId(def.sid, def.inc, def.schema_version), h);
+  r.metadata = nlohmann::json{
+      {"schema_version", def.schema_version},
+      {"schema_hash", def.SchemaHash()},
+      {"columns", nlohmann::json::parse(SchemaToJson(def.schema))},
+      {"keys",
+       def.keys}}.dump();
+  return r;
+}
+
+}  // namespace loam
