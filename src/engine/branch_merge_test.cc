@@ -1,6 +1,7 @@
 // WorkspaceEngine::Merge: a branch's changes published on its parent in one commit.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "engine/retention.h"
@@ -223,6 +224,92 @@ TEST_F(BranchMergeTest, ACrashAtEitherFailpointNeverHalfAppliesAMerge) {
     EXPECT_EQ(RowsOf(*ws_, "people"), 2);
     ASSERT_TRUE(ws_->Write(Append("orders", {4})).ok());
     ExpectHeadsMatchFold(*ws_);
+  }
+}
+
+std::multiset<int64_t> IdsOf(const WorkspaceEngine& ws, const std::string& branch,
+                             const std::string& table) {
+  Snapshot snap = ws.Current(branch).value();
+  RecordBatch all = ws.OpenTable(snap, table).value().ReadAll().value();
+  std::multiset<int64_t> out;
+  for (int64_t r = 0; r < all.num_rows(); ++r) out.insert(all.columns[0].GetInt64(r));
+  return out;
+}
+
+// Random appends and deletes on main and a branch, and merges of the branch,
+// against a replay: a table changed on both sides since the last merge is a
+// conflict that changes nothing; otherwise main takes the branch's tables.
+TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    auto ws =
+        WorkspaceEngine::Init(std::make_shared<MemoryObjectStore>(), "ws", testing::TestOptions())
+            .value();
+    const std::vector<std::string> tables = {"a", "b", "c"};
+    const std::vector<std::string> branches = {"", "dev"};
+    std::map<std::string, std::map<std::string, std::multiset<int64_t>>> rows;  // branch, table
+    std::map<std::string, std::map<std::string, bool>> changed;  // since the last merge
+    for (const std::string& t : tables) ASSERT_TRUE(ws->CreateTable(t, EventSchema(), {}).ok());
+    ASSERT_TRUE(ws->CreateBranch("dev").ok());
+    int64_t next_id = 0, merges = 0, conflicts = 0;
+    for (int step = 0; step < 60; ++step) {
+      const int op = static_cast<int>(rng() % 6);
+      if (op == 5) {  // merge
+        bool conflict = false, any = false;
+        for (const std::string& t : tables) {
+          conflict |= changed["dev"][t] && changed[""][t];
+          any |= changed["dev"][t];
+        }
+        MergeRequest r;
+        r.source = "dev";
+        Result<MergeResult> m = ws->Merge(r);
+        if (conflict) {
+          ASSERT_TRUE(m.status().Is(ErrorCode::kConflict)) << m.status();
+          ++conflicts;
+          // Resolved as a user would: the branch made again from main.
+          ASSERT_TRUE(ws->DeleteBranch("dev").ok());
+          ASSERT_TRUE(ws->CreateBranch("dev").ok());
+          rows["dev"] = rows[""];
+          for (const std::string& t : tables) changed["dev"][t] = changed[""][t] = false;
+          continue;
+        }
+        ASSERT_TRUE(m.ok()) << m.status();
+        if (!any) continue;  // nothing to merge: no commit, the base stays
+        ++merges;
+        for (const std::string& t : tables) {
+          if (changed["dev"][t]) rows[""][t] = rows["dev"][t];
+          changed["dev"][t] = changed[""][t] = false;
+        }
+        continue;
+      }
+      // Main loads mostly table a, the branch mostly b and c.
+      const std::string& b = branches[rng() % 2];
+      const std::string& t = rng() % 8 == 0 ? tables[rng() % tables.size()]
+                             : b.empty()    ? tables[0]
+                                            : tables[1 + rng() % 2];
+      if (op < 4 || rows[b][t].empty()) {
+        std::vector<int64_t> ids = {next_id++, next_id++};
+        ASSERT_TRUE(ws->Write(Append(t, ids, b)).ok());
+        rows[b][t].insert(ids.begin(), ids.end());
+      } else {
+        const int64_t victim = *rows[b][t].begin();
+        WriteRequest del;
+        del.table = t;
+        del.branch = b;
+        del.mode = WriteMode::kDelete;
+        del.where = {Predicate::Eq("id", victim)};
+        ASSERT_TRUE(ws->Write(del).ok());
+        rows[b][t].erase(victim);
+      }
+      changed[b][t] = true;
+    }
+    EXPECT_GT(merges, 0);
+    for (const std::string& b : branches) {
+      for (const std::string& t : tables) EXPECT_EQ(IdsOf(*ws, b, t), rows[b][t]) << b << "/" << t;
+      ExpectHeadsMatchFold(*ws, b);
+    }
+    std::cout << "seed " << seed << ": " << merges << " merges, " << conflicts << " conflicts\n";
   }
 }
 
