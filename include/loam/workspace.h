@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "loam/batch.h"
+#include "loam/merge.h"
 #include "loam/result.h"
 #include "loam/status.h"
 #include "loam/types.h"
@@ -137,6 +138,16 @@ struct WriteOptions {
   std::optional<int64_t> expected_table_version;
 };
 
+// How Workspace::Merge merges (loam/merge.h).
+struct MergeOptions {
+  std::string into = "main";  // must be the branch the merged one was created from
+  // The same id answers an earlier merge again instead of merging twice ("" = a new one).
+  std::string merge_id;
+  // The branch's version to merge (its checks see that state); nullopt = its newest.
+  std::optional<uint64_t> version;
+  std::vector<MergeCheck> checks;
+};
+
 namespace internal {
 struct WorkspaceAccess;
 }
@@ -188,6 +199,11 @@ class Workspace {
   Status CreateBranch(const std::string& name, const ReadOptions& from = {});
   Status DeleteBranch(const std::string& name);  // never "main"
   Result<std::vector<std::string>> ListBranches() const;
+  // Merges `branch` into the branch it was created from, in one commit there
+  // (loam/merge.h): conflict, naming the tables, when that branch changed
+  // one of them too. Needs the writer role on every table whose rows it
+  // changes, admin on every table it creates, drops, renames or widens.
+  Result<MergeResult> Merge(const std::string& branch, const MergeOptions& options = {});
 
   Result<std::vector<LogEntry>> Log(const std::string& branch = "main") const;
   Result<std::vector<TableEvent>> History(const std::string& table,

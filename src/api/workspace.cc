@@ -301,6 +301,17 @@ Status Workspace::DeleteBranch(const std::string& name) {
   return rep_->engine->DeleteBranch(name);
 }
 
+Result<MergeResult> Workspace::Merge(const std::string& branch, const MergeOptions& options) {
+  MergeRequest r;
+  r.source = EngineBranch(branch);
+  r.into = EngineBranch(options.into);
+  r.principal = rep_->principal;
+  r.merge_id = options.merge_id;
+  r.source_version = options.version;
+  r.checks = options.checks;
+  return rep_->engine->Merge(r);
+}
+
 Result<std::vector<std::string>> Workspace::ListBranches() const {
   ASSIGN_OR_RETURN(std::vector<std::string> named, rep_->engine->ListBranches());
   std::vector<std::string> branches = {"main"};

@@ -243,7 +243,7 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
     run(History(ctx, h_table->as<std::string>(), h_branch->as<std::string>()));
   });
 
-  auto* branch = app.add_subcommand("branch", "create, list and delete branches");
+  auto* branch = app.add_subcommand("branch", "create, list, merge and delete branches");
   branch->require_subcommand(1);
   auto* create = branch->add_subcommand("create", "a new branch; no data is copied");
   auto* b_name = create->add_option("NAME", "branch name")->required();
@@ -263,6 +263,7 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
       return Status::OK();
     }());
   });
+  AddBranchMergeCommand(*branch, ctx, exit);
 
   auto* compact = app.add_subcommand(
       "compact", "rewrite small fragments of a table (or all tables and the manifest)");

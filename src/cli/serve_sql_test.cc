@@ -158,6 +158,39 @@ TEST_F(ServeSqlTest, ReadsTheVersionAndBranchTheBodyNames) {
   EXPECT_EQ(nowhere.status, 404) << nowhere.body;
 }
 
+// Write, audit, publish over HTTP: a merge's SQL check runs on the branch's
+// pinned state, through the caller's grants.
+TEST_F(ServeSqlTest, AMergesSqlCheckMustReturnNoRow) {
+  const auto call = [&](const std::string& method, const std::string& target, const json& body,
+                        const std::string& bearer) {
+    return server::HttpCall(port_, method, target, body.dump(),
+                            {{"Authorization", bearer}, {"Content-Type", "application/json"}});
+  };
+  ASSERT_EQ(call("POST", "/v1/branches", {{"name", "day"}}, owner_).status, 201);
+  WriteFile(dir_ + "/more.csv", "id,city,qty\n5001,Quito,1\n5002,Oslo,2\n");
+  Ok({"load", "t", "more.csv", "--branch", "day"});
+  const json orphan = {
+      {"checks",
+       {{{"name", "known cities"},
+         {"sql", "SELECT id, city FROM t WHERE city NOT IN (SELECT city FROM dim)"}}}}};
+  server::HttpResult refused = call("POST", "/v1/branches/day/merge", orphan, owner_);
+  ASSERT_EQ(refused.status, 422) << refused.body;
+  EXPECT_EQ(refused.Json()["code"], "merge_check_failed");
+  EXPECT_EQ(refused.Json()["check"], "known cities") << refused.body;
+  EXPECT_NE(refused.Json()["detail"].get<std::string>().find("id: 5001"), std::string::npos)
+      << refused.body;
+  // A reader of t alone may not read dim, so its check cannot pass either.
+  EXPECT_EQ(call("POST", "/v1/branches/day/merge", orphan, bob_).status, 403);
+  Ok({"load", "dim", "dim.csv", "--branch", "day", "--mode", "replace"});
+  WriteFile(dir_ + "/quito.csv", "city,region\nQuito,west\n");
+  Ok({"load", "dim", "quito.csv", "--branch", "day"});
+  server::HttpResult merged = call("POST", "/v1/branches/day/merge", orphan, owner_);
+  ASSERT_EQ(merged.status, 200) << merged.body;
+  EXPECT_EQ(merged.Json()["tables"].size(), 2u) << merged.body;
+  server::HttpResult count = Sql({{"query", "SELECT count(*) FROM t"}}, owner_);
+  EXPECT_EQ(Lines(count.body)[1], json::parse("[3002]"));
+}
+
 TEST_F(ServeSqlTest, AReaderReadsOnlyTheTablesItHoldsAGrantOn) {
   server::HttpResult mine = Sql({{"query", "SELECT count(*) FROM t"}}, bob_);
   ASSERT_EQ(mine.status, 200) << mine.body;

@@ -146,7 +146,18 @@ Result<MergeResult> BranchMerger::Run() {
   ASSIGN_OR_RETURN(std::optional<MergeResult> known, AlreadyMerged());
   if (known) return *std::move(known);
   ASSIGN_OR_RETURN(base_, LastMerge());
-  ASSIGN_OR_RETURN(source_, ws_.Current(req_.source));
+  if (req_.source_version) {
+    ASSIGN_OR_RETURN(source_, ws_.SnapshotAt(req_.source, *req_.source_version));
+  } else {
+    ASSIGN_OR_RETURN(source_, ws_.Current(req_.source));
+  }
+  if (source_.manifest_version < base_.source_version) {
+    return Status::FailedPrecondition("version " + std::to_string(source_.manifest_version) +
+                                      " of branch '" + req_.source +
+                                      "' is older than what was merged of it already (version " +
+                                      std::to_string(base_.source_version) + ")")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
   ASSIGN_OR_RETURN(target_, ws_.Current(req_.into));
   ASSIGN_OR_RETURN(Snapshot base_source, SnapshotOfVersion(req_.source, base_.source_version));
   ASSIGN_OR_RETURN(Snapshot base_target, SnapshotOfVersion(req_.into, base_.target_version));
@@ -170,7 +181,7 @@ Status BranchMerger::Resolve() {
                                    BranchName(req_.into) + "'");
   }
   merge_id_ = req_.merge_id.empty() ? NewUlidString() : req_.merge_id;
-  if (merge_id_.size() > 128) return Status::InvalidArgument("a merge id has at most 128 bytes");
+  if (merge_id_.size() > 255) return Status::InvalidArgument("a merge id has at most 255 bytes");
   ASSIGN_OR_RETURN(source_id_, m.BranchId(req_.source));
   ASSIGN_OR_RETURN(target_id_, m.BranchId(req_.into));
   base_.source_version = base_.target_version = info.parent_version;
@@ -274,8 +285,8 @@ Status BranchMerger::RunCheck(const MergeCheck& c) const {
   if (c.max_rows && rows > *c.max_rows) {
     return CheckFailed(c, has + ", more than " + std::to_string(*c.max_rows));
   }
-  if (c.unique.empty()) return Status::OK();
-  for (const std::string& col : c.unique) {
+  if (c.unique_columns.empty()) return Status::OK();
+  for (const std::string& col : c.unique_columns) {
     if (t->def.schema.IndexOf(col) < 0) {
       return Status::InvalidArgument("merge check '" + c.name + "': table '" + c.table +
                                      "' has no column '" + col + "'");
@@ -285,7 +296,7 @@ Status BranchMerger::RunCheck(const MergeCheck& c) const {
   std::set<std::string> seen;
   int64_t duplicates = 0;
   ScanSpec spec;
-  spec.columns = c.unique;
+  spec.columns = c.unique_columns;
   RETURN_NOT_OK(ds.ScanEach(spec, [&](const RecordBatch& b) -> Status {
     std::vector<const Column*> cols;
     for (const Column& col : b.columns) cols.push_back(&col);
@@ -295,7 +306,7 @@ Status BranchMerger::RunCheck(const MergeCheck& c) const {
   }));
   if (duplicates == 0) return Status::OK();
   std::string columns;
-  for (const std::string& col : c.unique) columns += (columns.empty() ? "" : ", ") + col;
+  for (const std::string& col : c.unique_columns) columns += (columns.empty() ? "" : ", ") + col;
   return CheckFailed(c, "table '" + c.table + "' has " + std::to_string(duplicates) +
                             " rows repeating the values of (" + columns + ") of an earlier one");
 }

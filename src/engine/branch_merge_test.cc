@@ -127,6 +127,25 @@ TEST_F(BranchMergeTest, AMergeAgainTakesOnlyWhatChangedSinceTheLastOne) {
   ExpectHeadsMatchFold(*ws_);
 }
 
+TEST_F(BranchMergeTest, APinnedVersionMergesThatStateOnly) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  const uint64_t pinned = ws_->Current("dev").value().manifest_version;
+  ASSERT_TRUE(ws_->Write(Append("orders", {4}, "dev")).ok());  // lands after the checks
+  MergeRequest r;
+  r.source = "dev";
+  r.source_version = pinned;
+  Result<MergeResult> merged = ws_->Merge(r);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->source_version, pinned);
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  r.source_version.reset();
+  ASSERT_TRUE(ws_->Merge(r).ok());  // the rest, next time
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  r.source_version = pinned;  // older than what was merged already
+  EXPECT_TRUE(ws_->Merge(r).status().Is(ErrorCode::kPreconditionFailed));
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+}
+
 TEST_F(BranchMergeTest, TheSameMergeIdIsAnsweredAgainNotRepeated) {
   ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
   Result<MergeResult> first = Merge("m-1");

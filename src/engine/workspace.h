@@ -22,6 +22,7 @@
 #include "engine/format_stamp.h"
 #include "engine/sidecar.h"
 #include "engine/sidecar_lease.h"
+#include "loam/merge.h"
 #include "manifest/fold.h"
 #include "manifest/manifest.h"
 
@@ -202,17 +203,6 @@ struct ForkReset {
   int64_t restore_version = 0;  // the restore that brought the head's content back
 };
 
-// A check a merge carries, evaluated on the source's pinned snapshot: the
-// table's live row count within bounds, no two live rows sharing the values
-// of `unique` columns. A failed one refuses the merge (merge_check_failed).
-struct MergeCheck {
-  std::string name;  // names the check in a refusal
-  std::string table;
-  std::optional<int64_t> min_rows;
-  std::optional<int64_t> max_rows;
-  std::vector<std::string> unique;
-};
-
 struct MergeRequest {
   std::string source;  // the branch merged (not main)
   std::string into;    // the branch it was created from ("" = main); none other
@@ -223,24 +213,9 @@ struct MergeRequest {
   // A merge already committed under this id is answered again, never
   // repeated ("" = a fresh id).
   std::string merge_id;
-  std::vector<MergeCheck> checks;
-};
-
-struct MergedTable {
-  std::string name;
-  std::string change;         // "updated", "created", "dropped"
-  int64_t table_version = 0;  // the head's on the target
-  std::optional<int64_t> row_count;
-};
-
-struct MergeResult {
-  std::string merge_id;
-  uint64_t manifest_version = 0;  // the target's merge commit (0: nothing to merge)
-  std::string commit_id;
-  uint64_t source_version = 0;  // the source's manifest version merged
-  std::vector<MergedTable> tables;
-  bool already_merged = false;  // answered from an earlier commit of merge_id
-  uint64_t copied_bytes = 0;    // the source's own files copied to the target's forks
+  // The source's version merged (checks run on it); nullopt = its latest.
+  std::optional<uint64_t> source_version;
+  std::vector<MergeCheck> checks;  // loam/merge.h
 };
 
 // Who a table change is published for (see WorkspaceEngine::PublishTableChange).

@@ -113,6 +113,11 @@ void Api::AddRoutes() {
   authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
   authed("POST", "/v1/tables/{name}/deletes", &Api::SubmitDelete);
   authed("POST", "/v1/sql", &Api::RunSql);
+  authed("GET", "/v1/branches", &Api::ListBranches, {"limit", "cursor"});
+  authed("POST", "/v1/branches", &Api::CreateBranch);
+  authed("GET", "/v1/branches/{name}", &Api::GetBranch);
+  authed("DELETE", "/v1/branches/{name}", &Api::DeleteBranch);
+  keyed("POST", "/v1/branches/{name}/merge", &Api::MergeBranch);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
   keyed("POST", "/v1/pipelines", &Api::CreatePipeline);

@@ -182,6 +182,12 @@ class Api : public HttpHandler {
   Response CancelRun(Call& c);
   Response RevertRun(Call& c);
   Response RunSql(Call& c);  // api_sql.cc
+  // api_branches.cc
+  Response ListBranches(Call& c);
+  Response GetBranch(Call& c);
+  Response CreateBranch(Call& c);
+  Response DeleteBranch(Call& c);
+  Response MergeBranch(Call& c);
 
   // A principal's place among its streamed answers, held until destroyed.
   class StreamSlot {

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "common/strict_json.h"
 #include "server/api.h"
+#include "server/listing_page.h"
 #include "server/problem.h"
 
 namespace loam::server {
@@ -36,38 +37,6 @@ json TableJson(const service::TableInfo& t) {
     j["grants"] = grants;
   }
   return j;
-}
-
-// One page of a listing: the items after `cursor` (by `key`, ascending) up
-// to `limit`, as JSON under `field`, with "nextCursor" (null on the last
-// page). Without `limit` the whole listing, as before pagination.
-template <class T, class KeyFn, class JsonFn>
-Result<json> ListingPage(std::vector<T> items, const Target& target, const char* field,
-                         const KeyFn& key, const JsonFn& to_json) {
-  std::optional<int64_t> limit;
-  std::string cursor;
-  for (const auto& [name, value] : target.query) {
-    if (name == "cursor") cursor = value;
-    if (name == "limit") {
-      ASSIGN_OR_RETURN(int64_t n, ParseQueryInt(name, value, 1, 1000));
-      limit = n;
-    }
-  }
-  std::sort(items.begin(), items.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
-  json page = json::array();
-  json next;  // null: no page after this one
-  std::string last;
-  for (const T& item : items) {
-    const std::string k = key(item);
-    if (!cursor.empty() && k <= cursor) continue;
-    if (limit && static_cast<int64_t>(page.size()) == *limit) {
-      next = last;
-      break;
-    }
-    page.push_back(to_json(item));
-    last = k;
-  }
-  return json{{field, page}, {"nextCursor", next}};
 }
 
 Result<json> ParseBody(const std::string& body, const char* what) {

@@ -16,7 +16,7 @@ nlohmann::json ProblemDocument(const Status& s, int http_status) {
                       {"detail", s.message()},
                       {"code", code}};
   for (const char* key :
-       {"retryAfterMillis", "limit", "run", "oldestVersion", "table", "refused"}) {
+       {"retryAfterMillis", "limit", "run", "oldestVersion", "table", "refused", "check"}) {
     const std::string_view v = s.detail(key);
     if (v.empty()) continue;
     const bool numeric =

@@ -240,6 +240,19 @@ class Service {
                        const std::string& principal, std::optional<Role> role,
                        const std::string& if_head_commit = "");
 
+  // --- branches (service_branches.cc; "main" names main) ------------------------
+  // Any caller lists and reads them: their rows are read through table grants.
+  Result<std::vector<BranchState>> ListBranches(const CallContext& ctx);
+  Result<BranchState> DescribeBranch(const CallContext& ctx, const std::string& name);
+  // The workspace owner only (as tables are created by the owner).
+  Result<BranchState> CreateBranch(const CallContext& ctx, const std::string& name,
+                                   const std::string& from, std::optional<uint64_t> version);
+  Status DeleteBranch(const CallContext& ctx, const std::string& name);
+  // The branch's current version (what a merge's SQL checks pin).
+  Result<uint64_t> BranchVersion(const CallContext& ctx, const std::string& name);
+  // WorkspaceEngine::Merge as the caller: their grants decide, inside the commit.
+  Result<MergeResult> MergeBranch(const CallContext& ctx, MergeRequest request);
+
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,
                                     const UploadRequest& request);
@@ -373,6 +386,8 @@ class Service {
   Service(std::shared_ptr<WorkspaceEngine> ws, ServiceOptions options);
 
   Status CheckContext(const CallContext& ctx) const;
+  Status OwnerOnly(const CallContext& ctx, const std::string& what) const;
+  Result<BranchState> BranchOf(const std::string& name) const;  // "main" or a branch
   // The run's record, if the caller submitted it or may read its table.
   Result<ingest::RunRecord> ReadableRun(const CallContext& ctx, const std::string& run_id);
   // CancelRun of a run a worker holds.

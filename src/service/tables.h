@@ -30,6 +30,14 @@ struct TableInfo {
   std::vector<Grant> grants;  // only for the owner and admins
 };
 
+// A branch as GET /v1/branches shows it ("main" names main).
+struct BranchState {
+  std::string name;
+  std::string parent;           // the branch it was created from ("" for main)
+  uint64_t parent_version = 0;  // at that branch's version
+  uint64_t version = 0;         // its current manifest version
+};
+
 // The table document of POST /v1/tables and `loam table create --schema`:
 // {"name", "columns":[{"name","type","nullable"}], "keys":[...]}.
 struct TableDocument {

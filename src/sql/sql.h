@@ -71,6 +71,13 @@ struct SqlOptions {
 Status RunSql(const Workspace& ws, const std::string& script, const SqlOptions& options,
               SqlSink& sink);
 
+// A merge check written as SQL (docs/branches.md, sql_check.cc): OK when the
+// one statement returns no row at `options.at`; else merge_check_failed
+// naming `name` (detail "check") and showing the first row. A statement
+// that fails is its own error, with the check named.
+Status ExpectNoRows(const Workspace& ws, const std::string& name, const std::string& statement,
+                    SqlOptions options);
+
 // SQLite's process-wide heap ceiling for every statement of this process
 // (sqlite3_hard_heap_limit64); past it a statement fails with
 // limit_exceeded. 0: none (the default).

@@ -1,0 +1,175 @@
+// branch merge: a branch's changes published on the branch it was created
+// from, with the checks that must hold first (docs/branches.md).
+#include <charconv>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "common/status_macros.h"
+#include "sql/sql.h"
+
+namespace loam::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct MergeFlags {
+  std::string branch;
+  std::string into = "main";
+  std::string id;
+  std::vector<std::string> expect_rows;    // TABLE=MIN..MAX
+  std::vector<std::string> expect_unique;  // TABLE=COL[,COL...]
+  std::vector<std::string> expect_empty;   // SQL that must return no row
+};
+
+Result<std::optional<int64_t>> Bound(std::string_view text, const std::string& flag) {
+  if (text.empty()) return std::optional<int64_t>();
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
+    return Status::InvalidArgument(flag + ": '" + std::string(text) +
+                                   "' is not a row count (0 or more)");
+  }
+  return std::optional<int64_t>(v);
+}
+
+// "TABLE=MIN..MAX" (either bound may be left out) or "TABLE=N" (exactly).
+Result<MergeCheck> RowsCheck(const std::string& spec) {
+  const std::string flag = "--expect-rows " + spec;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::InvalidArgument(flag +
+                                   ": expected TABLE=MIN..MAX, TABLE=MIN.., "
+                                   "TABLE=..MAX or TABLE=N");
+  }
+  MergeCheck c;
+  c.table = spec.substr(0, eq);
+  c.name = "rows of " + c.table;
+  const std::string range = spec.substr(eq + 1);
+  const size_t dots = range.find("..");
+  ASSIGN_OR_RETURN(c.min_rows, Bound(range.substr(0, dots), flag));
+  if (dots == std::string::npos) {
+    if (!c.min_rows) return Status::InvalidArgument(flag + ": no row count");
+    c.max_rows = c.min_rows;
+  } else {
+    ASSIGN_OR_RETURN(c.max_rows, Bound(std::string_view(range).substr(dots + 2), flag));
+  }
+  if (c.min_rows && c.max_rows && *c.min_rows > *c.max_rows) {
+    return Status::InvalidArgument(flag + ": the minimum is above the maximum");
+  }
+  return c;
+}
+
+// "TABLE=COL[,COL...]".
+Result<MergeCheck> UniqueCheck(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    return Status::InvalidArgument("--expect-unique " + spec + ": expected TABLE=COL[,COL...]");
+  }
+  MergeCheck c;
+  c.table = spec.substr(0, eq);
+  std::string cols = spec.substr(eq + 1);
+  for (size_t at = 0; at <= cols.size();) {
+    const size_t comma = std::min(cols.find(',', at), cols.size());
+    c.unique_columns.push_back(cols.substr(at, comma - at));
+    at = comma + 1;
+  }
+  c.name = "unique (" + cols + ") in " + c.table;
+  return c;
+}
+
+void Print(const Context& ctx, const MergeFlags& f, const MergeResult& r) {
+  if (ctx.json) {
+    json tables = json::array();
+    for (const MergedTable& t : r.tables) {
+      json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
+      if (t.row_count) e["rowCount"] = *t.row_count;
+      tables.push_back(std::move(e));
+    }
+    std::cout << json{{"mergeId", r.merge_id},
+                      {"branch", f.branch},
+                      {"into", f.into},
+                      {"workspaceVersion", r.manifest_version},
+                      {"commitId", r.commit_id},
+                      {"sourceVersion", r.source_version},
+                      {"alreadyMerged", r.already_merged},
+                      {"copiedBytes", r.copied_bytes},
+                      {"tables", std::move(tables)}}
+                     .dump()
+              << "\n";
+    return;
+  }
+  if (r.manifest_version == 0) {
+    std::cout << "nothing to merge: branch " << f.branch << " changed no table since it was "
+              << "created or last merged\n";
+    return;
+  }
+  std::cout << (r.already_merged ? "already merged" : "merged") << " branch " << f.branch
+            << " (version " << r.source_version << ") into " << f.into << " at version "
+            << r.manifest_version << " (merge " << r.merge_id << ")\n";
+  for (const MergedTable& t : r.tables) {
+    std::cout << "  " << t.name << ": " << t.change;
+    if (t.change != "dropped") {
+      std::cout << ", table version " << t.table_version << ", " << t.row_count.value_or(0)
+                << " rows";
+    }
+    std::cout << "\n";
+  }
+}
+
+int Merge(const Context& ctx, const MergeFlags& f) {
+  MergeOptions options;
+  options.into = f.into;
+  options.merge_id = f.id;
+  for (const std::string& spec : f.expect_rows) {
+    Result<MergeCheck> c = RowsCheck(spec);
+    if (!c.ok()) return Report(ctx, c.status());
+    options.checks.push_back(*std::move(c));
+  }
+  for (const std::string& spec : f.expect_unique) {
+    Result<MergeCheck> c = UniqueCheck(spec);
+    if (!c.ok()) return Report(ctx, c.status());
+    options.checks.push_back(*std::move(c));
+  }
+  Result<std::unique_ptr<Workspace>> ws = ctx.OpenPublic();
+  if (!ws.ok()) return Report(ctx, ws.status());
+  // The SQL checks and the merge see one state of the branch.
+  Result<uint64_t> pinned = (*ws)->CurrentVersion(f.branch);
+  if (!pinned.ok()) return Report(ctx, pinned.status());
+  options.version = *pinned;
+  for (size_t i = 0; i < f.expect_empty.size(); ++i) {
+    sql::SqlOptions at;
+    at.at.branch = f.branch;
+    at.at.version = *pinned;
+    at.principal = (*ws)->principal();
+    Status s = sql::ExpectNoRows(**ws, "sql " + std::to_string(i + 1), f.expect_empty[i], at);
+    if (!s.ok()) return Report(ctx, s);
+  }
+  Result<MergeResult> merged = (*ws)->Merge(f.branch, options);
+  if (!merged.ok()) return Report(ctx, merged.status());
+  Print(ctx, f, *merged);
+  return 0;
+}
+
+}  // namespace
+
+void AddBranchMergeCommand(CLI::App& branch, Context& ctx, int* exit) {
+  auto flags = std::make_shared<MergeFlags>();
+  auto* merge = branch.add_subcommand(
+      "merge", "publish a branch's changed tables on the branch it was created from, at once");
+  merge->add_option("NAME", flags->branch, "the branch to merge")->required();
+  merge->add_option("--into", flags->into, "the branch it was created from (default main)");
+  merge->add_option("--id", flags->id, "merge id: the same id answers an earlier merge again");
+  merge->add_option("--expect-rows", flags->expect_rows,
+                    "TABLE=MIN..MAX: the branch's table must hold that many rows (either "
+                    "bound optional; TABLE=N for exactly N)");
+  merge->add_option("--expect-unique", flags->expect_unique,
+                    "TABLE=COL[,COL...]: no two rows of the branch's table share these values");
+  merge->add_option("--expect-empty", flags->expect_empty,
+                    "SQL that must return no row on the branch (checks named sql 1, sql 2, ...)");
+  merge->callback([&ctx, flags, exit] { *exit = Merge(ctx, *flags); });
+}
+
+}  // namespace loam::cli
