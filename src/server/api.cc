@@ -109,7 +109,7 @@ void Api::AddRoutes() {
   authed("POST", "/v1/tables", &Api::CreateTable);
   authed("GET", "/v1/tables", &Api::ListTables, {"limit", "cursor"});
   authed("GET", "/v1/tables/{name}", &Api::GetTable);
-  authed("GET", "/v1/tables/{name}/rows", &Api::GetRows, {"limit", "where", "version"});
+  authed("GET", "/v1/tables/{name}/rows", &Api::GetRows, {"limit", "where", "version", "branch"});
   authed("GET", "/v1/tables/{name}/history", &Api::GetHistory);
   authed("POST", "/v1/tables/{name}/deletes", &Api::SubmitDelete);
   authed("POST", "/v1/sql", &Api::RunSql);

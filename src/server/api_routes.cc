@@ -191,8 +191,8 @@ Response Api::GetTable(Call& c) {
 Response Api::GetRows(Call& c) {
   service::RowQuery q;
   for (const auto& [name, value] : c.target.query) {
-    if (name == "where") {
-      q.where = value;
+    if (name == "where" || name == "branch") {
+      (name == "where" ? q.where : q.branch) = value;
       continue;
     }
     Result<int64_t> n = ParseQueryInt(name, value, 0, std::numeric_limits<int64_t>::max());

@@ -1,6 +1,8 @@
 // Branches and merges over real HTTP: create, list, read and delete (the
 // owner), merge with checks (any principal holding the grants), every
 // refusal with its problem and main unchanged.
+#include <algorithm>
+
 #include "server/server_test_util.h"
 
 namespace loam::server {
@@ -132,7 +134,8 @@ TEST_F(BranchRouteTest, RefusedMergesSayWhyAndChangeNothing) {
       {"nope", json::object(), 404, "not_found"},
       {"day-1", {{"checks", {{{"name", "q"}, {"sql", "SELECT 1"}}}}}, 501, "unimplemented"},
       {"day-1", {{"checks", {{{"name", "q"}}}}}, 400, "invalid_argument"},
-      {"day-1", {{"checks", {{{"name", "q"}, {"sql", "SELECT 1"}, {"table", "t"}}}}},
+      {"day-1",
+       {{"checks", {{{"name", "q"}, {"sql", "SELECT 1"}, {"table", "t"}}}}},
        400,
        "invalid_argument"},
       {"day-1", {{"checks", json::array({1})}}, 400, "invalid_argument"},
@@ -146,6 +149,44 @@ TEST_F(BranchRouteTest, RefusedMergesSayWhyAndChangeNothing) {
   HttpResult conflict = Merge("day-1", json::object());
   EXPECT_NE(conflict.Json()["detail"].get<std::string>().find("orders"), std::string::npos);
   EXPECT_EQ(MainRows(), rows);
+}
+
+// Write, audit, publish through pipelines: a pipeline loads into its branch,
+// reads name the branch, and a merge publishes it.
+TEST_F(BranchRouteTest, APipelineLoadsIntoItsBranchUntilAMergePublishesIt) {
+  ASSERT_EQ(Create({{"name", "day-1"}}).status, 201);
+  HttpResult p = Call(
+      "ada", "POST", "/v1/pipelines", "/v1/pipelines",
+      json{{"name", "feed"}, {"table", "orders"}, {"format", "csv"}, {"branch", "day-1"}}.dump());
+  ASSERT_EQ(p.status, 201) << p.body;
+  EXPECT_EQ(p.Json()["branch"], "day-1");
+  const std::string id = p.Json()["id"];
+  HttpResult r = Call("ada", "POST", "/v1/pipelines/" + id + "/runs", "/v1/pipelines/{id}/runs",
+                      "id,amount,note\n1,5.00,a\n2,7.50,b\n",
+                      {{"Content-Type", "text/csv"}, {"Idempotency-Key", "k-1"}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  HttpResult done = Call("rex", "GET", "/v1/runs/" + r.Json()["id"].get<std::string>() + "?wait=30",
+                         "/v1/runs/{id}");
+  ASSERT_EQ(done.Json()["state"], "succeeded") << done.body;
+  HttpResult on_branch =
+      Call("rex", "GET", "/v1/tables/orders/rows?branch=day-1", "/v1/tables/{name}/rows");
+  ASSERT_EQ(on_branch.status, 200) << on_branch.body;
+  EXPECT_EQ(std::count(on_branch.body.begin(), on_branch.body.end(), '\n'), 2);
+  EXPECT_EQ(MainRows(), 0);
+  ASSERT_EQ(Merge("day-1", json::object()).status, 200);
+  EXPECT_EQ(MainRows(), 2);
+  // The branch is fixed at creation; an unknown one is refused.
+  HttpResult moved = Call("ada", "PATCH", "/v1/pipelines/" + id, "/v1/pipelines/{id}",
+                          json{{"branch", "main"}}.dump());
+  EXPECT_EQ(moved.status, 400) << moved.body;
+  HttpResult nowhere = Call(
+      "ada", "POST", "/v1/pipelines", "/v1/pipelines",
+      json{{"name", "lost"}, {"table", "orders"}, {"format", "csv"}, {"branch", "nope"}}.dump());
+  EXPECT_EQ(nowhere.status, 404) << nowhere.body;
+  HttpResult bad =
+      Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+           json{{"name", "bad"}, {"table", "orders"}, {"format", "csv"}, {"branch", "a b"}}.dump());
+  EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "common/json_parse.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "dataset/dataset.h"
 #include "ingest/csv_reader.h"
 
 namespace loam::service {
@@ -40,6 +41,12 @@ Result<PipelineSpec> PipelineSpec::FromJson(std::string_view text) {
   RETURN_NOT_OK(o.String("name", &p.name, /*required=*/true));
   RETURN_NOT_OK(CheckName(p.name));
   RETURN_NOT_OK(o.String("table", &p.table, /*required=*/true));
+  RETURN_NOT_OK(o.String("branch", &p.branch));
+  if (p.branch != "main") {
+    if (Status valid = ValidateRefName("branch", p.branch); !valid.ok()) {
+      return Status::InvalidArgument("pipeline: \"branch\": " + valid.message());
+    }
+  }
   std::string text_value = "append";
   RETURN_NOT_OK(o.String("mode", &text_value));
   ASSIGN_OR_RETURN(p.mode, ingest::ParseLoadMode(text_value));
@@ -109,7 +116,8 @@ json PipelineSpec::ToJson() const {
             {"schemaPolicy", json::parse(schema_policy.ToJson())},
             {"errorPolicy", ingest::ErrorPolicyName(error_policy)},
             {"limits", limits.ToJson()}};
-  if (paused) j["paused"] = true;  // absent otherwise: records before it read the same
+  if (paused) j["paused"] = true;              // absent otherwise: records before it read the same
+  if (branch != "main") j["branch"] = branch;  // likewise
   return j;
 }
 

@@ -25,6 +25,8 @@ struct PipelineSpec {
   ingest::SchemaPolicy schema_policy;
   ingest::ErrorPolicy error_policy = ingest::ErrorPolicy::kFailRun;
   LoadLimits limits;
+  // The branch its runs load into ("main" by default; fixed at creation).
+  std::string branch = "main";
   // New submissions and uploads are refused (pipeline_paused) and queued
   // runs wait; stored only when true.
   bool paused = false;

@@ -1,6 +1,7 @@
 #include "service/service.h"
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/json_parse.h"
@@ -147,7 +148,7 @@ Status Service::CheckContext(const CallContext& ctx) const {
 }
 
 Result<Snapshot> Service::AuthorizeLoad(const Pipeline& p, const std::string& principal) const {
-  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(EngineBranchName(p.spec.branch)));
   if (const TableState* t = snap.FindSid(p.table_sid); t != nullptr) {
     RETURN_NOT_OK(ws_->Authorize(snap, *t, principal, WriteModeOf(p.spec.mode)));
     return snap;
@@ -157,9 +158,10 @@ Result<Snapshot> Service::AuthorizeLoad(const Pipeline& p, const std::string& pr
                           "') was dropped");
 }
 
-Status Service::AuthorizeRead(int64_t table_sid, const std::string& principal) const {
+Status Service::AuthorizeRead(int64_t table_sid, const std::string& principal,
+                              const std::string& branch) const {
   if (principal == ws_->owner()) return Status::OK();
-  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(branch));
   return AuthorizeRead(snap, table_sid, principal);
 }
 
@@ -226,7 +228,7 @@ Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_vie
   RETURN_NOT_OK(CheckContext(ctx));
   Pipeline p;
   ASSIGN_OR_RETURN(p.spec, PipelineSpec::FromJson(spec_json));
-  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(EngineBranchName(p.spec.branch)));
   const TableState* t = snap.Find(p.spec.table);
   if (t == nullptr) {
     return Status::NotFound("table '" + p.spec.table + "' does not exist; declare it first");
@@ -243,7 +245,7 @@ Result<Pipeline> Service::CreatePipeline(const CallContext& ctx, std::string_vie
 Result<Pipeline> Service::GetPipeline(const CallContext& ctx, const std::string& id) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id));
-  RETURN_NOT_OK(AuthorizeRead(p.table_sid, ctx.principal));
+  RETURN_NOT_OK(AuthorizeRead(p.table_sid, ctx.principal, EngineBranchName(p.spec.branch)));
   return p;
 }
 
@@ -251,10 +253,19 @@ Result<std::vector<Pipeline>> Service::ListPipelines(const CallContext& ctx) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(std::vector<Pipeline> all, pipelines_.List());
   if (ctx.principal == ws_->owner()) return all;
-  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());  // one snapshot for every pipeline
+  std::map<std::string, Snapshot> snaps;  // one snapshot per branch for every pipeline
   std::vector<Pipeline> visible;
   for (Pipeline& p : all) {
-    if (AuthorizeRead(snap, p.table_sid, ctx.principal).ok()) visible.push_back(std::move(p));
+    const std::string branch = EngineBranchName(p.spec.branch);
+    if (!snaps.count(branch)) {
+      Result<Snapshot> snap = ws_->Current(branch);
+      if (snap.status().IsNotFound()) continue;  // its branch was deleted
+      RETURN_NOT_OK(snap.status());
+      snaps.emplace(branch, *std::move(snap));
+    }
+    if (AuthorizeRead(snaps.at(branch), p.table_sid, ctx.principal).ok()) {
+      visible.push_back(std::move(p));
+    }
   }
   return visible;
 }
@@ -281,7 +292,8 @@ Result<Pipeline> Service::UpdatePipeline(const CallContext& ctx, const std::stri
   ASSIGN_OR_RETURN(json patch, ParseJsonObject(patch_json, "pipeline patch"));
   json merged = p.spec.ToJson();
   for (const auto& [k, v] : patch.items()) {
-    if ((k == "name" || k == "table") && v != merged[k]) {
+    if (k == "branch" ? v != json(p.spec.branch)
+                      : (k == "name" || k == "table") && v != merged[k]) {
       return Status::InvalidArgument("a pipeline's \"" + k +
                                      "\" cannot change; create another pipeline");
     }

@@ -403,7 +403,8 @@ class Service {
   // most pause_check_micros ago (a deleted pipeline is not paused).
   Result<bool> PausedForWorkers(const std::string& pipeline_id);
   void NotePause(const Pipeline& p);
-  Status AuthorizeRead(int64_t table_sid, const std::string& principal) const;
+  Status AuthorizeRead(int64_t table_sid, const std::string& principal,
+                       const std::string& branch = "") const;
   Status AuthorizeRead(const Snapshot& snap, int64_t table_sid, const std::string& principal) const;
   // The live table `name` if `principal` may read it.
   Result<const TableState*> ReadableTable(const Snapshot& snap, const std::string& name,

@@ -7,13 +7,12 @@
 namespace loam::service {
 namespace {
 
-std::string EngineName(const std::string& branch) { return branch == "main" ? "" : branch; }
 std::string PublicName(const std::string& branch) { return branch.empty() ? "main" : branch; }
 
 }  // namespace
 
 Result<BranchState> Service::BranchOf(const std::string& name) const {
-  const std::string engine = EngineName(name);
+  const std::string engine = EngineBranchName(name);
   if (!engine.empty()) RETURN_NOT_OK(ValidateRefName("branch", engine));
   BranchState b;
   b.name = PublicName(engine);
@@ -58,14 +57,15 @@ Result<BranchState> Service::CreateBranch(const CallContext& ctx, const std::str
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(OwnerOnly(ctx, "creates branches"));
   if (name == "main") return Status::InvalidArgument("'main' always exists");
-  RETURN_NOT_OK(ws_->CreateBranch(name, EngineName(from), version));
+  RETURN_NOT_OK(ws_->CreateBranch(name, EngineBranchName(from), version));
   return BranchOf(name);
 }
 
 Status Service::DeleteBranch(const CallContext& ctx, const std::string& name) {
   RETURN_NOT_OK(CheckContext(ctx));
   RETURN_NOT_OK(OwnerOnly(ctx, "deletes branches"));
-  if (EngineName(name).empty()) return Status::InvalidArgument("the main branch cannot be deleted");
+  if (EngineBranchName(name).empty())
+    return Status::InvalidArgument("the main branch cannot be deleted");
   RETURN_NOT_OK(BranchOf(name).status());  // NotFound for a branch that is not there
   return ws_->DeleteBranch(name);
 }
@@ -78,8 +78,8 @@ Result<uint64_t> Service::BranchVersion(const CallContext& ctx, const std::strin
 
 Result<MergeResult> Service::MergeBranch(const CallContext& ctx, MergeRequest request) {
   RETURN_NOT_OK(CheckContext(ctx));
-  request.source = EngineName(request.source);
-  request.into = EngineName(request.into);
+  request.source = EngineBranchName(request.source);
+  request.into = EngineBranchName(request.into);
   request.principal = ctx.principal;
   return ws_->Merge(request);
 }

@@ -17,7 +17,9 @@ Result<RunRecord> Service::ReadableRun(const CallContext& ctx, const std::string
   if (!Ulid::Parse(run_id).ok()) return Status::NotFound("no run '" + run_id + "'");
   ASSIGN_OR_RETURN(RunRecord run, loader_->runs().Get(run_id));
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
-  if (req.principal != ctx.principal) RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal));
+  if (req.principal != ctx.principal) {
+    RETURN_NOT_OK(AuthorizeRead(run.table_sid, ctx.principal, req.branch));
+  }
   return run;
 }
 
@@ -56,7 +58,7 @@ Result<RunInfo> Service::CancelRun(const CallContext& ctx, const std::string& ru
   ASSIGN_OR_RETURN(ingest::RunRequest req, ingest::RunRequest::FromJson(run.request));
   if (req.principal != ctx.principal && req.mode == ingest::LoadMode::kDelete) {
     // A delete: anyone who may delete from its table.
-    ASSIGN_OR_RETURN(Snapshot snap, ws_->Current());
+    ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(req.branch));
     const TableState* t = snap.FindSid(run.table_sid);
     if (t == nullptr)
       return Status::NotFound("the table run " + run_id + " deletes from was dropped");

@@ -364,6 +364,7 @@ Result<ingest::RunRequest> Service::BuildRequest(const Pipeline& p, const CallCo
   ASSIGN_OR_RETURN(LoadLimits limits, LowerOnly(pipeline_limits, b.limits, "request"));
   ingest::RunRequest r;
   r.table = p.spec.table;
+  r.branch = EngineBranchName(p.spec.branch);
   r.mode = p.spec.mode;
   r.keys = p.spec.key_columns;
   r.format = p.spec.format;

@@ -125,14 +125,15 @@ Result<TableInfo> Service::DescribeTable(const CallContext& ctx, const std::stri
 Status Service::ReadRows(const CallContext& ctx, const std::string& name, const RowQuery& query,
                          const std::function<Status(std::string_view)>& sink) {
   RETURN_NOT_OK(CheckContext(ctx));
-  // Grants are those of now, whatever version is read.
-  ASSIGN_OR_RETURN(Snapshot now, ws_->Current());
+  // Grants are those of now on the branch, whatever version is read.
+  const std::string branch = EngineBranchName(query.branch);
+  ASSIGN_OR_RETURN(Snapshot now, ws_->Current(branch));
   ASSIGN_OR_RETURN(const TableState* current, ReadableTable(now, name, ctx.principal));
   const int64_t sid = current->def.sid;
   const int64_t inc = current->def.inc;
   Snapshot snap = std::move(now);
   if (query.manifest_version >= 0) {
-    ASSIGN_OR_RETURN(snap, ws_->SnapshotAt("", static_cast<uint64_t>(query.manifest_version)));
+    ASSIGN_OR_RETURN(snap, ws_->SnapshotAt(branch, static_cast<uint64_t>(query.manifest_version)));
     // The grant is on this table: the name may have meant another one then
     // (renamed away, or dropped and created again).
     const TableState* then = snap.Find(name);

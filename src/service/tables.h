@@ -30,6 +30,11 @@ struct TableInfo {
   std::vector<Grant> grants;  // only for the owner and admins
 };
 
+// The engine names main "" (the service and its API "main").
+inline std::string EngineBranchName(const std::string& branch) {
+  return branch == "main" ? "" : branch;
+}
+
 // A branch as GET /v1/branches shows it ("main" names main).
 struct BranchState {
   std::string name;
@@ -51,6 +56,7 @@ struct RowQuery {
   int64_t limit = -1;             // -1: every row
   std::string where;              // "COL OP VALUE" (ingest/where_clause.h)
   int64_t manifest_version = -1;  // -1: current (time travel otherwise)
+  std::string branch = "main";    // of that branch
 };
 
 struct RunFilter {
