@@ -128,6 +128,36 @@ export class LoamClient {
                            onRetry);
   }
 
+  // Branches (docs/branches.md): the owner creates and deletes them; anyone
+  // lists them. {name, version, parent?, parentVersion?}.
+  createBranch(name, { from, version, onRetry } = {}) {
+    return this.#answer('POST', '/v1/branches', [201], {
+      body: JSON.stringify({ name, ...(from && { from }), ...(version !== undefined && { version }) }),
+      headers: { 'content-type': 'application/json' },
+    }, onRetry);
+  }
+
+  async listBranches() {
+    return (await this.#answer('GET', '/v1/branches', [200])).branches;
+  }
+
+  getBranch(name) {
+    return this.#answer('GET', `/v1/branches/${encodeURIComponent(name)}`, [200]);
+  }
+
+  async deleteBranch(name) {
+    await this.#answer('DELETE', `/v1/branches/${encodeURIComponent(name)}`, [204]);
+  }
+
+  // Publishes the branch on the one it was created from in one commit, once
+  // `checks` ([{name, table, minRows?, maxRows?, unique?} | {name, sql}]) pass
+  // on its pinned state. The idempotency key is the merge id: a retry answers
+  // the same merge (alreadyMerged). Resolves to the merge.
+  mergeBranch(name, { into, checks, idempotencyKey = randomUUID(), onRetry } = {}) {
+    return this.#keyedPost(`/v1/branches/${encodeURIComponent(name)}/merge`, [200],
+                           { ...(into && { into }), ...(checks && { checks }) }, idempotencyKey, onRetry);
+  }
+
   // {pipeline, etag}: the ETag names this state for updatePipeline's ifMatch.
   async getPipeline(pipelineId) {
     const r = await this.#retrying('GET', `${this.baseUrl}/v1/pipelines/${encodeURIComponent(pipelineId)}`);

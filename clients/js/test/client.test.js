@@ -325,3 +325,30 @@ test('a delete whose answer was lost is retried under its key and deletes once',
   await assert.rejects(c.deleteRows('t', { where: ['nope = 1'] }),
                        (err) => err instanceof LoamError && err.status === 400 && /delete filter/.test(err.message));
 });
+
+test('write, audit, publish: a branch loaded by a pipeline is merged once, after its checks', async () => {
+  const lossy = lossyFetch();
+  const c = new LoamClient({ baseUrl, token, retryForMs: 60_000, fetchImpl: lossy.fetch,
+                             stateStore: new MemoryStateStore() });
+  const day = await c.createBranch('js-day');
+  assert.equal(day.parent, 'main');
+  assert.ok((await c.listBranches()).some((b) => b.name === 'js-day'));
+  const p = await c.createPipeline({ name: 'js-day', table: 't', format: 'csv', branch: 'js-day' });
+  assert.equal(p.branch, 'js-day');
+  const { run } = await c.submitFiles(p.id, [{ bytes: Buffer.from('id,v\n501,a\n502,b\n') }]);
+  assert.equal((await c.waitForRun(run.id)).state, 'succeeded');
+  await assert.rejects(c.mergeBranch('js-day', { checks: [{ name: 'plenty', table: 't', minRows: 100000 }] }),
+                       (err) => err instanceof LoamError && err.status === 422 && err.code === 'merge_check_failed');
+  const checks = [{ name: 'ids', table: 't', unique: ['id'] }];
+  lossy.losePost = true;  // the merge's answer is lost: its retry gets the same merge
+  const retries = [];
+  const merged = await c.mergeBranch('js-day', { checks, idempotencyKey: 'js-merge-1',
+                                                 onRetry: (r) => retries.push(r) });
+  assert.deepEqual(retries.map((r) => r.why), ['connection: ECONNRESET']);
+  assert.equal(merged.mergeId, 'js-merge-1');
+  assert.deepEqual(merged.tables.map((t) => [t.name, t.change]), [['t', 'updated']]);
+  const { rows } = await c.sql('SELECT count(*) FROM t WHERE id IN (501, 502)');
+  assert.deepEqual(rows, [[2]]);
+  await c.deleteBranch('js-day');
+  await assert.rejects(c.getBranch('js-day'), (err) => err instanceof LoamError && err.status === 404);
+});

@@ -363,6 +363,41 @@ class LoamClient:
         return self._answer("POST", f"/v1/runs/{_quote(run_id)}/cancel", (200, 202), b"",
                             {"Idempotency-Key": idempotency_key or str(uuid.uuid4())})
 
+    # -- branches (docs/branches.md) -------------------------------------------
+
+    def create_branch(self, name, from_branch=None, version=None):
+        """A new branch (the workspace owner only): {name, version, parent, parentVersion}."""
+        doc = {"name": name}
+        if from_branch:
+            doc["from"] = from_branch
+        if version is not None:
+            doc["version"] = version
+        return self._post_json("/v1/branches", (201,), doc)
+
+    def list_branches(self):
+        """Every branch, main included, by name."""
+        return self._answer("GET", "/v1/branches", (200,))["branches"]
+
+    def get_branch(self, name):
+        return self._answer("GET", f"/v1/branches/{_quote(name)}", (200,))
+
+    def delete_branch(self, name):
+        self._answer("DELETE", f"/v1/branches/{_quote(name)}", (204,))
+
+    def merge_branch(self, name, into=None, checks=None, idempotency_key=None, on_retry=None):
+        """Publishes the branch on the one it was created from in one commit,
+        once `checks` ([{name, table, minRows?, maxRows?, unique?} | {name,
+        sql}]) pass on its pinned state. The idempotency key is the merge id:
+        a retry answers the same merge (alreadyMerged). The merge."""
+        doc = {}
+        if into:
+            doc["into"] = into
+        if checks:
+            doc["checks"] = checks
+        return self._post_json(f"/v1/branches/{_quote(name)}/merge", (200,), doc,
+                               {"Idempotency-Key": idempotency_key or str(uuid.uuid4())},
+                               on_retry)
+
     def revert_run(self, run_id, idempotency_key=None):
         """One new commit that undoes a succeeded run:
         {revertedRun, commitId, manifestVersion, tableVersion}."""

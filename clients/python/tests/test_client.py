@@ -346,6 +346,33 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(bad.exception.status, 400)
         self.assertIn("delete filter", str(bad.exception))
 
+    def test_write_audit_publish_merges_a_branch_once_after_its_checks(self):
+        lose = {}
+        c = self.make_client(transport=self.lossy_transport(lose))
+        self.assertEqual(c.create_branch("py-day")["parent"], "main")
+        self.assertIn("py-day", [b["name"] for b in c.list_branches()])
+        p = c.create_pipeline({"name": "py-day", "table": "t", "format": "csv",
+                               "branch": "py-day"})
+        self.assertEqual(p["branch"], "py-day")
+        run, _, _ = c.submit_files(p["id"], [(b"id,v\n601,a\n602,b\n", None)])
+        self.assertEqual(c.wait_for_run(run["id"])["state"], "succeeded")
+        with self.assertRaises(LoamError) as failed:
+            c.merge_branch("py-day", checks=[{"name": "plenty", "table": "t", "minRows": 10**6}])
+        self.assertEqual((failed.exception.status, failed.exception.code),
+                         (422, "merge_check_failed"))
+        lose["POST"] = True  # the merge's answer is lost: its retry gets the same merge
+        retries = []
+        merged = c.merge_branch("py-day", checks=[{"name": "ids", "table": "t", "unique": ["id"]}],
+                                idempotency_key="py-merge-1", on_retry=retries.append)
+        self.assertEqual([r["why"][:11] for r in retries], ["connection:"])
+        self.assertEqual(merged["mergeId"], "py-merge-1")
+        self.assertEqual([(t["name"], t["change"]) for t in merged["tables"]], [("t", "updated")])
+        self.assertEqual(c.sql("SELECT count(*) FROM t WHERE id IN (601, 602)")["rows"], [[2]])
+        c.delete_branch("py-day")
+        with self.assertRaises(LoamError) as gone:
+            c.get_branch("py-day")
+        self.assertEqual(gone.exception.status, 404)
+
     def test_refusals_carry_the_stable_code(self):
         with self.assertRaises(LoamError) as missing:
             self.client.get_run("01ARZ3NDEKTSV4RRFFQ69G5FAV")
