@@ -204,6 +204,16 @@ class Workspace {
   // one of them too. Needs the writer role on every table whose rows it
   // changes, admin on every table it creates, drops, renames or widens.
   Result<MergeResult> Merge(const std::string& branch, const MergeOptions& options = {});
+  // The merge of `branch` committed under `merge_id` into `into`, if any
+  // (what Merge answers a retry with, before its checks run).
+  Result<std::optional<MergeResult>> FindMerge(const std::string& branch,
+                                               const std::string& merge_id,
+                                               const std::string& into = "main") const;
+  // A protected branch's tables change only through merges: loads, deletes,
+  // reverts, creates, renames and drops there are refused (permission_denied).
+  // The workspace owner only.
+  Status SetBranchProtected(const std::string& branch, bool on);
+  Result<bool> BranchProtected(const std::string& branch) const;
 
   Result<std::vector<LogEntry>> Log(const std::string& branch = "main") const;
   Result<std::vector<TableEvent>> History(const std::string& table,

@@ -312,6 +312,25 @@ Result<MergeResult> Workspace::Merge(const std::string& branch, const MergeOptio
   return rep_->engine->Merge(r);
 }
 
+Result<std::optional<MergeResult>> Workspace::FindMerge(const std::string& branch,
+                                                        const std::string& merge_id,
+                                                        const std::string& into) const {
+  return rep_->engine->FindMerge(EngineBranch(into), merge_id, EngineBranch(branch));
+}
+
+Status Workspace::SetBranchProtected(const std::string& branch, bool on) {
+  if (rep_->principal != rep_->engine->owner()) {
+    return Status::PermissionDenied("only the workspace owner protects branches; '" +
+                                    rep_->principal + "' is not the owner");
+  }
+  return rep_->engine->SetBranchProtected(EngineBranch(branch), on, rep_->principal);
+}
+
+Result<bool> Workspace::BranchProtected(const std::string& branch) const {
+  ASSIGN_OR_RETURN(Snapshot snap, rep_->engine->Current(EngineBranch(branch)));
+  return snap.graph_head && snap.graph_head->protected_branch;
+}
+
 Result<std::vector<std::string>> Workspace::ListBranches() const {
   ASSIGN_OR_RETURN(std::vector<std::string> named, rep_->engine->ListBranches());
   std::vector<std::string> branches = {"main"};

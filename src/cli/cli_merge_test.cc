@@ -42,6 +42,26 @@ TEST_F(CliMergeTest, ALoadCheckedOnABranchIsPublishedOnMainAtOnce) {
   EXPECT_NE(Ok({"branch", "merge", "--help"}).out.find("--expect-unique"), std::string::npos);
 }
 
+TEST_F(CliMergeTest, AProtectedMainTakesMergesOnly) {
+  Ok({"branch", "protect", "main", "on"});
+  CliResult refused = Run({"load", "events", "day.csv"});
+  EXPECT_EQ(refused.code, 5) << refused.all();  // the run fails: permission_denied
+  EXPECT_NE(refused.all().find("is protected: its tables change only through merges"),
+            std::string::npos)
+      << refused.all();
+  CliResult drop = Run({"table", "drop", "events"});
+  EXPECT_EQ(drop.code, 5) << drop.all();
+  EXPECT_EQ(Count(), "0\n");
+  Ok({"branch", "merge", "today"});
+  EXPECT_EQ(Count(), "4\n");
+  CliResult other = Run({"branch", "protect", "main", "off"}, {{"LOAM_PRINCIPAL", "mallory"}});
+  EXPECT_EQ(other.code, 5) << other.all();
+  Ok({"branch", "protect", "main", "off"});
+  File("more.csv", "id,name,amount\n9,zed,1.00\n");
+  Ok({"load", "events", "more.csv"});
+  EXPECT_EQ(Count(), "5\n");
+}
+
 TEST_F(CliMergeTest, RefusalsNameTheRuleAndLeaveMainUnchanged) {
   File("main.csv", "id,name,amount\n9,zed,1.00\n");
   Ok({"branch", "create", "other"});

@@ -20,8 +20,8 @@ void AddMigrateCommands(CLI::App& app, Context& ctx, int* exit);   // migrate
 void AddMaintainCommands(CLI::App& app, Context& ctx, int* exit);  // maintain
 void AddSqlCommands(CLI::App& app, Context& ctx, int* exit);       // sql
 void AddDeleteCommands(CLI::App& app, Context& ctx, int* exit);    // delete
-// branch merge, on the `branch` command AddWorkspaceCommands makes.
-void AddBranchMergeCommand(CLI::App& branch, Context& ctx, int* exit);
+// branch merge and protect, on the `branch` command AddWorkspaceCommands makes.
+void AddBranchPublishCommands(CLI::App& branch, Context& ctx, int* exit);
 
 // Shared by the commands that run loads and deletes (commands_load.cc): the
 // loader's knobs from the environment, and a finished run printed (--json:

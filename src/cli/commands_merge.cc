@@ -1,5 +1,6 @@
-// branch merge: a branch's changes published on the branch it was created
-// from, with the checks that must hold first (docs/branches.md).
+// branch merge and protect: a branch's changes published on the branch it was
+// created from, with the checks that must hold first; a branch that takes
+// merges only (docs/branches.md).
 #include <charconv>
 #include <iostream>
 #include <memory>
@@ -135,6 +136,14 @@ int Merge(const Context& ctx, const MergeFlags& f) {
   }
   Result<std::unique_ptr<Workspace>> ws = ctx.OpenPublic();
   if (!ws.ok()) return Report(ctx, ws.status());
+  if (!f.id.empty()) {  // a retry is answered before the checks run again
+    Result<std::optional<MergeResult>> known = (*ws)->FindMerge(f.branch, f.id, f.into);
+    if (!known.ok()) return Report(ctx, known.status());
+    if (*known) {
+      Print(ctx, f, **known);
+      return 0;
+    }
+  }
   // The SQL checks and the merge see one state of the branch.
   Result<uint64_t> pinned = (*ws)->CurrentVersion(f.branch);
   if (!pinned.ok()) return Report(ctx, pinned.status());
@@ -153,9 +162,33 @@ int Merge(const Context& ctx, const MergeFlags& f) {
   return 0;
 }
 
+void AddProtectCommand(CLI::App& branch, Context& ctx, int* exit) {
+  auto* protect = branch.add_subcommand(
+      "protect", "on: only merges change the branch's tables (the workspace owner)");
+  auto* p_name = protect->add_option("NAME", "branch name")->required();
+  auto* p_on =
+      protect->add_option("STATE", "on | off")->required()->check(CLI::IsMember({"on", "off"}));
+  protect->callback([&ctx, p_name, p_on, exit] {
+    const Status s = [&]() -> Status {
+      ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+      const bool on = p_on->as<std::string>() == "on";
+      RETURN_NOT_OK(ws->SetBranchProtected(p_name->as<std::string>(), on));
+      if (ctx.json) {
+        std::cout << json{{"branch", p_name->as<std::string>()}, {"protected", on}}.dump() << "\n";
+      } else {
+        std::cout << "branch " << p_name->as<std::string>()
+                  << (on ? " is protected" : " is not protected") << "\n";
+      }
+      return Status::OK();
+    }();
+    *exit = s.ok() ? 0 : Report(ctx, s);
+  });
+}
+
 }  // namespace
 
-void AddBranchMergeCommand(CLI::App& branch, Context& ctx, int* exit) {
+void AddBranchPublishCommands(CLI::App& branch, Context& ctx, int* exit) {
+  AddProtectCommand(branch, ctx, exit);
   auto flags = std::make_shared<MergeFlags>();
   auto* merge = branch.add_subcommand(
       "merge", "publish a branch's changed tables on the branch it was created from, at once");

@@ -263,7 +263,7 @@ void AddWorkspaceCommands(CLI::App& app, Context& ctx, int* exit) {
       return Status::OK();
     }());
   });
-  AddBranchMergeCommand(*branch, ctx, exit);
+  AddBranchPublishCommands(*branch, ctx, exit);
 
   auto* compact = app.add_subcommand(
       "compact", "rewrite small fragments of a table (or all tables and the manifest)");

@@ -127,6 +127,52 @@ TEST_F(BranchMergeTest, AMergeAgainTakesOnlyWhatChangedSinceTheLastOne) {
   ExpectHeadsMatchFold(*ws_);
 }
 
+// Main's change to a table the last merge did not take stays main's: the
+// branch's later change to it is a conflict, not a silent overwrite.
+TEST_F(BranchMergeTest, AnEarlierMergeNeverHidesMainsOwnChanges) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {10})).ok());        // main's
+  ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());  // dev's
+  ASSERT_TRUE(Merge().ok());
+  ASSERT_TRUE(ws_->Write(Append("orders", {11}, "dev")).ok());
+  Status s = Merge().status();
+  EXPECT_TRUE(s.Is(ErrorCode::kConflict)) << s;
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);  // 1, 2 and main's 10
+  // A table main dropped after the fork is not created again by the branch.
+  ASSERT_TRUE(ws_->CreateBranch("qa").ok());
+  ASSERT_TRUE(ws_->DropTable("scratch").ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {3}, "qa")).ok());
+  MergeRequest r;
+  r.source = "qa";
+  ASSERT_TRUE(ws_->Merge(r).ok());
+  ASSERT_TRUE(ws_->Write(Append("scratch", {1}, "qa")).ok());
+  s = ws_->Merge(r).status();
+  EXPECT_TRUE(s.Is(ErrorCode::kConflict)) << s;
+  EXPECT_EQ(ws_->Current().value().Find("scratch"), nullptr);
+  ExpectHeadsMatchFold(*ws_);
+}
+
+// Compaction on main changes no row: a later merge of the table is no conflict.
+TEST_F(BranchMergeTest, MainsCompactionIsNoConflict) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3, 4})).ok());  // as large as the first: one tier
+  ASSERT_TRUE(ws_->Write(Append("orders", {6}, "dev")).ok());
+  WriteRequest compact;
+  compact.table = "orders";
+  compact.mode = WriteMode::kCompact;
+  // Main's append after the fork is a change: compact a branch made after it.
+  ASSERT_TRUE(ws_->CreateBranch("late").ok());
+  ASSERT_TRUE(ws_->Write(Append("orders", {5}, "late")).ok());
+  Result<WriteResult> compacted = ws_->Write(compact);
+  ASSERT_TRUE(compacted.ok()) << compacted.status();
+  ASSERT_TRUE(compacted->changed);
+  MergeRequest r;
+  r.source = "late";
+  Result<MergeResult> merged = ws_->Merge(r);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 5);  // 1 2 3 4 and late's 5
+  EXPECT_TRUE(Merge().status().Is(ErrorCode::kConflict));  // dev: main appended 3 since its fork
+  ExpectHeadsMatchFold(*ws_);
+}
+
 TEST_F(BranchMergeTest, APinnedVersionMergesThatStateOnly) {
   ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
   const uint64_t pinned = ws_->Current("dev").value().manifest_version;
@@ -207,6 +253,33 @@ TEST_F(BranchMergeTest, OnlyIntoTheParentAndOnlyWithTheGrants) {
   ASSERT_TRUE(Merge("", {}, "alice").ok());
   EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
   EXPECT_EQ(ws_->Log().value().front().actor, "alice");
+}
+
+TEST_F(BranchMergeTest, AProtectedBranchChangesOnlyThroughMerges) {
+  ASSERT_TRUE(ws_->SetBranchProtected("", true, "owner").ok());
+  EXPECT_TRUE(ws_->Current().value().graph_head->protected_branch);
+  Status s = ws_->Write(Append("orders", {3})).status();
+  EXPECT_TRUE(s.IsPermissionDenied()) << s;
+  EXPECT_NE(s.message().find("only through merges"), std::string::npos) << s;
+  EXPECT_TRUE(ws_->CreateTable("x", EventSchema(), {}).status().IsPermissionDenied());
+  EXPECT_TRUE(ws_->RenameTable("people", "persons").status().IsPermissionDenied());
+  EXPECT_TRUE(ws_->DropTable("people").status().IsPermissionDenied());
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 2);
+  ASSERT_TRUE(ws_->SetGrant("orders", "alice", Role::kWriter).ok());  // no table change
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());         // dev is not protected
+  Result<MergeResult> merged = Merge();
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  EXPECT_TRUE(ws_->Current().value().graph_head->protected_branch);  // a merge keeps it
+  WriteRequest compact;
+  compact.table = "orders";
+  compact.mode = WriteMode::kCompact;
+  EXPECT_TRUE(ws_->Write(compact).ok());  // maintenance changes no row
+  ExpectHeadsMatchFold(*ws_);
+  ASSERT_TRUE(ws_->SetBranchProtected("", false, "owner").ok());
+  ASSERT_TRUE(ws_->Write(Append("orders", {4})).ok());
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  ExpectHeadsMatchFold(*ws_);
 }
 
 // A crash between the table commits and the publish leaves main as it was;
@@ -296,8 +369,9 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
         ASSERT_TRUE(m.ok()) << m.status();
         if (!any) continue;  // nothing to merge: no commit, the base stays
         ++merges;
-        for (const std::string& t : tables) {
-          if (changed["dev"][t]) rows[""][t] = rows["dev"][t];
+        for (const std::string& t : tables) {  // main's own changes to others stay its own
+          if (!changed["dev"][t]) continue;
+          rows[""][t] = rows["dev"][t];
           changed["dev"][t] = changed[""][t] = false;
         }
         continue;

@@ -213,6 +213,7 @@ Result<WriteResult> WorkspaceEngine::PublishTableChange(
   spec.commit_id = commit_id;
   spec.actor = actor;
   spec.runs = runs;
+  spec.direct_change = auth.direct;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(std::optional<TableHead> cur, view.TableHeadOf(s.sid));
     if (!cur || cur->state != HeadState::kLive || cur->inc != expected.inc) {
@@ -291,6 +292,7 @@ Result<WriteResult> WorkspaceEngine::CreateTable(const std::string& name, const 
   PublishSpec spec;
   spec.branch = branch;
   spec.actor = options_.actor;
+  spec.direct_change = true;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     RETURN_NOT_OK(NameIsFree(view, name));
     TableHead h;
@@ -327,6 +329,7 @@ Result<WriteResult> WorkspaceEngine::RenameTable(const std::string& from, const 
   PublishSpec spec;
   spec.branch = branch;
   spec.actor = options_.actor;
+  spec.direct_change = true;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, from));
     RETURN_NOT_OK(NameIsFree(view, to));
@@ -356,6 +359,7 @@ Result<WriteResult> WorkspaceEngine::DropTable(const std::string& name, const st
   PublishSpec spec;
   spec.branch = branch;
   spec.actor = options_.actor;
+  spec.direct_change = true;
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, name));
     ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));

@@ -228,6 +228,9 @@ struct PublishAuthorisation {
   const std::string* additive_admin = nullptr;
   // A group commit: the other runs' principals, each checked like `principal`.
   std::vector<std::string> more_principals;
+  // A load, delete, revert or restore (not a compaction, a recovery or a
+  // fork): refused on a protected branch (PublishSpec::direct_change).
+  bool direct = false;
 };
 
 class WorkspaceEngine {
@@ -315,6 +318,10 @@ class WorkspaceEngine {
                       std::optional<uint64_t> version = std::nullopt);
   Status DeleteBranch(const std::string& name);
   Result<std::vector<std::string>> ListBranches() const;
+  // Protects (or unprotects) `branch`: a commit by `actor` after which only
+  // merges, recovery and maintenance change its tables (GraphHead). The
+  // caller checked that the actor may (the workspace owner).
+  Status SetBranchProtected(const std::string& branch, bool on, const std::string& actor);
   // Merges branch `request.source` into the branch it was created from, as
   // one manifest commit there (branch_merge.cc, docs/branches.md): every
   // table the source changed since it was created (or last merged) takes
@@ -323,6 +330,11 @@ class WorkspaceEngine {
   // tables both sides changed, and nothing is merged. Checks first, on the
   // source's snapshot.
   Result<MergeResult> Merge(const MergeRequest& request);
+  // The merge of `source` committed on `into` under `merge_id` (nullopt:
+  // none; idempotency_key_reused: another branch's): a retry is answered
+  // with it before anything else is done.
+  Result<std::optional<MergeResult>> FindMerge(const std::string& into, const std::string& merge_id,
+                                               const std::string& source) const;
 
   // --- history, verification, recovery ------------------------------------------------
   Result<std::vector<GraphCommitInfo>> Log(const std::string& branch = "") const;  // newest first

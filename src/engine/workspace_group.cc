@@ -264,6 +264,7 @@ Result<WriteResult> WorkspaceEngine::CommitGroup(const std::vector<const WriteRe
   s.planned_txn = NewUlidString();
   std::vector<Fragment> staged;
   PublishAuthorisation auth{&lead.principal, WriteMode::kAppend};
+  auth.direct = true;
   for (size_t m : members) {
     const WriteRequest& req = *requests[m];
     s.group.push_back({req.run_id, static_cast<int64_t>(req.staged.size())});

@@ -76,6 +76,16 @@ Status WorkspaceEngine::DeleteBranch(const std::string& name) {
   return deleted;
 }
 
+Status WorkspaceEngine::SetBranchProtected(const std::string& branch, bool on,
+                                           const std::string& actor) {
+  PublishSpec spec;
+  spec.branch = branch;
+  spec.actor = actor.empty() ? options_.actor : actor;
+  spec.set_protected = on;
+  spec.build = [](PublishView&) -> Result<PublishPlan> { return PublishPlan{}; };
+  return manifest_->Publish(spec).status();
+}
+
 Result<std::vector<std::string>> WorkspaceEngine::ListBranches() const {
   return manifest_->ListBranches();
 }

@@ -219,11 +219,17 @@ Result<WriteResult> WorkspaceEngine::PublishWrite(const WriteRequest& req,
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
   const WriteMode auth_mode = req.authorize_as.value_or(req.mode);
-  Result<WriteResult> published = PublishTableChange(
-      s, head, static_cast<int64_t>(committed->version()),
-      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
-      RunsOf(s, *committed), "",
-      {&req.principal, auth_mode, !req.add_columns.empty(), &req.additive_admin}, commit.reset);
+  Result<WriteResult> published =
+      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
+                         static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
+                         RunsOf(s, *committed), "",
+                         {&req.principal,
+                          auth_mode,
+                          !req.add_columns.empty(),
+                          &req.additive_admin,
+                          {},
+                          req.mode != WriteMode::kCompact},
+                         commit.reset);
   Result<WriteResult> settled = SettlePublish(s, key, *committed, std::move(published), result);
   SettleFork(head, s.fork, settled, *committed);
   return settled;

@@ -54,6 +54,8 @@ Result<FoldedHeads> FoldJournal(const std::vector<ManifestRow>& journal) {
         g.parent_commit = meta["parents"][0].get<std::string>();
       }
       g.manifest_version = r.table_version.value_or(0);
+      g.protected_branch = meta.contains("protected") && meta["protected"].is_boolean() &&
+                           meta["protected"].get<bool>();
       out.graphs[g.branch] = g;
       continue;
     }

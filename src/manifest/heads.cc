@@ -96,7 +96,10 @@ ManifestRow GraphHeadRow(const GraphHead& g) {
   r.object_type = std::string(object_type::kGraphHead);
   r.table_version = g.manifest_version;
   if (!g.branch.empty()) r.table_branch = g.branch;
-  r.metadata = json{{"head_commit", g.head_commit}, {"parent_commit", g.parent_commit}}.dump();
+  json meta = {{"head_commit", g.head_commit}, {"parent_commit", g.parent_commit}};
+  if (g.protected_branch)
+    meta["protected"] = true;  // absent otherwise: rows before it read the same
+  r.metadata = meta.dump();
   return r;
 }
 
@@ -114,6 +117,11 @@ Result<GraphHead> ParseGraphHead(const ManifestRow& row) {
   g.head_commit = j["head_commit"].get<std::string>();
   g.parent_commit = j["parent_commit"].get<std::string>();
   g.manifest_version = *row.table_version;
+  if (j.contains("protected")) {
+    if (!j["protected"].is_boolean())
+      return Malformed(row, "has a \"protected\" that is not a boolean");
+    g.protected_branch = j["protected"].get<bool>();
+  }
   return g;
 }
 

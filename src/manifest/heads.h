@@ -48,6 +48,9 @@ struct GraphHead {
   std::string head_commit;    // graph commit id
   std::string parent_commit;  // "" for the first commit
   int64_t manifest_version = 0;
+  // Only merges (and maintenance) change the branch's tables: loads, deletes,
+  // reverts, creates, renames and drops are refused (docs/branches.md).
+  bool protected_branch = false;
 
   friend bool operator==(const GraphHead&, const GraphHead&) = default;
 };

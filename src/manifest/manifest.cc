@@ -379,6 +379,15 @@ Status Manifest::AddGraphCommit(const PublishSpec& spec, const Dataset& base, Pu
                                 const std::string& commit_id, uint64_t next_version,
                                 PublishPlan* plan) {
   ASSIGN_OR_RETURN(std::optional<GraphHead> head, view.GraphHeadOf(spec.branch));
+  // Protection is the branch's own (a new branch starts unprotected).
+  const bool was_protected = head && head->protected_branch;
+  if (was_protected && spec.direct_change) {
+    return Status::PermissionDenied("branch '" +
+                                    (spec.branch.empty() ? std::string("main") : spec.branch) +
+                                    "' is protected: its tables change only through merges "
+                                    "(docs/branches.md)");
+  }
+  const bool now_protected = spec.set_protected.value_or(was_protected);
   std::string parent;
   // A branch's first commit continues the line of its nearest ancestor
   // branch with a commit (graph heads of ancestors are inherited rows).
@@ -403,6 +412,7 @@ Status Manifest::AddGraphCommit(const PublishSpec& spec, const Dataset& base, Pu
                {"created_at", options_.dataset.clock->NowMicros()},
                {"commit", commit_id},
                {"manifest_version", next_version}};
+  if (now_protected) meta["protected"] = true;  // the fold's graph head carries it on
   if (spec.runs.size() > 1) {
     json ids = json::array();
     for (const CommittedRun& run : spec.runs) ids.push_back(run.run_id);
@@ -423,8 +433,8 @@ Status Manifest::AddGraphCommit(const PublishSpec& spec, const Dataset& base, Pu
     row.metadata = detail.dump();
     plan->journal.push_back(std::move(row));
   }
-  plan->upserts.push_back(
-      GraphHeadRow({spec.branch, commit_id, parent, static_cast<int64_t>(next_version)}));
+  plan->upserts.push_back(GraphHeadRow(
+      {spec.branch, commit_id, parent, static_cast<int64_t>(next_version), now_protected}));
   return Status::OK();
 }
 

@@ -138,6 +138,12 @@ struct PublishSpec {
   std::vector<CommittedRun> runs;
   // A merge's second parent: the merged branch's head commit ("" = none).
   std::string merged_parent;
+  // A direct change of the branch's tables (a load, delete, revert, create,
+  // rename or drop): PermissionDenied on a protected branch. Merges,
+  // recovery and maintenance are not.
+  bool direct_change = false;
+  // Protects (or unprotects) the branch with this commit; nullopt keeps it.
+  std::optional<bool> set_protected;
 };
 
 struct PublishResult {

@@ -117,6 +117,7 @@ void Api::AddRoutes() {
   authed("POST", "/v1/branches", &Api::CreateBranch);
   authed("GET", "/v1/branches/{name}", &Api::GetBranch);
   authed("DELETE", "/v1/branches/{name}", &Api::DeleteBranch);
+  authed("PATCH", "/v1/branches/{name}", &Api::PatchBranch);
   keyed("POST", "/v1/branches/{name}/merge", &Api::MergeBranch);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);

@@ -187,6 +187,7 @@ class Api : public HttpHandler {
   Response GetBranch(Call& c);
   Response CreateBranch(Call& c);
   Response DeleteBranch(Call& c);
+  Response PatchBranch(Call& c);
   Response MergeBranch(Call& c);
 
   // A principal's place among its streamed answers, held until destroyed.

@@ -16,7 +16,7 @@ namespace {
 using json = nlohmann::json;
 
 json BranchJson(const service::BranchState& b) {
-  json j = {{"name", b.name}, {"version", b.version}};
+  json j = {{"name", b.name}, {"version", b.version}, {"protected", b.protected_branch}};
   if (!b.parent.empty()) {
     j["parent"] = b.parent;
     j["parentVersion"] = b.parent_version;
@@ -138,6 +138,20 @@ Response Api::CreateBranch(Call& c) {
   return r;
 }
 
+Response Api::PatchBranch(Call& c) {
+  Result<json> j = ParseJsonObject(c.body, "branch patch");
+  if (!j.ok()) return Problem(j.status());
+  StrictObject o(*j, "branch patch");
+  bool on = false;
+  Status s = o.Bool("protected", &on);
+  if (s.ok()) s = o.Finish();
+  if (s.ok() && !j->contains("protected")) s = o.Bad("protected", "given (true or false)");
+  if (!s.ok()) return Problem(s);
+  Result<service::BranchState> b = svc_->ProtectBranch(c.ctx, c.params["name"], on);
+  if (!b.ok()) return Problem(b.status());
+  return JsonResponse(200, BranchJson(*b));
+}
+
 Response Api::DeleteBranch(Call& c) {
   Status s = svc_->DeleteBranch(c.ctx, c.params["name"]);
   return s.ok() ? EmptyResponse(204) : Problem(s);
@@ -149,6 +163,11 @@ Response Api::MergeBranch(Call& c) {
   if (!body.ok()) return Problem(body.status());
   Result<std::string> key = OneHeader(c.header, "Idempotency-Key");
   if (!key.ok()) return Problem(key.status());
+  if (!key->empty()) {  // a retry is answered before the checks run again
+    Result<std::optional<MergeResult>> known = svc_->FindMerge(c.ctx, branch, *key, body->into);
+    if (!known.ok()) return Problem(known.status());
+    if (*known) return JsonResponse(200, MergeJson(branch, body->into, **known));
+  }
   MergeRequest req;
   req.source = branch;
   req.into = body->into;

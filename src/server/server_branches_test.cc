@@ -176,6 +176,34 @@ TEST_F(BranchRouteTest, APipelineLoadsIntoItsBranchUntilAMergePublishesIt) {
   ASSERT_EQ(Merge("day-1", json::object()).status, 200);
   EXPECT_EQ(MainRows(), 2);
   // The branch is fixed at creation; an unknown one is refused.
+  // Main protected: the pipeline's branch is merged; a load into main is refused.
+  const auto protect = [&](const std::string& sub, const json& body) {
+    return Call(sub, "PATCH", "/v1/branches/main", "/v1/branches/{name}", body.dump(),
+                {{"Content-Type", "application/json"}});
+  };
+  EXPECT_EQ(protect("ada", {{"protected", true}}).status, 403);
+  EXPECT_EQ(protect("owner", {{"protected", "yes"}}).status, 400);
+  EXPECT_EQ(protect("owner", json::object()).status, 400);
+  HttpResult on = protect("owner", {{"protected", true}});
+  ASSERT_EQ(on.status, 200) << on.body;
+  EXPECT_EQ(on.Json()["protected"], true);
+  HttpResult main_feed =
+      Call("ada", "POST", "/v1/pipelines", "/v1/pipelines",
+           json{{"name", "main-feed"}, {"table", "orders"}, {"format", "csv"}}.dump());
+  ASSERT_EQ(main_feed.status, 201) << main_feed.body;
+  HttpResult direct =
+      Call("ada", "POST", "/v1/pipelines/" + main_feed.Json()["id"].get<std::string>() + "/runs",
+           "/v1/pipelines/{id}/runs", "id,amount,note\n9,1.00,z\n",
+           {{"Content-Type", "text/csv"}, {"Idempotency-Key", "k-9"}});
+  ASSERT_EQ(direct.status, 202) << direct.body;
+  HttpResult refused =
+      Call("ada", "GET", "/v1/runs/" + direct.Json()["id"].get<std::string>() + "?wait=30",
+           "/v1/runs/{id}");
+  EXPECT_EQ(refused.Json()["state"], "failed") << refused.body;
+  EXPECT_NE(refused.body.find("only through merges"), std::string::npos) << refused.body;
+  Load({7}, "day-1");
+  ASSERT_EQ(Merge("day-1", json::object()).status, 200);
+  EXPECT_EQ(MainRows(), 3);
   HttpResult moved = Call("ada", "PATCH", "/v1/pipelines/" + id, "/v1/pipelines/{id}",
                           json{{"branch", "main"}}.dump());
   EXPECT_EQ(moved.status, 400) << moved.body;

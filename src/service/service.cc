@@ -385,8 +385,12 @@ Status Service::DeletePipeline(const CallContext& ctx, const std::string& id,
   ASSIGN_OR_RETURN(Pipeline p, pipelines_.Get(id));
   RETURN_NOT_OK(CheckIfMatch(p, if_match));
   Status allowed = AuthorizeLoad(p, ctx.principal).status();
-  // A dropped table's pipelines can be deleted by anyone who could read them.
-  if (allowed.IsNotFound()) allowed = Status::OK();
+  // A pipeline whose table was dropped, or whose branch was deleted: the
+  // owner or whoever configured it deletes it.
+  if (allowed.IsNotFound() && (ctx.principal == ws_->owner() || ctx.principal == p.created_by ||
+                               ctx.principal == p.updated_by)) {
+    allowed = Status::OK();
+  }
   RETURN_NOT_OK(allowed);
   return pipelines_.Delete(p);
 }

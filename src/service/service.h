@@ -248,10 +248,16 @@ class Service {
   Result<BranchState> CreateBranch(const CallContext& ctx, const std::string& name,
                                    const std::string& from, std::optional<uint64_t> version);
   Status DeleteBranch(const CallContext& ctx, const std::string& name);
+  // Only merges change a protected branch's tables (docs/branches.md).
+  Result<BranchState> ProtectBranch(const CallContext& ctx, const std::string& name, bool on);
   // The branch's current version (what a merge's SQL checks pin).
   Result<uint64_t> BranchVersion(const CallContext& ctx, const std::string& name);
   // WorkspaceEngine::Merge as the caller: their grants decide, inside the commit.
   Result<MergeResult> MergeBranch(const CallContext& ctx, MergeRequest request);
+  // The merge committed under `merge_id` (a retry's answer), if any.
+  Result<std::optional<MergeResult>> FindMerge(const CallContext& ctx, const std::string& branch,
+                                               const std::string& merge_id,
+                                               const std::string& into);
 
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,

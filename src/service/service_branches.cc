@@ -16,8 +16,9 @@ Result<BranchState> Service::BranchOf(const std::string& name) const {
   if (!engine.empty()) RETURN_NOT_OK(ValidateRefName("branch", engine));
   BranchState b;
   b.name = PublicName(engine);
-  ASSIGN_OR_RETURN(ManifestVersion v, ws_->manifest().Current(engine));
-  b.version = v.version;
+  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(engine));
+  b.version = snap.manifest_version;
+  b.protected_branch = snap.graph_head && snap.graph_head->protected_branch;
   if (!engine.empty()) {
     ASSIGN_OR_RETURN(BranchInfo info, ws_->manifest().BranchParent(engine));
     b.parent = PublicName(info.parent);
@@ -70,10 +71,27 @@ Status Service::DeleteBranch(const CallContext& ctx, const std::string& name) {
   return ws_->DeleteBranch(name);
 }
 
+Result<BranchState> Service::ProtectBranch(const CallContext& ctx, const std::string& name,
+                                           bool on) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  RETURN_NOT_OK(OwnerOnly(ctx, "protects branches"));
+  RETURN_NOT_OK(BranchOf(name).status());
+  RETURN_NOT_OK(ws_->SetBranchProtected(EngineBranchName(name), on, ctx.principal));
+  return BranchOf(name);
+}
+
 Result<uint64_t> Service::BranchVersion(const CallContext& ctx, const std::string& name) {
   RETURN_NOT_OK(CheckContext(ctx));
   ASSIGN_OR_RETURN(BranchState b, BranchOf(name));
   return b.version;
+}
+
+Result<std::optional<MergeResult>> Service::FindMerge(const CallContext& ctx,
+                                                      const std::string& branch,
+                                                      const std::string& merge_id,
+                                                      const std::string& into) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  return ws_->FindMerge(EngineBranchName(into), merge_id, EngineBranchName(branch));
 }
 
 Result<MergeResult> Service::MergeBranch(const CallContext& ctx, MergeRequest request) {

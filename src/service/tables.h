@@ -38,9 +38,10 @@ inline std::string EngineBranchName(const std::string& branch) {
 // A branch as GET /v1/branches shows it ("main" names main).
 struct BranchState {
   std::string name;
-  std::string parent;           // the branch it was created from ("" for main)
-  uint64_t parent_version = 0;  // at that branch's version
-  uint64_t version = 0;         // its current manifest version
+  std::string parent;             // the branch it was created from ("" for main)
+  uint64_t parent_version = 0;    // at that branch's version
+  uint64_t version = 0;           // its current manifest version
+  bool protected_branch = false;  // only merges change its tables
 };
 
 // The table document of POST /v1/tables and `loam table create --schema`:
