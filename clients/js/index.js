@@ -158,6 +158,16 @@ export class LoamClient {
                            { ...(into && { into }), ...(checks && { checks }) }, idempotencyKey, onRetry);
   }
 
+  // Undoes the merge `mergeId` into `into` (default main) as one unit, in one
+  // commit. The merge id names the revert: a retry answers the first
+  // (alreadyReverted). Resolves to the revert.
+  revertMerge(mergeId, { into, onRetry } = {}) {
+    return this.#answer('POST', `/v1/merges/${encodeURIComponent(mergeId)}/revert`, [200], {
+      body: JSON.stringify({ ...(into && { into }) }),
+      headers: { 'content-type': 'application/json' },
+    }, onRetry);
+  }
+
   // {pipeline, etag}: the ETag names this state for updatePipeline's ifMatch.
   async getPipeline(pipelineId) {
     const r = await this.#retrying('GET', `${this.baseUrl}/v1/pipelines/${encodeURIComponent(pipelineId)}`);

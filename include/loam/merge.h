@@ -39,4 +39,15 @@ struct MergeResult {
   uint64_t copied_bytes = 0;    // the branch's own files copied to the target's tables
 };
 
+// A merge undone as one unit (Workspace::RevertMerge): every table it
+// changed back to its content, name and schema before the merge, and every
+// table it created dropped, in one commit.
+struct MergeRevertResult {
+  std::string merge_id;
+  uint64_t manifest_version = 0;  // the revert's commit
+  std::string commit_id;
+  std::vector<MergedTable> tables;  // change "restored" or "dropped"
+  bool already_reverted = false;    // answered from the earlier revert of the same merge
+};
+
 }  // namespace loam

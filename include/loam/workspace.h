@@ -209,6 +209,14 @@ class Workspace {
   Result<std::optional<MergeResult>> FindMerge(const std::string& branch,
                                                const std::string& merge_id,
                                                const std::string& into = "main") const;
+  // Undoes the merge `merge_id` into `into` as one unit, in one commit: every
+  // table it changed back as it was, every table it created dropped
+  // (loam/merge.h). revert_blocked, naming the table, when a commit since
+  // changed one of them, took a name back, or the merge dropped a table. A
+  // second revert answers the first (already_reverted). Needs the roles
+  // the undone changes need.
+  Result<MergeRevertResult> RevertMerge(const std::string& merge_id,
+                                        const std::string& into = "main");
   // A protected branch's tables change only through merges: loads, deletes,
   // reverts, creates, renames and drops there are refused (permission_denied).
   // The workspace owner only.

@@ -318,6 +318,15 @@ Result<std::optional<MergeResult>> Workspace::FindMerge(const std::string& branc
   return rep_->engine->FindMerge(EngineBranch(into), merge_id, EngineBranch(branch));
 }
 
+Result<MergeRevertResult> Workspace::RevertMerge(const std::string& merge_id,
+                                                 const std::string& into) {
+  MergeRevertRequest r;
+  r.into = EngineBranch(into);
+  r.merge_id = merge_id;
+  r.principal = rep_->principal;
+  return rep_->engine->RevertMerge(r);
+}
+
 Status Workspace::SetBranchProtected(const std::string& branch, bool on) {
   if (rep_->principal != rep_->engine->owner()) {
     return Status::PermissionDenied("only the workspace owner protects branches; '" +

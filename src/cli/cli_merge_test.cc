@@ -42,6 +42,44 @@ TEST_F(CliMergeTest, ALoadCheckedOnABranchIsPublishedOnMainAtOnce) {
   EXPECT_NE(Ok({"branch", "merge", "--help"}).out.find("--expect-unique"), std::string::npos);
 }
 
+// A merge undone as one unit; a revert blocked by a later load says so and
+// changes nothing; a retry answers the first revert.
+TEST_F(CliMergeTest, AMergeIsRevertedAsOneUnit) {
+  Ok({"branch", "merge", "today", "--id", "day-1"});
+  EXPECT_EQ(Count(), "4\n");
+  File("more.csv", "id,name,amount\n9,zed,1.00\n");
+  Ok({"load", "events", "more.csv"});
+  const auto before = TreeExceptRuns(ws());
+  CliResult blocked = Run({"--json", "branch", "revert-merge", "day-1"});
+  EXPECT_EQ(blocked.code, 3) << blocked.all();
+  EXPECT_NE(blocked.out.find("\"code\":\"revert_blocked\""), std::string::npos) << blocked.all();
+  EXPECT_NE(blocked.all().find("table(s) events changed on branch 'main' since merge 'day-1'"),
+            std::string::npos)
+      << blocked.all();
+  CliResult unknown = Run({"branch", "revert-merge", "day-9"});
+  EXPECT_EQ(unknown.code, 4) << unknown.all();
+  EXPECT_NE(unknown.all().find("no merge 'day-9' was committed on branch 'main'"),
+            std::string::npos)
+      << unknown.all();
+  EXPECT_EQ(TreeExceptRuns(ws()), before);
+  EXPECT_EQ(Count(), "5\n");
+
+  Ok({"branch", "create", "fix"});
+  File("fix.csv", "id,name,amount\n10,ada,2.00\n");
+  Ok({"load", "events", "fix.csv", "--branch", "fix"});
+  Ok({"branch", "merge", "fix", "--id", "fix-1"});
+  EXPECT_EQ(Count(), "6\n");
+  CliResult r = Ok({"branch", "revert-merge", "fix-1"});
+  EXPECT_NE(r.out.find("reverted merge fix-1 on main"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("events: restored"), std::string::npos) << r.out;
+  EXPECT_EQ(Count(), "5\n");
+  const json again = json::parse(Ok({"--json", "branch", "revert-merge", "fix-1"}).out);
+  EXPECT_TRUE(again.at("alreadyReverted").get<bool>());
+  EXPECT_EQ(again.at("tables").at(0).at("rowCount"), 5);
+  EXPECT_NE(Ok({"log"}).out.find("merge-revert:fix-1"), std::string::npos);
+  EXPECT_EQ(Count(), "5\n");
+}
+
 TEST_F(CliMergeTest, AProtectedMainTakesMergesOnly) {
   Ok({"branch", "protect", "main", "on"});
   CliResult refused = Run({"load", "events", "day.csv"});

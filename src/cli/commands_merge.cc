@@ -1,6 +1,6 @@
-// branch merge and protect: a branch's changes published on the branch it was
-// created from, with the checks that must hold first; a branch that takes
-// merges only (docs/branches.md).
+// branch merge, revert-merge and protect: a branch's changes published on the
+// branch it was created from, with the checks that must hold first, and
+// undone as one unit; a branch that takes merges only (docs/branches.md).
 #include <charconv>
 #include <iostream>
 #include <memory>
@@ -81,14 +81,29 @@ Result<MergeCheck> UniqueCheck(const std::string& spec) {
   return c;
 }
 
+json TablesJson(const std::vector<MergedTable>& merged) {
+  json tables = json::array();
+  for (const MergedTable& t : merged) {
+    json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
+    if (t.row_count) e["rowCount"] = *t.row_count;
+    tables.push_back(std::move(e));
+  }
+  return tables;
+}
+
+void PrintTables(const std::vector<MergedTable>& tables) {
+  for (const MergedTable& t : tables) {
+    std::cout << "  " << t.name << ": " << t.change;
+    if (t.change != "dropped") {
+      std::cout << ", table version " << t.table_version << ", " << t.row_count.value_or(0)
+                << " rows";
+    }
+    std::cout << "\n";
+  }
+}
+
 void Print(const Context& ctx, const MergeFlags& f, const MergeResult& r) {
   if (ctx.json) {
-    json tables = json::array();
-    for (const MergedTable& t : r.tables) {
-      json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
-      if (t.row_count) e["rowCount"] = *t.row_count;
-      tables.push_back(std::move(e));
-    }
     std::cout << json{{"mergeId", r.merge_id},
                       {"branch", f.branch},
                       {"into", f.into},
@@ -97,7 +112,7 @@ void Print(const Context& ctx, const MergeFlags& f, const MergeResult& r) {
                       {"sourceVersion", r.source_version},
                       {"alreadyMerged", r.already_merged},
                       {"copiedBytes", r.copied_bytes},
-                      {"tables", std::move(tables)}}
+                      {"tables", TablesJson(r.tables)}}
                      .dump()
               << "\n";
     return;
@@ -110,14 +125,7 @@ void Print(const Context& ctx, const MergeFlags& f, const MergeResult& r) {
   std::cout << (r.already_merged ? "already merged" : "merged") << " branch " << f.branch
             << " (version " << r.source_version << ") into " << f.into << " at version "
             << r.manifest_version << " (merge " << r.merge_id << ")\n";
-  for (const MergedTable& t : r.tables) {
-    std::cout << "  " << t.name << ": " << t.change;
-    if (t.change != "dropped") {
-      std::cout << ", table version " << t.table_version << ", " << t.row_count.value_or(0)
-                << " rows";
-    }
-    std::cout << "\n";
-  }
+  PrintTables(r.tables);
 }
 
 int Merge(const Context& ctx, const MergeFlags& f) {
@@ -162,6 +170,39 @@ int Merge(const Context& ctx, const MergeFlags& f) {
   return 0;
 }
 
+// branch revert-merge ID [--into BRANCH]: the merge undone as one unit.
+void AddRevertMergeCommand(CLI::App& branch, Context& ctx, int* exit) {
+  auto* revert = branch.add_subcommand(
+      "revert-merge", "undo a merge as one unit: its tables back as they were, in one commit");
+  auto id = std::make_shared<std::string>();
+  auto into = std::make_shared<std::string>("main");
+  revert->add_option("ID", *id, "the merge id (loam branch merge prints it; loam log shows it)")
+      ->required();
+  revert->add_option("--into", *into, "the branch the merge went into (default main)");
+  revert->callback([&ctx, id, into, exit] {
+    const Status s = [&]() -> Status {
+      ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
+      ASSIGN_OR_RETURN(MergeRevertResult r, ws->RevertMerge(*id, *into));
+      if (ctx.json) {
+        std::cout << json{{"mergeId", r.merge_id},
+                          {"into", *into},
+                          {"workspaceVersion", r.manifest_version},
+                          {"commitId", r.commit_id},
+                          {"alreadyReverted", r.already_reverted},
+                          {"tables", TablesJson(r.tables)}}
+                         .dump()
+                  << "\n";
+        return Status::OK();
+      }
+      std::cout << (r.already_reverted ? "already reverted" : "reverted") << " merge " << *id
+                << " on " << *into << " at version " << r.manifest_version << "\n";
+      PrintTables(r.tables);
+      return Status::OK();
+    }();
+    *exit = s.ok() ? 0 : Report(ctx, s);
+  });
+}
+
 void AddProtectCommand(CLI::App& branch, Context& ctx, int* exit) {
   auto* protect = branch.add_subcommand(
       "protect", "on: only merges change the branch's tables (the workspace owner)");
@@ -189,6 +230,7 @@ void AddProtectCommand(CLI::App& branch, Context& ctx, int* exit) {
 
 void AddBranchPublishCommands(CLI::App& branch, Context& ctx, int* exit) {
   AddProtectCommand(branch, ctx, exit);
+  AddRevertMergeCommand(branch, ctx, exit);
   auto flags = std::make_shared<MergeFlags>();
   auto* merge = branch.add_subcommand(
       "merge", "publish a branch's changed tables on the branch it was created from, at once");

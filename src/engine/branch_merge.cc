@@ -32,23 +32,23 @@ Status CheckFailed(const MergeCheck& c, const std::string& found) {
       .WithDetail("check", c.name);
 }
 
+MergeHead HeadAt(const std::map<int64_t, const TableState*>& m, int64_t sid) {
+  auto it = m.find(sid);
+  return it == m.end() ? MergeHead() : MergeHead(it->second->head);
+}
+
+}  // namespace
+
 std::map<int64_t, const TableState*> BySid(const Snapshot& s) {
   std::map<int64_t, const TableState*> out;
   for (const auto& [name, t] : s.tables) out[t.def.sid] = &t;
   return out;
 }
 
-MergeHead HeadAt(const std::map<int64_t, const TableState*>& m, int64_t sid) {
-  auto it = m.find(sid);
-  return it == m.end() ? MergeHead() : MergeHead(it->second->head);
-}
-
 const TableState* At(const std::map<int64_t, const TableState*>& m, int64_t sid) {
   auto it = m.find(sid);
   return it == m.end() ? nullptr : it->second;
 }
-
-}  // namespace
 
 std::string MergeRunId(const std::string& merge_id) { return "merge:" + merge_id; }
 std::string MergeBaseRunId(const std::string& source_id, int64_t seq) {
@@ -170,42 +170,51 @@ Result<std::optional<MergeResult>> BranchMerger::Find(const Manifest& m, const s
   return std::optional<MergeResult>(std::move(r));
 }
 
-// The highest n with a merge-base:<source id>:<n> run commit on the target
-// (exponential probe, then bisection: O(log merges) exact look-ups).
 Result<BranchMerger::Base> BranchMerger::LastMerge() const {
-  const Manifest& m = ws_.manifest();
-  auto find = [&](int64_t seq) {
-    return m.FindJournalRow(req_.into, RunCommitId(MergeBaseRunId(source_id_, seq)));
+  ASSIGN_OR_RETURN(int64_t seq, LastSeq(ws_.manifest(), req_.into, source_id_));
+  return BaseAt(ws_.manifest(), req_.into, source_id_, seq, fork_version_);
+}
+
+// The highest n with a merge-base:<source id>:<n> run commit on the target
+// (exponential probe, then bisection).
+Result<int64_t> BranchMerger::LastSeq(const Manifest& m, const std::string& into,
+                                      const std::string& source_id) {
+  auto has = [&](int64_t seq) -> Result<bool> {
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
+                     m.FindJournalRow(into, RunCommitId(MergeBaseRunId(source_id, seq))));
+    return row.has_value();
   };
   int64_t lo = 0, hi = 1;  // merge lo exists (0: the fork point), hi unknown
-  std::optional<ManifestRow> last;
   for (;;) {
-    ASSIGN_OR_RETURN(std::optional<ManifestRow> row, find(hi));
-    if (!row) break;
+    ASSIGN_OR_RETURN(bool found, has(hi));
+    if (!found) break;
     lo = hi;
-    last = std::move(row);
     hi *= 2;
   }
   while (hi - lo > 1) {
     const int64_t mid = lo + (hi - lo) / 2;
-    ASSIGN_OR_RETURN(std::optional<ManifestRow> row, find(mid));
-    if (row) {
-      lo = mid;
-      last = std::move(row);
-    } else {
-      hi = mid;
-    }
+    ASSIGN_OR_RETURN(bool found, has(mid));
+    (found ? lo : hi) = mid;
   }
+  return lo;
+}
+
+Result<BranchMerger::Base> BranchMerger::BaseAt(const Manifest& m, const std::string& into,
+                                                const std::string& source_id, int64_t seq,
+                                                uint64_t fork_version) {
   Base b;
-  b.source_version = fork_version_;
-  if (!last) return b;
+  b.source_version = fork_version;
+  if (seq == 0) return b;
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> last,
+                   m.FindJournalRow(into, RunCommitId(MergeBaseRunId(source_id, seq))));
+  if (!last) return Status::NotFound("merge record " + MergeBaseRunId(source_id, seq) + " is gone");
   const json j = ParseJson(last->metadata);
   const std::optional<int64_t> merged = IntegerAt(j, "merge_source_version");
   const json tables = j.is_object() && j.contains("tables") ? j["tables"] : json();
   if (!merged || *merged <= 0 || !tables.is_object()) {
     return Status::DataLoss("merge record " + last->object_id + " is malformed");
   }
-  b.seq = lo;
+  b.seq = seq;
   b.source_version = static_cast<uint64_t>(*merged);
   for (const auto& [sid, heads] : tables.items()) {
     if (!heads.is_array() || heads.size() != 2) {
@@ -287,13 +296,14 @@ Status BranchMerger::RunCheck(const MergeCheck& c) const {
                             " rows repeating the values of (" + columns + ") of an earlier one");
 }
 
-Result<bool> BranchMerger::SameRowsSince(const TableHead& base, const TableHead& now) const {
+Result<bool> BranchMerger::SameRowsSince(const WorkspaceEngine& ws, const TableHead& base,
+                                         const TableHead& now) {
   if (base.state != now.state || base.inc != now.inc || base.table_key != now.table_key ||
       base.schema_hash != now.schema_hash || now.table_version < base.table_version ||
       now.table_version - base.table_version > kMaxVersionsLookedAt) {
     return false;
   }
-  ASSIGN_OR_RETURN(Dataset at_now, ws_.OpenTableAt(now));
+  ASSIGN_OR_RETURN(Dataset at_now, ws.OpenTableAt(now));
   std::set<int64_t> same = {base.table_version};  // versions holding the base's rows
   for (int64_t v = base.table_version + 1; v <= now.table_version; ++v) {
     ASSIGN_OR_RETURN(Dataset d, at_now.CheckoutVersion(static_cast<uint64_t>(v)));
@@ -324,7 +334,7 @@ Status BranchMerger::Plan(const Snapshot& fork_point) {
     if (now == nullptr && cur == nullptr) continue;                          // gone on both sides
     bool moved = !SameHead(was, cur ? MergeHead(cur->head) : MergeHead());
     if (moved && was && cur) {
-      ASSIGN_OR_RETURN(bool same_rows, SameRowsSince(*was, cur->head));
+      ASSIGN_OR_RETURN(bool same_rows, SameRowsSince(ws_, *was, cur->head));
       moved = !same_rows;  // compacted, or a refused write rolled back: no change
     }
     if (moved) {

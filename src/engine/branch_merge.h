@@ -35,14 +35,40 @@ class BranchMerger {
                                                  const std::string& merge_id,
                                                  const std::string& source);
 
- private:
-  // Where the last merge of the source into the target left off.
+  // Where the merge `seq` of the source (by id) into `into` left off; seq 0
+  // is the fork point (an empty table map: every base is the fork point's).
   struct Base {
     int64_t seq = 0;              // merges of this source so far (0: none)
     uint64_t source_version = 0;  // the source version merged last (or its fork point)
     // Per table any merge took: the source's head taken, the target's written.
     std::map<int64_t, std::pair<MergeHead, MergeHead>> tables;
   };
+  static Result<Base> BaseAt(const Manifest& m, const std::string& into,
+                             const std::string& source_id, int64_t seq, uint64_t fork_version);
+  // The highest seq with a record (O(log merges) exact look-ups).
+  static Result<int64_t> LastSeq(const Manifest& m, const std::string& into,
+                                 const std::string& source_id);
+  // Whether `now` holds the rows of `base`: the same incarnation, name and
+  // schema, and every version since on its fork a compaction or a restore of
+  // one that does (a write the manifest refused, rolled back).
+  static Result<bool> SameRowsSince(const WorkspaceEngine& ws, const TableHead& base,
+                                    const TableHead& now);
+  // The rows of `content` committed as the next version of `fork_head`'s
+  // table on fork `fork` (unpublished); its version.
+  static Result<int64_t> AdoptOnFork(WorkspaceEngine& ws, const TableHead& fork_head,
+                                     const std::string& fork, const TableHead& content,
+                                     std::optional<ForkReset>* reset, uint64_t* copied);
+  // Best effort: `version`, committed by AdoptOnFork, undone by a restore of
+  // the head's (which the next write there records). One left behind is reset
+  // by age like any unpublished version.
+  static void RollBackVersion(WorkspaceEngine& ws, const TableHead& fork_head,
+                              const std::string& fork, int64_t version, const std::string& why);
+  // The journal row of a version a merge (or its revert, `key`) published.
+  static ManifestRow VersionRow(const TableDef& def, const TableHead& next,
+                                const std::optional<ForkReset>& reset, const char* key,
+                                const std::string& id);
+
+ private:
   // A table the merge changes on the target.
   struct Change {
     std::string kind;                    // "updated", "created", "dropped"
@@ -58,6 +84,10 @@ class BranchMerger {
     int64_t FinalVersion() const;
     // The target's head after the merge as a base records it (nullopt: dropped).
     MergeHead FinalHead(const std::string& target_id) const;
+    // The target's definition after the merge (not dropped): the source's,
+    // its counters continuing the target's journal (a rename is the target's
+    // next; a schema change takes a version the target never had).
+    TableDef FinalDef() const;
   };
 
   // branch_merge.cc
@@ -67,10 +97,6 @@ class BranchMerger {
   Status RunChecks() const;
   Status RunCheck(const MergeCheck& c) const;
   Status Plan(const Snapshot& fork_point);
-  // Whether `now` holds the rows of `base`: the same incarnation, name and
-  // schema, and every version since on its fork a compaction or a restore of
-  // one that does (a write the manifest refused, rolled back).
-  Result<bool> SameRowsSince(const TableHead& base, const TableHead& now) const;
   Status CheckNames(std::vector<std::string>* conflicts) const;
   Status PreAuthorize() const;
   // branch_merge_publish.cc
@@ -81,7 +107,6 @@ class BranchMerger {
   Status BuildOne(PublishView& view, const Change& c, PublishPlan* plan) const;
   Status Authorize(PublishView& view, const Change& c) const;
   Status NameStillFree(PublishView& view, const Change& c) const;
-  Status DropRows(PublishView& view, const Change& c, TableHead head, PublishPlan* plan) const;
   WriteMode ModeOf(const Change& c) const;
   Result<MergeResult> Publish();
   MergeResult Answer(uint64_t manifest_version, const std::string& commit_id) const;
@@ -102,6 +127,10 @@ class BranchMerger {
   uint64_t copied_bytes_ = 0;
 };
 
+// A snapshot's live tables by stable id, and the one with `sid` (nullptr: none).
+std::map<int64_t, const TableState*> BySid(const Snapshot& s);
+const TableState* At(const std::map<int64_t, const TableState*>& m, int64_t sid);
+
 // What merges write and read in their run commits.
 std::string MergeRunId(const std::string& merge_id);
 std::string MergeBaseRunId(const std::string& source_id, int64_t seq);
@@ -109,5 +138,7 @@ std::string BranchName(const std::string& engine_branch);  // "" -> "main"
 bool SameHead(const MergeHead& a, const MergeHead& b);
 nlohmann::json HeadJson(const MergeHead& h);
 MergeHead HeadFromJson(const nlohmann::json& j);
+// The graph commit a run commit row names ("" when it names none).
+std::string CommitOf(const ManifestRow& row);
 
 }  // namespace loam

@@ -14,14 +14,26 @@ namespace {
 
 using json = nlohmann::json;
 
-// The graph commit a run commit row names ("" when it names none).
-std::string CommitOf(const ManifestRow& row) { return StringAt(ParseJson(row.metadata), "commit"); }
-
 }  // namespace
+
+std::string CommitOf(const ManifestRow& row) { return StringAt(ParseJson(row.metadata), "commit"); }
 
 int64_t BranchMerger::Change::FinalVersion() const {
   if (source == nullptr) return target->head.table_version + 1;  // the tombstone's
   return data ? version : source->head.table_version;
+}
+
+TableDef BranchMerger::Change::FinalDef() const {
+  TableDef def = source->def;
+  if (target == nullptr) {
+    def.renames = 0;  // none in the target's journal
+    return def;
+  }
+  def.renames = target->def.renames + (def.name != target->def.name ? 1 : 0);
+  const bool same_schema = def.schema == target->def.schema && def.keys == target->def.keys;
+  def.schema_version = same_schema ? target->def.schema_version
+                                   : std::max(def.schema_version, target->def.schema_version + 1);
+  return def;
 }
 
 MergeHead BranchMerger::Change::FinalHead(const std::string& target_id) const {
@@ -50,37 +62,68 @@ Status BranchMerger::CommitTables() {
 }
 
 Status BranchMerger::CommitTable(Change& c) {
-  ASSIGN_OR_RETURN(Dataset fork, ws_.OpenFork(c.fork_head, target_id_, &c.reset));
-  ASSIGN_OR_RETURN(Dataset from, ws_.OpenTableAt(c.source->head));
-  uint64_t copied = 0;
-  Result<Dataset> adopted = fork.Adopt(from, {.expected_version = fork.version()}, &copied);
-  copied_bytes_ += copied;
-  RETURN_NOT_OK(adopted.status().WithContext("merging table '" + c.source->def.name + "'"));
-  c.version = static_cast<int64_t>(adopted->version());
+  Result<int64_t> version =
+      AdoptOnFork(ws_, c.fork_head, target_id_, c.source->head, &c.reset, &copied_bytes_);
+  RETURN_NOT_OK(version.status().WithContext("merging table '" + c.source->def.name + "'"));
+  c.version = *version;
   return Status::OK();
 }
 
-// Best effort, after a definite failure: each committed version undone by a
-// restore of the head's, which the next write there records (OpenFork). One
-// left behind is reset by age like any unpublished version.
+Result<int64_t> BranchMerger::AdoptOnFork(WorkspaceEngine& ws, const TableHead& fork_head,
+                                          const std::string& fork, const TableHead& content,
+                                          std::optional<ForkReset>* reset, uint64_t* copied) {
+  ASSIGN_OR_RETURN(Dataset on_fork, ws.OpenFork(fork_head, fork, reset));
+  ASSIGN_OR_RETURN(Dataset from, ws.OpenTableAt(content));
+  uint64_t bytes = 0;
+  Result<Dataset> adopted = on_fork.Adopt(from, {.expected_version = on_fork.version()}, &bytes);
+  *copied += bytes;
+  RETURN_NOT_OK(adopted.status());
+  return static_cast<int64_t>(adopted->version());
+}
+
+// After a definite failure.
 void BranchMerger::RollBack() {
   for (Change& c : changes_) {
     if (c.version == 0) continue;
-    OpenSpec spec;
-    spec.branch = target_id_;
-    Result<Dataset> fork = Dataset::Open(ws_.store(), ws_.TableRoot(c.fork_head.location), spec,
-                                         ws_.options().manifest.dataset);
-    Status s = fork.status();
-    if (s.ok() && static_cast<int64_t>(fork->version()) == c.version) {
-      s = fork->Restore(static_cast<uint64_t>(c.fork_head.table_version),
-                        {.expected_version = fork->version()})
-              .status();
-    }
-    if (!s.ok())
-      LOAM_LOG_WARN("merge {}: rolling back table '{}': {}", merge_id_, c.fork_head.table_key,
-                    s.ToString());
+    RollBackVersion(ws_, c.fork_head, target_id_, c.version, "merge " + merge_id_);
     c.version = 0;
   }
+}
+
+void BranchMerger::RollBackVersion(WorkspaceEngine& ws, const TableHead& fork_head,
+                                   const std::string& fork, int64_t version,
+                                   const std::string& why) {
+  OpenSpec spec;
+  spec.branch = fork;
+  Result<Dataset> ds = Dataset::Open(ws.store(), ws.TableRoot(fork_head.location), spec,
+                                     ws.options().manifest.dataset);
+  Status s = ds.status();
+  if (s.ok() && static_cast<int64_t>(ds->version()) == version) {
+    s = ds->Restore(static_cast<uint64_t>(fork_head.table_version),
+                    {.expected_version = ds->version()})
+            .status();
+  }
+  if (!s.ok()) {
+    LOAM_LOG_WARN("{}: rolling back table '{}': {}", why, fork_head.table_key, s.ToString());
+  }
+}
+
+ManifestRow BranchMerger::VersionRow(const TableDef& def, const TableHead& next,
+                                     const std::optional<ForkReset>& reset, const char* key,
+                                     const std::string& id) {
+  ManifestRow version = JournalRow(object_type::kTableVersion,
+                                   TableVersionId(def.sid, def.inc, next.table_version), next);
+  version.table_version = next.table_version;
+  if (!next.owner_branch.empty()) version.table_branch = next.owner_branch;
+  version.row_count = next.row_count;
+  json meta = {{"owner_ref", next.owner_ref}, {key, id}};
+  if (reset) {
+    meta["reset"] = {{"head_version", reset->head_version},
+                     {"undone", {reset->first_undone, reset->last_undone}},
+                     {"restore_version", reset->restore_version}};
+  }
+  version.metadata = meta.dump();
+  return version;
 }
 
 Result<PublishPlan> BranchMerger::Build(PublishView& view) const {
@@ -92,7 +135,7 @@ Result<PublishPlan> BranchMerger::Build(PublishView& view) const {
 WriteMode BranchMerger::ModeOf(const Change& c) const {
   const bool admin = c.source == nullptr || c.target == nullptr ||
                      !(c.source->def.name == c.target->def.name &&
-                       c.source->def.schema_version == c.target->def.schema_version);
+                       c.FinalDef().schema_version == c.target->def.schema_version);
   return admin ? WriteMode::kReplace : WriteMode::kAppend;
 }
 
@@ -121,29 +164,6 @@ Status BranchMerger::NameStillFree(PublishView& view, const Change& c) const {
                           BranchName(req_.into) + "' meanwhile; merge again");
 }
 
-// A dropped table's rows, as DropTable writes them.
-Status BranchMerger::DropRows(PublishView& view, const Change& c, TableHead head,
-                              PublishPlan* plan) const {
-  plan->removes.push_back(TableHeadRow(head));
-  head.state = HeadState::kTombstoned;
-  head.table_version += 1;
-  head.row_count.reset();
-  head.head_commit = view.commit_id();
-  ManifestRow tomb = JournalRow(object_type::kTableTombstone,
-                                TableTombstoneId(head.sid, head.inc, head.table_version), head);
-  tomb.table_version = head.table_version;
-  plan->journal.push_back(std::move(tomb));
-  plan->upserts.push_back(TableHeadRow(head));
-  plan->removes.push_back(TableDefRow(c.target->def));
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
-  for (const ManifestRow& r : catalog) {
-    if (r.object_type == object_type::kGrant && r.stable_table_id == head.sid) {
-      plan->removes.push_back(r);
-    }
-  }
-  return Status::OK();
-}
-
 // One table's rows of the merge commit, as its own operation would write
 // them: a tombstone for a drop; an incarnation for a creation; a rename, a
 // schema and a table version row for what changed of an existing table.
@@ -157,8 +177,8 @@ Status BranchMerger::BuildOne(PublishView& view, const Change& c, PublishPlan* p
   }
   RETURN_NOT_OK(Authorize(view, c));
   RETURN_NOT_OK(NameStillFree(view, c));
-  if (c.source == nullptr) return DropRows(view, c, *cur, plan);
-  const TableDef& def = c.source->def;
+  if (c.source == nullptr) return TombstoneRows(view, c.target->def, *cur, plan);
+  const TableDef def = c.FinalDef();
   TableHead next = c.source->head;
   next.head_commit = view.commit_id();
   if (c.data) {
@@ -183,19 +203,7 @@ Status BranchMerger::BuildOne(PublishView& view, const Change& c, PublishPlan* p
     plan->journal.push_back(TableSchemaRow(def, next));
   }
   if (c.target == nullptr || c.data) {
-    ManifestRow version = JournalRow(object_type::kTableVersion,
-                                     TableVersionId(sid, def.inc, next.table_version), next);
-    version.table_version = next.table_version;
-    if (!next.owner_branch.empty()) version.table_branch = next.owner_branch;
-    version.row_count = next.row_count;
-    json meta = {{"owner_ref", next.owner_ref}, {"merge", merge_id_}};
-    if (c.reset) {
-      meta["reset"] = {{"head_version", c.reset->head_version},
-                       {"undone", {c.reset->first_undone, c.reset->last_undone}},
-                       {"restore_version", c.reset->restore_version}};
-    }
-    version.metadata = meta.dump();
-    plan->journal.push_back(std::move(version));
+    plan->journal.push_back(VersionRow(def, next, c.reset, "merge", merge_id_));
   }
   if (c.target == nullptr || !(def == c.target->def)) plan->upserts.push_back(TableDefRow(def));
   plan->upserts.push_back(TableHeadRow(next));
@@ -209,11 +217,9 @@ std::string BranchMerger::Detail() const {
     if (c.source && c.source->head.row_count) e["rows"] = *c.source->head.row_count;
     tables.push_back(std::move(e));
   }
-  return json{{"merge_source", req_.source},
-              {"merge_source_id", source_id_},
-              {"merge_source_version", source_.manifest_version},
-              {"merge_by", req_.principal},
-              {"merge_tables", std::move(tables)}}
+  return json{{"merge_source", req_.source}, {"merge_source_id", source_id_},
+              {"merge_seq", base_.seq + 1},  {"merge_source_version", source_.manifest_version},
+              {"merge_by", req_.principal},  {"merge_tables", std::move(tables)}}
       .dump();
 }
 

@@ -90,6 +90,22 @@ TEST_F(BranchMergeTest, TablesTheBranchChangedMoveToMainInOneCommitAndOutliveThe
   ExpectHeadsMatchFold(*ws_);
 }
 
+// The merged definitions continue main's journal: two renames on the branch
+// are one rename on main, a table created and renamed there none.
+TEST_F(BranchMergeTest, RenamesOnTheBranchBecomeMainsNextRename) {
+  ASSERT_TRUE(ws_->RenameTable("people", "persons", "dev").ok());
+  ASSERT_TRUE(ws_->RenameTable("persons", "folks", "dev").ok());
+  ASSERT_TRUE(ws_->CreateTable("draft", EventSchema(), {}, "dev").ok());
+  ASSERT_TRUE(ws_->RenameTable("draft", "audit", "dev").ok());
+  ASSERT_TRUE(Merge().ok());
+  const Snapshot main = ws_->Current().value();
+  EXPECT_EQ(main.Find("folks")->def.renames, 1);
+  EXPECT_EQ(main.Find("audit")->def.renames, 0);
+  ExpectHeadsMatchFold(*ws_);
+  ASSERT_TRUE(ws_->RenameTable("folks", "people").ok());  // main's next rename
+  ExpectHeadsMatchFold(*ws_);
+}
+
 TEST_F(BranchMergeTest, AConflictNamesTheTablesBothSidesChangedAndMergesNothing) {
   ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
   ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());
@@ -168,7 +184,7 @@ TEST_F(BranchMergeTest, MainsCompactionIsNoConflict) {
   r.source = "late";
   Result<MergeResult> merged = ws_->Merge(r);
   ASSERT_TRUE(merged.ok()) << merged.status();
-  EXPECT_EQ(RowsOf(*ws_, "orders"), 5);  // 1 2 3 4 and late's 5
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 5);                    // 1 2 3 4 and late's 5
   EXPECT_TRUE(Merge().status().Is(ErrorCode::kConflict));  // dev: main appended 3 since its fork
   ExpectHeadsMatchFold(*ws_);
 }
@@ -328,10 +344,23 @@ std::multiset<int64_t> IdsOf(const WorkspaceEngine& ws, const std::string& branc
   return out;
 }
 
-// Random appends and deletes on main and a branch, and merges of the branch,
-// against a replay: a table changed on both sides since the last merge is a
-// conflict that changes nothing; otherwise main takes the branch's tables.
-TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
+// Random appends and deletes on main and a branch, merges of the branch and
+// reverts of them, against a replay: a table changed on both sides since the
+// last merge is a conflict that changes nothing; otherwise main takes the
+// branch's tables. A revert puts a merge's tables back unless main changed
+// one since (revert_blocked); the branch then merges them again.
+// A merge the model may revert: its tables as main held them before it, and
+// main's change counts of them right after it.
+struct ModelMerge {
+  std::string id;
+  int generation = 0;  // of the branch merged
+  std::map<std::string, std::multiset<int64_t>> before;
+  std::map<std::string, int> stamps;
+  bool reverted = false;
+};
+
+TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsMergesAndReverts) {
+  int64_t all_reverts = 0, all_blocked = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937_64 rng(seed);
@@ -344,10 +373,38 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
     std::map<std::string, std::map<std::string, bool>> changed;  // since the last merge
     for (const std::string& t : tables) ASSERT_TRUE(ws->CreateTable(t, EventSchema(), {}).ok());
     ASSERT_TRUE(ws->CreateBranch("dev").ok());
-    int64_t next_id = 0, merges = 0, conflicts = 0;
-    for (int step = 0; step < 60; ++step) {
-      const int op = static_cast<int>(rng() % 6);
-      if (op == 5) {  // merge
+    int64_t next_id = 0, merges = 0, conflicts = 0, reverts = 0, blocked = 0, generation = 0;
+    std::map<std::string, int> stamp;  // main's changes of each table
+    std::vector<ModelMerge> done;
+    for (int step = 0; step < 80; ++step) {
+      const int op = static_cast<int>(rng() % 7);
+      if (op == 6 && !done.empty()) {  // revert a merge
+        ModelMerge& m = rng() % 2 ? done.back() : done[rng() % done.size()];
+        MergeRevertRequest r;
+        r.merge_id = m.id;
+        Result<MergeRevertResult> rv = ws->RevertMerge(r);
+        bool moved = false;
+        for (const auto& [t, s] : m.stamps) moved |= stamp[t] != s;
+        if (m.reverted) {
+          ASSERT_TRUE(rv.ok() && rv->already_reverted) << rv.status();
+        } else if (moved) {
+          ASSERT_TRUE(rv.status().Is(ErrorCode::kRevertBlocked)) << rv.status();
+          ++blocked;
+        } else {
+          ASSERT_TRUE(rv.ok()) << rv.status();
+          ++reverts;
+          m.reverted = true;
+          for (const auto& [t, ids] : m.before) {
+            rows[""][t] = ids;
+            ++stamp[t];
+            const bool same_branch = m.generation == generation;
+            changed["dev"][t] = same_branch || changed["dev"][t];
+            changed[""][t] = !same_branch;
+          }
+        }
+        continue;
+      }
+      if (op >= 5) {  // merge
         bool conflict = false, any = false;
         for (const std::string& t : tables) {
           conflict |= changed["dev"][t] && changed[""][t];
@@ -355,6 +412,7 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
         }
         MergeRequest r;
         r.source = "dev";
+        r.merge_id = "m" + std::to_string(step);
         Result<MergeResult> m = ws->Merge(r);
         if (conflict) {
           ASSERT_TRUE(m.status().Is(ErrorCode::kConflict)) << m.status();
@@ -362,6 +420,7 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
           // Resolved as a user would: the branch made again from main.
           ASSERT_TRUE(ws->DeleteBranch("dev").ok());
           ASSERT_TRUE(ws->CreateBranch("dev").ok());
+          ++generation;
           rows["dev"] = rows[""];
           for (const std::string& t : tables) changed["dev"][t] = changed[""][t] = false;
           continue;
@@ -369,11 +428,15 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
         ASSERT_TRUE(m.ok()) << m.status();
         if (!any) continue;  // nothing to merge: no commit, the base stays
         ++merges;
+        ModelMerge made{r.merge_id, static_cast<int>(generation), {}, {}, false};
         for (const std::string& t : tables) {  // main's own changes to others stay its own
           if (!changed["dev"][t]) continue;
+          made.before[t] = rows[""][t];
+          made.stamps[t] = ++stamp[t];
           rows[""][t] = rows["dev"][t];
           changed["dev"][t] = changed[""][t] = false;
         }
+        done.push_back(std::move(made));
         continue;
       }
       // Main loads mostly table a, the branch mostly b and c.
@@ -396,14 +459,20 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsAndMerges) {
         rows[b][t].erase(victim);
       }
       changed[b][t] = true;
+      if (b.empty()) ++stamp[t];
     }
     EXPECT_GT(merges, 0);
+    all_reverts += reverts;
+    all_blocked += blocked;
     for (const std::string& b : branches) {
       for (const std::string& t : tables) EXPECT_EQ(IdsOf(*ws, b, t), rows[b][t]) << b << "/" << t;
       ExpectHeadsMatchFold(*ws, b);
     }
-    std::cout << "seed " << seed << ": " << merges << " merges, " << conflicts << " conflicts\n";
+    std::cout << "seed " << seed << ": " << merges << " merges, " << conflicts << " conflicts, "
+              << reverts << " reverts, " << blocked << " blocked\n";
   }
+  EXPECT_GT(all_reverts, 0);  // the seeds reach both outcomes
+  EXPECT_GT(all_blocked, 0);
 }
 
 }  // namespace

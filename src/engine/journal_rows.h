@@ -1,5 +1,6 @@
 // The rows a table's catalog and journal changes are written as, shared by
-// the schema operations (workspace.cc) and merges (branch_merge.cc).
+// the schema operations (workspace.cc), merges (branch_merge.cc) and their
+// reverts (merge_revert.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -49,6 +50,30 @@ inline ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
       {"keys",
        def.keys}}.dump();
   return r;
+}
+
+// The rows that drop the live table `def` whose head is `head`: the head
+// leaves for a tombstone one version on, the definition and its grants go.
+inline Status TombstoneRows(PublishView& view, const TableDef& def, TableHead head,
+                            PublishPlan* plan) {
+  plan->removes.push_back(TableHeadRow(head));  // leaves its partition for the tombstones'
+  head.state = HeadState::kTombstoned;
+  head.table_version += 1;
+  head.row_count.reset();
+  head.head_commit = view.commit_id();
+  ManifestRow tomb = JournalRow(object_type::kTableTombstone,
+                                TableTombstoneId(def.sid, def.inc, head.table_version), head);
+  tomb.table_version = head.table_version;
+  plan->journal.push_back(std::move(tomb));
+  plan->upserts.push_back(TableHeadRow(head));
+  plan->removes.push_back(TableDefRow(def));
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
+  for (const ManifestRow& r : catalog) {
+    if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid) {
+      plan->removes.push_back(r);
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace loam

@@ -364,25 +364,10 @@ Result<WriteResult> WorkspaceEngine::DropTable(const std::string& name, const st
     ASSIGN_OR_RETURN(TableDef def, DefByName(view, name));
     ASSIGN_OR_RETURN(std::optional<TableHead> head, view.TableHeadOf(def.sid));
     if (!head) return Status::DataLoss("table '" + name + "' has no head");
-    const ManifestRow live = TableHeadRow(*head);  // leaves its partition for the tombstones'
-    head->state = HeadState::kTombstoned;
-    head->table_version += 1;
-    head->row_count.reset();
-    head->head_commit = view.commit_id();
     PublishPlan plan;
-    ManifestRow tomb = JournalRow(object_type::kTableTombstone,
-                                  TableTombstoneId(def.sid, def.inc, head->table_version), *head);
-    tomb.table_version = head->table_version;
-    plan.journal = {tomb};
-    plan.upserts = {TableHeadRow(*head)};
-    plan.removes = {live, TableDefRow(def)};
-    ASSIGN_OR_RETURN(std::vector<ManifestRow> catalog, view.Partition(kCatalogPartition));
-    for (const ManifestRow& r : catalog) {
-      if (r.object_type == object_type::kGrant && r.stable_table_id == def.sid)
-        plan.removes.push_back(r);
-    }
+    RETURN_NOT_OK(TombstoneRows(view, def, *head, &plan));
     result.sid = def.sid;
-    result.table_version = head->table_version;
+    result.table_version = head->table_version + 1;
     return plan;
   };
   RETURN_NOT_OK(PublishInto(spec, &result));

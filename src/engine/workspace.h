@@ -37,6 +37,10 @@ inline constexpr std::string_view kRecoveryAfterRestore = "recovery.after_restor
 // A merge: its tables' versions committed on the target's forks, not published.
 inline constexpr std::string_view kMergeAfterTableCommits = "merge.after_table_commits";
 inline constexpr std::string_view kMergeAfterPublish = "merge.after_publish";
+// A merge's revert: its tables' restores committed on the forks, not published.
+inline constexpr std::string_view kMergeRevertAfterTableCommits =
+    "merge_revert.after_table_commits";
+inline constexpr std::string_view kMergeRevertAfterPublish = "merge_revert.after_publish";
 }  // namespace failpoint
 
 struct WorkspaceOptions {
@@ -218,6 +222,14 @@ struct MergeRequest {
   std::vector<MergeCheck> checks;  // loam/merge.h
 };
 
+struct MergeRevertRequest {
+  std::string into;  // the branch the merge committed on ("" = main)
+  std::string merge_id;
+  // Writer of every table whose rows go back, admin of every table whose
+  // name or schema goes back or that is dropped (checked inside the publish).
+  std::string principal;
+};
+
 // Who a table change is published for (see WorkspaceEngine::PublishTableChange).
 struct PublishAuthorisation {
   const std::string* principal = nullptr;  // nullptr: not checked (recovery, forks)
@@ -335,6 +347,10 @@ class WorkspaceEngine {
   // with it before anything else is done.
   Result<std::optional<MergeResult>> FindMerge(const std::string& into, const std::string& merge_id,
                                                const std::string& source) const;
+  // Undoes the merge `request.merge_id` on `request.into` in one commit
+  // (merge_revert.cc): revert_blocked, naming them, when a commit since
+  // changed one of its tables. A second revert answers the first.
+  Result<MergeRevertResult> RevertMerge(const MergeRevertRequest& request);
 
   // --- history, verification, recovery ------------------------------------------------
   Result<std::vector<GraphCommitInfo>> Log(const std::string& branch = "") const;  // newest first
@@ -387,7 +403,8 @@ class WorkspaceEngine {
   std::string TableRoot(const std::string& location) const;
 
  private:
-  friend class BranchMerger;  // Merge's steps (branch_merge.cc)
+  friend class BranchMerger;   // Merge's steps (branch_merge.cc)
+  friend class MergeReverter;  // RevertMerge's (merge_revert.cc)
   WorkspaceEngine(std::shared_ptr<ObjectStore> store, std::string root, WorkspaceOptions options,
                   std::shared_ptr<Manifest> manifest)
       : store_(std::move(store)),

@@ -119,6 +119,7 @@ void Api::AddRoutes() {
   authed("DELETE", "/v1/branches/{name}", &Api::DeleteBranch);
   authed("PATCH", "/v1/branches/{name}", &Api::PatchBranch);
   keyed("POST", "/v1/branches/{name}/merge", &Api::MergeBranch);
+  authed("POST", "/v1/merges/{id}/revert", &Api::RevertMerge);
   authed("PUT", "/v1/tables/{name}/grants/{principal}", &Api::PutGrant);
   authed("DELETE", "/v1/tables/{name}/grants/{principal}", &Api::DeleteGrant);
   keyed("POST", "/v1/pipelines", &Api::CreatePipeline);

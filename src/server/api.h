@@ -189,6 +189,7 @@ class Api : public HttpHandler {
   Response DeleteBranch(Call& c);
   Response PatchBranch(Call& c);
   Response MergeBranch(Call& c);
+  Response RevertMerge(Call& c);
 
   // A principal's place among its streamed answers, held until destroyed.
   class StreamSlot {

@@ -24,13 +24,17 @@ json BranchJson(const service::BranchState& b) {
   return j;
 }
 
-json MergeJson(const std::string& branch, const std::string& into, const MergeResult& r) {
+json TablesJson(const std::vector<MergedTable>& merged) {
   json tables = json::array();
-  for (const MergedTable& t : r.tables) {
+  for (const MergedTable& t : merged) {
     json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
     if (t.row_count) e["rowCount"] = *t.row_count;
     tables.push_back(std::move(e));
   }
+  return tables;
+}
+
+json MergeJson(const std::string& branch, const std::string& into, const MergeResult& r) {
   return {{"mergeId", r.merge_id},
           {"branch", branch},
           {"into", into},
@@ -39,7 +43,7 @@ json MergeJson(const std::string& branch, const std::string& into, const MergeRe
           {"sourceVersion", r.source_version},
           {"alreadyMerged", r.already_merged},
           {"copiedBytes", r.copied_bytes},
-          {"tables", std::move(tables)}};
+          {"tables", TablesJson(r.tables)}};
 }
 
 // A merge body: {"into"?, "checks"?: [{"name", "table", "minRows"?,
@@ -99,6 +103,15 @@ Result<MergeBody> ParseMergeBody(const std::string& body) {
   }
   for (size_t i = 0; i < checks->size(); ++i) RETURN_NOT_OK(ParseCheck((*checks)[i], i, &out));
   return out;
+}
+
+json RevertJson(const std::string& into, const MergeRevertResult& r) {
+  return {{"mergeId", r.merge_id},
+          {"into", into},
+          {"workspaceVersion", r.manifest_version},
+          {"commitId", r.commit_id},
+          {"alreadyReverted", r.already_reverted},
+          {"tables", TablesJson(r.tables)}};
 }
 
 }  // namespace
@@ -192,6 +205,22 @@ Response Api::MergeBranch(Call& c) {
   Result<MergeResult> merged = svc_->MergeBranch(c.ctx, std::move(req));
   if (!merged.ok()) return Problem(merged.status());
   return JsonResponse(200, MergeJson(branch, body->into, *merged));
+}
+
+// The merge id names the revert: a retry answers the first (alreadyReverted).
+Response Api::RevertMerge(Call& c) {
+  std::string into = "main";
+  if (!c.body.empty()) {
+    Result<json> j = ParseJsonObject(c.body, "merge revert");
+    if (!j.ok()) return Problem(j.status());
+    StrictObject o(*j, "merge revert");
+    Status s = o.String("into", &into);
+    if (s.ok()) s = o.Finish();
+    if (!s.ok()) return Problem(s);
+  }
+  Result<MergeRevertResult> r = svc_->RevertMerge(c.ctx, c.params["id"], into);
+  if (!r.ok()) return Problem(r.status());
+  return JsonResponse(200, RevertJson(into, *r));
 }
 
 }  // namespace loam::server

@@ -115,6 +115,54 @@ TEST_F(BranchRouteTest, AMergeChecksTheBranchThenPublishesItOnceUnderItsKey) {
   EXPECT_EQ(nothing.Json()["workspaceVersion"], 0);
 }
 
+TEST_F(BranchRouteTest, AMergeIsRevertedAsOneUnitOnce) {
+  ASSERT_EQ(Create({{"name", "day-1"}}).status, 201);
+  Load({1, 2, 3}, "day-1");
+  ASSERT_EQ(Merge("day-1", json::object(), "m-1").status, 200);
+  ASSERT_EQ(MainRows(), 3);
+  auto revert = [&](const std::string& id, const std::string& sub, const json& body = nullptr) {
+    return Call(sub, "POST", "/v1/merges/" + id + "/revert", "/v1/merges/{id}/revert",
+                body.is_null() ? "" : body.dump(), {{"Content-Type", "application/json"}});
+  };
+  const struct {
+    std::string id;
+    std::string sub;
+    json body;
+    int status;
+    std::string code;
+  } refused[] = {
+      {"m-1", "rex", nullptr, 403, "permission_denied"},  // a reader
+      {"m-9", "ada", nullptr, 404, "not_found"},
+      {"m-1", "ada", {{"into", "day-1"}}, 404, "not_found"},  // not merged there
+      {"m-1", "ada", {{"colour", "red"}}, 400, "invalid_argument"},
+  };
+  for (const auto& r : refused) {
+    HttpResult h = revert(r.id, r.sub, r.body);
+    EXPECT_EQ(h.status, r.status) << r.id << " " << h.body;
+    EXPECT_EQ(h.Json()["code"], r.code) << h.body;
+  }
+  EXPECT_EQ(MainRows(), 3);
+  HttpResult reverted = revert("m-1", "ada", {{"into", "main"}});
+  ASSERT_EQ(reverted.status, 200) << reverted.body;
+  EXPECT_EQ(reverted.Json()["tables"][0]["change"], "restored");
+  EXPECT_EQ(reverted.Json()["alreadyReverted"], false);
+  EXPECT_EQ(MainRows(), 0);
+  HttpResult again = revert("m-1", "ada");
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.Json()["alreadyReverted"], true);
+  EXPECT_EQ(again.Json()["workspaceVersion"], reverted.Json()["workspaceVersion"]);
+  HttpResult history = Call("ada", "GET", "/v1/tables/orders/history", "/v1/tables/{name}/history");
+  EXPECT_EQ(history.Json()["history"].back()["runIds"][0], "merge-revert:m-1") << history.body;
+  // Merged again, then loaded on main: the revert is blocked, naming the table.
+  ASSERT_EQ(Merge("day-1", json::object(), "m-2").status, 200);
+  Load({4}, "");
+  HttpResult blocked = revert("m-2", "ada");
+  ASSERT_EQ(blocked.status, 409) << blocked.body;
+  EXPECT_EQ(blocked.Json()["code"], "revert_blocked");
+  EXPECT_EQ(blocked.Json()["table"], "orders");
+  EXPECT_EQ(MainRows(), 4);
+}
+
 TEST_F(BranchRouteTest, RefusedMergesSayWhyAndChangeNothing) {
   ASSERT_EQ(Create({{"name", "day-1"}}).status, 201);
   ASSERT_EQ(Create({{"name", "day-2"}}).status, 201);

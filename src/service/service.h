@@ -258,6 +258,9 @@ class Service {
   Result<std::optional<MergeResult>> FindMerge(const CallContext& ctx, const std::string& branch,
                                                const std::string& merge_id,
                                                const std::string& into);
+  // WorkspaceEngine::RevertMerge as the caller, on branch `into`.
+  Result<MergeRevertResult> RevertMerge(const CallContext& ctx, const std::string& merge_id,
+                                        const std::string& into);
 
   // --- uploads --------------------------------------------------------------
   Result<UploadTicket> CreateUpload(const CallContext& ctx, const std::string& pipeline_id,

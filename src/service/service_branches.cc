@@ -102,4 +102,14 @@ Result<MergeResult> Service::MergeBranch(const CallContext& ctx, MergeRequest re
   return ws_->Merge(request);
 }
 
+Result<MergeRevertResult> Service::RevertMerge(const CallContext& ctx, const std::string& merge_id,
+                                               const std::string& into) {
+  RETURN_NOT_OK(CheckContext(ctx));
+  MergeRevertRequest r;
+  r.into = EngineBranchName(into);
+  r.merge_id = merge_id;
+  r.principal = ctx.principal;
+  return ws_->RevertMerge(r);
+}
+
 }  // namespace loam::service

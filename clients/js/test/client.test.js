@@ -349,6 +349,12 @@ test('write, audit, publish: a branch loaded by a pipeline is merged once, after
   assert.deepEqual(merged.tables.map((t) => [t.name, t.change]), [['t', 'updated']]);
   const { rows } = await c.sql('SELECT count(*) FROM t WHERE id IN (501, 502)');
   assert.deepEqual(rows, [[2]]);
+  lossy.losePost = true;  // the revert's answer is lost: its retry answers the first revert
+  const reverted = await c.revertMerge('js-merge-1');
+  assert.equal(reverted.alreadyReverted, true);
+  assert.deepEqual(reverted.tables.map((t) => [t.name, t.change]), [['t', 'restored']]);
+  assert.deepEqual((await c.sql('SELECT count(*) FROM t WHERE id IN (501, 502)')).rows, [[0]]);
+  await assert.rejects(c.revertMerge('nope'), (err) => err instanceof LoamError && err.status === 404);
   await c.deleteBranch('js-day');
   await assert.rejects(c.getBranch('js-day'), (err) => err instanceof LoamError && err.status === 404);
 });

@@ -398,6 +398,14 @@ class LoamClient:
                                {"Idempotency-Key": idempotency_key or str(uuid.uuid4())},
                                on_retry)
 
+    def revert_merge(self, merge_id, into=None, on_retry=None):
+        """Undoes the merge `merge_id` into `into` (default main) as one unit,
+        in one commit. The merge id names the revert: a retry answers the
+        first (alreadyReverted). The revert."""
+        doc = {"into": into} if into else {}
+        return self._post_json(f"/v1/merges/{_quote(merge_id)}/revert", (200,), doc, None,
+                               on_retry)
+
     def revert_run(self, run_id, idempotency_key=None):
         """One new commit that undoes a succeeded run:
         {revertedRun, commitId, manifestVersion, tableVersion}."""

@@ -368,6 +368,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(merged["mergeId"], "py-merge-1")
         self.assertEqual([(t["name"], t["change"]) for t in merged["tables"]], [("t", "updated")])
         self.assertEqual(c.sql("SELECT count(*) FROM t WHERE id IN (601, 602)")["rows"], [[2]])
+        lose["POST"] = True  # the revert's answer is lost: its retry answers the first revert
+        reverted = c.revert_merge("py-merge-1")
+        self.assertTrue(reverted["alreadyReverted"])
+        self.assertEqual([(t["name"], t["change"]) for t in reverted["tables"]], [("t", "restored")])
+        self.assertEqual(c.sql("SELECT count(*) FROM t WHERE id IN (601, 602)")["rows"], [[0]])
+        with self.assertRaises(LoamError) as unknown:
+            c.revert_merge("nope")
+        self.assertEqual((unknown.exception.status, unknown.exception.code), (404, "not_found"))
         c.delete_branch("py-day")
         with self.assertRaises(LoamError) as gone:
             c.get_branch("py-day")
