@@ -199,6 +199,27 @@ Result<int64_t> BranchMerger::LastSeq(const Manifest& m, const std::string& into
   return lo;
 }
 
+Result<std::optional<int64_t>> BranchMerger::SeqAt(const Manifest& m, const std::string& into,
+                                                   const std::string& source_id, int64_t last,
+                                                   uint64_t manifest_version) {
+  int64_t lo = 1, hi = last;
+  while (lo <= hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
+                     m.FindJournalRow(into, RunCommitId(MergeBaseRunId(source_id, mid))));
+    if (!row)
+      return Status::DataLoss("merge record " + MergeBaseRunId(source_id, mid) + " is gone");
+    const uint64_t at = ManifestVersionOf(*row);
+    if (at == manifest_version) return std::optional<int64_t>(mid);
+    if (at < manifest_version) {
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return std::optional<int64_t>();
+}
+
 Result<BranchMerger::Base> BranchMerger::BaseAt(const Manifest& m, const std::string& into,
                                                 const std::string& source_id, int64_t seq,
                                                 uint64_t fork_version) {

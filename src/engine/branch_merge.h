@@ -48,6 +48,11 @@ class BranchMerger {
   // The highest seq with a record (O(log merges) exact look-ups).
   static Result<int64_t> LastSeq(const Manifest& m, const std::string& into,
                                  const std::string& source_id);
+  // The seq (1..last) whose record the commit at `manifest_version` wrote
+  // (records are written in seq order, so by bisection); nullopt: none.
+  static Result<std::optional<int64_t>> SeqAt(const Manifest& m, const std::string& into,
+                                              const std::string& source_id, int64_t last,
+                                              uint64_t manifest_version);
   // Whether `now` holds the rows of `base`: the same incarnation, name and
   // schema, and every version since on its fork a compaction or a restore of
   // one that does (a write the manifest refused, rolled back).

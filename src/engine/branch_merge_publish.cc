@@ -24,15 +24,9 @@ int64_t BranchMerger::Change::FinalVersion() const {
 }
 
 TableDef BranchMerger::Change::FinalDef() const {
+  if (target != nullptr) return ContinueCounters(source->def, target->def);
   TableDef def = source->def;
-  if (target == nullptr) {
-    def.renames = 0;  // none in the target's journal
-    return def;
-  }
-  def.renames = target->def.renames + (def.name != target->def.name ? 1 : 0);
-  const bool same_schema = def.schema == target->def.schema && def.keys == target->def.keys;
-  def.schema_version = same_schema ? target->def.schema_version
-                                   : std::max(def.schema_version, target->def.schema_version + 1);
+  def.renames = 0;  // none in the target's journal
   return def;
 }
 
@@ -217,9 +211,11 @@ std::string BranchMerger::Detail() const {
     if (c.source && c.source->head.row_count) e["rows"] = *c.source->head.row_count;
     tables.push_back(std::move(e));
   }
-  return json{{"merge_source", req_.source}, {"merge_source_id", source_id_},
-              {"merge_seq", base_.seq + 1},  {"merge_source_version", source_.manifest_version},
-              {"merge_by", req_.principal},  {"merge_tables", std::move(tables)}}
+  return json{{"merge_source", req_.source},
+              {"merge_source_id", source_id_},
+              {"merge_source_version", source_.manifest_version},
+              {"merge_by", req_.principal},
+              {"merge_tables", std::move(tables)}}
       .dump();
 }
 

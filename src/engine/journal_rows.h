@@ -3,6 +3,7 @@
 // reverts (merge_revert.cc).
 #pragma once
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -50,6 +51,18 @@ inline ManifestRow TableSchemaRow(const TableDef& def, const TableHead& h) {
       {"keys",
        def.keys}}.dump();
   return r;
+}
+
+// `next`, a definition taking the place of `current`, with counters that
+// continue current's journal: a new name is its next rename, a changed
+// schema or key set a schema version above current's (next's own when
+// higher).
+inline TableDef ContinueCounters(TableDef next, const TableDef& current) {
+  next.renames = current.renames + (next.name != current.name ? 1 : 0);
+  const bool same_schema = next.schema == current.schema && next.keys == current.keys;
+  next.schema_version = same_schema ? current.schema_version
+                                    : std::max(next.schema_version, current.schema_version + 1);
+  return next;
 }
 
 // The rows that drop the live table `def` whose head is `head`: the head

@@ -1,6 +1,7 @@
 // WorkspaceEngine::RevertMerge: a merge undone as one unit (merge_revert.h).
 #include "engine/merge_revert.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -22,6 +23,17 @@ std::string JoinedNames(const std::vector<std::string>& names) {
   return out;
 }
 
+// The run commit `run_id` committed on `into` itself (a branch's journal
+// holds its parent's rows up to its fork point too).
+Result<std::optional<ManifestRow>> OwnRunCommit(const Manifest& m, const std::string& into,
+                                                const std::string& run_id) {
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> row, m.FindJournalRow(into, RunCommitId(run_id)));
+  if (!row || into.empty()) return row;
+  ASSIGN_OR_RETURN(BranchInfo info, m.BranchParent(into));
+  if (ManifestVersionOf(*row) <= info.parent_version) return std::optional<ManifestRow>();
+  return row;
+}
+
 }  // namespace
 
 std::string MergeRevertRunId(const std::string& merge_id) { return "merge-revert:" + merge_id; }
@@ -30,14 +42,15 @@ Result<MergeRevertResult> WorkspaceEngine::RevertMerge(const MergeRevertRequest&
   return MergeReverter(*this, request).Run();
 }
 
-MergeHead MergeReverter::Undo::FinalHead(const std::string& target_id) const {
+MergeHead MergeReverter::Undo::FinalHead(const std::string& target_id,
+                                         const std::string& into) const {
   if (before == nullptr) return MergeHead();
   TableHead h = before->head;
   h.table_key = def.name;
   h.schema_hash = def.SchemaHash();
   h.table_version = data ? version : now->head.table_version;
   h.owner_ref = data ? target_id : now->head.owner_ref;
-  if (!data) h.owner_branch = now->head.owner_branch;
+  h.owner_branch = data ? into : now->head.owner_branch;
   return h;
 }
 
@@ -47,8 +60,11 @@ Result<MergeRevertResult> MergeReverter::Run() {
   if (done) return *std::move(done);
   RETURN_NOT_OK(Load());
   RETURN_NOT_OK(Plan());
-  RETURN_NOT_OK(PreAuthorize());
-  RETURN_NOT_OK(CommitTables());
+  if (Status s = CommitTables(); !s.ok()) {  // a racing retry of the same revert may have won
+    Result<std::optional<MergeRevertResult>> won = Find(ws_.manifest(), req_.into, req_.merge_id);
+    if (won.ok() && *won) return **std::move(won);
+    return s;
+  }
   if (Status s = ws_.Fail(failpoint::kMergeRevertAfterTableCommits); !s.ok()) return s;
   ASSIGN_OR_RETURN(MergeRevertResult reverted, Publish());
   RETURN_NOT_OK(ws_.Fail(failpoint::kMergeRevertAfterPublish));
@@ -59,7 +75,7 @@ Result<std::optional<MergeRevertResult>> MergeReverter::Find(const Manifest& m,
                                                              const std::string& into,
                                                              const std::string& merge_id) {
   ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
-                   m.FindJournalRow(into, RunCommitId(MergeRevertRunId(merge_id))));
+                   OwnRunCommit(m, into, MergeRevertRunId(merge_id)));
   if (!row) return std::optional<MergeRevertResult>();
   const json j = ParseJson(row->metadata);
   MergeRevertResult r;
@@ -82,10 +98,11 @@ Status MergeReverter::Load() {
   const Manifest& m = ws_.manifest();
   const std::string on = "branch '" + BranchName(req_.into) + "'";
   ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
-                   m.FindJournalRow(req_.into, RunCommitId(MergeRunId(req_.merge_id))));
+                   OwnRunCommit(m, req_.into, MergeRunId(req_.merge_id)));
   if (!row) return Status::NotFound("no merge '" + req_.merge_id + "' was committed on " + on);
   record_ = ParseJson(row->metadata);
   const uint64_t at = ManifestVersionOf(*row);
+  merged_at_ = at;
   if (!record_.is_object() || at < 2) {
     return Status::DataLoss("merge record " + row->object_id + " is malformed");
   }
@@ -109,21 +126,32 @@ Status MergeReverter::Plan() {
   std::set<int64_t> sids;
   for (const auto& [sid, _] : b) sids.insert(sid);
   for (const auto& [sid, _] : m) sids.insert(sid);
+  std::vector<int64_t> theirs;  // the merge's tables
+  for (int64_t sid : sids) {
+    if (!SameHead(LiveHead(At(b, sid)), LiveHead(At(m, sid)))) theirs.push_back(sid);
+  }
+  // Nothing about them is told to a caller without a writer's role on each.
+  for (int64_t sid : theirs) {
+    const TableState* t = At(n, sid) ? At(n, sid) : At(m, sid) ? At(m, sid) : At(b, sid);
+    const Snapshot& grants = At(n, sid) ? now_ : At(m, sid) ? merged_ : before_;
+    RETURN_NOT_OK(ws_.AuthorizeRole(t->def.name, req_.principal, grants.RoleOf(sid, req_.principal),
+                                    WriteMode::kRestore));
+  }
   std::vector<std::string> changed;
-  for (int64_t sid : sids) RETURN_NOT_OK(PlanOne(At(b, sid), At(m, sid), At(n, sid), &changed));
+  for (int64_t sid : theirs) RETURN_NOT_OK(PlanOne(At(b, sid), At(m, sid), At(n, sid), &changed));
   if (!changed.empty()) {
     return Status::FailedPrecondition("table(s) " + JoinedNames(changed) + " changed on branch '" +
-                            BranchName(req_.into) + "' since merge '" + req_.merge_id +
-                            "'; revert those changes first; nothing was reverted")
+                                      BranchName(req_.into) + "' since merge '" + req_.merge_id +
+                                      "'; revert those changes first; nothing was reverted")
         .WithErrorCode(ErrorCode::kRevertBlocked)
         .WithDetail("table", changed.front());
   }
+  RETURN_NOT_OK(PreAuthorize());
   return CheckNames();
 }
 
 Status MergeReverter::PlanOne(const TableState* before, const TableState* merged,
                               const TableState* now, std::vector<std::string>* changed) {
-  if (SameHead(LiveHead(before), LiveHead(merged))) return Status::OK();  // not the merge's
   if (merged == nullptr) {
     return Status::FailedPrecondition("merge '" + req_.merge_id + "' dropped table '" +
                                       before->def.name +
@@ -136,6 +164,10 @@ Status MergeReverter::PlanOne(const TableState* before, const TableState* merged
     ASSIGN_OR_RETURN(bool same_rows, BranchMerger::SameRowsSince(ws_, merged->head, now->head));
     moved = !same_rows;  // compacted since: the merge's rows still
   }
+  if (moved && now) {
+    ASSIGN_OR_RETURN(bool restored, RestoredByRevert(now->head, merged->head));
+    moved = !restored;  // a later merge, reverted since
+  }
   if (moved) {
     changed->push_back(merged->def.name);
     return Status::OK();
@@ -144,16 +176,33 @@ Status MergeReverter::PlanOne(const TableState* before, const TableState* merged
   u.before = before;
   u.now = now;
   if (before) {
-    u.def = before->def;
-    u.def.renames = now->def.renames + (before->def.name != now->def.name ? 1 : 0);
-    const bool same_schema =
-        before->def.schema == now->def.schema && before->def.keys == now->def.keys;
-    u.def.schema_version = now->def.schema_version + (same_schema ? 0 : 1);
+    u.def = ContinueCounters(before->def, now->def);
     u.data = before->head.table_version != now->head.table_version ||
              before->head.owner_ref != now->head.owner_ref;
   }
   undos_.push_back(std::move(u));
   return Status::OK();
+}
+
+// Whether `now` was written by the revert of a later merge that put back
+// exactly `merged` (its record names the head each table went back to).
+Result<bool> MergeReverter::RestoredByRevert(const TableHead& now, const TableHead& merged) const {
+  const Manifest& m = ws_.manifest();
+  ASSIGN_OR_RETURN(
+      std::optional<ManifestRow> version,
+      m.FindJournalRow(req_.into, TableVersionId(now.sid, now.inc, now.table_version)));
+  const std::string by = version ? StringAt(ParseJson(version->metadata), "merge_revert") : "";
+  if (by.empty()) return false;
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> revert,
+                   OwnRunCommit(m, req_.into, MergeRevertRunId(by)));
+  const json j = revert ? ParseJson(revert->metadata) : json();
+  const json tables = j.is_object() && j.contains("revert_tables") ? j["revert_tables"] : json();
+  for (const json& t : tables.is_array() ? tables : json::array()) {
+    if (t.is_object() && IntegerAt(t, "sid") == now.sid && t.contains("restored")) {
+      return SameHead(HeadFromJson(t["restored"]), merged);
+    }
+  }
+  return false;
 }
 
 // A name a table takes back that a table the revert leaves alone took since.
@@ -171,8 +220,8 @@ Status MergeReverter::CheckNames() const {
   for (const auto& [sid, name] : names) {
     if (++uses[name] == 2) {
       return Status::FailedPrecondition("table name '" + name + "' was taken on branch '" +
-                              BranchName(req_.into) + "' since merge '" + req_.merge_id +
-                              "'; rename that table first; nothing was reverted")
+                                        BranchName(req_.into) + "' since merge '" + req_.merge_id +
+                                        "'; rename that table first; nothing was reverted")
           .WithErrorCode(ErrorCode::kRevertBlocked)
           .WithDetail("table", name);
     }
@@ -243,7 +292,10 @@ Status MergeReverter::BuildOne(PublishView& view, const Undo& u, PublishPlan* pl
   if (u.before == nullptr) return TombstoneRows(view, u.now->def, *cur, plan);
   if (u.def.name != name) {
     Result<TableDef> holder = DefByName(view, u.def.name);
-    if (holder.ok() && holder->sid != u.sid()) {
+    const bool moving =
+        holder.ok() && std::any_of(undos_.begin(), undos_.end(),
+                                   [&](const Undo& o) { return o.sid() == holder->sid; });
+    if (holder.ok() && !moving) {
       return Status::Conflict("table name '" + u.def.name + "' was taken on branch '" +
                               BranchName(req_.into) + "' meanwhile; revert again");
     }
@@ -254,7 +306,7 @@ Status MergeReverter::BuildOne(PublishView& view, const Undo& u, PublishPlan* pl
     rename.metadata = json{{"old", name}, {"new", u.def.name}}.dump();
     plan->journal.push_back(std::move(rename));
   }
-  TableHead next = *u.FinalHead(target_id_);
+  TableHead next = *u.FinalHead(target_id_, req_.into);
   next.head_commit = view.commit_id();
   if (u.def.schema_version != u.now->def.schema_version) {
     plan->journal.push_back(TableSchemaRow(u.def, next));
@@ -277,11 +329,13 @@ Result<std::optional<std::pair<std::string, std::string>>> MergeReverter::NextBa
   const Manifest& m = ws_.manifest();
   const std::string source = StringAt(record_, "merge_source");
   const std::string source_id = StringAt(record_, "merge_source_id");
-  const std::optional<int64_t> seq = IntegerAt(record_, "merge_seq");
   Result<std::string> id = m.BranchId(source);
-  if (!seq || *seq < 1 || !id.ok() || *id != source_id) return Next();  // gone or recreated
+  if (!id.ok() || *id != source_id) return Next();  // gone or recreated: never merged again
   ASSIGN_OR_RETURN(BranchInfo info, m.BranchParent(source));
   ASSIGN_OR_RETURN(int64_t last, BranchMerger::LastSeq(m, req_.into, source_id));
+  ASSIGN_OR_RETURN(std::optional<int64_t> seq,
+                   BranchMerger::SeqAt(m, req_.into, source_id, last, merged_at_));
+  if (!seq) return Status::DataLoss("merge '" + req_.merge_id + "' has no base record");
   ASSIGN_OR_RETURN(BranchMerger::Base latest,
                    BranchMerger::BaseAt(m, req_.into, source_id, last, info.parent_version));
   ASSIGN_OR_RETURN(BranchMerger::Base prior,
@@ -292,7 +346,7 @@ Result<std::optional<std::pair<std::string, std::string>>> MergeReverter::NextBa
     auto it = prior.tables.find(u.sid());
     const MergeHead from =
         it != prior.tables.end() ? it->second.first : LiveHead(at_fork.FindSid(u.sid()));
-    MergeHead was = u.FinalHead(target_id_);
+    MergeHead was = u.FinalHead(target_id_, req_.into);
     if (!was) {
       was = u.now->head;
       was->state = HeadState::kTombstoned;
@@ -310,10 +364,17 @@ Result<std::optional<std::pair<std::string, std::string>>> MergeReverter::NextBa
   return Next(std::pair(MergeBaseRunId(source_id, last + 1), detail.dump()));
 }
 
+// Each table with the head it went back to ("restored"; null: dropped).
 std::string MergeReverter::Detail() const {
+  const std::vector<MergedTable> answer = Answer(0, "").tables;
   json tables = json::array();
-  for (const MergedTable& t : Answer(0, "").tables) {
-    json e = {{"name", t.name}, {"change", t.change}, {"version", t.table_version}};
+  for (size_t i = 0; i < undos_.size(); ++i) {
+    const MergedTable& t = answer[i];
+    json e = {{"name", t.name},
+              {"sid", undos_[i].sid()},
+              {"change", t.change},
+              {"version", t.table_version},
+              {"restored", HeadJson(LiveHead(undos_[i].before))}};
     if (t.row_count) e["rows"] = *t.row_count;
     tables.push_back(std::move(e));
   }
@@ -330,7 +391,7 @@ MergeRevertResult MergeReverter::Answer(uint64_t manifest_version,
   r.manifest_version = manifest_version;
   r.commit_id = commit_id;
   for (const Undo& u : undos_) {
-    const MergeHead h = u.FinalHead(target_id_);
+    const MergeHead h = u.FinalHead(target_id_, req_.into);
     if (h) {
       r.tables.push_back({u.def.name, "restored", h->table_version, u.before->head.row_count});
     } else {

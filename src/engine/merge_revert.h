@@ -40,13 +40,14 @@ class MergeReverter {
     std::optional<ForkReset> reset;
     int64_t sid() const { return now->def.sid; }
     // The target's head after the revert (nullopt: dropped).
-    MergeHead FinalHead(const std::string& target_id) const;
+    MergeHead FinalHead(const std::string& target_id, const std::string& into) const;
   };
 
   Status Load();
   Status Plan();
   Status PlanOne(const TableState* before, const TableState* merged, const TableState* now,
                  std::vector<std::string>* changed);
+  Result<bool> RestoredByRevert(const TableHead& now, const TableHead& merged) const;
   Status CheckNames() const;
   WriteMode ModeOf(const Undo& u) const;
   Status PreAuthorize() const;
@@ -64,8 +65,9 @@ class MergeReverter {
   nlohmann::json record_;  // the merge's run commit
   std::string target_id_;
   std::string commit_id_;
-  Snapshot before_;  // the target before the merge
-  Snapshot merged_;  // the target at the merge
+  uint64_t merged_at_ = 0;  // the merge's commit
+  Snapshot before_;         // the target before the merge
+  Snapshot merged_;         // the target at the merge
   Snapshot now_;
   std::vector<Undo> undos_;
 };

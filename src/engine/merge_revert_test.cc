@@ -189,6 +189,72 @@ TEST_F(MergeRevertTest, RevertingNeedsTheRolesTheUndoneChangesNeed) {
   ExpectHeadsMatchFold(*ws_);
 }
 
+// A name the revert gives back may be held by a table the same revert
+// drops; a table on another branch goes back on that branch's own fork.
+TEST_F(MergeRevertTest, NamesSwapBackAndABranchKeepsItsOwnFork) {
+  ASSERT_TRUE(ws_->RenameTable("orders", "sales", "dev").ok());
+  ASSERT_TRUE(ws_->CreateTable("orders", EventSchema(), {}, "dev").ok());
+  Merge("swap");
+  ASSERT_EQ(RowsOf(*ws_, "sales"), 2);
+  Result<MergeRevertResult> reverted = Revert("swap");
+  ASSERT_TRUE(reverted.ok()) << reverted.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 2);
+  EXPECT_EQ(ws_->Current().value().Find("sales"), nullptr);
+  ExpectHeadsMatchFold(*ws_);
+
+  ASSERT_TRUE(ws_->CreateBranch("qa").ok());
+  ASSERT_TRUE(ws_->CreateBranch("qa-day", "qa").ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {5}, "qa-day")).ok());
+  MergeRequest day;
+  day.source = "qa-day";
+  day.into = "qa";
+  day.merge_id = "day";
+  ASSERT_TRUE(ws_->Merge(day).ok());
+  // A branch made after a merge holds its record but cannot revert it.
+  ASSERT_TRUE(ws_->CreateBranch("after", "qa").ok());
+  MergeRevertRequest undo;
+  undo.into = "after";
+  undo.merge_id = "day";
+  EXPECT_TRUE(ws_->RevertMerge(undo).status().IsNotFound());
+  undo.into = "qa";
+  ASSERT_TRUE(ws_->RevertMerge(undo).ok());
+  const TableState& people = *ws_->Current("qa").value().Find("people");
+  EXPECT_EQ(people.head.owner_branch, "qa");
+  EXPECT_EQ(RowsOf(*ws_, "people", "qa"), 1);
+  ASSERT_TRUE(ws_->Write(Append("people", {6}, "qa")).ok());
+  EXPECT_EQ(RowsOf(*ws_, "people", "qa"), 2);
+  ExpectHeadsMatchFold(*ws_, "qa");
+}
+
+// Reverting the later of two merges of a table unblocks the earlier one;
+// the first merge of two from one branch reverted alone merges again.
+TEST_F(MergeRevertTest, MergesAreRevertedNewestFirstAndAnyOneMergesAgain) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  Merge("m1");
+  ASSERT_TRUE(ws_->Write(Append("orders", {4}, "dev")).ok());
+  ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());
+  Merge("m2");
+  ASSERT_EQ(RowsOf(*ws_, "orders"), 4);
+  Status s = Revert("m1", "mallory").status();  // no grant: told nothing
+  EXPECT_TRUE(s.IsPermissionDenied()) << s;
+  s = Revert("m1").status();
+  ASSERT_TRUE(s.Is(ErrorCode::kRevertBlocked)) << s;
+  ASSERT_TRUE(Revert("m2").ok());
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 3);
+  Result<MergeRevertResult> first = Revert("m1");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 2);
+  EXPECT_EQ(RowsOf(*ws_, "people"), 1);
+  ExpectHeadsMatchFold(*ws_);
+  MergeRequest again;
+  again.source = "dev";
+  Result<MergeResult> merged = ws_->Merge(again);
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 4);
+  EXPECT_EQ(RowsOf(*ws_, "people"), 2);
+  ExpectHeadsMatchFold(*ws_);
+}
+
 // A crash between the table commits and the publish leaves the merge in
 // place; one after the publish leaves it reverted. Either way the revert
 // then ends reverted exactly once.
