@@ -82,6 +82,7 @@ TEST_F(CliMergeTest, AMergeIsRevertedAsOneUnit) {
 
 TEST_F(CliMergeTest, AProtectedMainTakesMergesOnly) {
   Ok({"branch", "protect", "main", "on"});
+  EXPECT_EQ(Ok({"branch", "list"}).out, "main (protected)\ntoday\n");
   CliResult refused = Run({"load", "events", "day.csv"});
   EXPECT_EQ(refused.code, 5) << refused.all();  // the run fails: permission_denied
   EXPECT_NE(refused.all().find("is protected: its tables change only through merges"),

@@ -139,7 +139,10 @@ Status BranchList(const Context& ctx) {
     std::cout << json(std::vector<std::string>(branches.begin() + 1, branches.end())).dump()
               << "\n";
   } else {
-    for (const auto& b : branches) std::cout << b << "\n";
+    for (const auto& b : branches) {
+      ASSIGN_OR_RETURN(bool on, ws->BranchProtected(b));
+      std::cout << b << (on ? " (protected)" : "") << "\n";
+    }
   }
   return Status::OK();
 }

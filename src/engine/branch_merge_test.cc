@@ -310,11 +310,7 @@ TEST_F(BranchMergeTest, ACrashAtEitherFailpointNeverHalfAppliesAMerge) {
     ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
     ASSERT_TRUE(ws_->Write(Append("people", {2}, "dev")).ok());
     const uint64_t before = MainVersion();
-    WorkspaceOptions crashing = options_;
-    crashing.failpoint = [&](std::string_view at) {
-      return at == point ? Status::Unavailable("crash") : Status::OK();
-    };
-    auto crashed = WorkspaceEngine::Open(store_, "ws", crashing).value();
+    auto crashed = testing::OpenCrashingAt(store_, options_, point);
     MergeRequest r;
     r.source = "dev";
     r.merge_id = "m";

@@ -267,11 +267,7 @@ TEST_F(MergeRevertTest, ACrashAtEitherFailpointNeverHalfRevertsAMerge) {
     ChangeDev();
     Merge("m");
     const uint64_t merged = MainVersion();
-    WorkspaceOptions crashing = options_;
-    crashing.failpoint = [&](std::string_view at) {
-      return at == point ? Status::Unavailable("crash") : Status::OK();
-    };
-    auto crashed = WorkspaceEngine::Open(store_, "ws", crashing).value();
+    auto crashed = testing::OpenCrashingAt(store_, options_, point);
     ASSERT_TRUE(Revert("m", "", crashed.get()).status().IsUnavailable());
     const bool published = point == failpoint::kMergeRevertAfterPublish;
     EXPECT_EQ(MainVersion(), published ? merged + 1 : merged);

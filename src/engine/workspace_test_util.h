@@ -41,6 +41,17 @@ inline WorkspaceOptions TestOptions() {
   return o;
 }
 
+// The workspace "ws" opened again as a process that crashes (Unavailable)
+// at failpoint `point`.
+inline std::shared_ptr<WorkspaceEngine> OpenCrashingAt(std::shared_ptr<ObjectStore> store,
+                                                       WorkspaceOptions options,
+                                                       std::string_view point) {
+  options.failpoint = [at = std::string(point)](std::string_view p) {
+    return p == at ? Status::Unavailable("crash") : Status::OK();
+  };
+  return WorkspaceEngine::Open(std::move(store), "ws", options).value();
+}
+
 // A history with every shape migration must keep: main; an owned fork (dev);
 // a branch of a branch with a drop (dev2); a branch that never wrote (lazy);
 // a rename; tombstones on three branches; a name dropped and created again
