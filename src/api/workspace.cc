@@ -336,8 +336,8 @@ Status Workspace::SetBranchProtected(const std::string& branch, bool on) {
 }
 
 Result<bool> Workspace::BranchProtected(const std::string& branch) const {
-  ASSIGN_OR_RETURN(Snapshot snap, rep_->engine->Current(EngineBranch(branch)));
-  return snap.graph_head && snap.graph_head->protected_branch;
+  ASSIGN_OR_RETURN(WorkspaceEngine::BranchTip tip, rep_->engine->Tip(EngineBranch(branch)));
+  return tip.graph_head && tip.graph_head->protected_branch;
 }
 
 Result<std::vector<std::string>> Workspace::ListBranches() const {

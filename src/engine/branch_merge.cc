@@ -50,6 +50,15 @@ const TableState* At(const std::map<int64_t, const TableState*>& m, int64_t sid)
   return it == m.end() ? nullptr : it->second;
 }
 
+Result<std::optional<ManifestRow>> OwnRunCommit(const Manifest& m, const std::string& into,
+                                                const std::string& run_id) {
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> row, m.FindJournalRow(into, RunCommitId(run_id)));
+  if (!row || into.empty()) return row;
+  ASSIGN_OR_RETURN(BranchInfo info, m.BranchParent(into));
+  if (ManifestVersionOf(*row) <= info.parent_version) return std::optional<ManifestRow>();
+  return row;
+}
+
 std::string MergeRunId(const std::string& merge_id) { return "merge:" + merge_id; }
 std::string MergeBaseRunId(const std::string& source_id, int64_t seq) {
   return "merge-base:" + source_id + ":" + std::to_string(seq);
@@ -145,8 +154,7 @@ Status BranchMerger::Resolve() {
 Result<std::optional<MergeResult>> BranchMerger::Find(const Manifest& m, const std::string& into,
                                                       const std::string& merge_id,
                                                       const std::string& source) {
-  ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
-                   m.FindJournalRow(into, RunCommitId(MergeRunId(merge_id))));
+  ASSIGN_OR_RETURN(std::optional<ManifestRow> row, OwnRunCommit(m, into, MergeRunId(merge_id)));
   if (!row) return std::optional<MergeResult>();
   const json j = ParseJson(row->metadata);
   if (!j.is_object() || StringAt(j, "merge_source") != source) {

@@ -143,6 +143,10 @@ std::string BranchName(const std::string& engine_branch);  // "" -> "main"
 bool SameHead(const MergeHead& a, const MergeHead& b);
 nlohmann::json HeadJson(const MergeHead& h);
 MergeHead HeadFromJson(const nlohmann::json& j);
+// The run commit `run_id` committed on `into` itself (a branch's journal
+// holds its parent's rows up to its fork point too).
+Result<std::optional<ManifestRow>> OwnRunCommit(const Manifest& m, const std::string& into,
+                                                const std::string& run_id);
 // The graph commit a run commit row names ("" when it names none).
 std::string CommitOf(const ManifestRow& row);
 

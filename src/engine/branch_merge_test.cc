@@ -274,6 +274,11 @@ TEST_F(BranchMergeTest, OnlyIntoTheParentAndOnlyWithTheGrants) {
 TEST_F(BranchMergeTest, AProtectedBranchChangesOnlyThroughMerges) {
   ASSERT_TRUE(ws_->SetBranchProtected("", true, "owner").ok());
   EXPECT_TRUE(ws_->Current().value().graph_head->protected_branch);
+  const WorkspaceEngine::BranchTip tip = ws_->Tip("").value();  // the same, tables unread
+  EXPECT_TRUE(tip.graph_head->protected_branch);
+  EXPECT_EQ(tip.manifest_version, MainVersion());
+  const WorkspaceEngine::BranchTip dev = ws_->Tip("dev").value();
+  EXPECT_FALSE(dev.graph_head && dev.graph_head->protected_branch);
   Status s = ws_->Write(Append("orders", {3})).status();
   EXPECT_TRUE(s.IsPermissionDenied()) << s;
   EXPECT_NE(s.message().find("only through merges"), std::string::npos) << s;
@@ -343,15 +348,17 @@ std::multiset<int64_t> IdsOf(const WorkspaceEngine& ws, const std::string& branc
 // Random appends and deletes on main and a branch, merges of the branch and
 // reverts of them, against a replay: a table changed on both sides since the
 // last merge is a conflict that changes nothing; otherwise main takes the
-// branch's tables. A revert puts a merge's tables back unless main changed
-// one since (revert_blocked); the branch then merges them again.
+// branch's tables. A revert puts a merge's tables back unless main's state
+// of one differs from what the merge left (revert_blocked; a later merge
+// reverted puts that state back); the branch then merges them again.
 // A merge the model may revert: its tables as main held them before it, and
-// main's change counts of them right after it.
+// main's states of them before and right after it.
 struct ModelMerge {
   std::string id;
   int generation = 0;  // of the branch merged
   std::map<std::string, std::multiset<int64_t>> before;
-  std::map<std::string, int> stamps;
+  std::map<std::string, int> stamps;         // main's state of each table after it
+  std::map<std::string, int> before_stamps;  // and before it
   bool reverted = false;
 };
 
@@ -370,7 +377,8 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsMergesAndReverts) {
     for (const std::string& t : tables) ASSERT_TRUE(ws->CreateTable(t, EventSchema(), {}).ok());
     ASSERT_TRUE(ws->CreateBranch("dev").ok());
     int64_t next_id = 0, merges = 0, conflicts = 0, reverts = 0, blocked = 0, generation = 0;
-    std::map<std::string, int> stamp;  // main's changes of each table
+    std::map<std::string, int> stamp;  // main's state of each table (a new one per change)
+    int next_stamp = 0;
     std::vector<ModelMerge> done;
     for (int step = 0; step < 80; ++step) {
       const int op = static_cast<int>(rng() % 7);
@@ -392,7 +400,7 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsMergesAndReverts) {
           m.reverted = true;
           for (const auto& [t, ids] : m.before) {
             rows[""][t] = ids;
-            ++stamp[t];
+            stamp[t] = m.before_stamps[t];  // the rows before it, back
             const bool same_branch = m.generation == generation;
             changed["dev"][t] = same_branch || changed["dev"][t];
             changed[""][t] = !same_branch;
@@ -424,11 +432,12 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsMergesAndReverts) {
         ASSERT_TRUE(m.ok()) << m.status();
         if (!any) continue;  // nothing to merge: no commit, the base stays
         ++merges;
-        ModelMerge made{r.merge_id, static_cast<int>(generation), {}, {}, false};
+        ModelMerge made{r.merge_id, static_cast<int>(generation), {}, {}, {}, false};
         for (const std::string& t : tables) {  // main's own changes to others stay its own
           if (!changed["dev"][t]) continue;
           made.before[t] = rows[""][t];
-          made.stamps[t] = ++stamp[t];
+          made.before_stamps[t] = stamp[t];
+          made.stamps[t] = stamp[t] = ++next_stamp;
           rows[""][t] = rows["dev"][t];
           changed["dev"][t] = changed[""][t] = false;
         }
@@ -455,7 +464,7 @@ TEST(BranchMergeModelTest, MainEqualsAReplayOfLoadsMergesAndReverts) {
         rows[b][t].erase(victim);
       }
       changed[b][t] = true;
-      if (b.empty()) ++stamp[t];
+      if (b.empty()) stamp[t] = ++next_stamp;
     }
     EXPECT_GT(merges, 0);
     all_reverts += reverts;

@@ -15,23 +15,17 @@ namespace {
 
 using json = nlohmann::json;
 
+// RestoredByRevert follows at most this many reverts back, and looks at
+// most this many versions back from each.
+constexpr int kMaxRevertsFollowed = 16;
+constexpr int kMaxVersionsFollowed = 256;
+
 MergeHead LiveHead(const TableState* t) { return t ? MergeHead(t->head) : MergeHead(); }
 
 std::string JoinedNames(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
-}
-
-// The run commit `run_id` committed on `into` itself (a branch's journal
-// holds its parent's rows up to its fork point too).
-Result<std::optional<ManifestRow>> OwnRunCommit(const Manifest& m, const std::string& into,
-                                                const std::string& run_id) {
-  ASSIGN_OR_RETURN(std::optional<ManifestRow> row, m.FindJournalRow(into, RunCommitId(run_id)));
-  if (!row || into.empty()) return row;
-  ASSIGN_OR_RETURN(BranchInfo info, m.BranchParent(into));
-  if (ManifestVersionOf(*row) <= info.parent_version) return std::optional<ManifestRow>();
-  return row;
 }
 
 }  // namespace
@@ -58,12 +52,13 @@ Result<MergeRevertResult> MergeReverter::Run() {
   ASSIGN_OR_RETURN(std::optional<MergeRevertResult> done,
                    Find(ws_.manifest(), req_.into, req_.merge_id));
   if (done) return *std::move(done);
-  RETURN_NOT_OK(Load());
-  RETURN_NOT_OK(Plan());
-  if (Status s = CommitTables(); !s.ok()) {  // a racing retry of the same revert may have won
+  Status prepared = Load();
+  if (prepared.ok()) prepared = Plan();
+  if (prepared.ok()) prepared = CommitTables();
+  if (!prepared.ok()) {  // a racing retry of the same revert may have won meanwhile
     Result<std::optional<MergeRevertResult>> won = Find(ws_.manifest(), req_.into, req_.merge_id);
     if (won.ok() && *won) return **std::move(won);
-    return s;
+    return prepared;
   }
   if (Status s = ws_.Fail(failpoint::kMergeRevertAfterTableCommits); !s.ok()) return s;
   ASSIGN_OR_RETURN(MergeRevertResult reverted, Publish());
@@ -184,25 +179,66 @@ Status MergeReverter::PlanOne(const TableState* before, const TableState* merged
   return Status::OK();
 }
 
-// Whether `now` was written by the revert of a later merge that put back
-// exactly `merged` (its record names the head each table went back to).
+// Whether `now`, not the merge's head, still holds its rows: its name and
+// schema, and rows a revert of a later merge put back (through compactions
+// and restores since) from the merge's head or from a head that does in
+// turn (a chain of merges and reverts, followed at most kMaxRevertsFollowed
+// deep).
 Result<bool> MergeReverter::RestoredByRevert(const TableHead& now, const TableHead& merged) const {
+  if (now.inc != merged.inc || now.table_key != merged.table_key ||
+      now.schema_hash != merged.schema_hash) {
+    return false;  // renamed or widened since: a change of its own
+  }
+  TableHead at = now;
+  for (int i = 0; i < kMaxRevertsFollowed; ++i) {
+    ASSIGN_OR_RETURN(std::optional<TableHead> to, RevertedTo(at));
+    if (!to) return false;
+    if (SameHead(*to, merged)) return true;
+    ASSIGN_OR_RETURN(bool same_rows, BranchMerger::SameRowsSince(ws_, merged, *to));
+    if (same_rows) return true;
+    at = *to;
+  }
+  return false;
+}
+
+// The head whose rows the revert that wrote `at`'s rows put back, looking
+// through compactions and restores; nullopt when no revert wrote them.
+Result<std::optional<TableHead>> MergeReverter::RevertedTo(const TableHead& at) const {
   const Manifest& m = ws_.manifest();
-  ASSIGN_OR_RETURN(
-      std::optional<ManifestRow> version,
-      m.FindJournalRow(req_.into, TableVersionId(now.sid, now.inc, now.table_version)));
-  const std::string by = version ? StringAt(ParseJson(version->metadata), "merge_revert") : "";
-  if (by.empty()) return false;
+  ASSIGN_OR_RETURN(Dataset ds, ws_.OpenTableAt(at));
+  int64_t v = at.table_version;
+  for (int step = 0; step < kMaxVersionsFollowed && v > 0; ++step) {
+    ASSIGN_OR_RETURN(std::optional<ManifestRow> row,
+                     m.FindJournalRow(req_.into, TableVersionId(at.sid, at.inc, v)));
+    const std::string by = row ? StringAt(ParseJson(row->metadata), "merge_revert") : "";
+    if (!by.empty()) return RestoredHead(by, at.sid);
+    ASSIGN_OR_RETURN(Dataset d, ds.CheckoutVersion(static_cast<uint64_t>(v)));
+    const Transaction& txn = d.state().txn;
+    if (txn.op == OpType::kCompact) {
+      v -= 1;
+    } else if (txn.op == OpType::kRestore) {
+      v = static_cast<int64_t>(txn.restore_version);
+    } else {
+      break;
+    }
+  }
+  return std::optional<TableHead>();
+}
+
+// The head table `sid` went back to in the revert of merge `merge_id`.
+Result<std::optional<TableHead>> MergeReverter::RestoredHead(const std::string& merge_id,
+                                                             int64_t sid) const {
   ASSIGN_OR_RETURN(std::optional<ManifestRow> revert,
-                   OwnRunCommit(m, req_.into, MergeRevertRunId(by)));
+                   OwnRunCommit(ws_.manifest(), req_.into, MergeRevertRunId(merge_id)));
   const json j = revert ? ParseJson(revert->metadata) : json();
   const json tables = j.is_object() && j.contains("revert_tables") ? j["revert_tables"] : json();
   for (const json& t : tables.is_array() ? tables : json::array()) {
-    if (t.is_object() && IntegerAt(t, "sid") == now.sid && t.contains("restored")) {
-      return SameHead(HeadFromJson(t["restored"]), merged);
-    }
+    if (!t.is_object() || IntegerAt(t, "sid") != sid || !t.contains("restored")) continue;
+    MergeHead h = HeadFromJson(t["restored"]);
+    if (h) h->sid = sid;
+    return h;
   }
-  return false;
+  return std::optional<TableHead>();
 }
 
 // A name a table takes back that a table the revert leaves alone took since.
@@ -409,8 +445,12 @@ Result<MergeRevertResult> MergeReverter::Publish() {
   spec.commit_id = commit_id_;
   spec.actor = req_.principal.empty() ? ws_.options().actor : req_.principal;
   spec.runs = {{MergeRevertRunId(req_.merge_id), Detail()}};
-  ASSIGN_OR_RETURN(auto base, NextBase());
-  if (base) spec.runs.push_back({base->first, base->second});
+  Result<std::optional<std::pair<std::string, std::string>>> base = NextBase();
+  if (!base.ok()) {
+    RollBack();
+    return base.status();
+  }
+  if (*base) spec.runs.push_back({(*base)->first, (*base)->second});
   spec.build = [this](PublishView& view) { return Build(view); };
   Result<PublishResult> published = ws_.manifest().Publish(spec);
   if (published.ok()) return Answer(published->manifest_version, published->commit_id);

@@ -48,6 +48,8 @@ class MergeReverter {
   Status PlanOne(const TableState* before, const TableState* merged, const TableState* now,
                  std::vector<std::string>* changed);
   Result<bool> RestoredByRevert(const TableHead& now, const TableHead& merged) const;
+  Result<std::optional<TableHead>> RevertedTo(const TableHead& at) const;
+  Result<std::optional<TableHead>> RestoredHead(const std::string& merge_id, int64_t sid) const;
   Status CheckNames() const;
   WriteMode ModeOf(const Undo& u) const;
   Status PreAuthorize() const;

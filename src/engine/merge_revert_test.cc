@@ -255,6 +255,37 @@ TEST_F(MergeRevertTest, MergesAreRevertedNewestFirstAndAnyOneMergesAgain) {
   ExpectHeadsMatchFold(*ws_);
 }
 
+// A later merge reverted, merged again and reverted again, then compacted:
+// the earlier merge's rows are back, so it reverts; a rename since blocks it
+// until the name is back.
+TEST_F(MergeRevertTest, RevertsSeeThroughLaterRevertsAndCompactionsButNotRenames) {
+  ASSERT_TRUE(ws_->Write(Append("orders", {3}, "dev")).ok());
+  Merge("m1");
+  ASSERT_TRUE(ws_->Write(Append("orders", {4}, "dev")).ok());
+  Merge("m2");
+  ASSERT_TRUE(Revert("m2").ok());
+  MergeRequest again;
+  again.source = "dev";
+  again.merge_id = "m3";
+  ASSERT_TRUE(ws_->Merge(again).ok());
+  ASSERT_EQ(RowsOf(*ws_, "orders"), 4);
+  ASSERT_TRUE(Revert("m3").ok());
+  WriteRequest compact;
+  compact.table = "orders";
+  compact.mode = WriteMode::kCompact;
+  ASSERT_TRUE(ws_->Write(compact).ok());
+  ASSERT_EQ(RowsOf(*ws_, "orders"), 3);
+  ASSERT_TRUE(ws_->RenameTable("orders", "sales").ok());
+  Status s = Revert("m1").status();
+  ASSERT_TRUE(s.Is(ErrorCode::kRevertBlocked)) << s;
+  EXPECT_EQ(RowsOf(*ws_, "sales"), 3);
+  ASSERT_TRUE(ws_->RenameTable("sales", "orders").ok());
+  Result<MergeRevertResult> reverted = Revert("m1");
+  ASSERT_TRUE(reverted.ok()) << reverted.status();
+  EXPECT_EQ(RowsOf(*ws_, "orders"), 2);
+  ExpectHeadsMatchFold(*ws_);
+}
+
 // A crash between the table commits and the publish leaves the merge in
 // place; one after the publish leaves it reverted. Either way the revert
 // then ends reverted exactly once.

@@ -36,6 +36,19 @@ Result<Snapshot> WorkspaceEngine::Current(const std::string& branch, SnapshotSta
   return SnapshotOf(v, stats);
 }
 
+Result<WorkspaceEngine::BranchTip> WorkspaceEngine::Tip(const std::string& branch) const {
+  ASSIGN_OR_RETURN(ManifestVersion v, manifest_->Current(branch));
+  BranchTip tip;
+  tip.manifest_version = v.version;
+  if (IsJournalOnly(v)) {  // before a migration: only the fold knows
+    ASSIGN_OR_RETURN(Snapshot snap, SnapshotOf(v));
+    tip.graph_head = std::move(snap.graph_head);
+  } else {
+    ASSIGN_OR_RETURN(tip.graph_head, manifest_->ReadGraphHead(v));
+  }
+  return tip;
+}
+
 Result<Snapshot> WorkspaceEngine::SnapshotAt(const std::string& branch,
                                              uint64_t manifest_version) const {
   RETURN_NOT_OK(CheckInsideWindow(branch, manifest_version));

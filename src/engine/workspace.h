@@ -258,6 +258,12 @@ class WorkspaceEngine {
 
   // --- current state and time travel --------------------------------------------
   Result<Snapshot> Current(const std::string& branch = "", SnapshotStats* stats = nullptr) const;
+  // A branch's current version and graph head, without reading its tables.
+  struct BranchTip {
+    uint64_t manifest_version = 0;
+    std::optional<GraphHead> graph_head;
+  };
+  Result<BranchTip> Tip(const std::string& branch) const;
   Result<Snapshot> SnapshotAt(const std::string& branch, uint64_t manifest_version) const;
   // The table's dataset at the snapshot's head version (read-only use).
   Result<Dataset> OpenTable(const Snapshot& snapshot, const std::string& name) const;

@@ -16,9 +16,9 @@ Result<BranchState> Service::BranchOf(const std::string& name) const {
   if (!engine.empty()) RETURN_NOT_OK(ValidateRefName("branch", engine));
   BranchState b;
   b.name = PublicName(engine);
-  ASSIGN_OR_RETURN(Snapshot snap, ws_->Current(engine));
-  b.version = snap.manifest_version;
-  b.protected_branch = snap.graph_head && snap.graph_head->protected_branch;
+  ASSIGN_OR_RETURN(WorkspaceEngine::BranchTip tip, ws_->Tip(engine));
+  b.version = tip.manifest_version;
+  b.protected_branch = tip.graph_head && tip.graph_head->protected_branch;
   if (!engine.empty()) {
     ASSIGN_OR_RETURN(BranchInfo info, ws_->manifest().BranchParent(engine));
     b.parent = PublicName(info.parent);
