@@ -218,8 +218,8 @@ TEST_F(MergeRevertTest, NamesSwapBackAndABranchKeepsItsOwnFork) {
   EXPECT_TRUE(ws_->RevertMerge(undo).status().IsNotFound());
   undo.into = "qa";
   ASSERT_TRUE(ws_->RevertMerge(undo).ok());
-  const TableState& people = *ws_->Current("qa").value().Find("people");
-  EXPECT_EQ(people.head.owner_branch, "qa");
+  const Snapshot qa = ws_->Current("qa").value();
+  EXPECT_EQ(qa.Find("people")->head.owner_branch, "qa");
   EXPECT_EQ(RowsOf(*ws_, "people", "qa"), 1);
   ASSERT_TRUE(ws_->Write(Append("people", {6}, "qa")).ok());
   EXPECT_EQ(RowsOf(*ws_, "people", "qa"), 2);
