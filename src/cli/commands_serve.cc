@@ -106,8 +106,24 @@ Result<int64_t> ParseTtl(const std::string& text) {
   return n * scale;
 }
 
+// The console's sign-in link: the token in the fragment, which a browser
+// never sends to the server (nor in a Referer).
+Result<std::string> ConsoleLink(std::string server) {
+  if (server.empty()) {
+    return Status::InvalidArgument(
+        "--console needs --server, the URL of `loam serve` (http://HOST:PORT)");
+  }
+  if (server.rfind("http://", 0) != 0 && server.rfind("https://", 0) != 0) {
+    return Status::InvalidArgument("--server: '" + server +
+                                   "' is not an http:// or https:// URL of `loam serve`");
+  }
+  while (!server.empty() && server.back() == '/') server.pop_back();
+  return server + "/console/#token=";
+}
+
 Status Token(const Context& ctx, const std::string& secret_file, const std::string& sub,
-             const std::string& ttl, const std::string& issuer, const std::string& audience) {
+             const std::string& ttl, const std::string& issuer, const std::string& audience,
+             bool console, const std::string& server) {
   server::ServerConfig c;
   c.hs256_secret_file = secret_file;
   RETURN_NOT_OK(server::LoadVerifier(c).status());  // the secret is strong enough
@@ -115,6 +131,13 @@ Status Token(const Context& ctx, const std::string& secret_file, const std::stri
     return Status::InvalidArgument("--sub: " + valid.message());
   }
   ASSIGN_OR_RETURN(int64_t seconds, ParseTtl(ttl));
+  std::string prefix;
+  if (console) {
+    ASSIGN_OR_RETURN(prefix, ConsoleLink(server));
+  } else if (!server.empty()) {
+    return Status::InvalidArgument(
+        "--server names where the console link points: use it with --console");
+  }
   ASSIGN_OR_RETURN(auto ws, ctx.Open(/*recover=*/false));
   if (ws->id().empty()) {
     return Status::FailedPrecondition("the workspace at '" + ctx.root + "' has no id");
@@ -131,7 +154,7 @@ Status Token(const Context& ctx, const std::string& secret_file, const std::stri
   if (!issuer.empty()) claims["iss"] = issuer;
   if (!audience.empty()) claims["aud"] = audience;
   ASSIGN_OR_RETURN(std::string token, server::SignJwt(secret, claims.dump(), /*hs256=*/true));
-  std::cout << token << "\n";
+  std::cout << prefix << token << "\n";
   return Status::OK();
 }
 
@@ -184,8 +207,13 @@ void AddServeCommands(CLI::App& app, Context& ctx, int* exit) {
   token->add_option("--ttl", *ttl, "lifetime: 90s, 15m, 1h, 2d");
   token->add_option("--issuer", *issuer, "iss claim");
   token->add_option("--audience", *audience, "aud claim");
-  token->callback([&ctx, secret, sub, ttl, issuer, audience, run] {
-    run(Token(ctx, *secret, *sub, *ttl, *issuer, *audience));
+  auto console = std::make_shared<bool>(false);
+  auto server = std::make_shared<std::string>();
+  token->add_flag("--console", *console,
+                  "print the web console's sign-in link (the token in its fragment)");
+  token->add_option("--server", *server, "with --console: the server's URL (http://HOST:PORT)");
+  token->callback([&ctx, secret, sub, ttl, issuer, audience, console, server, run] {
+    run(Token(ctx, *secret, *sub, *ttl, *issuer, *audience, *console, *server));
   });
 }
 

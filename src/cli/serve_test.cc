@@ -2,6 +2,7 @@
 // with a minted token, and SIGTERM answering the request in flight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,32 @@ TEST_F(ServeTest, RefusesToStartWithAClearMessage) {
   EXPECT_EQ(latency_r.code, 2) << latency_r.all();
   EXPECT_NE(latency_r.all().find("latency '20:10': the p99 is below the p50"), std::string::npos)
       << latency_r.all();
+}
+
+// `loam token --console` prints the console's sign-in link: the token in
+// the fragment, which never reaches the server (tests/console signs in
+// through it in a browser).
+TEST_F(ServeTest, TokenPrintsTheConsolesSignInLink) {
+  CliResult link = RunLoam(dir_, {"token", "--secret-file", "secret", "--sub", "ada", "--console",
+                                  "--server", "http://127.0.0.1:8080/"});
+  ASSERT_EQ(link.code, 0) << link.err;
+  const std::string prefix = "http://127.0.0.1:8080/console/#token=";
+  ASSERT_EQ(link.out.substr(0, prefix.size()), prefix) << link.out;
+  const std::string jwt = link.out.substr(prefix.size(), link.out.find('\n') - prefix.size());
+  EXPECT_EQ(std::count(jwt.begin(), jwt.end(), '.'), 2) << jwt;
+  CliResult plain = RunLoam(dir_, {"token", "--secret-file", "secret", "--sub", "ada"});
+  EXPECT_EQ(plain.out.find("console"), std::string::npos);
+  const auto refused = [&](std::vector<std::string> extra, const std::string& said) {
+    std::vector<std::string> args = {"token", "--secret-file", "secret", "--sub", "ada"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = RunLoam(dir_, args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  };
+  refused({"--console"}, "--console needs --server");
+  refused({"--console", "--server", "127.0.0.1:8080"}, "is not an http:// or https:// URL");
+  refused({"--server", "http://127.0.0.1:8080"}, "use it with --console");
 }
 
 TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
@@ -418,10 +445,10 @@ TEST_F(ServeTest, SubmitValidatesFirstAndLoadsTheSameUploadsOnlyIfValid) {
         .Json()["rowCount"];
   };
   WriteFile(client + "/bad.csv", "id\n1\nnot-a-number\n");
-  CliResult bad = RunLoam(client,
-                          {"submit", pipeline, "bad.csv", "--server", url, "--token-file", "token",
-                           "--validate-first"},
-                          env);
+  CliResult bad = RunLoam(
+      client,
+      {"submit", pipeline, "bad.csv", "--server", url, "--token-file", "token", "--validate-first"},
+      env);
   EXPECT_EQ(bad.code, 1) << bad.all();  // the validation run failed
   EXPECT_NE(bad.out.find("\"validationOnly\":true"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("line 3, column 1"), std::string::npos) << bad.out;
@@ -441,9 +468,9 @@ TEST_F(ServeTest, SubmitValidatesFirstAndLoadsTheSameUploadsOnlyIfValid) {
   EXPECT_EQ(all[1]["validationOnly"], true);
   EXPECT_EQ(all[2]["validationOnly"], false);
   EXPECT_EQ(all[1]["uploads"], all[2]["uploads"]);  // one upload, validated then loaded
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(client + "/state/loam/submissions"),
-                          {}),
-            0);
+  EXPECT_EQ(
+      std::distance(std::filesystem::directory_iterator(client + "/state/loam/submissions"), {}),
+      0);
   ::kill(pid, SIGTERM);
   EXPECT_EQ(WaitLoam(dir_, pid).code, 0);
 }

@@ -100,6 +100,9 @@ void Api::AddRoutes() {
   open("GET", "/healthz", &Api::Healthz);
   open("GET", "/readyz", &Api::Readyz);
   open("GET", "/metrics", &Api::Metrics);
+  open("GET", "/console", &Api::RedirectToConsole);
+  open("GET", "/console/", &Api::ServeConsole);
+  open("GET", "/console/{file}", &Api::ServeConsole);
   // The upload capability in the URL authorises this one /v1 route: the
   // client sends exactly the method, headers and bytes it was given.
   open("PUT", "/v1/uploads/{uploadId}", &Api::PutUpload, {"token"});

@@ -154,6 +154,9 @@ class Api : public HttpHandler {
   Response Readyz(Call& c);
   Response Metrics(Call& c);
   Response OpenApi(Call& c);
+  // The web console's files (console.cc).
+  Response RedirectToConsole(Call& c);
+  Response ServeConsole(Call& c);
   Response GetLimits(Call& c);
   Response GetUsage(Call& c);
   Response CreateTable(Call& c);

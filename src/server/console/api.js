@@ -1,0 +1,72 @@
+// The API as the console calls it: the caller's bearer token on every call,
+// problems (docs/errors.md) thrown as ApiError with their stable code. The
+// console has no powers of its own: what a token may not do, it may not.
+
+const TOKEN_KEY = 'loam.token';
+
+export class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail ?? `HTTP ${status}`);
+    this.status = status;
+    this.code = problem?.code ?? (status === 0 ? 'unavailable' : 'internal');
+    this.detail = problem?.detail ?? this.message;
+    this.problem = problem ?? {};
+  }
+}
+
+export const token = {
+  get: () => sessionStorage.getItem(TOKEN_KEY),
+  set: (t) => sessionStorage.setItem(TOKEN_KEY, t),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+  // The token's claims (sub, exp), read without checking: the server checks.
+  claims() {
+    const t = this.get();
+    if (!t) return null;
+    try {
+      const part = t.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+      return JSON.parse(atob(part + '='.repeat((4 - (part.length % 4)) % 4)));
+    } catch {
+      return {};
+    }
+  },
+};
+
+// One call; resolves to {status, headers, json, text}. Throws ApiError on a
+// problem or when the server cannot be reached.
+export async function call(method, path, { body, headers = {}, ok = [200] } = {}) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: { authorization: `Bearer ${token.get()}`, ...headers },
+      body,
+      cache: 'no-store',
+    });
+  } catch (err) {
+    throw new ApiError(0, { code: 'unavailable', detail: `the server cannot be reached (${err.message})` });
+  }
+  const text = await res.text();
+  let json = null;
+  if (/^application\/(problem\+)?json/.test(res.headers.get('content-type') ?? '') && text) {
+    json = JSON.parse(text);
+  }
+  if (!ok.includes(res.status)) throw new ApiError(res.status, json);
+  return { status: res.status, headers: res.headers, json, text };
+}
+
+export const get = async (path) => (await call('GET', path)).json;
+
+// JSON Lines answers (rows, run errors, SQL) as an array of values.
+export async function getLines(method, path, options) {
+  const r = await call(method, path, options);
+  return r.text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
+}
+
+export const postJson = (path, doc, { ok = [200, 201], headers = {} } = {}) =>
+  call('POST', path, {
+    body: doc === undefined ? '' : JSON.stringify(doc),
+    headers: { 'content-type': 'application/json', ...headers },
+    ok,
+  });
+
+export const enc = encodeURIComponent;

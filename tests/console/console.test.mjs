@@ -1,0 +1,314 @@
+// The web console in a real browser: Debian's chromium driven by
+// puppeteer-core against a real `loam serve` on loopback (LOAM_BINARY).
+// Sign in through the link, create a pipeline, drop a file, watch its run
+// succeed, see the rows, open a failing run's errors, revert a run, and an
+// expired token and a reader see what they may and nothing more. Every page
+// is checked by axe-core (no serious or critical violation) and for
+// Content-Security-Policy refusals, and saved as a screenshot under
+// LOAM_CONSOLE_SHOTS.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const bin = process.env.LOAM_BINARY;
+if (!bin) throw new Error('set LOAM_BINARY to the loam command');
+const here = dirname(fileURLToPath(import.meta.url));
+const axeSource = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
+const shots = process.env.LOAM_CONSOLE_SHOTS ?? join(tmpdir(), 'loam-console-shots');
+mkdirSync(shots, { recursive: true });
+const SECRET = 'a-console-test-secret-of-32-bytes-or-more';
+const TIMEOUT = 60_000;
+
+let dir, server, baseUrl, browser, serverLog = '';
+const env = { ...process.env, USER: 'owner', LOAM_PRINCIPAL: '', LOAM_ROOT: '' };
+const loam = (...args) => execFileSync(bin, args, { cwd: dir, env }).toString();
+const count = (query) => loam('sql', '--format', 'csv', query).trim().split('\n').at(-1);
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'loam-console-'));
+  loam('init');
+  loam('table', 'create', 't', '--column', 'id:int64:not-null', '--column', 'v:string', '--key', 'id');
+  loam('table', 'create', 'hidden', '--column', 'id:int64:not-null');
+  loam('table', 'grant', 't', 'rex', 'reader');
+  writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
+  // The access log is kept: no token may reach the server in an address.
+  server = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--auth-hs256-secret-file', 'secret'],
+                 { cwd: dir, env });
+  server.stderr.on('data', (d) => { serverLog += d; });
+  baseUrl = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/[0-9.:]+)/);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`loam serve exited ${code}`)));
+  });
+  browser = await puppeteer.launch({
+    executablePath: process.env.LOAM_CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    // root in CI: no sandbox; no network but loopback is used.
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.on('exit', resolve));
+    server.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const link = (sub, ...more) =>
+  loam('token', '--console', '--server', baseUrl, '--secret-file', 'secret', '--sub', sub, ...more).trim();
+
+// A token signed here, so its expiry can be in the past.
+function jwt(claims) {
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
+  return `${body}.${createHmac('sha256', SECRET).update(body).digest('base64url')}`;
+}
+
+// A fresh tab that records what would break a page: script errors, refused
+// by the policy or not, and every API call it makes.
+async function tab() {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  await page.setViewport({ width: 1200, height: 900 });
+  page.problems = [];
+  page.apiCalls = [];
+  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) page.problems.push(m.text());
+  });
+  page.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/v1/')) page.apiCalls.push(r.url()); });
+  return page;
+}
+
+// The page as it stands: axe-core finds no serious or critical violation,
+// no script failed, and a screenshot is kept.
+async function check(page, name) {
+  await page.evaluate(axeSource);  // through the debugger: not subject to the page's policy
+  const result = await page.evaluate(() => globalThis.axe.run(document, { resultTypes: ['violations'] }));
+  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+  assert.deepEqual(serious, [], `${name}: accessibility`);
+  assert.deepEqual(page.problems, [], `${name}: script errors`);
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+}
+
+const text = (page, selector) => page.$eval(selector, (e) => e.textContent);
+const heading = (page, want) =>
+  page.waitForFunction((w) => document.querySelector('main h1')?.textContent === w, {}, want);
+
+async function signIn(sub) {
+  const page = await tab();
+  await page.goto(link(sub));
+  await page.waitForSelector('#principal');
+  return page;
+}
+
+let pipelineUrl, succeededRun;
+
+test('signs in through the link; the token leaves the address bar and never reaches the server', async () => {
+  const signInLink = link('owner');
+  assert.match(signInLink, new RegExp(`^${baseUrl}/console/#token=[A-Za-z0-9._-]+$`));
+  const page = await tab();
+  await page.goto(signInLink);
+  await heading(page, 'Overview');
+  assert.equal(await text(page, '#principal'), 'signed in as owner');
+  assert.match(await text(page, '#expiry'), /token expires .* \(in (59|60) min\)/);
+  assert.equal(page.url(), `${baseUrl}/console/#/`);
+  const kept = await page.evaluate(() => sessionStorage.getItem('loam.token'));
+  assert.equal(kept, signInLink.split('#token=')[1]);
+  assert.ok(!serverLog.includes(kept), 'the token appears in the access log');
+  assert.match(serverLog, /"route":"\/console\/"/);
+  // The tables the owner may see, each with its row count.
+  const tables = await page.$$eval('main table:first-of-type tbody tr', (rows) => rows.map((r) => r.textContent));
+  assert.deepEqual(tables.length, 2);
+  await check(page, 'overview');
+  await page.close();
+});
+
+test('creates a pipeline, drops a file on it and watches the run succeed', async () => {
+  const page = await signIn('owner');
+  await heading(page, 'Overview');
+  await page.type('#pipeline-name', 'events');
+  await page.select('#pipeline-table', 't');
+  await page.select('#pipeline-mode', 'upsert');
+  await page.click('form button[type=submit]');
+  await heading(page, 'Pipeline events');
+  pipelineUrl = page.url();
+  await check(page, 'pipeline');
+  // A file dropped on the page, as a browser delivers it.
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['id,v\n1,one\n2,two\n'], 'two.csv', { type: 'text/csv' }));
+    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true }));
+  });
+  await page.waitForFunction(() => /^Run /.test(document.querySelector('main h1')?.textContent ?? ''));
+  await page.waitForSelector('.state-succeeded');
+  succeededRun = page.url().split('#/runs/')[1];
+  const counters = await page.$$eval('main table:first-of-type tbody td', (c) => c.map((x) => x.textContent));
+  assert.deepEqual(counters.slice(0, 2), ['2', '2']);  // rows read, inserted
+  assert.ok(await page.$('#revert'));
+  await check(page, 'run');
+  await page.close();
+});
+
+test('shows the rows, the history with who and when, and answers SQL', async () => {
+  const page = await signIn('owner');
+  await page.goto(`${baseUrl}/console/#/tables/t`);
+  await heading(page, 'Table t');
+  await page.waitForSelector('#preview table');
+  const rows = await page.$$eval('#preview tbody tr', (r) => r.map((x) => x.textContent));
+  assert.deepEqual(rows, ['1one', '2two']);
+  const history = await page.$$eval('main table:nth-of-type(3) tbody tr', (r) => r.map((x) => x.textContent));
+  assert.ok(history[0].includes('owner') && history[0].includes(succeededRun), history[0]);
+  await page.$eval('#sql', (e) => { e.value = ''; });
+  await page.type('#sql', 'SELECT v FROM t WHERE id = 2');
+  await page.click('#sql-h ~ form button');
+  await page.waitForSelector('#sql-result table');
+  assert.deepEqual(await page.$$eval('#sql-result tbody td', (c) => c.map((x) => x.textContent)), ['two']);
+  // The workspace version before the load's: no rows.
+  const loaded = Number(await page.$$eval('.facts dt', (dts) =>
+    dts.find((d) => d.textContent === 'Workspace version').nextElementSibling.textContent));
+  await page.$eval('#preview-version', (e, v) => { e.value = String(v); }, loaded - 1);
+  await page.click('#preview-h ~ form button');
+  await page.waitForFunction(() => document.querySelector('#preview caption')?.textContent === '0 rows');
+  await check(page, 'table');
+  await page.close();
+});
+
+test('a failing run shows every error with its line and column', async () => {
+  const page = await signIn('owner');
+  await page.goto(pipelineUrl);
+  await heading(page, 'Pipeline events');
+  const input = await page.$('#files');
+  const bad = join(dir, 'bad.csv');
+  writeFileSync(bad, 'id,v\n3,three\nx,four\n');
+  await input.uploadFile(bad);
+  await page.waitForSelector('.state-failed');
+  await page.waitForSelector('#run-errors table');
+  const cells = await page.$$eval('#run-errors tbody td', (c) => c.map((x) => x.textContent));
+  assert.equal(cells[1], '3');     // the line of the bad row
+  assert.equal(cells[2], 'id');    // its column
+  assert.equal(await page.$('#revert'), null);
+  await check(page, 'run-failed');
+  await page.close();
+});
+
+test('reverts a run after confirmation', async () => {
+  const page = await signIn('owner');
+  await page.goto(`${baseUrl}/console/#/runs/${succeededRun}`);
+  await page.waitForSelector('#revert');
+  page.once('dialog', (d) => d.dismiss());
+  await page.click('#revert');
+  assert.equal(await page.$('#action-result'), null);  // dismissed: nothing done
+  page.once('dialog', (d) => d.accept());
+  await page.click('#revert');
+  await page.waitForSelector('#action-result');
+  assert.match(await text(page, '#action-result'), /^Reverted: commit /);
+  assert.equal(count('SELECT count(*) FROM t'), '0');
+  await page.close();
+});
+
+test('branches: create one, compare it with main, and a merge check that fails is shown', async () => {
+  const page = await signIn('owner');
+  await page.goto(`${baseUrl}/console/#/branches`);
+  await heading(page, 'Branches');
+  await page.type('#branch-name', 'dev');
+  await page.click('#create-h ~ form button');
+  await page.waitForFunction(() => [...document.querySelectorAll('#merge-branch option')].some((o) => o.value === 'dev'));
+  await page.click('#compare-h ~ form button');
+  await page.waitForSelector('#compare table');
+  await page.$eval('#merge-checks', (e) => { e.value = '[{"name":"enough","table":"t","minRows":100}]'; });
+  page.once('dialog', (d) => d.accept());
+  await page.click('#merge-h ~ form button');
+  await page.waitForSelector('#merge-result .problem');
+  assert.match(await text(page, '#merge-result'), /merge_check_failed: .*Failed check: enough/);
+  await check(page, 'branches');
+  await page.goto(`${baseUrl}/console/#/limits`);
+  await heading(page, 'Limits and usage');
+  await check(page, 'limits');
+  await page.close();
+});
+
+test('an expired token sees nothing but the way to sign in again', async () => {
+  const now = Math.floor(Date.now() / 1000);
+  const workspace = JSON.parse(Buffer.from(link('owner').split('#token=')[1].split('.')[1], 'base64url')).loam_workspace;
+  const expired = jwt({ sub: 'owner', loam_workspace: workspace, iat: now - 7200, exp: now - 3600 });
+  const page = await tab();
+  await page.goto(`${baseUrl}/console/#token=${expired}`);
+  await heading(page, 'Token expired');
+  assert.match(await text(page, '#expiry'), /^token expired at /);
+  assert.deepEqual(page.apiCalls, []);
+  assert.equal(await page.$('main table'), null);
+  await check(page, 'expired');
+  await page.close();
+});
+
+test('a reader without a writer grant sees what it may and nothing more', async () => {
+  const page = await signIn('rex');
+  await heading(page, 'Overview');
+  const tables = await page.$$eval('main table:first-of-type tbody tr td:first-child', (c) => c.map((x) => x.textContent));
+  assert.deepEqual(tables, ['t']);
+  await page.goto(`${baseUrl}/console/#/tables/hidden`);
+  await page.waitForSelector('main .problem');
+  assert.match(await text(page, 'main .problem'), /^(permission_denied|not_found): /);
+  // Its rows, yes; a load, no.
+  await page.goto(pipelineUrl);
+  await heading(page, 'Pipeline events');
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['id,v\n9,nine\n'], 'one.csv'));
+    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true }));
+  });
+  await page.waitForSelector('#upload-status .problem');
+  assert.match(await text(page, '#upload-status'), /^permission_denied: /);
+  assert.equal(count('SELECT count(*) FROM t WHERE id = 9'), '0');
+  await check(page, 'reader');
+  await page.close();
+});
+
+test('edits a pipeline with If-Match: a change made meanwhile is refused, never overwritten', async () => {
+  const page = await signIn('owner');
+  await page.goto(pipelineUrl);
+  await heading(page, 'Pipeline events');
+  const save = async (settings) => {
+    await page.$eval('#pipeline-settings', (e, v) => { e.value = v; }, JSON.stringify(settings));
+    await page.click('#edit-h ~ form button');
+  };
+  await save({ paused: true });
+  await page.waitForFunction(() => document.querySelector('#settings-status').textContent !== '');
+  assert.equal(await text(page, '#settings-status'), 'Saved.');
+  // Someone else changes it through the API.
+  const bearer = { authorization: `Bearer ${link('owner').split('#token=')[1]}` };
+  const id = pipelineUrl.split('#/pipelines/')[1];
+  const now = await fetch(`${baseUrl}/v1/pipelines/${id}`, { headers: bearer });
+  const other = await fetch(`${baseUrl}/v1/pipelines/${id}`, {
+    method: 'PATCH',
+    headers: { ...bearer, 'content-type': 'application/json', 'if-match': now.headers.get('etag') },
+    body: JSON.stringify({ paused: false, errorPolicy: 'validationOnly' }),
+  });
+  assert.equal(other.status, 200);
+  await save({ paused: true });
+  await page.waitForSelector('#settings-status .problem');
+  assert.match(await text(page, '#settings-status'), /^precondition_failed: /);
+  await page.reload();
+  await heading(page, 'Pipeline events');
+  const fact = (name) => page.$$eval('.facts dt', (dts, n) =>
+    dts.find((d) => d.textContent === n).nextElementSibling.textContent, name);
+  assert.equal(await fact('Paused'), 'no');
+  assert.equal(await fact('Error policy'), 'validationOnly');
+  await page.close();
+});
