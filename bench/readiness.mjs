@@ -16,6 +16,7 @@ import { parseOptions, MIX, pick, sizeOf, makeRows } from './readiness-lib/workl
 import { percentile, printReport } from './readiness-lib/report.mjs';
 import { checkOutcome } from './readiness-lib/checks.mjs';
 import { startFloods } from './readiness-lib/floods.mjs';
+import { startConsoleProbe } from './readiness-lib/console_probe.mjs';
 
 const opt = parseOptions(process.argv.slice(2));
 const LOAM = process.env.LOAM_BINARY ?? path.resolve('build/release/src/cli/loam');
@@ -402,7 +403,10 @@ if (opt.killTrials > 0) {
     phases.push(mark);
   }
   if (opt.overload > 0) {
+    const probe = startConsoleProbe(servers[0]);
     await phase(`${opt.overload}x overload`, opt.rate * opt.overload, opt.seconds / 2);
+    probe.stop();
+    stats.console = probe.stats;
     await phase('recovery', opt.rate, opt.seconds / 2);
   }
 }
@@ -425,6 +429,10 @@ clearInterval(backlogTimer);
 clearInterval(rssTimer);
 
 const outcome = await checkOutcome({ opt, submissions, runs, faults, staging, loam, call, owner, stats });
+if (stats.console?.failures > 0) {
+  outcome.problems.push(`the console failed ${stats.console.failures} of ${stats.console.probes} probes during the overload`);
+  outcome.ok = false;
+}
 if (floods) {
   stats.floods = floods.stats;
   if (floods.stats.probeFailures > 0) {

@@ -83,6 +83,10 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   if (stats.unclaimedStaging) line('uploads no run claimed (left to the staging sweeper)', stats.unclaimedStaging.size);
   line('cleanup backlog max age', `${stats.backlog.toFixed(1)} s`);
   line('connection errors retried', stats.connectionErrors);
+  if (stats.console) {
+    const c = stats.console;
+    line('/console/ + app.js during the overload (1 s timeout)', `${c.probes - c.failures} of ${c.probes} answered, max ${c.maxMs.toFixed(0)} ms`);
+  }
   if (stats.floods) {
     const f = stats.floods;
     line('/healthz during the floods (1 s timeout)', `${f.probes - f.probeFailures} of ${f.probes} answered, max ${f.probeMaxMs.toFixed(0)} ms`);
