@@ -8,111 +8,24 @@
 // LOAM_CONSOLE_SHOTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
-import { createHmac } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, launch, tab as newTab, check, text, heading, jwt, dropFile } from './harness.mjs';
 
-const bin = process.env.LOAM_BINARY;
-if (!bin) throw new Error('set LOAM_BINARY to the loam command');
-const here = dirname(fileURLToPath(import.meta.url));
-const axeSource = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
-const shots = process.env.LOAM_CONSOLE_SHOTS ?? join(tmpdir(), 'loam-console-shots');
-mkdirSync(shots, { recursive: true });
-const SECRET = 'a-console-test-secret-of-32-bytes-or-more';
-const TIMEOUT = 60_000;
-
-let dir, server, baseUrl, browser, serverLog = '';
-const env = { ...process.env, USER: 'owner', LOAM_PRINCIPAL: '', LOAM_ROOT: '' };
-const loam = (...args) => execFileSync(bin, args, { cwd: dir, env }).toString();
-const count = (query) => loam('sql', '--format', 'csv', query).trim().split('\n').at(-1);
-
+let s, browser;
 before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'loam-console-'));
-  loam('init');
-  loam('table', 'create', 't', '--column', 'id:int64:not-null', '--column', 'v:string', '--key', 'id');
-  loam('table', 'create', 'hidden', '--column', 'id:int64:not-null');
-  loam('table', 'grant', 't', 'rex', 'reader');
-  writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
-  // The access log is kept: no token may reach the server in an address.
-  server = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--auth-hs256-secret-file', 'secret'],
-                 { cwd: dir, env });
-  server.stderr.on('data', (d) => { serverLog += d; });
-  baseUrl = await new Promise((resolve, reject) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/[0-9.:]+)/);
-      if (m) resolve(m[1]);
-    });
-    server.on('exit', (code) => reject(new Error(`loam serve exited ${code}`)));
-  });
-  browser = await puppeteer.launch({
-    executablePath: process.env.LOAM_CHROMIUM ?? '/usr/bin/chromium',
-    headless: true,
-    // root in CI: no sandbox; no network but loopback is used.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-  });
+  s = await startServer();
+  browser = await launch('chromium');
 });
-
 after(async () => {
   await browser?.close();
-  if (server && server.exitCode === null) {
-    const exited = new Promise((resolve) => server.on('exit', resolve));
-    server.kill('SIGTERM');
-    assert.equal(await exited, 0);
-  }
-  rmSync(dir, { recursive: true, force: true });
+  await s?.stop();
 });
 
-const link = (sub, ...more) =>
-  loam('token', '--console', '--server', baseUrl, '--secret-file', 'secret', '--sub', sub, ...more).trim();
-
-// A token signed here, so its expiry can be in the past.
-function jwt(claims) {
-  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
-  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64(claims)}`;
-  return `${body}.${createHmac('sha256', SECRET).update(body).digest('base64url')}`;
-}
-
-// A fresh tab that records what would break a page: script errors, refused
-// by the policy or not, and every API call it makes.
-async function tab() {
-  const page = await browser.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  await page.setViewport({ width: 1200, height: 900 });
-  page.problems = [];
-  page.apiCalls = [];
-  page.on('pageerror', (e) => page.problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) page.problems.push(m.text());
-  });
-  page.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/v1/')) page.apiCalls.push(r.url()); });
-  return page;
-}
-
-// The page as it stands: axe-core finds no serious or critical violation,
-// no script failed, and a screenshot is kept.
-async function check(page, name) {
-  await page.evaluate(axeSource);  // through the debugger: not subject to the page's policy
-  const result = await page.evaluate(() => globalThis.axe.run(document, { resultTypes: ['violations'] }));
-  const serious = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-  assert.deepEqual(serious, [], `${name}: accessibility`);
-  assert.deepEqual(page.problems, [], `${name}: script errors`);
-  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
-}
-
-const text = (page, selector) => page.$eval(selector, (e) => e.textContent);
-const heading = (page, want) =>
-  page.waitForFunction((w) => document.querySelector('main h1')?.textContent === w, {}, want);
-
+const tab = () => newTab(browser);
 async function signIn(sub) {
   const page = await tab();
-  await page.goto(link(sub));
+  await page.goto(s.link(sub));
   await page.waitForSelector('#principal');
   return page;
 }
@@ -120,18 +33,18 @@ async function signIn(sub) {
 let pipelineUrl, succeededRun;
 
 test('signs in through the link; the token leaves the address bar and never reaches the server', async () => {
-  const signInLink = link('owner');
-  assert.match(signInLink, new RegExp(`^${baseUrl}/console/#token=[A-Za-z0-9._-]+$`));
+  const signInLink = s.link('owner');
+  assert.match(signInLink, new RegExp(`^${s.baseUrl}/console/#token=[A-Za-z0-9._-]+$`));
   const page = await tab();
   await page.goto(signInLink);
   await heading(page, 'Overview');
   assert.equal(await text(page, '#principal'), 'signed in as owner');
   assert.match(await text(page, '#expiry'), /token expires .* \(in (59|60) min\)/);
-  assert.equal(page.url(), `${baseUrl}/console/#/`);
+  assert.equal(page.url(), `${s.baseUrl}/console/#/`);
   const kept = await page.evaluate(() => sessionStorage.getItem('loam.token'));
   assert.equal(kept, signInLink.split('#token=')[1]);
-  assert.ok(!serverLog.includes(kept), 'the token appears in the access log');
-  assert.match(serverLog, /"route":"\/console\/"/);
+  assert.ok(!s.log.includes(kept), 'the token appears in the access log');
+  assert.match(s.log, /"route":"\/console\/"/);
   // The tables the owner may see, each with its row count.
   const tables = await page.$$eval('main table:first-of-type tbody tr', (rows) => rows.map((r) => r.textContent));
   assert.deepEqual(tables.length, 2);
@@ -150,11 +63,7 @@ test('creates a pipeline, drops a file on it and watches the run succeed', async
   pipelineUrl = page.url();
   await check(page, 'pipeline');
   // A file dropped on the page, as a browser delivers it.
-  await page.evaluate(() => {
-    const dt = new DataTransfer();
-    dt.items.add(new File(['id,v\n1,one\n2,two\n'], 'two.csv', { type: 'text/csv' }));
-    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true }));
-  });
+  await dropFile(page, 'two.csv', 'id,v\n1,one\n2,two\n');
   await page.waitForFunction(() => /^Run /.test(document.querySelector('main h1')?.textContent ?? ''));
   await page.waitForSelector('.state-succeeded');
   succeededRun = page.url().split('#/runs/')[1];
@@ -167,7 +76,7 @@ test('creates a pipeline, drops a file on it and watches the run succeed', async
 
 test('shows the rows, the history with who and when, and answers SQL', async () => {
   const page = await signIn('owner');
-  await page.goto(`${baseUrl}/console/#/tables/t`);
+  await page.goto(`${s.baseUrl}/console/#/tables/t`);
   await heading(page, 'Table t');
   await page.waitForSelector('#preview table');
   const rows = await page.$$eval('#preview tbody tr', (r) => r.map((x) => x.textContent));
@@ -194,7 +103,7 @@ test('a failing run shows every error with its line and column', async () => {
   await page.goto(pipelineUrl);
   await heading(page, 'Pipeline events');
   const input = await page.$('#files');
-  const bad = join(dir, 'bad.csv');
+  const bad = join(s.dir, 'bad.csv');
   writeFileSync(bad, 'id,v\n3,three\nx,four\n');
   await input.uploadFile(bad);
   await page.waitForSelector('.state-failed');
@@ -209,7 +118,7 @@ test('a failing run shows every error with its line and column', async () => {
 
 test('reverts a run after confirmation', async () => {
   const page = await signIn('owner');
-  await page.goto(`${baseUrl}/console/#/runs/${succeededRun}`);
+  await page.goto(`${s.baseUrl}/console/#/runs/${succeededRun}`);
   await page.waitForSelector('#revert');
   page.once('dialog', (d) => d.dismiss());
   await page.click('#revert');
@@ -218,13 +127,13 @@ test('reverts a run after confirmation', async () => {
   await page.click('#revert');
   await page.waitForSelector('#action-result');
   assert.match(await text(page, '#action-result'), /^Reverted: commit /);
-  assert.equal(count('SELECT count(*) FROM t'), '0');
+  assert.equal(s.count('SELECT count(*) FROM t'), '0');
   await page.close();
 });
 
 test('branches: create one, compare it with main, and a merge check that fails is shown', async () => {
   const page = await signIn('owner');
-  await page.goto(`${baseUrl}/console/#/branches`);
+  await page.goto(`${s.baseUrl}/console/#/branches`);
   await heading(page, 'Branches');
   await page.type('#branch-name', 'dev');
   await page.click('#create-h ~ form button');
@@ -237,7 +146,7 @@ test('branches: create one, compare it with main, and a merge check that fails i
   await page.waitForSelector('#merge-result .problem');
   assert.match(await text(page, '#merge-result'), /merge_check_failed: .*Failed check: enough/);
   await check(page, 'branches');
-  await page.goto(`${baseUrl}/console/#/limits`);
+  await page.goto(`${s.baseUrl}/console/#/limits`);
   await heading(page, 'Limits and usage');
   await check(page, 'limits');
   await page.close();
@@ -245,10 +154,10 @@ test('branches: create one, compare it with main, and a merge check that fails i
 
 test('an expired token sees nothing but the way to sign in again', async () => {
   const now = Math.floor(Date.now() / 1000);
-  const workspace = JSON.parse(Buffer.from(link('owner').split('#token=')[1].split('.')[1], 'base64url')).loam_workspace;
+  const workspace = JSON.parse(Buffer.from(s.link('owner').split('#token=')[1].split('.')[1], 'base64url')).loam_workspace;
   const expired = jwt({ sub: 'owner', loam_workspace: workspace, iat: now - 7200, exp: now - 3600 });
   const page = await tab();
-  await page.goto(`${baseUrl}/console/#token=${expired}`);
+  await page.goto(`${s.baseUrl}/console/#token=${expired}`);
   await heading(page, 'Token expired');
   assert.match(await text(page, '#expiry'), /^token expired at /);
   assert.deepEqual(page.apiCalls, []);
@@ -262,20 +171,16 @@ test('a reader without a writer grant sees what it may and nothing more', async 
   await heading(page, 'Overview');
   const tables = await page.$$eval('main table:first-of-type tbody tr td:first-child', (c) => c.map((x) => x.textContent));
   assert.deepEqual(tables, ['t']);
-  await page.goto(`${baseUrl}/console/#/tables/hidden`);
+  await page.goto(`${s.baseUrl}/console/#/tables/hidden`);
   await page.waitForSelector('main .problem');
   assert.match(await text(page, 'main .problem'), /^(permission_denied|not_found): /);
   // Its rows, yes; a load, no.
   await page.goto(pipelineUrl);
   await heading(page, 'Pipeline events');
-  await page.evaluate(() => {
-    const dt = new DataTransfer();
-    dt.items.add(new File(['id,v\n9,nine\n'], 'one.csv'));
-    document.getElementById('drop').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true }));
-  });
+  await dropFile(page, 'one.csv', 'id,v\n9,nine\n');
   await page.waitForSelector('#upload-status .problem');
   assert.match(await text(page, '#upload-status'), /^permission_denied: /);
-  assert.equal(count('SELECT count(*) FROM t WHERE id = 9'), '0');
+  assert.equal(s.count('SELECT count(*) FROM t WHERE id = 9'), '0');
   await check(page, 'reader');
   await page.close();
 });
@@ -292,10 +197,10 @@ test('edits a pipeline with If-Match: a change made meanwhile is refused, never 
   await page.waitForFunction(() => document.querySelector('#settings-status').textContent !== '');
   assert.equal(await text(page, '#settings-status'), 'Saved.');
   // Someone else changes it through the API.
-  const bearer = { authorization: `Bearer ${link('owner').split('#token=')[1]}` };
+  const bearer = { authorization: `Bearer ${s.link('owner').split('#token=')[1]}` };
   const id = pipelineUrl.split('#/pipelines/')[1];
-  const now = await fetch(`${baseUrl}/v1/pipelines/${id}`, { headers: bearer });
-  const other = await fetch(`${baseUrl}/v1/pipelines/${id}`, {
+  const now = await fetch(`${s.baseUrl}/v1/pipelines/${id}`, { headers: bearer });
+  const other = await fetch(`${s.baseUrl}/v1/pipelines/${id}`, {
     method: 'PATCH',
     headers: { ...bearer, 'content-type': 'application/json', 'if-match': now.headers.get('etag') },
     body: JSON.stringify({ paused: false, errorPolicy: 'validationOnly' }),
