@@ -131,6 +131,33 @@ test('reverts a run after confirmation', async () => {
   await page.close();
 });
 
+test('a queued run is followed live and cancelled after confirmation', async () => {
+  const idle = await startServer(['--workers', '0']);  // runs stay queued
+  try {
+    const page = await newTab(browser);
+    await page.goto(idle.link('owner'));
+    await heading(page, 'Overview');
+    await page.type('#pipeline-name', 'waits');
+    await page.select('#pipeline-table', 't');
+    await page.click('form button[type=submit]');
+    await heading(page, 'Pipeline waits');
+    await dropFile(page, 'one.csv', 'id,v\n1,one\n');
+    await page.waitForSelector('.state-queued');
+    assert.equal(await page.$('#revert'), null);
+    page.once('dialog', (d) => d.accept());
+    await page.click('#cancel');
+    // The long-poll already waiting on the run brings its end.
+    await page.waitForSelector('.state-cancelled');
+    assert.match(await text(page, '#action-result'), /^Cancel requested: the run is cancelled/);
+    assert.equal(await page.$('#cancel'), null);
+    assert.equal(idle.count('SELECT count(*) FROM t'), '0');
+    await check(page, 'run-cancelled');
+    await page.close();
+  } finally {
+    await idle.stop();
+  }
+});
+
 test('branches: create one, compare it with main, and a merge check that fails is shown', async () => {
   const page = await signIn('owner');
   await page.goto(`${s.baseUrl}/console/#/branches`);

@@ -22,7 +22,8 @@ export const TIMEOUT = 60_000;
 
 // A workspace with a keyed table `t` (rex may read it) and a table `hidden`,
 // served with its access log kept: no token may reach it in an address.
-export async function startServer() {
+// `flags`: more `loam serve` flags.
+export async function startServer(flags = []) {
   const dir = mkdtempSync(join(tmpdir(), 'loam-console-'));
   const env = { ...process.env, USER: 'owner', LOAM_PRINCIPAL: '', LOAM_ROOT: '' };
   const loam = (...args) => execFileSync(bin, args, { cwd: dir, env }).toString();
@@ -31,8 +32,8 @@ export async function startServer() {
   loam('table', 'create', 'hidden', '--column', 'id:int64:not-null');
   loam('table', 'grant', 't', 'rex', 'reader');
   writeFileSync(join(dir, 'secret'), `${SECRET}\n`);
-  const child = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--auth-hs256-secret-file', 'secret'],
-                      { cwd: dir, env });
+  const child = spawn(bin, ['serve', '--listen', '127.0.0.1:0', '--auth-hs256-secret-file', 'secret',
+                            ...flags], { cwd: dir, env });
   const s = { dir, loam, log: '' };
   child.stderr.on('data', (d) => { s.log += d; });
   s.baseUrl = await new Promise((resolve, reject) => {
