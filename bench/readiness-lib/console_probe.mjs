@@ -11,6 +11,9 @@ function get(port, path) {
       let bytes = 0;
       res.on('data', (d) => { bytes += d.length; });
       res.on('end', () => resolve(res.statusCode === 200 && bytes > 0));
+      // A timeout after the headers ends the body instead.
+      res.on('error', () => resolve(false));
+      res.on('aborted', () => resolve(false));
     });
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => resolve(false));

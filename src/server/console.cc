@@ -1,5 +1,6 @@
 #include "server/console.h"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "server/api.h"
@@ -19,6 +20,24 @@ const ConsoleFile* FindConsoleFile(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// If-None-Match (RFC 9110 13.1.2): "*", or a list of tags, each maybe weak.
+bool EtagListed(std::string_view field, std::string_view etag) {
+  while (!field.empty()) {
+    const size_t comma = std::min(field.find(','), field.size());
+    std::string_view tag = field.substr(0, comma);
+    while (!tag.empty() && tag.front() == ' ') tag.remove_prefix(1);
+    while (!tag.empty() && tag.back() == ' ') tag.remove_suffix(1);
+    if (tag.substr(0, 2) == "W/") tag.remove_prefix(2);
+    if (tag == "*" || tag == etag) return true;
+    field.remove_prefix(std::min(comma + 1, field.size()));
+  }
+  return false;
+}
+
+}  // namespace
+
 Response Api::RedirectToConsole(Call&) {
   Response r{http::status::moved_permanently, 11};
   r.set(http::field::location, "/console/");
@@ -33,7 +52,7 @@ Response Api::ServeConsole(Call& c) {
   if (file == nullptr) {
     return Problem(Status::NotFound("the console has no file '" + c.params["file"] + "'"));
   }
-  const bool fresh = c.header[http::field::if_none_match] == file->etag;
+  const bool fresh = EtagListed(c.header[http::field::if_none_match], file->etag);
   Response r{fresh ? http::status::not_modified : http::status::ok, 11};
   r.set("Content-Security-Policy", kConsolePolicy);
   r.set("X-Content-Type-Options", "nosniff");

@@ -29,7 +29,8 @@ TEST_F(ConsoleRouteTest, ThePageAndEveryModuleItLoadsAreServedUnderThePolicy) {
   EXPECT_EQ(page.Header("referrer-policy"), "no-referrer");
   EXPECT_EQ(HttpCall(Port(), "GET", "/console/index.html").body, page.body);
   // No inline script or style: the policy would refuse it.
-  EXPECT_EQ(page.body.find("<script>"), std::string::npos);
+  EXPECT_FALSE(std::regex_search(page.body, std::regex("<script(?![^>]*\\bsrc=)")));
+  EXPECT_EQ(page.body.find("<style"), std::string::npos);
   EXPECT_EQ(page.body.find("style="), std::string::npos);
 
   // Every module reachable from the page, each served as JavaScript.
@@ -67,11 +68,16 @@ TEST_F(ConsoleRouteTest, AFileIsRevalidatedByItsEtag) {
   EXPECT_NE(HttpCall(Port(), "GET", "/console/api.js").Header("etag"), etag);
   EXPECT_EQ(HttpCall(Port(), "GET", "/console/app.js", "", {{"If-None-Match", "\"x\""}}).status,
             200);
+  // A list of tags, weak ones, and "*" (RFC 9110).
+  EXPECT_EQ(HttpCall(Port(), "GET", "/console/app.js", "", {{"If-None-Match", "\"x\", W/" + etag}})
+                .status,
+            304);
+  EXPECT_EQ(HttpCall(Port(), "GET", "/console/app.js", "", {{"If-None-Match", "*"}}).status, 304);
 }
 
 TEST_F(ConsoleRouteTest, NothingButTheConsolesFilesIsServed) {
   for (const char* target : {"/console/nope.js", "/console/..", "/console/%2e%2e%2fsecret",
-                             "/console/app.js/x", "/console/README.md"}) {
+                             "/console/app.js/x", "/console/console_files.cc.in"}) {
     HttpResult r = HttpCall(Port(), "GET", target);
     EXPECT_EQ(r.status, 404) << target;
     EXPECT_EQ(r.Json()["code"], "not_found") << target;

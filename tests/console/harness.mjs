@@ -77,7 +77,7 @@ export function launch(kind) {
 }
 
 // A fresh tab that records what would break a page: script errors (a
-// refusal by the page's policy is one) and every API call it makes.
+// refusal by the page's policy is one), every request and every API call.
 export async function tab(browser) {
   const page = await browser.newPage();
   page.setDefaultTimeout(TIMEOUT);
@@ -88,7 +88,13 @@ export async function tab(browser) {
   page.on('console', (m) => {
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) page.problems.push(m.text());
   });
-  page.on('request', (r) => { if (new URL(r.url()).pathname.startsWith('/v1/')) page.apiCalls.push(r.url()); });
+  page.requests = [];  // every address the page sent (no fragment), with its Referer
+  page.on('request', (r) => {
+    const sent = new URL(r.url());
+    sent.hash = '';
+    page.requests.push(`${sent} ${r.headers().referer ?? ''}`);
+    if (new URL(r.url()).pathname.startsWith('/v1/')) page.apiCalls.push(`${r.method()} ${r.url()}`);
+  });
   return page;
 }
 

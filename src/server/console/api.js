@@ -5,12 +5,20 @@
 const TOKEN_KEY = 'loam.token';
 
 export class ApiError extends Error {
-  constructor(status, problem) {
+  constructor(status, problem, retryAfter = null) {
     super(problem?.detail ?? `HTTP ${status}`);
     this.status = status;
     this.code = problem?.code ?? (status === 0 ? 'unavailable' : 'internal');
     this.detail = problem?.detail ?? this.message;
     this.problem = problem ?? {};
+    // How long to wait before asking again, in ms (429 and 503 say).
+    this.retryAfterMs = this.problem.retryAfterMillis ?? (retryAfter ? Number(retryAfter) * 1000 : null);
+  }
+
+  // Worth asking again with the same request: no answer, or one that says
+  // "later" (429, 5xx but 501).
+  get transient() {
+    return this.status === 0 || this.status === 429 || (this.status >= 500 && this.status !== 501);
   }
 }
 
@@ -33,7 +41,7 @@ export const token = {
 
 // One call; resolves to {status, headers, json, text}. Throws ApiError on a
 // problem or when the server cannot be reached.
-export async function call(method, path, { body, headers = {}, ok = [200] } = {}) {
+export async function call(method, path, { body, headers = {}, ok = [200], signal } = {}) {
   let res;
   try {
     res = await fetch(path, {
@@ -41,8 +49,10 @@ export async function call(method, path, { body, headers = {}, ok = [200] } = {}
       headers: { authorization: `Bearer ${token.get()}`, ...headers },
       body,
       cache: 'no-store',
+      signal,
     });
   } catch (err) {
+    if (signal?.aborted) throw err;
     throw new ApiError(0, { code: 'unavailable', detail: `the server cannot be reached (${err.message})` });
   }
   const text = await res.text();
@@ -50,8 +60,26 @@ export async function call(method, path, { body, headers = {}, ok = [200] } = {}
   if (/^application\/(problem\+)?json/.test(res.headers.get('content-type') ?? '') && text) {
     json = JSON.parse(text);
   }
-  if (!ok.includes(res.status)) throw new ApiError(res.status, json);
+  if (!ok.includes(res.status)) throw new ApiError(res.status, json, res.headers.get('retry-after'));
   return { status: res.status, headers: res.headers, json, text };
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A call that creates or changes something under an Idempotency-Key: sent
+// again, the same bytes with the same key, while the answer is lost or says
+// "later" (after its Retry-After, else a growing pause), for up to two
+// minutes. The server answers a repeat with the first answer.
+export async function callRetrying(method, path, options = {}) {
+  const deadline = Date.now() + 120_000;
+  for (let pause = 500; ; pause = Math.min(pause * 2, 8000)) {
+    try {
+      return await call(method, path, options);
+    } catch (err) {
+      if (!(err instanceof ApiError) || !err.transient || Date.now() > deadline) throw err;
+      await sleep(err.retryAfterMs ?? pause * (0.5 + Math.random()));
+    }
+  }
 }
 
 export const get = async (path) => (await call('GET', path)).json;
@@ -62,8 +90,9 @@ export async function getLines(method, path, options) {
   return r.text.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l));
 }
 
+// A POST of JSON; retried (callRetrying) when it carries an Idempotency-Key.
 export const postJson = (path, doc, { ok = [200, 201], headers = {} } = {}) =>
-  call('POST', path, {
+  (headers['idempotency-key'] ? callRetrying : call)('POST', path, {
     body: doc === undefined ? '' : JSON.stringify(doc),
     headers: { 'content-type': 'application/json', ...headers },
     ok,

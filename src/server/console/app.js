@@ -71,19 +71,39 @@ function expiredPage() {
     h('button', { type: 'button', onclick: signOut }, 'Sign in again')];
 }
 
+// Each page gets its address's parts, decoded, and `page`: alive() while it
+// is shown, and a signal that aborts its calls once it is not.
 const ROUTES = [
   [/^#?\/?$/, () => overviewPage()],
-  [/^#\/tables\/([^?]+)(?:\?(.*))?$/, (m) => tablePage(decodeURIComponent(m[1]), new URLSearchParams(m[2] ?? ''))],
-  [/^#\/pipelines\/([^?]+)$/, (m) => pipelinePage(decodeURIComponent(m[1]))],
-  [/^#\/runs\/([^?]+)$/, (m, alive) => runPage(decodeURIComponent(m[1]), alive)],
+  [/^#\/tables\/([^?]+)(?:\?(.*))?$/, ([name, query]) => tablePage(name, new URLSearchParams(query ?? ''))],
+  [/^#\/pipelines\/([^?]+)$/, ([id]) => pipelinePage(id)],
+  [/^#\/runs\/([^?]+)$/, ([id], page) => runPage(id, page)],
   [/^#\/branches$/, () => branchesPage()],
   [/^#\/limits$/, () => limitsPage()],
 ];
 
+function match(hash) {
+  for (const [re, page] of ROUTES) {
+    const m = hash.match(re);
+    if (!m) continue;
+    try {
+      return { page, parts: m.slice(1).map((p, i) => (i === 0 && p ? decodeURIComponent(p) : p)) };
+    } catch {
+      return null;  // a malformed %-escape
+    }
+  }
+  return null;
+}
+
 let current = 0;  // a page still loading when another is asked for stops
+let leaving = new AbortController();
 
 async function route() {
+  takeTokenFromLink();  // also a link opened in a tab already showing the console
   const n = ++current;
+  leaving.abort();
+  leaving = new AbortController();
+  const page = { alive: () => n === current, signal: leaving.signal };
   showWho();
   for (const a of document.querySelectorAll('nav a')) {
     const here = a.getAttribute('href') === (location.hash || '#/');
@@ -92,18 +112,22 @@ async function route() {
   }
   if (!token.get()) return fill(main, signInPage());
   if (secondsLeft() <= 0) return fill(main, expiredPage());
-  const found = ROUTES.map(([re, page]) => [location.hash.match(re), page]).find(([m]) => m);
+  const found = match(location.hash);
   if (!found) return fill(main, h('h1', {}, 'Not found'), h('p', {}, 'No console page has this address.'));
   fill(main, h('p', { 'aria-busy': 'true' }, 'Loading…'));
-  const content = await found[1](found[0], () => n === current);
+  const content = await found.page(found.parts, page);
   if (n !== current) return;
   fill(main, content);
   document.title = `${main.querySelector('h1')?.textContent ?? 'Console'} · Loam`;
   main.focus();
 }
 
-takeTokenFromLink();
 window.addEventListener('hashchange', route);
+// The skip link moves the focus, not the address (which names the page).
+document.querySelector('.skip').addEventListener('click', (e) => {
+  e.preventDefault();
+  main.focus();
+});
 setInterval(() => {
   showWho();
   if (token.get() && secondsLeft() <= 0 && !main.querySelector('#expired')) route();

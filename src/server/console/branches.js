@@ -41,6 +41,8 @@ function createForm(branches) {
       h('button', { type: 'submit' }, 'Create branch')), status);
 }
 
+// A table's row count on a branch (main when none); "absent" when the branch
+// has no such table.
 const count = async (name, branch) => {
   const body = { query: `SELECT count(*) FROM "${name.replace(/"/g, '""')}"`, ...(branch && { branch }) };
   try {
@@ -49,7 +51,8 @@ const count = async (name, branch) => {
     });
     return lines[1][0];
   } catch (err) {
-    return err.code === 'not_found' ? 'absent' : `${err.code}`;
+    if (err.code === 'not_found' || /no such table/.test(err.detail)) return 'absent';
+    throw err;
   }
 };
 
@@ -60,10 +63,11 @@ function compareSection(branches) {
     e.preventDefault();
     try {
       const tables = (await get('/v1/tables?limit=1000')).tables;
-      const rows = await Promise.all(tables.map(async (t) => {
-        const [onMain, onBranch] = await Promise.all([count(t.name), count(t.name, pick.value)]);
-        return [t.name, onMain, onBranch, onMain === onBranch ? 'same count' : 'differs'];
-      }));
+      const rows = [];
+      for (const t of tables) {  // one statement at a time: admission counts them
+        const [onMain, onBranch] = [await count(t.name), await count(t.name, pick.value)];
+        rows.push([t.name, onMain, onBranch, onMain === onBranch ? 'same count' : 'differs']);
+      }
       fill(result, table(`Rows on main and on ${pick.value}`, ['Table', 'main', pick.value, ''], rows));
     } catch (err) {
       fill(result, problemBox(err));
@@ -74,13 +78,13 @@ function compareSection(branches) {
       h('button', { type: 'submit', disabled: branches.length === 0 }, 'Compare')), result);
 }
 
-// POST /v1/branches/{name}/merge; the Idempotency-Key is the merge id, so a
-// resent form answers the same merge.
+// POST /v1/branches/{name}/merge into the branch it was created from; the
+// Idempotency-Key is the merge id, so a retry after a lost answer answers
+// the same merge.
 function mergeSection(branches) {
   const pick = branchSelect('merge-branch', branches);
   const checks = h('textarea', { id: 'merge-checks', rows: 4, spellcheck: 'false' }, '[]');
   const result = h('div', { id: 'merge-result', 'aria-live': 'polite' });
-  const key = newKey();
   const merge = async (e) => {
     e.preventDefault();
     let parsed;
@@ -89,12 +93,13 @@ function mergeSection(branches) {
     } catch (err) {
       return fill(result, problemBox({ code: 'invalid_argument', detail: `checks: not JSON: ${err.message}` }));
     }
-    if (!window.confirm(`Merge ${pick.value} into the branch it was created from?`)) return;
+    const into = branches.find((b) => b.name === pick.value).parent;
+    if (!window.confirm(`Merge ${pick.value} into ${into}?`)) return;
     try {
-      const m = (await postJson(`/v1/branches/${enc(pick.value)}/merge`, { checks: parsed },
-        { ok: [200], headers: { 'idempotency-key': `${key}-${pick.value}` } })).json;
-      fill(result, h('p', { class: 'notice' }, m.alreadyMerged ? 'Merged already' : 'Merged',
-        `: ${m.mergeId}, ${m.into} version ${m.workspaceVersion}; ${parsed.length} checks passed.`),
+      const m = (await postJson(`/v1/branches/${enc(pick.value)}/merge`, { into, checks: parsed },
+        { ok: [200], headers: { 'idempotency-key': newKey() } })).json;
+      fill(result, h('p', { class: 'notice' }, `Merged into ${m.into}: ${m.mergeId}, version `,
+        `${m.workspaceVersion}; ${parsed.length} checks passed.`),
       table('Merged tables', ['Table', 'Change', 'Version', 'Rows'],
         m.tables.map((t) => [t.name, t.change, t.tableVersion, t.rowCount ?? ''])));
     } catch (err) {

@@ -29,10 +29,10 @@ export async function overviewPage() {
   return out;
 }
 
-// POST /v1/pipelines with one Idempotency-Key per form: a resent form does
-// not make a second pipeline.
+// POST /v1/pipelines with one Idempotency-Key per form shown: a form sent
+// again (after a lost answer) does not make a second pipeline.
 function newPipelineForm(tables) {
-  const key = newKey();
+  let key = newKey();
   const name = h('input', { id: 'pipeline-name', required: true, autocomplete: 'off' });
   const tableSelect = h('select', { id: 'pipeline-table', required: true },
     tables.map((t) => h('option', { value: t.name }, t.name)));
@@ -49,8 +49,9 @@ function newPipelineForm(tables) {
     if (keyColumns.length > 0) spec.keyColumns = keyColumns;
     try {
       const r = await postJson('/v1/pipelines', spec, { ok: [201], headers: { 'idempotency-key': key } });
-      location.hash = `#/pipelines/${enc(r.json.id)}`;
+      if (!location.hash || location.hash === '#/') location.hash = `#/pipelines/${enc(r.json.id)}`;
     } catch (err) {
+      if (!err.transient) key = newKey();  // refused: a corrected form is a new request
       status.replaceChildren(problemBox(err));
     }
   };

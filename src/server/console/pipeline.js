@@ -1,7 +1,7 @@
 // A pipeline: its settings, an edit guarded by If-Match, files dropped on
 // the page uploaded through signed uploads (with progress) and submitted as
 // one run under one Idempotency-Key, and its latest runs.
-import { call, get, postJson, enc, ApiError } from './api.js';
+import { call, get, postJson, enc, sleep, ApiError } from './api.js';
 import { h, fill, table, facts, field, when, runLink, tableLink, stateBadge, problemBox, newKey,
   bytes } from './dom.js';
 
@@ -74,14 +74,18 @@ function uploadSection(p) {
     ondragleave: () => zone.classList.remove('over'),
     ondrop: (e) => { e.preventDefault(); zone.classList.remove('over'); send(e.dataTransfer.files); },
   }, h('p', {}, `Drop ${p.format} files here, or choose them:`), field('Files to load', input));
-  input.addEventListener('change', () => send(input.files));
+  input.addEventListener('change', () => {
+    send(input.files);
+    input.value = '';  // the same file chosen again is a new submission
+  });
   return h('section', { 'aria-labelledby': 'load-h' }, h('h2', { id: 'load-h' }, 'Load files'),
     zone, progress, status);
 }
 
 // One submission: a signed upload per file, its bytes sent with progress,
-// then one run of them all. Each call carries its own Idempotency-Key, kept
-// for its retries.
+// then one run of them all. Each call carries its own Idempotency-Key and is
+// retried with it (postJson); a PUT is resent to its ticket as it is. A
+// submission that fails anyway leaves its uploads to expire, unsubmitted.
 async function submitFiles(p, files, progress, status) {
   if (files.length === 0) return;
   const total = files.reduce((n, f) => n + f.size, 0);
@@ -103,16 +107,29 @@ async function submitFiles(p, files, progress, status) {
     const r = await postJson(`/v1/pipelines/${enc(p.id)}/runs`, { uploads },
       { ok: [202], headers: { 'idempotency-key': newKey() } });
     fill(status, h('p', { class: 'notice' }, 'Submitted as run ', runLink(r.json.id), '.'));
-    location.hash = `#/runs/${enc(r.json.id)}`;
+    if (location.hash === `#/pipelines/${enc(p.id)}`) location.hash = `#/runs/${enc(r.json.id)}`;
   } catch (err) {
     fill(status, problemBox(err));
   }
 }
 
 // The ticket's method, headers and bytes, with upload progress (XHR: fetch
-// reports none). A local upload URL is this server's route: sent to this
-// origin, whatever host name the page was opened with.
-function put(ticket, file, onProgress) {
+// reports none), sent again while the answer is lost or says "later" (a
+// resent PUT of the same bytes is confirmed, docs/server.md).
+async function put(ticket, file, onProgress) {
+  for (let attempt = 1; ; ++attempt) {
+    try {
+      return await putOnce(ticket, file, onProgress);
+    } catch (err) {
+      if (!err.transient || attempt === 5) throw err;
+      await sleep(err.retryAfterMs ?? 500 * 2 ** attempt);
+    }
+  }
+}
+
+// A local upload URL is this server's route: sent to this origin, whatever
+// host name the page was opened with.
+function putOnce(ticket, file, onProgress) {
   const url = new URL(ticket.url, location.href);
   const target = url.pathname.startsWith('/v1/uploads/') ? url.pathname + url.search : url.href;
   return new Promise((resolve, reject) => {

@@ -1,22 +1,23 @@
 // A run: its state followed live (long-poll), counters, timings, every
 // error with its line and column, and revert or cancel after confirmation.
-import { get, getLines, postJson, enc } from './api.js';
+import { call, getLines, postJson, enc, sleep, ApiError } from './api.js';
 import { h, fill, table, facts, when, stateBadge, problemBox, pipelineLink, tableLink, newKey,
   bytes } from './dom.js';
 
 const TERMINAL = ['succeeded', 'failed', 'partial', 'cancelled'];
 
-export async function runPage(id, alive) {
+export async function runPage(id, { alive, signal }) {
   let run;
   try {
-    run = await get(`/v1/runs/${enc(id)}`);
+    run = (await call('GET', `/v1/runs/${enc(id)}`)).json;
   } catch (err) {
     return [h('h1', {}, `Run ${id}`), problemBox(err)];
   }
   const body = h('div', { id: 'run', 'aria-live': 'polite' });
   const errors = h('div', { id: 'run-errors' });
   const actions = h('div', { class: 'row', id: 'run-actions' });
-  const status = h('div', { 'aria-live': 'assertive' });
+  const status = h('div', { 'aria-live': 'assertive' });  // what an action did
+  const trouble = h('div', { 'aria-live': 'polite' });    // why the page is not updating
   const show = (r) => {
     fill(body, describe(r));
     fill(actions, buttons(r, status));
@@ -25,21 +26,33 @@ export async function runPage(id, alive) {
     }
   };
   // While the run is not terminal and this page is shown: each answer comes
-  // when the run ends or after 30 s.
+  // when the run ends or after 30 s. A server whose waits are shorter (400)
+  // is polled instead; a failed call is shown and tried again. Leaving the
+  // page aborts the call waiting.
   async function follow() {
-    while (alive() && !TERMINAL.includes(run.state)) {
+    let wait = '?wait=30';
+    for (let pause = 1000; alive() && !TERMINAL.includes(run.state);) {
       try {
-        run = await get(`/v1/runs/${enc(id)}?wait=30`);
+        run = (await call('GET', `/v1/runs/${enc(id)}${wait}`, { signal })).json;
+        if (!alive()) return;
+        fill(trouble);
+        show(run);
+        if (!wait) await sleep(pause);
       } catch (err) {
-        fill(status, problemBox(err));
-        return;
+        if (!alive()) return;
+        if (err instanceof ApiError && err.status === 400 && wait) {
+          wait = '';
+          continue;
+        }
+        fill(trouble, problemBox(err));
+        await sleep(err.retryAfterMs ?? pause);
+        pause = Math.min(pause * 2, 10_000);
       }
-      if (alive()) show(run);
     }
   }
   show(run);
   follow();
-  return [h('h1', {}, `Run ${id}`), body, actions, status, errors];
+  return [h('h1', {}, `Run ${id}`), trouble, body, actions, status, errors];
 }
 
 function describe(r) {
@@ -48,7 +61,8 @@ function describe(r) {
   return [
     h('p', {}, 'State: ', stateBadge(r.state), r.errorCode ? ` (${r.errorCode})` : ''),
     r.error ? h('p', { class: 'problem' }, r.error) : null,
-    facts([['Pipeline', pipelineLink(r.pipelineId)], ['Table', tableLink(r.table)], ['Mode', r.mode],
+    facts([['Pipeline', r.pipelineId ? pipelineLink(r.pipelineId) : 'none (a delete)'],
+      ['Table', tableLink(r.table)], ['Mode', r.mode],
       ['Submitted by', r.submittedBy], ['Input', bytes(r.inputBytes)],
       ['Validation only', r.validationOnly ? 'yes' : ''], ['Queue position', r.queuePosition],
       ['Commit', r.commit ? `${r.commit.commitId} (table version ${r.commit.tableVersion})` : ''],

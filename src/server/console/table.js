@@ -70,7 +70,7 @@ function sqlSection(name, params) {
   const result = h('div', { id: 'sql-result', 'aria-live': 'polite' });
   const run = async (e) => {
     e.preventDefault();
-    const body = { query: text.value, limit: 1000 };
+    const body = { query: text.value };  // the server caps the rows (sqlMaxRows)
     if (branch.value.trim()) body.branch = branch.value.trim();
     try {
       const lines = await getLines('POST', '/v1/sql', {
