@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, launch, tab as newTab, check, text, heading, jwt, dropFile } from './harness.mjs';
+import { startServer, launch, tab as newTab, check, text, heading, jwt, dropFile, createPipeline } from './harness.mjs';
 
 let s, browser;
 before(async () => {
@@ -57,12 +57,7 @@ test('signs in through the link; the token leaves the address bar and is sent on
 
 test('creates a pipeline, drops a file on it and watches the run succeed', async () => {
   const page = await signIn('owner');
-  await heading(page, 'Overview');
-  await page.type('#pipeline-name', 'events');
-  await page.select('#pipeline-table', 't');
-  await page.select('#pipeline-mode', 'upsert');
-  await page.click('form button[type=submit]');
-  await heading(page, 'Pipeline events');
+  await createPipeline(page, 'events', 'upsert');
   pipelineUrl = page.url();
   await check(page, 'pipeline');
   // A file dropped on the page, as a browser delivers it.
@@ -142,11 +137,7 @@ test('a queued run is followed live and cancelled after confirmation', async () 
   try {
     const page = await newTab(browser);
     await page.goto(idle.link('owner'));
-    await heading(page, 'Overview');
-    await page.type('#pipeline-name', 'waits');
-    await page.select('#pipeline-table', 't');
-    await page.click('form button[type=submit]');
-    await heading(page, 'Pipeline waits');
+    await createPipeline(page, 'waits');
     await dropFile(page, 'one.csv', 'id,v\n1,one\n');
     await page.waitForSelector('.state-queued');
     assert.equal(await page.$('#revert'), null);

@@ -3,7 +3,7 @@
 // watch its run succeed and see its rows; each page checked by axe-core.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, tab, check, text, heading, dropFile } from './harness.mjs';
+import { startServer, launch, tab, check, text, heading, dropFile, createPipeline } from './harness.mjs';
 
 let s, browser;
 before(async () => {
@@ -22,10 +22,7 @@ test('firefox: signs in, loads a dropped file and shows its rows', async () => {
   assert.equal(await text(page, '#principal'), 'signed in as owner');
   assert.equal(page.url(), `${s.baseUrl}/console/#/`);
   await check(page, 'firefox-overview');
-  await page.type('#pipeline-name', 'ff');
-  await page.select('#pipeline-table', 't');
-  await page.click('form button[type=submit]');
-  await heading(page, 'Pipeline ff');
+  await createPipeline(page, 'ff');
   await dropFile(page, 'ff.csv', 'id,v\n7,seven\n');
   await page.waitForSelector('.state-succeeded');
   await check(page, 'firefox-run');

@@ -114,6 +114,17 @@ export const text = (page, selector) => page.$eval(selector, (e) => e.textConten
 export const heading = (page, want) =>
   page.waitForFunction((w) => document.querySelector('main h1')?.textContent === w, {}, want);
 
+// A pipeline over table t made through the overview's form; the page ends
+// on the new pipeline's page.
+export async function createPipeline(page, name, mode = 'append') {
+  await heading(page, 'Overview');
+  await page.type('#pipeline-name', name);
+  await page.select('#pipeline-table', 't');
+  await page.select('#pipeline-mode', mode);
+  await page.click('form button[type=submit]');
+  await heading(page, `Pipeline ${name}`);
+}
+
 // A file dropped on the pipeline page's drop zone, as a browser delivers it.
 export const dropFile = (page, name, content) => page.evaluate((n, c) => {
   const dt = new DataTransfer();
