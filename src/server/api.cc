@@ -150,6 +150,11 @@ HttpHandler::BodyPlan Api::PlanBody(const RequestHeader& header) {
   BodyPlan plan{false,
                 IsInlineSubmission(header) ? options_.inline_body_limit : options_.json_body_limit,
                 {}};
+  if (std::optional<Response> file = ConsoleFileAnswer(header)) {
+    plan.answer = std::move(file);
+    plan.answer_keeps_connection = true;
+    return plan;
+  }
   // A body is read only for a caller whose token holds: a refused one is
   // answered from its header.
   const std::string_view length = header[http::field::content_length];

@@ -154,9 +154,13 @@ class Api : public HttpHandler {
   Response Readyz(Call& c);
   Response Metrics(Call& c);
   Response OpenApi(Call& c);
-  // The web console's files (console.cc).
+  // The web console's files (console.cc). ConsoleFileAnswer answers a GET
+  // of one without a query on the I/O thread (PlanBody): fixed bytes wait on
+  // nothing, so the console answers while every handler thread is busy.
   Response RedirectToConsole(Call& c);
   Response ServeConsole(Call& c);
+  std::optional<Response> ConsoleFileAnswer(const RequestHeader& header);
+  Response ConsoleFileNamed(const RequestHeader& header, const std::string& name);
   Response GetLimits(Call& c);
   Response GetUsage(Call& c);
   Response CreateTable(Call& c);

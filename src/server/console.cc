@@ -36,23 +36,11 @@ bool EtagListed(std::string_view field, std::string_view etag) {
   return false;
 }
 
-}  // namespace
-
-Response Api::RedirectToConsole(Call&) {
-  Response r{http::status::moved_permanently, 11};
-  r.set(http::field::location, "/console/");
-  return r;
-}
-
 // Fixed bytes under the console's policy: never sniffed, never framed, no
 // referrer (a page's address holds no token, but its fragment once did),
 // revalidated by ETag so a new binary's console is picked up at once.
-Response Api::ServeConsole(Call& c) {
-  const ConsoleFile* file = FindConsoleFile(c.params["file"]);
-  if (file == nullptr) {
-    return Problem(Status::NotFound("the console has no file '" + c.params["file"] + "'"));
-  }
-  const bool fresh = EtagListed(c.header[http::field::if_none_match], file->etag);
+Response ConsoleAnswer(const RequestHeader& header, const ConsoleFile* file) {
+  const bool fresh = EtagListed(header[http::field::if_none_match], file->etag);
   Response r{fresh ? http::status::not_modified : http::status::ok, 11};
   r.set("Content-Security-Policy", kConsolePolicy);
   r.set("X-Content-Type-Options", "nosniff");
@@ -65,6 +53,35 @@ Response Api::ServeConsole(Call& c) {
     r.body() = std::string(file->bytes);
   }
   return r;
+}
+
+}  // namespace
+
+Response Api::RedirectToConsole(Call&) {
+  Response r{http::status::moved_permanently, 11};
+  r.set(http::field::location, "/console/");
+  return r;
+}
+
+Response Api::ServeConsole(Call& c) { return ConsoleFileNamed(c.header, c.params["file"]); }
+
+Response Api::ConsoleFileNamed(const RequestHeader& header, const std::string& name) {
+  const ConsoleFile* file = FindConsoleFile(name);
+  if (file == nullptr) return Problem(Status::NotFound("the console has no file '" + name + "'"));
+  return ConsoleAnswer(header, file);
+}
+
+std::optional<Response> Api::ConsoleFileAnswer(const RequestHeader& header) {
+  const std::string_view target = header.target();
+  if (header.method() != http::verb::get || target.substr(0, 9) != "/console/" ||
+      target.find('?') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto match = router_.Find("GET", std::string(target));
+  if (match.handler == nullptr || match.handler->fn != &Api::ServeConsole) return std::nullopt;
+  return Finish(header, match.pattern, nullptr, ConsoleFileNamed(header, match.params["file"]),
+                start);
 }
 
 }  // namespace loam::server

@@ -201,7 +201,9 @@ class Session : public std::enable_shared_from_this<Session> {
     plan_ = handler().PlanBody(header);
     parser_->body_limit(plan_.limit);
     if (plan_.answer) {
-      close_after_ = true;  // the body, if any, is never read
+      // The body, if any, is never read: the connection closes after the
+      // answer unless there is none.
+      if (!plan_.answer_keeps_connection || !parser_->is_done()) close_after_ = true;
       return Write(std::move(*plan_.answer));
     }
     const boost::optional<uint64_t> length = parser_->content_length();

@@ -112,6 +112,9 @@ class HttpHandler {
     // Set: the request's answer, sent before any of its body is read (a
     // refused token); the connection then closes.
     std::optional<Response> answer;
+    // With `answer`: the connection stays open for the next request when the
+    // request has no body (a GET of fixed bytes answered on the I/O thread).
+    bool answer_keeps_connection = false;
     // What the handler learned from the header (a verified caller), handed
     // back to Handle or HandleStream so that nothing is worked out twice.
     std::any context;

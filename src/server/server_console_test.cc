@@ -75,6 +75,33 @@ TEST_F(ConsoleRouteTest, AFileIsRevalidatedByItsEtag) {
   EXPECT_EQ(HttpCall(Port(), "GET", "/console/app.js", "", {{"If-None-Match", "*"}}).status, 304);
 }
 
+// The files are answered on the I/O thread (no handler thread, so an
+// overloaded server still shows its console), keeping the connection for
+// the next request; one with a body closes it (the body is never read).
+TEST_F(ConsoleRouteTest, FilesAreAnsweredOnAKeptConnection) {
+  namespace beast = boost::beast;
+  boost::asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.connect({boost::asio::ip::make_address("127.0.0.1"), Port()});
+  for (const char* target :
+       {"/console/", "/console/app.js", "/console/nope.js", "/console/dom.js"}) {
+    http::request<http::string_body> req{http::verb::get, target, 11};
+    req.set(http::field::host, "x");
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    EXPECT_EQ(res.result_int(), std::string(target) == "/console/nope.js" ? 404u : 200u) << target;
+    EXPECT_TRUE(res.keep_alive()) << target;
+    EXPECT_FALSE(res["Request-Id"].empty()) << target;
+  }
+  HttpResult with_body = HttpCall(Port(), "GET", "/console/app.js", "x");
+  EXPECT_EQ(with_body.status, 200);
+  EXPECT_EQ(with_body.Header("connection"), "close");
+  HttpResult metrics = HttpCall(Port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("route=\"/console/{file}\""), std::string::npos);
+}
+
 TEST_F(ConsoleRouteTest, NothingButTheConsolesFilesIsServed) {
   for (const char* target : {"/console/nope.js", "/console/..", "/console/%2e%2e%2fsecret",
                              "/console/app.js/x", "/console/console_files.cc.in"}) {
