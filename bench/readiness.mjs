@@ -16,7 +16,7 @@ import { parseOptions, MIX, pick, sizeOf, makeRows } from './readiness-lib/workl
 import { percentile, printReport } from './readiness-lib/report.mjs';
 import { checkOutcome } from './readiness-lib/checks.mjs';
 import { startFloods } from './readiness-lib/floods.mjs';
-import { startConsoleProbe } from './readiness-lib/console_probe.mjs';
+import { startProbe } from './readiness-lib/probe.mjs';
 
 const opt = parseOptions(process.argv.slice(2));
 const LOAM = process.env.LOAM_BINARY ?? path.resolve('build/release/src/cli/loam');
@@ -403,7 +403,8 @@ if (opt.killTrials > 0) {
     phases.push(mark);
   }
   if (opt.overload > 0) {
-    const probe = startConsoleProbe(servers[0]);
+    // The console's files answer on the I/O threads, whatever the load.
+    const probe = startProbe({ port: servers[0].port, paths: ['/console/', '/console/app.js'] });
     await phase(`${opt.overload}x overload`, opt.rate * opt.overload, opt.seconds / 2);
     probe.stop();
     stats.console = probe.stats;
@@ -435,8 +436,8 @@ if (stats.console?.failures > 0) {
 }
 if (floods) {
   stats.floods = floods.stats;
-  if (floods.stats.probeFailures > 0) {
-    outcome.problems.push(`/healthz failed ${floods.stats.probeFailures} of ${floods.stats.probes} probes during the floods`);
+  if (floods.stats.probe.failures > 0) {
+    outcome.problems.push(`/healthz failed ${floods.stats.probe.failures} of ${floods.stats.probe.probes} probes during the floods`);
     outcome.ok = false;
   }
 }

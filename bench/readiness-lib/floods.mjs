@@ -5,10 +5,11 @@
 //   - 1,024 sockets that connect and send nothing (127.0.0.2);
 //   - upload bodies trickled 2 KB every 250 ms, each ticket PUT twice at once,
 //     and bodies that stall after their headers (127.0.0.4).
-// Meanwhile a probe asks GET /healthz on a fresh connection every 250 ms with
-// a 1 s timeout (127.0.0.5): the server must answer every one.
-import http from 'node:http';
+// Meanwhile a probe asks GET /healthz on a fresh connection every 250 ms,
+// whole within 1 s (127.0.0.5, from a process of its own: probe.mjs): the
+// server must answer every one.
 import net from 'node:net';
+import { startProbe } from './probe.mjs';
 
 const IDLE = 1024;
 const STALLED = 2;  // tickets whose body stalls after its headers (first: they are received)
@@ -16,8 +17,7 @@ const TICKETS = 8;  // tickets trickled by two PUTs each
 
 export async function startFloods({ count, server, createTicket }) {
   const sockets = [];
-  const stats = { probes: 0, probeFailures: 0, probeMaxMs: 0, idleClosedByServer: 0,
-    uploadAnswers: {}, uploadsCutOff: 0 };
+  const stats = { idleClosedByServer: 0, uploadAnswers: {}, uploadsCutOff: 0 };
   const open = (localAddress, onConnect) => {
     const s = net.connect({ port: server.port, host: '127.0.0.1', localAddress }, onConnect);
     s.on('error', () => {});
@@ -64,26 +64,14 @@ export async function startFloods({ count, server, createTicket }) {
   const headerTimer = setInterval(() => {
     for (const s of sockets) if (!s.destroyed && s.localAddress === '127.0.0.3') s.write('a');
   }, 1000);
-  const probe = setInterval(() => {
-    const t0 = performance.now();
-    stats.probes++;
-    const req = http.get({ host: '127.0.0.1', port: server.port, path: '/healthz',
-      localAddress: '127.0.0.5', agent: false, timeout: 1000 }, (res) => {
-      res.resume();
-      res.on('end', () => {
-        stats.probeMaxMs = Math.max(stats.probeMaxMs, performance.now() - t0);
-        if (res.statusCode !== 200) stats.probeFailures++;
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => { stats.probeFailures++; });
-  }, 250);
+  const probe = startProbe({ port: server.port, paths: ['/healthz'], localAddress: '127.0.0.5' });
+  stats.probe = probe.stats;
   return {
     stats,
     stop() {
       clearInterval(trickle);
       clearInterval(headerTimer);
-      clearInterval(probe);
+      probe.stop();
       for (const s of sockets) s.stopping = true;
       for (const s of sockets) s.destroy();
     },

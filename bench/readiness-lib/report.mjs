@@ -89,7 +89,7 @@ export function printReport({ opt, phases, stats, submissions, runs, outcome, se
   }
   if (stats.floods) {
     const f = stats.floods;
-    line('/healthz during the floods (1 s timeout)', `${f.probes - f.probeFailures} of ${f.probes} answered, max ${f.probeMaxMs.toFixed(0)} ms`);
+    line('/healthz during the floods (1 s timeout)', `${f.probe.probes - f.probe.failures} of ${f.probe.probes} answered, max ${f.probe.maxMs.toFixed(0)} ms`);
     line('idle flood sockets closed by the server', `${f.idleClosedByServer} of 1024`);
     line('flood upload PUTs by answer', `${JSON.stringify(f.uploadAnswers)}, ${f.uploadsCutOff} cut off unanswered`);
   }
