@@ -404,7 +404,8 @@ if (opt.killTrials > 0) {
   }
   if (opt.overload > 0) {
     // The console's files answer on the I/O threads, whatever the load.
-    const probe = startProbe({ port: servers[0].port, paths: ['/console/', '/console/app.js'] });
+    const probe = startProbe({ port: servers[0].port, paths: ['/console/', '/console/app.js'],
+      localAddress: '127.0.0.6' });
     await phase(`${opt.overload}x overload`, opt.rate * opt.overload, opt.seconds / 2);
     probe.stop();
     stats.console = probe.stats;

@@ -23,12 +23,14 @@ function get({ port, localAddress }, path, ms) {
   });
 }
 
-// The child: one line per probe, "ok MS" or "fail MS", until killed.
+// The child: one line per probe, "ok MS" or "fail MS", until killed; all
+// of a probe's paths within 1 s together.
 async function probeForever(target, paths) {
+  process.stdout.on('error', () => process.exit(0));  // the harness is gone
   for (;;) {
     const t0 = performance.now();
     let ok = true;
-    for (const path of paths) ok = ok && (await get(target, path, 1000));
+    for (const path of paths) ok = ok && (await get(target, path, Math.max(1, 1000 - (performance.now() - t0))));
     const ms = performance.now() - t0;
     process.stdout.write(`${ok ? 'ok' : 'fail'} ${ms.toFixed(1)}\n`);
     await new Promise((r) => setTimeout(r, Math.max(0, 250 - ms)));
@@ -36,10 +38,17 @@ async function probeForever(target, paths) {
 }
 
 // Probes `paths` (all of them in turn make one probe) of the server on
-// `port`, from `localAddress` (default 127.0.0.1); stats {probes, failures,
-// maxMs} count as the child reports.
-export function startProbe({ port, paths, localAddress = '127.0.0.1' }) {
+// `port`, from `localAddress` (an address of its own, so the load's
+// per-address connection cap is not the probe's); stats {probes, failures,
+// maxMs} count as the child reports. A child that ends before stop() counts
+// one failure, and stop() counts the probes it should have made and did not
+// (a probe every 250 ms, some slack), so a dead probe never passes.
+const children = new Set();
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
+export function startProbe({ port, paths, localAddress }) {
   const stats = { probes: 0, failures: 0, maxMs: 0 };
+  const started = performance.now();
   const child = spawn(process.execPath,
     [fileURLToPath(import.meta.url), '--probe', String(port), localAddress, ...paths],
     { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -54,7 +63,21 @@ export function startProbe({ port, paths, localAddress = '127.0.0.1' }) {
       stats.maxMs = Math.max(stats.maxMs, Number(ms));
     }
   });
-  return { stats, stop: () => child.kill('SIGTERM') };
+  children.add(child);
+  let stopped = false;
+  child.on('exit', () => {
+    children.delete(child);
+    if (!stopped) stats.failures++;
+  });
+  return {
+    stats,
+    stop() {
+      stopped = true;
+      child.kill('SIGTERM');
+      const expected = Math.floor((performance.now() - started) / 250 * 0.5);
+      if (stats.probes < expected) stats.failures += expected - stats.probes;
+    },
+  };
 }
 
 if (process.argv[2] === '--probe') {

@@ -203,7 +203,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (plan_.answer) {
       // The body, if any, is never read: the connection closes after the
       // answer unless there is none.
-      if (!plan_.answer_keeps_connection || !parser_->is_done()) close_after_ = true;
+      if (parser_->is_done()) body_complete_ = true;  // nothing to drain on close
+      if (!plan_.answer_keeps_connection || !body_complete_) close_after_ = true;
       return Write(std::move(*plan_.answer));
     }
     const boost::optional<uint64_t> length = parser_->content_length();

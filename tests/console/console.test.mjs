@@ -145,6 +145,7 @@ test('a queued run is followed live and cancelled after confirmation', async () 
     await page.click('#cancel');
     // The long-poll already waiting on the run brings its end.
     await page.waitForSelector('.state-cancelled');
+    await page.waitForSelector('#action-result');  // the long-poll may answer first
     assert.match(await text(page, '#action-result'), /^Cancel requested: the run is cancelled/);
     assert.equal(await page.$('#cancel'), null);
     assert.equal(idle.count('SELECT count(*) FROM t'), '0');

@@ -15,10 +15,12 @@ export class ApiError extends Error {
     this.retryAfterMs = this.problem.retryAfterMillis ?? (retryAfter ? Number(retryAfter) * 1000 : null);
   }
 
-  // Worth asking again with the same request: no answer, or one that says
-  // "later" (429, 5xx but 501).
+  // Worth asking again with the same request (docs/errors.md): no answer,
+  // or one that says "later".
   get transient() {
-    return this.status === 0 || this.status === 429 || (this.status >= 500 && this.status !== 501);
+    if (this.status === 0) return true;
+    if (!this.problem.code) return [502, 503, 504].includes(this.status);  // a proxy's answer
+    return ['unavailable', 'overloaded', 'request_in_flight', 'pipeline_paused'].includes(this.code);
   }
 }
 
@@ -55,7 +57,13 @@ export async function call(method, path, { body, headers = {}, ok = [200], signa
     if (signal?.aborted) throw err;
     throw new ApiError(0, { code: 'unavailable', detail: `the server cannot be reached (${err.message})` });
   }
-  const text = await res.text();
+  let text;
+  try {
+    text = await res.text();
+  } catch (err) {  // the connection broke while the answer was read
+    if (signal?.aborted) throw err;
+    throw new ApiError(0, { code: 'unavailable', detail: `the answer was cut short (${err.message})` });
+  }
   let json = null;
   if (/^application\/(problem\+)?json/.test(res.headers.get('content-type') ?? '') && text) {
     json = JSON.parse(text);

@@ -27,9 +27,14 @@ function secondsLeft() {
   return typeof exp === 'number' ? exp - Date.now() / 1000 : Infinity;
 }
 
+let shownWho = null;  // rebuilt only when its text changes (a live region)
+
 function showWho() {
   const who = document.getElementById('who');
   const claims = token.claims();
+  const key = `${token.get()} ${Math.ceil(secondsLeft() / 60)}`;
+  if (key === shownWho) return undefined;
+  shownWho = key;
   if (!claims) return fill(who, 'not signed in');
   const exp = typeof claims.exp === 'number' ? new Date(claims.exp * 1000) : null;
   const left = secondsLeft();

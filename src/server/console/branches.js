@@ -103,7 +103,7 @@ function mergeSection(branches) {
       table('Merged tables', ['Table', 'Change', 'Version', 'Rows'],
         m.tables.map((t) => [t.name, t.change, t.tableVersion, t.rowCount ?? ''])));
     } catch (err) {
-      fill(result, problemBox(err), err.problem.check ? h('p', {}, `Failed check: ${err.problem.check}`) : null);
+      fill(result, problemBox(err), err.problem?.check ? h('p', {}, `Failed check: ${err.problem.check}`) : null);
     }
   };
   return h('section', { 'aria-labelledby': 'merge-h' }, h('h2', { id: 'merge-h' }, 'Merge'),

@@ -104,6 +104,7 @@ async function submitFiles(p, files, progress, status) {
       uploads.push(ticket.uploadId);
     }
     progress.value = progress.max;
+    fill(status, `Submitting ${files.length} file(s) as one run…`);
     const r = await postJson(`/v1/pipelines/${enc(p.id)}/runs`, { uploads },
       { ok: [202], headers: { 'idempotency-key': newKey() } });
     fill(status, h('p', { class: 'notice' }, 'Submitted as run ', runLink(r.json.id), '.'));
@@ -121,6 +122,12 @@ async function put(ticket, file, onProgress) {
     try {
       return await putOnce(ticket, file, onProgress);
     } catch (err) {
+      // A resend after a lost answer meets its own first PUT (409 here,
+      // 412 on S3): the upload's record says whether the bytes arrived.
+      if (attempt > 1 && (err.status === 409 || err.status === 412)) {
+        const upload = (await call('GET', `/v1/uploads/${enc(ticket.uploadId)}`)).json;
+        if (upload.received) return undefined;
+      }
       if (!err.transient || attempt === 5) throw err;
       await sleep(err.retryAfterMs ?? 500 * 2 ** attempt);
     }

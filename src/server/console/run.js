@@ -37,6 +37,7 @@ export async function runPage(id, { alive, signal }) {
         if (!alive()) return;
         fill(trouble);
         show(run);
+        pause = 1000;
         if (!wait) await sleep(pause);
       } catch (err) {
         if (!alive()) return;
@@ -45,6 +46,7 @@ export async function runPage(id, { alive, signal }) {
           continue;
         }
         fill(trouble, problemBox(err));
+        if (!err.transient) return;  // shown; reload the page to try again
         await sleep(err.retryAfterMs ?? pause);
         pause = Math.min(pause * 2, 10_000);
       }
