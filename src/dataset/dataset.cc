@@ -551,8 +551,13 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
                              const ScanShape& shape, const std::vector<uint64_t>* take,
                              std::vector<RecordBatch>* out, int64_t* produced) const {
   const std::vector<int>& projected = shape.projected;
-  LruCache* cache = options_->cache.get();
-  ASSIGN_OR_RETURN(auto reader, FragmentReader::OpenAt(store_.get(), Locate(frag), cache));
+  // A staged fragment kept in memory (WriteFragment) is in no object yet, and
+  // nothing of it is cached (the cache is keyed by place).
+  const bool in_memory = frag.data_path.empty() && frag.inline_bytes;
+  LruCache* cache = in_memory ? nullptr : options_->cache.get();
+  ASSIGN_OR_RETURN(auto reader,
+                   in_memory ? FragmentReader::OpenBytes(frag.inline_bytes, "staged in memory")
+                             : FragmentReader::OpenAt(store_.get(), Locate(frag), cache));
   const Schema& fs = reader->schema();
   if (reader->num_rows() != frag.physical_rows) {
     return Status::DataLoss("fragment file '" + frag.data_path + "' has " +

@@ -299,6 +299,13 @@ class Dataset {
   // The `columns` of fragments written by WriteFragment and not committed.
   Result<std::vector<RecordBatch>> ReadStaged(const std::vector<Fragment>& staged,
                                               const std::vector<std::string>& columns) const;
+  // The rows of `runs` (each one's fragments, kept in memory by
+  // WriteFragment, none committed) as fewer fragments, in order: runs that
+  // commit together share one while their bytes add up to at most
+  // max_inline_fragment_bytes, and no run is split. A joined fragment that
+  // encodes larger is written as a file. InvalidArgument when a fragment of
+  // `runs` is a file.
+  Result<std::vector<Fragment>> JoinStaged(const std::vector<std::vector<Fragment>>& runs) const;
   Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
                                     std::vector<Fragment> staged, MergeStats* stats = nullptr,
                                     const CommitOptions& opts = {},
@@ -417,7 +424,8 @@ class Dataset {
   Result<Fragment> WriteFragment(const RecordBatch& batch, bool allow_inline = false,
                                  const Schema* schema = nullptr) const;
   // Deletes the files of fragments written by WriteFragment that no version
-  // references and none will (an abandoned load). Never for committed ones.
+  // references and none will (an abandoned load; those kept in memory need
+  // nothing). Never for committed ones.
   Status DeleteStaged(const std::vector<Fragment>& staged) const;
   // Removes the deletion files `txn` (a delete or merge-insert) wrote for
   // `unpublished`, an attempt that lost its race: .ldel files of the
@@ -432,7 +440,8 @@ class Dataset {
                                                            const std::string& txn_id,
                                                            const Status& put,
                                                            uint64_t version) const;
-  // OK when a staged fragment's file is still there (NotFound otherwise).
+  // OK when a staged fragment's file is still there (NotFound otherwise),
+  // or it is kept in memory.
   Status StagedExists(const Fragment& staged) const;
   // Commits the next version on top of this snapshot, which must be the
   // branch's latest: `removed` fragments leave, `added` ones join (ids

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "dataset/dataset.h"
+#include "format/fragment_writer.h"
 #include "format/page.h"
 
 namespace loam {
@@ -107,6 +108,7 @@ Result<Fragment> Dataset::WriteFragment(const RecordBatch& batch, bool allow_inl
 Status Dataset::DeleteStaged(const std::vector<Fragment>& staged) const {
   Status first;
   for (const Fragment& f : staged) {
+    if (f.data_path.empty()) continue;  // kept in memory
     Status s = store_->Delete(Key(f.data_path));
     if (first.ok() && !s.ok()) first = s;  // delete the others anyway
   }
@@ -114,6 +116,7 @@ Status Dataset::DeleteStaged(const std::vector<Fragment>& staged) const {
 }
 
 Status Dataset::StagedExists(const Fragment& staged) const {
+  if (staged.data_path.empty() && staged.inline_bytes) return Status::OK();  // in memory
   Result<ObjectMeta> meta = store_->Head(Key(staged.data_path));
   if (meta.ok() && meta->size != staged.data_size) {
     return Status::DataLoss("staged file '" + staged.data_path + "' changed size");
@@ -426,6 +429,39 @@ Result<std::vector<RecordBatch>> Dataset::ReadStaged(
   ScanSpec spec;
   spec.columns = columns;
   return ScanVersion(source, spec);
+}
+
+Result<std::vector<Fragment>> Dataset::JoinStaged(
+    const std::vector<std::vector<Fragment>>& runs) const {
+  std::vector<Fragment> out;
+  std::vector<Fragment> chunk;
+  uint64_t chunk_bytes = 0;
+  uint64_t budget = options_->max_inline_bytes_per_version;  // of the version file
+  auto flush = [&]() -> Status {
+    if (chunk.empty()) return Status::OK();
+    ASSIGN_OR_RETURN(std::vector<RecordBatch> rows, ReadStaged(chunk, {}));
+    VectorBatchStream stream(&rows);
+    ASSIGN_OR_RETURN(Fragment joined, EncodeSmallFragment(state_->schema, stream, &budget));
+    out.push_back(std::move(joined));
+    chunk.clear();
+    chunk_bytes = 0;
+    return Status::OK();
+  };
+  for (const std::vector<Fragment>& run : runs) {
+    uint64_t bytes = 0;
+    for (const Fragment& f : run) {
+      if (!f.inline_bytes) {
+        return Status::InvalidArgument("staged fragment '" + f.data_path +
+                                       "' is a file: only fragments kept in memory are joined");
+      }
+      bytes += f.data_size;
+    }
+    if (chunk_bytes + bytes > options_->max_inline_fragment_bytes) RETURN_NOT_OK(flush());
+    chunk.insert(chunk.end(), run.begin(), run.end());
+    chunk_bytes += bytes;
+  }
+  RETURN_NOT_OK(flush());
+  return out;
 }
 
 Result<Dataset> Dataset::OverwriteStaged(std::vector<Fragment> staged,

@@ -40,9 +40,10 @@ class GroupCommitTest : public ::testing::Test {
   }
 
   // A run's staged append of `ids` (one fragment per id, so runs differ in
-  // how many fragments they add).
+  // how many fragments they add), as files or kept in memory.
   WriteRequest Staged(const std::string& run, const std::vector<int64_t>& ids,
-                      const std::string& who = "ada", const std::string& table = "t") {
+                      const std::string& who = "ada", const std::string& table = "t",
+                      bool in_memory = false) {
     Snapshot snap = ws_->Current().value();
     Dataset data = ws_->OpenTable(snap, table).value();
     WriteRequest w;
@@ -50,7 +51,7 @@ class GroupCommitTest : public ::testing::Test {
     w.table_sid = snap.Find(table)->def.sid;
     w.mode = WriteMode::kAppend;
     w.staged_rows = true;
-    for (int64_t id : ids) w.staged.push_back(data.WriteFragment(Events({id})).value());
+    for (int64_t id : ids) w.staged.push_back(data.WriteFragment(Events({id}), in_memory).value());
     w.expected_schema_version = snap.Find(table)->def.schema_version;
     w.run_id = run;
     w.principal = who;
@@ -128,33 +129,66 @@ TEST_F(GroupCommitTest, RunsShareOneCommitEachWithItsOwnRowAndFragments) {
 // A crash at each failpoint of a group commit: recovery of any one member
 // settles the whole group, so every run is committed exactly once or not at
 // all, and all of them alike.
-TEST_F(GroupCommitTest, ACrashAtAnyPointCommitsTheWholeGroupOrNone) {
-  for (std::string_view point :
-       {failpoint::kAfterSidecar, failpoint::kAfterTableCommit, failpoint::kAfterPublish}) {
-    SCOPED_TRACE(point);
-    const std::string tag(point);
-    WriteRequest a = Staged(tag + "-a", {1}), b = Staged(tag + "-b", {2, 3});
-    std::vector<int64_t> before = Ids();
-    auto crashing = Reopen([&](std::string_view at) {
-      return at == point ? Status::Unavailable("crash") : Status::OK();
-    });
-    for (const Result<WriteResult>& r : crashing->WriteGroup({&a, &b})) {
-      EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
-    }
-    ws_ = Reopen();
-    RecoveryReport report = ws_->RecoverRun(tag + "-b").value();  // the second member
-    EXPECT_TRUE(report.failures.empty());
-    EXPECT_EQ(ws_->PendingSidecars().value(), 0);
-    const bool a_done = RunCommit(tag + "-a").has_value();
-    EXPECT_EQ(a_done, RunCommit(tag + "-b").has_value());
-    EXPECT_EQ(a_done, point != failpoint::kAfterSidecar);
-    if (a_done) {
-      before.insert(before.end(), {1, 2, 3});
-      std::sort(before.begin(), before.end());
-    }
-    EXPECT_EQ(Ids(), before);
-    EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+// Runs staged in memory share the fragments of their commit: each
+// run_commit names its rows there, and none names a whole fragment.
+TEST_F(GroupCommitTest, RunsStagedInMemoryShareOneFragmentEachNamingItsRows) {
+  ASSERT_TRUE(ws_->Write(Staged("early", {100})).ok());  // fragment ids start above 0
+  WriteRequest a = Staged("ja", {1, 2}, "ada", "t", true), b = Staged("jb", {3}, "bob", "t", true),
+               c = Staged("jc", {4, 5, 6}, "ada", "t", true);
+  for (const Result<WriteResult>& r : ws_->WriteGroup({&a, &b, &c})) {
+    ASSERT_TRUE(r.ok()) << r.status();
   }
+  EXPECT_EQ(Ids(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 100}));
+  const Dataset table = ws_->OpenTable(ws_->Current().value(), "t").value();
+  ASSERT_EQ(table.state().fragments.size(), 2u);
+  const uint64_t id = table.state().fragments[1].id;
+  EXPECT_GT(id, 0u);
+  const std::vector<std::pair<std::string, json>> want = {{"ja", json::array({id, 0, 2})},
+                                                          {"jb", json::array({id, 2, 3})},
+                                                          {"jc", json::array({id, 3, 6})}};
+  for (const auto& [run, rows] : want) {
+    std::optional<json> meta = RunCommit(run);
+    ASSERT_TRUE(meta) << run;
+    EXPECT_EQ((*meta)["fragment_rows"], rows) << run;
+    EXPECT_EQ((*meta)["fragments"], json::array({id, id})) << run;
+  }
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
+TEST_F(GroupCommitTest, ACrashAtAnyPointCommitsTheWholeGroupOrNone) {
+  for (const bool in_memory : {false, true})
+    for (std::string_view point :
+         {failpoint::kAfterSidecar, failpoint::kAfterTableCommit, failpoint::kAfterPublish}) {
+      SCOPED_TRACE(std::string(point) + (in_memory ? " in memory" : " as files"));
+      const std::string tag = std::string(point) + (in_memory ? "-m" : "-f");
+      WriteRequest a = Staged(tag + "-a", {1}, "ada", "t", in_memory),
+                   b = Staged(tag + "-b", {2, 3}, "ada", "t", in_memory);
+      std::vector<int64_t> before = Ids();
+      auto crashing = Reopen([&](std::string_view at) {
+        return at == point ? Status::Unavailable("crash") : Status::OK();
+      });
+      for (const Result<WriteResult>& r : crashing->WriteGroup({&a, &b})) {
+        EXPECT_TRUE(r.status().IsUnavailable()) << r.status();
+      }
+      ws_ = Reopen();
+      RecoveryReport report = ws_->RecoverRun(tag + "-b").value();  // the second member
+      EXPECT_TRUE(report.failures.empty());
+      EXPECT_EQ(ws_->PendingSidecars().value(), 0);
+      const bool a_done = RunCommit(tag + "-a").has_value();
+      EXPECT_EQ(a_done, RunCommit(tag + "-b").has_value());
+      EXPECT_EQ(a_done, point != failpoint::kAfterSidecar);
+      if (a_done) {
+        before.insert(before.end(), {1, 2, 3});
+        std::sort(before.begin(), before.end());
+        const json b_rows = (*RunCommit(tag + "-b"))["fragment_rows"];
+        EXPECT_EQ(b_rows.is_null(), !in_memory) << b_rows;  // after a's one row when joined
+        if (in_memory) {
+          EXPECT_EQ(b_rows[1], 1) << b_rows;
+        }
+      }
+      EXPECT_EQ(Ids(), before);
+      EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+    }
 }
 
 // A grant revoked between the checks and the publish refuses the whole
@@ -193,6 +227,22 @@ TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
   EXPECT_EQ(*back, s);
   EXPECT_TRUE(back->Records("b"));
   EXPECT_FALSE(back->Records("c"));
+  // A group whose rows were joined lists each run's rows.
+  Sidecar joined = s;
+  joined.group = {{"a", 0, 2}, {"b", 0, 1}};
+  const std::string joined_text = EncodeSidecar(joined);
+  back = DecodeSidecar(joined_text, "k");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, joined);
+  for (const char* edit : {R"({"rows":"2"})", R"({"rows":0})", R"({"fragments":1})"}) {
+    json odd = ParseJson(joined_text);
+    odd["group"][0].update(ParseJson(edit));
+    EXPECT_TRUE(DecodeSidecar(odd.dump(), "k").status().IsDataLoss()) << edit;
+  }
+  json some = ParseJson(joined_text);
+  some["group"][1].erase("rows");
+  some["group"][1]["fragments"] = 1;
+  EXPECT_TRUE(DecodeSidecar(some.dump(), "k").status().IsDataLoss());
   s.group.clear();
   EXPECT_NE(EncodeSidecar(s).find("\"format\": 1"), std::string::npos);
   json bad = ParseJson(text);

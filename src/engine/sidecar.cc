@@ -64,7 +64,11 @@ std::string EncodeSidecar(const Sidecar& s) {
   if (s.lease_until_micros > 0) j["lease_until_micros"] = s.lease_until_micros;
   if (!s.group.empty()) {
     json group = json::array();
-    for (const SidecarRun& r : s.group) group.push_back({{"id", r.id}, {"fragments", r.fragments}});
+    for (const SidecarRun& r : s.group) {
+      json run = {{"id", r.id}, {"fragments", r.fragments}};
+      if (r.rows > 0) run["rows"] = r.rows;
+      group.push_back(std::move(run));
+    }
     j["group"] = std::move(group);
   }
   return j.dump(2);
@@ -114,7 +118,16 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
         if (!fragments) {
           return Status::DataLoss("sidecar '" + key + "' has a group run without \"fragments\"");
         }
-        s.group.push_back({r.at("id").get<std::string>(), *fragments});
+        const std::optional<int64_t> rows = IntegerAt(r, "rows");
+        if (r.contains("rows") != (rows && *rows > 0 && *fragments == 0)) {
+          return Status::DataLoss("sidecar '" + key + "' has a group run with malformed \"rows\"");
+        }
+        s.group.push_back({r.at("id").get<std::string>(), *fragments, rows.value_or(0)});
+      }
+      const auto joined = [](const SidecarRun& r) { return r.rows > 0; };
+      if (!std::all_of(s.group.begin(), s.group.end(), joined) &&
+          std::any_of(s.group.begin(), s.group.end(), joined)) {
+        return Status::DataLoss("sidecar '" + key + "' joins the rows of only some of its runs");
       }
       if (s.group.empty() || s.group.front().id != s.run_id) {
         return Status::DataLoss("sidecar '" + key +

@@ -16,6 +16,10 @@ namespace loam {
 struct SidecarRun {
   std::string id;
   int64_t fragments = 0;
+  // > 0 when the group's rows were joined (Dataset::JoinStaged): the run's
+  // rows, which follow its predecessors' in the fragments the commit added
+  // (`fragments` is then 0).
+  int64_t rows = 0;
   friend bool operator==(const SidecarRun&, const SidecarRun&) = default;
 };
 

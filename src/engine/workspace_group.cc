@@ -53,6 +53,42 @@ void DropKeyOverlaps(const Dataset& table, const std::vector<std::string>& keys,
   }
   *members = std::move(kept);
 }
+
+// Whether the members' rows are joined into shared fragments: only when every
+// staged fragment is kept in memory (small runs on a table's main dataset).
+bool JoinsRows(const std::vector<const WriteRequest*>& requests,
+               const std::vector<size_t>& members) {
+  return std::all_of(members.begin(), members.end(), [&](size_t m) {
+    return std::all_of(requests[m]->staged.begin(), requests[m]->staged.end(),
+                       [](const Fragment& f) { return f.inline_bytes != nullptr; });
+  });
+}
+
+// The run_commit details of a group whose rows were joined: each run's rows
+// follow its predecessors' in the fragment the commit added for them, and a
+// run is never split (Dataset::JoinStaged). `fragments` names none whole, so
+// a build that reads only it finds nothing to revert rather than the
+// group-mates' rows.
+std::vector<CommittedRun> JoinedRuns(const Sidecar& s, const DatasetVersion& v) {
+  std::vector<CommittedRun> runs;
+  size_t slot = 0;
+  uint64_t row = 0;
+  for (const SidecarRun& r : s.group) {
+    const uint64_t rows = static_cast<uint64_t>(r.rows);
+    if (slot < v.txn.added.size() && row + rows > v.txn.added[slot].physical_rows) {
+      ++slot;
+      row = 0;
+    }
+    json d = {{"table", s.sid}, {"table_version", v.version}};
+    // The added fragments got the ids just below next_fragment_id, in order.
+    const uint64_t id = v.next_fragment_id - v.txn.added.size() + slot;
+    d["fragments"] = {id, id};
+    if (slot < v.txn.added.size()) d["fragment_rows"] = {id, row, row + rows};
+    row += rows;
+    runs.push_back({r.id, d.dump()});
+  }
+  return runs;
+}
 }  // namespace
 
 bool WorkspaceEngine::Groupable(const WriteRequest& r) {
@@ -144,6 +180,8 @@ std::vector<CommittedRun> WorkspaceEngine::RunsOf(const Sidecar& s, const Datase
   };
   if (s.group.empty()) {
     runs.push_back({s.run_id, detail(v.txn.added.size())});
+  } else if (append && s.group.front().rows > 0) {
+    runs = JoinedRuns(s, v);
   } else {
     for (const SidecarRun& r : s.group) {
       runs.push_back({r.id, detail(static_cast<uint64_t>(r.fragments))});
@@ -263,11 +301,20 @@ Result<WriteResult> WorkspaceEngine::CommitGroup(const std::vector<const WriteRe
   Sidecar s = NewSidecar(lead, head, branch_id);
   s.planned_txn = NewUlidString();
   std::vector<Fragment> staged;
+  std::vector<std::vector<Fragment>> joined;  // each member's, when they are joined
+  const bool join = JoinsRows(requests, members);
   PublishAuthorisation auth{&lead.principal, WriteMode::kAppend};
   auth.direct = true;
   for (size_t m : members) {
     const WriteRequest& req = *requests[m];
-    s.group.push_back({req.run_id, static_cast<int64_t>(req.staged.size())});
+    if (join) {
+      int64_t rows = 0;
+      for (const Fragment& f : req.staged) rows += static_cast<int64_t>(f.physical_rows);
+      s.group.push_back({req.run_id, 0, rows});
+      joined.push_back(req.staged);
+    } else {
+      s.group.push_back({req.run_id, static_cast<int64_t>(req.staged.size())});
+    }
     staged.insert(staged.end(), req.staged.begin(), req.staged.end());
     if (req.principal != lead.principal &&
         std::find(auth.more_principals.begin(), auth.more_principals.end(), req.principal) ==
@@ -290,6 +337,9 @@ Result<WriteResult> WorkspaceEngine::CommitGroup(const std::vector<const WriteRe
       return base.status();
     }
     base_version = static_cast<int64_t>(base->version());  // this group's own commit
+    if (join) {
+      ASSIGN_OR_RETURN(staged, base->JoinStaged(joined));
+    }
     CommitOptions opts;
     opts.expected_version = base->version();
     opts.txn_id = s.planned_txn;

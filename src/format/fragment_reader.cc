@@ -34,10 +34,17 @@ Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenAt(ObjectStore* stor
   return reader;
 }
 
-Result<std::unique_ptr<FragmentReader>> FragmentReader::Load(ObjectStore* store,
-                                                             FragmentLocation where) {
+Result<std::unique_ptr<FragmentReader>> FragmentReader::OpenBytes(
+    std::shared_ptr<const std::string> bytes, std::string name) {
+  const uint64_t size = bytes->size();
+  return Load(nullptr, FragmentLocation{std::move(name), 0, size}, std::move(bytes));
+}
+
+Result<std::unique_ptr<FragmentReader>> FragmentReader::Load(
+    ObjectStore* store, FragmentLocation where, std::shared_ptr<const std::string> whole) {
   auto reader =
       std::unique_ptr<FragmentReader>(new FragmentReader(store, std::move(where), nullptr));
+  reader->whole_ = std::move(whole);
   const uint64_t size = reader->where_.size;
   const std::string what = reader->Describe();
   if (size < kFragmentTrailerSize) {
@@ -67,11 +74,21 @@ Result<std::unique_ptr<FragmentReader>> FragmentReader::Load(ObjectStore* store,
   reader->footer_ = std::make_shared<const FragmentFooter>(std::move(footer));
   // A fragment no larger than the speculative read is now in memory whole:
   // its pages are served from it, so a small fragment costs one request.
-  if (tail_len == size) reader->whole_ = std::make_shared<const std::string>(std::move(tail));
+  if (tail_len == size && !reader->whole_) {
+    reader->whole_ = std::make_shared<const std::string>(std::move(tail));
+  }
   return reader;
 }
 
 Result<std::string> FragmentReader::ReadRange(uint64_t offset, uint64_t n) const {
+  if (whole_) {
+    if (offset > whole_->size() || n > whole_->size() - offset) {
+      return Status::DataLoss("fragment " + Describe() + ": bytes " + std::to_string(offset) + "+" +
+                              std::to_string(n) + " are outside its " +
+                              std::to_string(whole_->size()));
+    }
+    return whole_->substr(offset, n);
+  }
   return store_->GetRecordedRange(where_.key, where_.offset + offset, n, "fragment " + Describe());
 }
 

@@ -16,9 +16,9 @@
 namespace loam {
 
 struct FragmentScanOptions {
-  std::vector<std::string> columns;     // empty: all, in schema order
-  std::vector<Predicate> predicates;    // ANDed; rows that fail are dropped
-  bool with_row_offsets = false;        // add an int64 "_rowoffset" column (row within file)
+  std::vector<std::string> columns;   // empty: all, in schema order
+  std::vector<Predicate> predicates;  // ANDed; rows that fail are dropped
+  bool with_row_offsets = false;      // add an int64 "_rowoffset" column (row within file)
 };
 
 struct FragmentScanStats {
@@ -51,6 +51,10 @@ class FragmentReader {
   // is not known.
   static Result<std::unique_ptr<FragmentReader>> Open(ObjectStore* store, std::string key,
                                                       std::optional<uint64_t> file_size = {});
+  // A fragment held in memory (encoded, not yet in any object), named `name`
+  // in messages; it makes no request.
+  static Result<std::unique_ptr<FragmentReader>> OpenBytes(std::shared_ptr<const std::string> bytes,
+                                                           std::string name);
 
   const Schema& schema() const { return footer_->schema; }
   uint64_t num_rows() const { return footer_->num_rows; }
@@ -79,8 +83,10 @@ class FragmentReader {
                  std::shared_ptr<const FragmentFooter> footer)
       : store_(store), where_(std::move(where)), footer_(std::move(footer)) {}
 
-  // Reads, uncached, and decodes the footer.
-  static Result<std::unique_ptr<FragmentReader>> Load(ObjectStore* store, FragmentLocation where);
+  // Reads, uncached, and decodes the footer; from `whole` when given.
+  static Result<std::unique_ptr<FragmentReader>> Load(
+      ObjectStore* store, FragmentLocation where,
+      std::shared_ptr<const std::string> whole = nullptr);
   // Bytes [offset, offset + n) of the fragment.
   Result<std::string> ReadRange(uint64_t offset, uint64_t n) const;
   // "'key'" or "'key' at byte N", for messages and cache keys.
@@ -100,7 +106,8 @@ class FragmentReader {
   ObjectStore* store_;
   FragmentLocation where_;
   std::shared_ptr<const FragmentFooter> footer_;
-  std::shared_ptr<const std::string> whole_;  // the file, when one read fetched all of it
+  // The file, when one read fetched all of it or it is held in memory.
+  std::shared_ptr<const std::string> whole_;
 };
 
 }  // namespace loam

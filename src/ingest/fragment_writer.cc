@@ -1,5 +1,7 @@
 #include "ingest/fragment_writer.h"
 
+#include <optional>
+
 namespace loam::ingest {
 
 FragmentWriter::FragmentWriter(const Dataset& data, size_t depth, const Schema* schema)
@@ -35,25 +37,42 @@ std::vector<Fragment> FragmentWriter::written() {
 }
 
 void FragmentWriter::Loop() {
+  // The first batch waits for a second: alone, it may stay in memory.
+  std::optional<RecordBatch> first;
+  bool more = false;
   while (true) {
     RecordBatch batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
-      if (queue_.empty() || !error_.ok()) return;
+      if (!error_.ok()) return;
+      if (queue_.empty()) break;
       batch = std::move(queue_.front());
       queue_.pop_front();
       space_.notify_one();
     }
-    Result<Fragment> f = data_.WriteFragment(batch, /*allow_inline=*/false, schema_);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!f.ok()) {
-      error_ = f.status();
-      space_.notify_all();
-      return;
+    if (!first && !more) {
+      first = std::move(batch);
+      continue;
     }
-    written_.push_back(std::move(*f));
+    more = true;
+    if (first && !Write(*first, /*allow_inline=*/false)) return;
+    first.reset();
+    if (!Write(batch, /*allow_inline=*/false)) return;
   }
+  if (first) static_cast<void>(Write(*first, /*allow_inline=*/true));
+}
+
+bool FragmentWriter::Write(const RecordBatch& batch, bool allow_inline) {
+  Result<Fragment> f = data_.WriteFragment(batch, allow_inline, schema_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!f.ok()) {
+    error_ = f.status();
+    space_.notify_all();
+    return false;
+  }
+  written_.push_back(std::move(*f));
+  return true;
 }
 
 }  // namespace loam::ingest

@@ -1,6 +1,8 @@
 // Writes record batches as staged fragment files on a thread of its own;
 // at most `depth` batches wait, so parsing and writing overlap with bounded
-// memory. Used by the stager.
+// memory. Used by the stager. A run that stays one small batch is staged in
+// memory instead (Dataset::WriteFragment's allow_inline): its commit embeds
+// it in the version file, so a small run writes no fragment object.
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +31,8 @@ class FragmentWriter {
 
  private:
   void Loop() LOAM_EXCLUDES(mu_);
+  // Writes one batch; false (the error kept) when that failed.
+  bool Write(const RecordBatch& batch, bool allow_inline) LOAM_EXCLUDES(mu_);
 
   const Dataset& data_;
   const size_t depth_;

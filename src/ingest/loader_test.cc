@@ -731,12 +731,27 @@ TEST_F(LoaderTest, ErrorCodesDoNotDependOnFileNames) {
   EXPECT_EQ(f.error_code, "validation_failed") << f.error;
 }
 
+// A run that stays one small batch is staged in memory: its commit embeds
+// the rows in the table's version file, and no fragment file is written.
+TEST_F(LoaderTest, ASmallRunWritesNoFragmentFile) {
+  files_["a.csv"] = "id,name\n1,a\n2,b\n";
+  RunRecord done = Load(Request(LoadMode::kAppend, {"a.csv"}));
+  ASSERT_EQ(done.state, RunState::kSucceeded) << done.error;
+  EXPECT_EQ(Contents(), "1:a:null 2:b:null ");
+  for (const ObjectInfo& f : store_->ListAll("ws/").value()) {
+    EXPECT_TRUE(f.key.find("/data/") == std::string::npos ||
+                f.key.find("__manifest") != std::string::npos)
+        << f.key;
+  }
+}
+
 TEST_F(LoaderTest, AStagedFileRemovedBeforeCommitLeavesTheRunResumable) {
   files_["a.csv"] = "id,name\n1,a\n2,b\n";
   RunRequest r = Request(LoadMode::kAppend, {"a.csv"});
   r.idempotency_key = "gc-race";
   LoaderOptions o = Options();
   o.lease_micros = 0;
+  o.batch_rows = 1;  // two batches: staged as files (one small batch stays in memory)
   o.failpoint = [&](std::string_view p) -> Status {
     if (p != failpoint::kRunBeforeCommit) return Status::OK();
     // As a gc with a too-short grace would: every data file is staged here.

@@ -106,6 +106,38 @@ bool Definite(const Status& s) {
 using ingest::RunRecord;
 using ingest::RunState;
 
+namespace {
+
+// The rows an append run's run_commit names: whole fragments [first, end),
+// or, when its group's rows were joined, rows [first, end) of one fragment.
+Result<std::vector<RowRange>> RunRowRanges(const json& meta, const std::string& run_id) {
+  std::vector<RowRange> ranges;
+  if (meta.contains("fragment_rows")) {
+    const json& r = meta["fragment_rows"];
+    if (!r.is_array() || r.size() != 3 || !r[0].is_number_unsigned() ||
+        !r[1].is_number_unsigned() || !r[2].is_number_unsigned() ||
+        r[2].get<uint64_t>() < r[1].get<uint64_t>()) {
+      return Status::DataLoss("the run_commit row of run " + run_id +
+                              " has malformed \"fragment_rows\"");
+    }
+    const uint64_t first = r[1].get<uint64_t>();
+    ranges.push_back({r[0].get<uint64_t>(), first, r[2].get<uint64_t>() - first});
+    return ranges;
+  }
+  const json& f = meta["fragments"];
+  if (!f[0].is_number_unsigned() || !f[1].is_number_unsigned()) {
+    return Status::DataLoss("the run_commit row of run " + run_id + " has malformed \"fragments\"");
+  }
+  const uint64_t first = f[0].get<uint64_t>();
+  const uint64_t end = f[1].get<uint64_t>();
+  for (uint64_t id = first; id < end; ++id) {
+    ranges.push_back({id, 0, std::numeric_limits<uint64_t>::max()});
+  }
+  return ranges;
+}
+
+}  // namespace
+
 // The rows an append run added that the table still holds, by address, when
 // its run_commit row names its fragments (runs committed before fragments
 // were recorded: nullopt), followed through every compaction since.
@@ -123,13 +155,8 @@ Result<std::optional<std::vector<int64_t>>> Service::AppendedRows(const RunRecor
       meta["fragments"].size() != 2 || IntegerAt(meta, "table").value_or(0) != t.def.sid) {
     return std::optional<std::vector<int64_t>>();
   }
-  const uint64_t first = meta["fragments"][0].get<uint64_t>();
-  const uint64_t end = meta["fragments"][1].get<uint64_t>();
+  ASSIGN_OR_RETURN(std::vector<RowRange> added, RunRowRanges(meta, run.id));
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
-  std::vector<RowRange> added;
-  for (uint64_t id = first; id < end; ++id) {
-    added.push_back({id, 0, std::numeric_limits<uint64_t>::max()});
-  }
   ASSIGN_OR_RETURN(FollowedRows found,
                    data.FollowRows(added, static_cast<uint64_t>(run.table_version)));
   std::vector<int64_t> rows;
