@@ -387,6 +387,44 @@ TEST_F(RetentionTest, ManifestVersionsPastTheWindowLeaveABoundedRest) {
   EXPECT_GE(ws_->Log("").value().size(), 121u);
 }
 
+// A table fed by small appends while compactions run: each compaction
+// commits after an append that landed during its planning, and that
+// append's version still lists the compaction before's fragments, most of
+// them inline in version files. Past the window what stays follows what the
+// current version uses, not the history (each holder of a fragment still in
+// use stays as a file, not with everything it lists).
+TEST_F(RetentionTest, TableVersionsPastTheWindowLeaveABoundedRestUnderCompaction) {
+  ASSERT_TRUE(ws_->CreateTable("t", EventSchema(), {}).ok());
+  const std::string versions_dir =
+      "ws/" + ws_->Current().value().Find("t")->head.location + "/_versions/";
+  auto table_versions = [&] {
+    return static_cast<int64_t>(store_->ListAll(versions_dir).value().size());
+  };
+  std::vector<int64_t> kept;
+  int64_t id = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 64; ++i) {
+      const double h = round * 10 + i / 100.0;
+      if (i % 4 != 3) {
+        AppendAt(h, {id++});
+        continue;
+      }
+      Dataset data = ws_->OpenTable(ws_->Current().value(), "t").value();
+      WriteRequest w;
+      w.table = "t";
+      w.mode = WriteMode::kCompact;
+      CompactionPlan plan = data.PlanCompaction(w.compaction).value();
+      AppendAt(h, {id++});  // lands while the compaction is planned
+      w.compaction_plan = &plan;
+      ASSERT_TRUE(ws_->Write(w).ok());
+    }
+    ExpireVersions(*ws_, kT0 + (round * 10 + 5) * kHour, 3600, 0).value();
+    kept.push_back(table_versions());
+  }
+  EXPECT_EQ(RowsOf(*ws_, "t"), id);
+  EXPECT_LE(kept[2], kept[0] + 2) << kept[0] << " " << kept[1] << " " << kept[2];
+}
+
 TEST_F(RetentionTest, TheSettingIsReadWrittenAndChecked) {
   EXPECT_EQ(ReadRetentionSetting(*store_, "ws").value().window_seconds,
             kDefaultTimeTravelWindowSeconds);
