@@ -554,13 +554,14 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
   // A staged fragment kept in memory (WriteFragment) is in no object yet, and
   // nothing of it is cached (the cache is keyed by place).
   const bool in_memory = frag.data_path.empty() && frag.inline_bytes;
+  const std::string where = in_memory ? "staged in memory" : frag.data_path;
   LruCache* cache = in_memory ? nullptr : options_->cache.get();
-  ASSIGN_OR_RETURN(auto reader,
-                   in_memory ? FragmentReader::OpenBytes(frag.inline_bytes, "staged in memory")
-                             : FragmentReader::OpenAt(store_.get(), Locate(frag), cache));
+  ASSIGN_OR_RETURN(auto reader, in_memory
+                                    ? FragmentReader::OpenBytes(frag.inline_bytes, where)
+                                    : FragmentReader::OpenAt(store_.get(), Locate(frag), cache));
   const Schema& fs = reader->schema();
   if (reader->num_rows() != frag.physical_rows) {
-    return Status::DataLoss("fragment file '" + frag.data_path + "' has " +
+    return Status::DataLoss("fragment file '" + where + "' has " +
                             std::to_string(reader->num_rows()) + " rows, version says " +
                             std::to_string(frag.physical_rows));
   }
@@ -583,8 +584,8 @@ Status Dataset::ScanFragment(const DatasetVersion& v, const Fragment& frag, cons
     const Field& f = v.schema.fields[i];
     const int fi = fs.IndexOf(f.name);
     if (fi >= 0 && !(fs.fields[fi].type == f.type)) {
-      return Status::DataLoss("fragment '" + frag.data_path + "' stores column '" + f.name +
-                              "' as " + fs.fields[fi].type.ToString());
+      return Status::DataLoss("fragment '" + where + "' stores column '" + f.name + "' as " +
+                              fs.fields[fi].type.ToString());
     }
     want(f.name);
   }

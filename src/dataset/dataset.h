@@ -300,11 +300,12 @@ class Dataset {
   Result<std::vector<RecordBatch>> ReadStaged(const std::vector<Fragment>& staged,
                                               const std::vector<std::string>& columns) const;
   // The rows of `runs` (each one's fragments, kept in memory by
-  // WriteFragment, none committed) as fewer fragments, in order: runs that
-  // commit together share one while their bytes add up to at most
-  // max_inline_fragment_bytes, and no run is split. A joined fragment that
-  // encodes larger is written as a file. InvalidArgument when a fragment of
-  // `runs` is a file.
+  // WriteFragment, none committed) as fewer fragments, in order (staged.cc):
+  // runs that commit together share one while their bytes add up to at most
+  // max_inline_fragment_bytes and their rows to max_rows_per_fragment, and
+  // no run is split. A joined fragment that encodes larger, passes the
+  // version's inline budget, or is off main is written as a file.
+  // InvalidArgument when a fragment of `runs` is a file.
   Result<std::vector<Fragment>> JoinStaged(const std::vector<std::vector<Fragment>>& runs) const;
   Result<Dataset> MergeInsertStaged(const std::vector<std::string>& keys,
                                     std::vector<Fragment> staged, MergeStats* stats = nullptr,
@@ -558,6 +559,11 @@ class Dataset {
   FragmentLocation Locate(const Fragment& f) const {
     return {Key(f.data_path), f.data_offset, f.data_size};
   }
+  // The staged fragments a commit of this snapshot's branch can take: those
+  // kept in memory that it may not embed (off main, or past the version's
+  // inline budget) are written as files first. Their files, like any staged
+  // file of a write that never commits, are left to gc.
+  Result<std::vector<Fragment>> PlaceStaged(std::vector<Fragment> staged) const;
   // Encodes `rows` in memory: inline when within max_inline_fragment_bytes
   // and `*budget` (which it then spends), else put as a fragment file.
   Result<Fragment> EncodeSmallFragment(const Schema& schema, BatchStream& rows,

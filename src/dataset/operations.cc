@@ -11,7 +11,6 @@
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "dataset/dataset.h"
-#include "format/fragment_writer.h"
 #include "format/page.h"
 
 namespace loam {
@@ -370,6 +369,7 @@ Result<Dataset> Dataset::MergeInsert(const std::vector<std::string>& keys,
 
 Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged, const CommitOptions& opts,
                                       std::vector<Field> add_columns) const {
+  ASSIGN_OR_RETURN(staged, PlaceStaged(std::move(staged)));
   for (Field& f : add_columns) {
     if (!f.nullable) {
       return Status::InvalidArgument("added column '" + f.name +
@@ -392,6 +392,7 @@ Result<Dataset> Dataset::AppendStaged(std::vector<Fragment> staged, const Commit
 Result<Dataset> Dataset::MergeInsertStaged(const std::vector<std::string>& keys,
                                            std::vector<Fragment> staged, MergeStats* stats,
                                            const CommitOptions& opts, const MergePlan* plan) const {
+  ASSIGN_OR_RETURN(staged, PlaceStaged(std::move(staged)));
   return RunOperation(
       [&](const DatasetVersion& base) -> Result<std::optional<Transaction>> {
         RETURN_NOT_OK(CheckMergeKeys(base.schema, keys));
@@ -431,41 +432,9 @@ Result<std::vector<RecordBatch>> Dataset::ReadStaged(
   return ScanVersion(source, spec);
 }
 
-Result<std::vector<Fragment>> Dataset::JoinStaged(
-    const std::vector<std::vector<Fragment>>& runs) const {
-  std::vector<Fragment> out;
-  std::vector<Fragment> chunk;
-  uint64_t chunk_bytes = 0;
-  uint64_t budget = options_->max_inline_bytes_per_version;  // of the version file
-  auto flush = [&]() -> Status {
-    if (chunk.empty()) return Status::OK();
-    ASSIGN_OR_RETURN(std::vector<RecordBatch> rows, ReadStaged(chunk, {}));
-    VectorBatchStream stream(&rows);
-    ASSIGN_OR_RETURN(Fragment joined, EncodeSmallFragment(state_->schema, stream, &budget));
-    out.push_back(std::move(joined));
-    chunk.clear();
-    chunk_bytes = 0;
-    return Status::OK();
-  };
-  for (const std::vector<Fragment>& run : runs) {
-    uint64_t bytes = 0;
-    for (const Fragment& f : run) {
-      if (!f.inline_bytes) {
-        return Status::InvalidArgument("staged fragment '" + f.data_path +
-                                       "' is a file: only fragments kept in memory are joined");
-      }
-      bytes += f.data_size;
-    }
-    if (chunk_bytes + bytes > options_->max_inline_fragment_bytes) RETURN_NOT_OK(flush());
-    chunk.insert(chunk.end(), run.begin(), run.end());
-    chunk_bytes += bytes;
-  }
-  RETURN_NOT_OK(flush());
-  return out;
-}
-
 Result<Dataset> Dataset::OverwriteStaged(std::vector<Fragment> staged,
                                          const CommitOptions& opts) const {
+  ASSIGN_OR_RETURN(staged, PlaceStaged(std::move(staged)));
   return RunOperation(
       [&](const DatasetVersion&) -> Result<std::optional<Transaction>> {
         Transaction t;
@@ -496,6 +465,7 @@ Result<Dataset> Dataset::Overwrite(const std::vector<RecordBatch>& batches,
 Result<Dataset> Dataset::ReplaceRowsStaged(const std::vector<int64_t>& row_addresses,
                                            std::vector<Fragment> staged,
                                            const CommitOptions& opts) const {
+  ASSIGN_OR_RETURN(staged, PlaceStaged(std::move(staged)));
   std::vector<uint64_t> addresses;
   for (int64_t a : row_addresses) {
     if (a < 0) return Status::InvalidArgument("row address " + std::to_string(a) + " is negative");

@@ -95,5 +95,28 @@ TEST_F(StagedTest, OnlyFragmentsKeptInMemoryAreJoined) {
   EXPECT_FALSE(branch.WriteFragment(People({3}), true).value().data_path.empty());
 }
 
+// A commit that may not embed a fragment kept in memory (on a branch, or
+// past the version's inline budget) writes it as a file first.
+TEST_F(StagedTest, ACommitThatMayNotEmbedAFragmentWritesItAsAFileFirst) {
+  const Fragment kept = ds_.WriteFragment(People({1}), true).value();
+  Dataset branch = ds_.CreateBranch("b").value().AppendStaged({kept}).value();
+  const Fragment& on_branch = branch.state().fragments.back();
+  EXPECT_EQ(on_branch.data_offset, 0u);
+  EXPECT_TRUE(on_branch.data_path.starts_with("tree/b/data/")) << on_branch.data_path;
+  EXPECT_EQ(Contents(branch), (std::map<int64_t, std::string>{{1, "name-1-v1"}}));
+
+  options_.max_inline_bytes_per_version = kept.data_size;  // room for one
+  Dataset narrow = Dataset::Open(counting_, "tables/people", {}, options_).value();
+  const Fragment a = narrow.WriteFragment(People({2}), true).value();
+  const Fragment b = narrow.WriteFragment(People({3}), true).value();
+  Dataset both = narrow.AppendStaged({a, b}).value();
+  const std::vector<Fragment>& f = both.state().fragments;
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_GT(f[0].data_offset, 0u);  // in the version file
+  EXPECT_EQ(f[1].data_offset, 0u);  // a file of its own
+  EXPECT_TRUE(f[1].data_path.starts_with("data/")) << f[1].data_path;
+  EXPECT_EQ(Contents(both).size(), 2u);
+}
+
 }  // namespace
 }  // namespace loam

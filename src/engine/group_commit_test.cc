@@ -215,7 +215,7 @@ TEST_F(GroupCommitTest, ARefusalInsideThePublishSendsEveryMemberBackAlone) {
   EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 
-TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
+TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwoOrThree) {
   Sidecar s;
   s.operation_id = "op";
   s.run_id = "a";
@@ -231,6 +231,9 @@ TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
   Sidecar joined = s;
   joined.group = {{"a", 0, 2}, {"b", 0, 1}};
   const std::string joined_text = EncodeSidecar(joined);
+  // Format 3, which a build reading formats 1 and 2 refuses rather than
+  // rolling the group forward without each run's rows.
+  EXPECT_NE(joined_text.find("\"format\": 3"), std::string::npos) << joined_text;
   back = DecodeSidecar(joined_text, "k");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, joined);
@@ -239,6 +242,9 @@ TEST_F(GroupCommitTest, AGroupSidecarRoundTripsAsFormatTwo) {
     odd["group"][0].update(ParseJson(edit));
     EXPECT_TRUE(DecodeSidecar(odd.dump(), "k").status().IsDataLoss()) << edit;
   }
+  json two = ParseJson(joined_text);
+  two["format"] = 2;
+  EXPECT_TRUE(DecodeSidecar(two.dump(), "k").status().IsDataLoss());
   json some = ParseJson(joined_text);
   some["group"][1].erase("rows");
   some["group"][1]["fragments"] = 1;

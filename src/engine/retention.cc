@@ -502,11 +502,12 @@ Status ExpireTables(WorkspaceEngine& ws, const WindowState& w, int64_t grace_cut
       ASSIGN_OR_RETURN(Dataset data, ws.OpenTable(s, name));
       CleanupOptions opts;
       opts.grace_cutoff_micros = grace_cutoff_micros;
-      // A version below the floor is read again only by a revert or merge
-      // following rows, which takes a missing file as history cleaned up; kept
-      // loadable, each holder of an inline fragment still in use would keep
-      // the holders its own fragment list names, back through every
-      // compaction that committed after an append.
+      // A version below the floor is past the window: snapshots never read
+      // it, and reverts and merges that still load it fail on a file that is
+      // gone (following rows takes that as history cleaned up; comparing
+      // versions answers not_found). Kept loadable, each holder of an inline
+      // fragment still in use would keep the holders its own fragment list
+      // names, back through every compaction that committed after an append.
       opts.keep_holders_loadable = false;
       const std::string location = t.head.location;
       opts.expired = [&w, location](const std::string& fork, uint64_t version, int64_t) {

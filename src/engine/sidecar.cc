@@ -9,7 +9,13 @@ namespace loam {
 namespace {
 using json = nlohmann::json;
 constexpr int kSidecarFormat = 1;
-constexpr int kGroupSidecarFormat = 2;  // format 1 plus "group"
+constexpr int kGroupSidecarFormat = 2;   // format 1 plus "group"
+constexpr int kJoinedSidecarFormat = 3;  // a group whose runs' rows were joined: "rows"
+
+int SidecarFormat(const Sidecar& s) {
+  if (s.group.empty()) return kSidecarFormat;
+  return s.group.front().rows > 0 ? kJoinedSidecarFormat : kGroupSidecarFormat;
+}
 }  // namespace
 
 std::string SidecarPrefix(const std::string& workspace) {
@@ -45,7 +51,7 @@ int64_t SidecarDueAt(const Sidecar& s, int64_t grace_micros) {
 }
 
 std::string EncodeSidecar(const Sidecar& s) {
-  json j = {{"format", s.group.empty() ? kSidecarFormat : kGroupSidecarFormat},
+  json j = {{"format", SidecarFormat(s)},
             {"operation_id", s.operation_id},
             {"branch", s.branch},
             {"commit_id", s.commit_id},
@@ -79,9 +85,10 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
   if (j.is_discarded() || !j.is_object() || !j.contains("format")) {
     return Status::DataLoss("sidecar '" + key + "' is not valid JSON");
   }
-  if (j["format"] != kSidecarFormat && j["format"] != kGroupSidecarFormat) {
+  if (j["format"] != kSidecarFormat && j["format"] != kGroupSidecarFormat &&
+      j["format"] != kJoinedSidecarFormat) {
     return Status::FailedPrecondition("sidecar '" + key + "' has format " + j["format"].dump() +
-                                      "; this build reads formats 1 and 2")
+                                      "; this build reads formats 1 to 3")
         .WithErrorCode(ErrorCode::kUnsupportedFormat);
   }
   for (const char* field : {"created_micros", "sid", "inc", "expected_version"}) {
@@ -111,7 +118,7 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
     // would not respect.
     const std::optional<int64_t> lease = IntegerAt(j, "lease_until_micros");
     if (lease && *lease > 0) s.lease_until_micros = *lease;
-    if (j["format"] == kGroupSidecarFormat) {
+    if (j["format"] != kSidecarFormat) {
       for (const json& r : j.at("group")) {
         const std::optional<int64_t> fragments =
             r.is_object() ? IntegerAt(r, "fragments") : std::nullopt;
@@ -124,10 +131,13 @@ Result<Sidecar> DecodeSidecar(std::string_view text, const std::string& key) {
         }
         s.group.push_back({r.at("id").get<std::string>(), *fragments, rows.value_or(0)});
       }
-      const auto joined = [](const SidecarRun& r) { return r.rows > 0; };
-      if (!std::all_of(s.group.begin(), s.group.end(), joined) &&
-          std::any_of(s.group.begin(), s.group.end(), joined)) {
-        return Status::DataLoss("sidecar '" + key + "' joins the rows of only some of its runs");
+      // Format 3 gives every run its rows; format 2 none.
+      const bool joined = j["format"] == kJoinedSidecarFormat;
+      if (!std::all_of(s.group.begin(), s.group.end(),
+                       [&](const SidecarRun& r) { return (r.rows > 0) == joined; })) {
+        return Status::DataLoss("sidecar '" + key + "' has format " + j["format"].dump() +
+                                (joined ? " with a run without" : " with a run with") +
+                                " \"rows\"");
       }
       if (s.group.empty() || s.group.front().id != s.run_id) {
         return Status::DataLoss("sidecar '" + key +

@@ -4,6 +4,7 @@
 // settling of a publish, the run_commit rows). A group's sidecar lists every
 // run (format 2), so recovery of any of them settles all.
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_set>
@@ -68,24 +69,35 @@ bool JoinsRows(const std::vector<const WriteRequest*>& requests,
 // follow its predecessors' in the fragment the commit added for them, and a
 // run is never split (Dataset::JoinStaged). `fragments` names none whole, so
 // a build that reads only it finds nothing to revert rather than the
-// group-mates' rows.
+// group-mates' rows. Rows that do not tile the added fragments exactly (a
+// sidecar that disagrees with its commit) name no rows at all: a revert then
+// refuses rather than delete a group-mate's rows.
 std::vector<CommittedRun> JoinedRuns(const Sidecar& s, const DatasetVersion& v) {
-  std::vector<CommittedRun> runs;
+  const std::vector<Fragment>& added = v.txn.added;
+  // The added fragments got the ids just below next_fragment_id, in order.
+  const uint64_t first_id = v.next_fragment_id - added.size();
+  std::vector<std::array<uint64_t, 3>> placed;  // fragment slot, first row, end row
   size_t slot = 0;
   uint64_t row = 0;
+  bool tiles = !added.empty();
   for (const SidecarRun& r : s.group) {
     const uint64_t rows = static_cast<uint64_t>(r.rows);
-    if (slot < v.txn.added.size() && row + rows > v.txn.added[slot].physical_rows) {
-      ++slot;
+    if (tiles && row + rows > added[slot].physical_rows) {
+      tiles = row == added[slot].physical_rows && ++slot < added.size();
       row = 0;
     }
-    json d = {{"table", s.sid}, {"table_version", v.version}};
-    // The added fragments got the ids just below next_fragment_id, in order.
-    const uint64_t id = v.next_fragment_id - v.txn.added.size() + slot;
-    d["fragments"] = {id, id};
-    if (slot < v.txn.added.size()) d["fragment_rows"] = {id, row, row + rows};
+    tiles = tiles && row + rows <= added[slot].physical_rows;
+    placed.push_back({slot, row, row + rows});
     row += rows;
-    runs.push_back({r.id, d.dump()});
+  }
+  tiles = tiles && slot + 1 == added.size() && row == added[slot].physical_rows;
+  std::vector<CommittedRun> runs;
+  for (size_t i = 0; i < s.group.size(); ++i) {
+    json d = {{"table", s.sid}, {"table_version", v.version}};
+    const uint64_t id = tiles ? first_id + placed[i][0] : v.next_fragment_id;
+    d["fragments"] = {id, id};
+    if (tiles) d["fragment_rows"] = {id, placed[i][1], placed[i][2]};
+    runs.push_back({s.group[i].id, d.dump()});
   }
   return runs;
 }

@@ -36,8 +36,19 @@ std::vector<Fragment> FragmentWriter::written() {
   return written_;
 }
 
+namespace {
+// Whether a first batch may stay in memory if no other follows: no larger,
+// unencoded, than an inline fragment may be by default (a larger one is
+// written at once, overlapping the parse).
+bool Small(const RecordBatch& batch) {
+  uint64_t bytes = 0;
+  for (const Column& c : batch.columns) bytes += static_cast<uint64_t>(c.ByteSize());
+  return bytes <= DatasetOptions{}.max_inline_fragment_bytes;
+}
+}  // namespace
+
 void FragmentWriter::Loop() {
-  // The first batch waits for a second: alone, it may stay in memory.
+  // A small first batch waits for a second: alone, it may stay in memory.
   std::optional<RecordBatch> first;
   bool more = false;
   while (true) {
@@ -51,7 +62,7 @@ void FragmentWriter::Loop() {
       queue_.pop_front();
       space_.notify_one();
     }
-    if (!first && !more) {
+    if (!first && !more && Small(batch)) {
       first = std::move(batch);
       continue;
     }

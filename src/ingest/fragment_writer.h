@@ -2,7 +2,8 @@
 // at most `depth` batches wait, so parsing and writing overlap with bounded
 // memory. Used by the stager. A run that stays one small batch is staged in
 // memory instead (Dataset::WriteFragment's allow_inline): its commit embeds
-// it in the version file, so a small run writes no fragment object.
+// it in the version file, so a small run writes no fragment object. (A small
+// first batch is held until a second comes, one batch more than `depth`.)
 #pragma once
 
 #include <condition_variable>
