@@ -503,9 +503,9 @@ Status ExpireTables(WorkspaceEngine& ws, const WindowState& w, int64_t grace_cut
       CleanupOptions opts;
       opts.grace_cutoff_micros = grace_cutoff_micros;
       // A version below the floor is past the window: snapshots never read
-      // it, and reverts and merges that still load it fail on a file that is
-      // gone (following rows takes that as history cleaned up; comparing
-      // versions answers not_found). Kept loadable, each holder of an inline
+      // it, an upsert or delete run's revert is refused first
+      // (version_expired), and following rows takes a file that is gone as
+      // history cleaned up. Kept loadable, each holder of an inline
       // fragment still in use would keep the holders its own fragment list
       // names, back through every compaction that committed after an append.
       opts.keep_holders_loadable = false;

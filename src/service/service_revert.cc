@@ -10,6 +10,7 @@
 #include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
+#include "engine/retention.h"
 #include "format/page.h"
 #include "service/service.h"
 
@@ -136,6 +137,21 @@ Result<std::vector<RowRange>> RunRowRanges(const json& meta, const std::string& 
   return ranges;
 }
 
+// An upsert or delete run's revert compares the table before the run with
+// the run's version: the state before it (its manifest version - 1) must be
+// inside the time-travel window. Past it the table's versions are gone, or
+// kept only as files that hold inline parts still in use.
+Status BeforeRunInWindow(const WorkspaceEngine& ws, const ingest::RunRecord& run,
+                         const ingest::RunRequest& req) {
+  std::string id;
+  if (!req.branch.empty()) {
+    ASSIGN_OR_RETURN(id, ws.manifest().BranchId(req.branch));
+  }
+  ASSIGN_OR_RETURN(uint64_t oldest, ReadTimeTravelHorizon(*ws.store(), ws.root(), id));
+  if (run.manifest_version == 0 || run.manifest_version - 1 >= oldest) return Status::OK();
+  return VersionExpired(req.branch, run.manifest_version - 1, oldest).WithDetail("run", run.id);
+}
+
 }  // namespace
 
 // The rows an append run added that the table still holds, by address, when
@@ -254,6 +270,7 @@ Result<WriteResult> Service::RevertUpsert(const CallContext& ctx, const RunRecor
                                           const ingest::RunRequest& req, const Snapshot& snap,
                                           const TableState& t) {
   RETURN_NOT_OK(CommitInHistory(run, req, t));
+  RETURN_NOT_OK(BeforeRunInWindow(*ws_, run, req));
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   const auto version = static_cast<uint64_t>(run.table_version);
   ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));
@@ -321,6 +338,7 @@ Result<WriteResult> Service::RevertDelete(const CallContext& ctx, const RunRecor
   };
   ASSIGN_OR_RETURN(bool done_before, ws_->manifest().RunCommitted(req.branch, revert_id));
   if (done_before) return reverted();
+  RETURN_NOT_OK(BeforeRunInWindow(*ws_, run, req));
   ASSIGN_OR_RETURN(Dataset data, ws_->OpenTable(snap, t.def.name));
   const auto version = static_cast<uint64_t>(run.table_version);
   ASSIGN_OR_RETURN(Dataset at, data.CheckoutVersion(version));

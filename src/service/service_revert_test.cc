@@ -3,12 +3,14 @@
 // when a later commit changed the same rows.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/json_parse.h"
+#include "engine/retention.h"
 #include "service/service_test_util.h"
 
 namespace loam::service {
@@ -69,6 +71,29 @@ TEST_F(ServiceTest, AnUpsertRunRevertsDespiteLaterCommitsUnlessOneChangedItsKeys
   const Submission bad = Submit(p, "d", Body(Upload(p, "id,amount,note\nx,1,y\n").value())).value();
   EXPECT_EQ(Drain(), 1);
   EXPECT_TRUE(Svc().RevertRun(Ctx("ada"), bad.run.id).status().Is(ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(ws_->VerifyHeads().value().ok());
+}
+
+// Past the time-travel window an upsert run's revert is version_expired,
+// even while the files of its versions stay for inline parts still in use,
+// and nothing changes.
+TEST_F(ServiceTest, AnUpsertRunPastTheWindowIsNotReverted) {
+  const std::string p =
+      MakePipeline(R"({"name":"u","table":"orders","format":"csv","mode":"upsert"})");
+  const Submission z = Submit(p, "z", Body(Upload(p, "id,amount,note\n9,9,z\n").value())).value();
+  const Submission a = Submit(p, "a", Body(Upload(p, kRows).value())).value();
+  const Submission c = Submit(p, "c", Body(Upload(p, "id,amount,note\n4,4,z\n").value())).value();
+  EXPECT_EQ(Drain(), 3);
+  const std::string before = Contents();
+  const int64_t later = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count() +
+                        2 * 3600LL * 1'000'000;
+  ASSERT_TRUE(ExpireVersions(*ws_, later, 60, 0).ok());
+  Status expired = Svc().RevertRun(Ctx("ada"), a.run.id).status();
+  EXPECT_TRUE(expired.Is(ErrorCode::kVersionExpired)) << expired;
+  EXPECT_EQ(expired.detail("run"), a.run.id);
+  EXPECT_EQ(Contents(), before);
   EXPECT_TRUE(ws_->VerifyHeads().value().ok());
 }
 
