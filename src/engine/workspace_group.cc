@@ -2,7 +2,8 @@
 // commit and one manifest publish (WorkspaceEngine::WriteGroup), and the parts of
 // the write protocol it shares with WorkspaceEngine::Write (the sidecar, the
 // settling of a publish, the run_commit rows). A group's sidecar lists every
-// run (format 2), so recovery of any of them settles all.
+// run (format 2; 3 when their rows were joined), so recovery of any of them
+// settles all.
 #include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
