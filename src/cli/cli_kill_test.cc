@@ -99,18 +99,25 @@ TEST(CliKill, EveryRunTakesEffectExactlyOnce) {
 // back cut or empty, or its relaxed deletes come back. Run again with its
 // idempotency key, every load commits exactly once, and no load that was
 // acknowledged before loses a row.
+// Each command runs as loam_power_loss sharing one ledger, so a power loss
+// also undoes the unsynced writes of the commands before it (a finished
+// load's relaxed sidecar delete comes back, its latest-version hint goes
+// back or is cut), as a machine's would.
 TEST(CliKill, UnderPowerLossEveryAcknowledgedLoadSurvives) {
   const std::string dir = WorkspaceWithTable("loam-power");
+  const std::string ledger = dir + ".unsynced";
+  std::filesystem::create_directories(ledger);
   // The killed process is gone: its leases, and the grace for a table
   // version it left without a sidecar, need not be waited out.
   const std::map<std::string, std::string> env = {{"LOAM_RUN_LEASE_MILLIS", "1"},
                                                   {"LOAM_SIDECAR_LEASE_MILLIS", "1"},
-                                                  {"LOAM_RECOVERY_GRACE_MILLIS", "1"}};
+                                                  {"LOAM_RECOVERY_GRACE_MILLIS", "1"},
+                                                  {"LOAM_POWER_LOSS_LEDGER", ledger}};
   const std::vector<std::string> points = {"run.after_validate", "run.before_commit",
                                            "write.after_sidecar", "write.after_table_commit",
                                            "write.after_publish"};
   constexpr int kRows = 300;
-  int trial = 0, changed = 0;
+  int trial = 0, changed = 0, changed_earlier = 0;
   for (int seed = 1; seed <= 2; ++seed) {
     for (const std::string& point : points) {
       SCOPED_TRACE(point + ", seed " + std::to_string(seed));
@@ -125,18 +132,21 @@ TEST(CliKill, UnderPowerLossEveryAcknowledgedLoadSurvives) {
       const CliResult killed = RunLoam(dir, args, crash, LOAM_POWER_LOSS_BINARY);
       ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
       changed += killed.err.find("power loss: 0 ") == std::string::npos;
-      const CliResult resumed = RunLoam(dir, args, env);
+      changed_earlier += killed.err.find(", 0 written by earlier") == std::string::npos;
+      const CliResult resumed = RunLoam(dir, args, env, LOAM_POWER_LOSS_BINARY);
       ASSERT_EQ(resumed.code, 0) << resumed.all();
       ++trial;
     }
   }
-  EXPECT_GT(changed, 0);  // some crash lost unsynced writes
+  EXPECT_GT(changed, 0);          // some crash lost unsynced writes
+  EXPECT_GT(changed_earlier, 0);  // some of an earlier command's
   // Every trial's rows once (ids are distinct across trials): none lost,
   // none twice.
   EXPECT_EQ(RunLoam(dir, {"count", "t"}).out, std::to_string(trial * kRows) + "\n");
   CliResult verify = RunLoam(dir, {"heads", "verify"});
   EXPECT_EQ(verify.code, 0) << verify.all();
   std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(ledger);
 }
 
 // A load killed after its table commit holds the table only until its

@@ -5,36 +5,102 @@
 // (an unsynced new object vanishes or is cut, a relaxed delete comes back),
 // drawn from LOAM_POWER_LOSS_SEED, and the process then kills itself. Never
 // installed: a test program (src/cli/cli_kill_test.cc).
+//
+// LOAM_POWER_LOSS_LEDGER=<dir> (outside the workspace) makes the page cache
+// outlive each process, as a machine's does: a command takes over the
+// unsynced writes earlier commands left in <dir> (a file per store, named by
+// a hash of what the store describes), leaves its own there when it ends,
+// and a power loss undoes them all and empties <dir>. Commands sharing a
+// ledger run one after another.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
-#include <vector>
+#include <sstream>
 
 #include "cli/context.h"
+#include "common/hash.h"
 #include "io/fault_injection_object_store.h"
 
+namespace {
+
+using loam::FaultInjectionObjectStore;
+
+std::mutex mu;
+// By what the base store describes: two opens of one root share what the
+// machine has not synced yet.
+std::map<std::string, std::shared_ptr<FaultInjectionObjectStore>> stores;
+std::string ledger;  // empty: the unsynced writes die with the process
+
+std::string LedgerFile(const std::string& description) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%016llx.unsynced",
+                static_cast<unsigned long long>(loam::Hash64(description)));
+  return ledger + "/" + name;
+}
+
+void Adopt(FaultInjectionObjectStore& store, const std::string& description) {
+  std::ifstream in(LedgerFile(description), std::ios::binary);
+  if (!in) return;
+  std::stringstream saved;
+  saved << in.rdbuf();
+  loam::Status adopted = store.AdoptUnsynced(saved.str());
+  if (!adopted.ok()) {
+    std::cerr << "power loss ledger: " << adopted.ToString() << std::endl;
+    std::abort();
+  }
+}
+
+// Leaves each store's unsynced writes for the next command (a temporary
+// file renamed over the last, so a reader never sees half of one).
+void SaveLedger() {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [description, store] : stores) {
+    const std::string file = LedgerFile(description);
+    {
+      std::ofstream out(file + ".tmp", std::ios::binary | std::ios::trunc);
+      out << store->SaveUnsynced();
+    }
+    std::filesystem::rename(file + ".tmp", file);
+  }
+}
+
+void LosePowerEverywhere() {
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [description, store] : stores) {
+    int from_earlier = 0;
+    loam::Result<int> lost = store->LosePower(&from_earlier);
+    std::cerr << "power loss: "
+              << (lost.ok() ? std::to_string(*lost) + " unsynced keys changed, " +
+                                  std::to_string(from_earlier) + " written by earlier commands"
+                            : lost.status().ToString())
+              << std::endl;
+    if (!ledger.empty()) std::filesystem::remove(LedgerFile(description));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  using loam::FaultInjectionObjectStore;
-  static std::mutex mu;
-  static std::vector<std::shared_ptr<FaultInjectionObjectStore>> stores;
   const auto seed = static_cast<uint64_t>(loam::cli::EnvInt("LOAM_POWER_LOSS_SEED", 1));
+  if (const char* dir = std::getenv("LOAM_POWER_LOSS_LEDGER")) ledger = dir;
   loam::cli::TestHooks hooks;
   hooks.wrap_store = [seed](std::shared_ptr<loam::ObjectStore> base) {
-    auto faulty = std::make_shared<FaultInjectionObjectStore>(std::move(base), seed);
-    faulty->TrackUnsyncedWrites();
+    const std::string description = base->Describe();
     std::lock_guard<std::mutex> lock(mu);
-    stores.push_back(faulty);
-    return std::shared_ptr<loam::ObjectStore>(faulty);
-  };
-  hooks.before_crash = [] {
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& s : stores) {
-      loam::Result<int> lost = s->LosePower();
-      std::cerr << "power loss: "
-                << (lost.ok() ? std::to_string(*lost) + " unsynced keys changed"
-                              : lost.status().ToString())
-                << std::endl;
+    auto& store = stores[description];
+    if (store == nullptr) {
+      store = std::make_shared<FaultInjectionObjectStore>(std::move(base), seed);
+      store->TrackUnsyncedWrites();
+      if (!ledger.empty()) Adopt(*store, description);
     }
+    return std::shared_ptr<loam::ObjectStore>(store);
   };
+  hooks.before_crash = LosePowerEverywhere;
   loam::cli::SetTestHooks(std::move(hooks));
-  return loam::cli::RunCli(argc, argv);
+  const int code = loam::cli::RunCli(argc, argv);
+  if (!ledger.empty()) SaveLedger();
+  return code;
 }

@@ -2,7 +2,27 @@
 
 #include <thread>
 
+#include "common/coding.h"
+
 namespace loam {
+namespace {
+
+constexpr std::string_view kUnsyncedMagic = "loam-unsynced 1\n";
+
+void PutOptional(std::string* out, const std::optional<std::string>& v) {
+  PutFixed8(out, v ? 1 : 0);
+  if (v) PutLengthPrefixed(out, *v);
+}
+
+Result<std::optional<std::string>> OptionalOf(Decoder& in) {
+  ASSIGN_OR_RETURN(uint8_t present, in.U8());
+  if (present > 1) return in.Corrupt("a presence flag is not 0 or 1");
+  if (present == 0) return std::optional<std::string>();
+  ASSIGN_OR_RETURN(std::string_view bytes, in.LengthPrefixed());
+  return std::optional<std::string>(std::string(bytes));
+}
+
+}  // namespace
 
 OpMask MaskOf(std::initializer_list<ObjectOp> ops) {
   OpMask m = 0;
@@ -124,7 +144,7 @@ void FaultInjectionObjectStore::NoteWrite(std::string_view key, bool unsynced,
   it->second.after = std::move(after);
 }
 
-Result<int> FaultInjectionObjectStore::LosePower() {
+Result<int> FaultInjectionObjectStore::LosePower(int* from_earlier) {
   std::map<std::string, Unsynced, std::less<>> lost;
   std::vector<uint64_t> draws;
   {
@@ -141,6 +161,7 @@ Result<int> FaultInjectionObjectStore::LosePower() {
     }
   }
   int changed = 0;
+  if (from_earlier != nullptr) *from_earlier = 0;
   size_t i = 0;
   for (const auto& [key, u] : lost) {
     const uint64_t draw = draws[i++];
@@ -162,6 +183,7 @@ Result<int> FaultInjectionObjectStore::LosePower() {
     }
     if (now == u.after) continue;
     ++changed;
+    if (from_earlier != nullptr && u.earlier) ++*from_earlier;
     if (now) {
       RETURN_NOT_OK(base_->Put(key, *now).status());
     } else {
@@ -169,6 +191,45 @@ Result<int> FaultInjectionObjectStore::LosePower() {
     }
   }
   return changed;
+}
+
+std::string FaultInjectionObjectStore::SaveUnsynced() const {
+  std::string out(kUnsyncedMagic);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, u] : unsynced_) {
+    PutLengthPrefixed(&out, key);
+    PutOptional(&out, u.before);
+    PutOptional(&out, u.after);
+  }
+  return out;
+}
+
+Status FaultInjectionObjectStore::AdoptUnsynced(std::string_view saved) {
+  if (saved.substr(0, kUnsyncedMagic.size()) != kUnsyncedMagic)
+    return Status::InvalidArgument("not a list of unsynced writes (no \"loam-unsynced 1\")");
+  Decoder in(saved.substr(kUnsyncedMagic.size()), "the list of unsynced writes");
+  std::map<std::string, Unsynced, std::less<>> adopted;
+  while (!in.done()) {
+    Result<std::string_view> key = in.LengthPrefixed();
+    Result<std::optional<std::string>> before =
+        key.ok() ? OptionalOf(in) : Result<std::optional<std::string>>(key.status());
+    Result<std::optional<std::string>> after =
+        before.ok() ? OptionalOf(in) : Result<std::optional<std::string>>(before.status());
+    if (!after.ok()) return Status::InvalidArgument(after.status().message());
+    adopted[std::string(*key)] = Unsynced{*std::move(before), *std::move(after), true};
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  track_unsynced_ = true;
+  // A key this store wrote unsynced since keeps its own last write, and goes
+  // back to what it held before the earlier process's first one.
+  for (auto& [key, u] : adopted) {
+    auto [it, fresh] = unsynced_.try_emplace(key, u);
+    if (!fresh) {
+      it->second.before = std::move(u.before);
+      it->second.earlier = true;
+    }
+  }
+  return Status::OK();
 }
 
 FaultInjectionObjectStore::Decision FaultInjectionObjectStore::Decide(ObjectOp op,

@@ -24,6 +24,11 @@
 // unsynced one (an unsynced new object vanishes, a relaxed delete comes
 // back), or holds its last write truncated, or empty.
 //
+// A machine's page cache outlives the process that wrote through it:
+// SaveUnsynced() hands the unsynced writes to a later process's store
+// (AdoptUnsynced), so its power loss undoes them too (loam_power_loss keeps
+// them in a file between commands).
+//
 // Modelled on leveldb's fault-injection Env and RocksDB's FaultInjectionTestFS.
 #pragma once
 
@@ -106,8 +111,17 @@ class FaultInjectionObjectStore final : public ForwardingObjectStore {
   // (a read of the base store per unsynced write).
   void TrackUnsyncedWrites();
   // Crashes the store, then applies a power loss to the base store (above).
-  // Returns the number of keys that lost their last write.
-  Result<int> LosePower();
+  // Returns the number of keys that lost their last write; `from_earlier`
+  // (if given) counts those an adopted earlier process wrote first.
+  Result<int> LosePower(int* from_earlier = nullptr);
+
+  // The unsynced writes remembered, as bytes ("loam-unsynced 1": per key,
+  // its name and what it held before and after, each length-prefixed or
+  // absent). Not a workspace format: it never enters a store.
+  std::string SaveUnsynced() const;
+  // Starts tracking with the unsynced writes of `saved` as an earlier
+  // process's. InvalidArgument if `saved` is not SaveUnsynced()'s.
+  Status AdoptUnsynced(std::string_view saved);
 
   Result<ObjectMeta> Read(std::string_view key, std::optional<ByteRange> range,
                           ByteSink& sink) override;
@@ -140,6 +154,7 @@ class FaultInjectionObjectStore final : public ForwardingObjectStore {
   // object) and after the last (nullopt: deleted).
   struct Unsynced {
     std::optional<std::string> before, after;
+    bool earlier = false;  // first written by an adopted earlier process
   };
   bool tracking() const;
   // Before an unsynced write of `key`: what it holds now.
