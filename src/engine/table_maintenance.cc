@@ -29,6 +29,7 @@ Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::strin
     MaintenanceMemo::Seen& seen = memo->tables[{branch, t.def.sid}];
     if (seen.table_version == t.head.table_version) {  // not due when last read
       report.fragments[label] = seen.fragments;
+      report.compactable[label] = seen.compactable;
       continue;
     }
     Result<Dataset> data = ws.OpenTable(snap, name);
@@ -36,9 +37,12 @@ Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::strin
       report.deferred.push_back(name + ": " + data.status().ToString());
       continue;
     }
-    report.fragments[label] = data->state().fragments.size();
-    if (CompactableFragments(data->state(), policy.options) < policy.min_fragments) {
-      seen = {t.head.table_version, data->state().fragments.size()};
+    const uint64_t fragments = data->state().fragments.size();
+    const uint64_t compactable = CompactableFragments(data->state(), policy.options);
+    report.fragments[label] = fragments;
+    report.compactable[label] = compactable;
+    if (compactable < policy.min_fragments) {
+      seen = {t.head.table_version, fragments, compactable};
       continue;
     }
     // The rewrite happens once, outside the commit: the commit then takes a
@@ -69,7 +73,7 @@ Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::strin
       continue;
     }
     if (!done->changed) {  // nothing Compact would merge: wait for the table to move
-      seen = {t.head.table_version, data->state().fragments.size()};
+      seen = {t.head.table_version, fragments, compactable};
       continue;
     }
     ++report.compacted;
@@ -78,8 +82,10 @@ Result<MaintenanceReport> CompactDueTables(WorkspaceEngine& ws, const std::strin
     report.bytes_written += done->compacted.bytes_written;
     report.fragments[label] += done->compacted.fragments_added;
     report.fragments[label] -= done->compacted.fragments_removed;
+    report.compactable[label] += done->compacted.fragments_added;
+    report.compactable[label] -= done->compacted.fragments_removed;
     // Read again once the table moves past the compaction's version.
-    seen = {done->table_version, report.fragments[label]};
+    seen = {done->table_version, report.fragments[label], report.compactable[label]};
   }
   return report;
 }
@@ -92,6 +98,7 @@ void MaintenanceReport::Add(const MaintenanceReport& other) {
   bytes_written += other.bytes_written;
   deferred.insert(deferred.end(), other.deferred.begin(), other.deferred.end());
   fragments.insert(other.fragments.begin(), other.fragments.end());
+  compactable.insert(other.compactable.begin(), other.compactable.end());
 }
 
 Result<MaintenanceReport> CompactAllBranches(WorkspaceEngine& ws, const CompactionPolicy& policy,

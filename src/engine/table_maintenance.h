@@ -32,6 +32,9 @@ struct MaintenanceReport {
   // Fragments of each table looked at, after the pass ("table" on main,
   // "branch:table" elsewhere).
   std::map<std::string, uint64_t> fragments;
+  // Of those, the ones a compaction may rewrite (Compactable; after a
+  // compaction, counting every fragment it added).
+  std::map<std::string, uint64_t> compactable;
 
   void Add(const MaintenanceReport& other);
 };
@@ -43,6 +46,7 @@ struct MaintenanceMemo {
   struct Seen {
     int64_t table_version = 0;
     uint64_t fragments = 0;
+    uint64_t compactable = 0;
   };
   std::map<std::pair<std::string, int64_t>, Seen> tables;  // (branch, table id)
 };

@@ -23,6 +23,7 @@
 #include "ingest/loader.h"
 #include "service/admission.h"
 #include "service/cleanup.h"
+#include "service/compaction_trigger.h"
 #include "service/operation_keys.h"
 #include "service/pipeline.h"
 #include "service/request_store.h"
@@ -122,7 +123,9 @@ struct ServiceOptions {
   // Automatic compaction: every interval, the process holding the
   // workspace's maintenance lease (MaintenanceLease) compacts the tables
   // that are due on every branch (CompactAllBranches) as the workspace's
-  // owner; 0: never (loam serve: 1 s). The lease lasts 5 intervals (at
+  // owner; 0: never (loam serve: 1 s). Between intervals a pass also runs
+  // as soon as this process's commits may have brought a table to
+  // compaction.min_fragments (CompactionTrigger). The lease lasts 5 intervals (at
   // least 60 s) and is renewed after a third of it.
   int64_t compaction_interval_micros = 0;
   CompactionPolicy compaction;
@@ -557,10 +560,15 @@ class Service {
   Result<CleanupEntry> InputsToRemove(const ingest::RunRecord& rec);
   void WorkerLoop(int index, bool small_only);
   void MaintenanceLoop();
+  void RetentionLoop();
+  // A run this process brought to its end: its commit, if any, counted
+  // towards the next compaction pass (CompactionTrigger).
+  void NoteCommit(const ingest::RunRecord& run);
   // Whether a task of this interval is due now (0: never); moves *next on.
   bool Due(int64_t interval_micros, int64_t* next_micros) const;
-  // Takes or renews the workspace's maintenance lease (one request pair).
-  bool HoldsMaintenanceLease();
+  // Takes or renews the workspace's maintenance lease (one request pair);
+  // the compaction and retention threads ask in turn.
+  bool HoldsMaintenanceLease() LOAM_EXCLUDES(lease_mu_);
   // Under the lease: a compaction pass, and a retention pass.
   void CompactNow();
   void ExpireNow();
@@ -577,8 +585,10 @@ class Service {
   Admission admission_;
   std::unique_ptr<GroupCommitter> committer_;
   std::unique_ptr<ingest::Loader> loader_;
-  std::unique_ptr<MaintenanceLease> maintenance_lease_;
-  MaintenanceMemo compaction_memo_;  // the maintenance thread's only
+  std::mutex lease_mu_;
+  std::unique_ptr<MaintenanceLease> maintenance_lease_;  // asked under lease_mu_
+  MaintenanceMemo compaction_memo_;                      // the maintenance thread's only
+  CompactionTrigger compaction_trigger_{options_.compaction.min_fragments};
 
   std::mutex mu_;
   std::condition_variable wake_;

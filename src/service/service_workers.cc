@@ -47,6 +47,7 @@ void Service::StartWorkers() {
     threads_.emplace_back([this, i] { WorkerLoop(options_.workers + i, true); });
   }
   threads_.emplace_back([this] { MaintenanceLoop(); });
+  if (options_.retention_interval_micros > 0) threads_.emplace_back([this] { RetentionLoop(); });
 }
 
 void Service::Stop() {
@@ -107,7 +108,6 @@ void Service::MaintenanceLoop() {
   constexpr int64_t kSweepEveryMicros = 3'600'000'000;
   int64_t next_sweep = 0;
   int64_t next_compaction = 0;
-  int64_t next_retention = 0;
   for (;;) {
     {
       std::unique_lock lock(mu_);
@@ -127,17 +127,39 @@ void Service::MaintenanceLoop() {
       Result<int64_t> records = SweepRecords();
       if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
     }
-    // One lease check for whatever maintenance is due this round.
-    const bool compact = Due(options_.compaction_interval_micros, &next_compaction);
-    const bool expire = Due(options_.retention_interval_micros, &next_retention);
-    if ((compact || expire) && HoldsMaintenanceLease()) {
-      if (compact) CompactNow();
-      if (expire) ExpireNow();
+    bool compact = Due(options_.compaction_interval_micros, &next_compaction);
+    if (!compact && options_.compaction_interval_micros > 0 && compaction_trigger_.Wanted()) {
+      compact = true;  // commits may have brought a table to compaction
+      next_compaction = WallMicros() + options_.compaction_interval_micros;
     }
+    if (compact && HoldsMaintenanceLease()) CompactNow();
     std::unique_lock lock(mu_);
     const uint64_t seen = wakeups_;
     wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
                    [&] { return stopping_ || wakeups_ != seen; });
+  }
+}
+
+void Service::NoteCommit(const ingest::RunRecord& run) {
+  if (options_.compaction_interval_micros <= 0 || run.table_version <= 0 ||
+      run.state != ingest::RunState::kSucceeded) {
+    return;
+  }
+  Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(run.request);
+  if (req.ok()) compaction_trigger_.NoteCommit(req->branch, run.table, run.table_version);
+}
+
+// Retention has a thread of its own: a pass over a long history takes
+// seconds, and compaction passes asked for meanwhile must not wait for it.
+void Service::RetentionLoop() {
+  int64_t next_retention = 0;
+  for (;;) {
+    if (Due(options_.retention_interval_micros, &next_retention) && HoldsMaintenanceLease()) {
+      ExpireNow();
+    }
+    std::unique_lock lock(mu_);
+    const int64_t wait = std::max<int64_t>(next_retention - WallMicros(), 0);
+    if (wake_.wait_for(lock, std::chrono::microseconds(wait), [&] { return stopping_; })) return;
   }
 }
 
@@ -148,18 +170,21 @@ bool Service::Due(int64_t interval_micros, int64_t* next_micros) const {
 }
 
 bool Service::HoldsMaintenanceLease() {
+  std::lock_guard lock(lease_mu_);
   Result<bool> held = maintenance_lease_->Acquire();
   if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
   return held.ok() && *held;  // otherwise another process maintains the workspace
 }
 
 void Service::CompactNow() {
+  compaction_trigger_.PassStarted();
   Result<MaintenanceReport> pass =
       CompactAllBranches(*ws_, options_.compaction, ws_->owner(), &compaction_memo_);
   if (!pass.ok()) {
     LOAM_LOG_WARN("compaction: {}", pass.status().ToString());
     return;
   }
+  compaction_trigger_.PassEnded(*pass);
   for (const std::string& why : pass->deferred) LOAM_LOG_INFO("compaction deferred: {}", why);
   if (pass->compacted > 0) {
     LOAM_LOG_INFO("compaction: {} tables, {} fragments into {}, {} bytes written", pass->compacted,
@@ -318,6 +343,7 @@ Result<std::optional<bool>> Service::WorkOn(const QueueEntry& e, Status* first_e
     admission_.RecordRun(done->input_bytes, done->finished_micros - done->started_micros);
   }
   if (options_.on_run_finished) options_.on_run_finished(ViewOf(*done));
+  NoteCommit(*done);
   RETURN_NOT_OK(Fail(failpoint::kWorkerAfterTerminal));
   RETURN_NOT_OK(CleanUpInputs(*done));
   RETURN_NOT_OK(queue_.Remove(e));

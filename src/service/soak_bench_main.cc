@@ -4,7 +4,8 @@
 // for the queue to drain, and prints what grows with age if anything does:
 // a full scan's time, a single-row load's requests, bytes and time (a
 // `loam load` through a second handle counting its requests), the fragments
-// of the current version, the workspace's objects and bytes, and RSS. After
+// of the current version (and, sampled every 50 ms while runs were
+// submitted, as readers met them), the workspace's objects and bytes, and RSS. After
 // the last checkpoint it waits out the window and counts the objects again.
 // Not a CI test; figures in docs/benchmarks.md.
 #include <malloc.h>
@@ -72,6 +73,9 @@ struct Soak {
   std::string pipeline;
   std::atomic<int64_t> submitted{0}, succeeded{0}, failed{0}, refused{0};
   std::atomic<int64_t> passes{0}, compacted_tables{0}, deferred{0}, versions_expired{0};
+  // The table's fragments as readers meet them, sampled every 50 ms while
+  // runs are submitted (SampleFragments).
+  std::vector<size_t> fragment_samples;
 
   CallContext Ctx() const { return {ws->id(), "owner"}; }
 
@@ -103,6 +107,26 @@ struct Soak {
       });
     }
     for (std::thread& t : threads) t.join();
+  }
+
+  // Samples the current table's fragments until `stop`, into fragment_samples.
+  void SampleFragments(const std::atomic<bool>& stop) {
+    while (!stop.load()) {
+      Result<Snapshot> snap = ws->Current();
+      Result<Dataset> table = snap.ok() ? ws->OpenTable(*snap, "events") : snap.status();
+      if (table.ok()) fragment_samples.push_back(table->state().fragments.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a sampling period
+    }
+  }
+
+  // p50 / p99 / max of the samples since the last call.
+  void PrintFragmentSamples() {
+    std::vector<size_t> s;
+    s.swap(fragment_samples);
+    if (s.empty()) return;
+    std::sort(s.begin(), s.end());
+    std::printf("           fragments under load (%zu samples): p50 %zu, p99 %zu, max %zu\n",
+                s.size(), s[s.size() / 2], s[s.size() * 99 / 100], s.back());
   }
 
   struct Figures {
@@ -276,11 +300,16 @@ int Main(int argc, char** argv) {
   int64_t done = 0;
   for (int64_t checkpoint : soak.flags.checkpoints) {
     const auto t0 = Steady::now();
+    std::atomic<bool> stop_sampling{false};
+    std::thread sampler([&] { soak.SampleFragments(stop_sampling); });
     soak.Submit(done, checkpoint);
     if (!soak.svc->WaitForEmptyQueue(std::chrono::minutes(30)).ok()) return 1;
+    stop_sampling = true;
+    sampler.join();
     const double rate = static_cast<double>(checkpoint - done) / Seconds(t0);
     done = checkpoint;
     soak.Print(std::to_string(checkpoint) + " runs", soak.Measure(checkpoint), rate);
+    soak.PrintFragmentSamples();
     // Settled: once the next compaction pass has run over the drained table.
     const int64_t passes = soak.passes.load();
     while (soak.passes.load() < passes + 2) {
