@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/status_macros.h"
+#include "server/merge_json.h"
 #include "sql/sql.h"
 
 namespace loam::cli {
@@ -81,16 +82,6 @@ Result<MergeCheck> UniqueCheck(const std::string& spec) {
   return c;
 }
 
-json TablesJson(const std::vector<MergedTable>& merged) {
-  json tables = json::array();
-  for (const MergedTable& t : merged) {
-    json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
-    if (t.row_count) e["rowCount"] = *t.row_count;
-    tables.push_back(std::move(e));
-  }
-  return tables;
-}
-
 void PrintTables(const std::vector<MergedTable>& tables) {
   for (const MergedTable& t : tables) {
     std::cout << "  " << t.name << ": " << t.change;
@@ -104,17 +95,7 @@ void PrintTables(const std::vector<MergedTable>& tables) {
 
 void Print(const Context& ctx, const MergeFlags& f, const MergeResult& r) {
   if (ctx.json) {
-    std::cout << json{{"mergeId", r.merge_id},
-                      {"branch", f.branch},
-                      {"into", f.into},
-                      {"workspaceVersion", r.manifest_version},
-                      {"commitId", r.commit_id},
-                      {"sourceVersion", r.source_version},
-                      {"alreadyMerged", r.already_merged},
-                      {"copiedBytes", r.copied_bytes},
-                      {"tables", TablesJson(r.tables)}}
-                     .dump()
-              << "\n";
+    std::cout << server::MergeJson(f.branch, f.into, r).dump() << "\n";
     return;
   }
   if (r.manifest_version == 0) {
@@ -184,14 +165,7 @@ void AddRevertMergeCommand(CLI::App& branch, Context& ctx, int* exit) {
       ASSIGN_OR_RETURN(std::unique_ptr<Workspace> ws, ctx.OpenPublic());
       ASSIGN_OR_RETURN(MergeRevertResult r, ws->RevertMerge(*id, *into));
       if (ctx.json) {
-        std::cout << json{{"mergeId", r.merge_id},
-                          {"into", *into},
-                          {"workspaceVersion", r.manifest_version},
-                          {"commitId", r.commit_id},
-                          {"alreadyReverted", r.already_reverted},
-                          {"tables", TablesJson(r.tables)}}
-                         .dump()
-                  << "\n";
+        std::cout << server::MergeRevertJson(*into, r).dump() << "\n";
         return Status::OK();
       }
       std::cout << (r.already_reverted ? "already reverted" : "reverted") << " merge " << *id

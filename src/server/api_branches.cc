@@ -8,6 +8,7 @@
 #include "common/strict_json.h"
 #include "server/api.h"
 #include "server/listing_page.h"
+#include "server/merge_json.h"
 #include "sql/sql.h"
 
 namespace loam::server {
@@ -22,28 +23,6 @@ json BranchJson(const service::BranchState& b) {
     j["parentVersion"] = b.parent_version;
   }
   return j;
-}
-
-json TablesJson(const std::vector<MergedTable>& merged) {
-  json tables = json::array();
-  for (const MergedTable& t : merged) {
-    json e = {{"name", t.name}, {"change", t.change}, {"tableVersion", t.table_version}};
-    if (t.row_count) e["rowCount"] = *t.row_count;
-    tables.push_back(std::move(e));
-  }
-  return tables;
-}
-
-json MergeJson(const std::string& branch, const std::string& into, const MergeResult& r) {
-  return {{"mergeId", r.merge_id},
-          {"branch", branch},
-          {"into", into},
-          {"workspaceVersion", r.manifest_version},
-          {"commitId", r.commit_id},
-          {"sourceVersion", r.source_version},
-          {"alreadyMerged", r.already_merged},
-          {"copiedBytes", r.copied_bytes},
-          {"tables", TablesJson(r.tables)}};
 }
 
 // A merge body: {"into"?, "checks"?: [{"name", "table", "minRows"?,
@@ -103,15 +82,6 @@ Result<MergeBody> ParseMergeBody(const std::string& body) {
   }
   for (size_t i = 0; i < checks->size(); ++i) RETURN_NOT_OK(ParseCheck((*checks)[i], i, &out));
   return out;
-}
-
-json RevertJson(const std::string& into, const MergeRevertResult& r) {
-  return {{"mergeId", r.merge_id},
-          {"into", into},
-          {"workspaceVersion", r.manifest_version},
-          {"commitId", r.commit_id},
-          {"alreadyReverted", r.already_reverted},
-          {"tables", TablesJson(r.tables)}};
 }
 
 }  // namespace
@@ -220,7 +190,7 @@ Response Api::RevertMerge(Call& c) {
   }
   Result<MergeRevertResult> r = svc_->RevertMerge(c.ctx, c.params["id"], into);
   if (!r.ok()) return Problem(r.status());
-  return JsonResponse(200, RevertJson(into, *r));
+  return JsonResponse(200, MergeRevertJson(into, *r));
 }
 
 }  // namespace loam::server
