@@ -1,6 +1,7 @@
 // Contract rules over real HTTP that reviews found the code did not keep:
 // each test here failed before its fix.
 
+#include "engine/retention.h"
 #include "server/server_test_util.h"
 #include "service/pipeline.h"
 
@@ -171,6 +172,32 @@ TEST_F(ContractTest, RefusalsCarryTheirOwnStableCodes) {
   HttpResult rows =
       Call("ada", "GET", "/v1/tables/orders/rows?where=id%20%3D%201", "/v1/tables/{name}/rows");
   EXPECT_EQ(rows.body, "{\"id\":1,\"amount\":1.00,\"note\":\"a\"}\n");
+}
+
+// An upsert run whose table state before it is past the time-travel window
+// is not reverted: 410 version_expired naming the run, the rows unchanged.
+TEST_F(ContractTest, ARevertPastTheWindowIsGone) {
+  HttpResult made = CreatePipeline(Upsert({}));
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string target = "/v1/pipelines/" + made.Json()["id"].get<std::string>() + "/runs";
+  std::vector<std::string> runs;
+  for (const std::string id : {"1", "2"}) {
+    Headers h = {{"Content-Type", "text/csv"}, {"Idempotency-Key", "w-" + id}};
+    HttpResult run = Call("ada", "POST", target, "/v1/pipelines/{id}/runs",
+                          "id,amount,note\n" + id + "," + id + ".00,a\n", h);
+    ASSERT_EQ(run.status, 202) << run.body;
+    runs.push_back(run.Json()["id"]);
+    ASSERT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+  }
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const int64_t later = std::chrono::duration_cast<std::chrono::microseconds>(now).count() +
+                        2 * 3600LL * 1'000'000;  // two hours on, past a one-minute window
+  ASSERT_TRUE(ExpireVersions(*ws_, later, 60, 0).ok());
+  HttpResult gone = Call("ada", "POST", "/v1/runs/" + runs[1] + "/revert", "/v1/runs/{id}/revert");
+  EXPECT_EQ(gone.status, 410) << gone.body;
+  EXPECT_EQ(gone.Json()["code"], "version_expired") << gone.body;
+  EXPECT_EQ(gone.Json()["run"], runs[1]) << gone.body;
+  EXPECT_EQ(RowCount(), 2);
 }
 
 // Every 429 names its limit's value in RateLimit-Policy, a pipeline's own
