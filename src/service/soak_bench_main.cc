@@ -7,7 +7,8 @@
 // of the current version (and, sampled every 50 ms while runs were
 // submitted, as readers met them), the workspace's objects and bytes, and RSS. After
 // the last checkpoint it waits out the window and counts the objects again.
-// Not a CI test; figures in docs/benchmarks.md.
+// With --upsert-keys N the runs upsert into N keys, so the table's rows stay
+// put while its history grows. Not a CI test; figures in docs/benchmarks.md.
 #include <malloc.h>
 
 #include <algorithm>
@@ -43,6 +44,9 @@ struct Flags {
   int64_t retention_interval_seconds = 10;
   int64_t compaction_interval_seconds = 2;
   int64_t manifest_cache_mib = -1;  // -1: the default
+  // > 0: runs upsert one row each on `id`, cycling through this many keys, so
+  // the table's rows stay put while its history grows; 0: runs append.
+  int64_t upsert_keys = 0;
 };
 
 double Seconds(Steady::time_point from) {
@@ -87,7 +91,9 @@ struct Soak {
     for (int c = 0; c < flags.clients; ++c) {
       threads.emplace_back([&] {
         for (int64_t i = next++; i < to; i = next++) {
-          const std::string data = "id,note\n" + std::to_string(i) + ",soak\n";
+          const int64_t id = flags.upsert_keys > 0 ? i % flags.upsert_keys : i;
+          const std::string data =
+              "id,note\n" + std::to_string(id) + ",soak " + std::to_string(i) + "\n";
           for (;;) {
             Result<Submission> s =
                 svc->SubmitInline(Ctx(), pipeline, "run-" + std::to_string(i), {"text/csv", data});
@@ -148,7 +154,7 @@ struct Soak {
       const auto t0 = Steady::now();
       RecordBatch all = table.ReadAll().value();
       scans.push_back(Seconds(t0) * 1000);
-      if (all.num_rows() < label)
+      if (all.num_rows() < (flags.upsert_keys > 0 ? std::min(label, flags.upsert_keys) : label))
         std::fprintf(stderr, "scan: %lld rows\n", (long long)all.num_rows());
     }
     std::sort(scans.begin(), scans.end());
@@ -235,6 +241,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->retention_interval_seconds = std::stoll(v);
     } else if (k == "--manifest-cache-mib") {
       flags->manifest_cache_mib = std::stoll(v);
+    } else if (k == "--upsert-keys") {
+      flags->upsert_keys = std::stoll(v);
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return false;
@@ -287,10 +295,11 @@ int Main(int argc, char** argv) {
   if (!WriteRetentionSetting(*soak.store, "", {soak.flags.window_seconds}).ok()) return 1;
 
   soak.svc = Service::Open(soak.ws, SoakServiceOptions(soak)).value();
-  soak.pipeline =
-      soak.svc->CreatePipeline(soak.Ctx(), R"({"name":"soak","table":"events","format":"csv"})")
-          .value()
-          .id;
+  const std::string pipeline =
+      soak.flags.upsert_keys > 0
+          ? R"({"name":"soak","table":"events","format":"csv","mode":"upsert","keyColumns":["id"]})"
+          : R"({"name":"soak","table":"events","format":"csv"})";
+  soak.pipeline = soak.svc->CreatePipeline(soak.Ctx(), pipeline).value().id;
   soak.svc->StartWorkers();
   std::printf(
       "soak: %s, %d clients, window %lld s, retention every %lld s, compaction every %lld s\n",
