@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -132,7 +133,12 @@ TEST(CliKill, UnderPowerLossEveryAcknowledgedLoadSurvives) {
       const CliResult killed = RunLoam(dir, args, crash, LOAM_POWER_LOSS_BINARY);
       ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
       changed += killed.err.find("power loss: 0 ") == std::string::npos;
-      changed_earlier += killed.err.find(", 0 written by earlier") == std::string::npos;
+      std::smatch earlier;
+      ASSERT_TRUE(std::regex_search(killed.err, earlier,
+                                    std::regex("power loss: \\d+ unsynced keys changed, (\\d+) "
+                                               "written by earlier commands")))
+          << killed.err;
+      changed_earlier += std::stoi(earlier[1].str()) > 0;
       const CliResult resumed = RunLoam(dir, args, env, LOAM_POWER_LOSS_BINARY);
       ASSERT_EQ(resumed.code, 0) << resumed.all();
       ++trial;

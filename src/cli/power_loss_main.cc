@@ -9,9 +9,11 @@
 // LOAM_POWER_LOSS_LEDGER=<dir> (outside the workspace) makes the page cache
 // outlive each process, as a machine's does: a command takes over the
 // unsynced writes earlier commands left in <dir> (a file per store, named by
-// a hash of what the store describes), leaves its own there when it ends,
-// and a power loss undoes them all and empties <dir>. Commands sharing a
-// ledger run one after another.
+// a hash of what the store describes) and removes them, leaves its own there
+// when it ends, and a power loss undoes them all. A command that dies
+// otherwise leaves nothing: its page cache counts as flushed, never as
+// older than it was. Commands sharing a ledger run one after another; one
+// root named two ways is two stores here.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,16 +43,21 @@ std::string LedgerFile(const std::string& description) {
   return ledger + "/" + name;
 }
 
+[[noreturn]] void Fatal(const std::string& what) {
+  std::cerr << "power loss ledger: " << what << std::endl;
+  std::abort();
+}
+
 void Adopt(FaultInjectionObjectStore& store, const std::string& description) {
-  std::ifstream in(LedgerFile(description), std::ios::binary);
+  const std::string file = LedgerFile(description);
+  std::ifstream in(file, std::ios::binary);
   if (!in) return;
   std::stringstream saved;
   saved << in.rdbuf();
   loam::Status adopted = store.AdoptUnsynced(saved.str());
-  if (!adopted.ok()) {
-    std::cerr << "power loss ledger: " << adopted.ToString() << std::endl;
-    std::abort();
-  }
+  if (!adopted.ok()) Fatal(adopted.ToString());
+  std::error_code ec;
+  if (!std::filesystem::remove(file, ec)) Fatal("cannot remove " + file + ": " + ec.message());
 }
 
 // Leaves each store's unsynced writes for the next command (a temporary
@@ -62,8 +69,11 @@ void SaveLedger() {
     {
       std::ofstream out(file + ".tmp", std::ios::binary | std::ios::trunc);
       out << store->SaveUnsynced();
+      if (!out.flush()) Fatal("cannot write " + file + ".tmp");
     }
-    std::filesystem::rename(file + ".tmp", file);
+    std::error_code ec;
+    std::filesystem::rename(file + ".tmp", file, ec);
+    if (ec) Fatal("cannot rename " + file + ".tmp: " + ec.message());
   }
 }
 
@@ -77,7 +87,6 @@ void LosePowerEverywhere() {
                                   std::to_string(from_earlier) + " written by earlier commands"
                             : lost.status().ToString())
               << std::endl;
-    if (!ledger.empty()) std::filesystem::remove(LedgerFile(description));
   }
 }
 

@@ -249,9 +249,9 @@ TEST_F(ServeTest, ServesWithAMintedTokenAndStopsGracefullyOnSigterm) {
 // always staged as an upload: inlineRecordBytes 0.)
 TEST_F(ServeTest, CompactsTablesThatAreDueByItself) {
   WriteFile(dir_ + "/staged.json", R"({"inlineRecordBytes": 0})");
-  const pid_t pid = StartLoam(
-      dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file", "secret",
-             "--no-access-log", "--compaction-interval-seconds", "3600", "--config", "staged.json"});
+  const pid_t pid = StartLoam(dir_, {"serve", "--listen", "127.0.0.1:0", "--auth-hs256-secret-file",
+                                     "secret", "--no-access-log", "--compaction-interval-seconds",
+                                     "3600", "--config", "staged.json"});
   const uint16_t port = WaitListening();
   ASSERT_NE(port, 0);
   std::filesystem::create_directories(dir_ + "/client");

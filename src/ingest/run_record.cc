@@ -73,6 +73,8 @@ Result<ErrorPolicy> ParseErrorPolicy(std::string_view s) {
   return Parse(kPolicies, s, "error policy");
 }
 std::string_view RunStateName(RunState s) { return NameOf(kStates, s); }
+bool HasCommitted(RunState s) { return s == RunState::kSucceeded || s == RunState::kPartial; }
+
 bool IsTerminal(RunState s) {
   return s == RunState::kSucceeded || s == RunState::kFailed || s == RunState::kPartial ||
          s == RunState::kCancelled;

@@ -39,6 +39,8 @@ std::string_view ErrorPolicyName(ErrorPolicy p);
 Result<ErrorPolicy> ParseErrorPolicy(std::string_view s);  // "quarantine" is refused here
 std::string_view RunStateName(RunState s);
 bool IsTerminal(RunState s);
+// Succeeded or partial: the run's rows reached its table.
+bool HasCommitted(RunState s);
 
 // The file name by which a request reads its record's `input_text`.
 inline constexpr std::string_view kRecordInputFile = "@record";

@@ -36,9 +36,13 @@ class CompactionTrigger {
   void PassStarted();
   // The pass left these compactable fragments (MaintenanceReport::compactable).
   // Only a commit after it wants the next pass: a table the pass could not
-  // bring under the threshold (its commit deferred, nothing to merge) waits
-  // for a commit or the interval.
+  // bring under the threshold (its compaction deferred by a plan gone stale,
+  // or nothing to merge) wants one at its next commit (the service pauses
+  // between such passes as long as the last one took).
   void PassEnded(const MaintenanceReport& pass);
+  // This process does not hold the maintenance lease: what it counted is
+  // the holder's to compact (its interval's pass sees every commit).
+  void Forget() { PassStarted(); }
 
  private:
   struct Table {

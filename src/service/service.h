@@ -129,7 +129,8 @@ struct ServiceOptions {
   // least 60 s) and is renewed after a third of it.
   int64_t compaction_interval_micros = 0;
   CompactionPolicy compaction;
-  // Called after each compaction pass this process makes (metrics).
+  // Called after each compaction pass this process makes (metrics); may run
+  // at the same time as on_retention_pass (each pass has its thread).
   std::function<void(const MaintenanceReport&)> on_compaction_pass;
   // Retention: every interval, the lease holder applies the workspace's
   // time-travel window (ExpireVersions); 0: never (loam serve: 3600 s).

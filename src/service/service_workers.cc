@@ -1,5 +1,6 @@
 // Service: workers draining the shared queue, the loader hooks that keep the
-// source identity and cleanup durable, and the maintenance sweeps.
+// source identity and cleanup durable, and the staging and record sweeps
+// (the maintenance threads that run them: service_maintenance.cc).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -13,8 +14,6 @@ namespace {
 
 using ingest::RunRecord;
 using ingest::RunState;
-
-bool Committed(RunState s) { return s == RunState::kSucceeded || s == RunState::kPartial; }
 
 int64_t WallMicros() { return Clock::System()->NowMicros(); }
 
@@ -102,114 +101,6 @@ void Service::WorkerLoop(int index, bool small_only) {
                                       [&] { return stopping_ || wakeups_ != seen; });
     poll = woken ? options_.poll_min_micros : std::min(poll * 2, options_.poll_max_micros);
   }
-}
-
-void Service::MaintenanceLoop() {
-  constexpr int64_t kSweepEveryMicros = 3'600'000'000;
-  int64_t next_sweep = 0;
-  int64_t next_compaction = 0;
-  for (;;) {
-    {
-      std::unique_lock lock(mu_);
-      if (stopping_) return;
-    }
-    Result<CleanupReport> cleaned = RunCleanerOnce();
-    if (!cleaned.ok()) LOAM_LOG_WARN("cleaner: {}", cleaned.status().ToString());
-    // Hourly: the staging sweep, and a pass over the records, which then
-    // takes a page of each kind per round until it ends.
-    const bool start_pass = WallMicros() >= next_sweep;
-    if (start_pass) {
-      next_sweep = WallMicros() + kSweepEveryMicros;
-      Result<SweepReport> swept = SweepStaging();
-      if (!swept.ok()) LOAM_LOG_WARN("staging sweep: {}", swept.status().ToString());
-    }
-    if (start_pass || RecordSweepUnderway()) {
-      Result<int64_t> records = SweepRecords();
-      if (!records.ok()) LOAM_LOG_WARN("record sweep: {}", records.status().ToString());
-    }
-    bool compact = Due(options_.compaction_interval_micros, &next_compaction);
-    if (!compact && options_.compaction_interval_micros > 0 && compaction_trigger_.Wanted()) {
-      compact = true;  // commits may have brought a table to compaction
-      next_compaction = WallMicros() + options_.compaction_interval_micros;
-    }
-    if (compact && HoldsMaintenanceLease()) CompactNow();
-    std::unique_lock lock(mu_);
-    const uint64_t seen = wakeups_;
-    wake_.wait_for(lock, std::chrono::microseconds(options_.cleaner_interval_micros),
-                   [&] { return stopping_ || wakeups_ != seen; });
-  }
-}
-
-void Service::NoteCommit(const ingest::RunRecord& run) {
-  if (options_.compaction_interval_micros <= 0 || run.table_version <= 0 ||
-      run.state != ingest::RunState::kSucceeded) {
-    return;
-  }
-  Result<ingest::RunRequest> req = ingest::RunRequest::FromJson(run.request);
-  if (req.ok()) compaction_trigger_.NoteCommit(req->branch, run.table, run.table_version);
-}
-
-// Retention has a thread of its own: a pass over a long history takes
-// seconds, and compaction passes asked for meanwhile must not wait for it.
-void Service::RetentionLoop() {
-  int64_t next_retention = 0;
-  for (;;) {
-    if (Due(options_.retention_interval_micros, &next_retention) && HoldsMaintenanceLease()) {
-      ExpireNow();
-    }
-    std::unique_lock lock(mu_);
-    const int64_t wait = std::max<int64_t>(next_retention - WallMicros(), 0);
-    if (wake_.wait_for(lock, std::chrono::microseconds(wait), [&] { return stopping_; })) return;
-  }
-}
-
-bool Service::Due(int64_t interval_micros, int64_t* next_micros) const {
-  if (interval_micros <= 0 || WallMicros() < *next_micros) return false;
-  *next_micros = WallMicros() + interval_micros;
-  return true;
-}
-
-bool Service::HoldsMaintenanceLease() {
-  std::lock_guard lock(lease_mu_);
-  Result<bool> held = maintenance_lease_->Acquire();
-  if (!held.ok()) LOAM_LOG_WARN("maintenance lease: {}", held.status().ToString());
-  return held.ok() && *held;  // otherwise another process maintains the workspace
-}
-
-void Service::CompactNow() {
-  compaction_trigger_.PassStarted();
-  Result<MaintenanceReport> pass =
-      CompactAllBranches(*ws_, options_.compaction, ws_->owner(), &compaction_memo_);
-  if (!pass.ok()) {
-    LOAM_LOG_WARN("compaction: {}", pass.status().ToString());
-    return;
-  }
-  compaction_trigger_.PassEnded(*pass);
-  for (const std::string& why : pass->deferred) LOAM_LOG_INFO("compaction deferred: {}", why);
-  if (pass->compacted > 0) {
-    LOAM_LOG_INFO("compaction: {} tables, {} fragments into {}, {} bytes written", pass->compacted,
-                  pass->fragments_removed, pass->fragments_added, pass->bytes_written);
-  }
-  if (options_.on_compaction_pass) options_.on_compaction_pass(*pass);
-}
-
-void Service::ExpireNow() {
-  Result<RetentionSetting> setting = ReadRetentionSetting(*ws_->store(), ws_->root());
-  Result<RetentionReport> pass = setting.ok()
-                                     ? ExpireVersions(*ws_, WallMicros(), setting->window_seconds,
-                                                      options_.retention_grace_micros)
-                                     : Result<RetentionReport>(setting.status());
-  if (!pass.ok()) {
-    LOAM_LOG_WARN("retention: {}", pass.status().ToString());
-    return;
-  }
-  if (pass->manifest_versions_removed + pass->table_versions_removed + pass->files_removed > 0) {
-    LOAM_LOG_INFO(
-        "retention: {} manifest and {} table versions past the window, {} files ({} bytes)",
-        pass->manifest_versions_removed, pass->table_versions_removed, pass->files_removed,
-        pass->bytes_removed);
-  }
-  if (options_.on_retention_pass) options_.on_retention_pass(*pass);
 }
 
 Result<CleanupReport> Service::RunCleanerOnce() {
@@ -415,7 +306,7 @@ Status Service::SettleSource(const RunRecord& rec) {
       ASSIGN_OR_RETURN(src, requests_.FindSource(rec.pipeline_id, rec.source_id, digest, &etag));
     }
     const int64_t now = options_.clock->NowMicros();
-    if (Committed(rec.state)) {
+    if (ingest::HasCommitted(rec.state)) {
       SourceRecord loaded{
           rec.source_id, digest, rec.id,
           true,          now,    now + options_.limits.idempotency_retention_seconds * 1'000'000};
