@@ -218,7 +218,7 @@ TEST(PowerLossTest, UnsyncedWritesOfAnEarlierProcessAreLostWithALaterOne) {
   EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
   std::string cut =
       FaultInjectionObjectStore(std::make_shared<MemoryObjectStore>()).SaveUnsynced() +
-      std::string("\x05\x00\x00\x00ab", 6);
+      std::string({'\x05', '\0', '\0', '\0', 'a', 'b'});  // a key of 5 bytes, 2 there
   bad = store.AdoptUnsynced(cut);
   EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
   EXPECT_NE(bad.message().find("truncated"), std::string::npos) << bad.ToString();
