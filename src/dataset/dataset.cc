@@ -388,7 +388,11 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
     if (!spec.use_index || p.op == CompareOp::kIsNull) continue;
     for (const IndexMeta& m : v.indices) {
       const int c = v.schema.IndexOf(m.column);
-      if (m.column == p.column && c >= 0 && v.schema.fields[c].type == m.key_type) {
+      const bool reaches_floor =
+          spec.min_fragment_id == 0 ||
+          (!m.fragments.empty() && m.fragments.back() >= spec.min_fragment_id);
+      if (m.column == p.column && c >= 0 && v.schema.fields[c].type == m.key_type &&
+          reaches_floor) {
         indexes.push_back(&m);
       }
     }
@@ -410,6 +414,7 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
   int64_t produced = 0;
   for (const Fragment& frag : SelectedFragments(v, spec)) {
     if (spec.limit && produced >= *spec.limit) break;
+    if (frag.id < spec.min_fragment_id) continue;
     if (index && covered(frag.id)) {
       auto it = hits.find(frag.id);
       if (it == hits.end()) continue;  // the index proves no row matches
@@ -431,6 +436,7 @@ Status Dataset::ScanEach(const ScanSpec& spec,
   int64_t produced = 0;  // across fragments: spec.limit is the scan's
   for (const Fragment& frag : SelectedFragments(v, spec)) {
     if (spec.limit && produced >= *spec.limit) break;
+    if (frag.id < spec.min_fragment_id) continue;
     std::vector<RecordBatch> out;
     RETURN_NOT_OK(ScanFragment(v, frag, spec, shape, nullptr, &out, &produced));
     for (const RecordBatch& b : out) RETURN_NOT_OK(each(b));

@@ -100,6 +100,11 @@ struct ScanSpec {
   // Only the fragments at positions [first, last) of the version's list
   // (clamped): splits a scan across threads. nullopt = every fragment.
   std::optional<std::pair<size_t, size_t>> fragment_range;
+  // Only fragments whose id is at least this (ids grow with every commit:
+  // a row first written after a version whose next_fragment_id was F lies
+  // in fragments >= F, rewrites included). An index covering none of them
+  // is not read.
+  uint64_t min_fragment_id = 0;
 };
 
 struct CompactionOptions {

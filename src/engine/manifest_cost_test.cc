@@ -4,7 +4,8 @@
 // a current-state read of 10 heads (cold, warm, compacted), a branch's
 // current read, and a load through the loader with a run id (its median
 // requests and bytes, no LIST of the table's versions, and an amortised
-// cost that includes the publisher's merges and journal-index folds). Reads
+// cost that includes the publisher's merges and journal-index folds), and a
+// fresh process's single-row load (no journal-index read at all). Reads
 // also cost the same after 0 and 1,000 create/drop cycles
 // (LOAM_COST_CYCLES), and so do a drop (amortised) and a read after the
 // manifest is compacted. The journal fold (the control) grows. Runs on memory,
@@ -54,6 +55,7 @@ struct DepthFigures {
   int depth = 0;
   Figures read_cold, read_warm, read_cold_compacted, read_warm_compacted, branch_cold;
   LoadFigures load;
+  Figures load_cold;  // one load by a fresh process (files: journal-index reads)
   uint64_t publish_cold = 0, publish_warm = 0;
   int lookup_scanned = 0, lookup_scanned_after = 0, lookup_scanned_compacted = -1;
   uint64_t fold_rows = 0, fold_bytes = 0;
@@ -146,6 +148,32 @@ LoadFigures MeasureLoads(std::shared_ptr<WorkspaceEngine> ws, CountingObjectStor
   return out;
 }
 
+// One single-row load by a fresh process (`loam load`), counted; `files`
+// are its reads of journal-index files: a new run's commit cannot be older
+// than the run, so its look-ups read none, however deep the history.
+Figures MeasureColdLoad(std::shared_ptr<ObjectStore> store, int64_t id) {
+  auto counting = std::make_shared<CountingObjectStore>(store, /*prefix_depth=*/2);
+  auto ws = WorkspaceEngine::Open(counting, "", CostOptions(true)).value();
+  const std::string csv = "id,v\n" + std::to_string(id) + ",x\n";
+  ingest::LoaderOptions lo;
+  lo.open_input = [&](const std::string&) -> Result<std::unique_ptr<ByteSource>> {
+    return std::unique_ptr<ByteSource>(std::make_unique<StringSource>(csv));
+  };
+  ingest::RunRequest req;
+  req.table = "t3";
+  req.files = {"cold.csv"};
+  Result<ingest::RunRecord> rec = ingest::Loader(ws, lo).Run(req);
+  EXPECT_TRUE(rec.ok() && rec->state == ingest::RunState::kSucceeded)
+      << rec.status() << (rec.ok() ? rec->error : "");
+  const IoSnapshot snap = counting->Snapshot();
+  Figures f;
+  f.requests = snap.total.total_requests();
+  f.bytes = snap.total.bytes_read + snap.total.bytes_written;
+  auto index = snap.by_prefix.find("__manifest/_indices/");
+  if (index != snap.by_prefix.end()) f.files = static_cast<int>(index->second.reads());
+  return f;
+}
+
 DepthFigures Measure(int depth) {
   DepthFigures f;
   f.depth = depth;
@@ -205,6 +233,7 @@ DepthFigures Measure(int depth) {
     WorkspaceOptions o = CostOptions(true);
     auto ws = WorkspaceEngine::Open(counting, "", o).value();
     f.load = MeasureLoads(ws, *counting, kLoads, 1'000'000);
+    f.load_cold = MeasureColdLoad(counting, 2'000'000);
     // Single-table publishes: the median of cold ones (a fresh process
     // each), and of warm ones (merges and folds fall on a few).
     const int64_t sid = ws->Current().value().Find("t2")->def.sid;
@@ -236,6 +265,9 @@ DepthFigures Measure(int depth) {
 constexpr double kBytesTolerance = 0.03;
 // Mean load bytes (merges and folds included) at any depth against depth 10.
 constexpr double kAmortisedBytesGrowth = 1.25;
+// A fresh process's single-row load at any depth against depth 10 (the
+// version file it reads names each journal-index level's fragments).
+constexpr double kFreshLoadBytesGrowth = 1.1;
 
 bool SameBytes(double a, double b) { return std::fabs(a - b) <= kBytesTolerance * std::max(a, b); }
 
@@ -261,11 +293,12 @@ TEST(ManifestCostTest, ReadsAndLoadsCostTheSameAtEveryDepth) {
   std::printf(
       "[ figures ] depth | read cold | read warm | compacted cold | compacted warm | "
       "branch cold | load median req/bytes | load mean req/bytes | load max | "
-      "publish cold/warm | look-up scan before/after/compacted | fold rows/bytes\n");
+      "publish cold/warm | look-up scan before/after/compacted | fold rows/bytes | "
+      "fresh-process load req/bytes/index reads\n");
   for (const DepthFigures& f : all) {
     std::printf(
         "[ figures ] %5d | %s | %s | %s | %s | %s | %llu/%llu | %.2f/%.0f | %llu | "
-        "%llu/%llu | %d/%d/%d | %llu/%llu\n",
+        "%llu/%llu | %d/%d/%d | %llu/%llu | %llu/%llu/%d\n",
         f.depth, Fmt(f.read_cold).c_str(), Fmt(f.read_warm).c_str(),
         Fmt(f.read_cold_compacted).c_str(), Fmt(f.read_warm_compacted).c_str(),
         Fmt(f.branch_cold).c_str(), (unsigned long long)f.load.median_requests,
@@ -273,7 +306,8 @@ TEST(ManifestCostTest, ReadsAndLoadsCostTheSameAtEveryDepth) {
         (unsigned long long)f.load.max_requests, (unsigned long long)f.publish_cold,
         (unsigned long long)f.publish_warm, f.lookup_scanned, f.lookup_scanned_after,
         f.lookup_scanned_compacted, (unsigned long long)f.fold_rows,
-        (unsigned long long)f.fold_bytes);
+        (unsigned long long)f.fold_bytes, (unsigned long long)f.load_cold.requests,
+        (unsigned long long)f.load_cold.bytes, f.load_cold.files);
   }
   for (const DepthFigures& f : all) {
     const std::string at = "depth " + std::to_string(f.depth);
@@ -297,6 +331,8 @@ TEST(ManifestCostTest, ReadsAndLoadsCostTheSameAtEveryDepth) {
     EXPECT_GE(f.lookup_scanned, 5) << at;
     EXPECT_LE(f.lookup_scanned, kMaxLookupScan + 5) << at;
     EXPECT_EQ(f.lookup_scanned_after, 0) << at;
+    // Its run is newer than every level of the journal index: none is read.
+    EXPECT_EQ(f.load_cold.files, 0) << "fresh-process load, " << at;
     EXPECT_EQ(f.lookup_scanned_compacted, 0) << at;
   }
   for (size_t i = 1; i < all.size(); ++i) {
@@ -322,6 +358,10 @@ TEST(ManifestCostTest, ReadsAndLoadsCostTheSameAtEveryDepth) {
     EXPECT_LE(all[i].load.mean_bytes, kAmortisedBytesGrowth * all[0].load.mean_bytes)
         << "amortised load bytes, " << at << ": " << all[i].load.mean_bytes << " vs "
         << all[0].load.mean_bytes;
+    EXPECT_EQ(all[i].load_cold.requests, all[0].load_cold.requests) << "fresh load, " << at;
+    EXPECT_LE(all[i].load_cold.bytes, kFreshLoadBytesGrowth * all[0].load_cold.bytes)
+        << "fresh load bytes, " << at << ": " << all[i].load_cold.bytes << " vs "
+        << all[0].load_cold.bytes;
     EXPECT_EQ(all[i].publish_cold, all[0].publish_cold) << at;
     EXPECT_EQ(all[i].publish_warm, all[0].publish_warm) << at;
   }

@@ -140,6 +140,10 @@ struct WriteRequest {
   bool expected_for_keys = false;
   std::optional<int64_t> expected_schema_version;  // schema_conflict when it moved
   std::string run_id;                              // recorded as run_commit:<run_id>, at most once
+  // Manifest::JournalFloor taken before run_id could exist anywhere but in
+  // the caller (0 = unknown, as for a resumed run): the run's commit, if any,
+  // is looked for only in journal fragments from it up.
+  uint64_t journal_floor = 0;
 };
 
 struct WriteResult {

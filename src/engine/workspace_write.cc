@@ -110,7 +110,8 @@ Status WorkspaceEngine::ResolveWrite(const WriteRequest& req, WriteTarget* out) 
   // A run that already committed is reported as such before anything else
   // (its table has moved on since, by its own commit).
   if (!req.run_id.empty()) {
-    ASSIGN_OR_RETURN(bool done, manifest_->RunCommitted(req.branch, req.run_id));
+    ASSIGN_OR_RETURN(bool done,
+                     manifest_->RunCommitted(req.branch, req.run_id, nullptr, req.journal_floor));
     if (done) {
       return Status::AlreadyExists("run " + req.run_id + " already committed")
           .WithErrorCode(ErrorCode::kRunAlreadyCommitted);
@@ -219,17 +220,18 @@ Result<WriteResult> WorkspaceEngine::PublishWrite(const WriteRequest& req,
   }
   RETURN_NOT_OK(Fail(failpoint::kAfterTableCommit));
   const WriteMode auth_mode = req.authorize_as.value_or(req.mode);
-  Result<WriteResult> published =
-      PublishTableChange(s, head, static_cast<int64_t>(committed->version()),
-                         static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor,
-                         RunsOf(s, *committed), "",
-                         {&req.principal,
-                          auth_mode,
-                          !req.add_columns.empty(),
-                          &req.additive_admin,
-                          {},
-                          req.mode != WriteMode::kCompact},
-                         commit.reset);
+  std::vector<CommittedRun> runs = RunsOf(s, *committed);
+  if (runs.size() == 1 && runs[0].run_id == req.run_id) runs[0].journal_floor = req.journal_floor;
+  Result<WriteResult> published = PublishTableChange(
+      s, head, static_cast<int64_t>(committed->version()),
+      static_cast<int64_t>(committed->CountRows()), s.commit_id, options_.actor, runs, "",
+      {&req.principal,
+       auth_mode,
+       !req.add_columns.empty(),
+       &req.additive_admin,
+       {},
+       req.mode != WriteMode::kCompact},
+      commit.reset);
   Result<WriteResult> settled = SettlePublish(s, key, *committed, std::move(published), result);
   SettleFork(head, s.fork, settled, *committed);
   return settled;

@@ -177,6 +177,7 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   // service's run views): a request whose record could not is refused
   // before the run exists.
   RETURN_NOT_OK(RunRequest::FromJson(text).status());
+  bool minted = false;  // the run id was made by this call
   if (!request.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(std::optional<std::string> existing, runs_.FindKey(request.idempotency_key));
     if (!existing) {
@@ -185,6 +186,7 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
       if (bound.IsAlreadyExists()) return Run(request, reused);  // lost a race: look again
       RETURN_NOT_OK(bound);
       existing = id;
+      minted = true;
     }
     Result<RunRecord> rec = runs_.Get(*existing, &run.etag);
     if (rec.ok()) {
@@ -216,8 +218,14 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
     }
   } else {
     run.record.id = NewUlidString();
+    minted = true;
   }
   if (!run.resumed) {
+    // Before the record exists: a run is executed only by the process that
+    // created its record or one that took it over from the record, so its
+    // commit, if any, comes after this floor (0 when it cannot be read: the
+    // look-ups then read the whole journal).
+    if (minted) run.journal_floor = ws_->manifest().JournalFloor(request.branch).value_or(0);
     run.record.request = text;
     run.record.table = request.table;
     run.record.created_micros = NowMicros();

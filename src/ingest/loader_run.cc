@@ -479,7 +479,8 @@ Result<RunRecord> Loader::Commit(Active& run, const TableState& t, Dataset& data
                                  const StagedInput& staged, Status* conflict) {
   RunRecord& rec = run.record;
   const RunRequest& req = run.request;
-  const WriteRequest w = CommitRequest(req, rec, t, staged);
+  WriteRequest w = CommitRequest(req, rec, t, staged);
+  w.journal_floor = run.journal_floor;
   auto discard = [&] {
     NoteCleanupFailure("removing a run's unpublished fragments", data.DeleteStaged(staged.staged));
   };

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "common/clock.h"
 #include "common/status_macros.h"
@@ -483,6 +484,63 @@ void LoaderTest::ExpectExactlyOnceAfterCrashes(bool power_loss) {
   EXPECT_TRUE(ws_->VerifyHeads("").value().ok());
   if (power_loss) {
     EXPECT_GT(lost, 0);  // some sidecar was lost or cut
+  }
+}
+
+// A run's owner stalls once its write has begun while another process takes
+// the run over and commits it (left in the journal's tail, or folded into the
+// index): the owner, whose look-ups read only the journal written since it
+// created the run, commits nothing more, and the rows are there once. On a
+// table without keys, where no key check would refuse a second commit.
+TEST_F(LoaderTest, AnOwnerStalledWhileItsRunWasTakenOverDoesNotCommitItAgain) {
+  ASSERT_TRUE(ws_->CreateTable("log", Schema{{{"id", DataType::Int64(), false}}}, {}).ok());
+  auto rows = [&] {
+    Snapshot snap = ws_->Current().value();
+    return ws_->OpenTable(snap, "log").value().CountRows();
+  };
+  for (bool folded : {false, true}) {
+    SCOPED_TRACE(folded);
+    // History first: the journal index has levels older than the run.
+    for (int i = 0; i < 40; ++i) {
+      files_["h.csv"] = "id\n" + std::to_string(i) + "\n";
+      RunRequest h = Request(LoadMode::kAppend, {"h.csv"});
+      h.table = "log";
+      EXPECT_EQ(Load(h).state, RunState::kSucceeded);
+    }
+    const uint64_t before = rows();
+    const std::string file = "run-" + std::to_string(folded) + ".csv";
+    files_[file] = "id\n1000\n";
+    RunRequest r = Request(LoadMode::kAppend, {file});
+    r.table = "log";
+    r.idempotency_key = "stalled-" + file;
+    WorkspaceOptions wo;
+    wo.recovery_grace_micros = 0;
+    auto taker_ws = WorkspaceEngine::Open(store_, "ws", wo).value();
+    // The owner stalls once its write has begun (past every look at its
+    // run record), and the taker's commit lands meanwhile.
+    std::optional<Result<RunRecord>> taken;
+    WorkspaceOptions stalling = wo;
+    stalling.failpoint = [&](std::string_view p) {
+      if (p == loam::failpoint::kAfterSidecar && !taken) {
+        taken = Loader(taker_ws, Options()).Run(r);
+        if (folded) {
+          EXPECT_TRUE(taker_ws->manifest().Reconcile("").ok());
+        }
+      }
+      return Status::OK();
+    };
+    auto owner_ws = WorkspaceEngine::Open(store_, "ws", stalling).value();
+    LoaderOptions stalled = Options();
+    stalled.lease_micros = 0;  // over at once: another process may take the run
+    Result<RunRecord> owner = Loader(owner_ws, stalled).Run(r);
+    ASSERT_TRUE(taken.has_value());
+    ASSERT_TRUE(taken->ok()) << taken->status();
+    EXPECT_EQ((*taken)->state, RunState::kSucceeded) << (*taken)->error;
+    EXPECT_FALSE((*taken)->commit_id.empty());
+    if (owner.ok()) {
+      EXPECT_EQ(owner->id, (*taken)->id);
+    }
+    EXPECT_EQ(rows(), before + 1) << (owner.ok() ? owner->error : owner.status().ToString());
   }
 }
 

@@ -135,11 +135,18 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRow(const std::string& b
 }
 
 Result<bool> Manifest::RunCommitted(const std::string& branch, const std::string& run_id,
-                                    JournalLookupStats* stats) {
+                                    JournalLookupStats* stats, uint64_t journal_floor) {
   bool cached = false;
   ASSIGN_OR_RETURN(Dataset base, WriterBase(branch, /*reload=*/false, &cached));
-  ASSIGN_OR_RETURN(auto row, FindJournalRowIn(base, RunCommitId(run_id), stats));
+  ASSIGN_OR_RETURN(auto row, FindJournalRowIn(base, RunCommitId(run_id), stats, journal_floor));
   return row.has_value();
+}
+
+Result<uint64_t> Manifest::JournalFloor(const std::string& branch) {
+  if (!branch.empty()) return uint64_t{0};
+  bool cached = false;
+  ASSIGN_OR_RETURN(Dataset base, WriterBase(branch, /*reload=*/false, &cached));
+  return base.state().next_fragment_id;
 }
 
 std::string JournalLevelName(int level) {
@@ -194,9 +201,13 @@ std::vector<Dataset::IndexRebuild> FoldPlan(const DatasetVersion& v, const Manif
 
 Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
                                                               const std::string& object_id,
-                                                              JournalLookupStats* stats) const {
+                                                              JournalLookupStats* stats,
+                                                              uint64_t floor) const {
   const DatasetVersion& v = ds.state();
-  const bool indexed = std::any_of(v.indices.begin(), v.indices.end(), IsJournalIndex);
+  const bool indexed = std::any_of(v.indices.begin(), v.indices.end(), [&](const IndexMeta& m) {
+    return IsJournalIndex(m) &&
+           (floor == 0 || (!m.fragments.empty() && m.fragments.back() >= floor));
+  });
   if (stats) stats->index_used = indexed;
   auto journal_row = [&](std::vector<ManifestRow> rows) -> std::optional<ManifestRow> {
     for (ManifestRow& r : rows) {
@@ -209,6 +220,7 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
     ScanSpec spec;
     spec.where = {Predicate::Eq("object_id", object_id)};
     spec.indexed_fragments_only = true;
+    spec.min_fragment_id = floor;
     spec.stats = &scan_stats;
     ASSIGN_OR_RETURN(std::vector<RecordBatch> batches, ds.Scan(spec));
     if (stats) stats->index_pages_read = scan_stats.index_pages_read;
@@ -220,7 +232,7 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
   // The tail outside the index: small publish fragments, decoded whole
   // through the file cache (a writer's own recent commits are already there).
   for (const Fragment& f : v.fragments) {
-    if (CoveredByJournalIndex(v, f.id)) continue;
+    if (f.id < floor || CoveredByJournalIndex(v, f.id)) continue;
     if (stats) stats->fragments_scanned++;
     ASSIGN_OR_RETURN(std::shared_ptr<const RecordBatch> batch, ReadFile(FileOf(f), nullptr));
     ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, BatchToRows(*batch));

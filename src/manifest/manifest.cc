@@ -448,7 +448,8 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   PublishView view(this, v, commit_id);
   for (const CommittedRun& run : spec.runs) {
     // Looked up in the version this attempt commits on: no second open.
-    ASSIGN_OR_RETURN(auto done, FindJournalRowIn(base, RunCommitId(run.run_id), nullptr));
+    ASSIGN_OR_RETURN(auto done,
+                     FindJournalRowIn(base, RunCommitId(run.run_id), nullptr, run.journal_floor));
     if (done) {
       return Status::AlreadyExists("run " + run.run_id + " already committed (" + done->metadata +
                                    ")")

@@ -124,6 +124,10 @@ struct PublishPlan {
 struct CommittedRun {
   std::string run_id;
   std::string detail;
+  // Manifest::JournalFloor taken before the run could exist anywhere but in
+  // this process (0 = unknown): its run_commit row, if any, lies in journal
+  // fragments from this id up, so the check reads only those.
+  uint64_t journal_floor = 0;
 };
 
 struct PublishSpec {
@@ -214,7 +218,13 @@ class Manifest {
   // the branch (no LIST on main; a stale answer is caught by the publish,
   // which checks again on the version it commits on).
   Result<bool> RunCommitted(const std::string& branch, const std::string& run_id,
-                            JournalLookupStats* stats = nullptr);
+                            JournalLookupStats* stats = nullptr, uint64_t journal_floor = 0);
+  // A journal floor for a run about to be created: main's next fragment id
+  // as of this process's latest snapshot (read now when it has none). A row
+  // first written after this call lies in fragments from it up, whatever
+  // rewrites it later, because fragment ids only grow along main's versions.
+  // 0 for a branch: one deleted and recreated restarts from its fork.
+  Result<uint64_t> JournalFloor(const std::string& branch);
   // The rows a version's commit added (for tests that inspect every commit).
   Result<std::vector<ManifestRow>> CommitRows(const std::string& branch, uint64_t version) const;
 
@@ -235,9 +245,11 @@ class Manifest {
  private:
   Manifest(std::shared_ptr<ObjectStore> store, std::string workspace, ManifestOptions options);
   std::string Root() const;
+  // Only fragments from `floor` up are looked at (0 = all).
   Result<std::optional<ManifestRow>> FindJournalRowIn(const Dataset& ds,
                                                       const std::string& object_id,
-                                                      JournalLookupStats* stats) const;
+                                                      JournalLookupStats* stats,
+                                                      uint64_t floor = 0) const;
   Result<ManifestVersion> FromHeader(const std::string& branch, const VersionHeader& h) const;
   Result<std::vector<ManifestRow>> ReadPartitionRows(const ManifestVersion& v, uint32_t partition,
                                                      ManifestReadStats* stats) const;

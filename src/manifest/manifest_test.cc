@@ -146,6 +146,46 @@ TEST(ManifestTest, TheHeaderNamesAFormatThatLoamsBeforeTheStampRefuse) {
 }
 
 // The heads marker is parsed strictly: what a fork inherits must be whole.
+// A journal floor taken before a run exists bounds where its commit can be:
+// the look-ups read only fragments from the floor up, and still find a
+// commit another writer made after it, in the tail or folded into the
+// index's level 0 at once. What was committed before the floor is not read
+// at all: no index page, no fragment.
+TEST(ManifestTest, AJournalFloorReadsOnlyWhatCameAfterIt) {
+  for (bool folded : {false, true}) {
+    SCOPED_TRACE(folded);
+    auto store = testing::NewTestStore();
+    ManifestOptions o;
+    o.index_tail_fragments = 2;
+    o.journal_level0_entries = 8;
+    auto m = Manifest::Create(store, "ws", o).value();
+    auto publish = [&](Manifest& by, const std::string& run, uint64_t floor) {
+      PublishSpec spec;
+      spec.runs = {{run, "{}", floor}};
+      spec.build = [&](PublishView&) -> Result<PublishPlan> { return PublishPlan{}; };
+      return by.Publish(spec).status();
+    };
+    for (int i = 0; i < 60; ++i) ASSERT_TRUE(publish(*m, "old-" + std::to_string(i), 0).ok());
+    ASSERT_TRUE(m->Reconcile("").ok());  // every old commit under the index's levels
+    const uint64_t floor = m->JournalFloor("").value();
+    EXPECT_EQ(m->JournalFloor("dev").value(), 0u);  // a branch may be recreated
+    auto other = Manifest::Open(store, "ws", o).value();
+    ASSERT_TRUE(publish(*other, "taken", 0).ok());
+    if (folded) {
+      ASSERT_TRUE(other->Reconcile("").ok());
+    }
+    EXPECT_EQ(other->JournalIndexTail("").value(), folded ? 0 : 1);
+    JournalLookupStats old;
+    EXPECT_FALSE(m->RunCommitted("", "old-3", &old, floor).value());
+    EXPECT_EQ(old.index_pages_read, 0);
+    EXPECT_EQ(old.fragments_scanned, 0);
+    EXPECT_TRUE(m->RunCommitted("", "old-3").value());  // without a floor: all of it
+    Status again = publish(*m, "taken", floor);
+    EXPECT_TRUE(again.Is(ErrorCode::kRunAlreadyCommitted)) << again;
+    EXPECT_TRUE(m->RunCommitted("", "taken", nullptr, floor).value());
+  }
+}
+
 TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
   HeadsMarker m;
   m.workspace_format = 5;

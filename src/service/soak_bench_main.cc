@@ -47,6 +47,8 @@ struct Flags {
   // > 0: runs upsert one row each on `id`, cycling through this many keys, so
   // the table's rows stay put while its history grows; 0: runs append.
   int64_t upsert_keys = 0;
+  // Prints each probe load's requests and bytes by key prefix (3 segments).
+  bool trace_load = false;
 };
 
 double Seconds(Steady::time_point from) {
@@ -160,7 +162,7 @@ struct Soak {
     std::sort(scans.begin(), scans.end());
     f.scan_ms = scans[1];
     // Single-row loads through a second handle that counts its requests.
-    auto counting = std::make_shared<CountingObjectStore>(store);
+    auto counting = std::make_shared<CountingObjectStore>(store, flags.trace_load ? 3 : 1);
     WorkspaceOptions wo;
     wo.system_actor = true;
     auto other = WorkspaceEngine::Open(counting, "", wo).value();
@@ -185,6 +187,7 @@ struct Soak {
       const IoSnapshot io = counting->Snapshot();
       requests += io.total.total_requests();
       bytes += io.total.bytes_read + io.total.bytes_written;
+      if (flags.trace_load) TraceLoad(i, io);
     }
     f.load_requests = requests / kLoads;
     f.load_bytes = bytes / kLoads;
@@ -200,6 +203,13 @@ struct Soak {
       ++f.by_area[o.key.substr(0, cut)];
     }
     return f;
+  }
+
+  static void TraceLoad(int i, const IoSnapshot& io) {
+    std::printf("           probe %d: %s\n", i, io.total.ToString().c_str());
+    for (const auto& [prefix, c] : io.by_prefix) {
+      std::printf("             %-44s %s\n", prefix.c_str(), c.ToString().c_str());
+    }
   }
 
   void Print(const std::string& label, const Figures& f, double rate) {
@@ -243,6 +253,8 @@ bool ParseFlags(int argc, char** argv, Flags* flags) {
       flags->manifest_cache_mib = std::stoll(v);
     } else if (k == "--upsert-keys") {
       flags->upsert_keys = std::stoll(v);
+    } else if (k == "--trace-load") {
+      flags->trace_load = v == "1";
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return false;
