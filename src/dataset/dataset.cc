@@ -446,8 +446,8 @@ Status Dataset::ScanEach(const ScanSpec& spec,
 
 Status Dataset::TakeEach(const std::vector<uint64_t>& row_addresses, const ScanSpec& spec,
                          const std::function<Status(const RecordBatch&)>& each) const {
-  if (!spec.where.empty() || spec.limit) {
-    return Status::InvalidArgument("TakeEach takes no predicates and no limit");
+  if (!spec.where.empty() || spec.limit || spec.min_fragment_id > 0) {
+    return Status::InvalidArgument("TakeEach takes no predicates, no limit and no fragment floor");
   }
   const DatasetVersion& v = *state_;
   ASSIGN_OR_RETURN(const ScanShape shape, ShapeOf(v, spec));

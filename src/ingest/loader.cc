@@ -177,6 +177,11 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   // service's run views): a request whose record could not is refused
   // before the run exists.
   RETURN_NOT_OK(RunRequest::FromJson(text).status());
+  // Before a run id can exist anywhere but here: a run is executed only by
+  // the process that created its record or one that took it over from the
+  // record, so the commit of a run this call mints comes after this floor
+  // (0 when it cannot be read: the look-ups then read the whole journal).
+  const uint64_t floor = ws_->manifest().JournalFloor(request.branch).value_or(0);
   bool minted = false;  // the run id was made by this call
   if (!request.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(std::optional<std::string> existing, runs_.FindKey(request.idempotency_key));
@@ -221,11 +226,7 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
     minted = true;
   }
   if (!run.resumed) {
-    // Before the record exists: a run is executed only by the process that
-    // created its record or one that took it over from the record, so its
-    // commit, if any, comes after this floor (0 when it cannot be read: the
-    // look-ups then read the whole journal).
-    if (minted) run.journal_floor = ws_->manifest().JournalFloor(request.branch).value_or(0);
+    if (minted) run.journal_floor = floor;
     run.record.request = text;
     run.record.table = request.table;
     run.record.created_micros = NowMicros();

@@ -145,7 +145,6 @@ TEST(ManifestTest, TheHeaderNamesAFormatThatLoamsBeforeTheStampRefuse) {
   }
 }
 
-// The heads marker is parsed strictly: what a fork inherits must be whole.
 // A journal floor taken before a run exists bounds where its commit can be:
 // the look-ups read only fragments from the floor up, and still find a
 // commit another writer made after it, in the tail or folded into the
@@ -166,7 +165,8 @@ TEST(ManifestTest, AJournalFloorReadsOnlyWhatCameAfterIt) {
       return by.Publish(spec).status();
     };
     for (int i = 0; i < 60; ++i) ASSERT_TRUE(publish(*m, "old-" + std::to_string(i), 0).ok());
-    ASSERT_TRUE(m->Reconcile("").ok());  // every old commit under the index's levels
+    ASSERT_TRUE(m->Reconcile("").ok());          // every old commit under the index's levels
+    m = Manifest::Open(store, "ws", o).value();  // a process whose snapshot has them so
     const uint64_t floor = m->JournalFloor("").value();
     EXPECT_EQ(m->JournalFloor("dev").value(), 0u);  // a branch may be recreated
     auto other = Manifest::Open(store, "ws", o).value();
@@ -186,6 +186,7 @@ TEST(ManifestTest, AJournalFloorReadsOnlyWhatCameAfterIt) {
   }
 }
 
+// The heads marker is parsed strictly: what a fork inherits must be whole.
 TEST(HeadsMarkerTest, RoundTripsAndRefusesAnythingOff) {
   HeadsMarker m;
   m.workspace_format = 5;
