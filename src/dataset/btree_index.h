@@ -30,6 +30,10 @@ struct IndexMeta {
   std::vector<uint64_t> fragments;  // covered fragment ids, ascending
 
   bool Covers(uint64_t fragment_id) const;
+  // Whether it covers a fragment numbered `floor` or more (any, for 0).
+  bool CoversFrom(uint64_t floor) const {
+    return floor == 0 || (!fragments.empty() && fragments.back() >= floor);
+  }
   friend bool operator==(const IndexMeta&, const IndexMeta&) = default;
 };
 

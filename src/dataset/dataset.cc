@@ -388,11 +388,8 @@ Result<std::vector<RecordBatch>> Dataset::ScanVersion(const DatasetVersion& v,
     if (!spec.use_index || p.op == CompareOp::kIsNull) continue;
     for (const IndexMeta& m : v.indices) {
       const int c = v.schema.IndexOf(m.column);
-      const bool reaches_floor =
-          spec.min_fragment_id == 0 ||
-          (!m.fragments.empty() && m.fragments.back() >= spec.min_fragment_id);
       if (m.column == p.column && c >= 0 && v.schema.fields[c].type == m.key_type &&
-          reaches_floor) {
+          m.CoversFrom(spec.min_fragment_id)) {
         indexes.push_back(&m);
       }
     }

@@ -177,21 +177,20 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
   // service's run views): a request whose record could not is refused
   // before the run exists.
   RETURN_NOT_OK(RunRequest::FromJson(text).status());
-  // Before a run id can exist anywhere but here: a run is executed only by
-  // the process that created its record or one that took it over from the
-  // record, so the commit of a run this call mints comes after this floor
-  // (0 when it cannot be read: the look-ups then read the whole journal).
-  const uint64_t floor = ws_->manifest().JournalFloor(request.branch).value_or(0);
-  bool minted = false;  // the run id was made by this call
+  // Taken just before this call mints a run id, which exists nowhere else
+  // yet: a run is executed only by the process that created its record or
+  // one that took it over from the record, so its commit comes after this
+  // floor (0 when it cannot be read: the look-ups then read everything).
+  auto floor = [&] { return ws_->manifest().JournalFloor(request.branch).value_or(0); };
   if (!request.idempotency_key.empty()) {
     ASSIGN_OR_RETURN(std::optional<std::string> existing, runs_.FindKey(request.idempotency_key));
     if (!existing) {
+      run.journal_floor = floor();
       const std::string id = NewUlidString();
       Status bound = runs_.BindKey(request.idempotency_key, id);
       if (bound.IsAlreadyExists()) return Run(request, reused);  // lost a race: look again
       RETURN_NOT_OK(bound);
       existing = id;
-      minted = true;
     }
     Result<RunRecord> rec = runs_.Get(*existing, &run.etag);
     if (rec.ok()) {
@@ -222,11 +221,10 @@ Result<RunRecord> Loader::Run(const RunRequest& request, bool* reused) {
       return rec.status();
     }
   } else {
+    run.journal_floor = floor();
     run.record.id = NewUlidString();
-    minted = true;
   }
   if (!run.resumed) {
-    if (minted) run.journal_floor = floor;
     run.record.request = text;
     run.record.table = request.table;
     run.record.created_micros = NowMicros();

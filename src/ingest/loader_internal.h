@@ -21,8 +21,8 @@ struct Loader::Active {
   // stager says nothing more (code never reads a message).
   bool cancelling = false;
   int64_t next_cancel_check = 0;  // µs since the epoch
-  // WriteRequest::journal_floor: taken before this process minted the run's
-  // id and created its record; 0 for a run taken up from a record.
+  // WriteRequest::journal_floor: taken just before this call minted the
+  // run's id; 0 when the id came from an earlier call or process.
   uint64_t journal_floor = 0;
 };
 

@@ -205,8 +205,7 @@ Result<std::optional<ManifestRow>> Manifest::FindJournalRowIn(const Dataset& ds,
                                                               uint64_t floor) const {
   const DatasetVersion& v = ds.state();
   const bool indexed = std::any_of(v.indices.begin(), v.indices.end(), [&](const IndexMeta& m) {
-    return IsJournalIndex(m) &&
-           (floor == 0 || (!m.fragments.empty() && m.fragments.back() >= floor));
+    return IsJournalIndex(m) && m.CoversFrom(floor);
   });
   if (stats) stats->index_used = indexed;
   auto journal_row = [&](std::vector<ManifestRow> rows) -> std::optional<ManifestRow> {
