@@ -13,14 +13,16 @@ namespace {
 using json = nlohmann::json;
 
 json BranchJson(const BranchMigration& b) {
-  return json{{"branch", b.branch.empty() ? "main" : b.branch},
-              {"incarnation", b.incarnation},
-              {"sourceVersion", b.source_version},
-              {"producedVersion", b.produced_version},
-              {"heads", b.heads},
-              {"baselineDigest", b.baseline_digest},
-              {"headDigest", b.head_digest},
-              {"alreadyDone", b.already_done}};
+  return json{
+      {"branch", b.branch.empty() ? "main" : b.branch},
+      {"incarnation", b.incarnation},
+      {"sourceVersion", b.source_version},
+      {"producedVersion", b.produced_version},
+      {"heads", b.heads},
+      {"baselineDigest", b.baseline_digest},
+      {"headDigest", b.head_digest},
+      {"alreadyDone", b.already_done},
+      {"withdrawnVersion", b.withdrawn_version ? json(*b.withdrawn_version) : json(nullptr)}};
 }
 
 void PrintText(const MigrationReport& r) {
@@ -43,6 +45,10 @@ void PrintText(const MigrationReport& r) {
     std::cout << "  " << (b.branch.empty() ? "main" : b.branch) << ": " << b.heads
               << " table heads, manifest version " << b.source_version << " -> "
               << b.produced_version << (b.already_done ? " (done earlier)" : "") << "\n";
+    if (b.withdrawn_version) {
+      std::cout << "    withdrew manifest version " << *b.withdrawn_version
+                << ": this migration's commit of an earlier branch of that name\n";
+    }
   }
   if (r.identity_counter_was) {
     std::cout << "identity counter advanced past the ids in use (it was at "

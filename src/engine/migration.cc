@@ -274,6 +274,11 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   options.any_format = true;
   options.recover_on_open = false;
   options.system_actor = true;
+  // A branch's migration commit is the one version the migration adds to it
+  // (no merge or index fold after it), so a commit that landed on a branch
+  // recreated under it is withdrawn whole (migration_branch.cc).
+  options.manifest.merge_fanout = 0;
+  options.manifest.index_tail_fragments = 0;
   const Clock& clock = *options.manifest.dataset.clock;
   if (migrate.repin_branches && migrate.take_over.empty()) {
     return Refused("--repin-branches needs --take-over TOKEN");

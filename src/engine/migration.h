@@ -27,6 +27,8 @@ namespace loam {
 namespace failpoint {
 inline constexpr std::string_view kMigrateAfterClaim = "migrate.after_claim";
 inline constexpr std::string_view kMigrateBeforeBranchCommit = "migrate.before_branch_commit";
+// Inside the branch commit: its tip and ref checked, its version not yet put.
+inline constexpr std::string_view kMigrateBranchCommitChecked = "migrate.branch_commit_checked";
 inline constexpr std::string_view kMigrateAfterBranchCommit = "migrate.after_branch_commit";
 inline constexpr std::string_view kMigrateAfterBranch = "migrate.after_branch";
 inline constexpr std::string_view kMigrateBeforeStamp = "migrate.before_stamp";
@@ -53,6 +55,10 @@ struct BranchMigration {
   std::string baseline_digest;
   std::string head_digest;
   bool already_done = false;  // a matching marker was there (a resumed migration)
+  // Set when the branch's latest version was this migration's commit for an
+  // earlier branch of the same name (deleted and recreated under it): that
+  // version, withdrawn before the branch was migrated.
+  std::optional<uint64_t> withdrawn_version;
 };
 
 struct MigrationReport {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "engine/heads_check.h"
 #include "engine/migration_internal.h"
@@ -50,10 +51,10 @@ Result<PublishPlan> BranchPlan(const HeadsInspection& in, const BranchMigration&
   ManifestRow record;
   record.object_id = MigrationRecordId(token);
   record.object_type = std::string(object_type::kMigrationRecord);
-  record.metadata = json{{"actor", kMigrationActor},           {"from", from},
-                         {"to_format", kWorkspaceFormat},      {"branch", b.branch},
-                         {"source_version", b.source_version}, {"created_at", now_micros},
-                         {"catalog_mended", catalog_problems}}
+  record.metadata = json{{"actor", kMigrationActor},      {"from", from},
+                         {"to_format", kWorkspaceFormat}, {"branch", b.branch},
+                         {"incarnation", b.incarnation},  {"source_version", b.source_version},
+                         {"created_at", now_micros},      {"catalog_mended", catalog_problems}}
                         .dump();
   plan.journal.push_back(HeadsMarkerRow(marker));
   plan.journal.push_back(std::move(record));
@@ -100,6 +101,40 @@ Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRo
   }
   RETURN_NOT_OK(VerifyProduced(manifest, b));
   return b;
+}
+
+// True when `rows` (one commit's) hold a migration record of an earlier
+// branch named `branch`: one with another ref id than `incarnation`. Records
+// written before they named the ref id never match.
+bool MigratedAnEarlierBranch(const std::vector<ManifestRow>& rows, const std::string& branch,
+                             const std::string& incarnation) {
+  return std::any_of(rows.begin(), rows.end(), [&](const ManifestRow& r) {
+    if (r.object_type != object_type::kMigrationRecord) return false;
+    json j = ParseJson(r.metadata);
+    return j.is_object() && StringAt(j, "branch") == branch && j.contains("incarnation") &&
+           StringAt(j, "incarnation") != incarnation;
+  });
+}
+
+// A branch deleted and recreated (by a Loam from before the stamp) while a
+// migration committed on it may hold that commit, made for the earlier
+// branch, as its latest version. Nothing can have committed on it (earlier
+// Loams refuse its head format, this one the unstamped workspace), so it is
+// withdrawn: the branch reads as it was made, and migrates as such. Returns
+// the version withdrawn, if any.
+Result<std::optional<uint64_t>> WithdrawEarlierBranchsCommit(Manifest& manifest,
+                                                             const std::string& branch,
+                                                             const std::string& incarnation) {
+  if (branch.empty()) return std::nullopt;  // main is never recreated
+  ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest.CommitRows(branch, tip.version));
+  if (!MigratedAnEarlierBranch(rows, branch, incarnation)) return std::nullopt;
+  RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, tip.version));
+  LOAM_LOG_WARN(
+      "{}: withdrew manifest version {}, a migration commit of an earlier branch of "
+      "that name (deleted and recreated during the migration)",
+      Named(branch), tip.version);
+  return tip.version;
 }
 
 }  // namespace
@@ -191,6 +226,8 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   BranchMigration b;
   b.branch = branch;
   b.incarnation = incarnation;
+  ASSIGN_OR_RETURN(b.withdrawn_version,
+                   WithdrawEarlierBranchsCommit(manifest, branch, incarnation));
   ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
@@ -226,6 +263,7 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
                  token + "'")
           .WithErrorCode(ErrorCode::kPreconditionFailed);
     }
+    RETURN_NOT_OK(fail(failpoint::kMigrateBranchCommitChecked));
     return plan;
   };
   ASSIGN_OR_RETURN(PublishResult published, manifest.Publish(spec));
@@ -233,7 +271,16 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranchCommit));
   ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
   if (ref != incarnation) {
-    return Status::FailedPrecondition(Named(branch) + " was recreated during its migration commit")
+    // The commit may have landed on the new branch: withdrawn if so.
+    ASSIGN_OR_RETURN(std::optional<uint64_t> withdrawn,
+                     WithdrawEarlierBranchsCommit(manifest, branch, ref));
+    return Status::FailedPrecondition(
+               Named(branch) + " was deleted and recreated during its migration commit" +
+               (withdrawn ? " (manifest version " + std::to_string(*withdrawn) +
+                                ", which landed on the new branch, was withdrawn)"
+                          : "") +
+               ": a writer is active; stop every writer and run 'loam migrate --take-over " +
+               token + " --repin-branches'")
         .WithErrorCode(ErrorCode::kPreconditionFailed);
   }
   RETURN_NOT_OK(VerifyProduced(manifest, b));

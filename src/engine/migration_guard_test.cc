@@ -1,7 +1,10 @@
 // The migration's guards: a lagging identity counter is advanced past every
 // id in use, a migrator that was taken over cannot overwrite its successor's
-// ledger, and a branch with nothing in it migrates to an empty branch.
+// ledger, a commit that landed on a recreated branch is withdrawn, and a
+// branch with nothing in it migrates to an empty branch.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "engine/migration_test_util.h"
 
@@ -78,6 +81,70 @@ TEST_P(MigrationTest, AMigratorTakenOverWhileStalledCannotOverwriteItsSuccessor)
       EXPECT_EQ(text.find("\"owner\":\"" + token + "\""), std::string::npos) << text;
     }
     EXPECT_EQ(records, static_cast<int>(kBranches.size()));
+  }
+}
+
+// A Loam from before the stamp deletes and recreates a branch between the
+// checks of the branch's migration commit and its put, so the commit lands on
+// the new branch. It is withdrawn at once, or, when the migrator stops right
+// after its commit, by the migration that takes over; the new branch then
+// reads as it was made and is migrated as such. (Before the withdrawal, the
+// takeover confirmed the landed commit's marker and stamped the new branch
+// with the earlier branch's tables.)
+TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
+  bool first = true;
+  for (bool stop_after_commit : {false, true}) {
+    SCOPED_TRACE(stop_after_commit ? "the migrator stops after its commit" : "caught at once");
+    if (!first) SetUp();
+    first = false;
+    auto other = OpenAnyFormat();
+    const int lazy_at = static_cast<int>(std::find(kBranches.begin(), kBranches.end(), "lazy") -
+                                         kBranches.begin() + 1);
+    int checked = 0;
+    int committed = 0;
+    std::optional<BranchState> made;
+    auto race = [&](std::string_view at) -> Status {
+      if (at == failpoint::kMigrateBranchCommitChecked && ++checked == lazy_at) {
+        EXPECT_TRUE(other->DeleteBranch("lazy").ok());
+        EXPECT_TRUE(other->CreateBranch("lazy", "").ok());  // from main, unlike before
+        made = Capture(*other, "lazy");
+      }
+      if (at == failpoint::kMigrateAfterBranchCommit && ++committed == lazy_at &&
+          stop_after_commit) {
+        return Status::Aborted("stopped after the commit");
+      }
+      return Status::OK();
+    };
+    Result<MigrationReport> r = Migrate(race);
+    ASSERT_FALSE(r.ok());
+    ASSERT_TRUE(made.has_value());
+    ASSERT_NE(*made, before_["lazy"]);
+    if (!stop_after_commit) {
+      EXPECT_EQ(r.status().error_code(), ErrorCode::kPreconditionFailed);
+      EXPECT_NE(r.status().message().find("branch 'lazy' was deleted and recreated during its "
+                                          "migration commit (manifest version "),
+                std::string::npos)
+          << r.status();
+      EXPECT_NE(r.status().message().find("which landed on the new branch, was withdrawn"),
+                std::string::npos)
+          << r.status();
+      EXPECT_EQ(Capture(*OpenAnyFormat(), "lazy"), *made);
+    }
+    WorkspaceOptions o = testing::TestOptions();
+    Result<MigrationReport> taken =
+        MigrateWorkspace(store_, "ws", o, MigrateOptions{ClaimToken(), true});
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    auto lazy = std::find_if(taken->branches.begin(), taken->branches.end(),
+                             [](const BranchMigration& b) { return b.branch == "lazy"; });
+    ASSERT_NE(lazy, taken->branches.end());
+    EXPECT_EQ(lazy->withdrawn_version.has_value(), stop_after_commit);
+    ASSERT_TRUE(Stamped());
+    auto ws = Open().value();
+    EXPECT_EQ(Capture(*ws, "lazy"), *made);
+    ExpectHeadsMatchFold(*ws, "lazy");
+    for (const std::string& b : {std::string(), std::string("dev"), std::string("dev2")}) {
+      EXPECT_EQ(Capture(*ws, b), before_[b]) << b;
+    }
   }
 }
 

@@ -605,35 +605,4 @@ Status Manifest::FitDirectory(const std::string& branch, const HeadDirectory& di
   }
 }
 
-// --- branches ------------------------------------------------------------------------
-
-Status Manifest::CreateBranch(const std::string& name, const std::string& from, uint64_t version) {
-  ASSIGN_OR_RETURN(Dataset src, OpenDataset(from, version));
-  return src.CreateBranch(name).status();
-}
-
-Status Manifest::DeleteBranch(const std::string& name) {
-  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
-  RETURN_NOT_OK(main.DeleteBranch(name));
-  std::lock_guard<std::mutex> lock(mu_);
-  writer_base_.erase(name);
-  return Status::OK();
-}
-
-Result<std::vector<std::string>> Manifest::ListBranches() const {
-  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
-  return main.ListBranches();
-}
-
-Result<std::string> Manifest::BranchId(const std::string& name) const {
-  if (name.empty()) return std::string();
-  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
-  return main.BranchId(name);
-}
-
-Result<BranchInfo> Manifest::BranchParent(const std::string& name) const {
-  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(name));
-  return ds.state().branch;
-}
-
 }  // namespace loam

@@ -235,6 +235,13 @@ class Manifest {
   // The branch's identity (its fork name for tables); "" for main.
   Result<std::string> BranchId(const std::string& name) const;
   Result<BranchInfo> BranchParent(const std::string& name) const;
+  // Removes `version` of branch `branch` (never main) while it is the
+  // branch's latest, so the branch reads as it did before that commit: for a
+  // commit that landed on a branch deleted and recreated under its writer
+  // (engine/migration_branch.cc). Check-then-act (an object store has no
+  // conditional delete): the caller knows nothing can commit on that version.
+  // FailedPrecondition when a later version exists.
+  Status WithdrawLatestVersion(const std::string& branch, uint64_t version);
 
   Result<Dataset> OpenDataset(const std::string& branch,
                               std::optional<uint64_t> version = {}) const;

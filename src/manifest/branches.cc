@@ -1,0 +1,55 @@
+// Branches of the `__manifest` dataset (manifest.h), and the withdrawal of a
+// branch's latest version.
+#include "common/status_macros.h"
+#include "manifest/manifest.h"
+
+namespace loam {
+
+Status Manifest::CreateBranch(const std::string& name, const std::string& from, uint64_t version) {
+  ASSIGN_OR_RETURN(Dataset src, OpenDataset(from, version));
+  return src.CreateBranch(name).status();
+}
+
+Status Manifest::DeleteBranch(const std::string& name) {
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  RETURN_NOT_OK(main.DeleteBranch(name));
+  std::lock_guard<std::mutex> lock(mu_);
+  writer_base_.erase(name);
+  return Status::OK();
+}
+
+Result<std::vector<std::string>> Manifest::ListBranches() const {
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  return main.ListBranches();
+}
+
+Result<std::string> Manifest::BranchId(const std::string& name) const {
+  if (name.empty()) return std::string();
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  return main.BranchId(name);
+}
+
+Result<BranchInfo> Manifest::BranchParent(const std::string& name) const {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(name));
+  return ds.state().branch;
+}
+
+Status Manifest::WithdrawLatestVersion(const std::string& branch, uint64_t version) {
+  if (branch.empty()) return Status::InvalidArgument("main's versions are never withdrawn");
+  ASSIGN_OR_RETURN(ManifestVersion latest, Current(branch));
+  if (latest.version != version) {
+    return Status::FailedPrecondition("manifest version " + std::to_string(version) +
+                                      " of branch '" + branch + "' is not its latest (" +
+                                      std::to_string(latest.version) + "); not withdrawn")
+        .WithErrorCode(ErrorCode::kPreconditionFailed);
+  }
+  // Its files are left unreferenced, for retention's cleanup as an aborted
+  // commit's are; a latest-version hint naming it is ignored once it is gone.
+  RETURN_NOT_OK(store_->Delete(Root() + "/" + Dataset::BranchDir(branch) + "_versions/" +
+                               VersionFileName(version)));
+  std::lock_guard<std::mutex> lock(mu_);
+  writer_base_.erase(branch);
+  return Status::OK();
+}
+
+}  // namespace loam
