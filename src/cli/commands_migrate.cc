@@ -50,6 +50,10 @@ void PrintText(const MigrationReport& r) {
                 << ": this migration's commit of an earlier branch of that name\n";
     }
   }
+  for (const auto& [name, v] : r.withdrawn_in_deleted_branches) {
+    std::cout << "withdrew manifest version " << v << " from the directory of deleted branch '"
+              << name << "': this migration's commit of it\n";
+  }
   if (r.identity_counter_was) {
     std::cout << "identity counter advanced past the ids in use (it was at "
               << *r.identity_counter_was << ")\n";
@@ -78,6 +82,7 @@ Status Migrate(const Context& ctx, const MigrateOptions& m) {
                     {"rolledBack", r.recovery.rolled_back},
                     {"identityCounterWas",
                      r.identity_counter_was ? json(*r.identity_counter_was) : json(nullptr)},
+                    {"withdrawnInDeletedBranches", r.withdrawn_in_deleted_branches},
                     {"branches", branches}}
                    .dump()
             << "\n";

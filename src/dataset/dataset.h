@@ -420,6 +420,17 @@ class Dataset {
   // Branch identity: a ULID minted when the branch was created, so a branch
   // deleted and recreated under the same name is a different branch.
   Result<std::string> BranchId(const std::string& name) const;
+  // The newest version file in `branch`'s own directory, decoded as stored:
+  // no fork resolution, so one numbered at or below the branch's fork point
+  // (left by a writer of an earlier branch of that name) is returned too.
+  // nullopt when the directory holds none.
+  Result<std::optional<DatasetVersion>> LatestOwnVersionFile(const std::string& branch) const;
+  // Removes `branch`'s (never main's) own version file `version` while it is
+  // the newest there and no branch forks from it or a later version, and no
+  // tag names it: FailedPrecondition otherwise. For a commit that must not
+  // stand; check-then-act (an object store has no conditional delete), so
+  // only for a version nothing can commit on.
+  Status RemoveLatestOwnVersion(const std::string& branch, uint64_t version) const;
 
   // --- low-level commits (the manifest layer builds its own transactions) ----
   // Writes `batch` as one new fragment file that no version references yet.

@@ -184,6 +184,53 @@ Status Dataset::DeleteBranch(const std::string& name) const {
   return DeleteBranchFiles(*store_, Key(""), name);
 }
 
+Result<std::optional<DatasetVersion>> Dataset::LatestOwnVersionFile(
+    const std::string& branch) const {
+  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch));
+  if (!own) return std::optional<DatasetVersion>();
+  const std::string key = Key(BranchDir(branch) + "_versions/" + VersionFileName(*own));
+  ASSIGN_OR_RETURN(std::string bytes, store_->Get(key));
+  ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, "version file '" + key + "'"));
+  RETURN_NOT_OK(CheckVersionNumber(key, *own, v.version));
+  return std::optional<DatasetVersion>(std::move(v));
+}
+
+Status Dataset::RemoveLatestOwnVersion(const std::string& branch, uint64_t version) const {
+  RETURN_NOT_OK(ValidateRefName("branch", branch));
+  const std::string what =
+      "version " + std::to_string(version) + " of branch '" + branch + "' is not withdrawn: ";
+  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch));
+  if (own != version) {
+    return Status::FailedPrecondition(what + "it is not the newest there (" +
+                                      (own ? std::to_string(*own) : std::string("none")) + ")");
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> branches, ListBranches());
+  for (const std::string& child : branches) {
+    Result<std::string> text = store_->Get(BranchRefKey(Key(""), child));
+    if (text.status().IsNotFound()) continue;  // deleted since the listing
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(BranchInfo info, DecodeBranchRef(*text, child));
+    if (info.parent == branch && info.parent_version >= version) {
+      return Status::FailedPrecondition(what + "branch '" + child + "' forks from it");
+    }
+  }
+  const std::string tprefix = Key("_refs/tags/");
+  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
+  for (const ObjectInfo& o : tags) {
+    std::string name = o.key.substr(tprefix.size());
+    if (!name.ends_with(".json")) continue;
+    name.resize(name.size() - 5);
+    Result<std::string> text = store_->Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(*text, name));
+    if (t.branch == branch && t.version >= version) {
+      return Status::FailedPrecondition(what + "tag '" + name + "' names it");
+    }
+  }
+  return store_->Delete(Key(BranchDir(branch) + "_versions/" + VersionFileName(version)));
+}
+
 Result<std::vector<std::string>> Dataset::ListBranches() const {
   std::vector<std::string> out;
   const std::string prefix = Key("_refs/branches/");

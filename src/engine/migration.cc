@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/json_parse.h"
+#include "common/logging.h"
 #include "common/status_macros.h"
 #include "common/ulid.h"
 #include "engine/migration_internal.h"
@@ -263,6 +264,21 @@ Status Finish(WorkspaceEngine& ws, const BranchRefs& pinned, const ClaimState& c
   return released.IsNotFound() ? Status::OK() : released;
 }
 
+// The journal-index folds the branch commits held back while they could
+// still be withdrawn, where a publish would have made them (more than
+// `index_tail` fragments outside the index). Best effort, as after any
+// publish: a look-up without the fold is correct, only slower.
+void FoldAfterStamp(Manifest& manifest, const std::vector<BranchMigration>& branches,
+                    size_t index_tail) {
+  if (index_tail == 0) return;
+  for (const BranchMigration& b : branches) {
+    Result<int> tail = manifest.JournalIndexTail(b.branch);
+    Status folded = tail.status();
+    if (tail.ok() && static_cast<size_t>(*tail) > index_tail) folded = manifest.Reconcile(b.branch);
+    if (!folded.ok()) LOAM_LOG_WARN("journal index fold after migration: {}", folded.ToString());
+  }
+}
+
 }  // namespace
 
 Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
@@ -275,8 +291,10 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   options.recover_on_open = false;
   options.system_actor = true;
   // A branch's migration commit is the one version the migration adds to it
-  // (no merge or index fold after it), so a commit that landed on a branch
-  // recreated under it is withdrawn whole (migration_branch.cc).
+  // before the stamp (no merge or index fold after it; the folds come after
+  // the stamp), so a commit that landed on a branch recreated under it is
+  // withdrawn whole (migration_branch.cc).
+  const size_t index_tail = options.manifest.index_tail_fragments;
   options.manifest.merge_fanout = 0;
   options.manifest.index_tail_fragments = 0;
   const Clock& clock = *options.manifest.dataset.clock;
@@ -313,6 +331,8 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began", report.token));
   migration_internal::LedgerWriter ledger(
       *store, claim.owner, [&store, &root, &claim] { return StillOwner(*store, root, claim); });
+  RETURN_NOT_OK(
+      migration_internal::WithdrawFromDeletedBranches(*ws, ledger, report.token, refs, &report));
   for (const auto& [name, inc] : pinned) {
     ASSIGN_OR_RETURN(
         BranchMigration b,
@@ -321,6 +341,7 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
     RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranch));
   }
   RETURN_NOT_OK(Finish(*ws, pinned, claim, clock, fail, report));
+  FoldAfterStamp(ws->manifest(), report.branches, index_tail);
   return report;
 }
 

@@ -14,6 +14,7 @@
 // whose marker matches their heads and never stamps while one is missing.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,10 @@ struct MigrationReport {
   int sidecars_found = 0;
   RecoveryReport recovery;
   std::vector<BranchMigration> branches;
+  // Branches deleted during the migration from whose directory this
+  // migration's commit was withdrawn (it landed while they were being
+  // deleted): name -> the version withdrawn.
+  std::map<std::string, uint64_t> withdrawn_in_deleted_branches;
   // Set when the identity counter lagged the highest id in use (its `next`
   // then); the migration advanced it past that id before stamping.
   std::optional<int64_t> identity_counter_was;

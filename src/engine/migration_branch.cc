@@ -103,38 +103,49 @@ Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRo
   return b;
 }
 
-// True when `rows` (one commit's) hold a migration record of an earlier
-// branch named `branch`: one with another ref id than `incarnation`. Records
-// written before they named the ref id never match.
-bool MigratedAnEarlierBranch(const std::vector<ManifestRow>& rows, const std::string& branch,
-                             const std::string& incarnation) {
-  return std::any_of(rows.begin(), rows.end(), [&](const ManifestRow& r) {
-    if (r.object_type != object_type::kMigrationRecord) return false;
+// True when `c` is migration `token`'s commit of branch `branch` made for
+// another ref id than `keep` (any, when the branch is gone): its own
+// migration record, published at that version. Records written before they
+// named the ref id never match.
+bool LandedForAnotherRef(const Manifest::OwnCommit& c, const std::string& token,
+                         const std::string& branch, const std::optional<std::string>& keep) {
+  return std::any_of(c.rows.begin(), c.rows.end(), [&](const ManifestRow& r) {
+    if (r.object_id != MigrationRecordId(token) || ManifestVersionOf(r) != c.version) return false;
     json j = ParseJson(r.metadata);
     return j.is_object() && StringAt(j, "branch") == branch && j.contains("incarnation") &&
-           StringAt(j, "incarnation") != incarnation;
+           (!keep || StringAt(j, "incarnation") != *keep);
   });
 }
 
-// A branch deleted and recreated (by a Loam from before the stamp) while a
-// migration committed on it may hold that commit, made for the earlier
-// branch, as its latest version. Nothing can have committed on it (earlier
-// Loams refuse its head format, this one the unstamped workspace), so it is
-// withdrawn: the branch reads as it was made, and migrates as such. Returns
-// the version withdrawn, if any.
-Result<std::optional<uint64_t>> WithdrawEarlierBranchsCommit(Manifest& manifest,
-                                                             const std::string& branch,
-                                                             const std::string& incarnation) {
-  if (branch.empty()) return std::nullopt;  // main is never recreated
-  ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, manifest.CommitRows(branch, tip.version));
-  if (!MigratedAnEarlierBranch(rows, branch, incarnation)) return std::nullopt;
-  RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, tip.version));
+// A branch deleted (and perhaps recreated) by a Loam from before the stamp
+// while a migration committed on it may hold that commit, made for the
+// earlier branch, as the newest version of its own. Nothing can have
+// committed on it (earlier Loams refuse its head format, this one the
+// unstamped workspace), so it is withdrawn: the branch reads as it was made
+// and migrates as such. `keep`: the ref id there now (nullopt: none). Only
+// while the claim is this process's; returns the version withdrawn.
+Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const LedgerWriter& ledger,
+                                                     const std::string& token,
+                                                     const std::string& branch,
+                                                     const std::optional<std::string>& keep) {
+  if (branch.empty()) return std::nullopt;  // main is never deleted
+  ASSIGN_OR_RETURN(std::optional<Manifest::OwnCommit> own, manifest.LatestOwnCommit(branch));
+  if (!own || !LandedForAnotherRef(*own, token, branch, keep)) return std::nullopt;
+  RETURN_NOT_OK(ledger.StillOwner());
+  RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, own->version));
   LOAM_LOG_WARN(
-      "{}: withdrew manifest version {}, a migration commit of an earlier branch of "
-      "that name (deleted and recreated during the migration)",
-      Named(branch), tip.version);
-  return tip.version;
+      "{}: withdrew manifest version {}, migration {}'s commit of an earlier branch "
+      "of that name (deleted during the migration)",
+      Named(branch), own->version, token);
+  return own->version;
+}
+
+// The ref id of `branch` now; nullopt when it is gone.
+Result<std::optional<std::string>> RefNow(const Manifest& manifest, const std::string& branch) {
+  Result<std::string> ref = manifest.BranchId(branch);
+  if (ref.status().IsNotFound()) return std::optional<std::string>();
+  RETURN_NOT_OK(ref.status());
+  return std::optional<std::string>(*std::move(ref));
 }
 
 }  // namespace
@@ -208,6 +219,29 @@ Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string
   return HeadSetDigest(stored.tables, stored.graphs);
 }
 
+Status WithdrawFromDeletedBranches(WorkspaceEngine& ws, const LedgerWriter& ledger,
+                                   const std::string& token, const BranchRefs& now,
+                                   MigrationReport* report) {
+  const std::string prefix = MigrationPrefix(ws.root()) + token + "/";
+  ASSIGN_OR_RETURN(std::vector<ObjectInfo> records, ws.store()->ListAll(prefix));
+  std::set<std::string> gone;
+  for (const ObjectInfo& o : records) {
+    if (o.key.find("/branch-") == std::string::npos) continue;
+    Result<std::string> text = ws.store()->Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    json j = ParseJson(*text);
+    const std::string name = j.is_object() ? StringAt(j, "branch") : "";
+    if (!name.empty() && !now.count(name)) gone.insert(name);
+  }
+  for (const std::string& name : gone) {
+    ASSIGN_OR_RETURN(std::optional<uint64_t> v,
+                     WithdrawLandedCommit(ws.manifest(), ledger, token, name, std::nullopt));
+    if (v) report->withdrawn_in_deleted_branches[name] = *v;
+  }
+  return Status::OK();
+}
+
 Result<BranchRefs> ReadBranchRefs(const Manifest& manifest) {
   BranchRefs refs{{"", ""}};
   ASSIGN_OR_RETURN(std::vector<std::string> names, manifest.ListBranches());
@@ -226,8 +260,9 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   BranchMigration b;
   b.branch = branch;
   b.incarnation = incarnation;
+  ASSIGN_OR_RETURN(std::optional<std::string> ref_now, RefNow(manifest, branch));
   ASSIGN_OR_RETURN(b.withdrawn_version,
-                   WithdrawEarlierBranchsCommit(manifest, branch, incarnation));
+                   WithdrawLandedCommit(manifest, ledger_writer, token, branch, ref_now));
   ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
@@ -269,15 +304,18 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   ASSIGN_OR_RETURN(PublishResult published, manifest.Publish(spec));
   b.produced_version = published.manifest_version;
   RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranchCommit));
-  ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
+  ASSIGN_OR_RETURN(std::optional<std::string> ref, RefNow(manifest, branch));
   if (ref != incarnation) {
-    // The commit may have landed on the new branch: withdrawn if so.
+    // The commit may have landed on a new branch, or in a deleted one's
+    // directory: withdrawn if so.
     ASSIGN_OR_RETURN(std::optional<uint64_t> withdrawn,
-                     WithdrawEarlierBranchsCommit(manifest, branch, ref));
+                     WithdrawLandedCommit(manifest, ledger_writer, token, branch, ref));
     return Status::FailedPrecondition(
-               Named(branch) + " was deleted and recreated during its migration commit" +
+               Named(branch) + " was deleted" + (ref ? " and recreated" : "") +
+               " during its migration commit" +
                (withdrawn ? " (manifest version " + std::to_string(*withdrawn) +
-                                ", which landed on the new branch, was withdrawn)"
+                                (ref ? ", which landed on the new branch, was withdrawn)"
+                                     : ", which landed in its directory, was withdrawn)")
                           : "") +
                ": a writer is active; stop every writer and run 'loam migrate --take-over " +
                token + " --repin-branches'")

@@ -106,7 +106,9 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
     auto race = [&](std::string_view at) -> Status {
       if (at == failpoint::kMigrateBranchCommitChecked && ++checked == lazy_at) {
         EXPECT_TRUE(other->DeleteBranch("lazy").ok());
-        EXPECT_TRUE(other->CreateBranch("lazy", "").ok());  // from main, unlike before
+        // From dev2, migrated just before: its fork point lies beyond the
+        // version the commit lands at.
+        EXPECT_TRUE(other->CreateBranch("lazy", "dev2").ok());
         made = Capture(*other, "lazy");
       }
       if (at == failpoint::kMigrateAfterBranchCommit && ++committed == lazy_at &&
@@ -145,6 +147,55 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
     for (const std::string& b : {std::string(), std::string("dev"), std::string("dev2")}) {
       EXPECT_EQ(Capture(*ws, b), before_[b]) << b;
     }
+  }
+}
+
+// The same race with a branch deleted and not made again: the commit lands
+// in the deleted branch's directory. It is withdrawn at once, or by the
+// takeover (from the directory of a branch its ledger names and the
+// workspace no longer has), so a branch made later under that name starts
+// from its own fork, not from the earlier branch's heads.
+TEST_P(MigrationTest, ACommitThatLandedInADeletedBranchsDirectoryIsWithdrawn) {
+  bool first = true;
+  for (bool stop_after_commit : {false, true}) {
+    SCOPED_TRACE(stop_after_commit ? "the migrator stops after its commit" : "caught at once");
+    if (!first) SetUp();
+    first = false;
+    auto other = OpenAnyFormat();
+    const int lazy_at = static_cast<int>(std::find(kBranches.begin(), kBranches.end(), "lazy") -
+                                         kBranches.begin() + 1);
+    int checked = 0;
+    int committed = 0;
+    auto race = [&](std::string_view at) -> Status {
+      if (at == failpoint::kMigrateBranchCommitChecked && ++checked == lazy_at) {
+        EXPECT_TRUE(other->DeleteBranch("lazy").ok());
+      }
+      if (at == failpoint::kMigrateAfterBranchCommit && ++committed == lazy_at &&
+          stop_after_commit) {
+        return Status::Aborted("stopped after the commit");
+      }
+      return Status::OK();
+    };
+    Result<MigrationReport> r = Migrate(race);
+    ASSERT_FALSE(r.ok());
+    if (!stop_after_commit) {
+      EXPECT_NE(r.status().message().find("branch 'lazy' was deleted during its migration "
+                                          "commit (manifest version "),
+                std::string::npos)
+          << r.status();
+      EXPECT_NE(r.status().message().find("which landed in its directory, was withdrawn"),
+                std::string::npos)
+          << r.status();
+    }
+    Result<MigrationReport> taken =
+        MigrateWorkspace(store_, "ws", testing::TestOptions(), MigrateOptions{ClaimToken(), true});
+    ASSERT_TRUE(taken.ok()) << taken.status();
+    EXPECT_EQ(taken->withdrawn_in_deleted_branches.count("lazy"), stop_after_commit ? 1u : 0u);
+    ASSERT_TRUE(Stamped());
+    auto ws = Open().value();
+    ASSERT_TRUE(ws->CreateBranch("lazy", "").ok());
+    EXPECT_EQ(Capture(*ws, "lazy").heads, Capture(*ws, "").heads);
+    ExpectHeadsMatchFold(*ws, "lazy");
   }
 }
 

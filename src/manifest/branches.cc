@@ -34,19 +34,21 @@ Result<BranchInfo> Manifest::BranchParent(const std::string& name) const {
   return ds.state().branch;
 }
 
+Result<std::optional<Manifest::OwnCommit>> Manifest::LatestOwnCommit(
+    const std::string& branch) const {
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
+  ASSIGN_OR_RETURN(std::optional<DatasetVersion> v, main.LatestOwnVersionFile(branch));
+  if (!v) return std::optional<OwnCommit>();
+  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, RowsAddedIn(*v));
+  return std::optional<OwnCommit>(OwnCommit{v->version, std::move(rows)});
+}
+
 Status Manifest::WithdrawLatestVersion(const std::string& branch, uint64_t version) {
   if (branch.empty()) return Status::InvalidArgument("main's versions are never withdrawn");
-  ASSIGN_OR_RETURN(ManifestVersion latest, Current(branch));
-  if (latest.version != version) {
-    return Status::FailedPrecondition("manifest version " + std::to_string(version) +
-                                      " of branch '" + branch + "' is not its latest (" +
-                                      std::to_string(latest.version) + "); not withdrawn")
-        .WithErrorCode(ErrorCode::kPreconditionFailed);
-  }
+  ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
   // Its files are left unreferenced, for retention's cleanup as an aborted
   // commit's are; a latest-version hint naming it is ignored once it is gone.
-  RETURN_NOT_OK(store_->Delete(Root() + "/" + Dataset::BranchDir(branch) + "_versions/" +
-                               VersionFileName(version)));
+  RETURN_NOT_OK(main.RemoveLatestOwnVersion(branch, version));
   std::lock_guard<std::mutex> lock(mu_);
   writer_base_.erase(branch);
   return Status::OK();

@@ -109,11 +109,15 @@ Result<std::vector<ManifestRow>> Manifest::Journal(const std::string& branch,
 Result<std::vector<ManifestRow>> Manifest::CommitRows(const std::string& branch,
                                                       uint64_t version) const {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(branch, version));
+  return RowsAddedIn(ds.state());
+}
+
+Result<std::vector<ManifestRow>> Manifest::RowsAddedIn(const DatasetVersion& v) const {
   std::vector<ManifestRow> out;
-  for (const Fragment& f : ds.state().txn.added) {
+  for (const Fragment& f : v.txn.added) {
     // Added fragments carry their ids in the committed version.
     const Fragment* live = nullptr;
-    for (const Fragment& g : ds.state().fragments) {
+    for (const Fragment& g : v.fragments) {
       if (g.data_path == f.data_path && g.data_offset == f.data_offset) live = &g;
     }
     if (live == nullptr) continue;

@@ -225,8 +225,9 @@ class Manifest {
   // rewrites it later, because fragment ids only grow along main's versions.
   // 0 for a branch: one deleted and recreated restarts from its fork.
   Result<uint64_t> JournalFloor(const std::string& branch);
-  // The rows a version's commit added (for tests that inspect every commit).
+  // The rows a version's commit added (all of its new fragments' rows).
   Result<std::vector<ManifestRow>> CommitRows(const std::string& branch, uint64_t version) const;
+  Result<std::vector<ManifestRow>> RowsAddedIn(const DatasetVersion& v) const;
 
   // --- branches of the manifest ------------------------------------------------
   Status CreateBranch(const std::string& name, const std::string& from, uint64_t version);
@@ -235,12 +236,20 @@ class Manifest {
   // The branch's identity (its fork name for tables); "" for main.
   Result<std::string> BranchId(const std::string& name) const;
   Result<BranchInfo> BranchParent(const std::string& name) const;
-  // Removes `version` of branch `branch` (never main) while it is the
-  // branch's latest, so the branch reads as it did before that commit: for a
-  // commit that landed on a branch deleted and recreated under its writer
-  // (engine/migration_branch.cc). Check-then-act (an object store has no
-  // conditional delete): the caller knows nothing can commit on that version.
-  // FailedPrecondition when a later version exists.
+  // The newest version in `branch`'s own directory and the rows its commit
+  // added, as stored (no fork resolution; Dataset::LatestOwnVersionFile);
+  // nullopt when the branch has no version of its own.
+  struct OwnCommit {
+    uint64_t version = 0;
+    std::vector<ManifestRow> rows;
+  };
+  Result<std::optional<OwnCommit>> LatestOwnCommit(const std::string& branch) const;
+  // Removes version `version` of branch `branch` (never main) while it is
+  // the newest of the branch's own and nothing forks from or tags it
+  // (Dataset::RemoveLatestOwnVersion), so the branch reads as it did before:
+  // for a commit that landed on a branch deleted and recreated under its
+  // writer (engine/migration_branch.cc). The caller knows nothing can commit
+  // on that version. FailedPrecondition otherwise.
   Status WithdrawLatestVersion(const std::string& branch, uint64_t version);
 
   Result<Dataset> OpenDataset(const std::string& branch,

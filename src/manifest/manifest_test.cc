@@ -53,6 +53,47 @@ TEST(ManifestTest, TheHeadDirectoryFitsTheHeaderWithLongBranchPathsAndEveryParti
   }
 }
 
+// A branch's newest version of its own is withdrawn only while nothing forks
+// from it or tags it; main's never, and no older one.
+TEST(ManifestTest, OnlyABranchsNewestVersionThatNothingNamesIsWithdrawn) {
+  auto store = testing::NewTestStore();
+  auto m = Manifest::Create(store, "ws").value();
+  ASSERT_TRUE(m->CreateBranch("b", "", 1).ok());
+  auto publish = [&](int64_t sid) {
+    PublishSpec spec;
+    spec.branch = "b";
+    spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+      PublishPlan plan;
+      plan.upserts = {Head(sid, view.commit_id())};
+      return plan;
+    };
+    return m->Publish(spec);
+  };
+  ASSERT_TRUE(publish(1).ok());
+  const uint64_t v2 = publish(2).value().manifest_version;
+  EXPECT_EQ(m->WithdrawLatestVersion("", 1).code(), StatusCode::kInvalidArgument);
+  Status older = m->WithdrawLatestVersion("b", v2 - 1);
+  EXPECT_TRUE(older.IsFailedPrecondition()) << older;
+  EXPECT_NE(older.message().find("it is not the newest there (" + std::to_string(v2) + ")"),
+            std::string::npos)
+      << older;
+  ASSERT_TRUE(m->CreateBranch("child", "b", v2).ok());
+  Status forked = m->WithdrawLatestVersion("b", v2);
+  EXPECT_NE(forked.message().find("branch 'child' forks from it"), std::string::npos) << forked;
+  ASSERT_TRUE(m->DeleteBranch("child").ok());
+  ASSERT_TRUE(m->OpenDataset("b").value().CreateTag("t", v2).ok());
+  Status tagged = m->WithdrawLatestVersion("b", v2);
+  EXPECT_NE(tagged.message().find("tag 't' names it"), std::string::npos) << tagged;
+  ASSERT_TRUE(m->OpenDataset("").value().DeleteTag("t").ok());
+  EXPECT_EQ(m->Current("b").value().version, v2);
+  ASSERT_TRUE(m->WithdrawLatestVersion("b", v2).ok());
+  const ManifestVersion now = m->Current("b").value();
+  EXPECT_EQ(now.version, v2 - 1);
+  EXPECT_TRUE(m->ReadTableHead(now, 1).value().has_value());
+  EXPECT_FALSE(m->ReadTableHead(now, 2).value().has_value());
+  EXPECT_EQ(m->LatestOwnCommit("b").value()->version, v2 - 1);
+}
+
 // A commit's journal rows about a table carry its id and agree with its head:
 // a row without an id, or naming another version, incarnation or state than
 // the head it comes with, is refused and nothing is published.
