@@ -86,8 +86,9 @@ Result<Dataset> Dataset::Open(std::shared_ptr<ObjectStore> store, std::string ro
   return probe.WithState(std::move(v));
 }
 
-Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& branch) const {
-  if (store_->ListReadsWholeDirectory()) {
+Result<std::optional<uint64_t>> Dataset::LatestOwnVersion(const std::string& branch,
+                                                          bool use_hint) const {
+  if (use_hint && store_->ListReadsWholeDirectory()) {
     ASSIGN_OR_RETURN(std::optional<uint64_t> hinted, LatestFromHint(branch));
     if (hinted) return hinted;
   }

@@ -423,7 +423,8 @@ class Dataset {
   // The newest version file in `branch`'s own directory, decoded as stored:
   // no fork resolution, so one numbered at or below the branch's fork point
   // (left by a writer of an earlier branch of that name) is returned too.
-  // nullopt when the directory holds none.
+  // nullopt when the directory holds none. Listed (never the local latest
+  // hint, which assumes no gaps).
   Result<std::optional<DatasetVersion>> LatestOwnVersionFile(const std::string& branch) const;
   // Removes `branch`'s (never main's) own version file `version` while it is
   // the newest there and no branch forks from it or a later version, and no
@@ -528,7 +529,10 @@ class Dataset {
   Result<std::string> VersionKey(const std::string& branch, uint64_t version,
                                  std::string* owner = nullptr, int depth = 0) const;
   Result<VersionHeader> LoadHeader(const std::string& branch, uint64_t version) const;
-  Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch) const;
+  // `use_hint` false: listed, for a directory whose versions may have gaps
+  // (the hint assumes none).
+  Result<std::optional<uint64_t>> LatestOwnVersion(const std::string& branch,
+                                                   bool use_hint = true) const;
   // The error for `version` of `branch`'s own files when it is not there:
   // version_expired (category NotFound, detail oldestVersion) when newer
   // versions are, so retention removed it; not_found otherwise.

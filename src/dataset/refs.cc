@@ -186,7 +186,7 @@ Status Dataset::DeleteBranch(const std::string& name) const {
 
 Result<std::optional<DatasetVersion>> Dataset::LatestOwnVersionFile(
     const std::string& branch) const {
-  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch));
+  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch, /*use_hint=*/false));
   if (!own) return std::optional<DatasetVersion>();
   const std::string key = Key(BranchDir(branch) + "_versions/" + VersionFileName(*own));
   ASSIGN_OR_RETURN(std::string bytes, store_->Get(key));
@@ -199,7 +199,7 @@ Status Dataset::RemoveLatestOwnVersion(const std::string& branch, uint64_t versi
   RETURN_NOT_OK(ValidateRefName("branch", branch));
   const std::string what =
       "version " + std::to_string(version) + " of branch '" + branch + "' is not withdrawn: ";
-  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch));
+  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch, /*use_hint=*/false));
   if (own != version) {
     return Status::FailedPrecondition(what + "it is not the newest there (" +
                                       (own ? std::to_string(*own) : std::string("none")) + ")");

@@ -129,7 +129,15 @@ Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const L
                                                      const std::string& branch,
                                                      const std::optional<std::string>& keep) {
   if (branch.empty()) return std::nullopt;  // main is never deleted
-  ASSIGN_OR_RETURN(std::optional<Manifest::OwnCommit> own, manifest.LatestOwnCommit(branch));
+  Result<std::optional<Manifest::OwnCommit>> read = manifest.LatestOwnCommit(branch);
+  if (read.status().IsNotFound()) {
+    // Its files are gone (a deletion that removed them after this version
+    // was listed): it cannot be identified, so it is left as it is.
+    LOAM_LOG_WARN("{}: the newest version of its own could not be read ({}); not withdrawn",
+                  Named(branch), read.status().ToString());
+    return std::nullopt;
+  }
+  ASSIGN_OR_RETURN(std::optional<Manifest::OwnCommit> own, std::move(read));
   if (!own || !LandedForAnotherRef(*own, token, branch, keep)) return std::nullopt;
   RETURN_NOT_OK(ledger.StillOwner());
   RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, own->version));

@@ -131,6 +131,8 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
                 std::string::npos)
           << r.status();
       EXPECT_EQ(Capture(*OpenAnyFormat(), "lazy"), *made);
+      // The landed version is gone from the new branch's own directory.
+      EXPECT_FALSE(OpenAnyFormat()->manifest().LatestOwnCommit("lazy").value().has_value());
     }
     WorkspaceOptions o = testing::TestOptions();
     Result<MigrationReport> taken =
