@@ -119,10 +119,10 @@ bool LandedForAnotherRef(const Manifest::OwnCommit& c, const std::string& token,
 
 // A branch deleted (and perhaps recreated) by a Loam from before the stamp
 // while a migration committed on it may hold that commit, made for the
-// earlier branch, as the newest version of its own. Nothing can have
-// committed on it (earlier Loams refuse its head format, this one the
-// unstamped workspace), so it is withdrawn: the branch reads as it was made
-// and migrates as such. `keep`: the ref id there now (nullopt: none). Only
+// earlier branch, as the newest version of its own. While it is the newest,
+// it is withdrawn: the branch reads as it was made and migrates as such
+// (what this leaves: docs/format/manifest.md, "A branch recreated under its
+// migration commit"). `keep`: the ref id there now (nullopt: none). Only
 // while the claim is this process's; returns the version withdrawn.
 Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const LedgerWriter& ledger,
                                                      const std::string& token,
