@@ -110,18 +110,33 @@ Status Dataset::DeleteTag(const std::string& name) const {
   return store_->Delete(key);
 }
 
-Result<std::vector<std::pair<std::string, uint64_t>>> Dataset::ListTags() const {
-  std::vector<std::pair<std::string, uint64_t>> out;
-  const std::string prefix = Key("_refs/tags/");
-  ASSIGN_OR_RETURN(auto objects, store_->ListAll(prefix));
+namespace {
+
+// Every tag under `prefix` ("<root>/_refs/tags/"): name -> ref. A tag deleted
+// between the listing and its read is left out.
+Result<std::vector<std::pair<std::string, TagRef>>> ReadTagRefs(ObjectStore& store,
+                                                                const std::string& prefix) {
+  std::vector<std::pair<std::string, TagRef>> out;
+  ASSIGN_OR_RETURN(auto objects, store.ListAll(prefix));
   for (const ObjectInfo& o : objects) {
     std::string name = o.key.substr(prefix.size());
     if (!name.ends_with(".json")) continue;
     name.resize(name.size() - 5);
-    ASSIGN_OR_RETURN(std::string text, store_->Get(o.key));
-    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(text, name));
-    out.emplace_back(name, t.version);
+    Result<std::string> text = store.Get(o.key);
+    if (text.status().IsNotFound()) continue;
+    RETURN_NOT_OK(text.status());
+    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(*text, name));
+    out.emplace_back(std::move(name), std::move(t));
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, uint64_t>>> Dataset::ListTags() const {
+  ASSIGN_OR_RETURN(auto tags, ReadTagRefs(*store_, Key("_refs/tags/")));
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (const auto& [name, t] : tags) out.emplace_back(name, t.version);
   return out;
 }
 
@@ -214,16 +229,8 @@ Status Dataset::RemoveLatestOwnVersion(const std::string& branch, uint64_t versi
       return Status::FailedPrecondition(what + "branch '" + child + "' forks from it");
     }
   }
-  const std::string tprefix = Key("_refs/tags/");
-  ASSIGN_OR_RETURN(auto tags, store_->ListAll(tprefix));
-  for (const ObjectInfo& o : tags) {
-    std::string name = o.key.substr(tprefix.size());
-    if (!name.ends_with(".json")) continue;
-    name.resize(name.size() - 5);
-    Result<std::string> text = store_->Get(o.key);
-    if (text.status().IsNotFound()) continue;
-    RETURN_NOT_OK(text.status());
-    ASSIGN_OR_RETURN(TagRef t, DecodeTagRef(*text, name));
+  ASSIGN_OR_RETURN(auto tags, ReadTagRefs(*store_, Key("_refs/tags/")));
+  for (const auto& [name, t] : tags) {
     if (t.branch == branch && t.version >= version) {
       return Status::FailedPrecondition(what + "tag '" + name + "' names it");
     }

@@ -331,8 +331,12 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
   RETURN_NOT_OK(SameRefs(pinned, refs, "since the migration began", report.token));
   migration_internal::LedgerWriter ledger(
       *store, claim.owner, [&store, &root, &claim] { return StillOwner(*store, root, claim); });
-  RETURN_NOT_OK(
-      migration_internal::WithdrawFromDeletedBranches(*ws, ledger, report.token, refs, &report));
+  // Only a takeover's ledger can name a branch deleted since (a first run's
+  // token is new).
+  if (report.took_over) {
+    RETURN_NOT_OK(
+        migration_internal::WithdrawFromDeletedBranches(*ws, ledger, report.token, refs, &report));
+  }
   for (const auto& [name, inc] : pinned) {
     ASSIGN_OR_RETURN(
         BranchMigration b,

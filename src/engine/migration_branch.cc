@@ -103,31 +103,36 @@ Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRo
   return b;
 }
 
-// True when `c` is migration `token`'s commit of branch `branch` made for
-// another ref id than `keep` (any, when the branch is gone): its own
-// migration record, published at that version. Records written before they
-// named the ref id never match.
-bool LandedForAnotherRef(const Manifest::OwnCommit& c, const std::string& token,
-                         const std::string& branch, const std::optional<std::string>& keep) {
-  return std::any_of(c.rows.begin(), c.rows.end(), [&](const ManifestRow& r) {
-    if (r.object_id != MigrationRecordId(token) || ManifestVersionOf(r) != c.version) return false;
+// The ref id migration `token`'s commit of branch `branch` was made for,
+// when `c` is that commit (its own migration record, published at that
+// version). Records written before they named the ref id never match.
+std::optional<std::string> MigratedRef(const Manifest::OwnCommit& c, const std::string& token,
+                                       const std::string& branch) {
+  for (const ManifestRow& r : c.rows) {
+    if (r.object_id != MigrationRecordId(token) || ManifestVersionOf(r) != c.version) continue;
     json j = ParseJson(r.metadata);
-    return j.is_object() && StringAt(j, "branch") == branch && j.contains("incarnation") &&
-           (!keep || StringAt(j, "incarnation") != *keep);
-  });
+    if (j.is_object() && StringAt(j, "branch") == branch && j.contains("incarnation")) {
+      return StringAt(j, "incarnation");
+    }
+  }
+  return std::nullopt;
 }
+
+// Reads a branch's ref id now (nullopt: the branch is gone).
+using RefNowFn = std::function<Result<std::optional<std::string>>()>;
 
 // A branch deleted (and perhaps recreated) by a Loam from before the stamp
 // while a migration committed on it may hold that commit, made for the
 // earlier branch, as the newest version of its own. While it is the newest,
 // it is withdrawn: the branch reads as it was made and migrates as such
 // (what this leaves: docs/format/manifest.md, "A branch recreated under its
-// migration commit"). `keep`: the ref id there now (nullopt: none). Only
-// while the claim is this process's; returns the version withdrawn.
+// migration commit"). `ref_now`: the ref id there now (nullopt: none), read
+// only when such a commit is found. Only while the claim is this process's;
+// returns the version withdrawn.
 Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const LedgerWriter& ledger,
                                                      const std::string& token,
                                                      const std::string& branch,
-                                                     const std::optional<std::string>& keep) {
+                                                     const RefNowFn& ref_now) {
   if (branch.empty()) return std::nullopt;  // main is never deleted
   Result<std::optional<Manifest::OwnCommit>> read = manifest.LatestOwnCommit(branch);
   if (read.status().IsNotFound()) {
@@ -138,7 +143,11 @@ Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const L
     return std::nullopt;
   }
   ASSIGN_OR_RETURN(std::optional<Manifest::OwnCommit> own, std::move(read));
-  if (!own || !LandedForAnotherRef(*own, token, branch, keep)) return std::nullopt;
+  if (!own) return std::nullopt;
+  const std::optional<std::string> made_for = MigratedRef(*own, token, branch);
+  if (!made_for) return std::nullopt;
+  ASSIGN_OR_RETURN(std::optional<std::string> keep, ref_now());
+  if (keep == made_for) return std::nullopt;
   RETURN_NOT_OK(ledger.StillOwner());
   RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, own->version));
   LOAM_LOG_WARN(
@@ -244,7 +253,9 @@ Status WithdrawFromDeletedBranches(WorkspaceEngine& ws, const LedgerWriter& ledg
   }
   for (const std::string& name : gone) {
     ASSIGN_OR_RETURN(std::optional<uint64_t> v,
-                     WithdrawLandedCommit(ws.manifest(), ledger, token, name, std::nullopt));
+                     WithdrawLandedCommit(ws.manifest(), ledger, token, name, [] {
+                       return Result<std::optional<std::string>>(std::nullopt);
+                     }));
     if (v) report->withdrawn_in_deleted_branches[name] = *v;
   }
   return Status::OK();
@@ -268,9 +279,9 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   BranchMigration b;
   b.branch = branch;
   b.incarnation = incarnation;
-  ASSIGN_OR_RETURN(std::optional<std::string> ref_now, RefNow(manifest, branch));
   ASSIGN_OR_RETURN(b.withdrawn_version,
-                   WithdrawLandedCommit(manifest, ledger_writer, token, branch, ref_now));
+                   WithdrawLandedCommit(manifest, ledger_writer, token, branch,
+                                        [&] { return RefNow(manifest, branch); }));
   ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
@@ -317,7 +328,8 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
     // The commit may have landed on a new branch, or in a deleted one's
     // directory: withdrawn if so.
     ASSIGN_OR_RETURN(std::optional<uint64_t> withdrawn,
-                     WithdrawLandedCommit(manifest, ledger_writer, token, branch, ref));
+                     WithdrawLandedCommit(manifest, ledger_writer, token, branch,
+                                          [&] { return Result<std::optional<std::string>>(ref); }));
     return Status::FailedPrecondition(
                Named(branch) + " was deleted" + (ref ? " and recreated" : "") +
                " during its migration commit" +

@@ -13,6 +13,12 @@ namespace {
 
 using namespace migration_testing;  // NOLINT: the fixture's names
 
+// Which branch commit of a migration (from 1) converts `branch`.
+int TurnOf(const std::string& branch) {
+  return static_cast<int>(std::find(kBranches.begin(), kBranches.end(), branch) -
+                          kBranches.begin() + 1);
+}
+
 // A counter behind the ids in use (restored from an old copy) would mint one
 // of them again: the migration advances it past every stored id first.
 TEST_P(MigrationTest, ALaggingIdentityCounterIsAdvancedPastEveryIdInUse) {
@@ -98,8 +104,7 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
     if (!first) SetUp();
     first = false;
     auto other = OpenAnyFormat();
-    const int lazy_at = static_cast<int>(std::find(kBranches.begin(), kBranches.end(), "lazy") -
-                                         kBranches.begin() + 1);
+    const int lazy_at = TurnOf("lazy");
     int checked = 0;
     int committed = 0;
     std::optional<BranchState> made;
@@ -164,8 +169,7 @@ TEST_P(MigrationTest, ACommitThatLandedInADeletedBranchsDirectoryIsWithdrawn) {
     if (!first) SetUp();
     first = false;
     auto other = OpenAnyFormat();
-    const int lazy_at = static_cast<int>(std::find(kBranches.begin(), kBranches.end(), "lazy") -
-                                         kBranches.begin() + 1);
+    const int lazy_at = TurnOf("lazy");
     int checked = 0;
     int committed = 0;
     auto race = [&](std::string_view at) -> Status {
