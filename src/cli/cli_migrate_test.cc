@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/cli_test_util.h"
 #include "common/ulid.h"
 #include "engine/format_stamp.h"
+#include "engine/workspace.h"
 
 namespace loam::testing {
 namespace {
@@ -136,6 +138,57 @@ TEST_F(CliMigrateTest, AKilledMigrationStaysOfflineUntilTakenOver) {
   EXPECT_EQ(j["branches"][0]["alreadyDone"], true);  // main committed before the kill
   EXPECT_EQ(j["branches"][1]["alreadyDone"], false);
   Ok({"heads", "verify"});
+  Ok({"heads", "verify", "--branch", "dev"});
+  EXPECT_EQ(Ok({"count", "t"}).out, "2\n");
+}
+
+// Files under `dir`, relative to it.
+std::set<std::string> FilesUnder(const std::filesystem::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out.insert(std::filesystem::relative(e.path(), dir).string());
+  }
+  return out;
+}
+
+// A Loam from before the stamp deleted `dev` and made it again while dev's
+// migration commit was on its way, so the commit landed on the new branch
+// (played here by writing the files the commit made back after the
+// recreation). The takeover withdraws it and says so; without that it would
+// stamp the new dev with the earlier dev's tables (3 rows, not main's 2).
+TEST_F(CliMigrateTest, ATakeoverWithdrawsACommitThatLandedOnARecreatedBranch) {
+  Unstamp();
+  const std::filesystem::path data = dir_ + "/loam-data";
+  const std::set<std::string> before = FilesUnder(data);
+  // main's commit is the first, dev's the second.
+  CliResult killed = Run({"migrate"}, {{"LOAM_CRASH_AT", "migrate.after_branch_commit#2"}});
+  ASSERT_EQ(killed.signal, SIGKILL) << killed.all();
+  const std::string token = TokenIn(Run({"log"}).err);
+  ASSERT_EQ(token.size(), 26u);
+  std::map<std::string, std::string> landed;  // dev's commit's files, by path
+  for (const std::string& f : FilesUnder(data)) {
+    if (!before.count(f) && f.starts_with("__manifest/") && f.find("/dev/") != std::string::npos) {
+      landed[f] = Slurp((data / f).string());
+    }
+  }
+  ASSERT_FALSE(landed.empty());
+  auto store = OpenObjectStore(data.string()).value();
+  {
+    WorkspaceOptions o;
+    o.any_format = true;
+    o.recover_on_open = false;
+    auto older = WorkspaceEngine::Open(store, "", o).value();
+    ASSERT_TRUE(older->DeleteBranch("dev").ok());
+    ASSERT_TRUE(older->CreateBranch("dev").ok());
+  }
+  for (const auto& [key, bytes] : landed) ASSERT_TRUE(store->PutIfAbsent(key, bytes).ok()) << key;
+  CliResult plain = Run({"migrate", "--take-over", token});
+  EXPECT_NE(plain.code, 0) << plain.all();  // the branch set changed
+  json j = json::parse(Ok({"--json", "migrate", "--take-over", token, "--repin-branches"}).out);
+  ASSERT_EQ(j["branches"].size(), 2u) << j.dump();
+  EXPECT_EQ(j["branches"][1]["branch"], "dev");
+  EXPECT_TRUE(j["branches"][1]["withdrawnVersion"].is_number()) << j.dump();
+  EXPECT_EQ(Ok({"count", "t", "--branch", "dev"}).out, "2\n");  // made from main
   Ok({"heads", "verify", "--branch", "dev"});
   EXPECT_EQ(Ok({"count", "t"}).out, "2\n");
 }

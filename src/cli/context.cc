@@ -1,8 +1,11 @@
 #include "cli/context.h"
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "api/workspace_access.h"
@@ -39,9 +42,16 @@ int64_t EnvInt(const char* name, int64_t fallback) {
 std::function<Status(std::string_view)> Context::CrashHook() {
   const char* at = std::getenv("LOAM_CRASH_AT");
   if (at == nullptr || *at == '\0') return {};
-  const std::string point = at;
-  return [point](std::string_view p) {
-    if (p != point) return Status::OK();
+  // "<failpoint>#<n>": the n-th time the failpoint is reached (1 = the first).
+  std::string point = at;
+  int64_t nth = 1;
+  if (const size_t hash = point.rfind('#'); hash != std::string::npos) {
+    nth = std::max<int64_t>(1, std::atoll(point.c_str() + hash + 1));
+    point.resize(hash);
+  }
+  auto reached = std::make_shared<std::atomic<int64_t>>(0);
+  return [point, nth, reached](std::string_view p) {
+    if (p != point || ++*reached != nth) return Status::OK();
     if (Hooks().before_crash) Hooks().before_crash();
     std::raise(SIGKILL);
     return Status::OK();
