@@ -154,11 +154,12 @@ Result<std::optional<DatasetVersion>> Dataset::Apply(const DatasetVersion& base,
 }
 
 Result<Dataset> Dataset::CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
-                                       const AppSectionBuilder& app_section) const {
+                                       const AppSectionBuilder& app_section,
+                                       std::string txn_id) const {
   Transaction txn;
   txn.op = OpType::kRewrite;
   txn.read_version = state_->version;
-  txn.id = NewUlidString();
+  txn.id = txn_id.empty() ? NewUlidString() : std::move(txn_id);
   txn.added = std::move(added);
   txn.removed = std::move(removed);
   ASSIGN_OR_RETURN(std::optional<DatasetVersion> next, Apply(*state_, txn));

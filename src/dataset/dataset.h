@@ -420,18 +420,22 @@ class Dataset {
   // Branch identity: a ULID minted when the branch was created, so a branch
   // deleted and recreated under the same name is a different branch.
   Result<std::string> BranchId(const std::string& name) const;
-  // The newest version file in `branch`'s own directory, decoded as stored:
-  // no fork resolution, so one numbered at or below the branch's fork point
-  // (left by a writer of an earlier branch of that name) is returned too.
-  // nullopt when the directory holds none. Listed (never the local latest
-  // hint, which assumes no gaps).
-  Result<std::optional<DatasetVersion>> LatestOwnVersionFile(const std::string& branch) const;
-  // Removes `branch`'s (never main's) own version file `version` while it is
-  // the newest there and no branch forks from it or a later version, and no
-  // tag names it: FailedPrecondition otherwise. For a commit that must not
-  // stand; check-then-act (an object store has no conditional delete), so
-  // only for a version nothing can commit on.
-  Status RemoveLatestOwnVersion(const std::string& branch, uint64_t version) const;
+  // Version file `version` in `branch`'s own directory, decoded as stored: no
+  // fork resolution, so one numbered at or below the branch's fork point (left
+  // by a writer of an earlier branch of that name) is returned too. nullopt
+  // when there is none.
+  Result<std::optional<DatasetVersion>> OwnVersionFile(const std::string& branch,
+                                                       uint64_t version) const;
+  // Removes `branch`'s (never main's) own version file `version`, for a commit
+  // that must not stand, when that changes nothing else the branch reads:
+  // - numbered at or below the branch's fork point, it is never read (version
+  //   look-ups resolve it to the parent), only taken for the latest version
+  //   when it is the newest file there, which the removal corrects;
+  // - otherwise only while it is the newest there and no branch forks from
+  //   it or a later version and no tag names it.
+  // FailedPrecondition otherwise. Check-then-act (an object store has no
+  // conditional delete), so only for a version nothing can commit on.
+  Status RemoveOwnVersion(const std::string& branch, uint64_t version) const;
 
   // --- low-level commits (the manifest layer builds its own transactions) ----
   // Writes `batch` as one new fragment file that no version references yet.
@@ -469,8 +473,12 @@ class Dataset {
   // when another writer committed that version first; nothing is retried or
   // rebased.
   using AppSectionBuilder = std::function<Result<std::string>(const std::vector<Fragment>& added)>;
+  // `txn_id` names the transaction (a new ULID when empty): a caller that
+  // must recognise its version file later without other state (a migration
+  // commit) derives it.
   Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
-                                const AppSectionBuilder& app_section) const;
+                                const AppSectionBuilder& app_section,
+                                std::string txn_id = {}) const;
   // As above, with a section that does not name the added fragments.
   Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
                                 std::string app_section) const {

@@ -199,21 +199,28 @@ Status Dataset::DeleteBranch(const std::string& name) const {
   return DeleteBranchFiles(*store_, Key(""), name);
 }
 
-Result<std::optional<DatasetVersion>> Dataset::LatestOwnVersionFile(
-    const std::string& branch) const {
-  ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch, /*use_hint=*/false));
-  if (!own) return std::optional<DatasetVersion>();
-  const std::string key = Key(BranchDir(branch) + "_versions/" + VersionFileName(*own));
-  ASSIGN_OR_RETURN(std::string bytes, store_->Get(key));
-  ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(bytes, "version file '" + key + "'"));
-  RETURN_NOT_OK(CheckVersionNumber(key, *own, v.version));
+Result<std::optional<DatasetVersion>> Dataset::OwnVersionFile(const std::string& branch,
+                                                              uint64_t version) const {
+  const std::string key = Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
+  Result<std::string> bytes = store_->Get(key);
+  if (bytes.status().IsNotFound()) return std::optional<DatasetVersion>();
+  RETURN_NOT_OK(bytes.status());
+  ASSIGN_OR_RETURN(DatasetVersion v, DecodeVersionFile(*bytes, "version file '" + key + "'"));
+  RETURN_NOT_OK(CheckVersionNumber(key, version, v.version));
   return std::optional<DatasetVersion>(std::move(v));
 }
 
-Status Dataset::RemoveLatestOwnVersion(const std::string& branch, uint64_t version) const {
+Status Dataset::RemoveOwnVersion(const std::string& branch, uint64_t version) const {
   RETURN_NOT_OK(ValidateRefName("branch", branch));
+  const std::string file = Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
   const std::string what =
       "version " + std::to_string(version) + " of branch '" + branch + "' is not withdrawn: ";
+  Result<std::string> ref = store_->Get(BranchRefKey(Key(""), branch));
+  if (!ref.ok() && !ref.status().IsNotFound()) return ref.status();
+  if (ref.ok()) {
+    ASSIGN_OR_RETURN(BranchInfo self, DecodeBranchRef(*ref, branch));
+    if (version <= self.parent_version) return store_->Delete(file);  // never read
+  }
   ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch, /*use_hint=*/false));
   if (own != version) {
     return Status::FailedPrecondition(what + "it is not the newest there (" +
@@ -235,7 +242,7 @@ Status Dataset::RemoveLatestOwnVersion(const std::string& branch, uint64_t versi
       return Status::FailedPrecondition(what + "tag '" + name + "' names it");
     }
   }
-  return store_->Delete(Key(BranchDir(branch) + "_versions/" + VersionFileName(version)));
+  return store_->Delete(file);
 }
 
 Result<std::vector<std::string>> Dataset::ListBranches() const {

@@ -333,14 +333,16 @@ Result<MigrationReport> MigrateWorkspace(std::shared_ptr<ObjectStore> store,
       *store, claim.owner, [&store, &root, &claim] { return StillOwner(*store, root, claim); });
   // Only a takeover's ledger can name a branch deleted since (a first run's
   // token is new).
+  std::map<std::string, uint64_t> withdrawn;
   if (report.took_over) {
-    RETURN_NOT_OK(
-        migration_internal::WithdrawFromDeletedBranches(*ws, ledger, report.token, refs, &report));
+    RETURN_NOT_OK(migration_internal::WithdrawStrayCommits(*ws, ledger, report.token, refs,
+                                                           &withdrawn, &report));
   }
   for (const auto& [name, inc] : pinned) {
     ASSIGN_OR_RETURN(
         BranchMigration b,
         migration_internal::MigrateBranch(*ws, ledger, report.token, report.from, name, inc, fail));
+    if (auto w = withdrawn.find(name); w != withdrawn.end()) b.withdrawn_version = w->second;
     report.branches.push_back(std::move(b));
     RETURN_NOT_OK(fail(failpoint::kMigrateAfterBranch));
   }

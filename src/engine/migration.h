@@ -56,7 +56,7 @@ struct BranchMigration {
   std::string baseline_digest;
   std::string head_digest;
   bool already_done = false;  // a matching marker was there (a resumed migration)
-  // Set when the branch's latest version was this migration's commit for an
+  // Set when the branch's own directory held this migration's commit for an
   // earlier branch of the same name (deleted and recreated under it): that
   // version, withdrawn before the branch was migrated.
   std::optional<uint64_t> withdrawn_version;

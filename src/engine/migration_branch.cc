@@ -1,8 +1,8 @@
 // One branch of `loam migrate` (migration.h), and the migration ledger.
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <set>
 
+#include "common/crypto.h"
 #include "common/json_parse.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
@@ -103,58 +103,35 @@ Result<BranchMigration> ConfirmMarker(const Manifest& manifest, const ManifestRo
   return b;
 }
 
-// The ref id migration `token`'s commit of branch `branch` was made for,
-// when `c` is that commit (its own migration record, published at that
-// version). Records written before they named the ref id never match.
-std::optional<std::string> MigratedRef(const Manifest::OwnCommit& c, const std::string& token,
-                                       const std::string& branch) {
-  for (const ManifestRow& r : c.rows) {
-    if (r.object_id != MigrationRecordId(token) || ManifestVersionOf(r) != c.version) continue;
-    json j = ParseJson(r.metadata);
-    if (j.is_object() && StringAt(j, "branch") == branch && j.contains("incarnation")) {
-      return StringAt(j, "incarnation");
-    }
-  }
-  return std::nullopt;
+// The transaction id of migration `token`'s commit of the branch whose ref
+// id is `incarnation`: derived, so the commit's version file names the branch
+// it was made for, readable without its rows (which a deletion may have
+// removed) and the same for every process that carries the migration on.
+std::string MigrationCommitTxn(const std::string& token, const std::string& incarnation) {
+  return "migration-" +
+         Sha256Hex("loam migration commit\n" + token + "\n" + incarnation).substr(0, 32);
 }
 
-// Reads a branch's ref id now (nullopt: the branch is gone).
-using RefNowFn = std::function<Result<std::optional<std::string>>()>;
-
-// A branch deleted (and perhaps recreated) by a Loam from before the stamp
-// while a migration committed on it may hold that commit, made for the
-// earlier branch, as the newest version of its own. While it is the newest,
-// it is withdrawn: the branch reads as it was made and migrates as such
-// (what this leaves: docs/format/manifest.md, "A branch recreated under its
-// migration commit"). `ref_now`: the ref id there now (nullopt: none), read
-// only when such a commit is found. Only while the claim is this process's;
-// returns the version withdrawn.
-Result<std::optional<uint64_t>> WithdrawLandedCommit(Manifest& manifest, const LedgerWriter& ledger,
-                                                     const std::string& token,
-                                                     const std::string& branch,
-                                                     const RefNowFn& ref_now) {
-  if (branch.empty()) return std::nullopt;  // main is never deleted
-  Result<std::optional<Manifest::OwnCommit>> read = manifest.LatestOwnCommit(branch);
-  if (read.status().IsNotFound()) {
-    // Its files are gone (a deletion that removed them after this version
-    // was listed): it cannot be identified, so it is left as it is.
-    LOAM_LOG_WARN("{}: the newest version of its own could not be read ({}); not withdrawn",
-                  Named(branch), read.status().ToString());
-    return std::nullopt;
-  }
-  ASSIGN_OR_RETURN(std::optional<Manifest::OwnCommit> own, std::move(read));
-  if (!own) return std::nullopt;
-  const std::optional<std::string> made_for = MigratedRef(*own, token, branch);
-  if (!made_for) return std::nullopt;
-  ASSIGN_OR_RETURN(std::optional<std::string> keep, ref_now());
-  if (keep == made_for) return std::nullopt;
+// Withdraws `branch`'s own version file `version` when it is migration
+// `token`'s commit for incarnation `incarnation` of the branch, made for a
+// branch deleted (and perhaps recreated) under it: a Loam from before the
+// stamp deletes and makes a branch without a condition, so the commit's put
+// can land on the new branch or in the deleted one's directory (what this
+// leaves: docs/format/manifest.md, "A branch recreated under its migration
+// commit"). Only while the claim is this process's; true when withdrawn.
+Result<bool> WithdrawStrayCommit(Manifest& manifest, const LedgerWriter& ledger,
+                                 const std::string& token, const std::string& branch,
+                                 const std::string& incarnation, uint64_t version) {
+  if (branch.empty()) return false;  // main is never deleted
+  ASSIGN_OR_RETURN(std::optional<std::string> txn, manifest.OwnVersionTxn(branch, version));
+  if (txn != MigrationCommitTxn(token, incarnation)) return false;
   RETURN_NOT_OK(ledger.StillOwner());
-  RETURN_NOT_OK(manifest.WithdrawLatestVersion(branch, own->version));
+  RETURN_NOT_OK(manifest.WithdrawVersion(branch, version));
   LOAM_LOG_WARN(
-      "{}: withdrew manifest version {}, migration {}'s commit of an earlier branch "
-      "of that name (deleted during the migration)",
-      Named(branch), own->version, token);
-  return own->version;
+      "{}: withdrew manifest version {}, migration {}'s commit of an earlier branch of that "
+      "name (ref {}, deleted during the migration)",
+      Named(branch), version, token, incarnation);
+  return true;
 }
 
 // The ref id of `branch` now; nullopt when it is gone.
@@ -236,27 +213,32 @@ Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string
   return HeadSetDigest(stored.tables, stored.graphs);
 }
 
-Status WithdrawFromDeletedBranches(WorkspaceEngine& ws, const LedgerWriter& ledger,
-                                   const std::string& token, const BranchRefs& now,
-                                   MigrationReport* report) {
+Status WithdrawStrayCommits(WorkspaceEngine& ws, const LedgerWriter& ledger,
+                            const std::string& token, const BranchRefs& now,
+                            std::map<std::string, uint64_t>* recreated, MigrationReport* report) {
   const std::string prefix = MigrationPrefix(ws.root()) + token + "/";
   ASSIGN_OR_RETURN(std::vector<ObjectInfo> records, ws.store()->ListAll(prefix));
-  std::set<std::string> gone;
   for (const ObjectInfo& o : records) {
     if (o.key.find("/branch-") == std::string::npos) continue;
     Result<std::string> text = ws.store()->Get(o.key);
     if (text.status().IsNotFound()) continue;
     RETURN_NOT_OK(text.status());
     json j = ParseJson(*text);
-    const std::string name = j.is_object() ? StringAt(j, "branch") : "";
-    if (!name.empty() && !now.count(name)) gone.insert(name);
-  }
-  for (const std::string& name : gone) {
-    ASSIGN_OR_RETURN(std::optional<uint64_t> v,
-                     WithdrawLandedCommit(ws.manifest(), ledger, token, name, [] {
-                       return Result<std::optional<std::string>>(std::nullopt);
-                     }));
-    if (v) report->withdrawn_in_deleted_branches[name] = *v;
+    if (!j.is_object()) continue;
+    const std::string name = StringAt(j, "branch");
+    const std::string incarnation = StringAt(j, "incarnation");
+    const int64_t source = IntegerAt(j, "source_version").value_or(0);
+    auto there = now.find(name);
+    if (name.empty() || source <= 0 || (there != now.end() && there->second == incarnation)) {
+      continue;  // main, or the branch it was made for
+    }
+    // The branch's commit is its pinned tip's next version, or none.
+    const uint64_t version = static_cast<uint64_t>(source) + 1;
+    ASSIGN_OR_RETURN(bool withdrawn,
+                     WithdrawStrayCommit(ws.manifest(), ledger, token, name, incarnation, version));
+    if (withdrawn) {
+      (there == now.end() ? report->withdrawn_in_deleted_branches : *recreated)[name] = version;
+    }
   }
   return Status::OK();
 }
@@ -279,9 +261,6 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   BranchMigration b;
   b.branch = branch;
   b.incarnation = incarnation;
-  ASSIGN_OR_RETURN(b.withdrawn_version,
-                   WithdrawLandedCommit(manifest, ledger_writer, token, branch,
-                                        [&] { return RefNow(manifest, branch); }));
   ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
@@ -304,6 +283,7 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   spec.branch = branch;
   spec.actor = std::string(kMigrationActor);
   spec.commit_id = token;
+  spec.txn_id = MigrationCommitTxn(token, incarnation);
   spec.build = [&](PublishView& view) -> Result<PublishPlan> {
     RETURN_NOT_OK(ledger_writer.StillOwner());  // as late as a check can be
     ASSIGN_OR_RETURN(std::string ref, manifest.BranchId(branch));
@@ -327,13 +307,12 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   if (ref != incarnation) {
     // The commit may have landed on a new branch, or in a deleted one's
     // directory: withdrawn if so.
-    ASSIGN_OR_RETURN(std::optional<uint64_t> withdrawn,
-                     WithdrawLandedCommit(manifest, ledger_writer, token, branch,
-                                          [&] { return Result<std::optional<std::string>>(ref); }));
+    ASSIGN_OR_RETURN(bool withdrawn, WithdrawStrayCommit(manifest, ledger_writer, token, branch,
+                                                         incarnation, b.produced_version));
     return Status::FailedPrecondition(
                Named(branch) + " was deleted" + (ref ? " and recreated" : "") +
                " during its migration commit" +
-               (withdrawn ? " (manifest version " + std::to_string(*withdrawn) +
+               (withdrawn ? " (manifest version " + std::to_string(b.produced_version) +
                                 (ref ? ", which landed on the new branch, was withdrawn)"
                                      : ", which landed in its directory, was withdrawn)")
                           : "") +

@@ -68,22 +68,21 @@ Result<std::pair<int, int>> CountLedger(ObjectStore& store, const std::string& r
 Result<std::string> StoredHeadDigest(const Manifest& manifest, const std::string& branch,
                                      int64_t* highest_id = nullptr);
 Result<BranchRefs> ReadBranchRefs(const Manifest& manifest);
-// For each branch this migration's ledger names that is not in `now`
-// (deleted since it was pinned): withdraws this migration's commit from its
-// directory when that commit is the newest version there (a put that landed
-// while the branch was being deleted), so a branch made later under that
-// name does not start from it. Noted in `report`.
-Status WithdrawFromDeletedBranches(WorkspaceEngine& ws, const LedgerWriter& ledger,
-                                   const std::string& token, const BranchRefs& now,
-                                   MigrationReport* report);
+// For each record in this migration's ledger made for a branch that is not
+// in `now` as it was (deleted since it was pinned, or deleted and made again
+// under its name): withdraws that record's commit from the branch's
+// directory if it landed there (a put that landed while the branch was being
+// deleted), so the branch, or one made later under that name, does not start
+// from it. Noted in `report` for deleted branches, in `recreated` (name ->
+// version) for the others.
+Status WithdrawStrayCommits(WorkspaceEngine& ws, const LedgerWriter& ledger,
+                            const std::string& token, const BranchRefs& now,
+                            std::map<std::string, uint64_t>* recreated, MigrationReport* report);
 
-// Converts one branch (or confirms a matching marker there): withdraws this
-// migration's commit of an earlier branch of that name if the branch's
-// newest own version is one, pins its tip, folds its journal once, publishes
-// heads, catalog, baselines, marker and the audit record in one commit that
-// revalidates the tip and ref (and is withdrawn when the ref changed under
-// it), verifies the result through the head reader, and records it in the
-// ledger.
+// Converts one branch (or confirms a matching marker there): pins its tip, folds its journal once,
+// publishes heads, catalog, baselines, marker and the audit record in one commit that revalidates
+// the tip and ref (and is withdrawn when the ref changed under it), verifies the result through the
+// head reader, and records it in the ledger.
 Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger,
                                       const std::string& token, const std::string& from,
                                       const std::string& branch, const std::string& incarnation,

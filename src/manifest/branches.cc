@@ -1,5 +1,5 @@
 // Branches of the `__manifest` dataset (manifest.h), and the withdrawal of a
-// branch's latest version.
+// version of a branch that must not stand.
 #include "common/status_macros.h"
 #include "manifest/manifest.h"
 
@@ -34,21 +34,20 @@ Result<BranchInfo> Manifest::BranchParent(const std::string& name) const {
   return ds.state().branch;
 }
 
-Result<std::optional<Manifest::OwnCommit>> Manifest::LatestOwnCommit(
-    const std::string& branch) const {
+Result<std::optional<std::string>> Manifest::OwnVersionTxn(const std::string& branch,
+                                                           uint64_t version) const {
   ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
-  ASSIGN_OR_RETURN(std::optional<DatasetVersion> v, main.LatestOwnVersionFile(branch));
-  if (!v) return std::optional<OwnCommit>();
-  ASSIGN_OR_RETURN(std::vector<ManifestRow> rows, RowsAddedIn(*v));
-  return std::optional<OwnCommit>(OwnCommit{v->version, std::move(rows)});
+  ASSIGN_OR_RETURN(std::optional<DatasetVersion> v, main.OwnVersionFile(branch, version));
+  if (!v) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(v->txn.id));
 }
 
-Status Manifest::WithdrawLatestVersion(const std::string& branch, uint64_t version) {
+Status Manifest::WithdrawVersion(const std::string& branch, uint64_t version) {
   if (branch.empty()) return Status::InvalidArgument("main's versions are never withdrawn");
   ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
   // Its files are left unreferenced, for retention's cleanup as an aborted
   // commit's are; a latest-version hint naming it is ignored once it is gone.
-  RETURN_NOT_OK(main.RemoveLatestOwnVersion(branch, version));
+  RETURN_NOT_OK(main.RemoveOwnVersion(branch, version));
   std::lock_guard<std::mutex> lock(mu_);
   writer_base_.erase(branch);
   return Status::OK();

@@ -481,7 +481,7 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
   ASSIGN_OR_RETURN(PartitionRows touched, TouchedPartitions(v, view, plan));
   RETURN_NOT_OK(FitDirectory(spec.branch, v.dir, view, &touched));
   ASSIGN_OR_RETURN(Dataset committed,
-                   CommitPartitions(base, v.dir, std::move(plan.journal), &touched));
+                   CommitPartitions(base, v.dir, std::move(plan.journal), &touched, spec.txn_id));
   const uint64_t published = committed.version();
   bool merged_now = false;
   if (options_.merge_fanout > 0) {
@@ -510,7 +510,8 @@ Result<PublishResult> Manifest::PublishOnce(const PublishSpec& spec, const Datas
 
 Result<Dataset> Manifest::CommitPartitions(const Dataset& base, const HeadDirectory& dir,
                                            std::vector<ManifestRow> journal,
-                                           std::map<uint32_t, std::vector<ManifestRow>>* touched) {
+                                           std::map<uint32_t, std::vector<ManifestRow>>* touched,
+                                           const std::string& txn_id) {
   // Tombstone partitions go in a fragment of their own: reading a live
   // partition or the catalog never decodes a dropped table's head. So does
   // a long journal (a migration's baselines, one per identity ever made),
@@ -554,7 +555,7 @@ Result<Dataset> Manifest::CommitPartitions(const Dataset& base, const HeadDirect
     next.Prune();
     return EncodeHeadDirectory(next);
   };
-  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite(frags, {}, directory));
+  ASSIGN_OR_RETURN(Dataset committed, base.CommitRewrite(frags, {}, directory, txn_id));
   for (size_t i = 0; cache_ && i < files.size(); ++i) {
     // The writer's next commit reads these partitions back: keep them.
     cache_->Put<RecordBatch>(FileCacheKey(files[i]),

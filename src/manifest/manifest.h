@@ -136,6 +136,9 @@ struct PublishSpec {
   // publish (a stale expectation is FailedPrecondition, a typed conflict).
   std::function<Result<PublishPlan>(PublishView&)> build;
   std::string commit_id;  // graph commit id; minted when empty
+  // The manifest version's transaction id (a new ULID when empty), so a
+  // writer can recognise its version file from the file alone.
+  std::string txn_id;
   std::string actor = "loam";
   // Adds run_commit:<run_id> for each (a group commit carries several);
   // AlreadyExists (run_already_committed) if any of them committed.
@@ -236,21 +239,18 @@ class Manifest {
   // The branch's identity (its fork name for tables); "" for main.
   Result<std::string> BranchId(const std::string& name) const;
   Result<BranchInfo> BranchParent(const std::string& name) const;
-  // The newest version in `branch`'s own directory and the rows its commit
-  // added, as stored (no fork resolution; Dataset::LatestOwnVersionFile);
-  // nullopt when the branch has no version of its own.
-  struct OwnCommit {
-    uint64_t version = 0;
-    std::vector<ManifestRow> rows;
-  };
-  Result<std::optional<OwnCommit>> LatestOwnCommit(const std::string& branch) const;
-  // Removes version `version` of branch `branch` (never main) while it is
-  // the newest of the branch's own and nothing forks from or tags it
-  // (Dataset::RemoveLatestOwnVersion), so the branch reads as it did before:
-  // for a commit that landed on a branch deleted and recreated under its
-  // writer (engine/migration_branch.cc). The caller knows nothing can commit
-  // on that version. FailedPrecondition otherwise.
-  Status WithdrawLatestVersion(const std::string& branch, uint64_t version);
+  // The transaction id of version `version`'s file in `branch`'s own
+  // directory, as stored (no fork resolution; Dataset::OwnVersionFile): what
+  // PublishSpec::txn_id named. nullopt when there is none.
+  Result<std::optional<std::string>> OwnVersionTxn(const std::string& branch,
+                                                   uint64_t version) const;
+  // Removes version `version` of branch `branch` (never main) from its own
+  // directory when that changes nothing else it reads
+  // (Dataset::RemoveOwnVersion), so the branch reads as it did before: for
+  // a commit that landed on a branch deleted and recreated under its writer
+  // (engine/migration_branch.cc). The caller knows nothing can commit on that
+  // version. FailedPrecondition otherwise.
+  Status WithdrawVersion(const std::string& branch, uint64_t version);
 
   Result<Dataset> OpenDataset(const std::string& branch,
                               std::optional<uint64_t> version = {}) const;
@@ -288,10 +288,12 @@ class Manifest {
   Status FitDirectory(const std::string& branch, const HeadDirectory& dir, PublishView& view,
                       std::map<uint32_t, std::vector<ManifestRow>>* touched);
   // Writes `journal` and the `touched` partitions as one commit's fragments
-  // and commits them with `dir` updated (see manifest.cc).
+  // and commits them with `dir` updated (see manifest.cc), as transaction
+  // `txn_id` (minted when empty).
   Result<Dataset> CommitPartitions(const Dataset& base, const HeadDirectory& dir,
                                    std::vector<ManifestRow> journal,
-                                   std::map<uint32_t, std::vector<ManifestRow>>* touched);
+                                   std::map<uint32_t, std::vector<ManifestRow>>* touched,
+                                   const std::string& txn_id = {});
   // Merges the fragments of one tier that no partition uses, when at least
   // `min_count` of them exist (the smallest such tier). Returns the new
   // snapshot, or `base` when there was nothing to merge.

@@ -54,7 +54,7 @@ TEST(ManifestTest, TheHeadDirectoryFitsTheHeaderWithLongBranchPathsAndEveryParti
 }
 
 // A branch's newest version of its own is withdrawn only while nothing forks
-// from it or tags it; main's never, and no older one.
+// from it or tags it; main's never, and no older one above the fork point.
 TEST(ManifestTest, OnlyABranchsNewestVersionThatNothingNamesIsWithdrawn) {
   auto store = testing::NewTestStore();
   auto m = Manifest::Create(store, "ws").value();
@@ -71,27 +71,71 @@ TEST(ManifestTest, OnlyABranchsNewestVersionThatNothingNamesIsWithdrawn) {
   };
   ASSERT_TRUE(publish(1).ok());
   const uint64_t v2 = publish(2).value().manifest_version;
-  EXPECT_EQ(m->WithdrawLatestVersion("", 1).code(), StatusCode::kInvalidArgument);
-  Status older = m->WithdrawLatestVersion("b", v2 - 1);
+  EXPECT_EQ(m->WithdrawVersion("", 1).code(), StatusCode::kInvalidArgument);
+  Status older = m->WithdrawVersion("b", v2 - 1);
   EXPECT_TRUE(older.IsFailedPrecondition()) << older;
   EXPECT_NE(older.message().find("it is not the newest there (" + std::to_string(v2) + ")"),
             std::string::npos)
       << older;
   ASSERT_TRUE(m->CreateBranch("child", "b", v2).ok());
-  Status forked = m->WithdrawLatestVersion("b", v2);
+  Status forked = m->WithdrawVersion("b", v2);
   EXPECT_NE(forked.message().find("branch 'child' forks from it"), std::string::npos) << forked;
   ASSERT_TRUE(m->DeleteBranch("child").ok());
   ASSERT_TRUE(m->OpenDataset("b").value().CreateTag("t", v2).ok());
-  Status tagged = m->WithdrawLatestVersion("b", v2);
+  Status tagged = m->WithdrawVersion("b", v2);
   EXPECT_NE(tagged.message().find("tag 't' names it"), std::string::npos) << tagged;
   ASSERT_TRUE(m->OpenDataset("").value().DeleteTag("t").ok());
   EXPECT_EQ(m->Current("b").value().version, v2);
-  ASSERT_TRUE(m->WithdrawLatestVersion("b", v2).ok());
+  ASSERT_TRUE(m->WithdrawVersion("b", v2).ok());
   const ManifestVersion now = m->Current("b").value();
   EXPECT_EQ(now.version, v2 - 1);
   EXPECT_TRUE(m->ReadTableHead(now, 1).value().has_value());
   EXPECT_FALSE(m->ReadTableHead(now, 2).value().has_value());
-  EXPECT_EQ(m->LatestOwnCommit("b").value()->version, v2 - 1);
+  EXPECT_FALSE(m->OwnVersionTxn("b", v2).value().has_value());
+  EXPECT_TRUE(m->OwnVersionTxn("b", v2 - 1).value().has_value());
+}
+
+// A version file in a branch's own directory numbered at or below its fork
+// point (left there by a writer of an earlier branch of that name) is never
+// read, except that as the newest file there it is taken for the branch's
+// latest version, resolved to the parent's older one. It is withdrawn
+// whether or not a version of the branch's own follows it.
+TEST(ManifestTest, AVersionFileAtOrBelowTheForkPointIsWithdrawnWhateverFollows) {
+  auto store = testing::NewTestStore();
+  auto m = Manifest::Create(store, "ws").value();
+  auto publish = [&](const std::string& branch, int64_t sid, const std::string& txn) {
+    PublishSpec spec;
+    spec.branch = branch;
+    spec.txn_id = txn;
+    spec.build = [&](PublishView& view) -> Result<PublishPlan> {
+      PublishPlan plan;
+      plan.upserts = {Head(sid, view.commit_id())};
+      return plan;
+    };
+    return m->Publish(spec).value().manifest_version;
+  };
+  const uint64_t first = publish("", 1, "");
+  const uint64_t fork = publish("", 2, "");
+  ASSERT_TRUE(m->CreateBranch("b", "", fork).ok());
+  // Main's first version, as if an earlier branch 'b' had committed it.
+  const std::string stray =
+      "ws/__manifest/" + Dataset::BranchDir("b") + "_versions/" + VersionFileName(first);
+  const std::string bytes = store->Get("ws/__manifest/_versions/" + VersionFileName(first)).value();
+  ASSERT_TRUE(store->PutIfAbsent(stray, bytes).ok());
+  EXPECT_EQ(m->Current("b").value().version, first);  // what the stray does
+  ASSERT_TRUE(m->WithdrawVersion("b", first).ok());
+  EXPECT_EQ(m->Current("b").value().version, fork);
+  // Again, now below a commit of the branch's own.
+  const uint64_t own = publish("b", 3, "a transaction of b's");
+  EXPECT_EQ(m->OwnVersionTxn("b", own).value(), "a transaction of b's");
+  ASSERT_TRUE(store->PutIfAbsent(stray, bytes).ok());
+  EXPECT_EQ(m->Current("b").value().version, own);
+  ASSERT_TRUE(m->WithdrawVersion("b", first).ok());
+  EXPECT_TRUE(store->Get(stray).status().IsNotFound());
+  const ManifestVersion now = m->Current("b").value();
+  EXPECT_EQ(now.version, own);
+  EXPECT_TRUE(m->ReadTableHead(now, 2).value().has_value());
+  EXPECT_TRUE(m->ReadTableHead(now, 3).value().has_value());
 }
 
 // A commit's journal rows about a table carry its id and agree with its head:
