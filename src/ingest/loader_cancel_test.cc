@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "ingest/loader.h"
+#include "ingest/loader_test_util.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -15,10 +16,7 @@ class LoaderCancelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_shared<MemoryObjectStore>();
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
+    ws_ = NewLoaderWorkspace(store_);
     Schema accounts{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}};
     ASSERT_TRUE(ws_->CreateTable("accounts", accounts, {"id"}).ok());
     input_ = "id,name\n";

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ingest/loader.h"
+#include "ingest/loader_test_util.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -15,10 +16,7 @@ class LoaderCarryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_shared<MemoryObjectStore>();
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
+    ws_ = NewLoaderWorkspace(store_);
     Schema accounts{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}};
     ASSERT_TRUE(ws_->CreateTable("accounts", accounts, {"id"}).ok());
     files_["base.csv"] = "id,name\n1,ann\n2,bob\n3,cy\n4,dee\n";
@@ -48,9 +46,7 @@ class LoaderCarryTest : public ::testing::Test {
     r.mode = mode;
     r.files = {file};
     r.principal = "owner";
-    Result<RunRecord> rec = Loader(ws_, o).Run(r);
-    EXPECT_TRUE(rec.ok()) << rec.status();
-    return rec.ok() ? *rec : RunRecord{};
+    return RunLoader(ws_, r, o);
   }
 
   // Another writer's upsert of `csv`, committed while the run waits.

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ingest/loader.h"
+#include "ingest/loader_test_util.h"
 #include "ingest/row_deletes.h"
 #include "io/memory_object_store.h"
 
@@ -15,10 +16,7 @@ class LoaderDeleteTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_shared<MemoryObjectStore>();
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
+    ws_ = NewLoaderWorkspace(store_);
     const Schema people{{{"id", DataType::Int64(), false},
                          {"city", DataType::String()},
                          {"age", DataType::Int64()}}};
@@ -59,12 +57,7 @@ class LoaderDeleteTest : public ::testing::Test {
     r.files = {"keys.csv"};
     return r;
   }
-  RunRecord Run(const RunRequest& r, LoaderOptions o) {
-    Loader loader(ws_, std::move(o));
-    Result<RunRecord> rec = loader.Run(r);
-    EXPECT_TRUE(rec.ok()) << rec.status();
-    return rec.ok() ? *rec : RunRecord{};
-  }
+  RunRecord Run(const RunRequest& r, LoaderOptions o) { return RunLoader(ws_, r, std::move(o)); }
   RunRecord Run(const RunRequest& r) { return Run(r, Options()); }
   // The ids of the table's rows, ascending, as "1 2 3".
   std::string Ids(const std::string& table = "people") {

@@ -21,14 +21,29 @@ inline Schema Accounts() {
                  {"balance", DataType::Decimal(10, 2)}}};
 }
 
+// A workspace in `store` owned by "owner", whose recovery takes over a
+// write at once (no grace).
+inline std::shared_ptr<WorkspaceEngine> NewLoaderWorkspace(std::shared_ptr<ObjectStore> store) {
+  WorkspaceOptions o;
+  o.owner = "owner";
+  o.recovery_grace_micros = 0;
+  return WorkspaceEngine::Init(std::move(store), "ws", o).value();
+}
+
+// Runs `r`: its record, or an empty one (and a test failure) when the
+// loader could not run it at all.
+inline RunRecord RunLoader(const std::shared_ptr<WorkspaceEngine>& ws, const RunRequest& r,
+                           LoaderOptions options) {
+  Result<RunRecord> rec = Loader(ws, std::move(options)).Run(r);
+  EXPECT_TRUE(rec.ok()) << rec.status();
+  return rec.ok() ? *rec : RunRecord{};
+}
+
 class LoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::make_shared<MemoryObjectStore>();
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = WorkspaceEngine::Init(store_, "ws", o).value();
+    ws_ = NewLoaderWorkspace(store_);
     ASSERT_TRUE(ws_->CreateTable("accounts", Accounts(), {"id"}).ok());
   }
 
@@ -55,10 +70,7 @@ class LoaderTest : public ::testing::Test {
   }
 
   RunRecord Load(const RunRequest& r, LoaderOptions opts) {
-    Loader loader(ws_, std::move(opts));
-    Result<RunRecord> rec = loader.Run(r);
-    EXPECT_TRUE(rec.ok()) << rec.status();
-    return rec.ok() ? *rec : RunRecord{};
+    return RunLoader(ws_, r, std::move(opts));
   }
   RunRecord Load(const RunRequest& r) { return Load(r, Options()); }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "ingest/loader.h"
+#include "ingest/loader_test_util.h"
 #include "io/memory_object_store.h"
 
 namespace loam::ingest {
@@ -39,10 +40,7 @@ class RowErrorsTest : public ::testing::Test {
     r.error_policy = policy;
     r.max_errors = max_errors;
     if (tweak) tweak(r);
-    Loader loader(ws_, o);
-    Result<RunRecord> rec = loader.Run(r);
-    EXPECT_TRUE(rec.ok()) << rec.status();
-    return rec.ok() ? *rec : RunRecord{};
+    return RunLoader(ws_, r, o);
   }
 
   int64_t Rows() {

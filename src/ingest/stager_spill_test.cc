@@ -10,6 +10,7 @@
 
 #include "common/hash.h"
 #include "ingest/loader.h"
+#include "ingest/loader_test_util.h"
 #include "ingest/stager.h"
 #include "io/memory_object_store.h"
 
@@ -21,10 +22,7 @@ constexpr size_t kSmallBound = size_t{4} << 20;
 class StagerSpillTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WorkspaceOptions o;
-    o.owner = "owner";
-    o.recovery_grace_micros = 0;
-    ws_ = WorkspaceEngine::Init(std::make_shared<MemoryObjectStore>(), "ws", o).value();
+    ws_ = NewLoaderWorkspace(std::make_shared<MemoryObjectStore>());
     ASSERT_TRUE(
         ws_->CreateTable("t",
                          Schema{{{"id", DataType::Int64(), false}, {"name", DataType::String()}}},
@@ -64,9 +62,7 @@ class StagerSpillTest : public ::testing::Test {
     r.mode = mode;
     r.files = std::move(files);
     r.principal = "owner";
-    Result<RunRecord> rec = Loader(ws_, Options(bound, map_to_bound)).Run(r);
-    EXPECT_TRUE(rec.ok()) << rec.status();
-    return rec.ok() ? *rec : RunRecord{};
+    return RunLoader(ws_, r, Options(bound, map_to_bound));
   }
 
   // Validates (stages nothing) with the bound, as a run's first attempt would.
