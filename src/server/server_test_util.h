@@ -226,4 +226,24 @@ class ServerTest : public ::testing::Test {
   OpenApiDoc doc_;
 };
 
+// The API tests' fixture: a server with helpers for pipelines and runs.
+inline constexpr char kPipeline[] =
+    R"({"name":"orders-in","table":"orders","mode":"upsert","format":"csv"})";
+
+class ApiTest : public ServerTest {
+ protected:
+  std::string MakePipeline(const std::string& spec = kPipeline) {
+    HttpResult r = Call("ada", "POST", "/v1/pipelines", "/v1/pipelines", spec);
+    EXPECT_EQ(r.status, 201) << r.body;
+    return r.Json().value("id", "");
+  }
+
+  nlohmann::json WaitRun(const std::string& run_id) {
+    EXPECT_TRUE(Srv().service().WaitForEmptyQueue(std::chrono::seconds(60)).ok());
+    HttpResult r = Call("ada", "GET", "/v1/runs/" + run_id, "/v1/runs/{id}");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.Json();
+  }
+};
+
 }  // namespace loam::server
