@@ -1,11 +1,15 @@
 // Helpers shared by the dataset tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "dataset/dataset.h"
+#include "io/test_store.h"
 
 namespace loam::testing {
 
@@ -48,3 +52,24 @@ inline std::map<int64_t, std::string> Contents(const Dataset& ds) {
 }
 
 }  // namespace loam::testing
+
+namespace loam {
+
+// A dataset of People at "tables/people" in a test store, on a manual clock.
+class DatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.clock = &clock_;
+    ds_ = Dataset::Create(store_, "tables/people", testing::PeopleSchema(), options_).value();
+  }
+  Dataset Reopen(const OpenSpec& spec = {}) {
+    return Dataset::Open(store_, "tables/people", spec, options_).value();
+  }
+
+  ManualClock clock_{1'000'000};
+  DatasetOptions options_;
+  std::shared_ptr<ObjectStore> store_ = testing::NewTestStore();
+  Dataset ds_ = Dataset::Create(testing::NewTestStore(), "x", testing::PeopleSchema()).value();
+};
+
+}  // namespace loam
