@@ -1,11 +1,9 @@
 #include "cli/context.h"
 
-#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
-#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "api/workspace_access.h"
@@ -42,16 +40,25 @@ int64_t EnvInt(const char* name, int64_t fallback) {
 std::function<Status(std::string_view)> Context::CrashHook() {
   const char* at = std::getenv("LOAM_CRASH_AT");
   if (at == nullptr || *at == '\0') return {};
-  // "<failpoint>#<n>": the n-th time the failpoint is reached (1 = the first).
+  // "<failpoint>#<n>": the n-th time the process reaches the failpoint.
   std::string point = at;
   int64_t nth = 1;
   if (const size_t hash = point.rfind('#'); hash != std::string::npos) {
-    nth = std::max<int64_t>(1, std::atoll(point.c_str() + hash + 1));
+    const std::string count = point.substr(hash + 1);
+    nth = count.empty() || count.size() > 9 ||
+                  count.find_first_not_of("0123456789") != std::string::npos
+              ? 0
+              : std::atoll(count.c_str());
+    if (nth < 1) {
+      std::cerr << "LOAM_CRASH_AT: '" << count << "' is not a count of 1 or more; no crash\n";
+      return {};
+    }
     point.resize(hash);
   }
-  auto reached = std::make_shared<std::atomic<int64_t>>(0);
-  return [point, nth, reached](std::string_view p) {
-    if (p != point || ++*reached != nth) return Status::OK();
+  // One count per process, however many hooks its commands make.
+  static std::atomic<int64_t> reached{0};
+  return [point, nth](std::string_view p) {
+    if (p != point || reached.fetch_add(1) + 1 != nth) return Status::OK();
     if (Hooks().before_crash) Hooks().before_crash();
     std::raise(SIGKILL);
     return Status::OK();

@@ -50,8 +50,9 @@ struct Context {
   std::unique_ptr<Workspace> Public(std::shared_ptr<WorkspaceEngine> engine) const;
   // The store at `root` (wrapped by TestHooks::wrap_store when set).
   Result<std::shared_ptr<ObjectStore>> Store() const;
-  // LOAM_CRASH_AT=<failpoint>: the process kills itself with SIGKILL there
-  // (crash tests); empty function when unset.
+  // LOAM_CRASH_AT=<failpoint>[#<n>]: the process kills itself with SIGKILL
+  // there, the n-th time it gets there (crash tests); empty function when
+  // unset or malformed.
   static std::function<Status(std::string_view)> CrashHook();
   // What a command callback does with its Status: *exit becomes 0, or the
   // error is reported and *exit becomes its code.

@@ -426,16 +426,19 @@ class Dataset {
   // when there is none.
   Result<std::optional<DatasetVersion>> OwnVersionFile(const std::string& branch,
                                                        uint64_t version) const;
-  // Removes `branch`'s (never main's) own version file `version`, for a commit
-  // that must not stand, when that changes nothing else the branch reads:
-  // - numbered at or below the branch's fork point, it is never read (version
-  //   look-ups resolve it to the parent), only taken for the latest version
-  //   when it is the newest file there, which the removal corrects;
+  // Removes `branch`'s (never main's) own version file `version`, whose
+  // transaction is `txn` (checked again just before the delete), for a
+  // commit that must not stand, when that changes no version look-up:
+  // - numbered at or below the branch's fork point: look-ups resolve that
+  //   number to the parent; only as the newest file there is it taken for
+  //   the branch's latest version (its own header and section are read),
+  //   which the removal corrects;
   // - otherwise only while it is the newest there and no branch forks from
   //   it or a later version and no tag names it.
   // FailedPrecondition otherwise. Check-then-act (an object store has no
   // conditional delete), so only for a version nothing can commit on.
-  Status RemoveOwnVersion(const std::string& branch, uint64_t version) const;
+  Status RemoveOwnVersion(const std::string& branch, uint64_t version,
+                          const std::string& txn) const;
 
   // --- low-level commits (the manifest layer builds its own transactions) ----
   // Writes `batch` as one new fragment file that no version references yet.
@@ -475,7 +478,9 @@ class Dataset {
   using AppSectionBuilder = std::function<Result<std::string>(const std::vector<Fragment>& added)>;
   // `txn_id` names the transaction (a new ULID when empty): a caller that
   // must recognise its version file later without other state (a migration
-  // commit) derives it.
+  // commit) derives it, and then the id must fix what the commit holds given
+  // its base (an unanswered put whose version file carries the id is taken
+  // for this commit).
   Result<Dataset> CommitRewrite(std::vector<Fragment> added, std::vector<uint64_t> removed,
                                 const AppSectionBuilder& app_section,
                                 std::string txn_id = {}) const;

@@ -210,16 +210,28 @@ Result<std::optional<DatasetVersion>> Dataset::OwnVersionFile(const std::string&
   return std::optional<DatasetVersion>(std::move(v));
 }
 
-Status Dataset::RemoveOwnVersion(const std::string& branch, uint64_t version) const {
+Status Dataset::RemoveOwnVersion(const std::string& branch, uint64_t version,
+                                 const std::string& txn) const {
   RETURN_NOT_OK(ValidateRefName("branch", branch));
   const std::string file = Key(BranchDir(branch) + "_versions/" + VersionFileName(version));
   const std::string what =
       "version " + std::to_string(version) + " of branch '" + branch + "' is not withdrawn: ";
+  // Read again just before the delete: another commit at that number since
+  // the caller looked is never removed (a window of one GET remains).
+  auto remove = [&]() -> Status {
+    ASSIGN_OR_RETURN(std::optional<DatasetVersion> v, OwnVersionFile(branch, version));
+    if (!v) return Status::OK();
+    if (v->txn.id != txn) {
+      return Status::FailedPrecondition(what + "it is another commit (transaction " + v->txn.id +
+                                        ") than the one asked for");
+    }
+    return store_->Delete(file);
+  };
   Result<std::string> ref = store_->Get(BranchRefKey(Key(""), branch));
   if (!ref.ok() && !ref.status().IsNotFound()) return ref.status();
   if (ref.ok()) {
     ASSIGN_OR_RETURN(BranchInfo self, DecodeBranchRef(*ref, branch));
-    if (version <= self.parent_version) return store_->Delete(file);  // never read
+    if (version <= self.parent_version) return remove();  // no version look-up reads it
   }
   ASSIGN_OR_RETURN(std::optional<uint64_t> own, LatestOwnVersion(branch, /*use_hint=*/false));
   if (own != version) {
@@ -242,7 +254,7 @@ Status Dataset::RemoveOwnVersion(const std::string& branch, uint64_t version) co
       return Status::FailedPrecondition(what + "tag '" + name + "' names it");
     }
   }
-  return store_->Delete(file);
+  return remove();
 }
 
 Result<std::vector<std::string>> Dataset::ListBranches() const {

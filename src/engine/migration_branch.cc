@@ -123,15 +123,79 @@ Result<bool> WithdrawStrayCommit(Manifest& manifest, const LedgerWriter& ledger,
                                  const std::string& token, const std::string& branch,
                                  const std::string& incarnation, uint64_t version) {
   if (branch.empty()) return false;  // main is never deleted
+  const std::string ours = MigrationCommitTxn(token, incarnation);
   ASSIGN_OR_RETURN(std::optional<std::string> txn, manifest.OwnVersionTxn(branch, version));
-  if (txn != MigrationCommitTxn(token, incarnation)) return false;
+  if (txn != ours) return false;
   RETURN_NOT_OK(ledger.StillOwner());
-  RETURN_NOT_OK(manifest.WithdrawVersion(branch, version));
+  RETURN_NOT_OK(manifest.WithdrawVersion(branch, version, ours));
   LOAM_LOG_WARN(
       "{}: withdrew manifest version {}, migration {}'s commit of an earlier branch of that "
       "name (ref {}, deleted during the migration)",
       Named(branch), version, token, incarnation);
   return true;
+}
+
+// A marker from a commit in `b`'s own directory must come from a commit made
+// for this incarnation of the branch: a stray commit of an earlier branch of
+// that name that the takeover's ledger pass did not withdraw (its record
+// gone, or a migration begun by a Loam that gave its commits random
+// transaction ids) is refused, never confirmed. A marker whose version is
+// not in the branch's own directory is the parent's, inherited.
+Status CheckMarkerIsThisBranchs(const Manifest& manifest, const std::string& token,
+                                const BranchMigration& b, const HeadsMarker& marker) {
+  if (b.branch.empty()) return Status::OK();  // main is never deleted
+  ASSIGN_OR_RETURN(std::optional<std::string> txn,
+                   manifest.OwnVersionTxn(b.branch, marker.produced_version));
+  if (!txn) return Status::OK();
+  bool foreign = false;
+  std::string made_for;  // the ref id it was made for, when its record says
+  if (txn->starts_with("migration-")) {
+    foreign = *txn != MigrationCommitTxn(marker.migration, b.incarnation);
+  } else {
+    ASSIGN_OR_RETURN(std::vector<ManifestRow> rows,
+                     manifest.CommitRows(b.branch, marker.produced_version));
+    for (const ManifestRow& r : rows) {
+      if (r.object_id != MigrationRecordId(marker.migration)) continue;
+      json j = ParseJson(r.metadata);
+      if (!j.is_object() || !j.contains("incarnation")) continue;
+      made_for = StringAt(j, "incarnation");
+      foreign = made_for != b.incarnation;
+    }
+  }
+  if (!foreign) return Status::OK();
+  return Status::FailedPrecondition(
+             Named(b.branch) + " holds migration " + marker.migration +
+             "'s commit (manifest version " + std::to_string(marker.produced_version) +
+             ") of an earlier branch of that name" +
+             (made_for.empty() ? std::string() : " (ref " + made_for + ")") +
+             ", deleted and made again during the migration; the workspace will not be stamped "
+             "over it: run 'loam migrate --take-over " +
+             token + " --repin-branches', or remove that version from the branch's directory")
+      .WithErrorCode(ErrorCode::kPreconditionFailed);
+}
+
+// A version file in `branch`'s own directory numbered at or below its fork
+// point is never one of its own commits (those follow the fork), yet as the
+// newest file there it is read for the branch's latest state: a commit of an
+// earlier branch of that name that no withdrawal found. Refused, so the
+// workspace is never stamped over it.
+Status CheckNoStrayAtOrBelowFork(const Manifest& manifest, const std::string& token,
+                                 const std::string& branch) {
+  if (branch.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(ManifestVersion tip, manifest.Current(branch));
+  ASSIGN_OR_RETURN(BranchInfo fork, manifest.BranchParent(branch));
+  if (tip.version > fork.parent_version) return Status::OK();
+  ASSIGN_OR_RETURN(std::optional<std::string> txn, manifest.OwnVersionTxn(branch, tip.version));
+  if (!txn) return Status::OK();  // the parent's version, read through the fork
+  return Status::FailedPrecondition(
+             Named(branch) + " holds version " + std::to_string(tip.version) +
+             " in its own directory, at or below its fork point (version " +
+             std::to_string(fork.parent_version) +
+             "): a commit of an earlier branch of that name, deleted and made again during the "
+             "migration; the workspace will not be stamped over it: run 'loam migrate "
+             "--take-over " +
+             token + " --repin-branches', or remove that version from the branch's directory")
+      .WithErrorCode(ErrorCode::kPreconditionFailed);
 }
 
 // The ref id of `branch` now; nullopt when it is gone.
@@ -236,8 +300,10 @@ Status WithdrawStrayCommits(WorkspaceEngine& ws, const LedgerWriter& ledger,
     const uint64_t version = static_cast<uint64_t>(source) + 1;
     ASSIGN_OR_RETURN(bool withdrawn,
                      WithdrawStrayCommit(ws.manifest(), ledger, token, name, incarnation, version));
-    if (withdrawn) {
-      (there == now.end() ? report->withdrawn_in_deleted_branches : *recreated)[name] = version;
+    if (withdrawn) {  // the newest, if several earlier branches of that name left one
+      uint64_t& noted =
+          (there == now.end() ? report->withdrawn_in_deleted_branches : *recreated)[name];
+      noted = std::max(noted, version);
     }
   }
   return Status::OK();
@@ -261,9 +327,12 @@ Result<BranchMigration> MigrateBranch(WorkspaceEngine& ws, LedgerWriter& ledger_
   BranchMigration b;
   b.branch = branch;
   b.incarnation = incarnation;
+  RETURN_NOT_OK(CheckNoStrayAtOrBelowFork(manifest, token, branch));
   ASSIGN_OR_RETURN(std::optional<ManifestRow> marker,
                    manifest.FindJournalRow(branch, HeadsMarkerId(kWorkspaceFormat)));
   if (marker) {
+    ASSIGN_OR_RETURN(HeadsMarker parsed, ParseHeadsMarker(*marker));
+    RETURN_NOT_OK(CheckMarkerIsThisBranchs(manifest, token, b, parsed));
     ASSIGN_OR_RETURN(b, ConfirmMarker(manifest, *marker, std::move(b)));
     RETURN_NOT_OK(ledger_writer.Write(ledger, b, /*done=*/true));
     return b;

@@ -104,18 +104,28 @@ uint64_t VersionIn(const Status& stopped) {
 // after its commit, by the migration that takes over, found by the
 // transaction id its version file carries (so also when the deletion
 // removed the files holding its rows); the new branch then reads as it was
-// made and is migrated as such. (Before the withdrawal, the takeover
-// confirmed the landed commit's marker and stamped the new branch with the
-// earlier branch's tables; before the transaction id, a landed commit whose
-// rows were gone could not be identified and was left.)
+// made and is migrated as such. A stray the takeover cannot find (its
+// ledger record gone) is refused when its marker would be confirmed. (Before
+// the withdrawal, the takeover confirmed the landed commit's marker and
+// stamped the new branch with the earlier branch's tables; before the
+// transaction id, a landed commit whose rows were gone could not be
+// identified and was left.)
 TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
-  enum class Then { kCaughtAtOnce, kStops, kStopsAndItsRowsAreGone };
+  enum class Then {
+    kCaughtAtOnce,
+    kStops,
+    kStopsAndItsRowsAreGone,
+    kStopsAndItsRecordIsGone,
+    kStopsAndItsRecordIsGoneAboveTheFork,
+  };
   bool first = true;
-  for (Then then : {Then::kCaughtAtOnce, Then::kStops, Then::kStopsAndItsRowsAreGone}) {
+  for (Then then : {Then::kCaughtAtOnce, Then::kStops, Then::kStopsAndItsRowsAreGone,
+                    Then::kStopsAndItsRecordIsGone, Then::kStopsAndItsRecordIsGoneAboveTheFork}) {
     SCOPED_TRACE(static_cast<int>(then));
     if (!first) SetUp();
     first = false;
     auto other = OpenAnyFormat();
+    const std::string earlier = other->manifest().BranchId("lazy").value();
     const int lazy_at = TurnOf("lazy");
     int checked = 0;
     int committed = 0;
@@ -124,8 +134,12 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
       if (at == failpoint::kMigrateBranchCommitChecked && ++checked == lazy_at) {
         EXPECT_TRUE(other->DeleteBranch("lazy").ok());
         // From dev2, migrated just before: its fork point lies beyond the
-        // version the commit lands at.
-        EXPECT_TRUE(other->CreateBranch("lazy", "dev2").ok());
+        // version the commit lands at; from main (its migration commit, the
+        // first), below it.
+        Status made_again = then == Then::kStopsAndItsRecordIsGoneAboveTheFork
+                                ? other->CreateBranch("lazy", "")
+                                : other->CreateBranch("lazy", "dev2");
+        EXPECT_TRUE(made_again.ok()) << made_again;
         made = Capture(*other, "lazy");
       }
       if (at == failpoint::kMigrateAfterBranchCommit && ++committed == lazy_at &&
@@ -161,6 +175,46 @@ TEST_P(MigrationTest, ACommitThatLandedOnARecreatedBranchIsWithdrawn) {
       for (const ObjectInfo& f : files) ASSERT_TRUE(store_->Delete(f.key).ok());
     }
     WorkspaceOptions o = testing::TestOptions();
+    if (then == Then::kStopsAndItsRecordIsGoneAboveTheFork) {
+      // Above the fork point the stray is the new branch's tip, and its
+      // marker would be confirmed: refused instead, naming whose it is.
+      const std::string token = ClaimToken();
+      ASSERT_TRUE(
+          store_->Delete(MigrationPrefix("ws") + token + "/branch-" + earlier + ".json").ok());
+      Result<MigrationReport> refused =
+          MigrateWorkspace(store_, "ws", o, MigrateOptions{token, true});
+      ASSERT_FALSE(refused.ok());
+      EXPECT_EQ(refused.status().error_code(), ErrorCode::kPreconditionFailed);
+      EXPECT_NE(refused.status().message().find("branch 'lazy' holds migration " + token +
+                                                "'s commit (manifest version "),
+                std::string::npos)
+          << refused.status();
+      EXPECT_FALSE(Stamped());
+      continue;
+    }
+    if (then == Then::kStopsAndItsRecordIsGone) {
+      // The takeover cannot find the stray through the ledger; numbered
+      // below the new branch's fork point, it is refused rather than
+      // migrated as the branch's state, and the workspace is not stamped.
+      const std::string token = ClaimToken();
+      const uint64_t landed = OpenAnyFormat()->manifest().Current("lazy").value().version;
+      ASSERT_TRUE(
+          store_->Delete(MigrationPrefix("ws") + token + "/branch-" + earlier + ".json").ok());
+      Result<MigrationReport> refused =
+          MigrateWorkspace(store_, "ws", o, MigrateOptions{token, true});
+      ASSERT_FALSE(refused.ok());
+      EXPECT_EQ(refused.status().error_code(), ErrorCode::kPreconditionFailed);
+      EXPECT_NE(refused.status().message().find(
+                    "branch 'lazy' holds version " + std::to_string(landed) +
+                    " in its own directory, at or below its fork point (version "),
+                std::string::npos)
+          << refused.status();
+      EXPECT_NE(refused.status().message().find("a commit of an earlier branch of that name"),
+                std::string::npos)
+          << refused.status();
+      EXPECT_FALSE(Stamped());
+      continue;
+    }
     Result<MigrationReport> taken =
         MigrateWorkspace(store_, "ws", o, MigrateOptions{ClaimToken(), true});
     ASSERT_TRUE(taken.ok()) << taken.status();

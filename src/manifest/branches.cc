@@ -42,12 +42,13 @@ Result<std::optional<std::string>> Manifest::OwnVersionTxn(const std::string& br
   return std::optional<std::string>(std::move(v->txn.id));
 }
 
-Status Manifest::WithdrawVersion(const std::string& branch, uint64_t version) {
+Status Manifest::WithdrawVersion(const std::string& branch, uint64_t version,
+                                 const std::string& txn) {
   if (branch.empty()) return Status::InvalidArgument("main's versions are never withdrawn");
   ASSIGN_OR_RETURN(Dataset main, OpenDataset(""));
   // Its files are left unreferenced, for retention's cleanup as an aborted
   // commit's are; a latest-version hint naming it is ignored once it is gone.
-  RETURN_NOT_OK(main.RemoveOwnVersion(branch, version));
+  RETURN_NOT_OK(main.RemoveOwnVersion(branch, version, txn));
   std::lock_guard<std::mutex> lock(mu_);
   writer_base_.erase(branch);
   return Status::OK();

@@ -244,13 +244,13 @@ class Manifest {
   // PublishSpec::txn_id named. nullopt when there is none.
   Result<std::optional<std::string>> OwnVersionTxn(const std::string& branch,
                                                    uint64_t version) const;
-  // Removes version `version` of branch `branch` (never main) from its own
-  // directory when that changes nothing else it reads
+  // Removes version `version` of branch `branch` (never main), transaction
+  // `txn`, from its own directory when that changes no version look-up
   // (Dataset::RemoveOwnVersion), so the branch reads as it did before: for
   // a commit that landed on a branch deleted and recreated under its writer
   // (engine/migration_branch.cc). The caller knows nothing can commit on that
   // version. FailedPrecondition otherwise.
-  Status WithdrawVersion(const std::string& branch, uint64_t version);
+  Status WithdrawVersion(const std::string& branch, uint64_t version, const std::string& txn);
 
   Result<Dataset> OpenDataset(const std::string& branch,
                               std::optional<uint64_t> version = {}) const;

@@ -71,22 +71,27 @@ TEST(ManifestTest, OnlyABranchsNewestVersionThatNothingNamesIsWithdrawn) {
   };
   ASSERT_TRUE(publish(1).ok());
   const uint64_t v2 = publish(2).value().manifest_version;
-  EXPECT_EQ(m->WithdrawVersion("", 1).code(), StatusCode::kInvalidArgument);
-  Status older = m->WithdrawVersion("b", v2 - 1);
+  const std::string t2 = m->OwnVersionTxn("b", v2).value().value();
+  EXPECT_EQ(m->WithdrawVersion("", 1, t2).code(), StatusCode::kInvalidArgument);
+  Status older = m->WithdrawVersion("b", v2 - 1, m->OwnVersionTxn("b", v2 - 1).value().value());
   EXPECT_TRUE(older.IsFailedPrecondition()) << older;
   EXPECT_NE(older.message().find("it is not the newest there (" + std::to_string(v2) + ")"),
             std::string::npos)
       << older;
   ASSERT_TRUE(m->CreateBranch("child", "b", v2).ok());
-  Status forked = m->WithdrawVersion("b", v2);
+  Status forked = m->WithdrawVersion("b", v2, t2);
   EXPECT_NE(forked.message().find("branch 'child' forks from it"), std::string::npos) << forked;
   ASSERT_TRUE(m->DeleteBranch("child").ok());
   ASSERT_TRUE(m->OpenDataset("b").value().CreateTag("t", v2).ok());
-  Status tagged = m->WithdrawVersion("b", v2);
+  Status tagged = m->WithdrawVersion("b", v2, t2);
   EXPECT_NE(tagged.message().find("tag 't' names it"), std::string::npos) << tagged;
   ASSERT_TRUE(m->OpenDataset("").value().DeleteTag("t").ok());
   EXPECT_EQ(m->Current("b").value().version, v2);
-  ASSERT_TRUE(m->WithdrawVersion("b", v2).ok());
+  Status another = m->WithdrawVersion("b", v2, "a transaction of another commit");
+  EXPECT_NE(another.message().find("it is another commit (transaction " + t2 + ")"),
+            std::string::npos)
+      << another;
+  ASSERT_TRUE(m->WithdrawVersion("b", v2, t2).ok());
   const ManifestVersion now = m->Current("b").value();
   EXPECT_EQ(now.version, v2 - 1);
   EXPECT_TRUE(m->ReadTableHead(now, 1).value().has_value());
@@ -96,10 +101,10 @@ TEST(ManifestTest, OnlyABranchsNewestVersionThatNothingNamesIsWithdrawn) {
 }
 
 // A version file in a branch's own directory numbered at or below its fork
-// point (left there by a writer of an earlier branch of that name) is never
-// read, except that as the newest file there it is taken for the branch's
-// latest version, resolved to the parent's older one. It is withdrawn
-// whether or not a version of the branch's own follows it.
+// point (left there by a writer of an earlier branch of that name) is not
+// what version look-ups read, but as the newest file there it is taken for
+// the branch's latest version, heads and all. It is withdrawn whether or not
+// a version of the branch's own follows it.
 TEST(ManifestTest, AVersionFileAtOrBelowTheForkPointIsWithdrawnWhateverFollows) {
   auto store = testing::NewTestStore();
   auto m = Manifest::Create(store, "ws").value();
@@ -122,15 +127,21 @@ TEST(ManifestTest, AVersionFileAtOrBelowTheForkPointIsWithdrawnWhateverFollows) 
       "ws/__manifest/" + Dataset::BranchDir("b") + "_versions/" + VersionFileName(first);
   const std::string bytes = store->Get("ws/__manifest/_versions/" + VersionFileName(first)).value();
   ASSERT_TRUE(store->PutIfAbsent(stray, bytes).ok());
-  EXPECT_EQ(m->Current("b").value().version, first);  // what the stray does
-  ASSERT_TRUE(m->WithdrawVersion("b", first).ok());
-  EXPECT_EQ(m->Current("b").value().version, fork);
+  const std::string stray_txn = m->OwnVersionTxn("b", first).value().value();
+  // What the stray does: b reads it, with its own heads (main's at `first`).
+  ManifestVersion read = m->Current("b").value();
+  EXPECT_EQ(read.version, first);
+  EXPECT_FALSE(m->ReadTableHead(read, 2).value().has_value());
+  ASSERT_TRUE(m->WithdrawVersion("b", first, stray_txn).ok());
+  read = m->Current("b").value();
+  EXPECT_EQ(read.version, fork);
+  EXPECT_TRUE(m->ReadTableHead(read, 2).value().has_value());
   // Again, now below a commit of the branch's own.
   const uint64_t own = publish("b", 3, "a transaction of b's");
   EXPECT_EQ(m->OwnVersionTxn("b", own).value(), "a transaction of b's");
   ASSERT_TRUE(store->PutIfAbsent(stray, bytes).ok());
   EXPECT_EQ(m->Current("b").value().version, own);
-  ASSERT_TRUE(m->WithdrawVersion("b", first).ok());
+  ASSERT_TRUE(m->WithdrawVersion("b", first, stray_txn).ok());
   EXPECT_TRUE(store->Get(stray).status().IsNotFound());
   const ManifestVersion now = m->Current("b").value();
   EXPECT_EQ(now.version, own);

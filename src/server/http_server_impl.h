@@ -2,8 +2,11 @@
 // http_session.cc: one connection). Not part of the server's interface.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
