@@ -2,10 +2,7 @@
 // sources, cancel and revert, pipelines, limits and metrics. Every answer is
 // checked against docs/openapi.yaml.
 
-#include "common/logging.h"
-#include "io/fault_injection_object_store.h"
 #include "server/server_test_util.h"
-#include "service/staging.h"
 
 namespace loam::server {
 namespace {
